@@ -1,0 +1,136 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/elevenmessenger/pinned/internal/fakeapi"
+)
+
+const fakeAPIUsage = `Usage: pinned fakeapi [--listen 127.0.0.1:0] [--ca-out FILE]
+
+Serves the local HTTPS fake of the providers (GitHub, DNSimple, Stripe,
+HubSpot, Linear) until interrupted (SIGINT or SIGTERM). It is for tests and
+trials only: the data is generated, the credentials are fixed fake values,
+and it listens on a loopback address only.
+
+A fresh certificate authority is generated in memory at every start; its
+certificate names every provider host. Pass --ca-out to write the CA
+certificate (PEM) for curl --cacert or pinned op --cacert. Requests are
+routed by their Host, so map each provider host to the fake's address:
+
+  curl --cacert ca.pem --resolve api.github.com:PORT:127.0.0.1 \
+       -H "Authorization: Bearer <github token>" https://api.github.com:PORT/user
+  PINNED_TOKEN=<token> pinned op --connect-to 127.0.0.1:PORT --cacert ca.pem \
+       --service github --op list_repos
+
+The fake tokens and ready-to-run curl lines are printed at start.
+
+Flags:
+`
+
+// runFakeAPI implements `pinned fakeapi`: it serves the provider fake until
+// SIGINT or SIGTERM.
+func runFakeAPI(args []string, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return runFakeAPIContext(ctx, args, stdout, stderr)
+}
+
+// runFakeAPIContext serves the fake until ctx is done (tests cancel ctx
+// instead of sending a signal).
+func runFakeAPIContext(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("fakeapi", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	listen := fs.String("listen", "127.0.0.1:0", "loopback address to listen on (127.0.0.1 or [::1], with a port; 0 picks a free one)")
+	caOut := fs.String("ca-out", "", "write the generated CA certificate (PEM) to this file")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, fakeAPIUsage)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "pinned fakeapi: unexpected argument %q (flags only; see --help)\n", fs.Arg(0))
+		return 2
+	}
+	if err := fakeapi.CheckLoopback(*listen); err != nil {
+		fmt.Fprintf(stderr, "pinned fakeapi: refusing --listen %s: the fake serves fixed credentials and listens on loopback only (e.g. 127.0.0.1:8443)\n", *listen)
+		return 2
+	}
+	srv, err := fakeapi.New(fakeapi.WithListen(*listen))
+	if err != nil {
+		fmt.Fprintf(stderr, "pinned fakeapi: %v\n", err)
+		return 1
+	}
+	defer srv.Close()
+
+	caName := "ca.pem"
+	if *caOut != "" {
+		if err := os.WriteFile(*caOut, srv.CACertPEM(), 0o644); err != nil {
+			fmt.Fprintf(stderr, "pinned fakeapi: write the CA certificate: %v\n", err)
+			return 1
+		}
+		caName = *caOut
+	}
+	printFakeAPIBanner(stdout, srv, caName, *caOut != "")
+
+	<-ctx.Done()
+	fmt.Fprintln(stdout, "pinned fakeapi: stopping")
+	return 0
+}
+
+// printFakeAPIBanner tells the user where the fake is, which tokens it
+// accepts and how to call it.
+func printFakeAPIBanner(w io.Writer, srv *fakeapi.Server, caName string, caWritten bool) {
+	addr, port := srv.Addr(), srv.Port()
+	ip, _, _ := net.SplitHostPort(addr)
+	if strings.Contains(ip, ":") {
+		ip = "[" + ip + "]" // curl --resolve wants IPv6 in brackets
+	}
+	fmt.Fprintf(w, "pinned fakeapi: serving the provider fake on %s (HTTPS, tests and trials only)\n", addr)
+	if caWritten {
+		fmt.Fprintf(w, "CA certificate written to %s\n", caName)
+	} else {
+		fmt.Fprintln(w, "CA certificate not written; restart with --ca-out ca.pem to use the curl lines below")
+	}
+	fmt.Fprintln(w, "\nFake credentials (Authorization header values):")
+	for _, svc := range fakeapi.Services() {
+		pat := "Bearer " + fakeapi.Token(svc)
+		if svc == fakeapi.Linear {
+			pat = fakeapi.Token(svc) // Linear personal keys are sent bare
+		}
+		fmt.Fprintf(w, "  %-9s %-50s OAuth: Bearer %s\n", svc, pat, fakeapi.OAuthToken(svc))
+	}
+	fmt.Fprintln(w, "\nTry:")
+	for _, svc := range fakeapi.Services() {
+		h := fakeapi.Host(svc)
+		base := fmt.Sprintf("curl --cacert %s --resolve %s:%d:%s", caName, h, port, ip)
+		switch svc {
+		case fakeapi.GitHub:
+			fmt.Fprintf(w, "  %s -H \"Authorization: Bearer %s\" https://%s:%d/user\n", base, fakeapi.Token(svc), h, port)
+		case fakeapi.DNSimple:
+			fmt.Fprintf(w, "  %s -H \"Authorization: Bearer %s\" https://%s:%d/v2/whoami\n", base, fakeapi.Token(svc), h, port)
+		case fakeapi.Stripe:
+			fmt.Fprintf(w, "  %s -H \"Authorization: Bearer %s\" 'https://%s:%d/v1/customers?limit=3'\n", base, fakeapi.Token(svc), h, port)
+		case fakeapi.HubSpot:
+			fmt.Fprintf(w, "  %s -H \"Authorization: Bearer %s\" 'https://%s:%d/crm/v3/objects/contacts?limit=3'\n", base, fakeapi.Token(svc), h, port)
+		case fakeapi.Linear:
+			fmt.Fprintf(w, "  %s -H \"Authorization: %s\" -H 'Content-Type: application/json' -d '{\"query\":\"query { viewer { id name email } }\"}' https://%s:%d/graphql\n", base, fakeapi.Token(svc), h, port)
+		}
+	}
+	fmt.Fprintf(w, "\nRun ops through the sandbox against it:\n  PINNED_TOKEN=%s pinned op --connect-to %s --cacert %s --service github --op list_repos\n", fakeapi.Token(fakeapi.GitHub), addr, caName)
+	fmt.Fprintln(w, "\nPress Ctrl-C to stop.")
+}

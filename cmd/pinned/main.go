@@ -1,0 +1,70 @@
+// Command pinned runs third-party API operations for bots inside a
+// WebAssembly sandbox. One binary, one subcommand per role:
+//
+//	pinned op        run one op through the sandbox
+//	pinned demo      run ops of every service against the local provider fake
+//	pinned registry  check or list manifests
+//	pinned fakeapi   serve the local HTTPS provider fake
+//	pinned version   print the version and the embedded registry digest
+//
+// Run "pinned <command> --help" for each command's flags.
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+)
+
+type command struct {
+	name    string
+	summary string
+	run     func(args []string, stdout, stderr io.Writer) int
+}
+
+func commands() []command {
+	return []command{
+		{"op", "run one op through the sandbox", runOp},
+		{"demo", "run ops of every service against the local provider fake", runDemo},
+		{"registry", "check or list manifests (registry check FILE..., registry list)", runRegistry},
+		{"fakeapi", "serve the local HTTPS provider fake (tests and trials only)", runFakeAPI},
+		{"version", "print the version and the embedded registry digest", runVersion},
+	}
+}
+
+func main() {
+	os.Exit(dispatch(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func dispatch(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		usage(stderr)
+		return 2
+	}
+	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		usage(stdout)
+		return 0
+	}
+	for _, c := range commands() {
+		if c.name == args[0] {
+			return c.run(args[1:], stdout, stderr)
+		}
+	}
+	fmt.Fprintf(stderr, "pinned: unknown command %q\n\n", args[0])
+	usage(stderr)
+	return 2
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "pinned runs third-party API operations for bots inside a WebAssembly sandbox.")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Usage: pinned <command> [flags]")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Commands:")
+	for _, c := range commands() {
+		fmt.Fprintf(w, "  %-9s %s\n", c.name, c.summary)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, `Run "pinned <command> --help" for a command's flags.`)
+}

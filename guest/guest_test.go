@@ -1,0 +1,34 @@
+package guest
+
+import (
+	"bytes"
+	"os"
+	"runtime"
+	"testing"
+
+	"github.com/elevenmessenger/pinned/internal/wasmbuild"
+)
+
+// TestWasmUpToDate rebuilds the executor from source and requires the
+// committed (and embedded) module to be byte-identical: the module is
+// reproducible, so any difference means it is stale. Fix with `make guest`.
+func TestWasmUpToDate(t *testing.T) {
+	if runtime.Version() != GoVersion {
+		t.Fatalf("the committed executor.wasm was built with %s but this toolchain is %s; "+
+			"install %s, or rebuild with `make guest` and update GoVersion", GoVersion, runtime.Version(), GoVersion)
+	}
+	got, err := wasmbuild.Build("..", "guest/wasm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	committed, err := os.ReadFile("executor.wasm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(committed, got) {
+		t.Fatalf("guest/executor.wasm is stale against its source (%d bytes committed, %d rebuilt): run `make guest`", len(committed), len(got))
+	}
+	if !bytes.Equal(Wasm(), got) {
+		t.Fatal("the embedded module differs from the rebuilt one")
+	}
+}

@@ -1,0 +1,104 @@
+package host
+
+import (
+	"errors"
+	"net/url"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metrics are the host's Prometheus collectors. They carry service, op and
+// reason labels only: never a credential, an argument or a URL.
+type Metrics struct {
+	// Denied counts refused egress attempts by service and reason.
+	Denied *prometheus.CounterVec
+	// Egress counts egress attempts by service, op and outcome code ("ok"
+	// on success).
+	Egress *prometheus.CounterVec
+	// UpstreamBytes observes the decoded size of upstream bodies.
+	UpstreamBytes *prometheus.HistogramVec
+}
+
+// NewMetrics creates the collectors and registers them with reg (when not
+// nil).
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		Denied: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "pinned_egress_denied_total",
+			Help: "Egress attempts refused by the host, by service and deny reason.",
+		}, []string{"service", "reason"}),
+		Egress: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "pinned_egress_total",
+			Help: "Egress attempts by service, op and outcome code.",
+		}, []string{"service", "op", "outcome"}),
+		UpstreamBytes: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "pinned_upstream_body_bytes",
+			Help:    "Decoded size of upstream response bodies in bytes.",
+			Buckets: prometheus.ExponentialBuckets(256, 4, 9),
+		}, []string{"service"}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.Denied, m.Egress, m.UpstreamBytes)
+	}
+	return m
+}
+
+// audit writes the one event of an egress attempt (accepted or denied):
+// service, op, method, host, path template, status, bytes raw and
+// projected, duration and deny reason. It never logs the credential, the
+// rendered URL or argument values.
+func (e *Engine) audit(call Call, p *prepared, res *Result, err *Error, status int, raw int64, start time.Time) {
+	outcome := "ok"
+	var deny DenyReason
+	projected := 0
+	if err != nil {
+		outcome = string(err.Code)
+		deny = err.Deny
+	}
+	if res != nil {
+		projected = len(res.Data)
+	}
+	ev := e.log.Info()
+	if err != nil {
+		ev = e.log.Warn()
+	}
+	ev = ev.Str("event", "egress").
+		Str("service", p.m.ID).
+		Str("op", p.name).
+		Str("method", p.op.Method).
+		Str("host", p.m.Host).
+		Str("path", p.op.Path).
+		Int("status", status).
+		Int64("bytes_raw", raw).
+		Int("bytes_projected", projected).
+		Dur("duration", time.Since(start)).
+		Str("outcome", outcome)
+	if deny != "" {
+		ev = ev.Str("deny", string(deny))
+	}
+	if err != nil && err.cause != nil {
+		ev = ev.Str("cause", redactCause(err.cause))
+	}
+	ev.Msg("egress")
+	if m := e.cfg.Metrics; m != nil {
+		m.Egress.WithLabelValues(p.m.ID, p.name, outcome).Inc()
+		if deny != "" {
+			m.Denied.WithLabelValues(p.m.ID, string(deny)).Inc()
+		}
+		if raw > 0 {
+			m.UpstreamBytes.WithLabelValues(p.m.ID).Observe(float64(raw))
+		}
+	}
+}
+
+// redactCause renders an internal cause for the log. Causes come from the
+// transport and the decoders, which never see the credential header; a
+// *url.Error's URL is dropped because it carries argument values.
+func redactCause(err error) string {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Op + ": " + ue.Err.Error()
+	}
+	return err.Error()
+}

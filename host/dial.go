@@ -1,0 +1,214 @@
+package host
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+	"syscall"
+	"time"
+)
+
+// Override maps every pinned host to one local HTTPS server: the provider
+// fake of tests and of `pinned demo`. It is the same code path as
+// production (the same dialer with the same address policy, the same TLS
+// verification with the pinned host as server name); only the address
+// dialed and the extra trusted CA differ. The override address is the one
+// non-public address the dial policy lets through.
+type Override struct {
+	// Addr is the "ip:port" every pinned host's port 443 is dialed at
+	// instead. It must be an IP literal.
+	Addr string
+	// CAPEM holds PEM certificates trusted in addition to the system roots.
+	CAPEM []byte
+}
+
+// Resolver looks up the addresses of a host name. The default is
+// net.DefaultResolver; tests substitute a hook that answers with hostile
+// addresses (DNS rebinding, private ranges).
+type Resolver func(ctx context.Context, host string) ([]netip.Addr, error)
+
+// DialDeniedError is returned by the dialer when an address is not public
+// (ABI invariant 4). It names the address, never the request.
+type DialDeniedError struct {
+	Addr netip.Addr
+}
+
+func (e *DialDeniedError) Error() string {
+	return "dial refused: " + e.Addr.String() + " is not a public address"
+}
+
+// nonPublic are the ranges the host never dials: loopback, private (RFC
+// 1918, RFC 4193), link-local (incl. 169.254.169.254 metadata), CGNAT (RFC
+// 6598), multicast, unspecified, broadcast, "this network", IETF protocol
+// assignments, benchmarking, documentation and reserved ranges.
+var nonPublic = func() []netip.Prefix {
+	var ps []netip.Prefix
+	for _, s := range []string{
+		"0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16",
+		"172.16.0.0/12", "192.0.0.0/24", "192.0.2.0/24", "192.88.99.0/24", "192.168.0.0/16",
+		"198.18.0.0/15", "198.51.100.0/24", "203.0.113.0/24", "224.0.0.0/4", "240.0.0.0/4",
+		"::/128", "::1/128", "100::/64", "2001:db8::/32", "fc00::/7", "fe80::/10", "ff00::/8",
+		"2001::/23", // IETF protocol assignments (includes Teredo 2001::/32)
+	} {
+		ps = append(ps, netip.MustParsePrefix(s))
+	}
+	return ps
+}()
+
+var (
+	nat64     = netip.MustParsePrefix("64:ff9b::/96")
+	nat64Wide = netip.MustParsePrefix("64:ff9b:1::/48")
+	sixToFour = netip.MustParsePrefix("2002::/16")
+)
+
+// PublicAddr reports whether the host may dial a. IPv4-mapped
+// (::ffff:a.b.c.d), NAT64 (64:ff9b::/96, 64:ff9b:1::/48) and 6to4
+// (2002::/16) addresses are unwrapped and the embedded IPv4 address is
+// checked too; a zoned address is never public.
+func PublicAddr(a netip.Addr) bool {
+	if !a.IsValid() || a.Zone() != "" {
+		return false
+	}
+	a = a.Unmap()
+	if a.Is6() {
+		b := a.As16()
+		switch {
+		case nat64.Contains(a), nat64Wide.Contains(a):
+			if !PublicAddr(netip.AddrFrom4([4]byte{b[12], b[13], b[14], b[15]})) {
+				return false
+			}
+		case sixToFour.Contains(a):
+			if !PublicAddr(netip.AddrFrom4([4]byte{b[2], b[3], b[4], b[5]})) {
+				return false
+			}
+		}
+	}
+	if a.IsLoopback() || a.IsPrivate() || a.IsLinkLocalUnicast() || a.IsLinkLocalMulticast() ||
+		a.IsInterfaceLocalMulticast() || a.IsMulticast() || a.IsUnspecified() {
+		return false
+	}
+	if a.Is4() && a == netip.AddrFrom4([4]byte{255, 255, 255, 255}) {
+		return false
+	}
+	for _, p := range nonPublic {
+		if p.Contains(a) {
+			return false
+		}
+	}
+	return true
+}
+
+// dialer dials pinned hosts under the address policy.
+type dialer struct {
+	resolve  Resolver
+	override netip.AddrPort // valid only with an Override
+	net      net.Dialer
+}
+
+func newDialer(resolve Resolver, ov *Override) (*dialer, error) {
+	d := &dialer{resolve: resolve}
+	if ov != nil {
+		ap, err := netip.ParseAddrPort(ov.Addr)
+		if err != nil {
+			return nil, fmt.Errorf("host: override address %q: %w", ov.Addr, err)
+		}
+		d.override = ap
+	}
+	d.net = net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second, Control: d.control}
+	return d, nil
+}
+
+// control runs on every connect, after resolution and before the SYN: the
+// one place no code path (happy eyeballs, a retry, a redirect) can skip.
+func (d *dialer) control(network, address string, _ syscall.RawConn) error {
+	ap, err := netip.ParseAddrPort(address)
+	if err != nil {
+		return fmt.Errorf("dial refused: unparseable address %q", address)
+	}
+	if d.override.IsValid() && ap == d.override {
+		return nil
+	}
+	if !PublicAddr(ap.Addr()) {
+		return &DialDeniedError{Addr: ap.Addr()}
+	}
+	return nil
+}
+
+// dialContext resolves host and dials the first public address that
+// answers. With an override, it dials the override address instead.
+func (d *dialer) dialContext(ctx context.Context, network, address string) (net.Conn, error) {
+	host, port, err := net.SplitHostPort(address)
+	if err != nil {
+		return nil, err
+	}
+	if port != "443" {
+		return nil, fmt.Errorf("dial refused: port %s", port)
+	}
+	if d.override.IsValid() {
+		return d.net.DialContext(ctx, "tcp", d.override.String())
+	}
+	addrs, err := d.resolve(ctx, host)
+	if err != nil {
+		return nil, err
+	}
+	var firstErr error
+	for _, a := range addrs {
+		if !PublicAddr(a) {
+			if firstErr == nil {
+				firstErr = &DialDeniedError{Addr: a}
+			}
+			continue
+		}
+		c, err := d.net.DialContext(ctx, "tcp", netip.AddrPortFrom(a, 443).String())
+		if err == nil {
+			return c, nil
+		}
+		if firstErr == nil || errors.As(firstErr, new(*DialDeniedError)) {
+			firstErr = err
+		}
+	}
+	if firstErr == nil {
+		firstErr = fmt.Errorf("no address for %s", host)
+	}
+	return nil, firstErr
+}
+
+func defaultResolver(ctx context.Context, host string) ([]netip.Addr, error) {
+	return net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+}
+
+// newTransport builds the one HTTP transport of an Engine: no proxy
+// (environment variables are ignored), TLS 1.2 or later with the system
+// roots (plus the override's CA only when an override is set), compression
+// owned by the host, connections reused per pinned host.
+func newTransport(d *dialer, ov *Override) (*http.Transport, error) {
+	tlsCfg := &tls.Config{MinVersion: tls.VersionTLS12}
+	if ov != nil && len(ov.CAPEM) > 0 {
+		pool, err := x509.SystemCertPool()
+		if err != nil || pool == nil {
+			pool = x509.NewCertPool()
+		}
+		if !pool.AppendCertsFromPEM(ov.CAPEM) {
+			return nil, errors.New("host: override CA: no certificate in PEM")
+		}
+		tlsCfg.RootCAs = pool
+	}
+	return &http.Transport{
+		Proxy:                  nil,
+		DialContext:            d.dialContext,
+		TLSClientConfig:        tlsCfg,
+		ForceAttemptHTTP2:      true,
+		DisableCompression:     true,
+		MaxIdleConns:           256,
+		MaxIdleConnsPerHost:    64,
+		IdleConnTimeout:        90 * time.Second,
+		TLSHandshakeTimeout:    10 * time.Second,
+		ExpectContinueTimeout:  0,
+		MaxResponseHeaderBytes: 64 << 10,
+	}, nil
+}

@@ -1,0 +1,531 @@
+// Package host runs manifest ops in the WebAssembly sandbox. It is the
+// trusted side of the pin_v1 ABI (docs/ABI.md): it compiles the guest once,
+// gives every op a fresh instance, checks the request the guest renders
+// against the op (egress policy), dials only public addresses of the ONE
+// pinned host, injects the credential after the checks, caps and projects
+// the response, and maps failures to stable codes.
+//
+// Invariants (DESIGN.md, "The host ABI"), each proven by a test with a
+// hostile guest:
+//
+//  1. The guest's imports are exactly pin_v1 plus a WASI subset.
+//  2. All egress goes through pin_v1.request and its checks.
+//  3. The credential is injected after the checks and never enters guest
+//     memory, logs, errors or metrics.
+//  4. Only public addresses are dialed; no proxy, no redirects, TLS only,
+//     a deadline per op.
+//  5. Responses are capped and projected before anything else sees them;
+//     an oversized result is refused, never truncated.
+//  6. Memory, time and host calls are bounded per op.
+//  7. Errors cross the boundary as small integer codes.
+//
+// host knows nothing of grants or OAuth: callers pass a Credential.
+package host
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/sys"
+
+	"github.com/elevenmessenger/pinned/guest"
+	"github.com/elevenmessenger/pinned/internal/abi"
+	"github.com/elevenmessenger/pinned/internal/jsonv"
+	"github.com/elevenmessenger/pinned/registry"
+)
+
+// Defaults of Config.
+const (
+	DefaultTimeout          = 15 * time.Second
+	DefaultMaxResponseBytes = 4 << 20
+	DefaultMaxResultBytes   = 64 << 10
+	DefaultMaxArgsBytes     = 64 << 10
+	DefaultMemoryLimitPages = 512 // 32 MiB of linear memory
+	DefaultMaxHostCalls     = 16
+	DefaultMaxLogBytes      = 4 << 10
+	// MaxErrorMessageBytes caps the message projected from an error body.
+	MaxErrorMessageBytes = 1 << 10
+)
+
+// Config configures an Engine. The zero value is usable: every zero field
+// takes its default.
+type Config struct {
+	// Registry is where services and ops come from; default
+	// registry.Default(), the embedded snapshot. Execution trusts only an
+	// embedded registry (DESIGN.md, "Trust boundaries").
+	Registry *registry.Registry
+	// Guest is the executor module; default guest.Wasm().
+	Guest []byte
+	// Timeout bounds one op end to end: instantiate, run, dial, TLS,
+	// headers and body. Default 15s.
+	Timeout time.Duration
+	// MaxResponseBytes caps the decoded upstream body; default 4 MiB.
+	MaxResponseBytes int64
+	// MaxResultBytes caps the projected result; default 64 KiB.
+	MaxResultBytes int
+	// MaxArgsBytes caps the caller's args JSON; default 64 KiB.
+	MaxArgsBytes int
+	// MemoryLimitPages caps guest linear memory in 64 KiB pages; default
+	// 512 (32 MiB).
+	MemoryLimitPages uint32
+	// MaxHostCalls caps pin_v1 calls per op; default 16.
+	MaxHostCalls int
+	// MaxLogBytes caps what one op's guest may write to stdout/stderr;
+	// default 4 KiB. The rest is counted and dropped.
+	MaxLogBytes int
+	// Override maps the pinned hosts to a local server (tests, demo).
+	Override *Override
+	// Resolver resolves pinned hosts; default the system resolver.
+	Resolver Resolver
+	// Logger receives one audit event per egress attempt; default a
+	// disabled logger.
+	Logger *zerolog.Logger
+	// Metrics, when set, counts denials; see NewMetrics.
+	Metrics *Metrics
+	// UserAgent is sent upstream; default "pinned/1".
+	UserAgent string
+	// CacheDir, when set, holds wazero's compilation cache: compiled guest
+	// code keyed by the module's hash and the wazero version, so a restart
+	// skips compilation. Empty means compile in memory every start.
+	CacheDir string
+}
+
+// Credential is what the host presents upstream for an op.
+type Credential struct {
+	// Kind is "oauth", "pat" or "" (legacy). An "oauth" credential is
+	// always sent as Bearer (RFC 6750 section 2.1).
+	Kind string
+	// Secret is the token. It is placed in the request header by the host
+	// after the egress checks and never anywhere else.
+	Secret Secret
+}
+
+// Secret is a credential value. Its String and Format methods redact it,
+// so a Secret printed by mistake shows "[redacted]".
+type Secret string
+
+func (Secret) String() string                  { return "[redacted]" }
+func (Secret) GoString() string                { return "[redacted]" }
+func (Secret) MarshalText() ([]byte, error)    { return []byte("[redacted]"), nil }
+func (s Secret) Format(f fmt.State, verb rune) { _, _ = f.Write([]byte("[redacted]")) }
+
+// Call is one op to run.
+type Call struct {
+	Service    string
+	Op         string
+	Args       json.RawMessage // a JSON object; empty means {}
+	Credential Credential
+}
+
+// Result is a successful op.
+type Result struct {
+	// Status is the upstream HTTP status (2xx).
+	Status int `json:"status"`
+	// Data is the projected response (null when the pick keeps nothing or
+	// the body was empty).
+	Data json.RawMessage `json:"data"`
+	// RawBytes is the decoded size of the upstream body.
+	RawBytes int64 `json:"-"`
+	// Duration is the whole op, sandbox and upstream.
+	Duration time.Duration `json:"-"`
+}
+
+// Engine runs ops. It is safe for concurrent use; create one per process.
+type Engine struct {
+	cfg      Config
+	reg      *registry.Registry
+	rt       wazero.Runtime
+	compiled wazero.CompiledModule
+	modCfg   wazero.ModuleConfig
+	client   *http.Client
+	log      zerolog.Logger
+
+	mu    sync.Mutex
+	preps map[string]*prepared
+}
+
+// New compiles the guest, checks its imports and exports, and builds the
+// egress client. It fails when the guest imports anything outside the
+// documented list (ABI invariant 1).
+func New(ctx context.Context, cfg Config) (*Engine, error) {
+	if cfg.Registry == nil {
+		cfg.Registry = registry.Default()
+	}
+	if cfg.Guest == nil {
+		cfg.Guest = guest.Wasm()
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = DefaultTimeout
+	}
+	if cfg.MaxResponseBytes <= 0 {
+		cfg.MaxResponseBytes = DefaultMaxResponseBytes
+	}
+	if cfg.MaxResultBytes <= 0 {
+		cfg.MaxResultBytes = DefaultMaxResultBytes
+	}
+	if cfg.MaxArgsBytes <= 0 {
+		cfg.MaxArgsBytes = DefaultMaxArgsBytes
+	}
+	if cfg.MemoryLimitPages == 0 {
+		cfg.MemoryLimitPages = DefaultMemoryLimitPages
+	}
+	if cfg.MaxHostCalls <= 0 {
+		cfg.MaxHostCalls = DefaultMaxHostCalls
+	}
+	if cfg.MaxLogBytes <= 0 {
+		cfg.MaxLogBytes = DefaultMaxLogBytes
+	}
+	if cfg.Resolver == nil {
+		cfg.Resolver = defaultResolver
+	}
+	if cfg.UserAgent == "" {
+		cfg.UserAgent = "pinned/1"
+	}
+	e := &Engine{cfg: cfg, reg: cfg.Registry, preps: map[string]*prepared{}, log: zerolog.Nop()}
+	if cfg.Logger != nil {
+		e.log = *cfg.Logger
+	}
+
+	d, err := newDialer(cfg.Resolver, cfg.Override)
+	if err != nil {
+		return nil, err
+	}
+	tr, err := newTransport(d, cfg.Override)
+	if err != nil {
+		return nil, err
+	}
+	e.client = &http.Client{
+		Transport: tr,
+		// No redirect is followed (ABI invariant 4): a 3xx is the answer.
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+
+	rc := wazero.NewRuntimeConfig().
+		WithCloseOnContextDone(true).
+		WithMemoryLimitPages(cfg.MemoryLimitPages).
+		WithCoreFeatures(api.CoreFeaturesV2)
+	if cfg.CacheDir != "" {
+		cache, err := wazero.NewCompilationCacheWithDir(cfg.CacheDir)
+		if err != nil {
+			return nil, fmt.Errorf("host: compilation cache %s: %w", cfg.CacheDir, err)
+		}
+		rc = rc.WithCompilationCache(cache)
+	}
+	e.rt = wazero.NewRuntimeWithConfig(ctx, rc)
+	if err := instantiatePin(ctx, e.rt); err != nil {
+		return nil, e.closeWith(ctx, err)
+	}
+	if err := instantiateWASI(ctx, e.rt); err != nil {
+		return nil, e.closeWith(ctx, err)
+	}
+	e.compiled, err = e.rt.CompileModule(ctx, cfg.Guest)
+	if err != nil {
+		return nil, e.closeWith(ctx, fmt.Errorf("host: compile guest: %w", err))
+	}
+	if err := CheckModule(e.compiled); err != nil {
+		return nil, e.closeWith(ctx, err)
+	}
+	e.modCfg = wazero.NewModuleConfig().WithName("").WithStartFunctions()
+	return e, nil
+}
+
+func (e *Engine) closeWith(ctx context.Context, err error) error {
+	_ = e.rt.Close(ctx)
+	return err
+}
+
+// Close releases the runtime and idle connections.
+func (e *Engine) Close(ctx context.Context) error {
+	e.client.CloseIdleConnections()
+	return e.rt.Close(ctx)
+}
+
+// Imports lists every function the host provides to guests as
+// "module.name", sorted: the pin_v1 functions and the WASI subset. It is
+// the list docs/ABI.md documents.
+func Imports() []string {
+	var out []string
+	for _, f := range pinFuncs {
+		out = append(out, abi.ModuleName+"."+f.name)
+	}
+	for _, f := range wasiFuncs {
+		out = append(out, WASIModuleName+"."+f.name)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// CheckModule refuses a compiled guest that imports anything but the
+// documented functions with their exact signatures, imports memory, a
+// table or a global, or lacks the exports _initialize, run and memory.
+func CheckModule(m wazero.CompiledModule) error {
+	sigs := map[string]api.FunctionDefinition{}
+	_ = sigs
+	allowed := map[string][2][]api.ValueType{}
+	for _, f := range pinFuncs {
+		allowed[abi.ModuleName+"."+f.name] = [2][]api.ValueType{f.params, f.results}
+	}
+	for _, f := range wasiFuncs {
+		allowed[WASIModuleName+"."+f.name] = [2][]api.ValueType{f.params, f.results}
+	}
+	for _, def := range m.ImportedFunctions() {
+		mod, name, _ := def.Import()
+		key := mod + "." + name
+		sig, ok := allowed[key]
+		if !ok {
+			return fmt.Errorf("host: guest imports %s, which the host does not provide", key)
+		}
+		if !sameTypes(def.ParamTypes(), sig[0]) || !sameTypes(def.ResultTypes(), sig[1]) {
+			return fmt.Errorf("host: guest imports %s with a signature the host does not provide", key)
+		}
+	}
+	if len(m.ImportedMemories()) > 0 {
+		return errors.New("host: guest imports memory")
+	}
+	ex := m.ExportedFunctions()
+	if f, ok := ex[abi.ExportInitialize]; !ok || len(f.ParamTypes()) != 0 || len(f.ResultTypes()) != 0 {
+		return errors.New("host: guest lacks export _initialize() (build with -buildmode=c-shared)")
+	}
+	if f, ok := ex[abi.ExportRun]; !ok || len(f.ParamTypes()) != 0 || !sameTypes(f.ResultTypes(), []api.ValueType{i32}) {
+		return errors.New("host: guest lacks export run() -> i32")
+	}
+	if _, ok := m.ExportedMemories()[abi.ExportMemory]; !ok {
+		return errors.New("host: guest lacks exported memory")
+	}
+	return nil
+}
+
+func sameTypes(a, b []api.ValueType) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// prepared is the per-op precomputation: policy, input prefix, projection.
+type prepared struct {
+	m      *registry.Manifest
+	op     *registry.Op
+	name   string
+	policy *opPolicy
+	prefix []byte // the op input up to the args string
+	proj   *Projection
+	errMsg []string // error_message path
+}
+
+func (e *Engine) prepare(service, opName string) (*prepared, *Error) {
+	key := service + "\x00" + opName
+	e.mu.Lock()
+	p := e.preps[key]
+	e.mu.Unlock()
+	if p != nil {
+		return p, nil
+	}
+	m, ok := e.reg.Service(service)
+	if !ok {
+		ids := []string{}
+		for _, s := range e.reg.Services() {
+			ids = append(ids, s.ID)
+		}
+		return nil, newError(CodeUnknownService, fmt.Sprintf("unknown service %q (services: %s)", service, joinNames(ids)))
+	}
+	op, ok := m.Op(opName)
+	if !ok {
+		return nil, newError(CodeUnknownOp, fmt.Sprintf("service %s has no op %q (ops: %s)", service, opName, joinNames(m.OpNames())))
+	}
+	pol, err := newOpPolicy(m, op)
+	if err != nil {
+		return nil, &Error{Code: CodeSandbox, Message: "op cannot be prepared", cause: err}
+	}
+	prefix, err := inputPrefix(m, op)
+	if err != nil {
+		return nil, &Error{Code: CodeSandbox, Message: "op cannot be prepared", cause: err}
+	}
+	p = &prepared{m: m, op: op, name: opName, policy: pol, prefix: prefix, proj: NewProjection(op.Pick.Root, op.Pick.Fields)}
+	p.errMsg = splitPath(m.ErrorMessagePath())
+	e.mu.Lock()
+	e.preps[key] = p
+	e.mu.Unlock()
+	return p, nil
+}
+
+func joinNames(names []string) string {
+	var b bytes.Buffer
+	for i, n := range names {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(n)
+	}
+	return b.String()
+}
+
+// inputPrefix encodes the op input (docs/ABI.md, "The op input") up to the
+// args member: {"host":…,"headers":{…},"op":{…},"args":
+func inputPrefix(m *registry.Manifest, op *registry.Op) ([]byte, error) {
+	type opIn struct {
+		Method   string                   `json:"method"`
+		Path     string                   `json:"path"`
+		Args     map[string]*registry.Arg `json:"args,omitempty"`
+		Query    map[string]string        `json:"query,omitempty"`
+		BodyJSON json.RawMessage          `json:"body_json,omitempty"`
+		BodyForm map[string]string        `json:"body_form,omitempty"`
+	}
+	head, err := json.Marshal(struct {
+		Host    string            `json:"host"`
+		Headers map[string]string `json:"headers,omitempty"`
+		Op      opIn              `json:"op"`
+	}{m.Host, m.Headers, opIn{op.Method, op.Path, op.Args, op.Query, op.BodyJSON, op.BodyForm}})
+	if err != nil {
+		return nil, err
+	}
+	head = head[:len(head)-1] // drop the closing brace
+	return append(head, `,"args":`...), nil
+}
+
+// Run runs one op: it checks the call, renders the request in a fresh
+// guest instance, checks it, sends it with the credential, and projects the
+// answer. The error, when not nil, is an *Error.
+func (e *Engine) Run(ctx context.Context, call Call) (*Result, error) {
+	start := time.Now()
+	res, err := e.run(ctx, call, start)
+	if err != nil {
+		return nil, err
+	}
+	res.Duration = time.Since(start)
+	return res, nil
+}
+
+func (e *Engine) run(ctx context.Context, call Call, start time.Time) (*Result, *Error) {
+	p, perr := e.prepare(call.Service, call.Op)
+	if perr != nil {
+		return nil, perr
+	}
+	if err := checkCredential(call.Credential); err != nil {
+		return nil, err
+	}
+	args := call.Args
+	if len(bytes.TrimSpace(args)) == 0 {
+		args = json.RawMessage("{}")
+	}
+	if len(args) > e.cfg.MaxArgsBytes {
+		return nil, &Error{Code: CodeBadArgs, Message: fmt.Sprintf("args are larger than %d bytes", e.cfg.MaxArgsBytes)}
+	}
+	ctx, cancel := context.WithTimeout(ctx, e.cfg.Timeout)
+	defer cancel()
+
+	input := append(make([]byte, 0, len(p.prefix)+2*len(args)+16), p.prefix...)
+	input = append(jsonv.AppendString(input, string(args)), '}')
+	st := &opState{
+		input:   input,
+		policy:  p.policy,
+		op:      p.op,
+		maxCall: e.cfg.MaxHostCalls,
+		start:   time.Now(),
+		log:     logBuffer{max: e.cfg.MaxLogBytes},
+	}
+	if err := e.sandbox(ctx, st); err != nil {
+		e.guestLog(call, st)
+		return nil, err
+	}
+	e.guestLog(call, st)
+	switch st.outcome {
+	case outcomeRejected:
+		return nil, badArgs(p, st.rejReason, st.rejArg)
+	case outcomeDenied:
+		err := &Error{Code: CodeEgressDenied, Message: "the request broke the egress policy (" + string(st.deny) + ")", Deny: st.deny}
+		e.audit(call, p, nil, err, 0, 0, start)
+		return nil, err
+	case outcomeNone:
+		return nil, newError(CodeSandbox, "the executor finished without a request")
+	}
+	res, raw, err := e.send(ctx, p, st.req, call.Credential)
+	status := 0
+	if res != nil {
+		status = res.Status
+		res.RawBytes = raw
+	} else if err != nil {
+		status = err.Status
+	}
+	e.audit(call, p, res, err, status, raw, start)
+	return res, err
+}
+
+// sandbox instantiates a fresh guest, initializes it and runs it once.
+func (e *Engine) sandbox(ctx context.Context, st *opState) *Error {
+	gctx := context.WithValue(ctx, stateKey{}, st)
+	mod, err := e.rt.InstantiateModule(gctx, e.compiled, e.modCfg)
+	if err != nil {
+		return guestFailure(ctx, err)
+	}
+	defer mod.Close(context.Background())
+	if _, err := mod.ExportedFunction(abi.ExportInitialize).Call(gctx); err != nil {
+		return guestFailure(ctx, err)
+	}
+	st.running = true
+	_, err = mod.ExportedFunction(abi.ExportRun).Call(gctx)
+	st.running = false
+	if err != nil {
+		return guestFailure(ctx, err)
+	}
+	return nil
+}
+
+// guestFailure maps an instantiate or call error to an op error. A guest
+// that traps, exits or runs out of memory fails its op only.
+func guestFailure(ctx context.Context, err error) *Error {
+	var exit *sys.ExitError
+	if errors.As(err, &exit) {
+		switch exit.ExitCode() {
+		case sys.ExitCodeDeadlineExceeded:
+			return &Error{Code: CodeTimeout, Message: "the op's deadline passed in the sandbox", cause: err}
+		case sys.ExitCodeContextCanceled:
+			return &Error{Code: CodeCanceled, Message: "the op was canceled", cause: err}
+		}
+		return &Error{Code: CodeSandbox, Message: fmt.Sprintf("the executor exited with code %d", exit.ExitCode()), cause: err}
+	}
+	if ctx.Err() == context.DeadlineExceeded {
+		return &Error{Code: CodeTimeout, Message: "the op's deadline passed in the sandbox", cause: err}
+	}
+	return &Error{Code: CodeSandbox, Message: "the executor trapped", cause: err}
+}
+
+func (e *Engine) guestLog(call Call, st *opState) {
+	if len(st.log.buf) == 0 && st.log.dropped == 0 {
+		return
+	}
+	e.log.Debug().Str("service", call.Service).Str("op", call.Op).
+		Str("guest_output", string(bytes.ToValidUTF8(st.log.buf, []byte("\ufffd")))).
+		Int64("guest_output_dropped", st.log.dropped).Msg("guest output")
+}
+
+func checkCredential(c Credential) *Error {
+	if c.Secret == "" {
+		return newError(CodeCredentialInvalid, "no credential given")
+	}
+	for i := 0; i < len(c.Secret); i++ {
+		if ch := c.Secret[i]; ch <= 0x20 || ch >= 0x7f {
+			return newError(CodeCredentialInvalid, "the credential holds characters an HTTP header cannot carry")
+		}
+	}
+	switch c.Kind {
+	case "", "pat", "oauth":
+		return nil
+	}
+	return newError(CodeCredentialInvalid, fmt.Sprintf("unknown credential kind %q (want pat or oauth)", c.Kind))
+}

@@ -1,0 +1,403 @@
+package host
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/elevenmessenger/pinned/internal/abi"
+	"github.com/elevenmessenger/pinned/internal/fakeapi"
+)
+
+// The hostile-guest conformance suite. Every case runs a guest built from
+// host/testdata/hostile/<guest>/main.go through the real host against the
+// provider fake, and asserts the exact refusal (the op's Code and
+// DenyReason, and the pin_v1 code the guest saw) and that nothing leaked:
+// the fake received no request, and the credential is in no result, error,
+// log line or metric.
+
+// guestCode extracts "code=<n>" from the guest's output.
+func guestCode(t *testing.T, out string) int32 {
+	t.Helper()
+	i := strings.Index(out, "code=")
+	if i < 0 {
+		t.Fatalf("guest printed no code: %q", out)
+	}
+	s := out[i+5:]
+	if j := strings.IndexAny(s, "\n "); j >= 0 {
+		s = s[:j]
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		t.Fatalf("guest code %q: %v", s, err)
+	}
+	return int32(n)
+}
+
+// guestCodes extracts "codes=<a>,<b>,..." from the guest's output.
+func guestCodes(t *testing.T, out string) []int32 {
+	t.Helper()
+	i := strings.Index(out, "codes=")
+	if i < 0 {
+		t.Fatalf("guest printed no codes: %q", out)
+	}
+	s := out[i+6:]
+	if j := strings.IndexByte(s, '\n'); j >= 0 {
+		s = s[:j]
+	}
+	var codes []int32
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(f)
+		if err != nil {
+			t.Fatalf("guest codes %q: %v", s, err)
+		}
+		codes = append(codes, int32(n))
+	}
+	return codes
+}
+
+func TestHostileEgress(t *testing.T) {
+	env := newEnv(t, func(c *Config) { c.Guest = hostileGuest(t, "egress") })
+	token := fakeapi.Token("github")
+	tests := []struct {
+		attack    string
+		op        string // default list_issues
+		guestCode int32
+		deny      DenyReason
+	}{
+		{attack: "other_host", guestCode: abi.EDENIED, deny: DenyHost},
+		{attack: "host_upper_case", guestCode: abi.EDENIED, deny: DenyHost},
+		{attack: "host_trailing_dot", guestCode: abi.EDENIED, deny: DenyHost},
+		{attack: "host_suffix", guestCode: abi.EDENIED, deny: DenyHost},
+		{attack: "ipv4_literal", guestCode: abi.EDENIED, deny: DenyHost},
+		{attack: "ipv6_literal", guestCode: abi.EDENIED, deny: DenyHost},
+		{attack: "ipv6_loopback_bracketed", guestCode: abi.EDENIED, deny: DenyHost},
+		{attack: "decimal_host", guestCode: abi.EDENIED, deny: DenyHost},
+		{attack: "octal_host", guestCode: abi.EDENIED, deny: DenyHost},
+		{attack: "hex_host", guestCode: abi.EDENIED, deny: DenyHost},
+		{attack: "port_8443", guestCode: abi.EDENIED, deny: DenyPort},
+		{attack: "port_443_explicit", guestCode: abi.EDENIED, deny: DenyPort},
+		{attack: "http_scheme", guestCode: abi.EDENIED, deny: DenyScheme},
+		{attack: "scheme_upper_case", guestCode: abi.EDENIED, deny: DenyScheme},
+		{attack: "userinfo", guestCode: abi.EDENIED, deny: DenyUserinfo},
+		{attack: "userinfo_host_confusion", guestCode: abi.EDENIED, deny: DenyUserinfo},
+		{attack: "fragment", guestCode: abi.EDENIED, deny: DenyFragment},
+		{attack: "path_other_endpoint", guestCode: abi.EDENIED, deny: DenyPath},
+		{attack: "path_extra_segment", guestCode: abi.EDENIED, deny: DenyPath},
+		{attack: "path_dot_dot", guestCode: abi.EDENIED, deny: DenyDotSegment},
+		{attack: "path_dot_dot_encoded", guestCode: abi.EDENIED, deny: DenyDotSegment},
+		{attack: "path_dot_dot_mixed", guestCode: abi.EDENIED, deny: DenyDotSegment},
+		{attack: "path_encoded_slash", guestCode: abi.EDENIED, deny: DenyEncodedSlash},
+		{attack: "path_encoded_backslash", guestCode: abi.EDENIED, deny: DenyEncodedSlash},
+		{attack: "path_bad_escape", guestCode: abi.EDENIED, deny: DenyPathEncoding},
+		{attack: "path_empty_segment", guestCode: abi.EDENIED, deny: DenyPath},
+		{attack: "query_undeclared_key", guestCode: abi.EDENIED, deny: DenyQueryKey},
+		{attack: "query_duplicate_key", guestCode: abi.EDENIED, deny: DenyQueryDuplicate},
+		{attack: "query_empty", guestCode: abi.EDENIED, deny: DenyQuerySyntax},
+		{attack: "body_on_get", guestCode: abi.EDENIED, deny: DenyBodyNotAllowed},
+		{attack: "method_other", guestCode: abi.EDENIED, deny: DenyMethod},
+		{attack: "method_lower_case", guestCode: abi.EDENIED, deny: DenyMethod},
+		{attack: "crlf_in_header_value", guestCode: abi.EDENIED, deny: DenyHeaderInvalid},
+		{attack: "crlf_in_path", guestCode: abi.EDENIED, deny: DenyURLChar},
+		{attack: "space_in_url", guestCode: abi.EDENIED, deny: DenyURLChar},
+		{attack: "non_ascii_in_url", guestCode: abi.EDENIED, deny: DenyURLChar},
+		{attack: "set_authorization", guestCode: abi.EDENIED, deny: DenyHeaderForbidden},
+		{attack: "set_authorization_lower", guestCode: abi.EDENIED, deny: DenyHeaderForbidden},
+		{attack: "set_cookie", guestCode: abi.EDENIED, deny: DenyHeaderForbidden},
+		{attack: "set_host", guestCode: abi.EDENIED, deny: DenyHeaderForbidden},
+		{attack: "set_proxy_authorization", guestCode: abi.EDENIED, deny: DenyHeaderForbidden},
+		{attack: "set_accept_encoding", guestCode: abi.EDENIED, deny: DenyHeaderForbidden},
+		{attack: "set_content_length", guestCode: abi.EDENIED, deny: DenyHeaderForbidden},
+		{attack: "set_transfer_encoding", guestCode: abi.EDENIED, deny: DenyHeaderForbidden},
+		{attack: "set_x_forwarded_for", guestCode: abi.EDENIED, deny: DenyHeaderForbidden},
+		{attack: "header_undeclared", guestCode: abi.EDENIED, deny: DenyHeaderNotAllow},
+		{attack: "header_value_changed", guestCode: abi.EDENIED, deny: DenyHeaderValue},
+		{attack: "header_duplicate", guestCode: abi.EDENIED, deny: DenyHeaderDuplicate},
+		{attack: "header_bad_name", guestCode: abi.EDENIED, deny: DenyHeaderInvalid},
+		{attack: "oversized", guestCode: abi.ETOOBIG, deny: DenyTooLarge},
+		{attack: "malformed_json", guestCode: abi.EINVAL, deny: DenyMalformed},
+		{attack: "unknown_member", guestCode: abi.EINVAL, deny: DenyMalformed},
+		{attack: "deny_then_retry", guestCode: abi.ESTATE, deny: DenyHost},
+		{attack: "create_body_not_json", op: "create_issue", guestCode: abi.EDENIED, deny: DenyBodyInvalid},
+		{attack: "create_body_missing", op: "create_issue", guestCode: abi.EDENIED, deny: DenyBodyMissing},
+	}
+	for _, tt := range tests {
+		t.Run(tt.attack, func(t *testing.T) {
+			env.fake.Reset()
+			op := tt.op
+			if op == "" {
+				op = "list_issues"
+			}
+			before := len(env.guestOutput())
+			res, err := env.run("github", op, `{"attack":"`+tt.attack+`"}`)
+			if err == nil {
+				t.Fatalf("attack succeeded: %s", res.Data)
+			}
+			if err.Code != CodeEgressDenied || err.Deny != tt.deny {
+				t.Fatalf("got %s/%s, want %s/%s (%s)", err.Code, err.Deny, CodeEgressDenied, tt.deny, err.Message)
+			}
+			if got := guestCode(t, env.guestOutput()[before:]); got != tt.guestCode {
+				t.Fatalf("guest saw %d, want %d", got, tt.guestCode)
+			}
+			if reqs := env.fake.Requests(); len(reqs) != 0 {
+				t.Fatalf("the fake received %d requests: %+v", len(reqs), reqs[0])
+			}
+			env.assertNoLeak(t, res, err, token)
+		})
+	}
+	t.Run("control: a valid request goes through", func(t *testing.T) {
+		env.fake.Reset()
+		before := len(env.guestOutput())
+		res, err := env.run("github", "list_issues", `{"attack":"valid"}`)
+		if err != nil && err.Code != CodeUpstream {
+			t.Fatalf("valid request refused: %v", err)
+		}
+		if got := guestCode(t, env.guestOutput()[before:]); got != abi.OK {
+			t.Fatalf("guest saw %d", got)
+		}
+		reqs := env.fake.Requests()
+		if len(reqs) != 1 || reqs[0].Header.Get("Authorization") != "Bearer "+token {
+			t.Fatalf("requests = %+v", reqs)
+		}
+		env.assertNoLeak(t, res, err, token)
+	})
+	if !strings.Contains(env.metricsText(t), `pinned_egress_denied_total{reason="host",service="github"} 11`) {
+		t.Errorf("denials by reason not counted:\n%s", env.metricsText(t))
+	}
+}
+
+func TestHostileResources(t *testing.T) {
+	env := newEnv(t, func(c *Config) {
+		c.Guest = hostileGuest(t, "resources")
+		c.Timeout = 2 * time.Second
+		c.MemoryLimitPages = 256
+	})
+	token := fakeapi.Token("github")
+	run := func(t *testing.T, attack string) (string, *Result, *Error) {
+		t.Helper()
+		env.fake.Reset()
+		before := len(env.guestOutput())
+		res, err := env.run("github", "list_issues", `{"attack":"`+attack+`"}`)
+		env.assertNoLeak(t, res, err, token)
+		return env.guestOutput()[before:], res, err
+	}
+	noRequest := func(t *testing.T) {
+		t.Helper()
+		if n := len(env.fake.Requests()); n != 0 {
+			t.Fatalf("the fake received %d requests", n)
+		}
+	}
+
+	t.Run("infinite loop ends at the deadline, the process lives", func(t *testing.T) {
+		start := time.Now()
+		_, _, err := run(t, "loop")
+		if err == nil || err.Code != CodeTimeout {
+			t.Fatalf("got %v, want timeout", err)
+		}
+		if d := time.Since(start); d > 10*time.Second {
+			t.Fatalf("took %v", d)
+		}
+		noRequest(t)
+	})
+	t.Run("memory growth past the page limit", func(t *testing.T) {
+		_, _, err := run(t, "memory")
+		if err == nil || err.Code != CodeSandbox {
+			t.Fatalf("got %v, want sandbox_error", err)
+		}
+		noRequest(t)
+	})
+	t.Run("more host calls than allowed", func(t *testing.T) {
+		out, _, err := run(t, "host_calls")
+		if err == nil || err.Code != CodeSandbox {
+			t.Fatalf("got %v, want sandbox_error", err)
+		}
+		if c := guestCodes(t, out); c[0] != abi.ELIMIT || c[1] != abi.ELIMIT {
+			t.Fatalf("codes %v, want ELIMIT for the last input_len and the request", c)
+		}
+		noRequest(t)
+	})
+	t.Run("log flood is bounded", func(t *testing.T) {
+		out, _, err := run(t, "log_flood")
+		if err != nil && err.Code != CodeUpstream {
+			t.Fatalf("op failed: %v", err)
+		}
+		if len(out) > DefaultMaxLogBytes {
+			t.Fatalf("captured %d bytes of guest output, cap %d", len(out), DefaultMaxLogBytes)
+		}
+		if !strings.Contains(env.logs.String(), `"guest_output_dropped":20967424`) {
+			t.Fatalf("dropped bytes not counted")
+		}
+	})
+	t.Run("nil dereference traps the op only", func(t *testing.T) {
+		_, _, err := run(t, "trap")
+		if err == nil || err.Code != CodeSandbox {
+			t.Fatalf("got %v, want sandbox_error", err)
+		}
+		noRequest(t)
+	})
+	t.Run("panic fails the op only", func(t *testing.T) {
+		_, _, err := run(t, "panic")
+		if err == nil || err.Code != CodeSandbox {
+			t.Fatalf("got %v, want sandbox_error", err)
+		}
+		noRequest(t)
+	})
+	t.Run("host calls after the outcome is fixed", func(t *testing.T) {
+		out, _, err := run(t, "after_result")
+		if err != nil && err.Code != CodeUpstream {
+			t.Fatalf("op failed: %v", err)
+		}
+		want := []int32{abi.OK, abi.ESTATE, abi.ESTATE, abi.ESTATE}
+		if c := guestCodes(t, out); !equalCodes(c, want) {
+			t.Fatalf("codes %v, want %v", c, want)
+		}
+		if n := len(env.fake.Requests()); n != 1 {
+			t.Fatalf("the fake received %d requests, want exactly 1", n)
+		}
+	})
+	t.Run("out-of-bounds pointers on pin_v1", func(t *testing.T) {
+		out, _, err := run(t, "pin_oob")
+		if err == nil || err.Code != CodeEgressDenied || err.Deny != DenyTooLarge {
+			t.Fatalf("got %v", err)
+		}
+		want := []int32{abi.EFAULT, abi.ERANGE, abi.EFAULT, abi.ETOOBIG, abi.ESTATE}
+		if c := guestCodes(t, out); !equalCodes(c, want) {
+			t.Fatalf("codes %v, want %v", c, want)
+		}
+		noRequest(t)
+	})
+	t.Run("out-of-bounds and invalid reject", func(t *testing.T) {
+		out, _, err := run(t, "reject_oob")
+		if err == nil || err.Code != CodeSandbox {
+			t.Fatalf("got %v", err)
+		}
+		want := []int32{abi.EFAULT, abi.EINVAL, abi.EINVAL, abi.EINVAL, abi.EINVAL}
+		if c := guestCodes(t, out); !equalCodes(c, want) {
+			t.Fatalf("codes %v, want %v", c, want)
+		}
+		noRequest(t)
+	})
+	t.Run("out-of-bounds pointers on WASI", func(t *testing.T) {
+		out, _, err := run(t, "wasi_oob")
+		if err == nil || err.Code != CodeSandbox {
+			t.Fatalf("got %v", err)
+		}
+		want := []int32{errnoFault, errnoFault, errnoInval, errnoFault, errnoFault, errnoFault, errnoInval, errnoFault, errnoFault, errnoInval}
+		if c := guestCodes(t, out); !equalCodes(c, want) {
+			t.Fatalf("codes %v, want %v", c, want)
+		}
+		noRequest(t)
+	})
+	t.Run("the engine still serves after all of the above", func(t *testing.T) {
+		env2 := newEnv(t, nil)
+		if _, err := env2.run("github", "get_viewer", `{}`); err != nil {
+			t.Fatal(err)
+		}
+		// And the hostile engine itself still runs guests.
+		_, _, err := run(t, "after_result")
+		if err != nil && err.Code != CodeUpstream {
+			t.Fatal(err)
+		}
+	})
+}
+
+func equalCodes(a, b []int32) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func TestHostileIsolation(t *testing.T) {
+	env := newEnv(t, func(c *Config) { c.Guest = hostileGuest(t, "isolation") })
+	owner := func(t *testing.T, attack string) string {
+		t.Helper()
+		env.fake.Reset()
+		_, err := env.run("github", "list_issues", `{"attack":"`+attack+`"}`)
+		if err != nil && err.Code != CodeUpstream {
+			t.Fatal(err)
+		}
+		reqs := env.fake.Requests()
+		if len(reqs) != 1 {
+			t.Fatalf("%d requests", len(reqs))
+		}
+		return strings.Split(reqs[0].Path, "/")[2]
+	}
+	t.Run("control: the scan finds a marker in its own op", func(t *testing.T) {
+		if got := owner(t, "write_then_read"); got != "found" {
+			t.Fatalf("scan did not find its own marker: %s", got)
+		}
+	})
+	t.Run("a marker from op 1 is not observable in op 2", func(t *testing.T) {
+		for i := 0; i < 3; i++ {
+			owner(t, "write")
+			if got := owner(t, "read"); got != "absent" {
+				t.Fatalf("round %d: op 2 observed op 1's marker", i)
+			}
+		}
+	})
+	t.Run("concurrent ops do not see each other", func(t *testing.T) {
+		done := make(chan string, 20)
+		for i := 0; i < 20; i++ {
+			attack := "write"
+			if i%2 == 1 {
+				attack = "read"
+			}
+			go func() {
+				_, err := env.run("github", "list_issues", `{"attack":"`+attack+`"}`)
+				if err != nil && err.Code != CodeUpstream {
+					done <- err.Error()
+					return
+				}
+				done <- ""
+			}()
+		}
+		for i := 0; i < 20; i++ {
+			if e := <-done; e != "" {
+				t.Fatal(e)
+			}
+		}
+		for _, r := range env.fake.Requests() {
+			if strings.Contains(r.Path, "/found/") {
+				t.Fatalf("a concurrent op observed another's marker: %s", r.Path)
+			}
+		}
+	})
+}
+
+func TestHostileWASI(t *testing.T) {
+	env := newEnv(t, func(c *Config) { c.Guest = hostileGuest(t, "wasiprobe") })
+	_, err := env.run("github", "list_issues", `{}`)
+	if err != nil && err.Code != CodeUpstream {
+		t.Fatal(err)
+	}
+	out := env.guestOutput()
+	for _, want := range []string{
+		"env=0/0",          // no environment
+		"args=0/0",         // no arguments
+		"ebadf_writes=62",  // EBADF for every descriptor but stdout and stderr
+		"clock_sub_ms=0",   // both clocks have millisecond resolution
+		"cputime_clock=28", // EINVAL: no CPU-time clocks
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("guest output %q lacks %q", out, want)
+		}
+	}
+}
+
+func TestHostileImportsRefused(t *testing.T) {
+	_, err := New(context.Background(), Config{Guest: hostileGuest(t, "imports"), CacheDir: testCacheDir})
+	if err == nil {
+		t.Fatal("a guest importing sock_accept and path_open loaded")
+	}
+	if !strings.Contains(err.Error(), "wasi_snapshot_preview1.sock_accept") && !strings.Contains(err.Error(), "wasi_snapshot_preview1.path_open") {
+		t.Fatalf("error does not name the import: %v", err)
+	}
+}

@@ -1,0 +1,245 @@
+package host
+
+import (
+	"context"
+	"time"
+	"unicode/utf8"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+
+	"github.com/elevenmessenger/pinned/internal/abi"
+	"github.com/elevenmessenger/pinned/registry"
+)
+
+// outcome is what an op's run fixed, at most once.
+type outcome uint8
+
+const (
+	outcomeNone     outcome = iota
+	outcomeAccepted         // request passed the policy; the host will send it
+	outcomeDenied           // request refused by the policy
+	outcomeRejected         // the guest refused the args
+)
+
+// opState is everything one op's host functions see. It lives in the
+// context passed to the guest's exports, so concurrent ops never share it.
+type opState struct {
+	running bool // false during _initialize: pin_v1 calls get ESTATE
+	input   []byte
+	policy  *opPolicy
+	op      *registry.Op
+	calls   int
+	maxCall int
+	start   time.Time
+	log     logBuffer
+
+	outcome   outcome
+	req       *checkedRequest
+	deny      DenyReason
+	rejReason int32
+	rejArg    string
+}
+
+type stateKey struct{}
+
+// stateFrom returns the op's state. A call outside an op (which the host
+// never makes) gets an inert state whose every pin_v1 call is ESTATE.
+func stateFrom(ctx context.Context) *opState {
+	if st, ok := ctx.Value(stateKey{}).(*opState); ok {
+		return st
+	}
+	return &opState{start: time.Now()}
+}
+
+func (st *opState) monotonic() time.Duration { return time.Since(st.start) }
+
+// budget counts one pin_v1 call and reports whether it may proceed: ELIMIT
+// past the op's budget, ESTATE outside run or once the outcome is fixed
+// (no host call does anything after a request was accepted or denied or
+// the args were rejected).
+func (st *opState) budget() int32 {
+	st.calls++
+	if st.calls > st.maxCall {
+		return abi.ELIMIT
+	}
+	if !st.running || st.outcome != outcomeNone {
+		return abi.ESTATE
+	}
+	return abi.OK
+}
+
+// logBuffer keeps the first maxLog bytes a guest writes to stdout/stderr
+// and counts the rest.
+type logBuffer struct {
+	max     int
+	buf     []byte
+	dropped int64
+}
+
+func (l *logBuffer) write(b []byte) {
+	room := l.max - len(l.buf)
+	if room > len(b) {
+		room = len(b)
+	}
+	if room > 0 {
+		l.buf = append(l.buf, b[:room]...)
+	}
+	l.dropped += int64(len(b) - room)
+}
+
+// pinFunc is one pin_v1 host function.
+type pinFunc struct {
+	name    string
+	params  []api.ValueType
+	results []api.ValueType
+	fn      api.GoModuleFunc
+}
+
+// pinFuncs is the pin_v1 module, in the order of docs/ABI.md.
+var pinFuncs = []pinFunc{
+	{abi.FuncInputLen, nil, []api.ValueType{i32}, pinInputLen},
+	{abi.FuncInputRead, []api.ValueType{i32, i32}, []api.ValueType{i32}, pinInputRead},
+	{abi.FuncRequest, []api.ValueType{i32, i32}, []api.ValueType{i32}, pinRequest},
+	{abi.FuncReject, []api.ValueType{i32, i32, i32}, []api.ValueType{i32}, pinReject},
+}
+
+func instantiatePin(ctx context.Context, rt wazero.Runtime) error {
+	b := rt.NewHostModuleBuilder(abi.ModuleName)
+	for _, f := range pinFuncs {
+		b.NewFunctionBuilder().WithGoModuleFunction(f.fn, f.params, f.results).Export(f.name)
+	}
+	_, err := b.Instantiate(ctx)
+	return err
+}
+
+func result(stack []uint64, v int32) { stack[0] = api.EncodeI32(v) }
+
+// pinInputLen: input_len() -> len. Results: the input's length (> 0),
+// ESTATE outside an op, ELIMIT.
+func pinInputLen(ctx context.Context, _ api.Module, stack []uint64) {
+	st := stateFrom(ctx)
+	if r := st.budget(); r != abi.OK {
+		result(stack, r)
+		return
+	}
+	result(stack, int32(len(st.input)))
+}
+
+// pinInputRead: input_read(buf, buf_len) -> n. Checks: buf_len equals
+// input_len(); [buf, buf+buf_len) inside memory. Results: buf_len, ERANGE,
+// EFAULT, ESTATE, ELIMIT.
+func pinInputRead(ctx context.Context, mod api.Module, stack []uint64) {
+	st := stateFrom(ctx)
+	if r := st.budget(); r != abi.OK {
+		result(stack, r)
+		return
+	}
+	buf, n := uint32(stack[0]), uint32(stack[1])
+	if int64(n) != int64(len(st.input)) {
+		result(stack, abi.ERANGE)
+		return
+	}
+	if !mod.Memory().Write(buf, st.input) {
+		result(stack, abi.EFAULT)
+		return
+	}
+	result(stack, int32(n))
+}
+
+// pinRequest: request(buf, buf_len) -> code. Checks, in order: the op's
+// outcome is not yet fixed (ESTATE); buf_len <= abi.MaxRequestBytes
+// (ETOOBIG); the bytes are inside memory (EFAULT); they decode as the
+// request encoding (EINVAL); the request passes the egress policy
+// (EDENIED). The check runs on a copy of the guest's bytes. ETOOBIG,
+// EINVAL and EDENIED fix the op's outcome as denied; OK fixes it as
+// accepted. Results: OK, ETOOBIG, EFAULT, EINVAL, EDENIED, ESTATE, ELIMIT.
+func pinRequest(ctx context.Context, mod api.Module, stack []uint64) {
+	st := stateFrom(ctx)
+	if r := st.budget(); r != abi.OK {
+		result(stack, r)
+		return
+	}
+	if st.outcome != outcomeNone {
+		result(stack, abi.ESTATE)
+		return
+	}
+	buf, n := uint32(stack[0]), uint32(stack[1])
+	if n > abi.MaxRequestBytes {
+		st.outcome, st.deny = outcomeDenied, DenyTooLarge
+		result(stack, abi.ETOOBIG)
+		return
+	}
+	view, ok := mod.Memory().Read(buf, n)
+	if !ok {
+		result(stack, abi.EFAULT)
+		return
+	}
+	req, deny := decodeRequest(append([]byte(nil), view...))
+	if deny != "" {
+		st.outcome, st.deny = outcomeDenied, deny
+		result(stack, abi.EINVAL)
+		return
+	}
+	if deny := st.policy.check(req); deny != "" {
+		st.outcome, st.deny = outcomeDenied, deny
+		result(stack, abi.EDENIED)
+		return
+	}
+	st.outcome, st.req = outcomeAccepted, req
+	result(stack, abi.OK)
+}
+
+// pinReject: reject(reason, name, name_len) -> code. Checks, in order: the
+// outcome is not yet fixed (ESTATE); reason is a known abi.Reject* value
+// (EINVAL); name_len <= abi.MaxNameBytes (EINVAL); the name is inside
+// memory (EFAULT); it is valid UTF-8 without control characters, empty
+// exactly for RejectSyntax, and a declared arg of the op unless the reason
+// is RejectUndeclared (EINVAL). OK fixes the outcome as rejected. Results:
+// OK, EINVAL, EFAULT, ESTATE, ELIMIT.
+func pinReject(ctx context.Context, mod api.Module, stack []uint64) {
+	st := stateFrom(ctx)
+	if r := st.budget(); r != abi.OK {
+		result(stack, r)
+		return
+	}
+	if st.outcome != outcomeNone {
+		result(stack, abi.ESTATE)
+		return
+	}
+	reason, ptr, n := api.DecodeI32(stack[0]), uint32(stack[1]), uint32(stack[2])
+	if reason < abi.RejectSyntax || reason > abi.RejectValue || n > abi.MaxNameBytes {
+		result(stack, abi.EINVAL)
+		return
+	}
+	view, ok := mod.Memory().Read(ptr, n)
+	if !ok {
+		result(stack, abi.EFAULT)
+		return
+	}
+	name := string(view)
+	if !printableName(name) || (reason == abi.RejectSyntax) != (name == "") {
+		result(stack, abi.EINVAL)
+		return
+	}
+	if reason != abi.RejectUndeclared && reason != abi.RejectSyntax {
+		if _, declared := st.op.Args[name]; !declared {
+			result(stack, abi.EINVAL)
+			return
+		}
+	}
+	st.outcome, st.rejReason, st.rejArg = outcomeRejected, reason, name
+	result(stack, abi.OK)
+}
+
+func printableName(s string) bool {
+	if !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+			return false
+		}
+	}
+	return true
+}

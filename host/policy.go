@@ -1,0 +1,472 @@
+package host
+
+import (
+	"net/textproto"
+	"strings"
+
+	"github.com/elevenmessenger/pinned/internal/jsonv"
+	"github.com/elevenmessenger/pinned/registry"
+)
+
+// DenyReason names the rule a request or a connection broke. Reasons are
+// stable: they appear in the audit log, in the pinned_egress_denied_total
+// metric and in Error.Deny. They never reach the guest, which sees only
+// abi.EDENIED.
+type DenyReason string
+
+// Deny reasons of the request check (ABI invariant 2), the dial policy
+// (invariant 4) and the response handling.
+const (
+	DenyMalformed       DenyReason = "request_malformed"     // not the documented request encoding
+	DenyTooLarge        DenyReason = "request_too_large"     // over abi.MaxRequestBytes
+	DenyMethod          DenyReason = "method"                // method other than the op's
+	DenyScheme          DenyReason = "scheme"                // not https://
+	DenyHost            DenyReason = "host"                  // authority is not exactly the manifest's host
+	DenyPort            DenyReason = "port"                  // a port in the URL
+	DenyUserinfo        DenyReason = "userinfo"              // user@host
+	DenyFragment        DenyReason = "fragment"              // #fragment
+	DenyURLChar         DenyReason = "url_char"              // a byte outside printable ASCII (CR, LF, space, NUL, non-ASCII)
+	DenyPath            DenyReason = "path_template"         // path does not match the op's template
+	DenyDotSegment      DenyReason = "dot_segment"           // "." or ".." (also percent-encoded) in a segment
+	DenyEncodedSlash    DenyReason = "encoded_slash"         // %2F or %5C in a segment
+	DenyPathEncoding    DenyReason = "path_encoding"         // malformed percent-encoding in the path
+	DenyQueryKey        DenyReason = "query_key"             // a query key the op does not declare
+	DenyQueryDuplicate  DenyReason = "query_duplicate"       // a query key twice
+	DenyQuerySyntax     DenyReason = "query_syntax"          // malformed query
+	DenyBodyNotAllowed  DenyReason = "body_not_allowed"      // a body where the op declares none
+	DenyBodyMissing     DenyReason = "body_missing"          // no body where the op declares one
+	DenyBodyInvalid     DenyReason = "body_invalid"          // body not of the op's kind (JSON object, form of declared keys)
+	DenyHeaderForbidden DenyReason = "header_forbidden"      // a header the host owns (Authorization, Cookie, Host, Proxy-*, ...)
+	DenyHeaderInvalid   DenyReason = "header_invalid"        // bad header name, or CR/LF/NUL in a value
+	DenyHeaderNotAllow  DenyReason = "header_not_allowed"    // a header the manifest does not declare
+	DenyHeaderValue     DenyReason = "header_value"          // a declared header with another value
+	DenyHeaderDuplicate DenyReason = "header_duplicate"      // a header twice
+	DenyDial            DenyReason = "dial_address"          // the host resolved to a non-public address
+	DenyRedirect        DenyReason = "redirect"              // upstream answered 3xx; not followed
+	DenyState           DenyReason = "request_after_outcome" // a second request after the op's outcome was fixed
+)
+
+// checkedRequest is a request that passed the policy.
+type checkedRequest struct {
+	method  string
+	url     string
+	headers [][2]string
+	body    []byte
+	hasBody bool
+}
+
+// opPolicy is what the request check needs of one op, precomputed.
+type opPolicy struct {
+	host        string
+	method      string
+	segments    []pathSeg
+	queryKeys   map[string]bool
+	bodyKind    string // "", "json", "form"
+	formKeys    map[string]bool
+	headers     map[string]string // canonical name → value
+	authHeader  string            // canonical name of the credential header
+	contentType string
+}
+
+type pathSeg struct {
+	lit string
+	arg bool
+}
+
+func newOpPolicy(m *registry.Manifest, op *registry.Op) (*opPolicy, error) {
+	p := &opPolicy{
+		host:       m.Host,
+		method:     op.Method,
+		queryKeys:  map[string]bool{},
+		bodyKind:   op.BodyKind(),
+		formKeys:   map[string]bool{},
+		headers:    map[string]string{},
+		authHeader: "Authorization",
+	}
+	if m.Auth.Scheme == registry.SchemeHeader {
+		p.authHeader = textproto.CanonicalMIMEHeaderKey(m.Auth.Header)
+	}
+	for _, seg := range strings.Split(op.Path, "/")[1:] {
+		pieces, err := registry.ParseTemplate(seg)
+		if err != nil {
+			return nil, err
+		}
+		if len(pieces) == 1 && pieces[0].Arg != "" {
+			p.segments = append(p.segments, pathSeg{arg: true})
+		} else {
+			p.segments = append(p.segments, pathSeg{lit: seg})
+		}
+	}
+	for k := range op.Query {
+		p.queryKeys[k] = true
+	}
+	for k := range op.BodyForm {
+		p.formKeys[k] = true
+	}
+	for k, v := range m.Headers {
+		p.headers[textproto.CanonicalMIMEHeaderKey(k)] = v
+	}
+	switch p.bodyKind {
+	case "json":
+		p.contentType = "application/json"
+	case "form":
+		p.contentType = "application/x-www-form-urlencoded"
+	}
+	return p, nil
+}
+
+// decodeRequest decodes the guest's request encoding (docs/ABI.md, "The
+// request"): a JSON object with exactly the members method (string), url
+// (string), headers (array of [name, value] string pairs) and optionally
+// body (string). Anything else is DenyMalformed.
+func decodeRequest(b []byte) (*checkedRequest, DenyReason) {
+	v, err := jsonv.Parse(b)
+	if err != nil || v.Kind != jsonv.Object {
+		return nil, DenyMalformed
+	}
+	r := &checkedRequest{}
+	var haveMethod, haveURL, haveHeaders bool
+	for _, m := range v.O {
+		switch m.Key {
+		case "method":
+			if m.Value.Kind != jsonv.String {
+				return nil, DenyMalformed
+			}
+			r.method, haveMethod = m.Value.S, true
+		case "url":
+			if m.Value.Kind != jsonv.String {
+				return nil, DenyMalformed
+			}
+			r.url, haveURL = m.Value.S, true
+		case "headers":
+			if m.Value.Kind != jsonv.Array {
+				return nil, DenyMalformed
+			}
+			for _, h := range m.Value.A {
+				if h.Kind != jsonv.Array || len(h.A) != 2 || h.A[0].Kind != jsonv.String || h.A[1].Kind != jsonv.String {
+					return nil, DenyMalformed
+				}
+				r.headers = append(r.headers, [2]string{h.A[0].S, h.A[1].S})
+			}
+			haveHeaders = true
+		case "body":
+			if m.Value.Kind != jsonv.String {
+				return nil, DenyMalformed
+			}
+			r.body, r.hasBody = []byte(m.Value.S), true
+		default:
+			return nil, DenyMalformed
+		}
+	}
+	if !haveMethod || !haveURL || !haveHeaders {
+		return nil, DenyMalformed
+	}
+	return r, ""
+}
+
+// check applies ABI invariant 2 to a decoded request. It returns "" when
+// the request may be sent.
+func (p *opPolicy) check(r *checkedRequest) DenyReason {
+	if r.method != p.method {
+		return DenyMethod
+	}
+	if d := p.checkURL(r.url); d != "" {
+		return d
+	}
+	if d := p.checkBody(r); d != "" {
+		return d
+	}
+	return p.checkHeaders(r.headers)
+}
+
+func (p *opPolicy) checkURL(u string) DenyReason {
+	for i := 0; i < len(u); i++ {
+		if c := u[i]; c <= 0x20 || c >= 0x7f {
+			return DenyURLChar
+		}
+	}
+	if strings.IndexByte(u, '#') >= 0 {
+		return DenyFragment
+	}
+	const scheme = "https://"
+	if len(u) < len(scheme) || u[:len(scheme)] != scheme {
+		return DenyScheme
+	}
+	rest := u[len(scheme):]
+	end := strings.IndexAny(rest, "/?")
+	if end < 0 {
+		end = len(rest)
+	}
+	authority := rest[:end]
+	if authority != p.host {
+		switch {
+		case strings.IndexByte(authority, '@') >= 0:
+			return DenyUserinfo
+		case hasPort(authority):
+			return DenyPort
+		}
+		return DenyHost
+	}
+	rest = rest[end:]
+	if rest == "" || rest[0] != '/' {
+		return DenyPath
+	}
+	path, query, hasQuery := strings.Cut(rest, "?")
+	if d := p.checkPath(path); d != "" {
+		return d
+	}
+	if hasQuery {
+		return p.checkQuery(query)
+	}
+	return ""
+}
+
+// hasPort reports whether an authority ends in ":digits" (after any
+// bracketed IPv6 literal).
+func hasPort(a string) bool {
+	i := strings.LastIndexByte(a, ':')
+	if i < 0 || strings.IndexByte(a[i:], ']') >= 0 {
+		return false
+	}
+	return true
+}
+
+func (p *opPolicy) checkPath(path string) DenyReason {
+	segs := strings.Split(path[1:], "/")
+	if len(segs) != len(p.segments) {
+		return DenyPath
+	}
+	for i, seg := range segs {
+		t := p.segments[i]
+		if !t.arg {
+			if seg != t.lit {
+				return DenyPath
+			}
+			continue
+		}
+		if seg == "" {
+			return DenyPath
+		}
+		if !validPathChars(seg) {
+			return DenyPath
+		}
+		dec, ok := percentDecode(seg)
+		if !ok {
+			return DenyPathEncoding
+		}
+		if strings.ContainsAny(dec, "/\\") {
+			return DenyEncodedSlash
+		}
+		if dec == "." || dec == ".." {
+			return DenyDotSegment
+		}
+	}
+	return ""
+}
+
+// validPathChars reports whether s uses only RFC 3986 pchar characters:
+// unreserved, pct-encoded, sub-delims, ":" and "@".
+func validPathChars(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if !isPchar(s[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func isUnreserved(c byte) bool {
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		c == '-' || c == '.' || c == '_' || c == '~'
+}
+
+func isPchar(c byte) bool {
+	if isUnreserved(c) {
+		return true
+	}
+	switch c {
+	case '%', '!', '$', '&', '\'', '(', ')', '*', '+', ',', ';', '=', ':', '@':
+		return true
+	}
+	return false
+}
+
+// percentDecode decodes %XX escapes; ok is false for a malformed escape.
+// It does not treat '+' as a space.
+func percentDecode(s string) (string, bool) {
+	if strings.IndexByte(s, '%') < 0 {
+		return s, true
+	}
+	out := make([]byte, 0, len(s))
+	for i := 0; i < len(s); i++ {
+		if s[i] != '%' {
+			out = append(out, s[i])
+			continue
+		}
+		if i+2 >= len(s) {
+			return "", false
+		}
+		h, ok1 := unhex(s[i+1])
+		l, ok2 := unhex(s[i+2])
+		if !ok1 || !ok2 {
+			return "", false
+		}
+		out = append(out, h<<4|l)
+		i += 2
+	}
+	return string(out), true
+}
+
+func unhex(c byte) (byte, bool) {
+	switch {
+	case c >= '0' && c <= '9':
+		return c - '0', true
+	case c >= 'a' && c <= 'f':
+		return c - 'a' + 10, true
+	case c >= 'A' && c <= 'F':
+		return c - 'A' + 10, true
+	}
+	return 0, false
+}
+
+func (p *opPolicy) checkQuery(q string) DenyReason {
+	if q == "" {
+		return DenyQuerySyntax
+	}
+	seen := map[string]bool{}
+	for _, pair := range strings.Split(q, "&") {
+		k, v, ok := strings.Cut(pair, "=")
+		if !ok || k == "" {
+			return DenyQuerySyntax
+		}
+		for i := 0; i < len(pair); i++ {
+			if c := pair[i]; !isPchar(c) && c != '/' && c != '?' {
+				return DenyQuerySyntax
+			}
+		}
+		key, ok1 := percentDecode(k)
+		_, ok2 := percentDecode(v)
+		if !ok1 || !ok2 {
+			return DenyQuerySyntax
+		}
+		if !p.queryKeys[key] {
+			return DenyQueryKey
+		}
+		if seen[key] {
+			return DenyQueryDuplicate
+		}
+		seen[key] = true
+	}
+	return ""
+}
+
+func (p *opPolicy) checkBody(r *checkedRequest) DenyReason {
+	switch {
+	case p.bodyKind == "" && r.hasBody:
+		return DenyBodyNotAllowed
+	case p.bodyKind != "" && !r.hasBody:
+		return DenyBodyMissing
+	case p.bodyKind == "json":
+		v, err := jsonv.Parse(r.body)
+		if err != nil || v.Kind != jsonv.Object {
+			return DenyBodyInvalid
+		}
+	case p.bodyKind == "form":
+		if len(r.body) == 0 {
+			return ""
+		}
+		seen := map[string]bool{}
+		for _, pair := range strings.Split(string(r.body), "&") {
+			k, v, ok := strings.Cut(pair, "=")
+			if !ok || k == "" {
+				return DenyBodyInvalid
+			}
+			key, ok1 := percentDecode(strings.ReplaceAll(k, "+", " "))
+			_, ok2 := percentDecode(v)
+			if !ok1 || !ok2 || !p.formKeys[key] || seen[key] {
+				return DenyBodyInvalid
+			}
+			for i := 0; i < len(pair); i++ {
+				if c := pair[i]; c <= 0x20 || c >= 0x7f {
+					return DenyBodyInvalid
+				}
+			}
+			seen[key] = true
+		}
+	}
+	return ""
+}
+
+// hostOwned are headers only the host sets (ABI invariant 2); the guest
+// may not send them whatever the manifest says.
+var hostOwned = map[string]bool{
+	"Authorization":     true,
+	"Cookie":            true,
+	"Host":              true,
+	"Accept-Encoding":   true,
+	"Content-Length":    true,
+	"Content-Type":      true,
+	"Transfer-Encoding": true,
+	"Connection":        true,
+	"Te":                true,
+	"Trailer":           true,
+	"Upgrade":           true,
+	"Keep-Alive":        true,
+	"Expect":            true,
+	"Forwarded":         true,
+}
+
+// forbiddenHeader reports whether a canonical header name is the host's.
+func (p *opPolicy) forbiddenHeader(name string) bool {
+	return hostOwned[name] || strings.HasPrefix(name, "Proxy-") || name == p.authHeader ||
+		strings.HasPrefix(name, "X-Forwarded-")
+}
+
+func (p *opPolicy) checkHeaders(hs [][2]string) DenyReason {
+	seen := make(map[string]bool, len(hs))
+	for _, h := range hs {
+		if !validToken(h[0]) {
+			return DenyHeaderInvalid
+		}
+		name := textproto.CanonicalMIMEHeaderKey(h[0])
+		if p.forbiddenHeader(name) {
+			return DenyHeaderForbidden
+		}
+		for i := 0; i < len(h[1]); i++ {
+			if c := h[1][i]; (c < 0x20 && c != '\t') || c == 0x7f {
+				return DenyHeaderInvalid
+			}
+		}
+		want, ok := p.headers[name]
+		if !ok {
+			return DenyHeaderNotAllow
+		}
+		if h[1] != want {
+			return DenyHeaderValue
+		}
+		if seen[name] {
+			return DenyHeaderDuplicate
+		}
+		seen[name] = true
+	}
+	return ""
+}
+
+// validToken reports whether s is an RFC 9110 token (a header field name).
+func validToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if isUnreserved(c) {
+			continue
+		}
+		switch c {
+		case '!', '#', '$', '%', '&', '\'', '*', '+', '^', '`', '|':
+			continue
+		}
+		return false
+	}
+	return true
+}

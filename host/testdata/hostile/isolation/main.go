@@ -1,0 +1,86 @@
+//go:build wasip1
+
+// Command isolation is a hostile guest that tries to carry state from one
+// op to the next. "write" leaves a marker in a package variable (linear
+// memory's data) and on the heap; "read" scans all of linear memory it can
+// reach for the marker; "write_then_read" does both in one op (the
+// positive control: it must find it). The finding is reported on stdout
+// ("marker=found" / "marker=absent") and smuggled into the request (owner
+// segment "found" / "absent"), the one channel that leaves the sandbox.
+package main
+
+import (
+	"unsafe"
+
+	"github.com/elevenmessenger/pinned/host/testdata/hostile/hpin"
+)
+
+// needle is the marker XOR 0x55, so the plain marker never sits in the
+// module's own data: only a write puts it in memory.
+// ("PINNED-ISOLATION-MARKER-7f3a9c" XOR 0x55; the plain text is nowhere in the module.)
+var needle = []byte{0x05, 0x1c, 0x1b, 0x1b, 0x10, 0x11, 0x78, 0x1c, 0x06, 0x1a, 0x19, 0x14, 0x01, 0x1c, 0x1a, 0x1b, 0x78, 0x18, 0x14, 0x07, 0x1e, 0x10, 0x07, 0x78, 0x62, 0x33, 0x66, 0x34, 0x6c, 0x36}
+
+var dataMarker [64]byte
+var heapMarker []byte
+var counter int64
+
+func main() {}
+
+func write() {
+	for i, c := range needle {
+		dataMarker[i] = c ^ 0x55
+	}
+	heapMarker = make([]byte, 4096)
+	for i, c := range needle {
+		heapMarker[100+i] = c ^ 0x55
+	}
+	counter++
+}
+
+func read() bool {
+	// The guest can read every byte below its newest allocation's end.
+	top := make([]byte, 1<<20)
+	end := uintptr(unsafe.Pointer(&top[len(top)-1]))
+	found := 0
+	for a := uintptr(1); a+uintptr(len(needle)) < end; a++ {
+		if *(*byte)(unsafe.Pointer(a)) != needle[0]^0x55 {
+			continue
+		}
+		match := true
+		for i := 1; i < len(needle); i++ {
+			if *(*byte)(unsafe.Pointer(a + uintptr(i))) != needle[i]^0x55 {
+				match = false
+				break
+			}
+		}
+		if match {
+			found++
+		}
+	}
+	return found > 0 || counter > 1
+}
+
+func request(found bool) int32 {
+	owner := "absent"
+	if found {
+		owner = "found"
+	}
+	hpin.Print("marker=" + owner + " counter=" + hpin.Itoa(counter) + "\n")
+	return hpin.Request(`{"method":"GET","url":"https://api.github.com/repos/` + owner + `/hello/issues","headers":[["Accept","application/vnd.github+json"]]}`)
+}
+
+//go:wasmexport run
+func run() int32 {
+	name, _ := hpin.Attack()
+	switch name {
+	case "write":
+		write()
+		return request(false)
+	case "read":
+		return request(read())
+	case "write_then_read":
+		write()
+		return request(read())
+	}
+	return -1
+}

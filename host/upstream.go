@@ -1,0 +1,291 @@
+package host
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/elevenmessenger/pinned/internal/jsonv"
+	"github.com/elevenmessenger/pinned/registry"
+)
+
+// send performs an accepted request: it injects the credential (ABI
+// invariant 3), reads at most the raw cap of the decoded body, maps errors
+// and rate limits, and projects a success.
+func (e *Engine) send(ctx context.Context, p *prepared, r *checkedRequest, cred Credential) (*Result, int64, *Error) {
+	var body io.Reader
+	if r.hasBody {
+		body = bytes.NewReader(r.body)
+	}
+	req, err := http.NewRequestWithContext(ctx, r.method, r.url, body)
+	if err != nil {
+		// The policy accepted a URL net/url cannot parse: refuse.
+		return nil, 0, &Error{Code: CodeEgressDenied, Message: "the request URL cannot be sent", Deny: DenyMalformed, cause: err}
+	}
+	for _, h := range r.headers {
+		req.Header.Set(h[0], h[1])
+	}
+	if p.policy.contentType != "" {
+		req.Header.Set("Content-Type", p.policy.contentType)
+	}
+	req.Header.Set("Accept-Encoding", "gzip")
+	req.Header.Set("User-Agent", e.cfg.UserAgent)
+	name, value := authHeader(p.m, cred)
+	req.Header.Set(name, value)
+
+	resp, err := e.client.Do(req)
+	if err != nil {
+		return nil, 0, transportError(ctx, err)
+	}
+	defer resp.Body.Close()
+
+	raw, rerr := readCapped(resp, e.cfg.MaxResponseBytes)
+	n := int64(len(raw))
+	if rerr != nil {
+		rerr.Status = resp.StatusCode
+		if rerr.Code == "" {
+			rerr = transportError(ctx, rerr.cause)
+		}
+		return nil, n, rerr
+	}
+	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
+		return nil, n, &Error{Code: CodeUpstream, Status: resp.StatusCode, Deny: DenyRedirect,
+			Message: "the provider answered with a redirect, which is not followed"}
+	}
+	if ra, limited := rateLimited(p.m, resp, raw); limited {
+		return nil, n, &Error{Code: CodeRateLimited, Status: resp.StatusCode, RetryAfter: ra,
+			Message: fmt.Sprintf("the provider asked to wait %d seconds", ra)}
+	}
+	if resp.StatusCode < 200 || resp.StatusCode >= 300 {
+		return nil, n, &Error{Code: CodeUpstream, Status: resp.StatusCode, Message: errorMessage(p, raw, resp.StatusCode)}
+	}
+	if p.m.GraphQL {
+		if msg, ok := graphQLError(raw, p); ok {
+			return nil, n, &Error{Code: CodeUpstream, Status: resp.StatusCode, Message: msg}
+		}
+	}
+	res := &Result{Status: resp.StatusCode}
+	if len(bytes.TrimSpace(raw)) == 0 {
+		res.Data = []byte("null")
+		return res, n, nil
+	}
+	out, err := p.proj.Project(make([]byte, 0, 4096), raw)
+	if err != nil {
+		return nil, n, &Error{Code: CodeUpstreamInvalid, Status: resp.StatusCode, Message: "the provider's answer is not valid JSON", cause: err}
+	}
+	if len(out) > e.cfg.MaxResultBytes {
+		return nil, n, &Error{Code: CodeResultTooLarge, Status: resp.StatusCode,
+			Message: fmt.Sprintf("the projected result is %d bytes, over the %d-byte limit; ask for fewer items (e.g. a smaller per_page or limit)", len(out), e.cfg.MaxResultBytes)}
+	}
+	res.Data = out
+	return res, n, nil
+}
+
+// authHeader returns the header carrying the credential (DESIGN.md,
+// "Manifest format v1": an oauth credential is always Bearer, RFC 6750).
+func authHeader(m *registry.Manifest, c Credential) (string, string) {
+	secret := string(c.Secret)
+	if c.Kind == "oauth" {
+		return "Authorization", "Bearer " + secret
+	}
+	switch m.Auth.Scheme {
+	case registry.SchemeNone:
+		return "Authorization", secret
+	case registry.SchemeHeader:
+		return m.Auth.Header, secret
+	}
+	return "Authorization", "Bearer " + secret
+}
+
+func transportError(ctx context.Context, err error) *Error {
+	var denied *DialDeniedError
+	switch {
+	case errors.As(err, &denied):
+		return &Error{Code: CodeEgressDenied, Deny: DenyDial, Message: "the pinned host resolved to an address that is not public", cause: err}
+	case ctx.Err() == context.DeadlineExceeded || errors.Is(err, context.DeadlineExceeded):
+		return &Error{Code: CodeTimeout, Message: "the provider did not answer before the op's deadline", cause: err}
+	case ctx.Err() == context.Canceled:
+		return &Error{Code: CodeCanceled, Message: "the op was canceled", cause: err}
+	}
+	return &Error{Code: CodeUnreachable, Message: "the provider could not be reached", cause: err}
+}
+
+// readCapped reads the decoded body, at most max bytes. Content-Encoding
+// is the host's: only identity and gzip are accepted, and the cap applies
+// to the decoded stream (a gzip bomb stops at the cap).
+func readCapped(resp *http.Response, max int64) ([]byte, *Error) {
+	var r io.Reader = io.LimitReader(resp.Body, max+1)
+	switch enc := strings.ToLower(strings.TrimSpace(resp.Header.Get("Content-Encoding"))); enc {
+	case "", "identity":
+	case "gzip":
+		zr, err := gzip.NewReader(r)
+		if err != nil {
+			return nil, &Error{Code: CodeUpstreamInvalid, Message: "the provider's gzip stream is invalid", cause: err}
+		}
+		defer zr.Close()
+		r = zr
+	default:
+		return nil, &Error{Code: CodeUpstreamInvalid, Message: "the provider used a content encoding the host does not accept"}
+	}
+	b, err := io.ReadAll(io.LimitReader(r, max+1))
+	if int64(len(b)) > max {
+		return b[:max], &Error{Code: CodeUpstreamTooLarge,
+			Message: fmt.Sprintf("the provider's answer is over the %d-byte limit", max)}
+	}
+	if err != nil {
+		if errors.Is(err, gzip.ErrChecksum) || errors.Is(err, gzip.ErrHeader) || errors.Is(err, io.ErrUnexpectedEOF) {
+			return b, &Error{Code: CodeUpstreamInvalid, Message: "the provider's answer was cut short or corrupt", cause: err}
+		}
+		return b, &Error{cause: err} // transport error, classified by the caller
+	}
+	return b, nil
+}
+
+// rateLimited recognizes the rate limits of DESIGN.md: HTTP 429, GitHub's
+// 403 secondary limit (Retry-After, or X-RateLimit-Remaining: 0), and a
+// GraphQL error with extensions.code RATELIMITED (Linear, HTTP 400 or 200).
+// It returns the seconds to wait (at least 1).
+func rateLimited(m *registry.Manifest, resp *http.Response, raw []byte) (int, bool) {
+	h := resp.Header
+	switch {
+	case resp.StatusCode == http.StatusTooManyRequests:
+	case resp.StatusCode == http.StatusForbidden && (h.Get("Retry-After") != "" || h.Get("X-RateLimit-Remaining") == "0"):
+	case m.GraphQL && graphQLRateLimited(raw):
+	default:
+		return 0, false
+	}
+	return retryAfter(h, time.Now()), true
+}
+
+// retryAfter reads Retry-After (delta-seconds or HTTP-date, RFC 9110
+// section 10.2.3), then X-RateLimit-Reset (epoch seconds, GitHub), then
+// X-RateLimit-Requests-Reset (epoch milliseconds, Linear); default 60.
+func retryAfter(h http.Header, now time.Time) int {
+	clamp := func(s int64) int {
+		if s < 1 {
+			return 1
+		}
+		if s > 86400 {
+			return 86400
+		}
+		return int(s)
+	}
+	if v := strings.TrimSpace(h.Get("Retry-After")); v != "" {
+		if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+			return clamp(n)
+		}
+		if t, err := http.ParseTime(v); err == nil {
+			return clamp(int64(t.Sub(now).Seconds() + 0.999))
+		}
+	}
+	if v := h.Get("X-RateLimit-Reset"); v != "" {
+		if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+			return clamp(n - now.Unix())
+		}
+	}
+	if v := h.Get("X-RateLimit-Requests-Reset"); v != "" {
+		if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+			return clamp((n - now.UnixMilli() + 999) / 1000)
+		}
+	}
+	return 60
+}
+
+func graphQLRateLimited(raw []byte) bool {
+	v, err := jsonv.Parse(raw)
+	if err != nil {
+		return false
+	}
+	errs := v.Get("errors")
+	if errs == nil || errs.Kind != jsonv.Array {
+		return false
+	}
+	for i := range errs.A {
+		if c := errs.A[i].Get("extensions").Get("code"); c != nil && c.Kind == jsonv.String && c.S == "RATELIMITED" {
+			return true
+		}
+	}
+	return false
+}
+
+// graphQLError reports a 200 answer that carries a non-empty errors array.
+func graphQLError(raw []byte, p *prepared) (string, bool) {
+	if !bytes.Contains(raw, []byte(`"errors"`)) {
+		return "", false
+	}
+	v, err := jsonv.Parse(raw)
+	if err != nil {
+		return "", false // projection reports the invalid body
+	}
+	errs := v.Get("errors")
+	if errs == nil || errs.Kind != jsonv.Array || len(errs.A) == 0 {
+		return "", false
+	}
+	if msg := lookupMessage(&v, p.errMsg); msg != "" {
+		return msg, true
+	}
+	return "the provider answered with GraphQL errors", true
+}
+
+// errorMessage projects the human message of an error body through the
+// manifest's error_message path, capped at MaxErrorMessageBytes. The raw
+// body never comes back.
+func errorMessage(p *prepared, raw []byte, status int) string {
+	if v, err := jsonv.Parse(raw); err == nil {
+		if msg := lookupMessage(&v, p.errMsg); msg != "" {
+			return msg
+		}
+	}
+	if t := http.StatusText(status); t != "" {
+		return t
+	}
+	return "HTTP " + strconv.Itoa(status)
+}
+
+func lookupMessage(v *jsonv.Value, path []string) string {
+	for _, seg := range path {
+		for v != nil && v.Kind == jsonv.Array {
+			if len(v.A) == 0 {
+				return ""
+			}
+			v = &v.A[0]
+		}
+		v = v.Get(seg)
+	}
+	if v == nil || v.Kind != jsonv.String {
+		return ""
+	}
+	return capMessage(v.S)
+}
+
+// capMessage strips control characters and caps s at MaxErrorMessageBytes
+// on a UTF-8 boundary, marking a cut with "…".
+func capMessage(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if r < 0x20 || r == 0x7f {
+			r = ' '
+		}
+		if b.Len()+utf8.RuneLen(r) > MaxErrorMessageBytes-len("…") {
+			b.WriteString("…")
+			break
+		}
+		b.WriteRune(r)
+	}
+	return strings.TrimSpace(b.String())
+}
+
+func splitPath(p string) []string {
+	if p == "" {
+		return nil
+	}
+	return strings.Split(p, ".")
+}

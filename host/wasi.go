@@ -1,0 +1,267 @@
+package host
+
+import (
+	"context"
+	"crypto/rand"
+	"time"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/sys"
+)
+
+// WASIModuleName is the import module of the WASI subset.
+const WASIModuleName = "wasi_snapshot_preview1"
+
+// WASI errno values (WASI preview1, "errno").
+const (
+	errnoSuccess = 0
+	errnoBadf    = 8
+	errnoFault   = 21
+	errnoInval   = 28
+)
+
+// WASI limits of the subset.
+const (
+	// maxIOVecs bounds the iovec count of one fd_write.
+	maxIOVecs = 1024
+	// maxRandom bounds the bytes of one random_get.
+	maxRandom = 64 << 10
+	// maxSubscriptions bounds one poll_oneoff.
+	maxSubscriptions = 64
+	// clockGranularity is the resolution of both clocks the guest sees.
+	clockGranularity = time.Millisecond
+)
+
+// wasiFunc is one function of the WASI subset: its name, signature and
+// implementation. The list below is the complete surface: a guest importing
+// any other WASI function does not load (ABI invariant 1).
+type wasiFunc struct {
+	name    string
+	params  []api.ValueType
+	results []api.ValueType
+	fn      api.GoModuleFunc
+}
+
+var (
+	i32 = api.ValueTypeI32
+	i64 = api.ValueTypeI64
+)
+
+// wasiFuncs is the WASI subset, in the order of docs/ABI.md: exactly the
+// functions the Go wasip1 runtime of the executor imports, nothing more.
+// Every function is stateless apart from the op's own log: there is no
+// file table at all (no preopened directory, no fd_read, no path_open, no
+// fd_close), no environment, no arguments, no sockets.
+var wasiFuncs = []wasiFunc{
+	{"args_get", []api.ValueType{i32, i32}, []api.ValueType{i32}, wasiNoop},
+	{"args_sizes_get", []api.ValueType{i32, i32}, []api.ValueType{i32}, wasiZeroSizes},
+	{"environ_get", []api.ValueType{i32, i32}, []api.ValueType{i32}, wasiNoop},
+	{"environ_sizes_get", []api.ValueType{i32, i32}, []api.ValueType{i32}, wasiZeroSizes},
+	{"clock_time_get", []api.ValueType{i32, i64, i32}, []api.ValueType{i32}, wasiClockTimeGet},
+	{"fd_write", []api.ValueType{i32, i32, i32, i32}, []api.ValueType{i32}, wasiFdWrite},
+	{"poll_oneoff", []api.ValueType{i32, i32, i32, i32}, []api.ValueType{i32}, wasiPollOneoff},
+	{"proc_exit", []api.ValueType{i32}, nil, wasiProcExit},
+	{"random_get", []api.ValueType{i32, i32}, []api.ValueType{i32}, wasiRandomGet},
+	{"sched_yield", nil, []api.ValueType{i32}, wasiNoop},
+}
+
+func instantiateWASI(ctx context.Context, rt wazero.Runtime) error {
+	b := rt.NewHostModuleBuilder(WASIModuleName)
+	for _, f := range wasiFuncs {
+		b.NewFunctionBuilder().WithGoModuleFunction(f.fn, f.params, f.results).Export(f.name)
+	}
+	_, err := b.Instantiate(ctx)
+	return err
+}
+
+// wasiNoop: args_get, environ_get (nothing to copy) and sched_yield.
+// Result: 0.
+func wasiNoop(_ context.Context, _ api.Module, stack []uint64) {
+	stack[0] = errnoSuccess
+}
+
+// wasiZeroSizes: args_sizes_get and environ_sizes_get write 0 for the count
+// and 0 for the buffer size. Checks: both pointers writable. Results: 0,
+// EFAULT.
+func wasiZeroSizes(_ context.Context, mod api.Module, stack []uint64) {
+	mem := mod.Memory()
+	if !mem.WriteUint32Le(uint32(stack[0]), 0) || !mem.WriteUint32Le(uint32(stack[1]), 0) {
+		stack[0] = errnoFault
+		return
+	}
+	stack[0] = errnoSuccess
+}
+
+// wasiClockTimeGet(id, precision, result_ptr): realtime (0) and monotonic
+// (1) only, both with millisecond resolution whatever precision asks; the
+// monotonic clock counts from the op's start, so it reveals neither the
+// host's uptime nor fine timing. Results: 0, EINVAL (other clocks),
+// EFAULT.
+func wasiClockTimeGet(ctx context.Context, mod api.Module, stack []uint64) {
+	var t int64
+	switch uint32(stack[0]) {
+	case 0:
+		t = time.Now().Truncate(clockGranularity).UnixNano()
+	case 1:
+		t = int64(stateFrom(ctx).monotonic().Truncate(clockGranularity))
+	default:
+		stack[0] = errnoInval
+		return
+	}
+	if !mod.Memory().WriteUint64Le(uint32(stack[2]), uint64(t)) {
+		stack[0] = errnoFault
+		return
+	}
+	stack[0] = errnoSuccess
+}
+
+// wasiFdWrite(fd, iovs, iovs_len, nwritten_ptr): stdout (1) and stderr (2)
+// go to the op's bounded log; bytes past its cap are counted and dropped,
+// but reported as written so a guest cannot spin. Checks: fd is 1 or 2,
+// iovs_len <= 1024, every iovec and buffer inside memory. Results: 0,
+// EBADF, EINVAL, EFAULT.
+func wasiFdWrite(ctx context.Context, mod api.Module, stack []uint64) {
+	fd, iovs, n, resultPtr := uint32(stack[0]), uint32(stack[1]), uint32(stack[2]), uint32(stack[3])
+	if fd != 1 && fd != 2 {
+		stack[0] = errnoBadf
+		return
+	}
+	if n > maxIOVecs {
+		stack[0] = errnoInval
+		return
+	}
+	mem := mod.Memory()
+	st := stateFrom(ctx)
+	var total uint32
+	for i := uint32(0); i < n; i++ {
+		ptr, ok1 := mem.ReadUint32Le(iovs + 8*i)
+		l, ok2 := mem.ReadUint32Le(iovs + 8*i + 4)
+		if !ok1 || !ok2 {
+			stack[0] = errnoFault
+			return
+		}
+		b, ok := mem.Read(ptr, l)
+		if !ok {
+			stack[0] = errnoFault
+			return
+		}
+		st.log.write(b)
+		total += l
+	}
+	if !mem.WriteUint32Le(resultPtr, total) {
+		stack[0] = errnoFault
+		return
+	}
+	stack[0] = errnoSuccess
+}
+
+// wasiPollOneoff(in, out, nsubscriptions, nevents_ptr): clock subscriptions
+// sleep until the earliest one is due (bounded by the op's deadline) and
+// report it; a subscription on a descriptor reports EBADF for it. Checks:
+// 1 <= nsubscriptions <= 64, all structures inside memory. Results: 0,
+// EINVAL, EFAULT.
+func wasiPollOneoff(ctx context.Context, mod api.Module, stack []uint64) {
+	in, out, n, neventsPtr := uint32(stack[0]), uint32(stack[1]), uint32(stack[2]), uint32(stack[3])
+	if n == 0 || n > maxSubscriptions {
+		stack[0] = errnoInval
+		return
+	}
+	mem := mod.Memory()
+	subs, ok := mem.Read(in, n*48)
+	if !ok {
+		stack[0] = errnoFault
+		return
+	}
+	subs = append([]byte(nil), subs...)
+	if _, ok := mem.Read(out, n*32); !ok {
+		stack[0] = errnoFault
+		return
+	}
+	const (
+		eventClock  = 0
+		flagAbstime = 1
+	)
+	le64 := func(b []byte) uint64 {
+		var v uint64
+		for i := 7; i >= 0; i-- {
+			v = v<<8 | uint64(b[i])
+		}
+		return v
+	}
+	var events [][32]byte
+	var sleep time.Duration = -1
+	var sleepIdx int
+	st := stateFrom(ctx)
+	for i := uint32(0); i < n; i++ {
+		s := subs[i*48 : (i+1)*48]
+		var ev [32]byte
+		copy(ev[:8], s[:8]) // userdata
+		tag := s[8]
+		ev[10] = tag
+		if tag == eventClock {
+			timeout := time.Duration(le64(s[24:32]))
+			if s[40]&flagAbstime != 0 {
+				// Absolute on the monotonic clock as the guest sees it.
+				timeout -= st.monotonic()
+			}
+			if timeout < 0 {
+				timeout = 0
+			}
+			if sleep < 0 || timeout < sleep {
+				sleep, sleepIdx = timeout, len(events)
+			}
+			events = append(events, ev)
+			continue
+		}
+		ev[8] = errnoBadf
+		events = append(events, ev)
+	}
+	var fired [][32]byte
+	for _, ev := range events {
+		if ev[10] != eventClock {
+			fired = append(fired, ev)
+		}
+	}
+	if len(fired) == 0 && sleep >= 0 {
+		t := time.NewTimer(sleep)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+		}
+		fired = append(fired, events[sleepIdx])
+	}
+	for i, ev := range fired {
+		mem.Write(out+uint32(i)*32, ev[:])
+	}
+	if !mem.WriteUint32Le(neventsPtr, uint32(len(fired))) {
+		stack[0] = errnoFault
+		return
+	}
+	stack[0] = errnoSuccess
+}
+
+// wasiProcExit(code) ends the instance; the op fails with CodeSandbox.
+func wasiProcExit(ctx context.Context, mod api.Module, stack []uint64) {
+	code := uint32(stack[0])
+	_ = mod.CloseWithExitCode(ctx, code)
+	panic(sys.NewExitError(code))
+}
+
+// wasiRandomGet(buf, len) fills buf from crypto/rand. Checks: len <= 64 KiB,
+// buf inside memory. Results: 0, EINVAL, EFAULT.
+func wasiRandomGet(_ context.Context, mod api.Module, stack []uint64) {
+	buf, n := uint32(stack[0]), uint32(stack[1])
+	if n > maxRandom {
+		stack[0] = errnoInval
+		return
+	}
+	b, ok := mod.Memory().Read(buf, n)
+	if !ok {
+		stack[0] = errnoFault
+		return
+	}
+	_, _ = rand.Read(b)
+	stack[0] = errnoSuccess
+}

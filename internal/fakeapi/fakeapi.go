@@ -1,0 +1,647 @@
+// Package fakeapi is a local HTTPS fake of the providers pinned ships
+// manifests for: GitHub, DNSimple, Stripe, HubSpot and Linear. It is for
+// tests and for `pinned demo` only; nothing in production imports it.
+//
+// [New] generates, in memory, an ECDSA P-256 certificate authority and one
+// leaf certificate naming every provider host (API hosts and OAuth hosts),
+// "localhost", 127.0.0.1 and ::1, and serves TLS (HTTP/1.1 and h2) on a
+// loopback address only. A client reaches the fake by trusting [Server.CAPool]
+// and dialing [Server.Addr] whatever host it asks for ([Server.DialContext],
+// [Server.Client]); the request's Host header picks the provider.
+//
+// The fake behaves like the real APIs where pinned depends on it:
+//   - each provider's credential scheme is checked exactly (Bearer for
+//     GitHub, DNSimple, Stripe and HubSpot; the bare key for a Linear
+//     personal key, Bearer for a Linear OAuth token) and a wrong or missing
+//     credential gets 401 with the provider's own error envelope;
+//   - responses use the real envelopes, field sets and sizes (a 100-repo
+//     GitHub /user/repos page is 500–600 KB), generated deterministically in
+//     code;
+//   - writes are accepted and reflected in later reads (state per Server);
+//   - unknown routes get 404 in the provider's envelope; request bodies are
+//     capped at 1 MiB.
+//
+// Every request is recorded ([Server.Requests]) so tests can assert exactly
+// what arrived, and [Server.SetHandler] lets a test take over any request
+// (redirects, rate limits, slow or huge bodies).
+//
+// The OAuth hosts (github.com, dnsimple.com, connect.stripe.com,
+// app.hubspot.com, linear.app) are in the certificate and routed, but answer
+// 404 for now: authorize and token endpoints are a later addition, with
+// their hooks in place (routeOAuth for the OAuth hosts, routeOAuthAPI for
+// the token endpoints that live on API hosts). Tokens a future token
+// endpoint issues register through the same store as [Server.AddOAuthToken]
+// and expire through [Server.RevokeToken].
+package fakeapi
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"net/netip"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Service ids, equal to the manifest ids in registry/manifests.
+const (
+	GitHub   = "github"
+	DNSimple = "dnsimple"
+	Stripe   = "stripe"
+	HubSpot  = "hubspot"
+	Linear   = "linear"
+)
+
+// API hosts of the services.
+const (
+	HostGitHub   = "api.github.com"
+	HostDNSimple = "api.dnsimple.com"
+	HostStripe   = "api.stripe.com"
+	HostHubSpot  = "api.hubapi.com"
+	HostLinear   = "api.linear.app"
+)
+
+// apiHosts maps each API host to its service, in a stable order.
+var apiHosts = []struct{ host, service string }{
+	{HostGitHub, GitHub},
+	{HostDNSimple, DNSimple},
+	{HostStripe, Stripe},
+	{HostHubSpot, HubSpot},
+	{HostLinear, Linear},
+}
+
+// oauthHosts are the hosts of the providers' OAuth authorization pages
+// (token endpoints of DNSimple, HubSpot and Linear live on the API hosts).
+var oauthHosts = []struct{ host, service string }{
+	{"github.com", GitHub},
+	{"dnsimple.com", DNSimple},
+	{"connect.stripe.com", Stripe},
+	{"app.hubspot.com", HubSpot},
+	{"linear.app", Linear},
+}
+
+// Services lists the service ids the fake serves.
+func Services() []string {
+	out := make([]string, len(apiHosts))
+	for i, h := range apiHosts {
+		out[i] = h.service
+	}
+	return out
+}
+
+// Host returns the API host of a service ("api.github.com" for "github"),
+// or "" for an unknown service.
+func Host(service string) string {
+	for _, h := range apiHosts {
+		if h.service == service {
+			return h.host
+		}
+	}
+	return ""
+}
+
+// fixed credentials. They are obviously fake and valid only against this
+// package's Server.
+var patTokens = map[string]string{
+	GitHub:   "ghp_fake_pinned_github_token_000000000000",
+	DNSimple: "dnsimple_fake_pinned_account_token_0000",
+	Stripe:   "sk_test_fake_pinned_stripe_key_000000000",
+	HubSpot:  "pat-na1-fake-pinned-hubspot-token-0000",
+	Linear:   "lin_api_fake_pinned_linear_key_00000000",
+}
+
+var oauthTokens = map[string]string{
+	GitHub:   "ghu_fake_pinned_github_oauth_token_00000",
+	DNSimple: "dnsimple_fake_pinned_oauth_token_000000",
+	Stripe:   "sk_test_fake_pinned_connect_token_00000",
+	HubSpot:  "fake-pinned-hubspot-oauth-token-000000",
+	Linear:   "lin_oauth_fake_pinned_linear_token_0000",
+}
+
+// Token returns the fixed valid pasted credential (personal access token,
+// API key or private app token) of a service, presented the way the
+// service's manifest scheme says: "Authorization: Bearer <token>" for
+// GitHub, DNSimple, Stripe and HubSpot, the bare "Authorization: <token>"
+// for Linear. It returns "" for an unknown service.
+func Token(service string) string { return patTokens[service] }
+
+// OAuthToken returns the fixed valid OAuth access token of a service,
+// always presented as "Authorization: Bearer <token>" (RFC 6750). It
+// returns "" for an unknown service.
+func OAuthToken(service string) string { return oauthTokens[service] }
+
+// maxBody caps every request body the fake reads.
+const maxBody = 1 << 20
+
+// maxRecorded bounds the recorder; past it the oldest requests are dropped
+// so a long-running demo does not grow without bound.
+const maxRecorded = 10000
+
+// Request is one request as the fake received it.
+type Request struct {
+	// Host is the request's host without a port, lower-cased.
+	Host string
+	// Method is the HTTP method.
+	Method string
+	// Path is the escaped path (r.URL.EscapedPath()).
+	Path string
+	// RawQuery is the query string without "?".
+	RawQuery string
+	// Header is a copy of the request headers (Go canonical names).
+	Header http.Header
+	// Body is the request body, at most 1 MiB.
+	Body []byte
+	// Time is when the request arrived.
+	Time time.Time
+}
+
+// Option configures New.
+type Option func(*config) error
+
+type config struct {
+	listen string
+}
+
+// WithListen sets the listen address, which must be a loopback IP literal
+// with a port ("127.0.0.1:0", "[::1]:8443"). The default is "127.0.0.1:0".
+func WithListen(addr string) Option {
+	return func(c *config) error {
+		if err := CheckLoopback(addr); err != nil {
+			return err
+		}
+		c.listen = addr
+		return nil
+	}
+}
+
+// CheckLoopback reports whether addr is "ip:port" with ip a loopback
+// literal; the fake never listens anywhere else.
+func CheckLoopback(addr string) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("fakeapi: listen address %q: %w", addr, err)
+	}
+	ip, err := netip.ParseAddr(host)
+	if err != nil || !ip.Unmap().IsLoopback() || ip.Zone() != "" {
+		return fmt.Errorf("fakeapi: listen address %q: only a loopback IP (127.0.0.1 or ::1) is allowed", addr)
+	}
+	if port == "" {
+		return fmt.Errorf("fakeapi: listen address %q: missing port", addr)
+	}
+	return nil
+}
+
+// tokenKind says how a registered credential must be presented.
+type tokenKind int
+
+const (
+	kindPAT   tokenKind = iota // the service's pasted-token scheme
+	kindOAuth                  // always Bearer
+)
+
+// Server is a running fake. It is safe for concurrent use.
+type Server struct {
+	ln     net.Listener
+	srv    *http.Server
+	certs  *certs
+	done   chan struct{}
+	closed sync.Once
+
+	client    *http.Client    // guarded by mu
+	transport *http.Transport // guarded by mu
+
+	mu     sync.Mutex
+	tokens map[string]map[string]tokenKind // service -> token -> kind
+	reqs   []Request
+	hook   func(http.ResponseWriter, *http.Request) bool
+
+	github   *githubAPI
+	dnsimple *dnsimpleAPI
+	stripe   *stripeAPI
+	hubspot  *hubspotAPI
+	linear   *linearAPI
+}
+
+// New generates the certificates, builds the data and starts serving.
+// Close stops it.
+func New(opts ...Option) (*Server, error) {
+	cfg := config{listen: "127.0.0.1:0"}
+	for _, o := range opts {
+		if err := o(&cfg); err != nil {
+			return nil, err
+		}
+	}
+	if err := CheckLoopback(cfg.listen); err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, h := range apiHosts {
+		names = append(names, h.host)
+	}
+	for _, h := range oauthHosts {
+		names = append(names, h.host)
+	}
+	names = append(names, "localhost")
+	c, err := newCerts(names)
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", cfg.listen)
+	if err != nil {
+		return nil, fmt.Errorf("fakeapi: listen: %w", err)
+	}
+	s := &Server{
+		ln:     ln,
+		certs:  c,
+		done:   make(chan struct{}),
+		tokens: map[string]map[string]tokenKind{},
+	}
+	for svc, t := range patTokens {
+		s.tokens[svc] = map[string]tokenKind{t: kindPAT, oauthTokens[svc]: kindOAuth}
+	}
+	s.github = newGitHub()
+	s.dnsimple = newDNSimple()
+	s.stripe = newStripe()
+	s.hubspot = newHubSpot()
+	s.linear = newLinear()
+
+	protos := new(http.Protocols)
+	protos.SetHTTP1(true)
+	protos.SetHTTP2(true)
+	s.srv = &http.Server{
+		Handler:           http.HandlerFunc(s.serve),
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       60 * time.Second,
+		Protocols:         protos,
+		// TLS handshake failures (a client without the CA) are expected in
+		// tests; keep them off the process's stderr.
+		ErrorLog: log.New(io.Discard, "", 0),
+		TLSConfig: &tls.Config{
+			MinVersion:   tls.VersionTLS12,
+			Certificates: []tls.Certificate{c.leaf},
+			NextProtos:   []string{"h2", "http/1.1"},
+		},
+	}
+	go func() {
+		defer close(s.done)
+		_ = s.srv.ServeTLS(ln, "", "")
+	}()
+	return s, nil
+}
+
+// Addr is the address the fake listens on ("127.0.0.1:port").
+func (s *Server) Addr() string { return s.ln.Addr().String() }
+
+// Port is the TCP port the fake listens on.
+func (s *Server) Port() int { return s.ln.Addr().(*net.TCPAddr).Port }
+
+// CAPool returns a fresh pool holding only the fake's CA certificate.
+func (s *Server) CAPool() *x509.CertPool {
+	p := x509.NewCertPool()
+	p.AddCert(s.certs.ca)
+	return p
+}
+
+// CACertPEM returns the CA certificate in PEM form (for curl --cacert).
+func (s *Server) CACertPEM() []byte { return bytes.Clone(s.certs.caPEM) }
+
+// Hosts returns the API hosts the fake serves, one per service.
+func (s *Server) Hosts() []string {
+	out := make([]string, len(apiHosts))
+	for i, h := range apiHosts {
+		out[i] = h.host
+	}
+	return out
+}
+
+// DialContext dials the fake whatever address it is asked for. Use it as
+// an http.Transport's DialContext (or the host's dial override) to map
+// every provider host to the fake.
+func (s *Server) DialContext(ctx context.Context, network, _ string) (net.Conn, error) {
+	var d net.Dialer
+	return d.DialContext(ctx, network, s.Addr())
+}
+
+// Client returns an HTTP client that trusts only the fake's CA, sends every
+// request to the fake, follows no redirects and negotiates h2 when it can.
+// Every call returns the same client; Close closes its idle connections.
+func (s *Server) Client() *http.Client {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.client == nil {
+		s.transport = &http.Transport{
+			DialContext:       s.DialContext,
+			TLSClientConfig:   &tls.Config{RootCAs: s.CAPool(), MinVersion: tls.VersionTLS12},
+			ForceAttemptHTTP2: true,
+			Proxy:             nil,
+		}
+		s.client = &http.Client{
+			Transport: s.transport,
+			Timeout:   30 * time.Second,
+			CheckRedirect: func(*http.Request, []*http.Request) error {
+				return http.ErrUseLastResponse
+			},
+		}
+	}
+	return s.client
+}
+
+// Close stops the server and closes open connections.
+func (s *Server) Close() {
+	s.closed.Do(func() {
+		_ = s.srv.Close()
+		<-s.done
+		s.mu.Lock()
+		tr := s.transport
+		s.mu.Unlock()
+		if tr != nil {
+			tr.CloseIdleConnections()
+		}
+	})
+}
+
+// AddToken registers another valid pasted credential for a service,
+// presented like Token(service).
+func (s *Server) AddToken(service, token string) { s.addToken(service, token, kindPAT) }
+
+// AddOAuthToken registers another valid OAuth access token for a service,
+// presented as Bearer like OAuthToken(service).
+func (s *Server) AddOAuthToken(service, token string) { s.addToken(service, token, kindOAuth) }
+
+func (s *Server) addToken(service, token string, k tokenKind) {
+	if token == "" {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.tokens[service] == nil {
+		s.tokens[service] = map[string]tokenKind{}
+	}
+	s.tokens[service][token] = k
+}
+
+// RevokeToken makes a credential of a service invalid (later requests with
+// it get 401), e.g. to simulate an expired OAuth access token.
+func (s *Server) RevokeToken(service, token string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.tokens[service], token)
+}
+
+// tokenKind looks a credential up.
+func (s *Server) lookupToken(service, token string) (tokenKind, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k, ok := s.tokens[service][token]
+	return k, ok
+}
+
+// Requests returns a copy of every request recorded since New or the last
+// Reset, oldest first.
+func (s *Server) Requests() []Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]Request, len(s.reqs))
+	for i, r := range s.reqs {
+		r.Header = r.Header.Clone()
+		r.Body = bytes.Clone(r.Body)
+		out[i] = r
+	}
+	return out
+}
+
+// Reset forgets the recorded requests. Service state (created issues,
+// customers, ...) is kept.
+func (s *Server) Reset() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.reqs = nil
+}
+
+// SetHandler installs a test hook that sees every request first (after it
+// is recorded, with its body readable). When the hook returns true it has
+// answered the request and the fake does nothing more. nil removes it.
+func (s *Server) SetHandler(h func(w http.ResponseWriter, r *http.Request) bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.hook = h
+}
+
+func (s *Server) record(r Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.reqs) >= maxRecorded {
+		s.reqs = slices.Delete(s.reqs, 0, len(s.reqs)-maxRecorded+1)
+	}
+	s.reqs = append(s.reqs, r)
+}
+
+// requestHost returns r's host without port, lower-cased.
+func requestHost(r *http.Request) string {
+	h := r.Host
+	if hh, _, err := net.SplitHostPort(h); err == nil {
+		h = hh
+	}
+	return strings.ToLower(strings.TrimSuffix(h, "."))
+}
+
+// serve is the root handler: record, hook, route by host.
+func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	host := requestHost(r)
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+	tooLarge := false
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			tooLarge = true
+		}
+	}
+	s.record(Request{
+		Host:     host,
+		Method:   r.Method,
+		Path:     r.URL.EscapedPath(),
+		RawQuery: r.URL.RawQuery,
+		Header:   r.Header.Clone(),
+		Body:     bytes.Clone(body),
+		Time:     time.Now(),
+	})
+	r.Body = io.NopCloser(bytes.NewReader(body))
+
+	s.mu.Lock()
+	hook := s.hook
+	s.mu.Unlock()
+	if hook != nil && hook(w, r) {
+		return
+	}
+
+	svc := ""
+	for _, h := range apiHosts {
+		if h.host == host {
+			svc = h.service
+		}
+	}
+	if svc == "" {
+		for _, h := range oauthHosts {
+			if h.host == host {
+				s.routeOAuth(w, r, h.service)
+				return
+			}
+		}
+		writeJSON(w, http.StatusMisdirectedRequest, map[string]string{"message": "fakeapi: no service at host " + host})
+		return
+	}
+	if err != nil && !tooLarge {
+		// The client went away mid-body; nothing useful to answer.
+		writeError(w, svc, http.StatusBadRequest, "could not read the request body")
+		return
+	}
+	if tooLarge {
+		writeError(w, svc, http.StatusRequestEntityTooLarge, "request body too large")
+		return
+	}
+	if s.routeOAuthAPI(w, r, svc) {
+		return
+	}
+	req := &call{w: w, r: r, body: body, srv: s, service: svc}
+	switch svc {
+	case GitHub:
+		s.github.serve(req)
+	case DNSimple:
+		s.dnsimple.serve(req)
+	case Stripe:
+		s.stripe.serve(req)
+	case HubSpot:
+		s.hubspot.serve(req)
+	case Linear:
+		s.linear.serve(req)
+	}
+}
+
+// routeOAuth answers requests to a provider's OAuth host. The authorize
+// and token endpoints are not built yet; every path is 404 for now.
+func (s *Server) routeOAuth(w http.ResponseWriter, r *http.Request, service string) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.WriteHeader(http.StatusNotFound)
+	fmt.Fprintf(w, "fakeapi: %s OAuth endpoint %s %s is not implemented\n", service, r.Method, r.URL.Path)
+}
+
+// routeOAuthAPI is where the OAuth endpoints that live on API hosts will
+// be served (DNSimple POST /v2/oauth/access_token, HubSpot POST
+// /oauth/v1/token, Linear POST /oauth/token), before the API's own
+// credential check. It handles nothing yet and returns false.
+func (s *Server) routeOAuthAPI(w http.ResponseWriter, r *http.Request, service string) bool {
+	return false
+}
+
+// call is one request being served by a service.
+type call struct {
+	w       http.ResponseWriter
+	r       *http.Request
+	body    []byte
+	srv     *Server
+	service string
+}
+
+// authHeader returns the Authorization header, and whether there was
+// exactly one.
+func (c *call) authHeader() (string, bool) {
+	v := c.r.Header.Values("Authorization")
+	if len(v) != 1 {
+		return "", false
+	}
+	return v[0], true
+}
+
+// authResult is what checkBearer found.
+type authResult int
+
+const (
+	authOK      authResult = iota
+	authMissing            // no Authorization header
+	authInvalid            // present but not a valid credential
+)
+
+// checkBearer checks "Authorization: Bearer <token>" against every
+// registered credential of the service (pasted or OAuth).
+func (c *call) checkBearer() authResult {
+	v, ok := c.authHeader()
+	if !ok || v == "" {
+		if len(c.r.Header.Values("Authorization")) > 1 {
+			return authInvalid
+		}
+		return authMissing
+	}
+	tok, found := strings.CutPrefix(v, "Bearer ")
+	if !found || tok == "" {
+		return authInvalid
+	}
+	if _, ok := c.srv.lookupToken(c.service, tok); !ok {
+		return authInvalid
+	}
+	return authOK
+}
+
+// segments splits an escaped path into its segments, unescaping each one;
+// ok is false for an empty segment or an encoded slash.
+func segments(escaped string) ([]string, bool) {
+	p := strings.TrimPrefix(escaped, "/")
+	if p == "" {
+		return nil, true
+	}
+	raw := strings.Split(p, "/")
+	out := make([]string, len(raw))
+	for i, s := range raw {
+		u, err := unescapeSegment(s)
+		if err != nil || u == "" || strings.Contains(u, "/") {
+			return nil, false
+		}
+		out[i] = u
+	}
+	return out, true
+}
+
+// match reports whether segs matches pattern, where a pattern segment "*"
+// matches any single segment; the wildcard values come back in order.
+func match(segs []string, pattern ...string) ([]string, bool) {
+	if len(segs) != len(pattern) {
+		return nil, false
+	}
+	var vals []string
+	for i, p := range pattern {
+		if p == "*" {
+			vals = append(vals, segs[i])
+			continue
+		}
+		if segs[i] != p {
+			return nil, false
+		}
+	}
+	return vals, true
+}
+
+// writeError answers with a service's error envelope.
+func writeError(w http.ResponseWriter, service string, status int, msg string) {
+	switch service {
+	case GitHub:
+		githubError(w, status, msg, "https://docs.github.com/rest")
+	case DNSimple:
+		writeJSON(w, status, map[string]any{"message": msg})
+	case Stripe:
+		stripeError(w, status, msg, "", "")
+	case HubSpot:
+		hubspotError(w, status, msg, "VALIDATION_ERROR")
+	case Linear:
+		linearErrors(w, status, gqlError(msg, "INVALID_INPUT"))
+	default:
+		writeJSON(w, status, map[string]any{"message": msg})
+	}
+}

@@ -1,0 +1,363 @@
+package fakeapi
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// HubSpot fake: CRM v3 and account-info v3 at api.hubapi.com.
+//
+// Routes: GET /account-info/v3/details, GET /crm/v3/objects/contacts,
+// POST /crm/v3/objects/contacts, GET /crm/v3/objects/contacts/{id},
+// GET /crm/v3/objects/companies, GET /crm/v3/objects/companies/{id}.
+
+// HubSpotPortalID is the id of the fake HubSpot account (portal).
+const HubSpotPortalID = 24601234
+
+type hsObject struct {
+	id        int64
+	props     map[string]string // every set property
+	createdAt time.Time
+	updatedAt time.Time
+}
+
+// hsKind is one CRM object type.
+type hsKind struct {
+	name     string          // "contacts"
+	schema   map[string]bool // known property names
+	defaults []string        // properties returned when none are asked for
+	always   []string        // properties returned whatever is asked for
+	modified string          // the last-modified property name
+}
+
+var hsContacts = &hsKind{
+	name: "contacts",
+	schema: setOf("email", "firstname", "lastname", "company", "phone", "jobtitle", "lifecyclestage", "website",
+		"city", "country", "createdate", "lastmodifieddate", "hs_object_id", "hs_lead_status", "mobilephone"),
+	defaults: []string{"createdate", "email", "firstname", "hs_object_id", "lastmodifieddate", "lastname"},
+	always:   []string{"createdate", "hs_object_id", "lastmodifieddate"},
+	modified: "lastmodifieddate",
+}
+
+var hsCompanies = &hsKind{
+	name: "companies",
+	schema: setOf("name", "domain", "industry", "city", "country", "numberofemployees", "phone", "annualrevenue",
+		"createdate", "hs_lastmodifieddate", "hs_object_id", "description"),
+	defaults: []string{"createdate", "domain", "hs_lastmodifieddate", "hs_object_id", "name"},
+	always:   []string{"createdate", "hs_lastmodifieddate", "hs_object_id"},
+	modified: "hs_lastmodifieddate",
+}
+
+func setOf(xs ...string) map[string]bool {
+	m := map[string]bool{}
+	for _, x := range xs {
+		m[x] = true
+	}
+	return m
+}
+
+type hubspotAPI struct {
+	mu        sync.Mutex
+	rnd       *rand.Rand
+	contacts  []*hsObject // ascending id
+	companies []*hsObject
+	nextID    int64
+}
+
+func newHubSpot() *hubspotAPI {
+	r := newRand(4)
+	h := &hubspotAPI{rnd: newRand(44), nextID: 51}
+	industries := []string{"COMPUTER_SOFTWARE", "FINANCIAL_SERVICES", "RETAIL", "HOSPITAL_HEALTH_CARE", "LOGISTICS_AND_SUPPLY_CHAIN", "MARKETING_AND_ADVERTISING"}
+	for i, name := range companies {
+		for j := range 5 {
+			c := pick(r, cities)
+			created := randTime(r, epoch)
+			n := name
+			if j > 0 {
+				n = fmt.Sprintf("%s %s", name, pick(r, []string{"GmbH", "Ltd", "Inc", "BV", "SAS"}))
+			}
+			dom := slug(n) + ".example"
+			if j > 0 {
+				dom = slug(n) + fmt.Sprintf("-%d.example", j)
+			}
+			h.companies = append(h.companies, &hsObject{
+				id:        h.id(),
+				createdAt: created,
+				updatedAt: randTime(r, created),
+				props: map[string]string{
+					"name": n, "domain": dom, "industry": industries[(i+j)%len(industries)],
+					"city": c.city, "country": c.country, "numberofemployees": strconv.Itoa(5 + r.IntN(5000)),
+					"phone": "+1 555 " + randString(r, 7, "0123456789"),
+				},
+			})
+		}
+	}
+	stages := []string{"subscriber", "lead", "marketingqualifiedlead", "salesqualifiedlead", "opportunity", "customer"}
+	titles := []string{"CTO", "Head of Operations", "Software Engineer", "Product Manager", "Founder", "Account Executive", "Designer"}
+	for range 180 {
+		first, last := pick(r, firstNames), pick(r, lastNames)
+		co := pick(r, h.companies)
+		c := pick(r, cities)
+		created := randTime(r, epoch)
+		props := map[string]string{
+			"email":     strings.ToLower(first+"."+last) + fmt.Sprintf("%d@", r.IntN(1000)) + co.props["domain"],
+			"firstname": first, "lastname": last, "company": co.props["name"],
+			"jobtitle": pick(r, titles), "lifecyclestage": pick(r, stages), "city": c.city, "country": c.country,
+			"website": "https://" + co.props["domain"],
+		}
+		if r.IntN(3) != 0 {
+			props["phone"] = "+1 555 " + randString(r, 7, "0123456789")
+		}
+		h.contacts = append(h.contacts, &hsObject{id: h.id(), props: props, createdAt: created, updatedAt: randTime(r, created)})
+	}
+	return h
+}
+
+func (h *hubspotAPI) id() int64 {
+	id := h.nextID
+	h.nextID += 1 + int64(h.nextID%7)
+	return id
+}
+
+// view renders an object as HubSpot does with the asked-for properties.
+func (k *hsKind) view(o *hsObject, asked []string) ordered {
+	want := k.defaults
+	if len(asked) > 0 {
+		want = append([]string{}, k.always...)
+		for _, a := range asked {
+			if k.schema[a] {
+				want = append(want, a)
+			}
+		}
+	}
+	props := map[string]any{}
+	for _, p := range want {
+		switch p {
+		case "createdate":
+			props[p] = isoMilli(o.createdAt)
+		case "lastmodifieddate", "hs_lastmodifieddate":
+			props[p] = isoMilli(o.updatedAt)
+		case "hs_object_id":
+			props[p] = strconv.FormatInt(o.id, 10)
+		default:
+			if v, ok := o.props[p]; ok {
+				props[p] = v
+			} else {
+				props[p] = nil
+			}
+		}
+	}
+	return ordered{
+		{"id", strconv.FormatInt(o.id, 10)},
+		{"properties", props},
+		{"createdAt", isoMilli(o.createdAt)},
+		{"updatedAt", isoMilli(o.updatedAt)},
+		{"archived", false},
+	}
+}
+
+// hubspotError writes HubSpot's error envelope.
+func hubspotError(w http.ResponseWriter, status int, msg, category string) {
+	writeJSON(w, status, ordered{
+		{"status", "error"}, {"message", msg},
+		{"correlationId", uuid(rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 4)))},
+		{"category", category},
+	})
+}
+
+func (h *hubspotAPI) serve(c *call) {
+	hd := c.w.Header()
+	hd.Set("X-HubSpot-RateLimit-Daily", "250000")
+	hd.Set("X-HubSpot-RateLimit-Daily-Remaining", "249999")
+	hd.Set("X-HubSpot-RateLimit-Interval-Milliseconds", "10000")
+	hd.Set("X-HubSpot-RateLimit-Max", "100")
+	hd.Set("X-HubSpot-RateLimit-Remaining", "99")
+	switch c.checkBearer() {
+	case authMissing:
+		hubspotError(c.w, http.StatusUnauthorized, "Authentication credentials not found. This API supports OAuth 2.0 authentication and you can find more details at https://developers.hubspot.com/docs/methods/auth/oauth-overview", "INVALID_AUTHENTICATION")
+		return
+	case authInvalid:
+		hubspotError(c.w, http.StatusUnauthorized, "Authentication credentials not found. This API supports OAuth 2.0 authentication and you can find more details at https://developers.hubspot.com/docs/methods/auth/oauth-overview", "INVALID_AUTHENTICATION")
+		return
+	}
+	segs, ok := segments(c.r.URL.EscapedPath())
+	m := c.r.Method
+	switch {
+	case !ok:
+	case m == http.MethodGet && eqPath(segs, "account-info", "v3", "details"):
+		writeJSON(c.w, http.StatusOK, ordered{
+			{"portalId", HubSpotPortalID}, {"accountType", "STANDARD"}, {"timeZone", "Europe/Berlin"},
+			{"companyCurrency", "EUR"}, {"additionalCurrencies", []string{"USD"}}, {"utcOffset", "+01:00"},
+			{"utcOffsetMilliseconds", 3600000}, {"uiDomain", "app-eu1.hubspot.com"}, {"dataHostingLocation", "eu1"},
+		})
+		return
+	case len(segs) >= 4 && segs[0] == "crm" && segs[1] == "v3" && segs[2] == "objects":
+		var kind *hsKind
+		switch segs[3] {
+		case "contacts":
+			kind = hsContacts
+		case "companies":
+			kind = hsCompanies
+		}
+		if kind == nil {
+			break
+		}
+		switch {
+		case len(segs) == 4 && m == http.MethodGet:
+			h.list(c, kind)
+			return
+		case len(segs) == 4 && m == http.MethodPost && kind == hsContacts:
+			h.createContact(c)
+			return
+		case len(segs) == 5 && m == http.MethodGet:
+			h.get(c, kind, segs[4])
+			return
+		}
+	}
+	hubspotError(c.w, http.StatusNotFound, "Resource not found", "OBJECT_NOT_FOUND")
+}
+
+func (h *hubspotAPI) objects(k *hsKind) []*hsObject {
+	if k == hsContacts {
+		return h.contacts
+	}
+	return h.companies
+}
+
+// askedProperties parses the properties parameter (comma-separated,
+// repeatable).
+func askedProperties(q url.Values) []string {
+	var out []string
+	for _, v := range q["properties"] {
+		for _, p := range strings.Split(v, ",") {
+			if p = strings.TrimSpace(p); p != "" {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}
+
+func (h *hubspotAPI) list(c *call, k *hsKind) {
+	q := c.r.URL.Query()
+	limit, ok := intParam(q, "limit", 10)
+	if !ok || limit < 1 || limit > 100 {
+		hubspotError(c.w, http.StatusBadRequest, "limit must be an integer between 1 and 100", "VALIDATION_ERROR")
+		return
+	}
+	after := int64(0)
+	if a := q.Get("after"); a != "" {
+		n, err := strconv.ParseInt(a, 10, 64)
+		if err != nil || n < 0 {
+			hubspotError(c.w, http.StatusBadRequest, fmt.Sprintf("Invalid input JSON on line 1: after %q is not a valid paging cursor", a), "VALIDATION_ERROR")
+			return
+		}
+		after = n
+	}
+	asked := askedProperties(q)
+	h.mu.Lock()
+	all := h.objects(k)
+	i := sort.Search(len(all), func(i int) bool { return all[i].id >= after })
+	end := min(len(all), i+limit)
+	results := make([]ordered, 0, end-i)
+	for _, o := range all[i:end] {
+		results = append(results, k.view(o, asked))
+	}
+	var next int64
+	if end < len(all) {
+		next = all[end].id
+	}
+	h.mu.Unlock()
+	out := ordered{{"results", results}}
+	if next != 0 {
+		nq := url.Values{}
+		nq.Set("after", strconv.FormatInt(next, 10))
+		nq.Set("limit", strconv.Itoa(limit))
+		if len(asked) > 0 {
+			nq.Set("properties", strings.Join(asked, ","))
+		}
+		out = append(out, kv{"paging", ordered{{"next", ordered{
+			{"after", strconv.FormatInt(next, 10)},
+			{"link", "https://api.hubapi.com/crm/v3/objects/" + k.name + "?" + nq.Encode()},
+		}}}})
+	}
+	writeJSON(c.w, http.StatusOK, out)
+}
+
+func (h *hubspotAPI) get(c *call, k *hsKind, id string) {
+	asked := askedProperties(c.r.URL.Query())
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, o := range h.objects(k) {
+		if strconv.FormatInt(o.id, 10) == id {
+			writeJSON(c.w, http.StatusOK, k.view(o, asked))
+			return
+		}
+	}
+	hubspotError(c.w, http.StatusNotFound, "Object not found.  objectId are usually numeric.", "OBJECT_NOT_FOUND")
+}
+
+func (h *hubspotAPI) createContact(c *call) {
+	var in struct {
+		Properties map[string]any `json:"properties"`
+	}
+	dec := json.NewDecoder(strings.NewReader(string(c.body)))
+	dec.UseNumber()
+	if err := dec.Decode(&in); err != nil || in.Properties == nil {
+		hubspotError(c.w, http.StatusBadRequest, "Invalid input JSON on line 1, column 1: a JSON object with \"properties\" is required", "VALIDATION_ERROR")
+		return
+	}
+	props := map[string]string{}
+	names := make([]string, 0, len(in.Properties))
+	for k := range in.Properties {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		v := in.Properties[k]
+		if !hsContacts.schema[k] || k == "hs_object_id" || k == "createdate" || k == "lastmodifieddate" {
+			hubspotError(c.w, http.StatusBadRequest, fmt.Sprintf("Property values were not valid: [{\"isValid\":false,\"message\":\"Property \\\"%s\\\" does not exist\",\"error\":\"PROPERTY_DOESNT_EXIST\",\"name\":\"%s\"}]", k, k), "VALIDATION_ERROR")
+			return
+		}
+		switch v := v.(type) {
+		case string:
+			props[k] = v
+		case json.Number:
+			props[k] = v.String()
+		case bool:
+			props[k] = strconv.FormatBool(v)
+		case nil:
+		default:
+			hubspotError(c.w, http.StatusBadRequest, fmt.Sprintf("Property values were not valid: %q must be a string", k), "VALIDATION_ERROR")
+			return
+		}
+	}
+	email := strings.ToLower(props["email"])
+	if email != "" && (!strings.Contains(email, "@") || strings.ContainsAny(email, " \t\r\n")) {
+		hubspotError(c.w, http.StatusBadRequest, fmt.Sprintf("Property values were not valid: [{\"isValid\":false,\"message\":\"Email address %s is invalid\",\"error\":\"INVALID_EMAIL\",\"name\":\"email\"}]", email), "VALIDATION_ERROR")
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if email != "" {
+		for _, o := range h.contacts {
+			if strings.EqualFold(o.props["email"], email) {
+				hubspotError(c.w, http.StatusConflict, fmt.Sprintf("Contact already exists. Existing ID: %d", o.id), "CONFLICT")
+				return
+			}
+		}
+	}
+	now := time.Now().UTC()
+	o := &hsObject{id: h.id(), props: props, createdAt: now, updatedAt: now}
+	h.contacts = append(h.contacts, o)
+	asked := append([]string{}, names...)
+	writeJSON(c.w, http.StatusCreated, hsContacts.view(o, append(asked, "lastmodifieddate")))
+}

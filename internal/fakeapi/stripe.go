@@ -1,0 +1,496 @@
+package fakeapi
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"mime"
+	"net/http"
+	"net/url"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Stripe fake: API v1 at api.stripe.com (form-encoded requests, JSON
+// answers with alphabetically ordered keys, as Stripe sends them).
+//
+// Routes: GET /v1/account, GET /v1/customers, POST /v1/customers,
+// GET /v1/customers/{id}, GET /v1/charges, GET /v1/balance.
+
+// StripeAccountID is the id of the fake Stripe account.
+const StripeAccountID = "acct_1FakePinnedDemo0"
+
+const stripeDefaultVersion = "2024-06-20"
+
+type stripeAPI struct {
+	mu        sync.Mutex
+	rnd       *rand.Rand
+	customers []map[string]any // newest first
+	charges   []map[string]any // newest first
+	seq       int
+}
+
+func newStripe() *stripeAPI {
+	r := newRand(3)
+	s := &stripeAPI{rnd: newRand(33)}
+	start := epoch.AddDate(2, 0, 0)
+	var created []time.Time
+	for range 120 {
+		created = append(created, randTime(r, start))
+	}
+	sort.Slice(created, func(i, j int) bool { return created[i].After(created[j]) })
+	for _, t := range created {
+		first, last := pick(r, firstNames), pick(r, lastNames)
+		name := first + " " + last
+		email := strings.ToLower(first+"."+last) + fmt.Sprintf("%d@example.com", r.IntN(100))
+		var desc any
+		if r.IntN(2) == 0 {
+			desc = pick(r, []string{"Annual plan", "Trial converted", "Imported from CRM", "Enterprise lead", "Referred by partner"})
+		}
+		s.customers = append(s.customers, stripeCustomer(r, "cus_"+randString(r, 14, alnum), email, name, desc, "+1555"+randString(r, 7, "0123456789"), t))
+	}
+	var chargeTimes []time.Time
+	for range 150 {
+		chargeTimes = append(chargeTimes, randTime(r, start.AddDate(1, 0, 0)))
+	}
+	sort.Slice(chargeTimes, func(i, j int) bool { return chargeTimes[i].After(chargeTimes[j]) })
+	for _, t := range chargeTimes {
+		cust := s.customers[r.IntN(len(s.customers))]
+		s.charges = append(s.charges, stripeCharge(r, cust, t))
+	}
+	return s
+}
+
+func stripeCustomer(r *rand.Rand, id, email, name string, desc any, phone string, t time.Time) map[string]any {
+	city := pick(r, cities)
+	var currency any
+	if r.IntN(3) != 0 {
+		currency = "usd"
+	}
+	return map[string]any{
+		"id":     id,
+		"object": "customer",
+		"address": map[string]any{
+			"city": city.city, "country": city.cc, "line1": fmt.Sprintf("%d %s Street", 1+r.IntN(300), pick(r, lastNames)),
+			"line2": nil, "postal_code": city.zip, "state": nilIfEmpty(city.state),
+		},
+		"balance":               0,
+		"created":               t.Unix(),
+		"currency":              currency,
+		"default_source":        nil,
+		"delinquent":            r.IntN(15) == 0,
+		"description":           desc,
+		"discount":              nil,
+		"email":                 email,
+		"invoice_prefix":        randString(r, 8, "0123456789ABCDEF"),
+		"invoice_settings":      map[string]any{"custom_fields": nil, "default_payment_method": nil, "footer": nil, "rendering_options": nil},
+		"livemode":              false,
+		"metadata":              map[string]any{},
+		"name":                  name,
+		"next_invoice_sequence": 1 + r.IntN(20),
+		"phone":                 phone,
+		"preferred_locales":     []string{},
+		"shipping":              nil,
+		"tax_exempt":            "none",
+		"test_clock":            nil,
+	}
+}
+
+func nilIfEmpty(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+func stripeCharge(r *rand.Rand, cust map[string]any, t time.Time) map[string]any {
+	id := "ch_3" + randString(r, 23, alnum)
+	amount := 500 + r.IntN(40000)
+	status := "succeeded"
+	var failureCode, failureMsg any
+	paid, captured := true, true
+	if r.IntN(12) == 0 {
+		status, paid, captured = "failed", false, false
+		failureCode, failureMsg = "card_declined", "Your card was declined."
+	}
+	refunded := 0
+	if paid && r.IntN(10) == 0 {
+		refunded = amount
+	}
+	brand := pick(r, []string{"visa", "mastercard", "amex"})
+	last4 := randString(r, 4, "0123456789")
+	addr := cust["address"]
+	pi := "pi_3" + randString(r, 23, alnum)
+	riskScore := r.IntN(70)
+	return map[string]any{
+		"id": id, "object": "charge",
+		"amount": amount, "amount_captured": map[bool]int{true: amount, false: 0}[captured], "amount_refunded": refunded,
+		"application": nil, "application_fee": nil, "application_fee_amount": nil,
+		"balance_transaction": "txn_3" + randString(r, 23, alnum),
+		"billing_details": map[string]any{
+			"address": addr, "email": cust["email"], "name": cust["name"], "phone": nil,
+		},
+		"calculated_statement_descriptor": "PINNED DEMO",
+		"captured":                        captured,
+		"created":                         t.Unix(),
+		"currency":                        "usd",
+		"customer":                        cust["id"],
+		"description":                     pick(r, []string{"Subscription update", "Invoice payment", "One-time purchase", "Seat upgrade"}),
+		"destination":                     nil, "dispute": nil, "disputed": false,
+		"failure_balance_transaction": nil, "failure_code": failureCode, "failure_message": failureMsg,
+		"fraud_details": map[string]any{}, "invoice": nil, "livemode": false, "metadata": map[string]any{},
+		"on_behalf_of": nil, "order": nil,
+		"outcome": map[string]any{
+			"network_status": map[bool]string{true: "approved_by_network", false: "declined_by_network"}[paid],
+			"reason":         failureCode, "risk_level": "normal", "risk_score": riskScore,
+			"seller_message": map[bool]string{true: "Payment complete.", false: "The bank did not return any further details with this decline."}[paid],
+			"type":           map[bool]string{true: "authorized", false: "issuer_declined"}[paid],
+		},
+		"paid":           paid,
+		"payment_intent": pi,
+		"payment_method": "pm_1" + randString(r, 23, alnum),
+		"payment_method_details": map[string]any{
+			"card": map[string]any{
+				"amount_authorized": amount, "authorization_code": nil, "brand": brand,
+				"checks":  map[string]any{"address_line1_check": "pass", "address_postal_code_check": "pass", "cvc_check": "pass"},
+				"country": "US", "exp_month": 1 + r.IntN(12), "exp_year": 2027 + r.IntN(5),
+				"extended_authorization": map[string]any{"status": "disabled"},
+				"fingerprint":            randString(r, 16, alnum), "funding": "credit",
+				"incremental_authorization": map[string]any{"status": "unavailable"},
+				"installments":              nil, "last4": last4, "mandate": nil,
+				"multicapture": map[string]any{"status": "unavailable"},
+				"network":      brand, "network_token": map[string]any{"used": false},
+				"network_transaction_id": randString(r, 15, "0123456789"),
+				"overcapture":            map[string]any{"maximum_amount_capturable": amount, "status": "unavailable"},
+				"regulated_status":       "unregulated", "three_d_secure": nil, "wallet": nil,
+			},
+			"type": "card",
+		},
+		"radar_options": map[string]any{}, "receipt_email": cust["email"], "receipt_number": nil,
+		"receipt_url": "https://pay.stripe.com/receipts/payment/" + randString(r, 60, alnum),
+		"refunded":    refunded == amount && refunded > 0,
+		"refunds": map[string]any{
+			"object": "list", "data": []any{}, "has_more": false, "total_count": 0,
+			"url": "/v1/charges/" + id + "/refunds",
+		},
+		"review": nil, "shipping": nil, "source": nil, "source_transfer": nil,
+		"statement_descriptor": nil, "statement_descriptor_suffix": nil, "status": status,
+		"transfer_data": nil, "transfer_group": nil,
+	}
+}
+
+// stripeError writes Stripe's {"error": {...}} envelope.
+func stripeError(w http.ResponseWriter, status int, msg, code, param string) {
+	e := map[string]any{"message": msg, "type": "invalid_request_error"}
+	if code != "" {
+		e["code"] = code
+		e["doc_url"] = "https://stripe.com/docs/error-codes/" + strings.ReplaceAll(code, "_", "-")
+	}
+	if param != "" {
+		e["param"] = param
+	}
+	if status >= 400 && status != http.StatusUnauthorized {
+		e["request_log_url"] = "https://dashboard.stripe.com/test/logs/req_fake"
+	}
+	writeJSON(w, status, map[string]any{"error": e})
+}
+
+func (s *stripeAPI) serve(c *call) {
+	h := c.w.Header()
+	s.mu.Lock()
+	h.Set("Request-Id", "req_"+randString(s.rnd, 14, alnum))
+	s.mu.Unlock()
+	ver := c.r.Header.Get("Stripe-Version")
+	if ver == "" {
+		ver = stripeDefaultVersion
+	}
+	h.Set("Stripe-Version", ver)
+	switch c.checkBearer() {
+	case authMissing:
+		stripeError(c.w, http.StatusUnauthorized, "You did not provide an API key. You need to provide your API key in the Authorization header, using Bearer auth (e.g. 'Authorization: Bearer YOUR_SECRET_KEY'). See https://stripe.com/docs/api#authentication for details, or we can help at https://support.stripe.com/.", "", "")
+		return
+	case authInvalid:
+		v := c.r.Header.Get("Authorization")
+		tok := strings.TrimPrefix(v, "Bearer ")
+		masked := "****"
+		if len(tok) > 12 {
+			masked = tok[:8] + "****" + tok[len(tok)-4:]
+		}
+		stripeError(c.w, http.StatusUnauthorized, "Invalid API Key provided: "+masked, "", "")
+		return
+	}
+	segs, ok := segments(c.r.URL.EscapedPath())
+	m := c.r.Method
+	switch {
+	case !ok:
+	case m == http.MethodGet && eqPath(segs, "v1", "account"):
+		s.account(c)
+		return
+	case m == http.MethodGet && eqPath(segs, "v1", "customers"):
+		s.mu.Lock()
+		list := s.customers
+		s.mu.Unlock()
+		s.list(c, "/v1/customers", "customer", list, func(o map[string]any, q url.Values) bool {
+			return q.Get("email") == "" || o["email"] == q.Get("email")
+		})
+		return
+	case m == http.MethodPost && eqPath(segs, "v1", "customers"):
+		s.createCustomer(c)
+		return
+	case m == http.MethodGet && len(segs) == 3 && segs[0] == "v1" && segs[1] == "customers":
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		for _, o := range s.customers {
+			if o["id"] == segs[2] {
+				stripeJSON(c.w, http.StatusOK, o)
+				return
+			}
+		}
+		stripeError(c.w, http.StatusNotFound, fmt.Sprintf("No such customer: '%s'", segs[2]), "resource_missing", "id")
+		return
+	case m == http.MethodGet && eqPath(segs, "v1", "charges"):
+		s.mu.Lock()
+		list := s.charges
+		s.mu.Unlock()
+		s.list(c, "/v1/charges", "charge", list, func(o map[string]any, q url.Values) bool {
+			return q.Get("customer") == "" || o["customer"] == q.Get("customer")
+		})
+		return
+	case m == http.MethodGet && eqPath(segs, "v1", "balance"):
+		s.balance(c)
+		return
+	}
+	stripeError(c.w, http.StatusNotFound, fmt.Sprintf("Unrecognized request URL (%s: %s). Please see https://stripe.com/docs or we can help at https://support.stripe.com/.", m, c.r.URL.Path), "", "")
+}
+
+// stripeOrder converts maps into objects ordered as Stripe sends them:
+// "id" and "object" first, then the other keys alphabetically.
+func stripeOrder(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			if k != "id" && k != "object" {
+				keys = append(keys, k)
+			}
+		}
+		sort.Strings(keys)
+		out := make(ordered, 0, len(x))
+		for _, k := range []string{"id", "object"} {
+			if e, ok := x[k]; ok {
+				out = append(out, kv{k, stripeOrder(e)})
+			}
+		}
+		for _, k := range keys {
+			out = append(out, kv{k, stripeOrder(x[k])})
+		}
+		return out
+	case []map[string]any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = stripeOrder(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = stripeOrder(e)
+		}
+		return out
+	}
+	return v
+}
+
+// stripeJSON writes a Stripe answer in Stripe's key order.
+func stripeJSON(w http.ResponseWriter, status int, v any) { writeJSON(w, status, stripeOrder(v)) }
+
+func eqPath(segs []string, want ...string) bool {
+	_, ok := match(segs, want...)
+	return ok
+}
+
+// list serves a Stripe list endpoint: limit, starting_after, ending_before
+// and a filter, in the {object: "list", data, has_more, url} envelope. The
+// slice is newest first and never modified in place (writes replace it).
+func (s *stripeAPI) list(c *call, path, kind string, all []map[string]any, keep func(map[string]any, url.Values) bool) {
+	q := c.r.URL.Query()
+	for k := range q {
+		switch k {
+		case "limit", "starting_after", "ending_before", "email", "customer", "created":
+		default:
+			stripeError(c.w, http.StatusBadRequest, "Received unknown parameter: "+k, "parameter_unknown", k)
+			return
+		}
+	}
+	limit, ok := intParam(q, "limit", 10)
+	if !ok {
+		stripeError(c.w, http.StatusBadRequest, "Invalid integer: "+q.Get("limit"), "parameter_invalid_integer", "limit")
+		return
+	}
+	if limit < 1 || limit > 100 {
+		stripeError(c.w, http.StatusBadRequest, "This value must be greater than or equal to 1 and less than or equal to 100.", "parameter_invalid_integer", "limit")
+		return
+	}
+	var filtered []map[string]any
+	for _, o := range all {
+		if keep(o, q) {
+			filtered = append(filtered, o)
+		}
+	}
+	start, end := 0, len(filtered)
+	cursor := func(param string) (int, bool) {
+		id := q.Get(param)
+		for i, o := range all {
+			if o["id"] == id {
+				// Position in the filtered list of the first element after
+				// (or before) the cursor object.
+				n := 0
+				for _, f := range all[:i] {
+					if keep(f, q) {
+						n++
+					}
+				}
+				return n, true
+			}
+		}
+		stripeError(c.w, http.StatusBadRequest, fmt.Sprintf("No such %s: '%s'", kind, id), "resource_missing", param)
+		return 0, false
+	}
+	hasMore := false
+	switch {
+	case q.Get("starting_after") != "":
+		n, ok := cursor("starting_after")
+		if !ok {
+			return
+		}
+		start = n
+		if start < len(filtered) && filtered[start]["id"] == q.Get("starting_after") {
+			start++
+		}
+		end = min(len(filtered), start+limit)
+		hasMore = end < len(filtered)
+	case q.Get("ending_before") != "":
+		n, ok := cursor("ending_before")
+		if !ok {
+			return
+		}
+		end = n
+		start = max(0, end-limit)
+		hasMore = start > 0
+	default:
+		end = min(len(filtered), limit)
+		hasMore = end < len(filtered)
+	}
+	data := filtered[start:end]
+	if data == nil {
+		data = []map[string]any{}
+	}
+	stripeJSON(c.w, http.StatusOK, map[string]any{"object": "list", "data": data, "has_more": hasMore, "url": path})
+}
+
+func (s *stripeAPI) account(c *call) {
+	stripeJSON(c.w, http.StatusOK, map[string]any{
+		"id": StripeAccountID, "object": "account",
+		"business_profile": map[string]any{
+			"annual_revenue": nil, "estimated_worker_count": nil, "mcc": "5734", "name": "Pinned Demo Shop",
+			"support_address": nil, "support_email": "support@example.org", "support_phone": nil,
+			"support_url": nil, "url": "https://shop.example.org",
+		},
+		"business_type":   "company",
+		"capabilities":    map[string]any{"card_payments": "active", "transfers": "active"},
+		"charges_enabled": true, "country": "US", "created": epoch.AddDate(2, 0, 0).Unix(),
+		"default_currency": "usd", "details_submitted": true, "email": "pinned-tester@example.org",
+		"external_accounts":   map[string]any{"object": "list", "data": []any{}, "has_more": false, "total_count": 0, "url": "/v1/accounts/" + StripeAccountID + "/external_accounts"},
+		"future_requirements": map[string]any{"alternatives": []any{}, "current_deadline": nil, "currently_due": []any{}, "disabled_reason": nil, "errors": []any{}, "eventually_due": []any{}, "past_due": []any{}, "pending_verification": []any{}},
+		"metadata":            map[string]any{}, "payouts_enabled": true,
+		"requirements": map[string]any{"alternatives": []any{}, "current_deadline": nil, "currently_due": []any{}, "disabled_reason": nil, "errors": []any{}, "eventually_due": []any{}, "past_due": []any{}, "pending_verification": []any{}},
+		"settings": map[string]any{
+			"bacs_debit_payments": map[string]any{"display_name": nil, "service_user_number": nil},
+			"branding":            map[string]any{"icon": nil, "logo": nil, "primary_color": "#0a7cff", "secondary_color": nil},
+			"card_issuing":        map[string]any{"tos_acceptance": map[string]any{"date": nil, "ip": nil}},
+			"card_payments":       map[string]any{"decline_on": map[string]any{"avs_failure": false, "cvc_failure": true}, "statement_descriptor_prefix": "PINNED", "statement_descriptor_prefix_kana": nil, "statement_descriptor_prefix_kanji": nil},
+			"dashboard":           map[string]any{"display_name": "Pinned Demo", "timezone": "Europe/Berlin"},
+			"invoices":            map[string]any{"default_account_tax_ids": nil},
+			"payments":            map[string]any{"statement_descriptor": "PINNED DEMO", "statement_descriptor_kana": nil, "statement_descriptor_kanji": nil},
+			"payouts":             map[string]any{"debit_negative_balances": true, "schedule": map[string]any{"delay_days": 2, "interval": "daily"}, "statement_descriptor": nil},
+			"sepa_debit_payments": map[string]any{},
+		},
+		"tos_acceptance": map[string]any{"date": epoch.AddDate(2, 0, 0).Unix(), "ip": "198.51.100.7", "user_agent": "Mozilla/5.0"},
+		"type":           "standard",
+	})
+}
+
+func (s *stripeAPI) balance(c *call) {
+	s.mu.Lock()
+	avail := 0
+	for _, ch := range s.charges {
+		if ch["paid"] == true {
+			avail += ch["amount"].(int) - ch["amount_refunded"].(int)
+		}
+	}
+	s.mu.Unlock()
+	pending := avail / 9
+	stripeJSON(c.w, http.StatusOK, map[string]any{
+		"object":           "balance",
+		"available":        []any{map[string]any{"amount": avail - pending, "currency": "usd", "source_types": map[string]any{"card": avail - pending}}},
+		"connect_reserved": []any{map[string]any{"amount": 0, "currency": "usd"}},
+		"livemode":         false,
+		"pending":          []any{map[string]any{"amount": pending, "currency": "usd", "source_types": map[string]any{"card": pending}}},
+	})
+}
+
+func (s *stripeAPI) createCustomer(c *call) {
+	mt, _, _ := mime.ParseMediaType(c.r.Header.Get("Content-Type"))
+	if len(c.body) > 0 && mt != "application/x-www-form-urlencoded" {
+		stripeError(c.w, http.StatusBadRequest, "Invalid request (check that your POST content type is application/x-www-form-urlencoded). If you have any questions, we can help at https://support.stripe.com/.", "", "")
+		return
+	}
+	form, err := url.ParseQuery(string(c.body))
+	if err != nil {
+		stripeError(c.w, http.StatusBadRequest, "Invalid request: the body is not valid form encoding.", "", "")
+		return
+	}
+	meta := map[string]any{}
+	for k, v := range form {
+		switch {
+		case k == "email" || k == "name" || k == "description" || k == "phone":
+			if len(v) != 1 {
+				stripeError(c.w, http.StatusBadRequest, "Invalid string: "+k+" was given more than once", "parameter_invalid_string", k)
+				return
+			}
+		case strings.HasPrefix(k, "metadata[") && strings.HasSuffix(k, "]"):
+			meta[k[len("metadata["):len(k)-1]] = v[0]
+		default:
+			stripeError(c.w, http.StatusBadRequest, "Received unknown parameter: "+k, "parameter_unknown", k)
+			return
+		}
+	}
+	email := form.Get("email")
+	if email != "" && (!strings.Contains(email, "@") || strings.ContainsAny(email, " \t\r\n")) {
+		stripeError(c.w, http.StatusBadRequest, "Invalid email address: "+email, "email_invalid", "email")
+		return
+	}
+	opt := func(k string) any {
+		if _, ok := form[k]; !ok || form.Get(k) == "" {
+			return nil
+		}
+		return form.Get(k)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.seq++
+	cust := stripeCustomer(s.rnd, "cus_"+randString(s.rnd, 14, alnum), email, "", nil, "", time.Now())
+	cust["email"] = opt("email")
+	cust["name"] = opt("name")
+	cust["description"] = opt("description")
+	cust["phone"] = opt("phone")
+	cust["address"] = nil
+	cust["currency"] = nil
+	cust["delinquent"] = false
+	cust["next_invoice_sequence"] = 1
+	cust["metadata"] = meta
+	// Replace, never modify, the slice: list handlers read it unlocked.
+	s.customers = append([]map[string]any{cust}, s.customers...)
+	stripeJSON(c.w, http.StatusOK, cust)
+}

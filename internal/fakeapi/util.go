@@ -1,0 +1,206 @@
+package fakeapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+func unescapeSegment(s string) (string, error) { return url.PathUnescape(s) }
+
+// writeJSON answers with v as JSON. Encoding errors are programming errors
+// in the fake and panic (net/http recovers and logs them).
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("fakeapi: encoding response: %v", err))
+	}
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+}
+
+// marshal encodes v like the providers do: no HTML escaping of <, >, &.
+func marshal(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// kv is one member of an ordered JSON object.
+type kv struct {
+	k string
+	v any
+}
+
+// ordered is a JSON object that keeps its members' order (GitHub and
+// Linear answer in a fixed, non-alphabetical order).
+type ordered []kv
+
+// MarshalJSON implements json.Marshaler.
+func (o ordered) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	buf.WriteByte('{')
+	for i, m := range o {
+		if i > 0 {
+			buf.WriteByte(',')
+		}
+		k, err := marshal(m.k)
+		if err != nil {
+			return nil, err
+		}
+		buf.Write(k)
+		buf.WriteByte(':')
+		v, err := marshal(m.v)
+		if err != nil {
+			return nil, err
+		}
+		buf.Write(v)
+	}
+	buf.WriteByte('}')
+	return buf.Bytes(), nil
+}
+
+// get returns the value of member k.
+func (o ordered) get(k string) (any, bool) {
+	for _, m := range o {
+		if m.k == k {
+			return m.v, true
+		}
+	}
+	return nil, false
+}
+
+// newRand returns a deterministic generator for one service's data.
+func newRand(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, 0x70696e6e6564)) }
+
+// pick returns one element of xs.
+func pick[T any](r *rand.Rand, xs []T) T { return xs[r.IntN(len(xs))] }
+
+const alnum = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+
+// randString returns n characters from alphabet.
+func randString(r *rand.Rand, n int, alphabet string) string {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = alphabet[r.IntN(len(alphabet))]
+	}
+	return string(b)
+}
+
+// uuid returns a deterministic RFC 4122 version 4 UUID string.
+func uuid(r *rand.Rand) string {
+	var b [16]byte
+	for i := range b {
+		b[i] = byte(r.Uint32())
+	}
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}
+
+// epoch is the fake's "beginning of time"; generated timestamps lie
+// between it and dataNow.
+var (
+	epoch   = time.Date(2019, 3, 4, 9, 12, 0, 0, time.UTC)
+	dataNow = time.Date(2026, 5, 11, 16, 40, 0, 0, time.UTC)
+)
+
+// randTime returns a time between from and dataNow, whole seconds.
+func randTime(r *rand.Rand, from time.Time) time.Time {
+	span := dataNow.Sub(from)
+	if span <= 0 {
+		return from
+	}
+	return from.Add(time.Duration(r.Int64N(int64(span/time.Second))) * time.Second)
+}
+
+// iso formats t like the providers' JSON ("2024-01-02T03:04:05Z").
+func iso(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+
+// isoMilli formats t with milliseconds ("2024-01-02T03:04:05.000Z").
+func isoMilli(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
+
+// intParam parses an integer query parameter; ok is false when the value
+// is present but not an integer.
+func intParam(q url.Values, key string, def int) (int, bool) {
+	v := q.Get(key)
+	if v == "" {
+		return def, true
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return def, false
+	}
+	return n, true
+}
+
+// slug makes a URL slug from a title.
+func slug(s string) string {
+	var b strings.Builder
+	dash := false
+	for _, c := range strings.ToLower(s) {
+		switch {
+		case c >= 'a' && c <= 'z' || c >= '0' && c <= '9':
+			b.WriteRune(c)
+			dash = false
+		case !dash && b.Len() > 0:
+			b.WriteByte('-')
+			dash = true
+		}
+		if b.Len() >= 60 {
+			break
+		}
+	}
+	return strings.TrimSuffix(b.String(), "-")
+}
+
+// words used to generate names and sentences.
+var (
+	adjectives = []string{"amber", "brisk", "cobalt", "dusky", "eager", "fuzzy", "gentle", "hollow", "ivory", "jolly",
+		"keen", "lunar", "mellow", "nimble", "opal", "polar", "quiet", "rapid", "silver", "tidal"}
+	nouns = []string{"atlas", "beacon", "comet", "delta", "ember", "falcon", "grove", "harbor", "island", "junction",
+		"kernel", "lantern", "meadow", "nebula", "orbit"}
+	firstNames = []string{"Ada", "Bruno", "Chiara", "Dmitri", "Elena", "Farid", "Greta", "Hiro", "Ines", "Jonas",
+		"Kenji", "Lena", "Mateo", "Nadia", "Omar", "Priya", "Quentin", "Rosa", "Sven", "Tariq", "Uma", "Viktor",
+		"Wen", "Ximena", "Yusuf", "Zofia"}
+	lastNames = []string{"Abbott", "Brandt", "Castillo", "Dubois", "Eriksen", "Fischer", "Garcia", "Horvat", "Ivanova",
+		"Jansen", "Kowalski", "Lindqvist", "Moreau", "Novak", "Okafor", "Petrov", "Quinn", "Rossi", "Schmidt",
+		"Tanaka", "Ueda", "Varga", "Weber", "Yilmaz", "Zhang"}
+	companies = []string{"Acme Fake Corp", "Globex Example", "Initech Test", "Umbrella Sample", "Hooli Demo",
+		"Vandelay Imports (fake)", "Stark Example Industries", "Wayne Test Enterprises", "Soylent Demo Co",
+		"Tyrell Sample Corp", "Cyberdyne Fake Systems", "Wonka Example Works"}
+	cities = []struct{ city, country, cc, state, zip string }{
+		{"Berlin", "Germany", "DE", "BE", "10115"}, {"Lisbon", "Portugal", "PT", "", "1100-148"},
+		{"Austin", "United States", "US", "TX", "73301"}, {"Toronto", "Canada", "CA", "ON", "M5H 2N2"},
+		{"Lyon", "France", "FR", "", "69001"}, {"Osaka", "Japan", "JP", "", "530-0001"},
+		{"Melbourne", "Australia", "AU", "VIC", "3000"}, {"Denver", "United States", "US", "CO", "80202"},
+		{"Utrecht", "Netherlands", "NL", "", "3511"}, {"Nairobi", "Kenya", "KE", "", "00100"},
+	}
+	verbs   = []string{"Fix", "Add", "Improve", "Refactor", "Document", "Remove", "Speed up", "Investigate", "Support", "Handle"}
+	objects = []string{"login redirect loop", "flaky integration test", "CSV export", "dark mode colors",
+		"retry logic on timeouts", "webhook signature check", "pagination of search results",
+		"memory growth in worker", "error message when the token expired", "onboarding checklist",
+		"rate limit handling", "timezone bug in reports", "keyboard shortcuts", "broken link in README",
+		"slow query on dashboard"}
+	phrases = []string{"A small tool for", "Experiments with", "Library for", "Service that handles", "CLI to manage",
+		"Prototype of", "Config and scripts for", "Reference implementation of"}
+	topicsList = []string{"api", "automation", "cli", "database", "devops", "docker", "golang", "graphql",
+		"kubernetes", "python", "react", "rust", "security", "testing", "typescript", "webhooks"}
+)
+
+// sentence returns a short deterministic description.
+func sentence(r *rand.Rand) string {
+	return fmt.Sprintf("%s %s %s %s, built for the pinned demo data set.", pick(r, phrases), pick(r, adjectives), pick(r, nouns), pick(r, []string{"workflows", "pipelines", "records", "events", "reports", "deployments"}))
+}

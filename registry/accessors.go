@@ -1,0 +1,57 @@
+package registry
+
+import (
+	"maps"
+	"slices"
+)
+
+// OpNames returns the names of m's ops, sorted.
+func (m *Manifest) OpNames() []string { return slices.Sorted(maps.Keys(m.Ops)) }
+
+// Op returns the op named name and whether it exists.
+func (m *Manifest) Op(name string) (*Op, bool) {
+	op, ok := m.Ops[name]
+	return op, ok && op != nil
+}
+
+// ErrorMessagePath returns the dot path of the human message in an
+// upstream error body: ErrorMessage when set, else "errors.message" for a
+// GraphQL service and "message" otherwise.
+func (m *Manifest) ErrorMessagePath() string {
+	switch {
+	case m.ErrorMessage != "":
+		return m.ErrorMessage
+	case m.GraphQL:
+		return "errors.message"
+	}
+	return "message"
+}
+
+// Body kinds returned by [Op.BodyKind].
+const (
+	BodyKindNone = ""
+	BodyKindJSON = "json"
+	BodyKindForm = "form"
+)
+
+// BodyKind returns the kind of request body o sends: [BodyKindJSON]
+// (application/json, from BodyJSON), [BodyKindForm]
+// (application/x-www-form-urlencoded, from BodyForm) or [BodyKindNone].
+func (o *Op) BodyKind() string {
+	switch {
+	case o.BodyJSON != nil:
+		return BodyKindJSON
+	case o.BodyForm != nil:
+		return BodyKindForm
+	}
+	return BodyKindNone
+}
+
+// ArgNames returns the names of o's declared args, sorted.
+func (o *Op) ArgNames() []string { return slices.Sorted(maps.Keys(o.Args)) }
+
+// QueryKeys returns o's query keys, sorted (the order they are sent in).
+func (o *Op) QueryKeys() []string { return slices.Sorted(maps.Keys(o.Query)) }
+
+// FormKeys returns o's body_form keys, sorted (the order they are sent in).
+func (o *Op) FormKeys() []string { return slices.Sorted(maps.Keys(o.BodyForm)) }

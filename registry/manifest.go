@@ -1,0 +1,215 @@
+// Package registry holds the manifest format v1: the Go types, the
+// fail-closed loader ([Parse]), the registry embedded in the binary
+// ([Default]) and the tool descriptions generated from it.
+//
+// A manifest is the review surface of a service: the ONE API host its
+// operations may touch, how the credential is presented, and a closed list
+// of operations, each with the fields ([Pick]) allowed back. The format is
+// specified in docs/MANIFEST.md; every rule listed there is enforced by
+// [Parse] and has a test.
+//
+// This package is the bottom layer of the project: it imports nothing of
+// ours.
+package registry
+
+import "encoding/json"
+
+// FormatVersion is the only manifest format this package accepts (the
+// "manifest" field).
+const FormatVersion = 1
+
+// Access levels of an op (Op.Access). A grant with access "read" runs only
+// read ops; "write" runs both.
+const (
+	AccessRead  = "read"
+	AccessWrite = "write"
+)
+
+// Auth schemes (Auth.Scheme): how a pasted credential (kind "pat" or the
+// legacy empty kind) is presented. A credential of kind "oauth" is always
+// sent as "Authorization: Bearer <token>" (RFC 6750 section 2.1), whatever
+// the scheme says.
+const (
+	// SchemeBearer sends "Authorization: Bearer <token>" (RFC 6750).
+	SchemeBearer = "bearer"
+	// SchemeNone sends the bare credential as the whole Authorization value,
+	// as Linear's personal API keys want.
+	SchemeNone = "none"
+	// SchemeHeader sends the bare credential in the header named by
+	// Auth.Header.
+	SchemeHeader = "header"
+)
+
+// Arg types (Arg.Type), named as in JSON Schema.
+const (
+	TypeString  = "string"
+	TypeInteger = "integer"
+	TypeNumber  = "number"
+	TypeBoolean = "boolean"
+)
+
+// Manifest is one service, format v1 (registry/manifests/<id>.json). Only
+// [Parse] makes a valid one; a Manifest obtained from a [Registry] is
+// shared and MUST NOT be modified.
+type Manifest struct {
+	// Manifest is the format version; it MUST be 1.
+	Manifest int `json:"manifest"`
+	// ID names the service in grants, tools and file names:
+	// ^[a-z][a-z0-9]{1,30}$, equal to the file's base name.
+	ID string `json:"id"`
+	// Name is the human name ("GitHub").
+	Name string `json:"name"`
+	// Description is one sentence for the catalog.
+	Description string `json:"description,omitempty"`
+	// Docs is the provider's API reference (https URL).
+	Docs string `json:"docs,omitempty"`
+	// Host is the ONE API host every op talks to: a bare lower-case DNS
+	// name, no scheme, port, path, userinfo or IP literal. Requests go to
+	// https://<Host>:443 only.
+	Host string `json:"host"`
+	// Auth says how the credential is presented and, for OAuth services,
+	// where the broker sends members.
+	Auth Auth `json:"auth"`
+	// Headers are static request headers sent with every op (e.g. GitHub's
+	// Accept and X-GitHub-Api-Version): names are HTTP tokens, unique
+	// case-insensitively; values are non-empty printable ASCII without
+	// placeholders. Names the host owns (Authorization, Cookie, Host,
+	// Proxy-*, Accept-Encoding, Content-Type, Content-Length, hop-by-hop
+	// headers, the Auth.Header name) are refused. Nil when there are none.
+	Headers map[string]string `json:"headers,omitempty"`
+	// GraphQL marks a GraphQL API: a 200 answer with a non-empty top-level
+	// "errors" array is an error, and an error whose extensions.code is
+	// "RATELIMITED" is a rate limit.
+	GraphQL bool `json:"graphql,omitempty"`
+	// ErrorMessage is the dot path of the human message in an error body
+	// (default "message"; "errors.message" for GraphQL services). A path
+	// through an array takes its first element.
+	ErrorMessage string `json:"error_message,omitempty"`
+	// Viewer names the read op that identifies the credential's owner; the
+	// catalog runs it to verify a pasted token.
+	Viewer string `json:"viewer,omitempty"`
+	// Ops is the closed list of operations, by name (^[a-z][a-z0-9_]{0,47}$).
+	Ops map[string]*Op `json:"ops"`
+}
+
+// Auth describes how a credential is presented (Scheme, Header) and how a
+// member obtains one (PATHelp, OAuth).
+type Auth struct {
+	// Scheme is "bearer", "none" or "header"; see the Scheme constants.
+	Scheme string `json:"scheme"`
+	// Header is the header name for scheme "header", and only then.
+	Header string `json:"header,omitempty"`
+	// PATHelp is the provider page where a member mints a scoped token.
+	PATHelp string `json:"pat_help,omitempty"`
+	// OAuth is present when the provider offers an OAuth 2.0 authorization
+	// code flow (RFC 6749 section 4.1) the broker can relay.
+	OAuth *OAuth `json:"oauth,omitempty"`
+}
+
+// OAuth are the provider's OAuth 2.0 endpoints and scopes.
+type OAuth struct {
+	// AuthorizeURL is the authorization endpoint (RFC 6749 section 3.1).
+	AuthorizeURL string `json:"authorize_url"`
+	// TokenURL is the token endpoint (RFC 6749 section 3.2).
+	TokenURL string `json:"token_url"`
+	// Scopes are asked for by a read-only connection. Required, may be
+	// empty (never nil in a parsed manifest); RFC 6749 scope tokens.
+	Scopes []string `json:"scopes"`
+	// ScopesWrite are asked for by a read & write connection. Required,
+	// may be empty.
+	ScopesWrite []string `json:"scopes_write"`
+	// ScopeSeparator joins scopes in the "scope" parameter: "" or " " (a
+	// space, RFC 6749 section 3.3, the default) or "," (as some providers
+	// want).
+	ScopeSeparator string `json:"scope_separator,omitempty"`
+	// Refresh is true when the provider issues refresh tokens
+	// (RFC 6749 section 6).
+	Refresh bool `json:"refresh,omitempty"`
+	// PKCE is true when the provider supports PKCE with S256 (RFC 7636).
+	PKCE bool `json:"pkce,omitempty"`
+	// AuthorizeParams are extra static query parameters for the
+	// authorization request (e.g. Linear's "prompt": "consent"). They may
+	// not set the broker's own parameters (response_type, client_id,
+	// redirect_uri, scope, state, code_challenge, code_challenge_method).
+	AuthorizeParams map[string]string `json:"authorize_params,omitempty"`
+}
+
+// Op is one operation: a single HTTP request to the manifest's host.
+type Op struct {
+	// Access is "read" or "write".
+	Access string `json:"access"`
+	// Summary is one line saying what the op does, for tool descriptions.
+	Summary string `json:"summary"`
+	// Description adds detail for tool descriptions.
+	Description string `json:"description,omitempty"`
+	// Confirm is the sentence a member taps before a write op runs, with
+	// {arg} placeholders. Required on write ops, refused on read ops.
+	Confirm string `json:"confirm,omitempty"`
+	// Method is GET, POST, PUT, PATCH or DELETE.
+	Method string `json:"method"`
+	// Path is the request path template, starting with "/"; each {arg}
+	// placeholder fills exactly one whole segment ([ParseTemplate] splits
+	// it).
+	Path string `json:"path"`
+	// Args declares every argument the op takes, by name
+	// (^[a-z][a-z0-9_]{0,47}$). Undeclared arguments are refused.
+	Args map[string]*Arg `json:"args,omitempty"`
+	// Query maps query keys to value templates. A key whose template names
+	// an absent optional arg is left out.
+	Query map[string]string `json:"query,omitempty"`
+	// BodyJSON is a JSON object template sent as application/json. A
+	// string that is exactly "{arg}" takes the arg's typed value; other
+	// strings interpolate as text; object keys are literal. Never together
+	// with BodyForm. Parse stores it compacted, in the manifest's key order.
+	BodyJSON json.RawMessage `json:"body_json,omitempty"`
+	// BodyForm maps form keys to value templates, sent as
+	// application/x-www-form-urlencoded. Never together with BodyJSON.
+	BodyForm map[string]string `json:"body_form,omitempty"`
+	// Pick is the projection of the response: nothing else comes back.
+	Pick *Pick `json:"pick"`
+}
+
+// Arg declares one argument of an op.
+type Arg struct {
+	// Type is "string", "integer", "number" or "boolean".
+	Type string `json:"type"`
+	// Description tells a model what to pass.
+	Description string `json:"description,omitempty"`
+	// Required args must be present (path args must be required).
+	Required bool `json:"required,omitempty"`
+	// Default is used when the arg is absent; it must satisfy the
+	// declaration itself (an integer's default is written without fraction
+	// or exponent). Parse stores it compacted.
+	Default json.RawMessage `json:"default,omitempty"`
+	// Enum lists the allowed values of a string arg.
+	Enum []string `json:"enum,omitempty"`
+	// Pattern is an RE2 expression a string arg must match; it must be
+	// anchored (start with ^ and end with $, enclosing every alternative)
+	// and at most 1024 bytes.
+	Pattern string `json:"pattern,omitempty"`
+	// Min and Max bound an integer or number arg (inclusive).
+	Min *float64 `json:"min,omitempty"`
+	Max *float64 `json:"max,omitempty"`
+	// MaxLength bounds a string arg in Unicode code points; absent means
+	// DefaultMaxLength.
+	MaxLength *int `json:"max_length,omitempty"`
+	// Secret args are never logged.
+	Secret bool `json:"secret,omitempty"`
+}
+
+// DefaultMaxLength bounds a string arg that declares no max_length, in
+// Unicode code points.
+const DefaultMaxLength = 4096
+
+// Pick is the projection applied to a response before anything else sees
+// it.
+type Pick struct {
+	// Root is a dot path of object keys to descend first ("data.viewer",
+	// "results"); empty means the whole body.
+	Root string `json:"root,omitempty"`
+	// Fields are dot paths kept in each element (when the value at Root is
+	// an array) or in the object. A path through an array maps over its
+	// elements. Missing fields are omitted. Required; an empty list returns
+	// no data (never nil in a parsed manifest).
+	Fields []string `json:"fields"`
+}

@@ -1,0 +1,926 @@
+package registry
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"math"
+	"net"
+	"net/url"
+	"path/filepath"
+	"regexp"
+	"regexp/syntax"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// MaxManifestSize is the largest manifest Parse accepts, in bytes (256 KiB).
+const MaxManifestSize = 256 << 10
+
+// Limits of docs/MANIFEST.md.
+const (
+	maxOps        = 64
+	maxArgs       = 32
+	maxFields     = 64
+	maxSegments   = 8     // per dot path (pick.root, pick.fields, error_message)
+	maxNameLen    = 64    // name, in characters
+	maxSummaryLen = 200   // op summary, in characters
+	maxMaxLength  = 65536 // arg max_length, in code points
+	maxPatternLen = 1024  // arg pattern, in bytes
+	maxProblems   = 200   // problems reported per file
+)
+
+var (
+	idRE         = regexp.MustCompile(`^[a-z][a-z0-9]{1,30}$`)
+	nameRE       = regexp.MustCompile(`^[a-z][a-z0-9_]{0,47}$`) // op and arg names
+	tokenRE      = regexp.MustCompile("^[!#$%&'*+\\-.^_`|~0-9A-Za-z]+$")
+	queryKeyRE   = regexp.MustCompile(`^[A-Za-z0-9\-._~\[\]]+$`)
+	literalSegRE = regexp.MustCompile(`^[A-Za-z0-9\-._~:@!$&'()*+,;=]+$`)
+	dotSegRE     = regexp.MustCompile(`^[A-Za-z0-9_\-$@:]+$`)
+	integerRE    = regexp.MustCompile(`^-?(?:0|[1-9][0-9]*)$`)
+)
+
+// hostOwnedHeaders are set by the host alone (lower case); so is every
+// "proxy-*" header and the auth.header name.
+var hostOwnedHeaders = map[string]bool{
+	"authorization": true, "cookie": true, "host": true, "accept-encoding": true,
+	"content-type": true, "content-length": true, "transfer-encoding": true,
+	"connection": true, "te": true, "trailer": true, "upgrade": true, "keep-alive": true,
+}
+
+// reservedAuthorizeParams are the authorization request parameters the
+// broker sets itself (RFC 6749 section 4.1.1, RFC 7636 section 4.3); a
+// manifest's authorize_params may not override them.
+var reservedAuthorizeParams = map[string]bool{
+	"response_type": true, "client_id": true, "redirect_uri": true, "scope": true,
+	"state": true, "code_challenge": true, "code_challenge_method": true,
+}
+
+// Parse decodes and checks one manifest (format v1, docs/MANIFEST.md).
+// file names the manifest in problems; when it ends in ".json" its base
+// name without the extension must equal the manifest's id. data is the
+// file's content, at most [MaxManifestSize] bytes of UTF-8 JSON.
+//
+// Parse fails closed: an unknown field, a key repeated in any object,
+// trailing data, a wrong JSON type, or a broken rule of docs/MANIFEST.md
+// refuses the whole manifest. The error is then an *[Error] listing every
+// problem found, each with file, line, column, op and field.
+//
+// An accepted manifest is normalized: empty "headers", "args", "query" and
+// "authorize_params" objects become nil maps, and body_json and default
+// are compacted (json.Compact), so that encoding it with encoding/json
+// (SetEscapeHTML(false)) and parsing the result yields an equal Manifest.
+func Parse(file string, data []byte) (*Manifest, error) {
+	p := &parser{file: file, data: data, bad: map[string]bool{}}
+	if len(data) > MaxManifestSize {
+		p.addAt(-1, "", "", fmt.Sprintf("file is %d bytes; a manifest is at most %d bytes (256 KiB)", len(data), MaxManifestSize))
+		return nil, p.err()
+	}
+	if !utf8.Valid(data) {
+		p.addAt(-1, "", "", "not valid UTF-8; a manifest is UTF-8 JSON")
+		return nil, p.err()
+	}
+	if p.root = (&walker{p: p}).walk(); p.root == nil || p.bad[""] {
+		return nil, p.err()
+	}
+	var m Manifest
+	if err := json.Unmarshal(data, &m); err != nil && len(p.bad) == 0 {
+		// Unreachable: the walker accepted the shape.
+		p.addAt(0, "", "", "cannot decode: "+err.Error())
+	}
+	p.check(&m)
+	if len(p.probs) > 0 {
+		return nil, p.err()
+	}
+	normalize(&m)
+	return &m, nil
+}
+
+// normalize gives an accepted manifest the form that survives an
+// encoding/json round trip (see Parse).
+func normalize(m *Manifest) {
+	if len(m.Headers) == 0 {
+		m.Headers = nil
+	}
+	if o := m.Auth.OAuth; o != nil && len(o.AuthorizeParams) == 0 {
+		o.AuthorizeParams = nil
+	}
+	for _, op := range m.Ops {
+		if len(op.Args) == 0 {
+			op.Args = nil
+		}
+		if len(op.Query) == 0 {
+			op.Query = nil
+		}
+		op.BodyJSON = compact(op.BodyJSON)
+		for _, a := range op.Args {
+			a.Default = compact(a.Default)
+		}
+	}
+}
+
+func compact(raw json.RawMessage) json.RawMessage {
+	if raw == nil {
+		return nil
+	}
+	var b bytes.Buffer
+	if json.Compact(&b, raw) != nil {
+		return raw // unreachable: the walker read it as JSON
+	}
+	return b.Bytes()
+}
+
+// parser collects the problems of one manifest.
+type parser struct {
+	file  string
+	data  []byte
+	root  *node           // where each value is
+	bad   map[string]bool // paths with shape problems: later checks stay quiet at and below them
+	probs []rawProblem
+	// truncated is set when more than maxProblems problems were found.
+	truncated bool
+}
+
+type rawProblem struct {
+	off            int // byte offset; -1 for the file as a whole
+	op, field, msg string
+}
+
+func (p *parser) addAt(off int, op, field, msg string) {
+	if p.full() {
+		return
+	}
+	p.probs = append(p.probs, rawProblem{off, clip(op, 100), clip(field, 200), clip(msg, 600)})
+}
+
+// clip shortens s to about n bytes by cutting out its middle, so that a
+// huge value quoted in a message does not drown it.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	head, tail := n*2/3, n/3
+	for head > 0 && !utf8.RuneStart(s[head]) {
+		head--
+	}
+	for tail > 0 && !utf8.RuneStart(s[len(s)-tail]) {
+		tail--
+	}
+	return s[:head] + " … " + s[len(s)-tail:]
+}
+
+// full reports, and remembers, that no more problems are recorded.
+func (p *parser) full() bool {
+	if len(p.probs) >= maxProblems {
+		p.truncated = true
+	}
+	return p.truncated
+}
+
+// add records a problem at the value op/field (or the nearest enclosing
+// value present in the file), unless a shape problem covers it.
+func (p *parser) add(op, field, format string, args ...any) {
+	path := loc{op, field}.path()
+	for up := path; len(p.bad) > 0; up = up[:strings.LastIndexAny(up, ".[")] {
+		if p.bad[up] {
+			return
+		}
+		if !strings.ContainsAny(up, ".[") {
+			break
+		}
+	}
+	if p.full() {
+		return
+	}
+	off, _ := p.root.find(path)
+	p.addAt(off, op, field, fmt.Sprintf(format, args...))
+}
+
+// has reports whether the value at op/field is present in the file.
+func (p *parser) has(op, field string) bool {
+	_, exact := p.root.find(loc{op, field}.path())
+	return exact
+}
+
+// err returns the problems as an *Error, ordered by position.
+func (p *parser) err() error {
+	slices.SortStableFunc(p.probs, func(a, b rawProblem) int {
+		if a.off != b.off {
+			return a.off - b.off
+		}
+		return strings.Compare(a.op+"\x00"+a.field+"\x00"+a.msg, b.op+"\x00"+b.field+"\x00"+b.msg)
+	})
+	p.probs = slices.Compact(p.probs)
+	e := &Error{Problems: make([]Problem, len(p.probs))}
+	line, lineStart, at := 1, 0, 0 // offsets only grow: count lines once
+	for i, r := range p.probs {
+		e.Problems[i] = Problem{File: p.file, Op: r.op, Field: r.field, Msg: r.msg}
+		if r.off < 0 {
+			continue
+		}
+		for off := min(r.off, len(p.data)); at < off; at++ {
+			if p.data[at] == '\n' {
+				line, lineStart = line+1, at+1
+			}
+		}
+		e.Problems[i].Line, e.Problems[i].Col = line, at-lineStart+1
+	}
+	if p.truncated {
+		e.Problems = append(e.Problems, Problem{File: p.file, Msg: fmt.Sprintf("more problems not shown (at most %d are reported); fix these first", maxProblems)})
+	}
+	return e
+}
+
+func (p *parser) check(m *Manifest) {
+	switch {
+	case !p.has("", "manifest"):
+		p.add("", "manifest", `required: "manifest": %d (the format version)`, FormatVersion)
+	case m.Manifest != FormatVersion:
+		p.add("", "manifest", "format version %d is not supported; this loader reads format %d", m.Manifest, FormatVersion)
+	}
+	switch base := filepath.Base(p.file); {
+	case m.ID == "":
+		p.add("", "id", "required: the service id, e.g. \"github\"")
+	case !idRE.MatchString(m.ID):
+		p.add("", "id", "%q must match ^[a-z][a-z0-9]{1,30}$ (lower-case letters and digits, starting with a letter)", m.ID)
+	case strings.HasSuffix(base, ".json") && strings.TrimSuffix(base, ".json") != m.ID:
+		p.add("", "id", "%q must equal the file name without .json: rename the file to %s.json or set the id to %q", m.ID, m.ID, strings.TrimSuffix(base, ".json"))
+	}
+	switch {
+	case m.Name == "":
+		p.add("", "name", "required: the human name of the service, e.g. \"GitHub\"")
+	case utf8.RuneCountInString(m.Name) > maxNameLen:
+		p.add("", "name", "is %d characters; at most %d", utf8.RuneCountInString(m.Name), maxNameLen)
+	}
+	p.text("", "name", m.Name, false)
+	p.text("", "description", m.Description, true)
+	p.url("", "docs", m.Docs, false)
+	if msg := hostProblem(m.Host); msg != "" {
+		p.add("", "host", "%s", msg)
+	}
+	if p.has("", "auth") {
+		p.checkAuth(&m.Auth)
+	} else {
+		p.add("", "auth", `required: how the credential is sent, e.g. {"scheme": "bearer"}`)
+	}
+	p.checkHeaders(m)
+	if m.ErrorMessage != "" {
+		p.dotPath("", "error_message", m.ErrorMessage)
+	}
+	switch {
+	case len(m.Ops) == 0:
+		p.add("", "ops", "required: at least one op")
+	case len(m.Ops) > maxOps:
+		p.add("", "ops", "has %d ops; at most %d", len(m.Ops), maxOps)
+	}
+	for _, name := range slices.Sorted(maps.Keys(m.Ops)) {
+		if !nameRE.MatchString(name) {
+			p.add(name, "", "op name must match ^[a-z][a-z0-9_]{0,47}$ (lower-case letters, digits and _, starting with a letter)")
+		}
+		if op := m.Ops[name]; op != nil {
+			p.checkOp(name, op)
+		}
+	}
+	if m.Viewer != "" {
+		op, ok := m.Ops[m.Viewer]
+		switch {
+		case !ok:
+			p.add("", "viewer", "names op %q, which does not exist (ops: %s)", m.Viewer, strings.Join(slices.Sorted(maps.Keys(m.Ops)), ", "))
+		case op == nil:
+		case op.Access != AccessRead:
+			p.add("", "viewer", "names op %q, whose access is %q; the viewer must be a read op", m.Viewer, op.Access)
+		default:
+			for _, a := range op.ArgNames() {
+				if op.Args[a] != nil && op.Args[a].Required {
+					p.add("", "viewer", "names op %q, which requires arg %q; the viewer must run with no args", m.Viewer, a)
+				}
+			}
+		}
+	}
+}
+
+// text refuses control characters (but a newline where multiLine).
+func (p *parser) text(op, field, s string, multiLine bool) {
+	for _, r := range s {
+		if unicode.IsControl(r) && !(multiLine && r == '\n') {
+			what := "one line of text"
+			if multiLine {
+				what = "text (newlines allowed)"
+			}
+			p.add(op, field, "contains the control character %U; write %s without control characters", r, what)
+			return
+		}
+	}
+}
+
+// url checks an optional (or, if required, mandatory) https URL.
+func (p *parser) url(op, field, s string, required bool) {
+	if s == "" {
+		if required {
+			p.add(op, field, "required: an https:// URL")
+		}
+		return
+	}
+	u, err := url.Parse(s)
+	switch {
+	case err != nil || strings.ContainsFunc(s, func(r rune) bool { return r <= ' ' || r == 0x7f }):
+		p.add(op, field, "%q is not a valid URL; want an https:// URL without spaces", s)
+	case u.Scheme != "https":
+		p.add(op, field, "%q must be an https:// URL", s)
+	case u.Host == "" || u.User != nil:
+		p.add(op, field, "%q must be an https:// URL with a host and no userinfo", s)
+	}
+}
+
+// hostProblem explains what is wrong with a manifest's host, or returns "".
+func hostProblem(h string) string {
+	const want = "; write the bare lower-case DNS name, e.g. \"api.github.com\""
+	switch {
+	case h == "":
+		return "required: the one API host every op talks to" + want
+	case strings.Contains(h, "://"):
+		return fmt.Sprintf("%q has a scheme (requests are always https)%s", h, want)
+	case strings.ContainsAny(h, "/?#"):
+		return fmt.Sprintf("%q has a path; ops carry their paths%s", h, want)
+	case strings.Contains(h, "@"):
+		return fmt.Sprintf("%q has userinfo%s", h, want)
+	case strings.HasPrefix(h, "[") || strings.Count(h, ":") > 1 || net.ParseIP(h) != nil:
+		return fmt.Sprintf("%q is an IP literal%s", h, want)
+	case strings.Contains(h, ":"):
+		return fmt.Sprintf("%q has a port (requests always go to port 443)%s", h, want)
+	case strings.HasSuffix(h, "."):
+		return fmt.Sprintf("%q has a trailing dot%s", h, want)
+	case h != strings.ToLower(h):
+		return fmt.Sprintf("%q is not lower-case%s", h, want)
+	case len(h) > 253:
+		return fmt.Sprintf("is %d bytes; a DNS name is at most 253", len(h))
+	}
+	labels := strings.Split(h, ".")
+	if len(labels) < 2 {
+		return fmt.Sprintf("%q has no dot; want a fully qualified name%s", h, want)
+	}
+	for _, l := range labels {
+		if l == "" || len(l) > 63 || l[0] == '-' || l[len(l)-1] == '-' ||
+			strings.ContainsFunc(l, func(r rune) bool { return !('a' <= r && r <= 'z' || '0' <= r && r <= '9' || r == '-') }) {
+			return fmt.Sprintf("%q has the label %q; a label is 1 to 63 of a-z, 0-9 and -, not starting or ending with -%s", h, l, want)
+		}
+	}
+	if strings.Trim(labels[len(labels)-1], "0123456789") == "" {
+		return fmt.Sprintf("%q is an IP literal (its last label is numeric)%s", h, want)
+	}
+	return ""
+}
+
+func (p *parser) checkAuth(a *Auth) {
+	switch a.Scheme {
+	case SchemeBearer, SchemeNone:
+		if a.Header != "" {
+			p.add("", "auth.header", "only with scheme %q; scheme %q sends the Authorization header", SchemeHeader, a.Scheme)
+		}
+	case SchemeHeader:
+		switch {
+		case a.Header == "":
+			p.add("", "auth.header", "required with scheme %q: the header that carries the key, e.g. \"X-Api-Key\"", SchemeHeader)
+		case !tokenRE.MatchString(a.Header):
+			p.add("", "auth.header", "%q is not an HTTP header name (RFC 9110 token)", a.Header)
+		case hostOwned(a.Header):
+			p.add("", "auth.header", "%q is set by the host; scheme %q sends Authorization itself: use scheme %q or %q", a.Header, SchemeHeader, SchemeBearer, SchemeNone)
+		}
+	case "":
+		p.add("", "auth.scheme", `required: "bearer", "none" or "header"`)
+	default:
+		p.add("", "auth.scheme", `%q is not a scheme; want "bearer", "none" or "header"`, a.Scheme)
+	}
+	p.url("", "auth.pat_help", a.PATHelp, false)
+	o := a.OAuth
+	if o == nil {
+		return
+	}
+	p.url("", "auth.oauth.authorize_url", o.AuthorizeURL, true)
+	p.url("", "auth.oauth.token_url", o.TokenURL, true)
+	sep := o.ScopeSeparator
+	switch sep {
+	case "":
+		sep = " "
+	case " ", ",":
+	default:
+		p.add("", "auth.oauth.scope_separator", `%q is not a scope separator; want " " (the default, RFC 6749 section 3.3) or ","`, sep)
+	}
+	for field, scopes := range map[string][]string{"auth.oauth.scopes": o.Scopes, "auth.oauth.scopes_write": o.ScopesWrite} {
+		if scopes == nil {
+			p.add("", field, "required: an array of the provider scopes to ask for (may be empty: [])")
+		}
+		seen := map[string]bool{}
+		for i, s := range scopes {
+			f := field + "[" + strconv.Itoa(i) + "]"
+			switch {
+			case s == "" || strings.ContainsFunc(s, func(r rune) bool { return r <= ' ' || r > '~' || r == '"' || r == '\\' }):
+				p.add("", f, "%q is not an OAuth scope token (RFC 6749 section 3.3: printable ASCII without space, \" or \\)", s)
+			case strings.Contains(s, sep):
+				p.add("", f, "%q contains the scope separator %q", s, sep)
+			case seen[s]:
+				p.add("", f, "%q is listed twice", s)
+			}
+			seen[s] = true
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(o.AuthorizeParams)) {
+		f := "auth.oauth.authorize_params." + k
+		switch v := o.AuthorizeParams[k]; {
+		case !queryKeyRE.MatchString(k):
+			p.add("", f, "%q is not a query key; keys use letters, digits, - . _ ~ [ ]", k)
+		case reservedAuthorizeParams[k]:
+			p.add("", f, "%q is set by the broker; authorize_params may add parameters, not override %s", k, strings.Join(slices.Sorted(maps.Keys(reservedAuthorizeParams)), ", "))
+		case !printableASCII(v) || hasPlaceholderStart(v):
+			p.add("", f, "%q: a value is static printable ASCII, with no {arg} placeholders", v)
+		}
+	}
+}
+
+func (p *parser) checkHeaders(m *Manifest) {
+	seen := map[string]string{}
+	for _, name := range slices.Sorted(maps.Keys(m.Headers)) {
+		f, v := "headers."+name, m.Headers[name]
+		lower := strings.ToLower(name)
+		switch {
+		case !tokenRE.MatchString(name):
+			p.add("", f, "%q is not an HTTP header name (RFC 9110 token)", name)
+		case hostOwned(name) || m.Auth.Header != "" && strings.EqualFold(name, m.Auth.Header):
+			p.add("", f, "%q is set by the host; a manifest may not set Authorization, Proxy-*, Cookie, Host, Accept-Encoding, Content-Type, Content-Length, hop-by-hop headers or the auth.header name", name)
+		case seen[lower] != "":
+			p.add("", f, "%q and %q name the same header (names are case-insensitive); keep one", seen[lower], name)
+		case v == "" || !printableASCII(v):
+			p.add("", f, "value %q: want non-empty printable ASCII", v)
+		case hasPlaceholderStart(v):
+			p.add("", f, "value %q looks like a placeholder; headers are static and take no {arg}", v)
+		}
+		seen[lower] = name
+	}
+}
+
+func hostOwned(name string) bool {
+	l := strings.ToLower(name)
+	return hostOwnedHeaders[l] || strings.HasPrefix(l, "proxy-")
+}
+
+func printableASCII(s string) bool {
+	return !strings.ContainsFunc(s, func(r rune) bool { return r < ' ' || r > '~' })
+}
+
+// dotPath checks a dot path (pick.root, pick.fields, error_message).
+func (p *parser) dotPath(op, field, s string) {
+	segs := strings.Split(s, ".")
+	if len(segs) > maxSegments {
+		p.add(op, field, "%q has %d segments; at most %d", s, len(segs), maxSegments)
+		return
+	}
+	for _, seg := range segs {
+		if !dotSegRE.MatchString(seg) {
+			p.add(op, field, "%q is not a dot path: segments are non-empty and use letters, digits and _ - $ @ :, joined by \".\" (e.g. \"data.viewer\")", s)
+			return
+		}
+	}
+}
+
+func (p *parser) checkOp(name string, o *Op) {
+	switch o.Access {
+	case AccessRead, AccessWrite:
+	case "":
+		p.add(name, "access", `required: "read" or "write"`)
+	default:
+		p.add(name, "access", `%q is not an access level; want "read" or "write"`, o.Access)
+	}
+	switch n := utf8.RuneCountInString(o.Summary); {
+	case n == 0:
+		p.add(name, "summary", "required: one line saying what the op does")
+	case n > maxSummaryLen:
+		p.add(name, "summary", "is %d characters; at most %d", n, maxSummaryLen)
+	}
+	p.text(name, "summary", o.Summary, false)
+	p.text(name, "description", o.Description, true)
+	switch {
+	case o.Access == AccessWrite && o.Confirm == "":
+		p.add(name, "confirm", "required on a write op: the sentence a member taps before it runs, e.g. \"Open an issue titled \\\"{title}\\\"?\"")
+	case o.Access != AccessWrite && o.Confirm != "":
+		p.add(name, "confirm", "only write ops ask for confirmation; remove it or make the op \"write\"")
+	}
+	p.text(name, "confirm", o.Confirm, false)
+	hasBody := false
+	switch o.Method {
+	case "GET", "DELETE":
+	case "POST", "PUT", "PATCH":
+		hasBody = true
+	case "":
+		p.add(name, "method", "required: GET, POST, PUT, PATCH or DELETE")
+	default:
+		p.add(name, "method", "%q is not allowed; want GET, POST, PUT, PATCH or DELETE (upper case)", o.Method)
+	}
+
+	if len(o.Args) > maxArgs {
+		p.add(name, "args", "has %d args; at most %d", len(o.Args), maxArgs)
+	}
+	for _, a := range o.ArgNames() {
+		if !nameRE.MatchString(a) {
+			p.add(name, "args."+a, "arg name must match ^[a-z][a-z0-9_]{0,47}$ (lower-case letters, digits and _, starting with a letter)")
+		}
+		if o.Args[a] != nil {
+			p.checkArg(name, a, o.Args[a])
+		}
+	}
+
+	used := map[string]bool{}
+	p.checkPath(name, o, used)
+	for _, k := range o.QueryKeys() {
+		if !queryKeyRE.MatchString(k) {
+			p.add(name, "query."+k, "%q is not a query key; keys are non-empty and use letters, digits, - . _ ~ [ ]", k)
+		}
+		p.template(name, "query."+k, o.Query[k], o, used, false)
+	}
+	if o.BodyJSON != nil {
+		if !hasBody {
+			p.add(name, "body_json", "a %s request has no body; body_json goes only with POST, PUT or PATCH", o.Method)
+		}
+		var v any
+		dec := json.NewDecoder(bytes.NewReader(o.BodyJSON))
+		dec.UseNumber()
+		if dec.Decode(&v) == nil {
+			if _, ok := v.(map[string]any); !ok {
+				p.add(name, "body_json", "must be a JSON object (the request body), got %s", jsonKind(v))
+			}
+			p.bodyValue(name, []string{"body_json"}, v, o, used)
+		}
+	}
+	if o.BodyForm != nil {
+		switch {
+		case o.BodyJSON != nil:
+			p.add(name, "body_form", "an op has one body: body_json or body_form, never both")
+		case !hasBody:
+			p.add(name, "body_form", "a %s request has no body; body_form goes only with POST, PUT or PATCH", o.Method)
+		case len(o.BodyForm) == 0:
+			p.add(name, "body_form", "is empty; leave it out for no body")
+		}
+	}
+	for _, k := range o.FormKeys() {
+		if !queryKeyRE.MatchString(k) {
+			p.add(name, "body_form."+k, "%q is not a form key; keys are non-empty and use letters, digits, - . _ ~ [ ]", k)
+		}
+		p.template(name, "body_form."+k, o.BodyForm[k], o, used, false)
+	}
+	inConfirm := map[string]bool{}
+	p.template(name, "confirm", o.Confirm, o, inConfirm, false)
+	for a := range inConfirm {
+		used[a] = true
+		if arg := o.Args[a]; arg != nil && arg.Secret {
+			p.add(name, "confirm", "shows secret arg %q; a secret is never displayed: leave it out of the confirm line", a)
+		}
+	}
+	for _, a := range o.ArgNames() {
+		if !used[a] {
+			p.add(name, "args."+a, "is declared but no template uses it; use it as {%s} in the path, query, body_json, body_form or confirm, or remove it", a)
+		}
+	}
+	p.checkPick(name, o.Pick)
+}
+
+func (p *parser) checkArg(op, name string, a *Arg) {
+	f := "args." + name
+	isStr, isNum := a.Type == TypeString, a.Type == TypeInteger || a.Type == TypeNumber
+	switch a.Type {
+	case TypeString, TypeInteger, TypeNumber, TypeBoolean:
+	case "":
+		p.add(op, f+".type", `required: "string", "integer", "number" or "boolean"`)
+	default:
+		p.add(op, f+".type", `%q is not a type; want "string", "integer", "number" or "boolean"`, a.Type)
+	}
+	p.text(op, f+".description", a.Description, true)
+	var re *regexp.Regexp
+	if a.Pattern != "" {
+		if !isStr {
+			p.add(op, f+".pattern", "only string args take a pattern; this arg is %q", a.Type)
+		} else if msg := patternProblem(a.Pattern); msg != "" {
+			p.add(op, f+".pattern", "%s", msg)
+		} else {
+			re = regexp.MustCompile(a.Pattern)
+		}
+	}
+	if a.MaxLength != nil {
+		if !isStr {
+			p.add(op, f+".max_length", "only string args take max_length; this arg is %q", a.Type)
+		} else if *a.MaxLength < 1 || *a.MaxLength > maxMaxLength {
+			p.add(op, f+".max_length", "%d is out of range; want 1 to %d (code points)", *a.MaxLength, maxMaxLength)
+		}
+	}
+	if a.Enum != nil {
+		switch {
+		case !isStr:
+			p.add(op, f+".enum", "only string args take an enum; this arg is %q", a.Type)
+		case len(a.Enum) == 0:
+			p.add(op, f+".enum", "is empty; list the allowed values or leave enum out")
+		}
+		seen := map[string]bool{}
+		for i, v := range a.Enum {
+			ef := f + ".enum[" + strconv.Itoa(i) + "]"
+			if seen[v] {
+				p.add(op, ef, "%q is listed twice", v)
+			} else if msg := stringProblem(a, re, v); isStr && msg != "" {
+				p.add(op, ef, "%q %s", v, msg)
+			}
+			seen[v] = true
+		}
+	}
+	for _, b := range []struct {
+		field string
+		v     *float64
+	}{{".min", a.Min}, {".max", a.Max}} {
+		switch {
+		case b.v == nil:
+		case !isNum:
+			p.add(op, f+b.field, "only integer and number args take min and max; this arg is %q", a.Type)
+		case a.Type == TypeInteger && *b.v != math.Trunc(*b.v):
+			p.add(op, f+b.field, "%v is not a whole number; an integer arg takes integer bounds", *b.v)
+		}
+	}
+	if isNum && a.Min != nil && a.Max != nil && *a.Min > *a.Max {
+		p.add(op, f+".min", "min %v is greater than max %v", *a.Min, *a.Max)
+	}
+	if a.Default != nil {
+		if a.Required {
+			p.add(op, f+".default", "a required arg is always passed, so it takes no default; drop one of them")
+		} else if msg := defaultProblem(a, re); msg != "" {
+			p.add(op, f+".default", "%s %s", a.Default, msg)
+		}
+	}
+}
+
+// patternProblem explains why s is not an anchored RE2 pattern, or
+// returns "".
+func patternProblem(s string) string {
+	if len(s) > maxPatternLen {
+		return fmt.Sprintf("is %d bytes; a pattern is at most %d", len(s), maxPatternLen)
+	}
+	if !strings.HasPrefix(s, "^") || !strings.HasSuffix(s, "$") {
+		return fmt.Sprintf("%q must be anchored: start with ^ and end with $, e.g. \"^[a-z]+$\"", s)
+	}
+	re, err := syntax.Parse(s, syntax.Perl)
+	if err == nil {
+		_, err = regexp.Compile(s)
+	}
+	if err != nil {
+		return fmt.Sprintf("%q is not an RE2 pattern: %v", s, err)
+	}
+	if re.Op != syntax.OpConcat || len(re.Sub) < 2 || re.Sub[0].Op != syntax.OpBeginText || re.Sub[len(re.Sub)-1].Op != syntax.OpEndText {
+		return fmt.Sprintf("%q must match the whole value: ^ and $ must enclose every alternative, e.g. \"^(?:a|b)$\" rather than \"^a|b$\" (and no (?m))", s)
+	}
+	return ""
+}
+
+// stringProblem says why v does not satisfy string arg a (re is its
+// compiled pattern, if valid), or returns "".
+func stringProblem(a *Arg, re *regexp.Regexp, v string) string {
+	limit := DefaultMaxLength
+	if a.MaxLength != nil {
+		limit = *a.MaxLength
+	}
+	switch {
+	case re != nil && !re.MatchString(v):
+		return fmt.Sprintf("does not match the pattern %q", a.Pattern)
+	case utf8.RuneCountInString(v) > limit:
+		return fmt.Sprintf("is longer than max_length (%d code points)", limit)
+	}
+	return ""
+}
+
+// defaultProblem says why a's default does not satisfy a's declaration,
+// or returns "".
+func defaultProblem(a *Arg, re *regexp.Regexp) string {
+	var v any
+	dec := json.NewDecoder(bytes.NewReader(a.Default))
+	dec.UseNumber()
+	if dec.Decode(&v) != nil {
+		return "is not JSON" // unreachable: the walker read it
+	}
+	bounds := func(f float64) string {
+		if a.Min != nil && f < *a.Min || a.Max != nil && f > *a.Max {
+			return fmt.Sprintf("is outside min/max [%v, %v]", deref(a.Min), deref(a.Max))
+		}
+		return ""
+	}
+	switch a.Type {
+	case TypeString:
+		s, ok := v.(string)
+		switch {
+		case !ok:
+			return "is not a string; a string arg's default is a JSON string"
+		case a.Enum != nil && !slices.Contains(a.Enum, s):
+			return fmt.Sprintf("is not in the enum [%s]", strings.Join(a.Enum, ", "))
+		}
+		return stringProblem(a, re, s)
+	case TypeInteger:
+		n, ok := v.(json.Number)
+		if !ok || !integerRE.MatchString(n.String()) {
+			return "is not an integer; write it without fraction or exponent, e.g. 30"
+		}
+		i, err := strconv.ParseInt(n.String(), 10, 64)
+		if err != nil {
+			return "is out of the 64-bit integer range"
+		}
+		return bounds(float64(i))
+	case TypeNumber:
+		n, ok := v.(json.Number)
+		if !ok {
+			return "is not a number"
+		}
+		f, err := n.Float64()
+		if err != nil {
+			return "is out of range"
+		}
+		return bounds(f)
+	case TypeBoolean:
+		if _, ok := v.(bool); !ok {
+			return "is not true or false"
+		}
+	}
+	return ""
+}
+
+func deref(f *float64) any {
+	if f == nil {
+		return "none"
+	}
+	return *f
+}
+
+// checkPath checks the path template: literal segments and whole-segment
+// placeholders naming required string or integer args.
+func (p *parser) checkPath(op string, o *Op, used map[string]bool) {
+	s := o.Path
+	switch {
+	case s == "":
+		p.add(op, "path", "required: the request path, starting with /")
+		return
+	case s[0] != '/':
+		p.add(op, "path", "%q must start with /", s)
+		return
+	case strings.ContainsAny(s, "?#"):
+		p.add(op, "path", "%q contains ? or #; declare query parameters under \"query\"", s)
+		return
+	case s == "/":
+		return
+	}
+	for _, seg := range strings.Split(s[1:], "/") {
+		pieces, err := ParseTemplate(seg)
+		switch {
+		case seg == "":
+			p.add(op, "path", "%q has an empty segment (a doubled or trailing /)", s)
+		case seg == "." || seg == "..":
+			p.add(op, "path", "%q has the segment %q; dot segments are not allowed", s, seg)
+		case err == nil && len(pieces) == 1 && pieces[0].Arg != "":
+			name := pieces[0].Arg
+			a, ok := o.Args[name]
+			if !ok {
+				p.add(op, "path", "%q: %q is not a declared arg (%s)", s, name, declared(o))
+			} else if a != nil {
+				if !a.Required {
+					p.add(op, "args."+name, "is a path arg, so it must be required (\"required\": true)")
+				}
+				if a.Type == TypeNumber || a.Type == TypeBoolean {
+					p.add(op, "args."+name, "is a path arg of type %q; path args are string or integer", a.Type)
+				}
+			}
+			used[name] = true
+		case strings.ContainsAny(seg, "{}"):
+			p.add(op, "path", "%q: segment %q: a placeholder fills a whole segment, like /{name}/, and literal segments take no braces", s, seg)
+		case !literalSegRE.MatchString(seg):
+			p.add(op, "path", "%q: segment %q: literal segments use only letters, digits, - . _ ~ and :@!$&'()*+,;= (no percent-encoding)", s, seg)
+		}
+	}
+}
+
+// declared lists o's args for messages.
+func declared(o *Op) string {
+	if len(o.Args) == 0 {
+		return "the op declares no args"
+	}
+	return "declared args: " + strings.Join(o.ArgNames(), ", ")
+}
+
+// template checks the brace rule in template s: every "{" followed by a
+// letter, digit or "_" must be "{name}" with name a declared arg of o.
+// Names used are added to used. body says s is inside body_json, where the
+// likely slip is GraphQL text.
+func (p *parser) template(op, field, s string, o *Op, used map[string]bool, body bool) {
+	for i := 0; ; {
+		open, end, closed := nextPlaceholder(s, i)
+		if open < 0 {
+			return
+		}
+		name, slip := s[open+1:end], s[open:end]
+		if _, ok := o.Args[name]; !ok {
+			hint := fmt.Sprintf("a literal brace is followed by a space: %q", "{ "+name)
+			if body {
+				hint = fmt.Sprintf("GraphQL text keeps a space inside braces: %q", "{ "+name)
+			}
+			p.add(op, field, "%q starts a placeholder but %q is not a declared arg (%s); %s%s", slip, name, hint, declared(o), near(s, open, end))
+		} else if !closed {
+			p.add(op, field, "%q starts a placeholder but is not closed: write %q for the arg, or %q for a literal brace%s", slip, slip+"}", "{ "+name, near(s, open, end))
+		}
+		used[name] = true
+		i = end
+	}
+}
+
+// near quotes the text around s[open:end] when s is long enough for the
+// slip to be hard to find.
+func near(s string, open, end int) string {
+	const ctx = 24
+	if len(s) <= 2*ctx {
+		return ""
+	}
+	from, to := max(0, open-ctx), min(len(s), end+ctx)
+	for from > 0 && !utf8.RuneStart(s[from]) {
+		from--
+	}
+	for to < len(s) && !utf8.RuneStart(s[to]) {
+		to++
+	}
+	q := s[from:to]
+	if from > 0 {
+		q = "…" + q
+	}
+	if to < len(s) {
+		q += "…"
+	}
+	return fmt.Sprintf("; near %q", q)
+}
+
+// bodyValue checks the templates inside a body_json value at path segs.
+// Object keys are not templates, and a key that would read as a
+// placeholder is refused. The field path is built only for a problem.
+func (p *parser) bodyValue(op string, segs []string, v any, o *Op, used map[string]bool) {
+	field := func() string { return locOf(segs).field }
+	switch v := v.(type) {
+	case map[string]any:
+		for k, e := range v {
+			segs := append(segs, k)
+			if hasPlaceholderStart(k) && !p.full() {
+				p.add(op, locOf(segs).field, "key %q reads like a placeholder; body_json keys are not templates: write the key literally without \"{\" before a letter, digit or _", k)
+			}
+			p.bodyValue(op, segs, e, o, used)
+		}
+	case []any:
+		for i, e := range v {
+			p.bodyValue(op, append(segs, "["+strconv.Itoa(i)+"]"), e, o, used)
+		}
+	case string:
+		if hasPlaceholderStart(v) && !p.full() {
+			p.template(op, field(), v, o, used, true)
+		}
+	}
+}
+
+// jsonKind names the JSON type of a decoded value, for messages.
+func jsonKind(v any) string {
+	switch v.(type) {
+	case map[string]any:
+		return "an object"
+	case []any:
+		return "an array"
+	case string:
+		return "a string"
+	case json.Number:
+		return "a number"
+	case bool:
+		return "a boolean"
+	}
+	return "null"
+}
+
+func (p *parser) checkPick(op string, pk *Pick) {
+	if pk == nil {
+		p.add(op, "pick", "required: the response fields the op may return, e.g. {\"fields\": [\"id\"]} ([] returns no data)")
+		return
+	}
+	if pk.Root != "" {
+		p.dotPath(op, "pick.root", pk.Root)
+	}
+	switch {
+	case pk.Fields == nil:
+		p.add(op, "pick.fields", "required: an array of dot paths to keep ([] returns no data)")
+	case len(pk.Fields) > maxFields:
+		p.add(op, "pick.fields", "has %d fields; at most %d", len(pk.Fields), maxFields)
+	}
+	seen := map[string]bool{}
+	for i, f := range pk.Fields {
+		ff := "pick.fields[" + strconv.Itoa(i) + "]"
+		if seen[f] {
+			p.add(op, ff, "%q is listed twice", f)
+		} else {
+			p.dotPath(op, ff, f)
+		}
+		seen[f] = true
+	}
+}

@@ -1,0 +1,137 @@
+package registry
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"embed"
+	"encoding/hex"
+	"fmt"
+	"io/fs"
+	"slices"
+	"strings"
+	"sync"
+)
+
+// embedded holds the manifests built into the binary. Execution trusts
+// only this snapshot (see DESIGN.md, "Trust boundaries").
+//
+//go:embed manifests/*.json
+var embedded embed.FS
+
+// Registry is a set of parsed manifests, unique by id, together with the
+// bytes they were parsed from. A Registry is immutable and safe for
+// concurrent use.
+type Registry struct {
+	byID   map[string]*Manifest
+	raw    map[string][]byte // by id: the file's bytes
+	ids    []string          // sorted
+	digest string
+}
+
+// Load parses every "*.json" file in the root of fsys (subdirectories and
+// other files are ignored) with [Parse], using the file name in problems
+// (so each id must equal its file name). Ids must be unique and there must
+// be at least one manifest. On failure the error is an *[Error] with the
+// problems of every file; a file that cannot be read is a problem too.
+func Load(fsys fs.FS) (*Registry, error) {
+	names, err := fs.Glob(fsys, "*.json")
+	if err != nil {
+		return nil, err // unreachable: the pattern is valid
+	}
+	slices.Sort(names)
+	r := &Registry{byID: map[string]*Manifest{}, raw: map[string][]byte{}}
+	var problems []Problem
+	h := sha256.New()
+	for _, name := range names {
+		data, err := fs.ReadFile(fsys, name)
+		if err != nil {
+			problems = append(problems, Problem{File: name, Msg: "cannot read: " + err.Error()})
+			continue
+		}
+		h.Write([]byte(name))
+		h.Write([]byte{0})
+		h.Write(data)
+		h.Write([]byte{0})
+		m, err := Parse(name, data)
+		if err != nil {
+			problems = append(problems, err.(*Error).Problems...)
+			continue
+		}
+		if _, dup := r.byID[m.ID]; dup {
+			problems = append(problems, Problem{File: name, Line: 1, Col: 1, Field: "id", Msg: fmt.Sprintf("%q is also the id of another manifest; ids are unique", m.ID)})
+			continue
+		}
+		r.byID[m.ID] = m
+		r.raw[m.ID] = data
+		r.ids = append(r.ids, m.ID)
+	}
+	if len(names) == 0 {
+		problems = append(problems, Problem{File: ".", Msg: "no manifests (*.json) found"})
+	}
+	if len(problems) > 0 {
+		return nil, &Error{Problems: problems}
+	}
+	slices.Sort(r.ids)
+	r.digest = "sha256:" + hex.EncodeToString(h.Sum(nil))
+	return r, nil
+}
+
+var loadDefault = sync.OnceValue(func() *Registry {
+	sub, err := fs.Sub(embedded, "manifests")
+	if err != nil {
+		panic("registry: " + err.Error())
+	}
+	r, err := Load(sub)
+	if err != nil {
+		panic("registry: the embedded registry is invalid:\n" + err.Error())
+	}
+	return r
+})
+
+// Default returns the registry embedded in the binary
+// (registry/manifests/*.json at build time), parsed on first use. It
+// panics if an embedded manifest is invalid; a test guards that this never
+// ships.
+func Default() *Registry { return loadDefault() }
+
+// Services returns the manifests sorted by id, in a new slice. The
+// manifests are shared with the registry: callers MUST NOT modify them
+// (nor their maps, slices or pointers); use [Registry.Raw] and [Parse] for
+// a private copy.
+func (r *Registry) Services() []*Manifest {
+	out := make([]*Manifest, len(r.ids))
+	for i, id := range r.ids {
+		out[i] = r.byID[id]
+	}
+	return out
+}
+
+// Service returns the manifest with the given id and whether it exists.
+// The manifest is shared with the registry: callers MUST NOT modify it.
+func (r *Registry) Service(id string) (*Manifest, bool) {
+	m, ok := r.byID[id]
+	return m, ok
+}
+
+// Raw returns a copy of the bytes the manifest with the given id was
+// parsed from, or nil if there is none.
+func (r *Registry) Raw(id string) []byte { return bytes.Clone(r.raw[id]) }
+
+// Digest identifies the registry's content: "sha256:" followed by the
+// lower-case hex SHA-256 of, for each file in sorted name order, the file
+// name, a NUL byte, the file's bytes and a NUL byte. Any change to a byte
+// or a file name changes it.
+func (r *Registry) Digest() string { return r.digest }
+
+// String describes the registry for logs: its services and digest.
+func (r *Registry) String() string {
+	return fmt.Sprintf("registry[%s] %s", strings.Join(r.ids, ","), r.digest)
+}
+
+//go:embed manifest.schema.json
+var schemaJSON []byte
+
+// Schema returns a copy of registry/manifest.schema.json, the JSON Schema
+// (draft 2020-12) of the manifest format for editors. It checks shape
+// only; [Parse] is the authority.
+func Schema() []byte { return bytes.Clone(schemaJSON) }
