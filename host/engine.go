@@ -419,40 +419,14 @@ func (e *Engine) run(ctx context.Context, call Call, start time.Time) (*Result, 
 	if err := checkCredential(call.Credential); err != nil {
 		return nil, err
 	}
-	args := call.Args
-	if len(bytes.TrimSpace(args)) == 0 {
-		args = json.RawMessage("{}")
-	}
-	if len(args) > e.cfg.MaxArgsBytes {
-		return nil, &Error{Code: CodeBadArgs, Message: fmt.Sprintf("args are larger than %d bytes", e.cfg.MaxArgsBytes)}
-	}
 	ctx, cancel := context.WithTimeout(ctx, e.cfg.Timeout)
 	defer cancel()
-
-	input := append(make([]byte, 0, len(p.prefix)+2*len(args)+16), p.prefix...)
-	input = append(jsonv.AppendString(input, string(args)), '}')
-	st := &opState{
-		input:   input,
-		policy:  p.policy,
-		op:      p.op,
-		maxCall: e.cfg.MaxHostCalls,
-		start:   time.Now(),
-		log:     logBuffer{max: e.cfg.MaxLogBytes},
+	st, herr := e.execute(ctx, p, call.Args)
+	if herr != nil {
+		return nil, herr
 	}
-	if err := e.sandbox(ctx, st); err != nil {
-		e.guestLog(call, st)
-		return nil, err
-	}
-	e.guestLog(call, st)
-	switch st.outcome {
-	case outcomeRejected:
-		return nil, badArgs(p, st.rejReason, st.rejArg)
-	case outcomeDenied:
-		err := &Error{Code: CodeEgressDenied, Message: "the request broke the egress policy (" + string(st.deny) + ")", Deny: st.deny}
-		e.audit(call, p, nil, err, 0, 0, start)
-		return nil, err
-	case outcomeNone:
-		return nil, newError(CodeSandbox, "the executor finished without a request")
+	if herr := e.outcomeError(call, p, st); herr != nil {
+		return nil, herr
 	}
 	res, raw, err := e.send(ctx, p, st.req, call.Credential)
 	status := 0
@@ -464,6 +438,49 @@ func (e *Engine) run(ctx context.Context, call Call, start time.Time) (*Result, 
 	}
 	e.audit(call, p, res, err, status, raw, start)
 	return res, err
+}
+
+// execute runs the guest for one op and returns its state with the outcome
+// fixed. ctx should carry the op's deadline.
+func (e *Engine) execute(ctx context.Context, p *prepared, args json.RawMessage) (*opState, *Error) {
+	if len(bytes.TrimSpace(args)) == 0 {
+		args = json.RawMessage("{}")
+	}
+	if len(args) > e.cfg.MaxArgsBytes {
+		return nil, &Error{Code: CodeBadArgs, Message: fmt.Sprintf("args are larger than %d bytes", e.cfg.MaxArgsBytes)}
+	}
+	input := append(make([]byte, 0, len(p.prefix)+2*len(args)+16), p.prefix...)
+	input = append(jsonv.AppendString(input, string(args)), '}')
+	st := &opState{
+		input:   input,
+		policy:  p.policy,
+		op:      p.op,
+		maxCall: e.cfg.MaxHostCalls,
+		start:   time.Now(),
+		log:     logBuffer{max: e.cfg.MaxLogBytes},
+	}
+	err := e.sandbox(ctx, st)
+	e.guestLog(p, st)
+	if err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+// outcomeError turns a fixed outcome other than an accepted request into
+// the op's error (auditing a denial).
+func (e *Engine) outcomeError(call Call, p *prepared, st *opState) *Error {
+	switch st.outcome {
+	case outcomeAccepted:
+		return nil
+	case outcomeRejected:
+		return badArgs(p, st.rejReason, st.rejArg)
+	case outcomeDenied:
+		err := &Error{Code: CodeEgressDenied, Message: "the request broke the egress policy (" + string(st.deny) + ")", Deny: st.deny}
+		e.audit(call, p, nil, err, 0, 0, st.start)
+		return err
+	}
+	return newError(CodeSandbox, "the executor finished without a request")
 }
 
 // sandbox instantiates a fresh guest, initializes it and runs it once.
@@ -505,11 +522,11 @@ func guestFailure(ctx context.Context, err error) *Error {
 	return &Error{Code: CodeSandbox, Message: "the executor trapped", cause: err}
 }
 
-func (e *Engine) guestLog(call Call, st *opState) {
+func (e *Engine) guestLog(p *prepared, st *opState) {
 	if len(st.log.buf) == 0 && st.log.dropped == 0 {
 		return
 	}
-	e.log.Debug().Str("service", call.Service).Str("op", call.Op).
+	e.log.Debug().Str("service", p.m.ID).Str("op", p.name).
 		Str("guest_output", string(bytes.ToValidUTF8(st.log.buf, []byte("\ufffd")))).
 		Int64("guest_output_dropped", st.log.dropped).Msg("guest output")
 }

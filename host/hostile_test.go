@@ -401,3 +401,30 @@ func TestHostileImportsRefused(t *testing.T) {
 		t.Fatalf("error does not name the import: %v", err)
 	}
 }
+
+// TestCredentialNeverInGuestMemory: a guest that scans every byte it can
+// reach for its own op's credential finds nothing — the host injects it
+// after the guest is gone. The positive control puts the token in the
+// args (which do enter guest memory) and the same scan finds it.
+func TestCredentialNeverInGuestMemory(t *testing.T) {
+	env := newEnv(t, func(c *Config) { c.Guest = hostileGuest(t, "isolation") })
+	token := fakeapi.Token("github")
+	owner := func(args string) string {
+		t.Helper()
+		env.fake.Reset()
+		if _, err := env.run("github", "list_issues", args); err != nil && err.Code != CodeUpstream {
+			t.Fatal(err)
+		}
+		reqs := env.fake.Requests()
+		if len(reqs) != 1 {
+			t.Fatalf("%d requests", len(reqs))
+		}
+		return strings.Split(reqs[0].Path, "/")[2]
+	}
+	if got := owner(`{"attack":"scan_token"}`); got != "absent" {
+		t.Fatalf("the credential was found in guest memory")
+	}
+	if got := owner(`{"attack":"scan_token","control":"` + token + `"}`); got != "found" {
+		t.Fatalf("control: the scan did not find a token placed in the args")
+	}
+}

@@ -178,48 +178,10 @@ func wasiPollOneoff(ctx context.Context, mod api.Module, stack []uint64) {
 		stack[0] = errnoFault
 		return
 	}
-	const (
-		eventClock  = 0
-		flagAbstime = 1
-	)
-	le64 := func(b []byte) uint64 {
-		var v uint64
-		for i := 7; i >= 0; i-- {
-			v = v<<8 | uint64(b[i])
-		}
-		return v
-	}
-	var events [][32]byte
-	var sleep time.Duration = -1
-	var sleepIdx int
-	st := stateFrom(ctx)
-	for i := uint32(0); i < n; i++ {
-		s := subs[i*48 : (i+1)*48]
-		var ev [32]byte
-		copy(ev[:8], s[:8]) // userdata
-		tag := s[8]
-		ev[10] = tag
-		if tag == eventClock {
-			timeout := time.Duration(le64(s[24:32]))
-			if s[40]&flagAbstime != 0 {
-				// Absolute on the monotonic clock as the guest sees it.
-				timeout -= st.monotonic()
-			}
-			if timeout < 0 {
-				timeout = 0
-			}
-			if sleep < 0 || timeout < sleep {
-				sleep, sleepIdx = timeout, len(events)
-			}
-			events = append(events, ev)
-			continue
-		}
-		ev[8] = errnoBadf
-		events = append(events, ev)
-	}
+	events, sleep, sleepIdx := parseSubscriptions(subs, int(n), stateFrom(ctx).monotonic())
 	var fired [][32]byte
 	for _, ev := range events {
-		if ev[10] != eventClock {
+		if ev[10] != eventTypeClock {
 			fired = append(fired, ev)
 		}
 	}
@@ -240,6 +202,52 @@ func wasiPollOneoff(ctx context.Context, mod api.Module, stack []uint64) {
 		return
 	}
 	stack[0] = errnoSuccess
+}
+
+// WASI poll_oneoff constants (subscription and event layouts of WASI
+// preview1: a subscription is 48 bytes, an event 32).
+const (
+	eventTypeClock = 0
+	flagAbstime    = 1
+)
+
+// parseSubscriptions decodes n subscriptions of 48 bytes each into their
+// events (userdata and type copied; EBADF for descriptor subscriptions)
+// and finds the earliest clock: sleep is how long until it is due (-1 when
+// there is no clock subscription) and idx its event. now is the guest's
+// monotonic time, for absolute clocks.
+func parseSubscriptions(subs []byte, n int, now time.Duration) (events [][32]byte, sleep time.Duration, idx int) {
+	le64 := func(b []byte) uint64 {
+		var v uint64
+		for i := 7; i >= 0; i-- {
+			v = v<<8 | uint64(b[i])
+		}
+		return v
+	}
+	sleep, idx = -1, -1
+	for i := 0; i < n; i++ {
+		s := subs[i*48 : (i+1)*48]
+		var ev [32]byte
+		copy(ev[:8], s[:8]) // userdata
+		tag := s[8]
+		ev[10] = tag
+		if tag == eventTypeClock {
+			timeout := time.Duration(le64(s[24:32]))
+			if s[40]&flagAbstime != 0 {
+				timeout -= now
+			}
+			if timeout < 0 {
+				timeout = 0
+			}
+			if sleep < 0 || timeout < sleep {
+				sleep, idx = timeout, len(events)
+			}
+		} else {
+			ev[8] = errnoBadf
+		}
+		events = append(events, ev)
+	}
+	return events, sleep, idx
 }
 
 // wasiProcExit(code) ends the instance; the op fails with CodeSandbox.

@@ -577,6 +577,9 @@ func (p *parser) checkOp(name string, o *Op) {
 		if arg := o.Args[a]; arg != nil && arg.Secret {
 			p.add(name, "confirm", "shows secret arg %q; a secret is never displayed: leave it out of the confirm line", a)
 		}
+		if arg := o.Args[a]; arg != nil && !arg.Required && len(arg.Default) == 0 {
+			p.add(name, "confirm", "names optional arg %q without a default; the sentence a member taps must be complete, so make it required, give it a default, or leave it out", a)
+		}
 	}
 	for _, a := range o.ArgNames() {
 		if !used[a] {

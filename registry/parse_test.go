@@ -190,6 +190,8 @@ func TestParseRefuses(t *testing.T) {
 			want: []string{`op "list_items": query.limit: "{limit" starts a placeholder but is not closed: write "{limit}" for the arg, or "{ limit" for a literal brace`}},
 		{name: "undeclared confirm placeholder", edits: []string{`"Charge {amount} cents?"`, `"Charge {amount} cents to {card}?"`},
 			want: []string{`op "add_charge": confirm: "{card" starts a placeholder but "card" is not a declared arg`}},
+		{name: "optional arg without default in confirm", edits: []string{`"Charge {amount} cents?"`, `"Charge {amount} cents to {memo}?"`, `"note": { "type": "string", "secret": true }`, `"note": { "type": "string", "secret": true }, "memo": { "type": "string" }`},
+			want: []string{`op "add_charge": confirm: names optional arg "memo" without a default`}},
 		{name: "secret arg in confirm", edits: []string{`"Charge {amount} cents?"`, `"Charge {amount} cents ({note})?"`},
 			want: []string{`op "add_charge": confirm: shows secret arg "note"`}},
 		{name: "body_json on GET", edits: []string{`"pick": { "root": "data", "fields": ["id", "title", "labels.name"] }`, `"body_json": {}, "pick": { "root": "data", "fields": ["id", "title", "labels.name"] }`},

@@ -37,18 +37,25 @@ func write() {
 	counter++
 }
 
-func read() bool {
-	// The guest can read every byte below its newest allocation's end.
+func read() bool { return scan(needle) > 0 || counter > 1 }
+
+// tokenNeedle is the provider fake's GitHub token XOR 0x55: "scan_token"
+// looks for the credential of its own op in every byte it can reach.
+// (Stored XORed, so the plain token is nowhere in the module.)
+var tokenNeedle = []byte{0x32, 0x3d, 0x25, 0x0a, 0x33, 0x34, 0x3e, 0x30, 0x0a, 0x25, 0x3c, 0x3b, 0x3b, 0x30, 0x31, 0x0a, 0x32, 0x3c, 0x21, 0x3d, 0x20, 0x37, 0x0a, 0x21, 0x3a, 0x3e, 0x30, 0x3b, 0x0a, 0x65, 0x65, 0x65, 0x65, 0x65, 0x65, 0x65, 0x65, 0x65, 0x65, 0x65, 0x65}
+
+// scan counts the places the XORed needle occurs in reachable memory.
+func scan(n []byte) int {
 	top := make([]byte, 1<<20)
 	end := uintptr(unsafe.Pointer(&top[len(top)-1]))
 	found := 0
-	for a := uintptr(1); a+uintptr(len(needle)) < end; a++ {
-		if *(*byte)(unsafe.Pointer(a)) != needle[0]^0x55 {
+	for a := uintptr(1); a+uintptr(len(n)) < end; a++ {
+		if *(*byte)(unsafe.Pointer(a)) != n[0]^0x55 {
 			continue
 		}
 		match := true
-		for i := 1; i < len(needle); i++ {
-			if *(*byte)(unsafe.Pointer(a + uintptr(i))) != needle[i]^0x55 {
+		for i := 1; i < len(n); i++ {
+			if *(*byte)(unsafe.Pointer(a + uintptr(i))) != n[i]^0x55 {
 				match = false
 				break
 			}
@@ -57,7 +64,7 @@ func read() bool {
 			found++
 		}
 	}
-	return found > 0 || counter > 1
+	return found
 }
 
 func request(found bool) int32 {
@@ -81,6 +88,11 @@ func run() int32 {
 	case "write_then_read":
 		write()
 		return request(read())
+	case "scan_token":
+		// The host injects the credential after the guest is gone: it is
+		// never in guest memory. (The positive control passes the token
+		// in the args, which do enter memory.)
+		return request(scan(tokenNeedle) > 0)
 	}
 	return -1
 }

@@ -1,0 +1,89 @@
+package host
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/elevenmessenger/pinned/internal/fakeapi"
+)
+
+// egressEvents returns the audit events in the captured log.
+func egressEvents(t *testing.T, logs string) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(logs), "\n") {
+		var ev map[string]any
+		if err := json.Unmarshal([]byte(line), &ev); err != nil {
+			t.Fatalf("log line is not JSON: %q", line)
+		}
+		if ev["event"] == "egress" {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
+// TestAuditTrail: one event per egress attempt, sent or denied, with the
+// documented fields; never the credential, the rendered URL or any arg
+// value.
+func TestAuditTrail(t *testing.T) {
+	env := newEnv(t, nil)
+	const marker = "AUDIT-ARG-VALUE-7d1e"
+	if _, err := env.run("github", "create_issue", `{"owner":"pinned-tester","repo":"notes","title":"`+marker+`","body":"`+marker+`"}`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.run("github", "get_repo", `{"owner":"pinned-tester","repo":"no-such-repo-`+strings.ToLower(marker)+`"}`); err == nil || err.Code != CodeUpstream {
+		t.Fatalf("want a 404, got %v", err)
+	}
+	if _, err := env.run("github", "get_repo", `{"owner":"pinned-tester","repo":".."}`); err == nil || err.Code != CodeBadArgs {
+		t.Fatalf("want bad_args, got %v", err) // refused in the guest: no egress attempt, no event
+	}
+	evs := egressEvents(t, env.logs.String())
+	if len(evs) != 2 {
+		t.Fatalf("%d egress events, want 2: %v", len(evs), evs)
+	}
+	want := []map[string]any{
+		{"service": "github", "op": "create_issue", "method": "POST", "host": "api.github.com", "path": "/repos/{owner}/{repo}/issues", "status": 201.0, "outcome": "ok"},
+		{"service": "github", "op": "get_repo", "method": "GET", "host": "api.github.com", "path": "/repos/{owner}/{repo}", "status": 404.0, "outcome": "upstream_error"},
+	}
+	for i, w := range want {
+		for k, v := range w {
+			if evs[i][k] != v {
+				t.Errorf("event %d: %s = %v, want %v", i, k, evs[i][k], v)
+			}
+		}
+		for _, k := range []string{"bytes_raw", "bytes_projected", "duration"} {
+			if _, ok := evs[i][k]; !ok {
+				t.Errorf("event %d lacks %s", i, k)
+			}
+		}
+	}
+	if evs[0]["bytes_raw"].(float64) < 1000 || evs[0]["bytes_projected"].(float64) < 50 {
+		t.Errorf("byte counts look wrong: %v", evs[0])
+	}
+	logs := env.logs.String() + env.metricsText(t)
+	for _, s := range []string{marker, strings.ToLower(marker), fakeapi.Token("github"), "no-such-repo"} {
+		if strings.Contains(logs, s) {
+			t.Errorf("logs or metrics contain %q", s)
+		}
+	}
+}
+
+// TestAuditDenied: a denied request is an egress attempt too: one event
+// with its deny reason, and the denial counter by reason.
+func TestAuditDenied(t *testing.T) {
+	env := newEnv(t, func(c *Config) { c.Guest = hostileGuest(t, "egress") })
+	env.run("github", "list_issues", `{"attack":"set_authorization"}`)
+	evs := egressEvents(t, env.logs.String())
+	if len(evs) != 1 || evs[0]["deny"] != string(DenyHeaderForbidden) || evs[0]["outcome"] != string(CodeEgressDenied) {
+		t.Fatalf("events: %v", evs)
+	}
+	m := env.metricsText(t)
+	if !strings.Contains(m, `pinned_egress_denied_total{reason="header_forbidden",service="github"} 1`) {
+		t.Fatalf("metrics:\n%s", m)
+	}
+	if strings.Contains(env.logs.String(), "stolen") {
+		t.Fatal("the guest's forged header value reached the log")
+	}
+}

@@ -1,0 +1,48 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"testing"
+)
+
+func TestCheck(t *testing.T) {
+	env := newEnv(t, nil)
+	ctx := context.Background()
+	tests := []struct {
+		name, service, op, args string
+		access, confirm         string
+		code                    Code
+	}{
+		{"write op renders its confirm line", "github", "create_issue",
+			`{"owner":"pinned-tester","repo":"notes","title":"Fix \"it\"","body":"x"}`,
+			"write", `Open an issue titled "Fix "it"" in pinned-tester/notes?`, ""},
+		{"read op has no confirm", "github", "list_repos", `{"per_page":5}`, "read", "", ""},
+		{"bad args are refused by the sandbox", "github", "create_issue", `{"owner":"pinned-tester","repo":"notes"}`, "", "", CodeBadArgs},
+		{"unknown op", "github", "delete_repo", `{}`, "", "", CodeUnknownOp},
+		{"dnsimple register", "dnsimple", "register_domain", `{"account":1385,"domain":"blip.com","registrant_id":2715}`,
+			"write", "Register blip.com? This buys the domain and costs real money.", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env.fake.Reset()
+			c, err := env.eng.Check(ctx, tt.service, tt.op, []byte(tt.args))
+			if tt.code != "" {
+				var he *Error
+				if !errors.As(err, &he) || he.Code != tt.code {
+					t.Fatalf("got %v, want %s", err, tt.code)
+				}
+			} else {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if c.Access != tt.access || c.Confirm != tt.confirm {
+					t.Fatalf("got %+v", c)
+				}
+			}
+			if n := len(env.fake.Requests()); n != 0 {
+				t.Fatalf("Check sent %d requests", n)
+			}
+		})
+	}
+}
