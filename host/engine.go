@@ -29,6 +29,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"runtime"
 	"sort"
 	"sync"
 	"time"
@@ -40,7 +41,6 @@ import (
 
 	"github.com/elevenmessenger/pinned/guest"
 	"github.com/elevenmessenger/pinned/internal/abi"
-	"github.com/elevenmessenger/pinned/internal/jsonv"
 	"github.com/elevenmessenger/pinned/registry"
 )
 
@@ -94,6 +94,14 @@ type Config struct {
 	Metrics *Metrics
 	// UserAgent is sent upstream; default "pinned/1".
 	UserAgent string
+	// Isolation is IsolationReset (default: reuse instances reset to the
+	// post-initialization state, falling back to fresh instances where a
+	// reset cannot be proven equivalent) or IsolationFresh (a new instance
+	// for every op).
+	Isolation string
+	// PoolSize bounds the instances IsolationReset keeps; default twice
+	// GOMAXPROCS, at least 4.
+	PoolSize int
 	// CacheDir, when set, holds wazero's compilation cache: compiled guest
 	// code keyed by the module's hash and the wazero version, so a restart
 	// skips compilation. Empty means compile in memory every start.
@@ -149,6 +157,9 @@ type Engine struct {
 	modCfg   wazero.ModuleConfig
 	client   *http.Client
 	log      zerolog.Logger
+
+	pool     *pool  // nil with IsolationFresh
+	strategy string // the strategy in use, with the fallback reason
 
 	mu    sync.Mutex
 	preps map[string]*prepared
@@ -236,8 +247,32 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		return nil, e.closeWith(ctx, err)
 	}
 	e.modCfg = wazero.NewModuleConfig().WithName("").WithStartFunctions()
+	switch cfg.Isolation {
+	case "", IsolationReset:
+		size := cfg.PoolSize
+		if size <= 0 {
+			size = max(4, 2*runtime.GOMAXPROCS(0))
+		}
+		e.pool, err = newPool(ctx, e, cfg.Guest, size)
+		switch {
+		case err == nil:
+			e.strategy = IsolationReset
+		case errors.Is(err, errNotResettable):
+			e.strategy = IsolationFresh + " (" + err.Error() + ")"
+		default:
+			return nil, e.closeWith(ctx, err)
+		}
+	case IsolationFresh:
+		e.strategy = IsolationFresh
+	default:
+		return nil, e.closeWith(ctx, fmt.Errorf("host: unknown isolation %q (want %s or %s)", cfg.Isolation, IsolationReset, IsolationFresh))
+	}
 	return e, nil
 }
+
+// Strategy names the isolation strategy in use: "reset", "fresh", or
+// "fresh (<why reset was not possible>)".
+func (e *Engine) Strategy() string { return e.strategy }
 
 func (e *Engine) closeWith(ctx context.Context, err error) error {
 	_ = e.rt.Close(ctx)
@@ -247,6 +282,9 @@ func (e *Engine) closeWith(ctx context.Context, err error) error {
 // Close releases the runtime and idle connections.
 func (e *Engine) Close(ctx context.Context) error {
 	e.client.CloseIdleConnections()
+	if e.pool != nil {
+		e.pool.close()
+	}
 	return e.rt.Close(ctx)
 }
 
@@ -375,8 +413,8 @@ func joinNames(names []string) string {
 	return b.String()
 }
 
-// inputPrefix encodes the op input (docs/ABI.md, "The op input") up to the
-// args member: {"host":…,"headers":{…},"op":{…},"args":
+// inputPrefix encodes the op input (docs/ABI.md, "The op input") up to
+// the caller's args: the op spec as one line of JSON, then a newline.
 func inputPrefix(m *registry.Manifest, op *registry.Op) ([]byte, error) {
 	type opIn struct {
 		Method   string                   `json:"method"`
@@ -394,8 +432,7 @@ func inputPrefix(m *registry.Manifest, op *registry.Op) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	head = head[:len(head)-1] // drop the closing brace
-	return append(head, `,"args":`...), nil
+	return append(head, '\n'), nil
 }
 
 // Run runs one op: it checks the call, renders the request in a fresh
@@ -449,15 +486,15 @@ func (e *Engine) execute(ctx context.Context, p *prepared, args json.RawMessage)
 	if len(args) > e.cfg.MaxArgsBytes {
 		return nil, &Error{Code: CodeBadArgs, Message: fmt.Sprintf("args are larger than %d bytes", e.cfg.MaxArgsBytes)}
 	}
-	input := append(make([]byte, 0, len(p.prefix)+2*len(args)+16), p.prefix...)
-	input = append(jsonv.AppendString(input, string(args)), '}')
+	input := append(append(make([]byte, 0, len(p.prefix)+len(args)), p.prefix...), args...)
 	st := &opState{
-		input:   input,
-		policy:  p.policy,
-		op:      p.op,
-		maxCall: e.cfg.MaxHostCalls,
-		start:   time.Now(),
-		log:     logBuffer{max: e.cfg.MaxLogBytes},
+		input:     input,
+		policy:    p.policy,
+		op:        p.op,
+		maxCall:   e.cfg.MaxHostCalls,
+		start:     time.Now(),
+		clockBase: clockOrigin,
+		log:       logBuffer{max: e.cfg.MaxLogBytes},
 	}
 	err := e.sandbox(ctx, st)
 	e.guestLog(p, st)
@@ -483,8 +520,30 @@ func (e *Engine) outcomeError(call Call, p *prepared, st *opState) *Error {
 	return newError(CodeSandbox, "the executor finished without a request")
 }
 
-// sandbox instantiates a fresh guest, initializes it and runs it once.
+// sandbox runs the guest once for the op: in a pooled instance reset to
+// the template (IsolationReset) or in a fresh one.
 func (e *Engine) sandbox(ctx context.Context, st *opState) *Error {
+	if e.pool == nil {
+		return e.sandboxFresh(ctx, st)
+	}
+	inst, err := e.pool.get(ctx)
+	if err != nil {
+		return guestFailure(ctx, err)
+	}
+	gctx := context.WithValue(ctx, stateKey{}, st)
+	st.clockBase, st.start = e.pool.tmpl.clock, time.Now()
+	st.running = true
+	_, err = inst.run.Call(gctx)
+	st.running = false
+	e.pool.put(inst, err == nil)
+	if err != nil {
+		return guestFailure(ctx, err)
+	}
+	return nil
+}
+
+// sandboxFresh instantiates a fresh guest, initializes it and runs it once.
+func (e *Engine) sandboxFresh(ctx context.Context, st *opState) *Error {
 	gctx := context.WithValue(ctx, stateKey{}, st)
 	mod, err := e.rt.InstantiateModule(gctx, e.compiled, e.modCfg)
 	if err != nil {

@@ -32,7 +32,12 @@ type opState struct {
 	calls   int
 	maxCall int
 	start   time.Time
-	log     logBuffer
+	// clockBase is the guest's monotonic time at op start: clockOrigin for
+	// a fresh instance, the template's clock for a reset one (the guest's
+	// runtime remembers times from before the snapshot, so its clock must
+	// not run backwards).
+	clockBase time.Duration
+	log       logBuffer
 
 	outcome   outcome
 	req       *checkedRequest
@@ -43,16 +48,22 @@ type opState struct {
 
 type stateKey struct{}
 
+// clockOrigin is where every guest's monotonic clock starts. It is a
+// constant, so it reveals nothing of the host, and it is not zero: the Go
+// runtime refuses to start ("nanotime returning zero") when its monotonic
+// clock reads 0.
+const clockOrigin = time.Second
+
 // stateFrom returns the op's state. A call outside an op (which the host
 // never makes) gets an inert state whose every pin_v1 call is ESTATE.
 func stateFrom(ctx context.Context) *opState {
 	if st, ok := ctx.Value(stateKey{}).(*opState); ok {
 		return st
 	}
-	return &opState{start: time.Now()}
+	return &opState{start: time.Now(), clockBase: clockOrigin}
 }
 
-func (st *opState) monotonic() time.Duration { return time.Since(st.start) }
+func (st *opState) monotonic() time.Duration { return st.clockBase + time.Since(st.start) }
 
 // budget counts one pin_v1 call and reports whether it may proceed: ELIMIT
 // past the op's budget, ESTATE outside run or once the outcome is fixed

@@ -95,8 +95,8 @@ func wasiZeroSizes(_ context.Context, mod api.Module, stack []uint64) {
 
 // wasiClockTimeGet(id, precision, result_ptr): realtime (0) and monotonic
 // (1) only, both with millisecond resolution whatever precision asks; the
-// monotonic clock counts from the op's start, so it reveals neither the
-// host's uptime nor fine timing. Results: 0, EINVAL (other clocks),
+// monotonic clock counts from a fixed, non-zero origin at the op's start,
+// so it reveals neither the host's uptime nor fine timing. Results: 0, EINVAL (other clocks),
 // EFAULT.
 func wasiClockTimeGet(ctx context.Context, mod api.Module, stack []uint64) {
 	var t int64

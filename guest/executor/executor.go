@@ -1,7 +1,7 @@
 // Package executor turns an op and its arguments into an HTTP request. It
 // is the logic of the guest: compiled to wasm (guest/wasm) it runs inside
 // the sandbox; compiled natively it is the baseline the sandbox's overhead
-// is measured against, and the reference the host's own checks are tested
+// is measured against, and the reference the host's own checks are fuzzed
 // with.
 //
 // The executor is deliberately small and dependency-free (jsonv, regexp,
@@ -13,8 +13,10 @@
 package executor
 
 import (
+	"bytes"
 	"regexp"
 	"strconv"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/elevenmessenger/pinned/internal/abi"
@@ -34,20 +36,22 @@ type InputError struct{ Msg string }
 
 func (e *InputError) Error() string { return "executor: bad op input: " + e.Msg }
 
+func bad(msg string) error { return &InputError{Msg: msg} }
+
 // Render decodes the op input, validates the arguments against the op's
 // declarations and renders the request. Exactly one result is non-nil: the
 // encoded request, a Reject for arguments that break a declaration, or an
 // *InputError for input the host should never have sent.
 func Render(input []byte) ([]byte, *Reject, error) {
-	in, err := decodeInput(input)
+	sp, args, err := split(input)
 	if err != nil {
 		return nil, nil, err
 	}
-	vals, rej := in.validate()
+	vals, rej := sp.validate(args)
 	if rej != nil {
 		return nil, rej, nil
 	}
-	req, rej := in.render(vals)
+	req, rej := sp.render(vals)
 	if rej != nil {
 		return nil, rej, nil
 	}
@@ -58,19 +62,90 @@ func Render(input []byte) ([]byte, *Reject, error) {
 // returns the effective value of every present or defaulted argument,
 // rendered as text (what a confirm sentence shows).
 func Validate(input []byte) (map[string]string, *Reject, error) {
-	in, err := decodeInput(input)
+	sp, args, err := split(input)
 	if err != nil {
 		return nil, nil, err
 	}
-	vals, rej := in.validate()
+	vals, rej := sp.validate(args)
 	if rej != nil {
 		return nil, rej, nil
 	}
 	out := make(map[string]string, len(vals))
-	for k, v := range vals {
-		out[k] = v.text()
+	for i, v := range vals {
+		if v.set {
+			out[sp.args[i].name] = v.text()
+		}
 	}
 	return out, nil, nil
+}
+
+// split separates the op input into the (cached) spec and the raw args.
+func split(input []byte) (*spec, []byte, error) {
+	nl := bytes.IndexByte(input, '\n')
+	if nl < 0 {
+		return nil, nil, bad("no newline between the op spec and the args")
+	}
+	sp, err := specFor(input[:nl])
+	if err != nil {
+		return nil, nil, err
+	}
+	return sp, input[nl+1:], nil
+}
+
+// The spec cache holds parsed op specs (with compiled patterns) by their
+// exact bytes. Specs come from the host's embedded registry only, never
+// from a caller, so the cache is bounded by the registry (and by maxSpecs
+// anyway). Under the host's reset strategy the snapshot is taken after one
+// warm-up op per registry op, so every spec is already parsed in it; the
+// cache never holds anything a caller sent.
+var (
+	specMu    sync.Mutex
+	specCache = map[string]*spec{}
+)
+
+const maxSpecs = 512
+
+func specFor(b []byte) (*spec, error) {
+	specMu.Lock()
+	sp := specCache[string(b)]
+	specMu.Unlock()
+	if sp != nil {
+		return sp, nil
+	}
+	sp, err := parseSpec(b)
+	if err != nil {
+		return nil, err
+	}
+	specMu.Lock()
+	if len(specCache) < maxSpecs {
+		specCache[string(b)] = sp
+	}
+	specMu.Unlock()
+	return sp, nil
+}
+
+// piece is one part of a template: literal text, or the arg at index arg.
+type piece struct {
+	lit string
+	arg int // -1 for literal text
+}
+
+// keyed is a query or form entry: its key, already percent-encoded, and
+// its value template.
+type keyed struct {
+	key    []byte
+	pieces []piece
+}
+
+// node is a parsed body_json template value.
+type node struct {
+	kind   jsonv.Kind
+	raw    []byte  // numbers, booleans, null: the literal
+	pieces []piece // strings
+	exact  int     // index of the arg for a string that is exactly "{arg}", else -1
+	elems  []*node // arrays
+	keys   [][]byte
+	vals   []*node // objects: JSON-encoded keys and their values
 }
 
 type argSpec struct {
@@ -84,52 +159,20 @@ type argSpec struct {
 	maxLength int
 }
 
-type input struct {
-	host     string
-	headers  []jsonv.Member // name → string, in order
-	method   string
-	path     string
-	query    []jsonv.Member // key → template, in order
-	bodyJSON *jsonv.Value
-	bodyForm []jsonv.Member
-	args     []*argSpec // sorted by name (the host sends them sorted)
-	argsRaw  string
+// spec is a parsed op spec: everything of the request that does not
+// depend on the args, pre-rendered where possible.
+type spec struct {
+	head     []byte // `{"method":…,"url":"https://host`
+	headers  []byte // `,"headers":[…]`
+	path     []piece
+	query    []keyed
+	bodyJSON *node
+	bodyForm []keyed
+	hasForm  bool
+	args     []*argSpec // in the order the host sends them (sorted)
 }
 
-// value is one validated argument.
-type value struct {
-	kind jsonv.Kind
-	s    string  // string value, or the canonical literal of a number
-	f    float64 // numbers
-	b    bool
-}
-
-func (v value) text() string {
-	switch v.kind {
-	case jsonv.Bool:
-		if v.b {
-			return "true"
-		}
-		return "false"
-	default:
-		return v.s
-	}
-}
-
-func (v value) json() jsonv.Value {
-	switch v.kind {
-	case jsonv.Bool:
-		return jsonv.Value{Kind: jsonv.Bool, B: v.b}
-	case jsonv.Number:
-		return jsonv.Value{Kind: jsonv.Number, S: v.s}
-	default:
-		return jsonv.Value{Kind: jsonv.String, S: v.s}
-	}
-}
-
-func bad(msg string) error { return &InputError{Msg: msg} }
-
-func decodeInput(b []byte) (*input, error) {
+func parseSpec(b []byte) (*spec, error) {
 	root, err := jsonv.Parse(b)
 	if err != nil {
 		return nil, bad(err.Error())
@@ -137,57 +180,87 @@ func decodeInput(b []byte) (*input, error) {
 	if root.Kind != jsonv.Object {
 		return nil, bad("not an object")
 	}
-	in := &input{}
 	str := func(v *jsonv.Value, what string) (string, error) {
 		if v == nil || v.Kind != jsonv.String {
 			return "", bad(what + " must be a string")
 		}
 		return v.S, nil
 	}
-	if in.host, err = str(root.Get("host"), "host"); err != nil {
-		return nil, err
-	}
-	if in.argsRaw, err = str(root.Get("args"), "args"); err != nil {
-		return nil, err
-	}
-	if in.headers, err = strMap(root.Get("headers"), "headers"); err != nil {
+	host, err := str(root.Get("host"), "host")
+	if err != nil {
 		return nil, err
 	}
 	op := root.Get("op")
 	if op == nil || op.Kind != jsonv.Object {
 		return nil, bad("op must be an object")
 	}
-	if in.method, err = str(op.Get("method"), "op.method"); err != nil {
+	method, err := str(op.Get("method"), "op.method")
+	if err != nil {
 		return nil, err
 	}
-	if in.path, err = str(op.Get("path"), "op.path"); err != nil {
+	path, err := str(op.Get("path"), "op.path")
+	if err != nil {
 		return nil, err
 	}
-	if in.query, err = strMap(op.Get("query"), "op.query"); err != nil {
+	sp := &spec{}
+	if a := op.Get("args"); a != nil && a.Kind != jsonv.Null {
+		if a.Kind != jsonv.Object {
+			return nil, bad("op.args must be an object")
+		}
+		for i := range a.O {
+			as, err := decodeArg(a.O[i].Key, &a.O[i].Value)
+			if err != nil {
+				return nil, err
+			}
+			sp.args = append(sp.args, as)
+		}
+	}
+	sp.head = jsonv.AppendString([]byte(`{"method":`), method)
+	sp.head = append(sp.head, `,"url":"https://`...)
+	sp.head = append(sp.head, host...) // a DNS name: nothing to escape
+	sp.path = sp.template(path)
+
+	headers, err := strMap(root.Get("headers"), "headers")
+	if err != nil {
 		return nil, err
 	}
-	if in.bodyForm, err = strMap(op.Get("body_form"), "op.body_form"); err != nil {
+	sp.headers = append(sp.headers, `,"headers":[`...)
+	for i, h := range headers {
+		if i > 0 {
+			sp.headers = append(sp.headers, ',')
+		}
+		sp.headers = append(sp.headers, '[')
+		sp.headers = jsonv.AppendString(sp.headers, h.Key)
+		sp.headers = append(sp.headers, ',')
+		sp.headers = jsonv.AppendString(sp.headers, h.Value.S)
+		sp.headers = append(sp.headers, ']')
+	}
+	sp.headers = append(sp.headers, ']')
+
+	query, err := strMap(op.Get("query"), "op.query")
+	if err != nil {
 		return nil, err
+	}
+	for _, q := range query {
+		sp.query = append(sp.query, keyed{appendEscaped(nil, q.Key, false), sp.template(q.Value.S)})
+	}
+	form, err := strMap(op.Get("body_form"), "op.body_form")
+	if err != nil {
+		return nil, err
+	}
+	if v := op.Get("body_form"); v != nil && v.Kind == jsonv.Object {
+		sp.hasForm = true
+	}
+	for _, f := range form {
+		sp.bodyForm = append(sp.bodyForm, keyed{appendEscaped(nil, f.Key, true), sp.template(f.Value.S)})
 	}
 	if bj := op.Get("body_json"); bj != nil && bj.Kind != jsonv.Null {
 		if bj.Kind != jsonv.Object {
 			return nil, bad("op.body_json must be an object")
 		}
-		in.bodyJSON = bj
+		sp.bodyJSON = sp.jsonTemplate(bj)
 	}
-	if a := op.Get("args"); a != nil && a.Kind != jsonv.Null {
-		if a.Kind != jsonv.Object {
-			return nil, bad("op.args must be an object")
-		}
-		for _, m := range a.O {
-			spec, err := decodeArg(m.Key, &m.Value)
-			if err != nil {
-				return nil, err
-			}
-			in.args = append(in.args, spec)
-		}
-	}
-	return in, nil
+	return sp, nil
 }
 
 func strMap(v *jsonv.Value, what string) ([]jsonv.Member, error) {
@@ -203,6 +276,68 @@ func strMap(v *jsonv.Value, what string) ([]jsonv.Member, error) {
 		}
 	}
 	return v.O, nil
+}
+
+func (sp *spec) argIndex(name string) int {
+	for i, a := range sp.args {
+		if a.name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// template splits a template into pieces (the brace rule of
+// docs/MANIFEST.md): "{name}" with name a declared arg is a placeholder;
+// anything else is literal text.
+func (sp *spec) template(t string) []piece {
+	var out []piece
+	last := 0
+	for i := 0; i < len(t); {
+		name, n := placeholder(t[i:])
+		if n == 0 {
+			i++
+			continue
+		}
+		idx := sp.argIndex(name)
+		if idx < 0 {
+			i += n
+			continue // not an arg: literal (the loader refuses this anyway)
+		}
+		if i > last {
+			out = append(out, piece{lit: t[last:i], arg: -1})
+		}
+		out = append(out, piece{arg: idx})
+		i += n
+		last = i
+	}
+	if last < len(t) {
+		out = append(out, piece{lit: t[last:], arg: -1})
+	}
+	return out
+}
+
+func (sp *spec) jsonTemplate(v *jsonv.Value) *node {
+	n := &node{kind: v.Kind, exact: -1}
+	switch v.Kind {
+	case jsonv.String:
+		n.pieces = sp.template(v.S)
+		if len(n.pieces) == 1 && n.pieces[0].arg >= 0 {
+			n.exact = n.pieces[0].arg
+		}
+	case jsonv.Array:
+		for i := range v.A {
+			n.elems = append(n.elems, sp.jsonTemplate(&v.A[i]))
+		}
+	case jsonv.Object:
+		for i := range v.O {
+			n.keys = append(n.keys, jsonv.AppendString(nil, v.O[i].Key))
+			n.vals = append(n.vals, sp.jsonTemplate(&v.O[i].Value))
+		}
+	default:
+		n.raw = jsonv.Append(nil, *v)
+	}
+	return n
 }
 
 func decodeArg(name string, v *jsonv.Value) (*argSpec, error) {
@@ -270,20 +405,38 @@ const defaultMaxLength = 4096
 // integer args are bounded by it so every consumer reads the same value.
 const maxSafeInteger = 1<<53 - 1
 
+// value is one validated argument.
+type value struct {
+	set  bool
+	kind jsonv.Kind
+	s    string // string value, or the canonical literal of a number
+	b    bool
+}
+
+func (v value) text() string {
+	if v.kind == jsonv.Bool {
+		if v.b {
+			return "true"
+		}
+		return "false"
+	}
+	return v.s
+}
+
 // validate checks the caller's args against the declarations and returns
-// the effective values (defaults applied).
-func (in *input) validate() (map[string]value, *Reject) {
-	args, err := jsonv.Parse([]byte(in.argsRaw))
+// the effective values by arg index (defaults applied).
+func (sp *spec) validate(raw []byte) ([]value, *Reject) {
+	args, err := jsonv.Parse(raw)
 	if err != nil || args.Kind != jsonv.Object {
 		return nil, &Reject{Reason: abi.RejectSyntax}
 	}
 	for _, m := range args.O {
-		if in.spec(m.Key) == nil {
+		if sp.argIndex(m.Key) < 0 {
 			return nil, &Reject{Reason: abi.RejectUndeclared, Arg: clipName(m.Key)}
 		}
 	}
-	vals := make(map[string]value, len(in.args))
-	for _, a := range in.args {
+	vals := make([]value, len(sp.args))
+	for i, a := range sp.args {
 		v := args.Get(a.name)
 		if v == nil {
 			if a.required {
@@ -298,7 +451,7 @@ func (in *input) validate() (map[string]value, *Reject) {
 		if reason != 0 {
 			return nil, &Reject{Reason: reason, Arg: a.name}
 		}
-		vals[a.name] = val
+		vals[i] = val
 	}
 	return vals, nil
 }
@@ -321,15 +474,6 @@ func clipName(s string) string {
 		return "?"
 	}
 	return string(out)
-}
-
-func (in *input) spec(name string) *argSpec {
-	for _, a := range in.args {
-		if a.name == name {
-			return a
-		}
-	}
-	return nil
 }
 
 // check validates one value against its declaration and returns it in
@@ -364,23 +508,35 @@ func (a *argSpec) check(v *jsonv.Value) (value, int32) {
 		if a.pattern != nil && !a.pattern.MatchString(s) {
 			return value{}, abi.RejectPattern
 		}
-		return value{kind: jsonv.String, s: s}, 0
+		return value{set: true, kind: jsonv.String, s: s}, 0
 	case "integer", "number":
 		if v.Kind != jsonv.Number {
 			return value{}, abi.RejectType
 		}
-		f, err := strconv.ParseFloat(v.S, 64)
-		if err != nil { // out of float64 range
-			return value{}, abi.RejectType
-		}
+		var f float64
 		var lit string
-		if a.typ == "integer" {
-			if f != float64(int64(f)) || f > maxSafeInteger || f < -maxSafeInteger {
+		if n, err := strconv.ParseInt(v.S, 10, 64); err == nil && a.typ == "integer" {
+			// The common case: a plain integer literal, no float round trip.
+			if n > maxSafeInteger || n < -maxSafeInteger {
 				return value{}, abi.RejectType
 			}
-			lit = strconv.FormatInt(int64(f), 10)
+			f, lit = float64(n), v.S
+			if len(lit) > 1 && (lit[0] == '-' && lit == "-0") {
+				lit = "0"
+			}
 		} else {
-			lit = strconv.FormatFloat(f, 'g', -1, 64)
+			var err error
+			if f, err = strconv.ParseFloat(v.S, 64); err != nil { // out of float64 range
+				return value{}, abi.RejectType
+			}
+			if a.typ == "integer" {
+				if f != float64(int64(f)) || f > maxSafeInteger || f < -maxSafeInteger {
+					return value{}, abi.RejectType
+				}
+				lit = strconv.FormatInt(int64(f), 10)
+			} else {
+				lit = strconv.FormatFloat(f, 'g', -1, 64)
+			}
 		}
 		if a.min != nil && f < *a.min {
 			return value{}, abi.RejectMin
@@ -388,105 +544,166 @@ func (a *argSpec) check(v *jsonv.Value) (value, int32) {
 		if a.max != nil && f > *a.max {
 			return value{}, abi.RejectMax
 		}
-		return value{kind: jsonv.Number, s: lit, f: f}, 0
+		return value{set: true, kind: jsonv.Number, s: lit}, 0
 	case "boolean":
 		if v.Kind != jsonv.Bool {
 			return value{}, abi.RejectType
 		}
-		return value{kind: jsonv.Bool, b: v.B}, 0
+		return value{set: true, kind: jsonv.Bool, b: v.B}, 0
 	}
 	return value{}, abi.RejectType
 }
 
 // render builds the encoded request from validated values.
-func (in *input) render(vals map[string]value) ([]byte, *Reject) {
-	url := make([]byte, 0, 128)
-	url = append(url, "https://"...)
-	url = append(url, in.host...)
-	path, rej := renderPath(url, in.path, vals)
-	if rej != nil {
-		return nil, rej
-	}
-	url = path
-	sep := byte('?')
-	for _, q := range in.query {
-		text, ok := interpolate(q.Value.S, vals)
-		if !ok {
+func (sp *spec) render(vals []value) ([]byte, *Reject) {
+	out := make([]byte, 0, 512)
+	out = append(out, sp.head...)
+	for _, p := range sp.path {
+		if p.arg < 0 {
+			out = append(out, p.lit...)
 			continue
 		}
-		url = append(url, sep)
-		sep = '&'
-		url = appendEscaped(url, q.Key, false)
-		url = append(url, '=')
-		url = appendEscaped(url, text, false)
+		v := vals[p.arg]
+		if !v.set {
+			return nil, &Reject{Reason: abi.RejectMissing, Arg: sp.args[p.arg].name}
+		}
+		s := v.text()
+		if s == "" || s == "." || s == ".." {
+			return nil, &Reject{Reason: abi.RejectValue, Arg: sp.args[p.arg].name}
+		}
+		out = appendEscaped(out, s, false)
 	}
-
-	var body []byte
+	sep := byte('?')
+	for _, q := range sp.query {
+		if !complete(q.pieces, vals) {
+			continue
+		}
+		out = append(out, sep)
+		sep = '&'
+		out = append(out, q.key...)
+		out = append(out, '=')
+		out = appendPieces(out, q.pieces, vals, false)
+	}
+	out = append(out, '"')
+	out = append(out, sp.headers...)
 	switch {
-	case in.bodyJSON != nil:
-		v, _ := renderJSON(*in.bodyJSON, vals)
-		body = jsonv.Append(nil, v)
-	case in.bodyForm != nil:
-		body = []byte{}
-		for _, f := range in.bodyForm {
-			text, ok := interpolate(f.Value.S, vals)
-			if !ok {
+	case sp.bodyJSON != nil:
+		body := renderNode(make([]byte, 0, 256), sp.bodyJSON, vals)
+		out = append(out, `,"body":`...)
+		out = jsonv.AppendString(out, string(body))
+	case sp.hasForm:
+		body := make([]byte, 0, 128)
+		for _, f := range sp.bodyForm {
+			if !complete(f.pieces, vals) {
 				continue
 			}
 			if len(body) > 0 {
 				body = append(body, '&')
 			}
-			body = appendEscaped(body, f.Key, true)
+			body = append(body, f.key...)
 			body = append(body, '=')
-			body = appendEscaped(body, text, true)
+			body = appendPieces(body, f.pieces, vals, true)
 		}
-	}
-
-	out := make([]byte, 0, len(url)+len(body)+256)
-	out = append(out, `{"method":`...)
-	out = jsonv.AppendString(out, in.method)
-	out = append(out, `,"url":`...)
-	out = jsonv.AppendString(out, string(url))
-	out = append(out, `,"headers":[`...)
-	for i, h := range in.headers {
-		if i > 0 {
-			out = append(out, ',')
-		}
-		out = append(out, '[')
-		out = jsonv.AppendString(out, h.Key)
-		out = append(out, ',')
-		out = jsonv.AppendString(out, h.Value.S)
-		out = append(out, ']')
-	}
-	out = append(out, ']')
-	if body != nil {
 		out = append(out, `,"body":`...)
-		out = jsonv.AppendString(out, string(body))
+		out = jsonv.AppendString(out, string(body)) // form text is ASCII without quotes: no escapes
 	}
 	return append(out, '}'), nil
 }
 
-// renderPath appends the path with each {arg} segment replaced by its
-// percent-encoded value.
-func renderPath(dst []byte, tmpl string, vals map[string]value) ([]byte, *Reject) {
-	for i := 0; i < len(tmpl); {
-		if name, n := placeholder(tmpl[i:]); n > 0 {
-			v, ok := vals[name]
-			if !ok {
-				return nil, &Reject{Reason: abi.RejectMissing, Arg: name}
-			}
-			s := v.text()
-			if s == "" || s == "." || s == ".." {
-				return nil, &Reject{Reason: abi.RejectValue, Arg: name}
-			}
-			dst = appendEscaped(dst, s, false)
-			i += n
-			continue
+// complete reports whether every arg a template names has a value; a key
+// whose template names an absent optional arg is left out.
+func complete(ps []piece, vals []value) bool {
+	for _, p := range ps {
+		if p.arg >= 0 && !vals[p.arg].set {
+			return false
 		}
-		dst = append(dst, tmpl[i])
-		i++
 	}
-	return dst, nil
+	return true
+}
+
+// appendPieces substitutes the values and percent-encodes the result
+// (query or form encoding).
+func appendPieces(dst []byte, ps []piece, vals []value, form bool) []byte {
+	for _, p := range ps {
+		if p.arg < 0 {
+			dst = appendEscaped(dst, p.lit, form)
+		} else {
+			dst = appendEscaped(dst, vals[p.arg].text(), form)
+		}
+	}
+	return dst
+}
+
+// renderNode renders a body_json template. Object members and array
+// elements that name an absent optional arg are left out.
+func renderNode(dst []byte, n *node, vals []value) []byte {
+	switch n.kind {
+	case jsonv.String:
+		if n.exact >= 0 {
+			return appendTyped(dst, vals[n.exact])
+		}
+		return appendText(dst, n.pieces, vals)
+	case jsonv.Array:
+		dst = append(dst, '[')
+		first := true
+		for _, e := range n.elems {
+			if !present(e, vals) {
+				continue
+			}
+			if !first {
+				dst = append(dst, ',')
+			}
+			first = false
+			dst = renderNode(dst, e, vals)
+		}
+		return append(dst, ']')
+	case jsonv.Object:
+		dst = append(dst, '{')
+		first := true
+		for i, v := range n.vals {
+			if !present(v, vals) {
+				continue
+			}
+			if !first {
+				dst = append(dst, ',')
+			}
+			first = false
+			dst = append(dst, n.keys[i]...)
+			dst = append(dst, ':')
+			dst = renderNode(dst, v, vals)
+		}
+		return append(dst, '}')
+	}
+	return append(dst, n.raw...)
+}
+
+// present reports whether a template value renders: a string naming an
+// absent arg does not (containers always do).
+func present(n *node, vals []value) bool {
+	return n.kind != jsonv.String || complete(n.pieces, vals)
+}
+
+func appendTyped(dst []byte, v value) []byte {
+	switch v.kind {
+	case jsonv.Bool, jsonv.Number:
+		return append(dst, v.text()...)
+	}
+	return jsonv.AppendString(dst, v.s)
+}
+
+func appendText(dst []byte, ps []piece, vals []value) []byte {
+	if len(ps) == 1 && ps[0].arg < 0 {
+		return jsonv.AppendString(dst, ps[0].lit)
+	}
+	var b []byte
+	for _, p := range ps {
+		if p.arg < 0 {
+			b = append(b, p.lit...)
+		} else {
+			b = append(b, vals[p.arg].text()...)
+		}
+	}
+	return jsonv.AppendString(dst, string(b))
 }
 
 // placeholder reports whether s starts with "{name}" (the brace rule of
@@ -508,68 +725,6 @@ func placeholder(s string) (string, int) {
 
 func identChar(c byte) bool {
 	return c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')
-}
-
-// interpolate substitutes every {arg} in tmpl. ok is false when the
-// template names an arg that has no value (an absent optional arg): the
-// caller then leaves the key out.
-func interpolate(tmpl string, vals map[string]value) (string, bool) {
-	var out []byte
-	last := 0
-	for i := 0; i < len(tmpl); {
-		name, n := placeholder(tmpl[i:])
-		if n == 0 {
-			i++
-			continue
-		}
-		v, ok := vals[name]
-		if !ok {
-			return "", false
-		}
-		out = append(out, tmpl[last:i]...)
-		out = append(out, v.text()...)
-		i += n
-		last = i
-	}
-	if out == nil {
-		return tmpl, true
-	}
-	return string(append(out, tmpl[last:]...)), true
-}
-
-// renderJSON renders a body_json template value. ok is false when the
-// value names an absent optional arg: the enclosing object or array then
-// leaves it out.
-func renderJSON(t jsonv.Value, vals map[string]value) (jsonv.Value, bool) {
-	switch t.Kind {
-	case jsonv.String:
-		if name, n := placeholder(t.S); n > 0 && n == len(t.S) {
-			v, ok := vals[name]
-			if !ok {
-				return jsonv.Value{}, false
-			}
-			return v.json(), true
-		}
-		s, ok := interpolate(t.S, vals)
-		return jsonv.Value{Kind: jsonv.String, S: s}, ok
-	case jsonv.Array:
-		out := jsonv.Value{Kind: jsonv.Array, A: make([]jsonv.Value, 0, len(t.A))}
-		for _, e := range t.A {
-			if r, ok := renderJSON(e, vals); ok {
-				out.A = append(out.A, r)
-			}
-		}
-		return out, true
-	case jsonv.Object:
-		out := jsonv.Value{Kind: jsonv.Object, O: make([]jsonv.Member, 0, len(t.O))}
-		for _, m := range t.O {
-			if r, ok := renderJSON(m.Value, vals); ok {
-				out.O = append(out.O, jsonv.Member{Key: m.Key, Value: r})
-			}
-		}
-		return out, true
-	}
-	return t, true
 }
 
 // appendEscaped percent-encodes s (RFC 3986 section 2.1): unreserved

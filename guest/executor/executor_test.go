@@ -11,8 +11,7 @@ import (
 
 // input builds an op input the way the host does (docs/ABI.md).
 func opInput(op, args string) []byte {
-	return []byte(`{"host":"api.example.com","headers":{"Accept":"application/json"},"op":` + op +
-		`,"args":` + string(jsonv.AppendString(nil, args)) + `}`)
+	return []byte(`{"host":"api.example.com","headers":{"Accept":"application/json"},"op":` + strings.ReplaceAll(op, "\n", " ") + "}\n" + args)
 }
 
 const issuesOp = `{"method":"GET","path":"/repos/{owner}/{repo}/issues",
@@ -121,7 +120,7 @@ func TestValidate(t *testing.T) {
 }
 
 func TestBadInput(t *testing.T) {
-	for i, in := range []string{``, `[]`, `{"host":1}`, `{"host":"h","args":"{}","op":{"method":"GET","path":"/","args":{"a":{"type":"date"}}}}`} {
+	for i, in := range []string{``, "{}", "[]\n{}", "{\"host\":1}\n{}", "{\"host\":\"h\",\"op\":{\"method\":\"GET\",\"path\":\"/\",\"args\":{\"a\":{\"type\":\"date\"}}}}\n{}"} {
 		if _, _, err := Render([]byte(in)); err == nil {
 			t.Fatalf("input %d accepted", i)
 		}

@@ -30,6 +30,10 @@ func request(buf unsafe.Pointer, n int32) int32
 //go:wasmimport pin_v1 reject
 func reject(reason int32, name unsafe.Pointer, n int32) int32
 
+// inbuf is reused from op to op (within one instance) to spare an
+// allocation; it holds only the current op's input.
+var inbuf []byte
+
 // errInput is run's result when the host's input cannot be used.
 const errInput = -100
 
@@ -39,7 +43,10 @@ func run() int32 {
 	if n <= 0 {
 		return abi.EINVAL
 	}
-	buf := make([]byte, n)
+	if int(n) > cap(inbuf) {
+		inbuf = make([]byte, n)
+	}
+	buf := inbuf[:n]
 	if r := inputRead(unsafe.Pointer(&buf[0]), n); r < 0 {
 		return r
 	}

@@ -37,8 +37,8 @@ func Request(s string) int32 {
 	return RequestRaw(Ptr(b), uint32(len(b)))
 }
 
-// Attack reads the op input and returns the caller's "attack" arg and the
-// decoded args object.
+// Attack reads the op input (the op spec, a newline, the caller's args)
+// and returns the caller's "attack" arg and the decoded args object.
 func Attack() (string, *jsonv.Value) {
 	n := InputLen()
 	if n <= 0 {
@@ -48,11 +48,14 @@ func Attack() (string, *jsonv.Value) {
 	if InputRead(Ptr(buf), uint32(n)) != n {
 		return "", nil
 	}
-	in, err := jsonv.Parse(buf)
-	if err != nil {
+	nl := 0
+	for nl < len(buf) && buf[nl] != '\n' {
+		nl++
+	}
+	if nl == len(buf) {
 		return "", nil
 	}
-	args, err := jsonv.Parse([]byte(in.Get("args").S))
+	args, err := jsonv.Parse(buf[nl+1:])
 	if err != nil {
 		return "", nil
 	}

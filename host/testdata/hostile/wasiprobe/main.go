@@ -43,6 +43,8 @@ func run() int32 {
 	}
 	out += " ebadf_writes=" + hpin.Itoa(int64(bad))
 	var t uint64
+	clockTimeGet(1, 1, p64(&t))
+	out += " mono_nonzero=" + hpin.Itoa(int64(t/1_000_000_000))
 	unaligned := 0
 	for i := 0; i < 200; i++ {
 		clockTimeGet(1, 1, p64(&t))

@@ -1,0 +1,292 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/experimental"
+
+	"github.com/elevenmessenger/pinned/internal/abi"
+	"github.com/elevenmessenger/pinned/internal/wasmbin"
+)
+
+// Isolation strategies (Config.Isolation).
+const (
+	// IsolationReset reuses instances, restoring before every op exactly
+	// the state a fresh instance has after initialization: linear memory
+	// from a sealed copy-on-write image, every mutable global, the memory
+	// size. Instances that trap, exit, time out or grow memory are thrown
+	// away. Falls back to IsolationFresh where it cannot be proven
+	// equivalent (see docs/RATIONALE.md, "Why is a reset instance as
+	// isolated as a fresh one?").
+	IsolationReset = "reset"
+	// IsolationFresh instantiates a new module instance for every op.
+	IsolationFresh = "fresh"
+)
+
+// template is the state every pooled instance is reset to: linear memory
+// (as a sealed image), the values of every mutable global, and the guest's
+// monotonic clock when it was taken.
+type template struct {
+	image   *memImage
+	globals []uint64
+	pages   uint32
+	clock   time.Duration
+}
+
+// instance is one reusable module instance.
+type instance struct {
+	mod     api.Module
+	mem     *cowMemory
+	run     api.Function
+	globals []api.MutableGlobal
+}
+
+// pool hands out instances reset to the template. At most max exist at
+// once; sandbox time per op is microseconds, so a small pool serves many
+// concurrent ops (egress happens after the instance is back).
+type pool struct {
+	rt       wazero.Runtime
+	compiled wazero.CompiledModule // the guest with its globals exported
+	names    []string              // export names of the mutable globals
+	maxBytes uint64
+	tmpl     *template
+	free     chan *instance // instances in the template state
+	sem      chan struct{}  // one token per instance in use
+	closed   atomic.Bool
+}
+
+// errNotResettable reports why a guest cannot use IsolationReset.
+var errNotResettable = errors.New("host: guest not resettable")
+
+// newPool prepares the reset strategy for a guest: it exports the guest's
+// mutable globals, compiles that module, builds the template (instantiate,
+// _initialize, warm-up ops on the registry's own op specs, snapshot) and
+// fills the pool. It returns errNotResettable (wrapped) when the module's
+// code can change state a reset would not restore.
+func newPool(ctx context.Context, e *Engine, wasm []byte, size int) (*pool, error) {
+	if !cowSupported {
+		return nil, fmt.Errorf("%w: %v", errNotResettable, errNoCowReason())
+	}
+	m, err := wasmbin.Parse(wasm)
+	if err != nil {
+		return nil, err
+	}
+	if m.NotResettable != "" {
+		return nil, fmt.Errorf("%w: %s", errNotResettable, m.NotResettable)
+	}
+	if m.ImportedGlobals+m.ImportedTables+m.ImportedMemories > 0 {
+		return nil, fmt.Errorf("%w: imports a global, table or memory", errNotResettable)
+	}
+	rewritten, err := m.AddGlobalExports()
+	if err != nil {
+		return nil, err
+	}
+	compiled, err := e.rt.CompileModule(ctx, rewritten)
+	if err != nil {
+		return nil, fmt.Errorf("host: compile guest for reset: %w", err)
+	}
+	p := &pool{
+		rt:       e.rt,
+		compiled: compiled,
+		maxBytes: uint64(e.cfg.MemoryLimitPages) * 65536,
+		free:     make(chan *instance, size),
+		sem:      make(chan struct{}, size),
+	}
+	for _, g := range m.MutableGlobals {
+		p.names = append(p.names, wasmbin.GlobalExportPrefix+fmt.Sprint(g))
+	}
+	if err := p.buildTemplate(ctx, e); err != nil {
+		compiled.Close(ctx)
+		return nil, err
+	}
+	for i := 0; i < size; i++ {
+		inst, err := p.create()
+		if err != nil {
+			p.close()
+			return nil, err
+		}
+		p.free <- inst
+	}
+	return p, nil
+}
+
+func errNoCowReason() error { return errors.New("copy-on-write memory needs Linux") }
+
+// buildTemplate runs _initialize and one warm-up op per registry op on a
+// scratch instance, then snapshots its memory and globals. The warm-up
+// inputs are the registry's own op specs with empty args: the template
+// holds nothing any caller sent.
+func (p *pool) buildTemplate(ctx context.Context, e *Engine) error {
+	inst, err := p.instantiate()
+	if err != nil {
+		return err
+	}
+	defer inst.mod.Close(context.Background())
+	st := &opState{start: time.Now(), clockBase: clockOrigin, maxCall: 1 << 30, log: logBuffer{max: 4096}}
+	gctx := context.WithValue(ctx, stateKey{}, st)
+	if _, err := inst.mod.ExportedFunction(abi.ExportInitialize).Call(gctx); err != nil {
+		return fmt.Errorf("host: guest _initialize: %w (guest output: %q)", err, st.log.buf)
+	}
+	for _, m := range e.reg.Services() {
+		for _, name := range m.OpNames() {
+			pp, herr := e.prepare(m.ID, name)
+			if herr != nil {
+				return herr
+			}
+			st.input = append(append([]byte(nil), pp.prefix...), "{}"...)
+			st.policy, st.op, st.outcome, st.req = pp.policy, pp.op, outcomeNone, nil
+			st.running = true
+			_, err := inst.run.Call(gctx)
+			st.running = false
+			if err != nil {
+				return fmt.Errorf("host: guest warm-up: %w", err)
+			}
+		}
+	}
+	mem := inst.mod.Memory()
+	buf, ok := mem.Read(0, mem.Size())
+	if !ok {
+		return errors.New("host: read guest memory for the template")
+	}
+	img, err := newMemImage(buf)
+	if err != nil {
+		return err
+	}
+	t := &template{image: img, pages: mem.Size() / 65536, clock: st.monotonic()}
+	for _, g := range inst.globals {
+		t.globals = append(t.globals, g.Get())
+	}
+	p.tmpl = t
+	return nil
+}
+
+// instantiate creates an instance of the rewritten module over a fresh
+// copy-on-write memory reservation; no start function runs.
+func (p *pool) instantiate() (*instance, error) {
+	var mem *cowMemory
+	var allocErr error
+	alloc := experimental.MemoryAllocatorFunc(func(cap, max uint64) experimental.LinearMemory {
+		if max > p.maxBytes {
+			max = p.maxBytes
+		}
+		mem, allocErr = newCowMemory(max)
+		if allocErr != nil {
+			return nil
+		}
+		return mem
+	})
+	ctx := experimental.WithMemoryAllocator(context.Background(), alloc)
+	mod, err := p.rt.InstantiateModule(ctx, p.compiled, wazero.NewModuleConfig().WithName("").WithStartFunctions())
+	if err != nil {
+		if allocErr != nil {
+			err = allocErr
+		}
+		return nil, fmt.Errorf("host: instantiate guest: %w", err)
+	}
+	inst := &instance{mod: mod, mem: mem, run: mod.ExportedFunction(abi.ExportRun)}
+	for _, name := range p.names {
+		g, ok := mod.ExportedGlobal(name).(api.MutableGlobal)
+		if !ok {
+			mod.Close(context.Background())
+			return nil, fmt.Errorf("host: global export %s missing", name)
+		}
+		inst.globals = append(inst.globals, g)
+	}
+	return inst, nil
+}
+
+// create makes a new instance equal to the template: its memory grown to
+// the template's size and replaced by a private mapping of the image, its
+// globals set to the template's values.
+func (p *pool) create() (*instance, error) {
+	inst, err := p.instantiate()
+	if err != nil {
+		return nil, err
+	}
+	mem := inst.mod.Memory()
+	if cur := mem.Size() / 65536; cur < p.tmpl.pages {
+		if _, ok := mem.Grow(p.tmpl.pages - cur); !ok {
+			inst.mod.Close(context.Background())
+			return nil, errors.New("host: grow a new instance to the template's size")
+		}
+	}
+	if mem.Size()/65536 != p.tmpl.pages {
+		inst.mod.Close(context.Background())
+		return nil, errors.New("host: a new instance is larger than the template")
+	}
+	if err := inst.mem.adopt(p.tmpl.image); err != nil {
+		inst.mod.Close(context.Background())
+		return nil, err
+	}
+	for i, g := range inst.globals {
+		g.Set(p.tmpl.globals[i])
+	}
+	return inst, nil
+}
+
+// get returns an instance in the template state. At most the pool's size
+// are in use at once; past that, get waits (sandbox time is microseconds)
+// until one is released or ctx ends.
+func (p *pool) get(ctx context.Context) (*instance, error) {
+	select {
+	case p.sem <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	select {
+	case inst := <-p.free:
+		return inst, nil
+	default:
+	}
+	inst, err := p.create()
+	if err != nil {
+		<-p.sem
+		return nil, err
+	}
+	return inst, nil
+}
+
+// put releases an instance after an op. reuse is true only when the op's
+// run returned normally; the instance is then reset to the template and
+// kept. An instance that trapped, exited, timed out, grew its memory or
+// cannot be reset is closed instead.
+func (p *pool) put(inst *instance, reuse bool) {
+	defer func() { <-p.sem }()
+	if !reuse || p.closed.Load() || inst.mod.Memory().Size()/65536 != p.tmpl.pages {
+		inst.mod.Close(context.Background())
+		return
+	}
+	if err := inst.mem.reset(); err != nil {
+		inst.mod.Close(context.Background())
+		return
+	}
+	for i, g := range inst.globals {
+		g.Set(p.tmpl.globals[i])
+	}
+	select {
+	case p.free <- inst:
+	default:
+		inst.mod.Close(context.Background())
+	}
+}
+
+func (p *pool) close() {
+	p.closed.Store(true)
+	for {
+		select {
+		case inst := <-p.free:
+			inst.mod.Close(context.Background())
+		default:
+			if p.tmpl != nil {
+				p.tmpl.image.close()
+			}
+			return
+		}
+	}
+}
