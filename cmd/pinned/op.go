@@ -9,10 +9,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/elevenmessenger/pinned/host"
 	"github.com/elevenmessenger/pinned/internal/fakeapi"
+	"github.com/elevenmessenger/pinned/registry"
 )
 
 const opUsage = `Usage: pinned op --service S --op O [--args JSON] [flags]
@@ -70,6 +72,17 @@ func runOp(args []string, stdout, stderr io.Writer) int {
 	if !json.Valid([]byte(*argsJSON)) {
 		fmt.Fprintf(stderr, "pinned op: --args is not valid JSON: %s\n", *argsJSON)
 		return 2
+	}
+	if m, ok := registry.Default().Service(*service); !ok {
+		var ids []string
+		for _, s := range registry.Default().Services() {
+			ids = append(ids, s.ID)
+		}
+		fmt.Fprintf(stderr, "pinned op: unknown_service: unknown service %q (services: %s)\n", *service, strings.Join(ids, ", "))
+		return 1
+	} else if _, ok := m.Op(*opName); !ok {
+		fmt.Fprintf(stderr, "pinned op: unknown_op: service %s has no op %q (ops: %s)\n", *service, *opName, strings.Join(m.OpNames(), ", "))
+		return 1
 	}
 	if *useFake && *connectTo != "" {
 		fmt.Fprintln(stderr, "pinned op: --fake and --connect-to exclude each other")

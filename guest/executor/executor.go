@@ -153,6 +153,7 @@ type argSpec struct {
 	typ       string
 	required  bool
 	def       *jsonv.Value
+	defVal    value // def, validated once
 	enum      []string
 	pattern   *regexp.Regexp
 	min, max  *float64
@@ -395,6 +396,13 @@ func decodeArg(name string, v *jsonv.Value) (*argSpec, error) {
 	default:
 		return nil, bad("op.args." + name + ".type " + strconv.Quote(a.typ))
 	}
+	if a.def != nil {
+		dv, reason := a.checkRaw(jsonv.Append(nil, *a.def))
+		if reason != 0 {
+			return nil, bad("op.args." + name + ".default does not satisfy the declaration")
+		}
+		a.defVal = dv
+	}
 	return a, nil
 }
 
@@ -407,53 +415,220 @@ const maxSafeInteger = 1<<53 - 1
 
 // value is one validated argument.
 type value struct {
-	set  bool
-	kind jsonv.Kind
-	s    string // string value, or the canonical literal of a number
-	b    bool
+	set   bool
+	kind  jsonv.Kind
+	s     string  // strings
+	i     int64   // integers
+	f     float64 // numbers (and integers, for bounds)
+	isInt bool
+	b     bool
+}
+
+// appendText appends the value as text: a string as is, an integer in
+// decimal, a number in the shortest form that round-trips, a boolean as
+// true or false.
+func (v value) appendText(dst []byte) []byte {
+	switch v.kind {
+	case jsonv.Bool:
+		if v.b {
+			return append(dst, "true"...)
+		}
+		return append(dst, "false"...)
+	case jsonv.Number:
+		if v.isInt {
+			return strconv.AppendInt(dst, v.i, 10)
+		}
+		return strconv.AppendFloat(dst, v.f, 'g', -1, 64)
+	}
+	return append(dst, v.s...)
 }
 
 func (v value) text() string {
-	if v.kind == jsonv.Bool {
-		if v.b {
-			return "true"
-		}
-		return "false"
+	if v.kind == jsonv.String {
+		return v.s
 	}
-	return v.s
+	var b [32]byte
+	return string(v.appendText(b[:0]))
 }
 
+// maxArgs bounds the args an op may declare (the loader allows 32).
+const maxArgs = 64
+
 // validate checks the caller's args against the declarations and returns
-// the effective values by arg index (defaults applied).
+// the effective values by arg index (defaults applied). It reads the args
+// in two passes without building a tree: the first checks the syntax and
+// that every key is declared and unique, the second checks each declared
+// arg's value in the order of the declarations — so the first problem
+// reported does not depend on the caller's key order.
 func (sp *spec) validate(raw []byte) ([]value, *Reject) {
-	args, err := jsonv.Parse(raw)
-	if err != nil || args.Kind != jsonv.Object {
+	if len(sp.args) > maxArgs {
 		return nil, &Reject{Reason: abi.RejectSyntax}
 	}
-	for _, m := range args.O {
-		if sp.argIndex(m.Key) < 0 {
-			return nil, &Reject{Reason: abi.RejectUndeclared, Arg: clipName(m.Key)}
+	var at [maxArgs]int32 // offset of each arg's value in raw, +1; 0 = absent
+	i := skipWS(raw, 0)
+	if i >= len(raw) || raw[i] != '{' {
+		return nil, &Reject{Reason: abi.RejectSyntax}
+	}
+	i = skipWS(raw, i+1)
+	var undeclared *Reject
+	if i < len(raw) && raw[i] == '}' {
+		i++
+	} else {
+		for {
+			n := jsonv.ScanString(raw[i:])
+			if n == 0 {
+				return nil, &Reject{Reason: abi.RejectSyntax}
+			}
+			key := raw[i+1 : i+n-1]
+			var decoded string
+			if bytes.IndexByte(key, '\\') >= 0 {
+				v, err := jsonv.Parse(raw[i : i+n])
+				if err != nil {
+					return nil, &Reject{Reason: abi.RejectSyntax}
+				}
+				decoded = v.S
+				key = []byte(decoded)
+			}
+			idx := sp.argIndexBytes(key)
+			i = skipWS(raw, i+n)
+			if i >= len(raw) || raw[i] != ':' {
+				return nil, &Reject{Reason: abi.RejectSyntax}
+			}
+			i = skipWS(raw, i+1)
+			vn := jsonv.Skip(raw[i:])
+			if vn == 0 {
+				return nil, &Reject{Reason: abi.RejectSyntax}
+			}
+			switch {
+			case idx < 0:
+				if undeclared == nil {
+					undeclared = &Reject{Reason: abi.RejectUndeclared, Arg: clipName(string(key))}
+				}
+			case at[idx] != 0:
+				return nil, &Reject{Reason: abi.RejectSyntax} // duplicate key
+			default:
+				at[idx] = int32(i) + 1
+			}
+			i = skipWS(raw, i+vn)
+			if i >= len(raw) {
+				return nil, &Reject{Reason: abi.RejectSyntax}
+			}
+			if raw[i] == '}' {
+				i++
+				break
+			}
+			if raw[i] != ',' {
+				return nil, &Reject{Reason: abi.RejectSyntax}
+			}
+			i = skipWS(raw, i+1)
 		}
 	}
+	if skipWS(raw, i) != len(raw) {
+		return nil, &Reject{Reason: abi.RejectSyntax}
+	}
+	if undeclared != nil {
+		return nil, undeclared
+	}
 	vals := make([]value, len(sp.args))
-	for i, a := range sp.args {
-		v := args.Get(a.name)
-		if v == nil {
+	for k, a := range sp.args {
+		if at[k] == 0 {
 			if a.required {
 				return nil, &Reject{Reason: abi.RejectMissing, Arg: a.name}
 			}
-			if a.def == nil {
-				continue
+			if a.def != nil {
+				vals[k] = a.defVal
 			}
-			v = a.def
+			continue
 		}
-		val, reason := a.check(v)
+		val, reason := a.checkRaw(raw[at[k]-1:])
 		if reason != 0 {
 			return nil, &Reject{Reason: reason, Arg: a.name}
 		}
-		vals[i] = val
+		vals[k] = val
 	}
 	return vals, nil
+}
+
+func skipWS(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+func (sp *spec) argIndexBytes(name []byte) int {
+	for i, a := range sp.args {
+		if a.name == string(name) {
+			return i
+		}
+	}
+	return -1
+}
+
+// checkRaw validates the (syntactically valid) JSON value at the start of
+// b against the declaration.
+func (a *argSpec) checkRaw(b []byte) (value, int32) {
+	switch b[0] {
+	case '"':
+		n := jsonv.ScanString(b)
+		var s string
+		if bytes.IndexByte(b[1:n-1], '\\') < 0 {
+			s = string(b[1 : n-1])
+		} else {
+			v, err := jsonv.Parse(b[:n])
+			if err != nil {
+				return value{}, abi.RejectType
+			}
+			s = v.S
+		}
+		return a.check(value{kind: jsonv.String, s: s})
+	case 't', 'f':
+		return a.check(value{kind: jsonv.Bool, b: b[0] == 't'})
+	case 'n':
+		return a.check(value{kind: jsonv.Null})
+	case '{':
+		return a.check(value{kind: jsonv.Object})
+	case '[':
+		return a.check(value{kind: jsonv.Array})
+	}
+	n := jsonv.ScanNumber(b)
+	v := value{kind: jsonv.Number}
+	if i, ok := plainInt(b[:n]); ok {
+		v.i, v.f, v.isInt = i, float64(i), true
+	} else {
+		f, err := strconv.ParseFloat(string(b[:n]), 64)
+		if err != nil { // out of float64 range
+			return value{}, abi.RejectType
+		}
+		v.f = f
+		if f == float64(int64(f)) && f <= maxSafeInteger && f >= -maxSafeInteger {
+			v.i, v.isInt = int64(f), true
+		}
+	}
+	return a.check(v)
+}
+
+// plainInt parses an integer literal of at most 16 digits (no fraction or
+// exponent) without allocating.
+func plainInt(b []byte) (int64, bool) {
+	neg := len(b) > 0 && b[0] == '-'
+	if neg {
+		b = b[1:]
+	}
+	if len(b) == 0 || len(b) > 16 {
+		return 0, false
+	}
+	var n int64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	if neg {
+		n = -n
+	}
+	return n, true
 }
 
 // clipName makes a caller's undeclared arg name fit abi.MaxNameBytes and
@@ -476,21 +651,21 @@ func clipName(s string) string {
 	return string(out)
 }
 
-// check validates one value against its declaration and returns it in
-// canonical form, or a reject reason.
-func (a *argSpec) check(v *jsonv.Value) (value, int32) {
+// check validates one value against its declaration and returns it
+// canonical (marked set), or a reject reason.
+func (a *argSpec) check(v value) (value, int32) {
 	switch a.typ {
 	case "string":
-		if v.Kind != jsonv.String {
+		if v.kind != jsonv.String {
 			return value{}, abi.RejectType
 		}
-		s := v.S
+		s := v.s
 		for i := 0; i < len(s); i++ {
 			if c := s[i]; (c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7f {
 				return value{}, abi.RejectValue
 			}
 		}
-		if utf8.RuneCountInString(s) > a.maxLength {
+		if len(s) > a.maxLength && utf8.RuneCountInString(s) > a.maxLength {
 			return value{}, abi.RejectLength
 		}
 		if len(a.enum) > 0 {
@@ -508,50 +683,32 @@ func (a *argSpec) check(v *jsonv.Value) (value, int32) {
 		if a.pattern != nil && !a.pattern.MatchString(s) {
 			return value{}, abi.RejectPattern
 		}
-		return value{set: true, kind: jsonv.String, s: s}, 0
 	case "integer", "number":
-		if v.Kind != jsonv.Number {
+		if v.kind != jsonv.Number {
 			return value{}, abi.RejectType
 		}
-		var f float64
-		var lit string
-		if n, err := strconv.ParseInt(v.S, 10, 64); err == nil && a.typ == "integer" {
-			// The common case: a plain integer literal, no float round trip.
-			if n > maxSafeInteger || n < -maxSafeInteger {
+		if a.typ == "integer" {
+			if !v.isInt || v.i > maxSafeInteger || v.i < -maxSafeInteger {
 				return value{}, abi.RejectType
-			}
-			f, lit = float64(n), v.S
-			if len(lit) > 1 && (lit[0] == '-' && lit == "-0") {
-				lit = "0"
 			}
 		} else {
-			var err error
-			if f, err = strconv.ParseFloat(v.S, 64); err != nil { // out of float64 range
-				return value{}, abi.RejectType
-			}
-			if a.typ == "integer" {
-				if f != float64(int64(f)) || f > maxSafeInteger || f < -maxSafeInteger {
-					return value{}, abi.RejectType
-				}
-				lit = strconv.FormatInt(int64(f), 10)
-			} else {
-				lit = strconv.FormatFloat(f, 'g', -1, 64)
-			}
+			v.isInt = false // numbers render in float form
 		}
-		if a.min != nil && f < *a.min {
+		if a.min != nil && v.f < *a.min {
 			return value{}, abi.RejectMin
 		}
-		if a.max != nil && f > *a.max {
+		if a.max != nil && v.f > *a.max {
 			return value{}, abi.RejectMax
 		}
-		return value{set: true, kind: jsonv.Number, s: lit}, 0
 	case "boolean":
-		if v.Kind != jsonv.Bool {
+		if v.kind != jsonv.Bool {
 			return value{}, abi.RejectType
 		}
-		return value{set: true, kind: jsonv.Bool, b: v.B}, 0
+	default:
+		return value{}, abi.RejectType
 	}
-	return value{}, abi.RejectType
+	v.set = true
+	return v, 0
 }
 
 // render builds the encoded request from validated values.
@@ -567,7 +724,11 @@ func (sp *spec) render(vals []value) ([]byte, *Reject) {
 		if !v.set {
 			return nil, &Reject{Reason: abi.RejectMissing, Arg: sp.args[p.arg].name}
 		}
-		s := v.text()
+		var scratch [32]byte
+		s := v.s
+		if v.kind != jsonv.String {
+			s = string(v.appendText(scratch[:0]))
+		}
 		if s == "" || s == "." || s == ".." {
 			return nil, &Reject{Reason: abi.RejectValue, Arg: sp.args[p.arg].name}
 		}
@@ -625,10 +786,14 @@ func complete(ps []piece, vals []value) bool {
 // (query or form encoding).
 func appendPieces(dst []byte, ps []piece, vals []value, form bool) []byte {
 	for _, p := range ps {
-		if p.arg < 0 {
+		switch v := vals[max(p.arg, 0)]; {
+		case p.arg < 0:
 			dst = appendEscaped(dst, p.lit, form)
-		} else {
-			dst = appendEscaped(dst, vals[p.arg].text(), form)
+		case v.kind == jsonv.String:
+			dst = appendEscaped(dst, v.s, form)
+		default:
+			var scratch [32]byte
+			dst = appendEscaped(dst, string(v.appendText(scratch[:0])), form)
 		}
 	}
 	return dst
@@ -684,11 +849,10 @@ func present(n *node, vals []value) bool {
 }
 
 func appendTyped(dst []byte, v value) []byte {
-	switch v.kind {
-	case jsonv.Bool, jsonv.Number:
-		return append(dst, v.text()...)
+	if v.kind == jsonv.String {
+		return jsonv.AppendString(dst, v.s)
 	}
-	return jsonv.AppendString(dst, v.s)
+	return v.appendText(dst)
 }
 
 func appendText(dst []byte, ps []piece, vals []value) []byte {
@@ -700,7 +864,7 @@ func appendText(dst []byte, ps []piece, vals []value) []byte {
 		if p.arg < 0 {
 			b = append(b, p.lit...)
 		} else {
-			b = append(b, vals[p.arg].text()...)
+			b = vals[p.arg].appendText(b)
 		}
 	}
 	return jsonv.AppendString(dst, string(b))

@@ -545,3 +545,109 @@ func Append(dst []byte, v Value) []byte {
 	}
 	return append(dst, "null"...)
 }
+
+// Skip returns the length of the one valid JSON value at the start of b
+// (no leading white space), or 0 when b does not start with one or it
+// nests deeper than MaxDepth. It validates exactly what Parse does,
+// duplicate keys aside, without allocating.
+func Skip(b []byte) int {
+	var stack [MaxDepth]byte // expected closers
+	depth := 0
+	i := 0
+	ws := func() {
+		for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+			i++
+		}
+	}
+	for {
+		if i >= len(b) {
+			return 0
+		}
+		switch c := b[i]; {
+		case c == '{' || c == '[':
+			if depth == MaxDepth {
+				return 0
+			}
+			close := byte('}')
+			if c == '[' {
+				close = ']'
+			}
+			i++
+			ws()
+			if i < len(b) && b[i] == close {
+				i++
+				break
+			}
+			stack[depth] = close
+			depth++
+			if close == '}' {
+				if !skipKey(b, &i, ws) {
+					return 0
+				}
+			}
+			continue
+		case c == '"':
+			n := ScanString(b[i:])
+			if n == 0 {
+				return 0
+			}
+			i += n
+		case c == '-' || (c >= '0' && c <= '9'):
+			n := ScanNumber(b[i:])
+			if n == 0 {
+				return 0
+			}
+			i += n
+		case hasLit(b[i:], "true"):
+			i += 4
+		case hasLit(b[i:], "false"):
+			i += 5
+		case hasLit(b[i:], "null"):
+			i += 4
+		default:
+			return 0
+		}
+		// A value ended: close containers or move to the next element.
+		for {
+			if depth == 0 {
+				return i
+			}
+			ws()
+			if i >= len(b) {
+				return 0
+			}
+			if b[i] == ',' {
+				i++
+				ws()
+				if stack[depth-1] == '}' && !skipKey(b, &i, ws) {
+					return 0
+				}
+				break
+			}
+			if b[i] != stack[depth-1] {
+				return 0
+			}
+			i++
+			depth--
+		}
+	}
+}
+
+func skipKey(b []byte, i *int, ws func()) bool {
+	n := ScanString(b[*i:])
+	if n == 0 {
+		return false
+	}
+	*i += n
+	ws()
+	if *i >= len(b) || b[*i] != ':' {
+		return false
+	}
+	*i++
+	ws()
+	return true
+}
+
+func hasLit(b []byte, word string) bool {
+	return len(b) >= len(word) && string(b[:len(word)]) == word
+}

@@ -136,3 +136,28 @@ func decodeNumbers(b []byte) (any, error) {
 	err := d.Decode(&v)
 	return v, err
 }
+
+// FuzzSkip: Skip accepts exactly the prefixes Parse accepts (when Parse's
+// only objection would be a duplicate key, Skip still accepts).
+func FuzzSkip(f *testing.F) {
+	for _, s := range []string{`{"a":[1,{"b":null}]} x`, `"x"`, `[1,]`, `{"a":1,"a":2}`, `1.5e3`, `[[[`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		n := Skip(data)
+		if n > len(data) {
+			t.Fatalf("Skip returned %d for %d bytes", n, len(data))
+		}
+		if n == 0 {
+			// Parse must refuse every prefix that is a whole value... check
+			// the whole input at least.
+			if _, err := Parse(data); err == nil && len(data) > 0 && data[0] != ' ' && data[0] != '\t' && data[0] != '\n' && data[0] != '\r' {
+				t.Fatalf("Parse accepted %q but Skip refused", data)
+			}
+			return
+		}
+		if _, err := Parse(data[:n]); err != nil && !strings.Contains(err.Error(), "duplicate key") {
+			t.Fatalf("Skip accepted %q (n=%d) but Parse refuses: %v", data[:n], n, err)
+		}
+	})
+}
