@@ -20,7 +20,7 @@ guest/executor.wasm: $(GUEST_SRC)
 
 ## hostile: rebuild the hostile test guests from host/testdata/hostile/*/main.go.
 hostile: $(HOSTILE)
-host/testdata/hostile/%.wasm: host/testdata/hostile/%/main.go $(wildcard host/testdata/hostile/hpin/*.go) $(GUEST_SRC)
+host/testdata/hostile/%.wasm: host/testdata/hostile/%/main.go $(wildcard host/testdata/hostile/hpin/*) $(GUEST_SRC)
 	GOOS=wasip1 GOARCH=wasm $(GO) build $(WASMFLAGS) -o $@ ./host/testdata/hostile/$*
 
 ## build: the one binary, bin/pinned (guest and registry embedded).

@@ -3,7 +3,10 @@
 package host
 
 import (
+	"encoding/binary"
 	"fmt"
+	"os"
+	"sync"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -16,10 +19,12 @@ const cowSupported = true
 
 // memImage is a sealed, read-only memory file holding a template
 // instance's linear memory: the page cache shares it between every
-// instance mapped from it.
+// instance mapped from it. view is a read-only shared mapping of it, the
+// source a reset copies from.
 type memImage struct {
 	fd   int
 	size int
+	view []byte
 }
 
 // newMemImage copies mem into a sealed memfd. Sealing (F_SEAL_WRITE,
@@ -42,18 +47,39 @@ func newMemImage(mem []byte) (*memImage, error) {
 		unix.Close(fd)
 		return nil, fmt.Errorf("seal memory image: %w", err)
 	}
-	return &memImage{fd: fd, size: len(mem)}, nil
+	view, err := unix.Mmap(fd, 0, len(mem), unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("map memory image: %w", err)
+	}
+	return &memImage{fd: fd, size: len(mem), view: view}, nil
 }
 
-func (m *memImage) close() { unix.Close(m.fd) }
+func (m *memImage) close() {
+	unix.Munmap(m.view)
+	unix.Close(m.fd)
+}
+
+// pagemap is /proc/self/pagemap (proc(5)): one 64-bit entry per virtual
+// page. A reset reads the entries of an instance's image range to find the
+// pages the op wrote.
+var pagemap = sync.OnceValues(func() (*os.File, error) { return os.Open("/proc/self/pagemap") })
+
+const (
+	pmPresent = 1 << 63 // page present in RAM
+	pmSwapped = 1 << 62 // page swapped out
+	pmFile    = 1 << 61 // page is a file page (here: the image, untouched)
+	pageSize  = 4096
+)
 
 // cowMemory is one instance's linear memory: a reservation of the maximum
 // size, whose first image.size bytes are a private copy-on-write mapping
 // of the image once adopt is called. It implements
 // experimental.LinearMemory.
 type cowMemory struct {
-	buf   []byte // the whole reservation
-	image *memImage
+	buf     []byte // the whole reservation
+	image   *memImage
+	entries []byte // pagemap scratch
 }
 
 func newCowMemory(max uint64) (*cowMemory, error) {
@@ -96,9 +122,40 @@ func (c *cowMemory) adopt(img *memImage) error {
 	return nil
 }
 
-// reset drops every private page of the image range, so each byte reads
-// as the image again; pages the op never wrote cost nothing. The caller
-// has checked the memory did not grow past the image.
+// reset makes the memory equal to the image again, touching only what the
+// op changed. In a private file mapping a page the op wrote has become an
+// anonymous copy; every other page is still the sealed image's own page.
+// The kernel reports which is which in /proc/self/pagemap (proc(5): bit 61
+// is set for file pages), so reset copies the image back over exactly the
+// pages that are present (or swapped) and not file pages. Pages the op only
+// read stay mapped and cost nothing next time; pages it wrote stay private
+// and are not faulted again. Without a readable pagemap, reset drops the
+// private pages instead (madvise MADV_DONTNEED), which is as exact but
+// makes the next op fault every page it touches. The caller has checked
+// that the memory did not grow past the image.
 func (c *cowMemory) reset() error {
-	return unix.Madvise(c.buf[:c.image.size], unix.MADV_DONTNEED)
+	n := c.image.size / pageSize
+	if cap(c.entries) < n*8 {
+		c.entries = make([]byte, n*8)
+	}
+	buf := c.entries[:n*8]
+	pm, err := pagemap()
+	if err == nil {
+		off := int64(uintptr(unsafe.Pointer(&c.buf[0]))/pageSize) * 8
+		var got int
+		got, err = pm.ReadAt(buf, off)
+		if err == nil && got != len(buf) {
+			err = fmt.Errorf("short pagemap read")
+		}
+	}
+	if err != nil {
+		return unix.Madvise(c.buf[:c.image.size], unix.MADV_DONTNEED)
+	}
+	for i := 0; i < n; i++ {
+		e := binary.LittleEndian.Uint64(buf[i*8:])
+		if (e&pmPresent != 0 && e&pmFile == 0) || e&pmSwapped != 0 {
+			copy(c.buf[i*pageSize:(i+1)*pageSize], c.image.view[i*pageSize:(i+1)*pageSize])
+		}
+	}
+	return nil
 }

@@ -343,6 +343,30 @@ func TestHostileIsolation(t *testing.T) {
 			}
 		}
 	})
+	t.Run("a marker in grown memory is not observable, and memory.size is fresh", func(t *testing.T) {
+		before := len(env.guestOutput())
+		owner(t, "pages")
+		fresh := env.guestOutput()[before:]
+		for i := 0; i < 3; i++ {
+			owner(t, "grow")
+			before = len(env.guestOutput())
+			if got := owner(t, "pages"); got != "absent" {
+				t.Fatalf("round %d: op 2 observed the marker left in grown memory", i)
+			}
+			if out := env.guestOutput()[before:]; out != fresh {
+				t.Fatalf("round %d: op 2 saw %q, a fresh instance sees %q", i, out, fresh)
+			}
+		}
+	})
+	t.Run("a page scribbled over in op 1 reads as fresh in op 2", func(t *testing.T) {
+		env.run("github", "list_issues", `{"attack":"scribble"}`)
+		if got := owner(t, "write_then_read"); got != "found" {
+			t.Fatal("the instance after a scribble does not run correctly")
+		}
+		if got := owner(t, "read"); got != "absent" {
+			t.Fatal("marker observable after scribble and reset")
+		}
+	})
 	t.Run("concurrent ops do not see each other", func(t *testing.T) {
 		done := make(chan string, 20)
 		for i := 0; i < 20; i++ {

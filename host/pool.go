@@ -59,6 +59,8 @@ type pool struct {
 	free     chan *instance // instances in the template state
 	sem      chan struct{}  // one token per instance in use
 	closed   atomic.Bool
+	// resets and discards count what put did, for tests and metrics.
+	resets, discards atomic.Int64
 }
 
 // errNotResettable reports why a guest cannot use IsolationReset.
@@ -259,13 +261,16 @@ func (p *pool) get(ctx context.Context) (*instance, error) {
 func (p *pool) put(inst *instance, reuse bool) {
 	defer func() { <-p.sem }()
 	if !reuse || p.closed.Load() || inst.mod.Memory().Size()/65536 != p.tmpl.pages {
+		p.discards.Add(1)
 		inst.mod.Close(context.Background())
 		return
 	}
 	if err := inst.mem.reset(); err != nil {
+		p.discards.Add(1)
 		inst.mod.Close(context.Background())
 		return
 	}
+	p.resets.Add(1)
 	for i, g := range inst.globals {
 		g.Set(p.tmpl.globals[i])
 	}

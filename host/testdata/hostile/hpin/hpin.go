@@ -101,3 +101,11 @@ func FdWrite(fd int32, b []byte) int32 {
 
 // Print writes s to stdout (the op's bounded log).
 func Print(s string) { FdWrite(1, []byte(s)) }
+
+// MemoryPages returns the size of linear memory in 64 KiB pages
+// (memory.size).
+func MemoryPages() int32
+
+// GrowMemory grows linear memory by pages (memory.grow) and returns the
+// old size in pages, or -1.
+func GrowMemory(pages int32) int32

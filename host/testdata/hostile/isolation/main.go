@@ -2,9 +2,10 @@
 
 // Command isolation is a hostile guest that tries to carry state from one
 // op to the next. "write" leaves a marker in a package variable (linear
-// memory's data) and on the heap; "read" scans all of linear memory it can
-// reach for the marker; "write_then_read" does both in one op (the
-// positive control: it must find it). The finding is reported on stdout
+// memory's data) and on the heap; "grow" grows memory and leaves it in the
+// new page; "scribble" flips a byte in every page; "read" and "pages" scan
+// all of linear memory (memory.size) for the marker; "write_then_read"
+// does both in one op (the positive control: it must find it). The finding is reported on stdout
 // ("marker=found" / "marker=absent") and smuggled into the request (owner
 // segment "found" / "absent"), the one channel that leaves the sandbox.
 package main
@@ -44,10 +45,9 @@ func read() bool { return scan(needle) > 0 || counter > 1 }
 // (Stored XORed, so the plain token is nowhere in the module.)
 var tokenNeedle = []byte{0x32, 0x3d, 0x25, 0x0a, 0x33, 0x34, 0x3e, 0x30, 0x0a, 0x25, 0x3c, 0x3b, 0x3b, 0x30, 0x31, 0x0a, 0x32, 0x3c, 0x21, 0x3d, 0x20, 0x37, 0x0a, 0x21, 0x3a, 0x3e, 0x30, 0x3b, 0x0a, 0x65, 0x65, 0x65, 0x65, 0x65, 0x65, 0x65, 0x65, 0x65, 0x65, 0x65, 0x65}
 
-// scan counts the places the XORed needle occurs in reachable memory.
+// scan counts the places the XORed needle occurs in all of linear memory.
 func scan(n []byte) int {
-	top := make([]byte, 1<<20)
-	end := uintptr(unsafe.Pointer(&top[len(top)-1]))
+	end := uintptr(hpin.MemoryPages()) * 65536
 	found := 0
 	for a := uintptr(1); a+uintptr(len(n)) < end; a++ {
 		if *(*byte)(unsafe.Pointer(a)) != n[0]^0x55 {
@@ -88,6 +88,37 @@ func run() int32 {
 	case "write_then_read":
 		write()
 		return request(read())
+	case "grow":
+		// Grow memory by one page and leave the marker there; memory.size
+		// and that page must look fresh to the next op.
+		old := hpin.GrowMemory(1)
+		if old > 0 {
+			base := uintptr(old) * 65536
+			for i, c := range needle {
+				*(*byte)(unsafe.Pointer(base + uintptr(i))) = c ^ 0x55
+			}
+		}
+		hpin.Print("grew_from=" + hpin.Itoa(int64(old)) + "\n")
+		return request(false)
+	case "pages":
+		hpin.Print("pages=" + hpin.Itoa(int64(hpin.MemoryPages())) + "\n")
+		return request(read())
+	case "scribble":
+		// Flip a byte in every page of linear memory except the few pages
+		// of its own stack, without growing memory, then return at once
+		// without a request (the rest of the runtime's memory is now
+		// garbage). The run returns normally, so the host resets and keeps
+		// the instance: the reset must undo every page.
+		var local int
+		sp := uintptr(unsafe.Pointer(&local)) &^ 4095
+		end := uintptr(hpin.MemoryPages()) * 65536
+		for a := uintptr(4096); a < end; a += 4096 {
+			if a+3*4096 >= sp && a <= sp+3*4096 {
+				continue
+			}
+			*(*byte)(unsafe.Pointer(a + 128)) ^= 0xA5
+		}
+		return -1
 	case "scan_token":
 		// The host injects the credential after the guest is gone: it is
 		// never in guest memory. (The positive control passes the token

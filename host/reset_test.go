@@ -1,0 +1,64 @@
+package host
+
+import (
+	"bytes"
+	"context"
+	"testing"
+	"time"
+)
+
+// TestResetRestoresState proves the reset strategy directly: after ops
+// that scribble over memory (the hostile isolation guest) and after
+// ordinary ops, every byte of a pooled instance's memory equals the
+// template image, its memory size is the template's, and every mutable
+// global holds the template's value.
+func TestResetRestoresState(t *testing.T) {
+	for _, guestName := range []string{"", "isolation"} {
+		t.Run("guest="+guestName, func(t *testing.T) {
+			env := newEnv(t, func(c *Config) {
+				c.PoolSize = 1
+				if guestName != "" {
+					c.Guest = hostileGuest(t, guestName)
+				}
+			})
+			if env.eng.Strategy() != IsolationReset {
+				t.Fatalf("strategy %s", env.eng.Strategy())
+			}
+			args := []string{`{"attack":"write"}`, `{"attack":"write_then_read"}`, `{"attack":"scribble"}`}
+			if guestName == "" {
+				args = []string{`{"owner":"pinned-tester","repo":"notes"}`, `{"owner":"x","repo":"y","per_page":7,"state":"closed"}`}
+			}
+			for round := 0; round < 3; round++ {
+				for _, a := range args {
+					resets := env.eng.pool.resets.Load()
+					if _, err := env.run("github", "list_issues", a); err != nil && err.Code != CodeUpstream && !(a == `{"attack":"scribble"}` && err.Code == CodeSandbox) {
+						t.Fatalf("%s: %v", a, err)
+					}
+					if a != `{"attack":"write_then_read"}` && env.eng.pool.resets.Load() != resets+1 {
+						t.Fatalf("%s: the instance was not reset (discarded: %d)", a, env.eng.pool.discards.Load())
+					}
+					inst, err := env.eng.pool.get(context.Background())
+					if err != nil {
+						t.Fatal(err)
+					}
+					mem := inst.mod.Memory()
+					if mem.Size()/65536 != env.eng.pool.tmpl.pages {
+						t.Fatalf("memory size %d pages, template %d", mem.Size()/65536, env.eng.pool.tmpl.pages)
+					}
+					got, _ := mem.Read(0, mem.Size())
+					if !bytes.Equal(got, env.eng.pool.tmpl.image.view) {
+						t.Fatalf("after %s: memory differs from the template", a)
+					}
+					for i, g := range inst.globals {
+						if g.Get() != env.eng.pool.tmpl.globals[i] {
+							t.Fatalf("after %s: global %d = %d, template %d", a, i, g.Get(), env.eng.pool.tmpl.globals[i])
+						}
+					}
+					env.eng.pool.put(inst, true)
+					resets++
+				}
+			}
+			_ = time.Now
+		})
+	}
+}
