@@ -1,4 +1,22 @@
-// Package broker will hold the OAuth relay: one confidential client per
-// service, the authorization code exchange and token refresh, and the
-// public registry endpoint (DESIGN.md, "Broker"). Not built yet.
+// Package broker is the OAuth relay (DESIGN.md, "Broker"): it holds one
+// confidential OAuth client per service, runs the authorization code
+// exchange (with PKCE where the manifest says so) and the token refresh
+// through golang.org/x/oauth2, and serves the embedded registry to catalog
+// UIs. `pinned broker` runs it.
+//
+// It persists nothing. The OAuth state carries the whole flow (service,
+// connection cap, return URL, PKCE verifier, expiry, nonce) sealed with
+// XChaCha20-Poly1305 under a key from configuration; the token pair goes
+// back to the member's browser in the return URL's fragment, and a refresh
+// answers the caller and forgets. Provider endpoints and scopes come from
+// the manifests' auth.oauth; clients from LCHAT_OAUTH_<ID>_CLIENT_ID /
+// _CLIENT_SECRET ([ClientsFromEnv]).
+//
+// HTTP API ([Broker.Handler]): GET /registry, GET /api/oauth/config,
+// GET /oauth/{id}/start, GET /oauth/{id}/callback, POST /api/refresh,
+// GET /healthz, GET /metrics. Errors are [Error] values with the stable
+// Code constants of errors.go. Secrets (client secrets, tokens, codes,
+// verifiers, instance tokens) never appear in logs, errors or metrics.
+//
+// docs/OAUTH.md is the operator's guide.
 package broker

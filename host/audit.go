@@ -1,11 +1,13 @@
 package host
 
 import (
+	"context"
 	"errors"
 	"net/url"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
 )
 
 // Metrics are the host's Prometheus collectors. They carry service, op and
@@ -48,7 +50,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 // service, op, method, host, path template, status, bytes raw and
 // projected, duration and deny reason. It never logs the credential, the
 // rendered URL or argument values.
-func (e *Engine) audit(call Call, p *prepared, res *Result, err *Error, status int, raw int64, start time.Time) {
+func (e *Engine) audit(ctx context.Context, call Call, p *prepared, res *Result, err *Error, status int, raw int64, start time.Time) {
+	log := e.logger(ctx)
 	outcome := "ok"
 	var deny DenyReason
 	projected := 0
@@ -59,9 +62,9 @@ func (e *Engine) audit(call Call, p *prepared, res *Result, err *Error, status i
 	if res != nil {
 		projected = len(res.Data)
 	}
-	ev := e.log.Info()
+	ev := log.Info()
 	if err != nil {
-		ev = e.log.Warn()
+		ev = log.Warn()
 	}
 	ev = ev.Str("event", "egress").
 		Str("service", p.m.ID).
@@ -90,6 +93,21 @@ func (e *Engine) audit(call Call, p *prepared, res *Result, err *Error, status i
 			m.UpstreamBytes.WithLabelValues(p.m.ID).Observe(float64(raw))
 		}
 	}
+}
+
+// Logger returns the engine's logger (Config.Logger, or a disabled one).
+// A caller that wants the host's events for one op to carry more fields
+// (a request id) derives from it and attaches the result to the op's
+// context with zerolog's WithContext.
+func (e *Engine) Logger() *zerolog.Logger { return &e.log }
+
+// logger is the logger a context carries (zerolog.Ctx: the sidecar
+// attaches one with the request id), else the engine's own.
+func (e *Engine) logger(ctx context.Context) *zerolog.Logger {
+	if l := zerolog.Ctx(ctx); l != zerolog.Ctx(context.Background()) {
+		return l
+	}
+	return &e.log
 }
 
 // redactCause renders an internal cause for the log. Causes come from the

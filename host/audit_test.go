@@ -1,9 +1,12 @@
 package host
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/rs/zerolog"
 
 	"github.com/elevenmessenger/pinned/internal/fakeapi"
 )
@@ -13,6 +16,9 @@ func egressEvents(t *testing.T, logs string) []map[string]any {
 	t.Helper()
 	var out []map[string]any
 	for _, line := range strings.Split(strings.TrimSpace(logs), "\n") {
+		if line == "" {
+			continue
+		}
 		var ev map[string]any
 		if err := json.Unmarshal([]byte(line), &ev); err != nil {
 			t.Fatalf("log line is not JSON: %q", line)
@@ -85,5 +91,24 @@ func TestAuditDenied(t *testing.T) {
 	}
 	if strings.Contains(env.logs.String(), "stolen") {
 		t.Fatal("the guest's forged header value reached the log")
+	}
+}
+
+// TestAuditUsesContextLogger: a logger carried by the context (the
+// sidecar's, with the request id) receives the op's events.
+func TestAuditUsesContextLogger(t *testing.T) {
+	env := newEnv(t, nil)
+	var buf syncBuffer
+	l := zerolog.New(&buf).With().Str("request_id", "req-42").Logger()
+	ctx := l.WithContext(context.Background())
+	if _, err := env.runWith(ctx, "github", "get_viewer", `{}`, Credential{Secret: Secret(fakeapi.Token("github"))}); err != nil {
+		t.Fatal(err)
+	}
+	evs := egressEvents(t, buf.String())
+	if len(evs) != 1 || evs[0]["request_id"] != "req-42" {
+		t.Fatalf("events: %v", evs)
+	}
+	if len(egressEvents(t, env.logs.String())) != 0 {
+		t.Fatal("the event also went to the engine's logger")
 	}
 }

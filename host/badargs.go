@@ -68,5 +68,5 @@ func num(f *float64) string {
 	if f == nil {
 		return "?"
 	}
-	return strconv.FormatFloat(*f, 'g', -1, 64)
+	return strconv.FormatFloat(*f, 'f', -1, 64)
 }

@@ -82,11 +82,15 @@ func BenchmarkSandbox(b *testing.B) {
 		b.Fatal(herr)
 	}
 	b.ReportAllocs()
+	pages0, resets0 := env.eng.pool.restoredPages.Load(), env.eng.pool.resets.Load()
 	for i := 0; i < b.N; i++ {
 		st, herr := env.eng.execute(ctx, p, json.RawMessage(`{"per_page":100}`))
 		if herr != nil || st.outcome != outcomeAccepted {
 			b.Fatal(herr)
 		}
+	}
+	if r := env.eng.pool.resets.Load() - resets0; r > 0 {
+		b.ReportMetric(float64(env.eng.pool.restoredPages.Load()-pages0)/float64(r), "pages/reset")
 	}
 }
 

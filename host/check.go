@@ -37,7 +37,7 @@ func (e *Engine) Check(ctx context.Context, service, op string, args json.RawMes
 	if herr != nil {
 		return nil, herr
 	}
-	if herr := e.outcomeError(Call{Service: service, Op: op}, p, st); herr != nil {
+	if herr := e.outcomeError(ctx, Call{Service: service, Op: op}, p, st); herr != nil {
 		return nil, herr
 	}
 	c := &Checked{Service: service, Op: op, Access: p.op.Access}

@@ -25,6 +25,10 @@ type memImage struct {
 	fd   int
 	size int
 	view []byte
+	// refs counts the pool and every memory mapped from the image; the
+	// last release unmaps the view and closes the file.
+	mu   sync.Mutex
+	refs int
 }
 
 // newMemImage copies mem into a sealed memfd. Sealing (F_SEAL_WRITE,
@@ -52,12 +56,32 @@ func newMemImage(mem []byte) (*memImage, error) {
 		unix.Close(fd)
 		return nil, fmt.Errorf("map memory image: %w", err)
 	}
-	return &memImage{fd: fd, size: len(mem), view: view}, nil
+	return &memImage{fd: fd, size: len(mem), view: view, refs: 1}, nil
 }
 
+// acquire takes a reference; false once the image is released for good.
+func (m *memImage) acquire() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.refs == 0 {
+		return false
+	}
+	m.refs++
+	return true
+}
+
+// close drops a reference.
 func (m *memImage) close() {
-	unix.Munmap(m.view)
-	unix.Close(m.fd)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.refs == 0 {
+		return
+	}
+	if m.refs--; m.refs == 0 {
+		unix.Munmap(m.view)
+		unix.Close(m.fd)
+		m.view = nil
+	}
 }
 
 // pagemap is /proc/self/pagemap (proc(5)): one 64-bit entry per virtual
@@ -77,7 +101,13 @@ const (
 // of the image once adopt is called. It implements
 // experimental.LinearMemory.
 type cowMemory struct {
-	buf     []byte // the whole reservation
+	// mu guards the mapping's lifetime: wazero may call Free from another
+	// goroutine (Runtime.Close), and the reservation must never be
+	// unmapped while an op runs on it or a reset copies into it.
+	mu      sync.Mutex
+	buf     []byte // the whole reservation; nil once unmapped
+	busy    bool   // an op is running on it
+	freed   bool   // Free was called; unmap when no longer busy
 	image   *memImage
 	entries []byte // pagemap scratch
 }
@@ -99,23 +129,57 @@ func (c *cowMemory) Reallocate(size uint64) []byte {
 	return c.buf[:size]
 }
 
-// Free implements experimental.LinearMemory.
+// Free implements experimental.LinearMemory. While an op runs on the
+// memory it only marks it; setBusy(false) unmaps it afterwards.
 func (c *cowMemory) Free() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.freed = true
+	if !c.busy {
+		c.unmapLocked()
+	}
+}
+
+func (c *cowMemory) unmapLocked() {
 	if c.buf != nil {
 		_ = unix.Munmap(c.buf)
 		c.buf = nil
+		if c.image != nil {
+			c.image.close()
+		}
 	}
+}
+
+// setBusy marks the memory in use by an op (true) or idle (false). It
+// reports false when the memory was freed, so the caller must not use it.
+func (c *cowMemory) setBusy(b bool) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.busy = b
+	if !b && c.freed {
+		c.unmapLocked()
+	}
+	return !c.freed
 }
 
 // adopt maps the image privately over the start of the memory: from now
 // on the instance reads the image and its writes land in private pages.
 func (c *cowMemory) adopt(img *memImage) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.freed || c.buf == nil {
+		return fmt.Errorf("memory already freed")
+	}
 	if img.size > len(c.buf) {
 		return fmt.Errorf("memory image of %d bytes exceeds the reservation", img.size)
+	}
+	if !img.acquire() {
+		return fmt.Errorf("memory image released")
 	}
 	_, err := unix.MmapPtr(img.fd, 0, unsafe.Pointer(&c.buf[0]), uintptr(img.size),
 		unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_FIXED)
 	if err != nil {
+		img.close()
 		return fmt.Errorf("map memory image: %w", err)
 	}
 	c.image = img
@@ -131,9 +195,15 @@ func (c *cowMemory) adopt(img *memImage) error {
 // read stay mapped and cost nothing next time; pages it wrote stay private
 // and are not faulted again. Without a readable pagemap, reset drops the
 // private pages instead (madvise MADV_DONTNEED), which is as exact but
-// makes the next op fault every page it touches. The caller has checked
-// that the memory did not grow past the image.
-func (c *cowMemory) reset() error {
+// makes the next op fault every page it touches. It returns the number of
+// pages restored (-1 after the fallback). The caller has checked that the
+// memory did not grow past the image.
+func (c *cowMemory) reset() (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.freed || c.buf == nil || c.image == nil {
+		return 0, fmt.Errorf("memory freed")
+	}
 	n := c.image.size / pageSize
 	if cap(c.entries) < n*8 {
 		c.entries = make([]byte, n*8)
@@ -149,13 +219,15 @@ func (c *cowMemory) reset() error {
 		}
 	}
 	if err != nil {
-		return unix.Madvise(c.buf[:c.image.size], unix.MADV_DONTNEED)
+		return -1, unix.Madvise(c.buf[:c.image.size], unix.MADV_DONTNEED)
 	}
+	restored := 0
 	for i := 0; i < n; i++ {
 		e := binary.LittleEndian.Uint64(buf[i*8:])
 		if (e&pmPresent != 0 && e&pmFile == 0) || e&pmSwapped != 0 {
 			copy(c.buf[i*pageSize:(i+1)*pageSize], c.image.view[i*pageSize:(i+1)*pageSize])
+			restored++
 		}
 	}
-	return nil
+	return restored, nil
 }

@@ -23,4 +23,5 @@ func newCowMemory(uint64) (*cowMemory, error) { return nil, errNoCow }
 func (*cowMemory) Reallocate(uint64) []byte { return nil }
 func (*cowMemory) Free()                    {}
 func (*cowMemory) adopt(*memImage) error    { return errNoCow }
-func (*cowMemory) reset() error             { return errNoCow }
+func (*cowMemory) setBusy(bool) bool        { return false }
+func (*cowMemory) reset() (int, error)      { return 0, errNoCow }

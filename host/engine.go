@@ -239,7 +239,44 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 	if err := instantiateWASI(ctx, e.rt); err != nil {
 		return nil, e.closeWith(ctx, err)
 	}
-	e.compiled, err = e.rt.CompileModule(ctx, cfg.Guest)
+	// Plan the isolation strategy first: the reset strategy compiles the
+	// guest with its mutable globals exported (and nothing else changed),
+	// so the module is compiled once either way.
+	wasm := cfg.Guest
+	var plan *resetPlan
+	switch cfg.Isolation {
+	case "", IsolationReset:
+		plan, err = planReset(cfg.Guest)
+		switch {
+		case err == nil:
+			wasm = plan.wasm
+			e.strategy = IsolationReset
+		case errors.Is(err, errNotResettable):
+			e.strategy = IsolationFresh + " (" + err.Error() + ")"
+		default:
+			return nil, e.closeWith(ctx, fmt.Errorf("host: read guest: %w", err))
+		}
+	case IsolationFresh:
+		e.strategy = IsolationFresh
+	default:
+		return nil, e.closeWith(ctx, fmt.Errorf("host: unknown isolation %q (want %s or %s)", cfg.Isolation, IsolationReset, IsolationFresh))
+	}
+	scanned := make(chan error, 1)
+	if plan != nil {
+		go func() { scanned <- plan.check() }()
+	}
+	e.compiled, err = e.rt.CompileModule(ctx, wasm)
+	if plan != nil {
+		switch serr := <-scanned; {
+		case serr == nil:
+		case errors.Is(serr, errNotResettable):
+			// Same module, fresh instances: exporting globals changes
+			// nothing a guest can observe.
+			plan, e.strategy = nil, IsolationFresh+" ("+serr.Error()+")"
+		default:
+			err = errors.Join(err, serr)
+		}
+	}
 	if err != nil {
 		return nil, e.closeWith(ctx, fmt.Errorf("host: compile guest: %w", err))
 	}
@@ -247,25 +284,14 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		return nil, e.closeWith(ctx, err)
 	}
 	e.modCfg = wazero.NewModuleConfig().WithName("").WithStartFunctions()
-	switch cfg.Isolation {
-	case "", IsolationReset:
+	if plan != nil {
 		size := cfg.PoolSize
 		if size <= 0 {
 			size = max(4, 2*runtime.GOMAXPROCS(0))
 		}
-		e.pool, err = newPool(ctx, e, cfg.Guest, size)
-		switch {
-		case err == nil:
-			e.strategy = IsolationReset
-		case errors.Is(err, errNotResettable):
-			e.strategy = IsolationFresh + " (" + err.Error() + ")"
-		default:
+		if e.pool, err = newPool(ctx, e, plan, e.compiled, size); err != nil {
 			return nil, e.closeWith(ctx, err)
 		}
-	case IsolationFresh:
-		e.strategy = IsolationFresh
-	default:
-		return nil, e.closeWith(ctx, fmt.Errorf("host: unknown isolation %q (want %s or %s)", cfg.Isolation, IsolationReset, IsolationFresh))
 	}
 	return e, nil
 }
@@ -462,7 +488,7 @@ func (e *Engine) run(ctx context.Context, call Call, start time.Time) (*Result, 
 	if herr != nil {
 		return nil, herr
 	}
-	if herr := e.outcomeError(call, p, st); herr != nil {
+	if herr := e.outcomeError(ctx, call, p, st); herr != nil {
 		return nil, herr
 	}
 	res, raw, err := e.send(ctx, p, st.req, call.Credential)
@@ -473,7 +499,7 @@ func (e *Engine) run(ctx context.Context, call Call, start time.Time) (*Result, 
 	} else if err != nil {
 		status = err.Status
 	}
-	e.audit(call, p, res, err, status, raw, start)
+	e.audit(ctx, call, p, res, err, status, raw, start)
 	return res, err
 }
 
@@ -497,7 +523,7 @@ func (e *Engine) execute(ctx context.Context, p *prepared, args json.RawMessage)
 		log:       logBuffer{max: e.cfg.MaxLogBytes},
 	}
 	err := e.sandbox(ctx, st)
-	e.guestLog(p, st)
+	e.guestLog(ctx, p, st)
 	if err != nil {
 		return nil, err
 	}
@@ -506,7 +532,7 @@ func (e *Engine) execute(ctx context.Context, p *prepared, args json.RawMessage)
 
 // outcomeError turns a fixed outcome other than an accepted request into
 // the op's error (auditing a denial).
-func (e *Engine) outcomeError(call Call, p *prepared, st *opState) *Error {
+func (e *Engine) outcomeError(ctx context.Context, call Call, p *prepared, st *opState) *Error {
 	switch st.outcome {
 	case outcomeAccepted:
 		return nil
@@ -514,7 +540,7 @@ func (e *Engine) outcomeError(call Call, p *prepared, st *opState) *Error {
 		return badArgs(p, st.rejReason, st.rejArg)
 	case outcomeDenied:
 		err := &Error{Code: CodeEgressDenied, Message: "the request broke the egress policy (" + string(st.deny) + ")", Deny: st.deny}
-		e.audit(call, p, nil, err, 0, 0, st.start)
+		e.audit(ctx, call, p, nil, err, 0, 0, st.start)
 		return err
 	}
 	return newError(CodeSandbox, "the executor finished without a request")
@@ -581,11 +607,11 @@ func guestFailure(ctx context.Context, err error) *Error {
 	return &Error{Code: CodeSandbox, Message: "the executor trapped", cause: err}
 }
 
-func (e *Engine) guestLog(p *prepared, st *opState) {
+func (e *Engine) guestLog(ctx context.Context, p *prepared, st *opState) {
 	if len(st.log.buf) == 0 && st.log.dropped == 0 {
 		return
 	}
-	e.log.Debug().Str("service", p.m.ID).Str("op", p.name).
+	e.logger(ctx).Debug().Str("service", p.m.ID).Str("op", p.name).
 		Str("guest_output", string(bytes.ToValidUTF8(st.log.buf, []byte("\ufffd")))).
 		Int64("guest_output_dropped", st.log.dropped).Msg("guest output")
 }

@@ -52,7 +52,7 @@ type instance struct {
 // concurrent ops (egress happens after the instance is back).
 type pool struct {
 	rt       wazero.Runtime
-	compiled wazero.CompiledModule // the guest with its globals exported
+	compiled wazero.CompiledModule // the guest with its globals exported (owned by the Engine)
 	names    []string              // export names of the mutable globals
 	maxBytes uint64
 	tmpl     *template
@@ -61,17 +61,28 @@ type pool struct {
 	closed   atomic.Bool
 	// resets and discards count what put did, for tests and metrics.
 	resets, discards atomic.Int64
+	// restoredPages counts the 4 KiB pages resets copied back.
+	restoredPages atomic.Int64
 }
 
 // errNotResettable reports why a guest cannot use IsolationReset.
 var errNotResettable = errors.New("host: guest not resettable")
 
-// newPool prepares the reset strategy for a guest: it exports the guest's
-// mutable globals, compiles that module, builds the template (instantiate,
-// _initialize, warm-up ops on the registry's own op specs, snapshot) and
-// fills the pool. It returns errNotResettable (wrapped) when the module's
-// code can change state a reset would not restore.
-func newPool(ctx context.Context, e *Engine, wasm []byte, size int) (*pool, error) {
+// resetPlan is a guest prepared for IsolationReset: the module with its
+// mutable globals exported, their export names, and the module reader
+// whose code scan decides whether reset is allowed at all.
+type resetPlan struct {
+	wasm  []byte
+	names []string
+	mod   *wasmbin.Module
+}
+
+// planReset exports a guest's mutable globals for IsolationReset. Whether
+// the guest may use it is decided by check (the slow code scan), which
+// New runs while the module compiles. It returns errNotResettable
+// (wrapped) when the platform lacks copy-on-write memory or the module
+// imports state a reset could not restore.
+func planReset(wasm []byte) (*resetPlan, error) {
 	if !cowSupported {
 		return nil, fmt.Errorf("%w: %v", errNotResettable, errNoCowReason())
 	}
@@ -89,33 +100,69 @@ func newPool(ctx context.Context, e *Engine, wasm []byte, size int) (*pool, erro
 	if err != nil {
 		return nil, err
 	}
-	compiled, err := e.rt.CompileModule(ctx, rewritten)
-	if err != nil {
-		return nil, fmt.Errorf("host: compile guest for reset: %w", err)
+	plan := &resetPlan{wasm: rewritten, mod: m}
+	for _, g := range m.MutableGlobals {
+		plan.names = append(plan.names, wasmbin.GlobalExportPrefix+fmt.Sprint(g))
 	}
+	return plan, nil
+}
+
+// check scans the module's code: errNotResettable (wrapped) when any
+// instruction can change state a reset would not restore.
+func (plan *resetPlan) check() error {
+	if err := plan.mod.ScanCode(); err != nil {
+		return err
+	}
+	if plan.mod.NotResettable != "" {
+		return fmt.Errorf("%w: %s", errNotResettable, plan.mod.NotResettable)
+	}
+	return nil
+}
+
+// newPool builds the template (instantiate, _initialize, one warm-up op
+// per registry op, snapshot) from the planned guest and fills the pool.
+func newPool(ctx context.Context, e *Engine, plan *resetPlan, compiled wazero.CompiledModule, size int) (*pool, error) {
 	p := &pool{
 		rt:       e.rt,
 		compiled: compiled,
+		names:    plan.names,
 		maxBytes: uint64(e.cfg.MemoryLimitPages) * 65536,
 		free:     make(chan *instance, size),
 		sem:      make(chan struct{}, size),
 	}
-	for _, g := range m.MutableGlobals {
-		p.names = append(p.names, wasmbin.GlobalExportPrefix+fmt.Sprint(g))
-	}
 	if err := p.buildTemplate(ctx, e); err != nil {
-		compiled.Close(ctx)
 		return nil, err
 	}
-	for i := 0; i < size; i++ {
+	// One instance now; the rest in the background, so the engine is
+	// ready as soon as the template is (get creates instances on demand).
+	inst, err := p.create()
+	if err != nil {
+		return nil, err
+	}
+	p.free <- inst
+	go p.fill(size - 1)
+	return p, nil
+}
+
+// fill adds up to n instances to the free list, stopping early when the
+// pool closes or an instance cannot be created (get will try again).
+func (p *pool) fill(n int) {
+	for i := 0; i < n && !p.closed.Load(); i++ {
 		inst, err := p.create()
 		if err != nil {
-			p.close()
-			return nil, err
+			return
 		}
-		p.free <- inst
+		select {
+		case p.free <- inst:
+		default:
+			inst.mod.Close(context.Background())
+			return
+		}
+		if p.closed.Load() {
+			p.drain()
+			return
+		}
 	}
-	return p, nil
 }
 
 func errNoCowReason() error { return errors.New("copy-on-write memory needs Linux") }
@@ -241,17 +288,27 @@ func (p *pool) get(ctx context.Context) (*instance, error) {
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	select {
-	case inst := <-p.free:
-		return inst, nil
-	default:
+	for {
+		var inst *instance
+		select {
+		case inst = <-p.free:
+		default:
+			var err error
+			if inst, err = p.create(); err != nil {
+				<-p.sem
+				return nil, err
+			}
+		}
+		if inst.mem.setBusy(true) {
+			return inst, nil
+		}
+		// Freed behind our back (the runtime is closing): drop it.
+		inst.mod.Close(context.Background())
+		if p.closed.Load() {
+			<-p.sem
+			return nil, errors.New("host: engine closed")
+		}
 	}
-	inst, err := p.create()
-	if err != nil {
-		<-p.sem
-		return nil, err
-	}
-	return inst, nil
 }
 
 // put releases an instance after an op. reuse is true only when the op's
@@ -260,17 +317,23 @@ func (p *pool) get(ctx context.Context) (*instance, error) {
 // cannot be reset is closed instead.
 func (p *pool) put(inst *instance, reuse bool) {
 	defer func() { <-p.sem }()
+	if !inst.mem.setBusy(false) {
+		p.discards.Add(1)
+		return // freed while the op ran (the runtime closed): already unmapped
+	}
 	if !reuse || p.closed.Load() || inst.mod.Memory().Size()/65536 != p.tmpl.pages {
 		p.discards.Add(1)
 		inst.mod.Close(context.Background())
 		return
 	}
-	if err := inst.mem.reset(); err != nil {
+	n, err := inst.mem.reset()
+	if err != nil {
 		p.discards.Add(1)
 		inst.mod.Close(context.Background())
 		return
 	}
 	p.resets.Add(1)
+	p.restoredPages.Add(int64(n))
 	for i, g := range inst.globals {
 		g.Set(p.tmpl.globals[i])
 	}
@@ -282,15 +345,22 @@ func (p *pool) put(inst *instance, reuse bool) {
 }
 
 func (p *pool) close() {
-	p.closed.Store(true)
+	if p.closed.Swap(true) {
+		return
+	}
+	p.drain()
+	if p.tmpl != nil {
+		p.tmpl.image.close() // the pool's reference; instances hold theirs
+	}
+}
+
+// drain closes every free instance.
+func (p *pool) drain() {
 	for {
 		select {
 		case inst := <-p.free:
 			inst.mod.Close(context.Background())
 		default:
-			if p.tmpl != nil {
-				p.tmpl.image.close()
-			}
 			return
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/elevenmessenger/pinned/internal/jsonv"
@@ -266,12 +267,14 @@ func lookupMessage(v *jsonv.Value, path []string) string {
 	return capMessage(v.S)
 }
 
-// capMessage strips control characters and caps s at MaxErrorMessageBytes
-// on a UTF-8 boundary, marking a cut with "…".
+// capMessage replaces control characters (C0, DEL, C1) and bidirectional
+// formatting characters with spaces, and caps s at MaxErrorMessageBytes on
+// a UTF-8 boundary, marking a cut with "…". The message is upstream text
+// a terminal or a chat client will show.
 func capMessage(s string) string {
 	var b strings.Builder
 	for _, r := range s {
-		if r < 0x20 || r == 0x7f {
+		if unicode.IsControl(r) || (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069) || r == 0x200e || r == 0x200f {
 			r = ' '
 		}
 		if b.Len()+utf8.RuneLen(r) > MaxErrorMessageBytes-len("…") {

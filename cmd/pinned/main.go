@@ -2,6 +2,9 @@
 // WebAssembly sandbox. One binary, one subcommand per role:
 //
 //	pinned op        run one op through the sandbox
+//	pinned sidecar   serve the bot-facing API (grants, scope, ops)
+//	pinned keygen    generate a bot's key pair
+//	pinned grant     seal a grant to a bot's public key
 //	pinned demo      run ops of every service against the local provider fake
 //	pinned registry  check or list manifests
 //	pinned fakeapi   serve the local HTTPS provider fake
@@ -25,7 +28,11 @@ type command struct {
 func commands() []command {
 	return []command{
 		{"op", "run one op through the sandbox", runOp},
+		{"sidecar", "serve the bot-facing API: open grants, enforce scope, run ops", runSidecar},
+		{"keygen", "generate a bot's key pair (private key file, public key on stdout)", runKeygen},
+		{"grant", "seal a grant to a bot's public key (grant seal ...)", runGrant},
 		{"demo", "run ops of every service against the local provider fake", runDemo},
+		{"broker", "run the OAuth relay (code exchange, token refresh, GET /registry)", runBroker},
 		{"registry", "check or list manifests (registry check FILE..., registry list)", runRegistry},
 		{"fakeapi", "serve the local HTTPS provider fake (tests and trials only)", runFakeAPI},
 		{"version", "print the version and the embedded registry digest", runVersion},

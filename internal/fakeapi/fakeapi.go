@@ -25,13 +25,13 @@
 // what arrived, and [Server.SetHandler] lets a test take over any request
 // (redirects, rate limits, slow or huge bodies).
 //
-// The OAuth hosts (github.com, dnsimple.com, connect.stripe.com,
-// app.hubspot.com, linear.app) are in the certificate and routed, but answer
-// 404 for now: authorize and token endpoints are a later addition, with
-// their hooks in place (routeOAuth for the OAuth hosts, routeOAuthAPI for
-// the token endpoints that live on API hosts). Tokens a future token
-// endpoint issues register through the same store as [Server.AddOAuthToken]
-// and expire through [Server.RevokeToken].
+// The OAuth side (oauth.go) serves each provider's authorization endpoint
+// (auto-approving) and token endpoint on the hosts and paths of the
+// manifests' auth.oauth blocks: the OAuth hosts (github.com, dnsimple.com,
+// connect.stripe.com, app.hubspot.com, linear.app) through routeOAuth, the
+// token endpoints that live on API hosts through routeOAuthAPI. Access
+// tokens it issues are valid API credentials of kind OAuth that expire
+// (401 after expiry, [Server.SetClock], [Server.SetOAuthLifetime]).
 package fakeapi
 
 import (
@@ -219,10 +219,14 @@ type Server struct {
 	client    *http.Client    // guarded by mu
 	transport *http.Transport // guarded by mu
 
-	mu     sync.Mutex
-	tokens map[string]map[string]tokenKind // service -> token -> kind
-	reqs   []Request
-	hook   func(http.ResponseWriter, *http.Request) bool
+	mu       sync.Mutex
+	tokens   map[string]map[string]tokenKind // service -> token -> kind
+	tokenExp map[string]map[string]time.Time // service -> token -> expiry (tokens that expire)
+	clock    func() time.Time                // nil: time.Now
+	reqs     []Request
+	hook     func(http.ResponseWriter, *http.Request) bool
+
+	oauth *oauthState
 
 	github   *githubAPI
 	dnsimple *dnsimpleAPI
@@ -260,10 +264,12 @@ func New(opts ...Option) (*Server, error) {
 		return nil, fmt.Errorf("fakeapi: listen: %w", err)
 	}
 	s := &Server{
-		ln:     ln,
-		certs:  c,
-		done:   make(chan struct{}),
-		tokens: map[string]map[string]tokenKind{},
+		ln:       ln,
+		certs:    c,
+		done:     make(chan struct{}),
+		tokens:   map[string]map[string]tokenKind{},
+		tokenExp: map[string]map[string]time.Time{},
+		oauth:    newOAuthState(),
 	}
 	for svc, t := range patTokens {
 		s.tokens[svc] = map[string]tokenKind{t: kindPAT, oauthTokens[svc]: kindOAuth}
@@ -358,6 +364,7 @@ func (s *Server) Client() *http.Client {
 // Close stops the server and closes open connections.
 func (s *Server) Close() {
 	s.closed.Do(func() {
+		s.oauth.close() // releases token requests held by FaultHang
 		_ = s.srv.Close()
 		<-s.done
 		s.mu.Lock()
@@ -395,13 +402,20 @@ func (s *Server) RevokeToken(service, token string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.tokens[service], token)
+	delete(s.tokenExp[service], token)
 }
 
-// tokenKind looks a credential up.
+// lookupToken looks a credential up; an expired one is forgotten and not
+// found.
 func (s *Server) lookupToken(service, token string) (tokenKind, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	k, ok := s.tokens[service][token]
+	if exp, expires := s.tokenExp[service][token]; ok && expires && !s.nowLocked().Before(exp) {
+		delete(s.tokens[service], token)
+		delete(s.tokenExp[service], token)
+		return 0, false
+	}
 	return k, ok
 }
 
@@ -526,20 +540,24 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// routeOAuth answers requests to a provider's OAuth host. The authorize
-// and token endpoints are not built yet; every path is 404 for now.
+// routeOAuth answers requests to a provider's OAuth host: the authorize
+// endpoint, and the token endpoint where it lives there (GitHub, Stripe).
+// Any other path is 404.
 func (s *Server) routeOAuth(w http.ResponseWriter, r *http.Request, service string) {
+	if s.serveOAuth(w, r, service, requestHost(r)) {
+		return
+	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.WriteHeader(http.StatusNotFound)
-	fmt.Fprintf(w, "fakeapi: %s OAuth endpoint %s %s is not implemented\n", service, r.Method, r.URL.Path)
+	fmt.Fprintf(w, "fakeapi: %s OAuth host has no endpoint %s %s\n", service, r.Method, r.URL.Path)
 }
 
-// routeOAuthAPI is where the OAuth endpoints that live on API hosts will
-// be served (DNSimple POST /v2/oauth/access_token, HubSpot POST
-// /oauth/v1/token, Linear POST /oauth/token), before the API's own
-// credential check. It handles nothing yet and returns false.
+// routeOAuthAPI serves the OAuth token endpoints that live on API hosts
+// (DNSimple POST /v2/oauth/access_token, HubSpot POST /oauth/v1/token,
+// Linear POST /oauth/token), before the API's own credential check. It
+// reports whether it answered.
 func (s *Server) routeOAuthAPI(w http.ResponseWriter, r *http.Request, service string) bool {
-	return false
+	return s.serveOAuth(w, r, service, requestHost(r))
 }
 
 // call is one request being served by a service.

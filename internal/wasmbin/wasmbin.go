@@ -47,8 +47,24 @@ type Module struct {
 	// of those kinds.
 	ImportedGlobals, ImportedTables, ImportedMemories int
 	// NotResettable says why resetting memory and globals would not make
-	// an instance equal to a fresh one; empty when it would.
+	// an instance equal to a fresh one; empty when it would. It is complete
+	// only after ScanCode.
 	NotResettable string
+
+	code    []byte
+	scanned bool
+}
+
+// ScanCode walks every instruction of every function (see scanCode) and
+// completes NotResettable. It is safe to call once, concurrently with
+// anything but itself.
+func (m *Module) ScanCode() error {
+	if m.scanned || m.code == nil {
+		m.scanned = true
+		return nil
+	}
+	m.scanned = true
+	return m.scanCode(m.code)
 }
 
 type section struct {
@@ -120,7 +136,8 @@ func (r *reader) name() (string, error) {
 	return string(b), err
 }
 
-// Parse reads a module's sections and analyzes it.
+// Parse reads a module's sections, globals, imports and segments. The
+// instruction scan of the code section, the slow part, is ScanCode.
 func Parse(b []byte) (*Module, error) {
 	if len(b) < 8 || string(b[:4]) != "\x00asm" || string(b[4:8]) != "\x01\x00\x00\x00" {
 		return nil, errors.New("wasmbin: not a WebAssembly 1.0 module")
@@ -154,7 +171,7 @@ func Parse(b []byte) (*Module, error) {
 		case secData:
 			err = m.readData(s.body)
 		case secCode:
-			err = m.scanCode(s.body)
+			m.code = s.body
 		}
 		if err != nil {
 			return nil, err

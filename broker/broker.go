@@ -1,0 +1,459 @@
+package broker
+
+import (
+	"context"
+	"crypto/cipher"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/rs/zerolog"
+	"golang.org/x/oauth2"
+
+	"github.com/elevenmessenger/pinned/registry"
+)
+
+// Broker is the OAuth relay. It is safe for concurrent use. Build one with
+// New, serve Handler, and Close it when done.
+type Broker struct {
+	reg       *registry.Registry
+	publicURL string // no trailing slash
+	allowed   map[string]bool
+	aead      cipher.AEAD
+	stateTTL  time.Duration
+	bind      bool
+	timeout   time.Duration
+	clients   map[string]*client
+	instances [][sha256.Size]byte // SHA-256 of each instance token
+	limiter   *limiter
+	http      *http.Client
+	transport *http.Transport
+	log       zerolog.Logger
+	metrics   *metrics
+	promReg   *prometheus.Registry // serves /metrics when Config.Metrics is nil
+	now       func() time.Time
+
+	registryBody []byte
+	registryETag string
+}
+
+// client is one configured confidential client with its manifest.
+type client struct {
+	service string
+	oauth   *registry.OAuth
+	conf    *oauth2.Config
+}
+
+// New checks cfg and builds a Broker. It fails closed: no state key, a
+// malformed public URL or allowlist entry, a short instance token, or a
+// client for a service without auth.oauth is an error.
+func New(cfg Config) (*Broker, error) {
+	if cfg.Registry == nil {
+		cfg.Registry = registry.Default()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.StateTTL <= 0 {
+		cfg.StateTTL = DefaultStateTTL
+	}
+	if cfg.ProviderTimeout <= 0 {
+		cfg.ProviderTimeout = DefaultProviderTimeout
+	}
+	if cfg.RefreshRate <= 0 {
+		cfg.RefreshRate = DefaultRefreshRate
+	}
+	if cfg.RefreshBurst <= 0 {
+		cfg.RefreshBurst = DefaultRefreshBurst
+	}
+	if len(cfg.StateKey) != StateKeySize {
+		return nil, fmt.Errorf("broker: the state key must be %d bytes (got %d); generate one with `pinned broker --gen-state-key`", StateKeySize, len(cfg.StateKey))
+	}
+	aead, err := newAEAD(cfg.StateKey)
+	if err != nil {
+		return nil, fmt.Errorf("broker: state key: %w", err)
+	}
+	pub, err := parsePublicURL(cfg.PublicURL)
+	if err != nil {
+		return nil, fmt.Errorf("broker: %w", err)
+	}
+	b := &Broker{
+		reg:       cfg.Registry,
+		publicURL: pub.String(),
+		allowed:   map[string]bool{},
+		aead:      aead,
+		stateTTL:  cfg.StateTTL,
+		bind:      !cfg.NoBrowserBinding,
+		timeout:   cfg.ProviderTimeout,
+		clients:   map[string]*client{},
+		limiter:   newLimiter(cfg.RefreshRate, cfg.RefreshBurst, cfg.Now),
+		now:       cfg.Now,
+		log:       zerolog.Nop(),
+	}
+	if cfg.Logger != nil {
+		b.log = cfg.Logger.With().Str("component", "broker").Logger()
+	}
+	for _, o := range cfg.AllowedReturnOrigins {
+		if strings.TrimSpace(o) == "" {
+			continue
+		}
+		c, err := parseAllowedOrigin(o)
+		if err != nil {
+			return nil, fmt.Errorf("broker: %w", err)
+		}
+		b.allowed[c] = true
+	}
+	for i, t := range cfg.InstanceTokens {
+		if len(t) < MinInstanceTokenLen {
+			return nil, fmt.Errorf("broker: instance token #%d is %d characters; at least %d are required", i+1, len(t), MinInstanceTokenLen)
+		}
+		b.instances = append(b.instances, sha256.Sum256([]byte(t)))
+	}
+	ids := make([]string, 0, len(cfg.Clients))
+	for id := range cfg.Clients {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		c := cfg.Clients[id]
+		m, ok := cfg.Registry.Service(id)
+		if !ok || m.Auth.OAuth == nil {
+			return nil, fmt.Errorf("broker: a client is configured for %q, which has no auth.oauth in the registry", id)
+		}
+		if c.ID == "" || c.Secret == "" {
+			return nil, fmt.Errorf("broker: the client of %q needs both an id and a secret", id)
+		}
+		redirect := c.RedirectURL
+		if redirect == "" {
+			redirect = b.publicURL + "/oauth/" + id + "/callback"
+		} else if _, err := parsePublicURL(redirect); err != nil {
+			return nil, fmt.Errorf("broker: redirect URI of %q: %w", id, err)
+		}
+		b.clients[id] = &client{
+			service: id,
+			oauth:   m.Auth.OAuth,
+			conf: &oauth2.Config{
+				ClientID:     c.ID,
+				ClientSecret: c.Secret,
+				RedirectURL:  redirect,
+				Endpoint: oauth2.Endpoint{
+					AuthURL:  m.Auth.OAuth.AuthorizeURL,
+					TokenURL: m.Auth.OAuth.TokenURL,
+					// Credentials in the body (client_secret_post), which
+					// every shipped provider accepts. An explicit style also
+					// stops x/oauth2 from probing: a failed first attempt is
+					// never retried with the same single-use refresh token.
+					AuthStyle: oauth2.AuthStyleInParams,
+				},
+			},
+		}
+	}
+	b.http, b.transport, err = newProviderClient(&cfg)
+	if err != nil {
+		return nil, fmt.Errorf("broker: %w", err)
+	}
+	reg := cfg.Metrics
+	if reg == nil {
+		b.promReg = prometheus.NewRegistry()
+		reg = b.promReg
+	}
+	b.metrics = newMetrics(reg)
+	if err := b.buildRegistryBody(); err != nil {
+		return nil, fmt.Errorf("broker: %w", err)
+	}
+	return b, nil
+}
+
+// Close releases idle connections to providers.
+func (b *Broker) Close() { b.transport.CloseIdleConnections() }
+
+// Enabled returns the ids of the services whose OAuth flow can start (a
+// client is configured), sorted.
+func (b *Broker) Enabled() []string {
+	out := make([]string, 0, len(b.clients))
+	for id := range b.clients {
+		out = append(out, id)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// RedirectURL returns the redirect URI registered for a service's client
+// ("" when none is configured): what the provider's app settings must
+// list as the callback URL.
+func (b *Broker) RedirectURL(service string) string {
+	if c := b.clients[service]; c != nil {
+		return c.conf.RedirectURL
+	}
+	return ""
+}
+
+// Handler returns the broker's HTTP API:
+//
+//	GET  /healthz                 liveness
+//	GET  /registry                the embedded manifests (CORS-open, ETag)
+//	GET  /api/oauth/config        ?service= whether the flow can start (CORS-open)
+//	GET  /oauth/{id}/start        ?cap=read|write&return=URL → 302 to the provider
+//	GET  /oauth/{id}/callback     the provider's redirect → 302 to the return URL
+//	POST /api/refresh             {service, refresh_token} → a fresh pair (instance token)
+//	GET  /metrics                 Prometheus (when the broker owns its registry)
+func (b *Broker) Handler() http.Handler {
+	r := chi.NewRouter()
+	r.Use(b.accessLog, b.recoverer, securityHeaders)
+	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, b.reqLog(r), errorf(http.StatusNotFound, CodeNotFound, "no such endpoint"))
+	})
+	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, b.reqLog(r), errorf(http.StatusMethodNotAllowed, CodeMethodNotAllowed, "method %s not allowed here", r.Method))
+	})
+	r.Get("/healthz", b.health)
+	r.Get("/registry", b.registry)
+	r.Head("/registry", b.registry)
+	r.Options("/registry", corsPreflight)
+	r.Get("/api/oauth/config", b.oauthConfig)
+	r.Options("/api/oauth/config", corsPreflight)
+	r.Get("/oauth/{id}/start", b.start)
+	r.Get("/oauth/{id}/callback", b.callback)
+	r.Post("/api/refresh", b.refresh)
+	if b.promReg != nil {
+		r.Handle("/metrics", promhttp.HandlerFor(b.promReg, promhttp.HandlerOpts{}))
+	}
+	return r
+}
+
+// statusWriter records the status an inner handler wrote.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (s *statusWriter) WriteHeader(code int) {
+	if s.status == 0 {
+		s.status = code
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusWriter) Write(p []byte) (int, error) {
+	if s.status == 0 {
+		s.status = http.StatusOK
+	}
+	return s.ResponseWriter.Write(p)
+}
+
+func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+type ctxKey struct{}
+
+// zerologCtx returns r's context carrying the request's logger.
+func zerologCtx(r *http.Request, l *zerolog.Logger) context.Context {
+	return context.WithValue(r.Context(), ctxKey{}, l)
+}
+
+// reqLog returns the request's logger (with its request id).
+func (b *Broker) reqLog(r *http.Request) *zerolog.Logger {
+	if l, ok := r.Context().Value(ctxKey{}).(*zerolog.Logger); ok {
+		return l
+	}
+	return &b.log
+}
+
+// accessLog logs one line per request: method, route pattern (never the
+// raw URL: a callback's query holds the code and state), status, duration.
+func (b *Broker) accessLog(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		var id [8]byte
+		_, _ = rand.Read(id[:])
+		rid := hex.EncodeToString(id[:])
+		l := b.log.With().Str("request_id", rid).Logger()
+		w.Header().Set("X-Request-Id", rid)
+		sw := &statusWriter{ResponseWriter: w}
+		r = r.WithContext(zerologCtx(r, &l))
+		next.ServeHTTP(sw, r)
+		route := "unmatched"
+		if rc := chi.RouteContext(r.Context()); rc != nil && rc.RoutePattern() != "" {
+			route = rc.RoutePattern()
+		}
+		if sw.status == 0 {
+			sw.status = http.StatusOK
+		}
+		b.metrics.requests.WithLabelValues(route, strconv.Itoa(sw.status)).Inc()
+		l.Info().Str("method", r.Method).Str("route", route).Int("status", sw.status).
+			Dur("duration", time.Since(start)).Msg("request")
+	})
+}
+
+// recoverer turns a panic into a 500 "internal" answer and a log line.
+func (b *Broker) recoverer(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				writeError(w, b.reqLog(r), &Error{Status: http.StatusInternalServerError, Code: CodeInternal,
+					Message: "internal error", Cause: fmt.Errorf("panic: %v", v)})
+			}
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+// securityHeaders sets headers every answer carries.
+func securityHeaders(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("Referrer-Policy", "no-referrer")
+		h.Set("X-Frame-Options", "DENY")
+		next.ServeHTTP(w, r)
+	})
+}
+
+func corsPreflight(w http.ResponseWriter, _ *http.Request) {
+	h := w.Header()
+	h.Set("Access-Control-Allow-Origin", "*")
+	h.Set("Access-Control-Allow-Methods", "GET, HEAD, OPTIONS")
+	h.Set("Access-Control-Allow-Headers", "If-None-Match")
+	h.Set("Access-Control-Max-Age", "86400")
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (b *Broker) health(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+// registryDoc is the body of GET /registry.
+type registryDoc struct {
+	// Digest is registry.Registry.Digest(), also the ETag.
+	Digest string `json:"digest"`
+	// Services are the manifests as embedded, sorted by id.
+	Services []json.RawMessage `json:"services"`
+}
+
+func (b *Broker) buildRegistryBody() error {
+	doc := registryDoc{Digest: b.reg.Digest()}
+	for _, m := range b.reg.Services() {
+		doc.Services = append(doc.Services, json.RawMessage(b.reg.Raw(m.ID)))
+	}
+	body, err := json.Marshal(doc)
+	if err != nil {
+		return fmt.Errorf("encoding the registry: %w", err)
+	}
+	b.registryBody = append(body, '\n')
+	b.registryETag = `"` + b.reg.Digest() + `"`
+	return nil
+}
+
+// registry serves the embedded manifests: CORS-open (any catalog UI may
+// read them), with a strong ETag equal to the registry digest, and 304 when
+// If-None-Match names it. A catalog may render them; execution never trusts
+// a fetched copy.
+func (b *Broker) registry(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Set("Access-Control-Allow-Origin", "*")
+	h.Set("Access-Control-Expose-Headers", "ETag")
+	h.Set("ETag", b.registryETag)
+	h.Set("Cache-Control", "public, max-age=300, must-revalidate")
+	if etagMatch(r.Header.Values("If-None-Match"), b.registryETag) {
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	h.Set("Content-Type", "application/json; charset=utf-8")
+	h.Set("Content-Length", strconv.Itoa(len(b.registryBody)))
+	w.WriteHeader(http.StatusOK)
+	if r.Method != http.MethodHead {
+		_, _ = w.Write(b.registryBody)
+	}
+}
+
+// etagMatch implements If-None-Match (RFC 9110 section 13.1.2): "*" or a
+// list of entity tags compared weakly.
+func etagMatch(headers []string, etag string) bool {
+	for _, h := range headers {
+		for _, t := range strings.Split(h, ",") {
+			t = strings.TrimSpace(t)
+			if t == "*" || strings.TrimPrefix(t, "W/") == etag {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// capScopes is cap_scopes in the config answer.
+type capScopes struct {
+	Read  []string `json:"read"`
+	Write []string `json:"write"`
+}
+
+// oauthConfigDoc answers GET /api/oauth/config.
+type oauthConfigDoc struct {
+	Service string `json:"service"`
+	// Enabled is true when the flow can start: the manifest has auth.oauth
+	// and the broker holds a client for it.
+	Enabled bool `json:"enabled"`
+	// CapScopes are the provider scopes each connection cap asks for.
+	CapScopes capScopes `json:"cap_scopes"`
+	// Refresh is true when the provider's tokens come with refresh tokens
+	// (the connection then rotates itself).
+	Refresh bool `json:"refresh"`
+}
+
+// oauthConfig tells a catalog UI whether to show a service's Connect
+// button.
+func (b *Broker) oauthConfig(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Access-Control-Allow-Origin", "*")
+	q := r.URL.Query()
+	if len(q["service"]) != 1 || q.Get("service") == "" {
+		writeError(w, b.reqLog(r), errorf(http.StatusBadRequest, CodeBadRequest, "give exactly one service parameter"))
+		return
+	}
+	id := q.Get("service")
+	m, ok := b.reg.Service(id)
+	if !ok {
+		writeError(w, b.reqLog(r), errorf(http.StatusNotFound, CodeUnknownService, "no service %q in the registry", truncate(id, 64)))
+		return
+	}
+	doc := oauthConfigDoc{Service: id, CapScopes: capScopes{Read: []string{}, Write: []string{}}}
+	if o := m.Auth.OAuth; o != nil {
+		doc.Enabled = b.clients[id] != nil
+		doc.CapScopes = capScopes{Read: slices.Clone(o.Scopes), Write: slices.Clone(o.ScopesWrite)}
+		doc.Refresh = o.Refresh
+	}
+	writeJSON(w, http.StatusOK, doc)
+}
+
+// lookupClient finds the configured client of a service or explains why
+// there is none.
+func (b *Broker) lookupClient(id string) (*client, *Error) {
+	m, ok := b.reg.Service(id)
+	switch {
+	case !ok:
+		return nil, errorf(http.StatusNotFound, CodeUnknownService, "no service %q in the registry", truncate(id, 64))
+	case m.Auth.OAuth == nil:
+		return nil, errorf(http.StatusNotFound, CodeOAuthUnsupported, "%s has no OAuth flow; paste a scoped token instead", m.Name)
+	case b.clients[id] == nil:
+		return nil, errorf(http.StatusNotFound, CodeOAuthNotConfigured, "this broker has no OAuth app for %s; paste a scoped token instead", m.Name)
+	}
+	return b.clients[id], nil
+}
+
+// truncate shortens untrusted text echoed in a message.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}

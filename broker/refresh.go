@@ -1,0 +1,148 @@
+package broker
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"io"
+	"mime"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"golang.org/x/oauth2"
+)
+
+// maxRefreshBody bounds the body of POST /api/refresh.
+const maxRefreshBody = 16 << 10
+
+// refreshRequest is the body of POST /api/refresh.
+type refreshRequest struct {
+	Service      string `json:"service"`
+	RefreshToken string `json:"refresh_token"`
+}
+
+// RefreshResponse is the answer of POST /api/refresh. ExpiresAt is RFC 3339
+// (UTC) or "" when the provider sent no expires_in: unknown, not "never
+// expires". RefreshToken is the provider's new one, or the one presented
+// when the provider does not rotate. TokenType is always "Bearer" (an OAuth
+// credential is sent as Bearer, RFC 6750).
+type RefreshResponse struct {
+	AccessToken  string `json:"access_token"`
+	RefreshToken string `json:"refresh_token"`
+	ExpiresAt    string `json:"expires_at"`
+	TokenType    string `json:"token_type"`
+}
+
+// caller authenticates a refresh request: the index of the instance token
+// it presents ("instance:N"), or "" when it presents none that matches.
+// Every configured token is compared, in constant time, whatever matches.
+func (b *Broker) caller(r *http.Request) string {
+	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok || tok == "" {
+		return ""
+	}
+	sum := sha256.Sum256([]byte(tok))
+	match := -1
+	for i, h := range b.instances {
+		if subtle.ConstantTimeCompare(sum[:], h[:]) == 1 {
+			match = i
+		}
+	}
+	if match < 0 {
+		return ""
+	}
+	return "instance:" + strconv.Itoa(match)
+}
+
+// refresh answers POST /api/refresh {service, refresh_token}: it refreshes
+// the pair at the provider through x/oauth2 and returns it. Nothing is
+// stored. Authenticated by an instance token, rate-limited per caller
+// (unauthenticated attempts per remote address).
+func (b *Broker) refresh(w http.ResponseWriter, r *http.Request) {
+	log := b.reqLog(r)
+	if len(b.instances) == 0 {
+		writeError(w, log, errorf(http.StatusServiceUnavailable, CodeRefreshDisabled, "token refresh is disabled on this broker (no instance tokens configured)"))
+		return
+	}
+	who := b.caller(r)
+	key := who
+	if key == "" {
+		host, _, err := net.SplitHostPort(r.RemoteAddr)
+		if err != nil {
+			host = r.RemoteAddr
+		}
+		key = "addr:" + host
+	}
+	if ok, wait := b.limiter.allow(key); !ok {
+		e := errorf(http.StatusTooManyRequests, CodeRateLimited, "too many refresh requests; retry later")
+		e.RetryAfter = wait
+		writeError(w, log, e)
+		return
+	}
+	if who == "" {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="pinned broker"`)
+		writeError(w, log, errorf(http.StatusUnauthorized, CodeUnauthorized, "a valid instance token is required (Authorization: Bearer <token>)"))
+		return
+	}
+	l := log.With().Str("caller", who).Logger()
+	log = &l
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+		writeError(w, log, errorf(http.StatusUnsupportedMediaType, CodeUnsupportedMediaType, "the body must be application/json"))
+		return
+	}
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxRefreshBody))
+	dec.DisallowUnknownFields()
+	var req refreshRequest
+	if err := dec.Decode(&req); err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			writeError(w, log, errorf(http.StatusRequestEntityTooLarge, CodeBodyTooLarge, "the body is over %d bytes", maxRefreshBody))
+			return
+		}
+		writeError(w, log, errorf(http.StatusBadRequest, CodeBadRequest, "the body must be {\"service\": ..., \"refresh_token\": ...}"))
+		return
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		writeError(w, log, errorf(http.StatusBadRequest, CodeBadRequest, "the body must be one JSON object"))
+		return
+	}
+	if req.Service == "" || req.RefreshToken == "" {
+		writeError(w, log, errorf(http.StatusBadRequest, CodeBadRequest, "service and refresh_token are required"))
+		return
+	}
+	c, e := b.lookupClient(req.Service)
+	if e != nil {
+		writeError(w, log, e)
+		return
+	}
+	if !c.oauth.Refresh {
+		writeError(w, log, errorf(http.StatusBadRequest, CodeRefreshUnsupported, "%s issues no refresh tokens", req.Service))
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithValue(r.Context(), oauth2.HTTPClient, b.http), b.timeout)
+	defer cancel()
+	tok, err := c.conf.TokenSource(ctx, &oauth2.Token{RefreshToken: req.RefreshToken}).Token()
+	if err != nil {
+		e := classify(err)
+		if e.Code == CodeInvalidGrant {
+			e.Message = "the refresh token is invalid, expired, revoked or already used; reconnect the service"
+		}
+		b.metrics.tokens.WithLabelValues(req.Service, "refresh_token", e.Code).Inc()
+		l := log.With().Str("service", req.Service).Logger()
+		writeError(w, &l, e)
+		return
+	}
+	b.metrics.tokens.WithLabelValues(req.Service, "refresh_token", "ok").Inc()
+	log.Info().Str("service", req.Service).Bool("rotated", tok.RefreshToken != req.RefreshToken).
+		Bool("expires", !tok.Expiry.IsZero()).Msg("token refreshed")
+	writeJSON(w, http.StatusOK, RefreshResponse{
+		AccessToken:  tok.AccessToken,
+		RefreshToken: tok.RefreshToken,
+		ExpiresAt:    expiresAt(tok),
+		TokenType:    "Bearer",
+	})
+}

@@ -1,0 +1,105 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/elevenmessenger/pinned/sidecar/grant"
+)
+
+func TestRunGrantSeal(t *testing.T) {
+	const token = "ghp_fake_pinned_github_token_000000000000"
+	t.Setenv("PINNED_TOKEN", token)
+	t.Setenv("PINNED_TEST_EMPTY", "")
+	bot, err := grant.GenerateKey(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	member, _ := grant.GenerateKey(nil)
+	pub := bot.Public().String()
+	args := `{"title":"Hi","owner":"pinned-tester","repo":"notes"}`
+	hash, _ := grant.ArgsSHA256([]byte(args))
+
+	tests := []struct {
+		name   string
+		args   []string
+		code   int
+		stderr string
+		check  func(t *testing.T, g *grant.Grant)
+	}{
+		{name: "read grant", args: []string{"seal", "--bot-key", pub, "--service", "github", "--access", "read", "--ttl", "10m"},
+			check: func(t *testing.T, g *grant.Grant) {
+				if g.Service != "github" || g.Access != "read" || g.Kind != "pat" || string(g.Secret) != token || g.Op != "" || g.ArgsSHA256 != "" {
+					t.Fatalf("grant %+v", g)
+				}
+				if d := time.Until(g.ExpiresAt); d < 9*time.Minute || d > 10*time.Minute {
+					t.Fatalf("expires in %s, want about 10m", d)
+				}
+				if len(g.Nonce) < grant.MinNonceLen {
+					t.Fatalf("nonce %q", g.Nonce)
+				}
+			}},
+		{name: "bound write grant", args: []string{"seal", "--bot-key", pub, "--service", "github", "--access", "write", "--op", "create_issue", "--args", args,
+			"--kind", "oauth", "--member-key", member.Public().String()},
+			check: func(t *testing.T, g *grant.Grant) {
+				if g.Access != "write" || g.Op != "create_issue" || g.ArgsSHA256 != hash || g.Kind != "oauth" || g.MemberKey != member.Public().String() {
+					t.Fatalf("grant %+v", g)
+				}
+				if d := time.Until(g.ExpiresAt); d > 2*time.Minute || d < time.Minute {
+					t.Fatalf("default ttl: expires in %s", d)
+				}
+			}},
+		{name: "op-bound read grant", args: []string{"seal", "--bot-key", pub, "--service", "github", "--access", "read", "--op", "list_repos"},
+			check: func(t *testing.T, g *grant.Grant) {
+				if g.Op != "list_repos" || g.ArgsSHA256 != "" {
+					t.Fatalf("grant %+v", g)
+				}
+			}},
+		{name: "long ttl warns", args: []string{"seal", "--bot-key", pub, "--service", "github", "--access", "read", "--ttl", "48h"}, stderr: "warning: --ttl 48h0m0s is longer"},
+		{name: "no subcommand", args: nil, code: 2, stderr: "missing subcommand"},
+		{name: "unknown subcommand", args: []string{"open"}, code: 2, stderr: `unknown subcommand "open"`},
+		{name: "help", args: []string{"--help"}, code: 0},
+		{name: "seal help", args: []string{"seal", "--help"}, code: 0, stderr: "Usage: pinned grant seal"},
+		{name: "missing bot key", args: []string{"seal", "--service", "github", "--access", "read"}, code: 2, stderr: "--bot-key, --service and --access are required"},
+		{name: "missing access", args: []string{"seal", "--bot-key", pub, "--service", "github"}, code: 2, stderr: "are required"},
+		{name: "bad bot key", args: []string{"seal", "--bot-key", "abc", "--service", "github", "--access", "read"}, code: 2, stderr: "--bot-key: grant: a public key is 44 characters"},
+		{name: "bad access", args: []string{"seal", "--bot-key", pub, "--service", "github", "--access", "admin"}, code: 2, stderr: `--access must be read or write, not "admin"`},
+		{name: "bad kind", args: []string{"seal", "--bot-key", pub, "--service", "github", "--access", "read", "--kind", "basic"}, code: 2, stderr: "--kind must be pat or oauth"},
+		{name: "unknown service", args: []string{"seal", "--bot-key", pub, "--service", "gitlab", "--access", "read"}, code: 2, stderr: `unknown service "gitlab"`},
+		{name: "unknown op", args: []string{"seal", "--bot-key", pub, "--service", "github", "--access", "write", "--op", "delete_repo"}, code: 2, stderr: `has no op "delete_repo"`},
+		{name: "write op under read", args: []string{"seal", "--bot-key", pub, "--service", "github", "--access", "read", "--op", "create_issue"}, code: 2, stderr: "needs --access write"},
+		{name: "args without op", args: []string{"seal", "--bot-key", pub, "--service", "github", "--access", "write", "--args", args}, code: 2, stderr: "give --op too"},
+		{name: "args not JSON", args: []string{"seal", "--bot-key", pub, "--service", "github", "--access", "write", "--op", "create_issue", "--args", "{title:1}"}, code: 2, stderr: "--args is not valid JSON"},
+		{name: "args not an object", args: []string{"seal", "--bot-key", pub, "--service", "github", "--access", "write", "--op", "create_issue", "--args", "[1]"}, code: 2, stderr: "not a JSON object"},
+		{name: "negative ttl", args: []string{"seal", "--bot-key", pub, "--service", "github", "--access", "read", "--ttl", "-1m"}, code: 2, stderr: "--ttl must be positive"},
+		{name: "bad member key", args: []string{"seal", "--bot-key", pub, "--service", "github", "--access", "read", "--member-key", "x"}, code: 2, stderr: "--member-key"},
+		{name: "empty token", args: []string{"seal", "--bot-key", pub, "--service", "github", "--access", "read", "--token-env", "PINNED_TEST_EMPTY"}, code: 2, stderr: "no credential: set PINNED_TEST_EMPTY"},
+		{name: "stray argument", args: []string{"seal", "--bot-key", pub, "--service", "github", "--access", "read", "now"}, code: 2, stderr: `unexpected argument "now"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := runGrant(tt.args, &stdout, &stderr)
+			if code != tt.code || !strings.Contains(stderr.String(), tt.stderr) {
+				t.Fatalf("exit %d, stderr %q; want %d and %q", code, stderr.String(), tt.code, tt.stderr)
+			}
+			if strings.Contains(stdout.String()+stderr.String(), token) {
+				t.Fatal("the token was printed")
+			}
+			if tt.code != 0 || tt.check == nil {
+				return
+			}
+			out := stdout.String()
+			if strings.Count(out, "\n") != 1 {
+				t.Fatalf("stdout is not one line: %q", out)
+			}
+			g, err := grant.Open(strings.TrimSpace(out), bot)
+			if err != nil {
+				t.Fatalf("the bot cannot open the sealed grant: %v", err)
+			}
+			tt.check(t, g)
+		})
+	}
+}

@@ -1,0 +1,188 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/elevenmessenger/pinned/internal/fakeapi"
+	"github.com/elevenmessenger/pinned/registry"
+)
+
+func TestRunOp(t *testing.T) {
+	// runOp builds its own engine with the CLI's compilation cache under
+	// $XDG_CACHE_HOME. One directory for the whole test, and kept across
+	// runs like the host package's test cache, so the guest is compiled
+	// once per machine (compiling it under -race takes many seconds).
+	t.Setenv("XDG_CACHE_HOME", filepath.Join(os.TempDir(), "pinned-test-cmd-xdg-cache"))
+	t.Setenv("PINNED_TOKEN", "")
+	t.Setenv("PINNED_TEST_OTHER_TOKEN", "")
+
+	run := func(t *testing.T, args ...string) (int, string, string) {
+		t.Helper()
+		var stdout, stderr bytes.Buffer
+		code := runOp(args, &stdout, &stderr)
+		return code, stdout.String(), stderr.String()
+	}
+
+	t.Run("list_repos per_page=100 against the fake", func(t *testing.T) {
+		code, stdout, stderr := run(t, "--fake", "--service", "github", "--op", "list_repos", "--args", `{"per_page":100}`, "-v")
+		if code != 0 {
+			t.Fatalf("exit %d, stderr %s", code, stderr)
+		}
+		if !strings.HasSuffix(stdout, "\n") || strings.Count(stdout, "\n") != 1 {
+			t.Errorf("stdout is not one line of JSON: %.200q", stdout)
+		}
+		var repos []map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(stdout), &repos); err != nil {
+			t.Fatalf("stdout is not a JSON array: %v: %.200s", err, stdout)
+		}
+		if len(repos) != 100 {
+			t.Fatalf("%d repos, want 100", len(repos))
+		}
+		m, _ := registry.Default().Service("github")
+		op, _ := m.Op("list_repos")
+		declared := map[string]bool{}
+		for _, f := range op.Pick.Fields {
+			declared[f] = true
+		}
+		for i, r := range repos {
+			for k := range r {
+				if !declared[k] {
+					t.Fatalf("repo %d has undeclared field %q", i, k)
+				}
+			}
+			if _, ok := r["full_name"]; !ok {
+				t.Fatalf("repo %d has no full_name: %v", i, r)
+			}
+		}
+		// -v: "status 200, N bytes raw from upstream, M bytes projected, D"
+		mm := regexp.MustCompile(`^status 200, (\d+) bytes raw from upstream, (\d+) bytes projected, \S+\n$`).FindStringSubmatch(stderr)
+		if mm == nil {
+			t.Fatalf("stderr %q does not report the sizes", stderr)
+		}
+		raw, _ := strconv.Atoi(mm[1])
+		projected, _ := strconv.Atoi(mm[2])
+		if raw < 500000 {
+			t.Errorf("raw %d bytes, want >= 500000", raw)
+		}
+		if projected > 65536 || projected != len(stdout)-1 {
+			t.Errorf("projected %d bytes (stdout %d), want <= 65536 and equal to stdout", projected, len(stdout)-1)
+		}
+	})
+
+	t.Run("--kind oauth sends the fake's OAuth token as Bearer", func(t *testing.T) {
+		code, stdout, stderr := run(t, "--fake", "--kind", "oauth", "--service", "linear", "--op", "get_viewer")
+		if code != 0 || !strings.Contains(stdout, `"email":"pinned-tester@example.org"`) {
+			t.Fatalf("exit %d stdout %q stderr %q", code, stdout, stderr)
+		}
+	})
+
+	t.Run("the token env var is used and never printed", func(t *testing.T) {
+		const bad = "ghp_wrong_token_from_env_0000000000000000"
+		t.Setenv("PINNED_TEST_OTHER_TOKEN", bad)
+		code, stdout, stderr := run(t, "--fake", "--token-env", "PINNED_TEST_OTHER_TOKEN", "--service", "github", "--op", "get_viewer")
+		if code != 1 || stdout != "" {
+			t.Fatalf("exit %d stdout %q", code, stdout)
+		}
+		if stderr != "pinned op: upstream_error: Bad credentials (HTTP 401)\n" {
+			t.Errorf("stderr %q", stderr)
+		}
+		if strings.Contains(stderr, bad) {
+			t.Error("the token leaked to stderr")
+		}
+	})
+
+	t.Run("upstream error prints code, message and status", func(t *testing.T) {
+		code, stdout, stderr := run(t, "--fake", "--service", "github", "--op", "get_repo", "--args", `{"owner":"pinned-tester","repo":"no-such-repo"}`)
+		if code != 1 || stdout != "" || stderr != "pinned op: upstream_error: Not Found (HTTP 404)\n" {
+			t.Errorf("exit %d stdout %q stderr %q", code, stdout, stderr)
+		}
+	})
+
+	tests := []struct {
+		name   string
+		args   []string
+		code   int
+		stderr []string // fragments
+		exact  string   // whole stderr, when set
+		token  string   // value of PINNED_TEST_OTHER_TOKEN for the case
+	}{
+		{name: "unknown service lists the services", code: 1,
+			args:  []string{"--token-env", "PINNED_TEST_OTHER_TOKEN", "--service", "gitlab", "--op", "list_repos"},
+			token: "some-token",
+			exact: `pinned op: unknown_service: unknown service "gitlab" (services: dnsimple, github, hubspot, linear, stripe)` + "\n"},
+		{name: "unknown service with --fake lists the services", code: 1,
+			args:  []string{"--fake", "--service", "gitlab", "--op", "list_repos"},
+			exact: `pinned op: unknown_service: unknown service "gitlab" (services: dnsimple, github, hubspot, linear, stripe)` + "\n"},
+		{name: "unknown op lists the ops", code: 1,
+			args:  []string{"--fake", "--service", "github", "--op", "delete_repo"},
+			exact: `pinned op: unknown_op: service github has no op "delete_repo" (ops: create_issue, get_repo, get_viewer, list_issues, list_repos)` + "\n"},
+		{name: "bad args", code: 1,
+			args:  []string{"--fake", "--service", "github", "--op", "list_repos", "--args", `{"per_page":101}`},
+			exact: `pinned op: bad_args: arg "per_page" must be at most 100` + "\n"},
+		{name: "missing --service", code: 2,
+			args:  []string{"--fake", "--op", "list_repos"},
+			exact: "pinned op: --service and --op are required (see pinned registry list)\n"},
+		{name: "missing --op", code: 2,
+			args:  []string{"--fake", "--service", "github"},
+			exact: "pinned op: --service and --op are required (see pinned registry list)\n"},
+		{name: "invalid --args JSON", code: 2,
+			args:  []string{"--fake", "--service", "github", "--op", "list_repos", "--args", `{"per_page":}`},
+			exact: `pinned op: --args is not valid JSON: {"per_page":}` + "\n"},
+		{name: "no token and no --fake names the env var", code: 2,
+			args:  []string{"--service", "github", "--op", "get_viewer"},
+			exact: "pinned op: no credential: set PINNED_TOKEN (or use --fake)\n"},
+		{name: "no token names the --token-env var", code: 2,
+			args:  []string{"--token-env", "PINNED_TEST_OTHER_TOKEN", "--service", "github", "--op", "get_viewer"},
+			exact: "pinned op: no credential: set PINNED_TEST_OTHER_TOKEN (or use --fake)\n"},
+		{name: "--fake and --connect-to exclude each other", code: 2,
+			args:  []string{"--fake", "--connect-to", "127.0.0.1:1", "--service", "github", "--op", "get_viewer"},
+			exact: "pinned op: --fake and --connect-to exclude each other\n"},
+		{name: "--connect-to needs --cacert", code: 2,
+			args:   []string{"--connect-to", "127.0.0.1:1", "--service", "github", "--op", "get_viewer"},
+			stderr: []string{"--connect-to needs --cacert"}},
+		{name: "positional argument", code: 2,
+			args:  []string{"--service", "github", "--op", "get_viewer", "extra"},
+			exact: `pinned op: unexpected argument "extra" (flags only; see --help)` + "\n"},
+		{name: "unknown flag", code: 2,
+			args:   []string{"--token", "ghp_x", "--service", "github", "--op", "get_viewer"},
+			stderr: []string{"flag provided but not defined: -token", "Usage: pinned op"}},
+		{name: "--help", code: 0,
+			args:   []string{"--help"},
+			stderr: []string{"Usage: pinned op --service S --op O", "-service", "-token-env", "-fake", "Exit status: 0 success, 1 the op failed"}},
+		{name: "-h", code: 0,
+			args:   []string{"-h"},
+			stderr: []string{"Usage: pinned op"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv("PINNED_TEST_OTHER_TOKEN", tt.token)
+			code, stdout, stderr := run(t, tt.args...)
+			if code != tt.code {
+				t.Errorf("exit %d, want %d (stderr %q)", code, tt.code, stderr)
+			}
+			if stdout != "" {
+				t.Errorf("stdout %q, want nothing", stdout)
+			}
+			if tt.exact != "" && stderr != tt.exact {
+				t.Errorf("stderr\n got %q\nwant %q", stderr, tt.exact)
+			}
+			for _, f := range tt.stderr {
+				if !strings.Contains(stderr, f) {
+					t.Errorf("stderr %q lacks %q", stderr, f)
+				}
+			}
+			for _, svc := range fakeapi.Services() {
+				if strings.Contains(stderr, fakeapi.Token(svc)) || strings.Contains(stderr, fakeapi.OAuthToken(svc)) {
+					t.Errorf("a fake token leaked to stderr: %q", stderr)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,332 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/rs/zerolog"
+
+	"github.com/elevenmessenger/pinned/host"
+	"github.com/elevenmessenger/pinned/sidecar"
+	"github.com/elevenmessenger/pinned/sidecar/grant"
+)
+
+const sidecarUsage = `Usage: pinned sidecar --key-file FILE [flags]
+
+Serves the bot-facing HTTP API (docs/API.md) until SIGINT or SIGTERM, then
+shuts down gracefully: it stops accepting, lets in-flight ops finish for up
+to --shutdown-grace, and exits.
+
+Every flag can also be set by the environment variable shown with it; a
+flag on the command line wins over the environment. docs/OPERATING.md
+describes every knob, metric and log field.
+
+The caller token is read from --token-file or from PINNED_SIDECAR_TOKEN,
+never from a flag value. It is required when --listen is not a loopback
+address: the sidecar refuses to start otherwise.
+
+--connect-to and --cacert are for tests and trials only: they map every
+pinned host to a running "pinned fakeapi", as "pinned op" does.
+
+Example (against the fake; see README.md):
+  pinned keygen --out bot.key
+  pinned sidecar --key-file bot.key --connect-to 127.0.0.1:8443 --cacert ca.pem
+
+Exit status: 0 after a clean shutdown, 1 the sidecar failed, 2 bad usage
+or configuration.
+
+Flags:
+`
+
+// envName is the environment variable of a flag: PINNED_SIDECAR_ and the
+// flag's name in upper case with "_" for "-".
+func envName(flagName string) string {
+	return "PINNED_SIDECAR_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}
+
+// sidecarFlags are the parsed knobs.
+type sidecarFlags struct {
+	listen            string
+	keyFile           string
+	tokenFile         string
+	maxConcurrency    int
+	opTimeout         time.Duration
+	maxBodyBytes      int64
+	readHeaderTimeout time.Duration
+	readTimeout       time.Duration
+	writeTimeout      time.Duration
+	idleTimeout       time.Duration
+	shutdownGrace     time.Duration
+	busyRetryAfter    time.Duration
+	replayCacheSize   int
+	maxGrantTTL       time.Duration
+	logLevel          string
+	cacheDir          string
+	connectTo         string
+	caFile            string
+}
+
+// envDefaults reads the environment into the flags' defaults, so an
+// explicit flag still wins. A malformed value is an error naming the
+// variable.
+type envDefaults struct{ errs []string }
+
+func (e *envDefaults) str(flagName, def string) string {
+	if v, ok := os.LookupEnv(envName(flagName)); ok {
+		return v
+	}
+	return def
+}
+
+func (e *envDefaults) dur(flagName string, def time.Duration) time.Duration {
+	if v, ok := os.LookupEnv(envName(flagName)); ok {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			e.errs = append(e.errs, fmt.Sprintf("%s=%q is not a duration (e.g. 15s, 2m)", envName(flagName), v))
+			return def
+		}
+		return d
+	}
+	return def
+}
+
+func (e *envDefaults) int(flagName string, def int64) int64 {
+	if v, ok := os.LookupEnv(envName(flagName)); ok {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			e.errs = append(e.errs, fmt.Sprintf("%s=%q is not an integer", envName(flagName), v))
+			return def
+		}
+		return n
+	}
+	return def
+}
+
+// runSidecar implements `pinned sidecar`: it serves until SIGINT or
+// SIGTERM.
+func runSidecar(args []string, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return runSidecarContext(ctx, args, stdout, stderr)
+}
+
+// runSidecarContext serves until ctx is done (tests cancel ctx instead of
+// sending a signal).
+func runSidecarContext(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	var f sidecarFlags
+	env := &envDefaults{}
+	fs := flag.NewFlagSet("sidecar", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	h := func(name, help string) string { return help + " [$" + envName(name) + "]" }
+	fs.StringVar(&f.listen, "listen", env.str("listen", "127.0.0.1:8080"), h("listen", "address to listen on (host:port); beyond loopback a caller token is required"))
+	fs.StringVar(&f.keyFile, "key-file", env.str("key-file", ""), h("key-file", "the bot's private key, written by pinned keygen (mode 0600); required"))
+	fs.StringVar(&f.tokenFile, "token-file", env.str("token-file", ""), h("token-file", "file holding the caller bearer token (or set PINNED_SIDECAR_TOKEN); required beyond loopback"))
+	fs.IntVar(&f.maxConcurrency, "max-concurrency", int(env.int("max-concurrency", sidecar.DefaultMaxConcurrency)), h("max-concurrency", "ops and consent checks running at once; past it callers get 503 busy"))
+	fs.DurationVar(&f.opTimeout, "op-timeout", env.dur("op-timeout", host.DefaultTimeout), h("op-timeout", "deadline of one op: sandbox, connect, TLS, upstream answer"))
+	fs.Int64Var(&f.maxBodyBytes, "max-body-bytes", env.int("max-body-bytes", sidecar.DefaultMaxBodyBytes), h("max-body-bytes", "largest request body accepted"))
+	fs.DurationVar(&f.readHeaderTimeout, "read-header-timeout", env.dur("read-header-timeout", sidecar.DefaultReadHeaderTimeout), h("read-header-timeout", "HTTP server: time to read request headers"))
+	fs.DurationVar(&f.readTimeout, "read-timeout", env.dur("read-timeout", sidecar.DefaultReadTimeout), h("read-timeout", "HTTP server: time to read a whole request"))
+	fs.DurationVar(&f.writeTimeout, "write-timeout", env.dur("write-timeout", sidecar.DefaultWriteTimeout), h("write-timeout", "HTTP server: time from the end of the request headers to the end of the answer; must exceed --op-timeout"))
+	fs.DurationVar(&f.idleTimeout, "idle-timeout", env.dur("idle-timeout", sidecar.DefaultIdleTimeout), h("idle-timeout", "HTTP server: how long an idle keep-alive connection stays open"))
+	fs.DurationVar(&f.shutdownGrace, "shutdown-grace", env.dur("shutdown-grace", sidecar.DefaultShutdownGrace), h("shutdown-grace", "on SIGINT/SIGTERM, how long in-flight requests may finish before they are canceled"))
+	fs.DurationVar(&f.busyRetryAfter, "busy-retry-after", env.dur("busy-retry-after", sidecar.DefaultBusyRetryAfter), h("busy-retry-after", "Retry-After of a busy answer (whole seconds, rounded up)"))
+	fs.IntVar(&f.replayCacheSize, "replay-cache-size", int(env.int("replay-cache-size", grant.DefaultReplayCacheSize)), h("replay-cache-size", "grant nonces remembered at once (about 100 bytes each); when full of live grants, new grants get busy"))
+	fs.DurationVar(&f.maxGrantTTL, "max-grant-ttl", env.dur("max-grant-ttl", grant.DefaultMaxTTL), h("max-grant-ttl", "refuse grants that expire further ahead than this"))
+	fs.StringVar(&f.logLevel, "log-level", env.str("log-level", "info"), h("log-level", "debug, info, warn or error"))
+	fs.StringVar(&f.cacheDir, "cache-dir", env.str("cache-dir", defaultCacheDir()), h("cache-dir", "wazero compilation cache directory (empty: compile in memory at every start)"))
+	fs.StringVar(&f.connectTo, "connect-to", "", "DEV/TEST ONLY: send every pinned host to this ip:port (a running pinned fakeapi); needs --cacert")
+	fs.StringVar(&f.caFile, "cacert", "", "DEV/TEST ONLY: PEM file of an extra CA to trust with --connect-to")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, sidecarUsage)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	usage := func(format string, a ...any) int {
+		fmt.Fprintf(stderr, "pinned sidecar: "+format+"\n", a...)
+		return 2
+	}
+	if fs.NArg() > 0 {
+		return usage("unexpected argument %q (flags only; see --help)", fs.Arg(0))
+	}
+	if len(env.errs) > 0 {
+		return usage("%s", strings.Join(env.errs, "; "))
+	}
+	cfg, key, token, err := f.check()
+	if err != nil {
+		return usage("%v", err)
+	}
+	level, _ := zerolog.ParseLevel(f.logLevel)
+	base := zerolog.New(stderr).Level(level).With().Timestamp()
+	log := base.Str("component", "sidecar").Logger()
+	hostLog := zerolog.New(stderr).Level(level).With().Timestamp().Str("component", "host").Logger()
+
+	prom := prometheus.NewRegistry()
+	prom.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	hcfg := host.Config{Timeout: f.opTimeout, CacheDir: f.cacheDir, Logger: &hostLog, Metrics: host.NewMetrics(prom)}
+	if f.connectTo != "" {
+		pem, err := os.ReadFile(f.caFile)
+		if err != nil {
+			return usage("--cacert: %v", err)
+		}
+		hcfg.Override = &host.Override{Addr: f.connectTo, CAPEM: pem}
+		log.Warn().Str("event", "dev_override").Str("connect_to", f.connectTo).
+			Msg("DEV/TEST ONLY: every pinned host is mapped to --connect-to")
+	}
+	start := time.Now()
+	eng, err := host.New(context.Background(), hcfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "pinned sidecar: %v\n", err)
+		return 1
+	}
+	defer eng.Close(context.Background())
+	log.Info().Str("event", "engine_ready").Dur("took", time.Since(start)).Msg("sandbox compiled")
+
+	cfg.Engine, cfg.Key, cfg.CallerToken = eng, key, token
+	cfg.Logger, cfg.Prometheus = &log, prom
+	srv, err := sidecar.New(cfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "pinned sidecar: %v\n", err)
+		return 1
+	}
+	ln, err := net.Listen("tcp", f.listen)
+	if err != nil {
+		fmt.Fprintf(stderr, "pinned sidecar: %v\n", err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "pinned sidecar: listening on http://%s (bot public key %s)\n", ln.Addr(), key.Public())
+	if err := srv.Serve(ctx, ln); err != nil {
+		fmt.Fprintf(stderr, "pinned sidecar: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// check validates the flags and loads the key and the caller token.
+func (f *sidecarFlags) check() (sidecar.Config, *grant.PrivateKey, host.Secret, error) {
+	var cfg sidecar.Config
+	if _, err := zerolog.ParseLevel(f.logLevel); err != nil || f.logLevel == "" {
+		return cfg, nil, "", fmt.Errorf("--log-level %q: want debug, info, warn or error", f.logLevel)
+	}
+	positive := []struct {
+		name string
+		d    time.Duration
+	}{
+		{"--op-timeout", f.opTimeout}, {"--read-header-timeout", f.readHeaderTimeout}, {"--read-timeout", f.readTimeout},
+		{"--write-timeout", f.writeTimeout}, {"--idle-timeout", f.idleTimeout}, {"--shutdown-grace", f.shutdownGrace},
+		{"--busy-retry-after", f.busyRetryAfter}, {"--max-grant-ttl", f.maxGrantTTL},
+	}
+	for _, p := range positive {
+		if p.d <= 0 {
+			return cfg, nil, "", fmt.Errorf("%s must be positive, not %s", p.name, p.d)
+		}
+	}
+	if f.writeTimeout <= f.opTimeout {
+		return cfg, nil, "", fmt.Errorf("--write-timeout (%s) must exceed --op-timeout (%s), or answers to slow ops are cut off", f.writeTimeout, f.opTimeout)
+	}
+	if f.maxConcurrency <= 0 || f.maxBodyBytes <= 0 || f.replayCacheSize <= 0 {
+		return cfg, nil, "", errors.New("--max-concurrency, --max-body-bytes and --replay-cache-size must be positive")
+	}
+	if (f.connectTo == "") != (f.caFile == "") {
+		return cfg, nil, "", errors.New("--connect-to and --cacert go together (the address and CA of a running `pinned fakeapi`)")
+	}
+	if f.keyFile == "" {
+		return cfg, nil, "", errors.New("--key-file is required (create one with: pinned keygen --out bot.key)")
+	}
+	key, err := grant.LoadKeyFile(f.keyFile)
+	if err != nil {
+		return cfg, nil, "", err
+	}
+	token, err := callerToken(f.tokenFile)
+	if err != nil {
+		return cfg, nil, "", err
+	}
+	loopback, err := isLoopback(f.listen)
+	if err != nil {
+		return cfg, nil, "", err
+	}
+	if !loopback && token == "" {
+		return cfg, nil, "", fmt.Errorf("--listen %s is not a loopback address: set a caller token (--token-file or PINNED_SIDECAR_TOKEN) so only your bot can use the grants sent here", f.listen)
+	}
+	cfg = sidecar.Config{
+		MaxConcurrency: f.maxConcurrency, MaxBodyBytes: f.maxBodyBytes, BusyRetryAfter: f.busyRetryAfter,
+		ReplayCacheSize: f.replayCacheSize, MaxGrantTTL: f.maxGrantTTL,
+		ReadHeaderTimeout: f.readHeaderTimeout, ReadTimeout: f.readTimeout, WriteTimeout: f.writeTimeout,
+		IdleTimeout: f.idleTimeout, ShutdownGrace: f.shutdownGrace,
+	}
+	return cfg, key, token, nil
+}
+
+// minTokenLen is the shortest caller token accepted.
+const minTokenLen = 16
+
+// callerToken reads the caller token from file, or from
+// PINNED_SIDECAR_TOKEN; never both.
+func callerToken(file string) (host.Secret, error) {
+	envTok, inEnv := os.LookupEnv("PINNED_SIDECAR_TOKEN")
+	var tok string
+	switch {
+	case file != "" && inEnv:
+		return "", errors.New("the caller token comes from --token-file or PINNED_SIDECAR_TOKEN, not both")
+	case file != "":
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return "", fmt.Errorf("--token-file: %w", err)
+		}
+		tok = strings.TrimSpace(string(b))
+		if tok == "" {
+			return "", fmt.Errorf("--token-file %s is empty", file)
+		}
+	case inEnv:
+		tok = strings.TrimSpace(envTok)
+		if tok == "" {
+			return "", errors.New("PINNED_SIDECAR_TOKEN is set but empty")
+		}
+	default:
+		return "", nil
+	}
+	if len(tok) < minTokenLen {
+		return "", fmt.Errorf("the caller token must be at least %d characters (e.g. openssl rand -hex 32)", minTokenLen)
+	}
+	for i := 0; i < len(tok); i++ {
+		if tok[i] <= 0x20 || tok[i] >= 0x7f {
+			return "", errors.New("the caller token must be printable ASCII without spaces")
+		}
+	}
+	return host.Secret(tok), nil
+}
+
+// isLoopback reports whether a listen address is on loopback only:
+// "localhost" or a loopback IP literal. An empty host (":8080") listens on
+// every interface.
+func isLoopback(addr string) (bool, error) {
+	h, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false, fmt.Errorf("--listen %q: %v (want host:port, e.g. 127.0.0.1:8080)", addr, err)
+	}
+	if h == "localhost" {
+		return true, nil
+	}
+	ip, err := netip.ParseAddr(h)
+	if err != nil {
+		return false, nil // a host name: it may resolve anywhere
+	}
+	return ip.Unmap().IsLoopback() && ip.Zone() == "", nil
+}

@@ -1,0 +1,263 @@
+package registry
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+// compileJSONSchema compiles one schema document (draft 2020-12, checked
+// against the metaschema by the compiler).
+func compileJSONSchema(t *testing.T, url string, doc []byte) *jsonschema.Schema {
+	t.Helper()
+	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(doc))
+	if err != nil {
+		t.Fatalf("%s: not JSON: %v", url, err)
+	}
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	if err := c.AddResource(url, v); err != nil {
+		t.Fatalf("%s: %v", url, err)
+	}
+	s, err := c.Compile(url)
+	if err != nil {
+		t.Fatalf("%s does not compile: %v", url, err)
+	}
+	return s
+}
+
+func validates(t *testing.T, s *jsonschema.Schema, doc string) bool {
+	t.Helper()
+	v, err := jsonschema.UnmarshalJSON(strings.NewReader(doc))
+	if err != nil {
+		t.Fatalf("sample %s is not JSON: %v", doc, err)
+	}
+	return s.Validate(v) == nil
+}
+
+// branches walks the tool schema's if/then/else chains and returns the
+// op branches ("then" objects) by "service.op".
+func branches(t *testing.T, schema json.RawMessage) map[string]map[string]any {
+	t.Helper()
+	var root map[string]any
+	if err := json.Unmarshal(schema, &root); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]map[string]any{}
+	for svc := root; svc != nil; {
+		then, _ := svc["then"].(map[string]any)
+		if then == nil {
+			break
+		}
+		for op := then; op != nil; {
+			b, _ := op["then"].(map[string]any)
+			if b == nil {
+				break
+			}
+			out[b["title"].(string)] = b
+			if op["else"] != false {
+				op, _ = op["else"].(map[string]any)
+			} else {
+				op = nil
+			}
+		}
+		if svc["else"] != false {
+			svc, _ = svc["else"].(map[string]any)
+		} else {
+			svc = nil
+		}
+	}
+	return out
+}
+
+// TestServiceOpToolCoversRegistry: every op of every manifest appears in
+// the schema (with its args schema) and in the description, write ops
+// carry their confirm template, and the top level has no oneOf, anyOf or
+// allOf (the Anthropic API refuses them there).
+func TestServiceOpToolCoversRegistry(t *testing.T) {
+	r := Default()
+	tool := ServiceOpTool(r)
+	if tool.Name != "service_op" {
+		t.Fatalf("name %q", tool.Name)
+	}
+	var top map[string]any
+	if err := json.Unmarshal(tool.InputSchema, &top); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"oneOf", "anyOf", "allOf"} {
+		if _, ok := top[k]; ok {
+			t.Errorf("input_schema has %s at the top level", k)
+		}
+	}
+	if top["type"] != "object" {
+		t.Errorf("input_schema type %v, want object", top["type"])
+	}
+	got := branches(t, tool.InputSchema)
+	ops := ToolOps(r)
+	n := 0
+	for _, m := range r.Services() {
+		for _, name := range m.OpNames() {
+			n++
+			key := m.ID + "." + name
+			op := m.Ops[name]
+			t.Run(key, func(t *testing.T) {
+				b, ok := got[key]
+				if !ok {
+					t.Fatalf("no branch for %s", key)
+				}
+				args, _ := json.Marshal(b["properties"].(map[string]any)["args"])
+				var want, have any
+				_ = json.Unmarshal(ArgsSchema(op), &want)
+				_ = json.Unmarshal(args, &have)
+				if fmt.Sprint(want) != fmt.Sprint(have) {
+					t.Errorf("branch args schema %s, want %s", args, ArgsSchema(op))
+				}
+				desc := b["description"].(string)
+				if !strings.HasPrefix(desc, "["+op.Access+"] ") {
+					t.Errorf("branch description %q does not start with its access", desc)
+				}
+				line := "- " + key + " [" + op.Access + "] "
+				if !strings.Contains(tool.Description, line) {
+					t.Errorf("tool description lacks %q", line)
+				}
+				if op.Access == AccessWrite {
+					confirm := fmt.Sprintf("Confirm: %q", op.Confirm)
+					if op.Confirm == "" || !strings.Contains(desc, confirm) || !strings.Contains(tool.Description, confirm) {
+						t.Errorf("write op %s: confirm template %q missing (branch %q)", key, op.Confirm, desc)
+					}
+				} else if strings.Contains(desc, "Confirm:") {
+					t.Errorf("read op %s carries a confirm line", key)
+				}
+			})
+		}
+	}
+	if len(got) != n || len(ops) != n {
+		t.Fatalf("%d branches and %d ToolOps for %d ops", len(got), len(ops), n)
+	}
+	mcp, _ := json.Marshal(tool.MCP())
+	if !bytes.Contains(mcp, []byte(`"inputSchema":{"type":"object"`)) || bytes.Contains(mcp, []byte("input_schema")) {
+		t.Fatalf("MCP shape: %.200s", mcp)
+	}
+}
+
+// TestArgsSchemasCompile compiles every op's args schema and the whole
+// input schema with a JSON Schema (2020-12) implementation and checks
+// generic samples: {} passes exactly when nothing is required, an
+// undeclared arg fails, every default passes, a value of the wrong type
+// fails.
+func TestArgsSchemasCompile(t *testing.T) {
+	r := Default()
+	tool := compileJSONSchema(t, "https://pinned.example/service_op.json", ServiceOpTool(r).InputSchema)
+	for _, o := range ToolOps(r) {
+		t.Run(o.Service+"."+o.Op, func(t *testing.T) {
+			s := compileJSONSchema(t, "https://pinned.example/"+o.Service+"/"+o.Op+".json", o.ArgsSchema)
+			m, _ := r.Service(o.Service)
+			op := m.Ops[o.Op]
+			required := false
+			for _, a := range op.Args {
+				required = required || a.Required
+			}
+			if got := validates(t, s, `{}`); got == required {
+				t.Errorf("{} validates: %v, but the op has required args: %v", got, required)
+			}
+			if validates(t, s, `{"zz_undeclared": 1}`) {
+				t.Error("an undeclared arg validates")
+			}
+			if validates(t, s, `[]`) {
+				t.Error("an array validates as args")
+			}
+			if !required {
+				call := fmt.Sprintf(`{"service":%q,"op":%q,"args":{}}`, o.Service, o.Op)
+				if !validates(t, tool, call) {
+					t.Errorf("tool input %s does not validate", call)
+				}
+			}
+			for name, a := range op.Args {
+				if len(a.Default) > 0 && !required {
+					if doc := fmt.Sprintf(`{%q: %s}`, name, a.Default); !validates(t, s, doc) {
+						t.Errorf("the default %s does not validate", doc)
+					}
+				}
+				wrong := `"x"`
+				if a.Type == TypeString {
+					wrong = `1`
+				}
+				if validates(t, s, fmt.Sprintf(`{%q: %s}`, name, wrong)) {
+					t.Errorf("arg %s of type %s accepts %s", name, a.Type, wrong)
+				}
+			}
+		})
+	}
+}
+
+// TestServiceOpToolSamples checks concrete calls against the whole input
+// schema: listed pairs with valid args pass; everything else fails.
+func TestServiceOpToolSamples(t *testing.T) {
+	s := compileJSONSchema(t, "https://pinned.example/service_op.json", ServiceOpTool(Default()).InputSchema)
+	tests := []struct {
+		name string
+		doc  string
+		want bool
+	}{
+		{name: "create_issue", want: true, doc: `{"service":"github","op":"create_issue","args":{"owner":"pinned-tester","repo":"notes","title":"Hi","body":"text"}}`},
+		{name: "list_repos defaults", want: true, doc: `{"service":"github","op":"list_repos","args":{}}`},
+		{name: "list_repos per_page", want: true, doc: `{"service":"github","op":"list_repos","args":{"per_page":100,"sort":"pushed"}}`},
+		{name: "dnsimple register", want: true, doc: `{"service":"dnsimple","op":"register_domain","args":{"account":1385,"domain":"example.com","registrant_id":7,"auto_renew":true}}`},
+		{name: "linear create", want: true, doc: `{"service":"linear","op":"create_issue","args":{"team_id":"0b4f5e2c-1a2b-4c3d-8e9f-001122334455","title":"Bug"}}`},
+		{name: "stripe list", want: true, doc: `{"service":"stripe","op":"list_customers","args":{"limit":3,"starting_after":"cus_abc"}}`},
+		{name: "missing title", doc: `{"service":"github","op":"create_issue","args":{"owner":"pinned-tester","repo":"notes"}}`},
+		{name: "undeclared arg", doc: `{"service":"github","op":"create_issue","args":{"owner":"a","repo":"b","title":"c","labels":"x"}}`},
+		{name: "per_page too big", doc: `{"service":"github","op":"list_repos","args":{"per_page":500}}`},
+		{name: "per_page zero", doc: `{"service":"github","op":"list_repos","args":{"per_page":0}}`},
+		{name: "per_page fraction", doc: `{"service":"github","op":"list_repos","args":{"per_page":1.5}}`},
+		{name: "enum", doc: `{"service":"github","op":"list_repos","args":{"sort":"stars"}}`},
+		{name: "pattern", doc: `{"service":"github","op":"get_repo","args":{"owner":"no/slash","repo":"notes"}}`},
+		{name: "too long", doc: `{"service":"github","op":"create_issue","args":{"owner":"a","repo":"b","title":"` + strings.Repeat("x", 257) + `"}}`},
+		{name: "wrong type", doc: `{"service":"dnsimple","op":"list_domains","args":{"account":"1385"}}`},
+		{name: "boolean as string", doc: `{"service":"dnsimple","op":"register_domain","args":{"account":1,"domain":"example.com","registrant_id":7,"auto_renew":"yes"}}`},
+		{name: "op of another service", doc: `{"service":"github","op":"list_teams","args":{}}`},
+		{name: "unknown service", doc: `{"service":"gitlab","op":"get_viewer","args":{}}`},
+		{name: "unknown op", doc: `{"service":"github","op":"delete_repo","args":{}}`},
+		{name: "missing args", doc: `{"service":"github","op":"get_viewer"}`},
+		{name: "missing op", doc: `{"service":"github","args":{}}`},
+		{name: "extra member", doc: `{"service":"github","op":"get_viewer","args":{},"grant":"x"}`},
+		{name: "args not an object", doc: `{"service":"github","op":"get_viewer","args":[]}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := validates(t, s, tt.doc); got != tt.want {
+				t.Fatalf("validates = %v, want %v: %s", got, tt.want, tt.doc)
+			}
+		})
+	}
+}
+
+func TestArgsSchemaFields(t *testing.T) {
+	one, hundred, ten := 1.0, 100.0, 10
+	op := &Op{Args: map[string]*Arg{
+		"n":   {Type: TypeInteger, Description: "count", Min: &one, Max: &hundred, Default: json.RawMessage(`30`)},
+		"s":   {Type: TypeString, Required: true, Enum: []string{"a", "b"}, MaxLength: &ten},
+		"p":   {Type: TypeString, Pattern: "^[a-z]+$"},
+		"k":   {Type: TypeString, Secret: true, Description: "api key"},
+		"ok":  {Type: TypeBoolean},
+		"amt": {Type: TypeNumber, Min: &one},
+	}}
+	want := `{"type":"object","properties":{` +
+		`"amt":{"type":"number","minimum":1},` +
+		`"k":{"type":"string","description":"api key (secret: never logged or shown)","maxLength":4096},` +
+		`"n":{"type":"integer","description":"count","minimum":1,"maximum":100,"default":30},` +
+		`"ok":{"type":"boolean"},` +
+		`"p":{"type":"string","pattern":"^[a-z]+$","maxLength":4096},` +
+		`"s":{"type":"string","enum":["a","b"],"maxLength":10}},` +
+		`"required":["s"],"additionalProperties":false}`
+	if got := string(ArgsSchema(op)); got != want {
+		t.Fatalf("ArgsSchema =\n%s\nwant\n%s", got, want)
+	}
+	if got := string(ArgsSchema(&Op{})); got != `{"type":"object","properties":{},"additionalProperties":false}` {
+		t.Fatalf("ArgsSchema of an op without args = %s", got)
+	}
+}

@@ -1,0 +1,215 @@
+package sidecar
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+
+	"github.com/elevenmessenger/pinned/host"
+)
+
+// Code is the stable, machine-readable kind of an API error. Codes are part
+// of the API (docs/API.md): a bot branches on them, never on the message.
+type Code string
+
+// Every code the sidecar answers with, and its HTTP status. The host's
+// codes (package host) pass through unchanged.
+const (
+	// Request shape and caller authentication.
+
+	CodeBadRequest       Code = "bad_request"            // 400: the body is not the endpoint's JSON object (strict: unknown or duplicate members, missing fields)
+	CodeUnauthorized     Code = "unauthorized"           // 401: the caller bearer token is missing or wrong
+	CodeNotFound         Code = "not_found"              // 404: no such endpoint
+	CodeMethodNotAllowed Code = "method_not_allowed"     // 405: the endpoint does not take this method
+	CodeTooLarge         Code = "request_too_large"      // 413: the body is over the request body limit
+	CodeMediaType        Code = "unsupported_media_type" // 415: a POST body that is not Content-Type application/json
+
+	// Grant refusals: always before any upstream call.
+
+	CodeGrantInvalid      Code = "grant_invalid"      // 403: the grant cannot be opened (one code for every opening failure), or it expires further ahead than the maximum TTL
+	CodeGrantExpired      Code = "grant_expired"      // 403: the grant's expires_at (plus 30 s of clock skew) has passed
+	CodeServiceMismatch   Code = "service_mismatch"   // 403: the grant is for another service
+	CodeAccessDenied      Code = "access_denied"      // 403: a write op under a read or legacy (access-less) grant
+	CodeGrantMismatch     Code = "grant_mismatch"     // 403: the grant is bound to another op, or to other args
+	CodeGrantReplayed     Code = "grant_replayed"     // 409: the grant's nonce was already used
+	CodeReconnectRequired Code = "reconnect_required" // 403: reserved: the member must connect the service again (token rotation, not produced yet)
+
+	// Op failures, from package host.
+
+	CodeUnknownService      Code = Code(host.CodeUnknownService)    // 400: no such service in the embedded registry
+	CodeUnknownOp           Code = Code(host.CodeUnknownOp)         // 400: the service has no such op
+	CodeBadArgs             Code = Code(host.CodeBadArgs)           // 422: the args break the op's declarations (the sandbox said which)
+	CodeCredentialInvalid   Code = Code(host.CodeCredentialInvalid) // 403: the grant's secret cannot be sent (empty, or characters a header cannot carry)
+	CodeEgressDenied        Code = Code(host.CodeEgressDenied)      // 502: the rendered request or the connection broke the egress policy; nothing was sent
+	CodeSandbox             Code = Code(host.CodeSandbox)           // 500: the executor trapped, exited or produced no request
+	CodeTimeout             Code = Code(host.CodeTimeout)           // 504: the op's deadline passed
+	CodeUpstreamUnreachable Code = Code(host.CodeUnreachable)       // 502: DNS, connect or TLS to the pinned host failed
+	CodeUpstreamError       Code = Code(host.CodeUpstream)          // 502: the provider answered non-2xx (upstream_status says which)
+	CodeUpstreamInvalid     Code = Code(host.CodeUpstreamInvalid)   // 502: the provider's answer is not valid JSON
+	CodeUpstreamTooLarge    Code = Code(host.CodeUpstreamTooLarge)  // 502: the provider's answer is over the raw cap
+	CodeResultTooLarge      Code = Code(host.CodeResultTooLarge)    // 502: the projected result is over the result cap
+	CodeRateLimited         Code = Code(host.CodeRateLimited)       // 429: the provider asked to slow down (retry_after, Retry-After)
+	CodeCanceled            Code = Code(host.CodeCanceled)          // 499: the caller went away (logged; nobody reads the answer)
+
+	// The sidecar itself.
+
+	CodeBusy     Code = "busy"      // 503: every op slot is taken, or the replay cache is full of live grants (retry_after, Retry-After)
+	CodeNotReady Code = "not_ready" // 503: /readyz while starting or shutting down
+	CodeInternal Code = "internal"  // 500: a bug; the cause is logged
+)
+
+// StatusClientClosed is the status logged when the caller went away
+// before the answer (nginx's 499); no client sees it.
+const StatusClientClosed = 499
+
+var codeStatus = map[Code]int{
+	CodeBadRequest:       http.StatusBadRequest,
+	CodeUnauthorized:     http.StatusUnauthorized,
+	CodeNotFound:         http.StatusNotFound,
+	CodeMethodNotAllowed: http.StatusMethodNotAllowed,
+	CodeTooLarge:         http.StatusRequestEntityTooLarge,
+	CodeMediaType:        http.StatusUnsupportedMediaType,
+
+	CodeGrantInvalid:      http.StatusForbidden,
+	CodeGrantExpired:      http.StatusForbidden,
+	CodeServiceMismatch:   http.StatusForbidden,
+	CodeAccessDenied:      http.StatusForbidden,
+	CodeGrantMismatch:     http.StatusForbidden,
+	CodeGrantReplayed:     http.StatusConflict,
+	CodeReconnectRequired: http.StatusForbidden,
+
+	CodeUnknownService:      http.StatusBadRequest,
+	CodeUnknownOp:           http.StatusBadRequest,
+	CodeBadArgs:             http.StatusUnprocessableEntity,
+	CodeCredentialInvalid:   http.StatusForbidden,
+	CodeEgressDenied:        http.StatusBadGateway,
+	CodeSandbox:             http.StatusInternalServerError,
+	CodeTimeout:             http.StatusGatewayTimeout,
+	CodeUpstreamUnreachable: http.StatusBadGateway,
+	CodeUpstreamError:       http.StatusBadGateway,
+	CodeUpstreamInvalid:     http.StatusBadGateway,
+	CodeUpstreamTooLarge:    http.StatusBadGateway,
+	CodeResultTooLarge:      http.StatusBadGateway,
+	CodeRateLimited:         http.StatusTooManyRequests,
+	CodeCanceled:            StatusClientClosed,
+
+	CodeBusy:     http.StatusServiceUnavailable,
+	CodeNotReady: http.StatusServiceUnavailable,
+	CodeInternal: http.StatusInternalServerError,
+}
+
+// Status returns the HTTP status the code is answered with (500 for a
+// code the sidecar does not know).
+func (c Code) Status() int {
+	if s, ok := codeStatus[c]; ok {
+		return s
+	}
+	return http.StatusInternalServerError
+}
+
+// Codes returns every code, for documentation and tests.
+func Codes() []Code {
+	out := make([]Code, 0, len(codeStatus))
+	for c := range codeStatus {
+		out = append(out, c)
+	}
+	return out
+}
+
+// Error is the one error type of the API. Status, Code, Message and the
+// optional fields are sent; the cause is only logged.
+type Error struct {
+	// Status is the HTTP status.
+	Status int
+	// Code is the stable code.
+	Code Code
+	// Message is for humans: safe to show, never holding a grant, a
+	// secret, Go error text or an upstream body.
+	Message string
+	// RetryAfter is seconds to wait (rate_limited, busy); also sent as the
+	// Retry-After header.
+	RetryAfter int
+	// UpstreamStatus is the provider's HTTP status, when there was one.
+	UpstreamStatus int
+	// Arg names the offending argument (bad_args).
+	Arg string
+
+	cause error
+}
+
+// NewError returns an error with the code's status.
+func NewError(code Code, msg string) *Error {
+	return &Error{Status: code.Status(), Code: code, Message: msg}
+}
+
+// withCause attaches an internal cause, logged and never sent.
+func (e *Error) withCause(err error) *Error {
+	e.cause = err
+	return e
+}
+
+func (e *Error) Error() string {
+	s := string(e.Code) + ": " + e.Message
+	if e.cause != nil {
+		s += " (" + e.cause.Error() + ")"
+	}
+	return s
+}
+
+// Cause returns the internal cause, for logs only.
+func (e *Error) Cause() error { return e.cause }
+
+// fromHost maps an op failure of package host: the code passes through
+// unchanged, with the host's caller-safe message, status, retry-after and
+// argument name. The host's internal cause stays in the host's own audit
+// log.
+func fromHost(he *host.Error) *Error {
+	e := NewError(Code(he.Code), he.Message)
+	e.UpstreamStatus = he.Status
+	e.RetryAfter = he.RetryAfter
+	e.Arg = he.Arg
+	if e.Code == CodeRateLimited && e.RetryAfter <= 0 {
+		e.RetryAfter = 1
+	}
+	return e
+}
+
+// errorBody is the JSON of an error answer.
+type errorBody struct {
+	Error struct {
+		Code           Code   `json:"code"`
+		Message        string `json:"message"`
+		RetryAfter     int    `json:"retry_after,omitempty"`
+		UpstreamStatus int    `json:"upstream_status,omitempty"`
+		Arg            string `json:"arg,omitempty"`
+	} `json:"error"`
+}
+
+func (e *Error) body() []byte {
+	var b errorBody
+	b.Error.Code = e.Code
+	b.Error.Message = e.Message
+	b.Error.RetryAfter = e.RetryAfter
+	b.Error.UpstreamStatus = e.UpstreamStatus
+	b.Error.Arg = e.Arg
+	out, _ := json.Marshal(b)
+	return out
+}
+
+// write sends the error: its status, the JSON body and, with RetryAfter, a
+// Retry-After header.
+func (e *Error) write(w http.ResponseWriter) {
+	if e.RetryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(e.RetryAfter))
+	}
+	writeJSON(w, e.Status, e.body())
+}
+
+func writeJSON(w http.ResponseWriter, status int, body []byte) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(body, '\n'))
+}

@@ -1,0 +1,402 @@
+// Package grant holds a bot's X25519 keys and the grants members seal to
+// them (DESIGN.md, "Grants").
+//
+// A member gives a bot access to one service by sealing a grant — a small
+// JSON document holding the credential, the access level and an expiry —
+// to the bot's public key with an anonymous sealed box
+// (golang.org/x/crypto/nacl/box SealAnonymous). Only the holder of the
+// bot's private key opens it. The sealed grant travels as standard padded
+// base64 text.
+//
+// An anonymous sealed box says nothing about who sealed it: anyone who
+// knows the bot's public key can seal a grant to it. A grant's authority
+// is the credential inside it, so the rules below bound what a grant can
+// do and for how long, whoever made it.
+//
+// Rules, each with its reason:
+//
+//   - A grant MUST be exactly the v1 plaintext (see [Grant]): no unknown
+//     field, no duplicate key, "v" equal to 1, every required field
+//     present. A document this package does not fully understand could
+//     carry a restriction it would silently drop.
+//   - Every failure to open — not base64, too short, the box does not open,
+//     not JSON, an unknown field, a wrong "v", a missing or malformed field
+//     — is the one error [ErrInvalid] (errors.Is), so a caller learns
+//     nothing about which step failed and maps it to one code
+//     (grant_invalid). The reason is kept for logs only ([OpenError]).
+//   - A grant without "access" is legacy and MUST be treated as read-only:
+//     it predates write access, and its member never consented to writes.
+//   - A grant MUST NOT be used after expires_at (RFC 3339) plus
+//     [ClockSkew] (30 s): a small allowance for clocks that disagree, no
+//     more, so a grant ages out close to when its member said.
+//   - A grant whose expires_at is further ahead than the verifier's maximum
+//     ([DefaultMaxTTL], 24 h, plus ClockSkew) MUST be refused: a stolen
+//     sealed grant must age out, so no grant may live long.
+//   - When "op" is present, the grant MUST run that op and nothing else;
+//     when "args_sha256" is present too, only with the args whose
+//     [CanonicalArgs] hash it is. The consent a member tapped is then
+//     exactly what runs.
+//   - The nonce MUST be recorded (see [ReplayCache]) and a grant whose
+//     nonce was already seen refused: a grant runs once.
+package grant
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"time"
+
+	"golang.org/x/crypto/nacl/box"
+
+	"github.com/elevenmessenger/pinned/internal/jsonv"
+)
+
+// Version is the only plaintext version this package seals and opens.
+const Version = 1
+
+// ClockSkew is the allowance for clocks that disagree between the member's
+// device and the bot: a grant is still accepted up to 30 s after its
+// expires_at, and its nonce is remembered that long.
+const ClockSkew = 30 * time.Second
+
+// DefaultMaxTTL is the default bound on how far in the future a grant's
+// expires_at may lie when it is used.
+const DefaultMaxTTL = 24 * time.Hour
+
+// Access levels. A grant without access (AccessLegacy) is read-only.
+const (
+	AccessRead   = "read"
+	AccessWrite  = "write"
+	AccessLegacy = ""
+)
+
+// Credential kinds (Grant.Kind), as host.Credential understands them.
+const (
+	KindPAT    = "pat"
+	KindOAuth  = "oauth"
+	KindLegacy = ""
+)
+
+// Limits of a grant's fields and of its sealed text.
+const (
+	// MaxSealedLen bounds the base64 text Open accepts (64 KiB): ample for
+	// any token pair, small enough to decode without thought.
+	MaxSealedLen = 64 << 10
+	// MaxNonceLen bounds the nonce, in bytes.
+	MaxNonceLen = 128
+	// MinNonceLen is the shortest nonce accepted: 16 bytes, as NewNonce's
+	// 22 characters of base64 carry 128 bits.
+	MinNonceLen = 16
+	// MaxSecretLen bounds secret and refresh, in bytes.
+	MaxSecretLen = 16 << 10
+)
+
+// Secret is a credential value inside a grant. Its String, Format and
+// MarshalText methods print "[redacted]", so a Grant logged or printed by
+// mistake does not leak it. Seal encodes the real value.
+type Secret string
+
+func (Secret) String() string               { return "[redacted]" }
+func (Secret) GoString() string             { return "[redacted]" }
+func (Secret) MarshalText() ([]byte, error) { return []byte("[redacted]"), nil }
+func (Secret) Format(f fmt.State, _ rune)   { _, _ = io.WriteString(f, "[redacted]") }
+
+// Grant is the v1 plaintext (DESIGN.md, "Grants") plus the optional
+// bindings Op and ArgsSHA256. On the wire:
+//
+//	{"v":1, "service":"github", "access":"write", "kind":"pat",
+//	 "secret":"…", "refresh":"", "token_expires_at":"",
+//	 "expires_at":"2026-11-30T10:02:00Z", "nonce":"…", "member_key":"…",
+//	 "op":"create_issue", "args_sha256":"<64 lower-case hex>"}
+//
+// Required: v, service, secret, expires_at, nonce. The rest is optional;
+// an empty string is the same as an absent member.
+type Grant struct {
+	// Service is the manifest id the grant is for ("github").
+	Service string
+	// Access is "read", "write", or "" (legacy: read-only).
+	Access string
+	// Kind is the credential kind: "pat", "oauth" or "" (legacy, sent as
+	// the manifest's scheme says).
+	Kind string
+	// Secret is the access token.
+	Secret Secret
+	// Refresh is the refresh token of an expiring pair, if any.
+	Refresh Secret
+	// TokenExpiresAt is when Secret expires (RFC 3339), if it does.
+	TokenExpiresAt string
+	// ExpiresAt is when the grant itself expires.
+	ExpiresAt time.Time
+	// Nonce makes the grant single-use: printable ASCII, 16 to 128 bytes.
+	Nonce string
+	// MemberKey is the member's X25519 public key (base64), to which a
+	// rotated token pair is sealed back; empty when the member gave none.
+	MemberKey string
+	// Op, when set, is the only op the grant runs.
+	Op string
+	// ArgsSHA256, when set, is the lower-case hex SHA-256 of the only args
+	// (in [CanonicalArgs] form) the grant runs Op with. It requires Op.
+	ArgsSHA256 string
+}
+
+// wire is the plaintext JSON; every field a string so Secret's redaction
+// never reaches the sealed bytes.
+type wire struct {
+	V              int    `json:"v"`
+	Service        string `json:"service"`
+	Access         string `json:"access,omitempty"`
+	Kind           string `json:"kind,omitempty"`
+	Secret         string `json:"secret"`
+	Refresh        string `json:"refresh,omitempty"`
+	TokenExpiresAt string `json:"token_expires_at,omitempty"`
+	ExpiresAt      string `json:"expires_at"`
+	Nonce          string `json:"nonce"`
+	MemberKey      string `json:"member_key,omitempty"`
+	Op             string `json:"op,omitempty"`
+	ArgsSHA256     string `json:"args_sha256,omitempty"`
+}
+
+// EffectiveAccess is the access the grant confers: "write" for a write
+// grant, "read" for a read or legacy grant.
+func (g *Grant) EffectiveAccess() string {
+	if g.Access == AccessWrite {
+		return AccessWrite
+	}
+	return AccessRead
+}
+
+// Allows reports whether the grant's access covers an op of the given
+// access level ("read" or "write"). A legacy grant allows reads only; an
+// unknown level is never allowed.
+func (g *Grant) Allows(opAccess string) bool {
+	switch opAccess {
+	case AccessRead:
+		return true
+	case AccessWrite:
+		return g.Access == AccessWrite
+	}
+	return false
+}
+
+var (
+	serviceRe = regexp.MustCompile(`^[a-z][a-z0-9]{1,30}$`)
+	opRe      = regexp.MustCompile(`^[a-z][a-z0-9_]{0,47}$`)
+	sha256Re  = regexp.MustCompile(`^[0-9a-f]{64}$`)
+)
+
+// Validate checks the plaintext rules: the fields Open requires and the
+// form of each. Seal refuses a grant Validate refuses, so whatever Seal
+// produces, Open accepts.
+func (g *Grant) Validate() error {
+	switch {
+	case !serviceRe.MatchString(g.Service):
+		return errors.New("service is not a manifest id")
+	case g.Access != AccessRead && g.Access != AccessWrite && g.Access != AccessLegacy:
+		return errors.New(`access is not "read" or "write"`)
+	case g.Kind != KindPAT && g.Kind != KindOAuth && g.Kind != KindLegacy:
+		return errors.New(`kind is not "pat" or "oauth"`)
+	case g.Secret == "":
+		return errors.New("secret is missing")
+	case len(g.Secret) > MaxSecretLen || len(g.Refresh) > MaxSecretLen:
+		return errors.New("secret or refresh is too long")
+	case g.ExpiresAt.IsZero():
+		return errors.New("expires_at is missing")
+	case len(g.Nonce) < MinNonceLen || len(g.Nonce) > MaxNonceLen || !printable(g.Nonce):
+		return fmt.Errorf("nonce is not %d to %d printable ASCII bytes", MinNonceLen, MaxNonceLen)
+	case g.Op != "" && !opRe.MatchString(g.Op):
+		return errors.New("op is not an op name")
+	case g.ArgsSHA256 != "" && !sha256Re.MatchString(g.ArgsSHA256):
+		return errors.New("args_sha256 is not 64 lower-case hex digits")
+	case g.ArgsSHA256 != "" && g.Op == "":
+		return errors.New("args_sha256 needs op")
+	}
+	if g.TokenExpiresAt != "" {
+		if _, err := time.Parse(time.RFC3339, g.TokenExpiresAt); err != nil {
+			return errors.New("token_expires_at is not RFC 3339")
+		}
+	}
+	if g.MemberKey != "" {
+		if _, err := ParsePublicKey(g.MemberKey); err != nil {
+			return errors.New("member_key is not a public key")
+		}
+	}
+	return nil
+}
+
+func printable(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] <= 0x20 || s[i] >= 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// NewNonce returns 16 random bytes as unpadded base64url (22 characters).
+func NewNonce() (string, error) {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	return base64.RawURLEncoding.EncodeToString(b[:]), nil
+}
+
+// Seal validates g and seals it to the bot's public key with an anonymous
+// sealed box, returning standard padded base64. random nil means
+// crypto/rand. A missing nonce is filled in with NewNonce.
+func Seal(g *Grant, to PublicKey, random io.Reader) (string, error) {
+	c := *g
+	if c.Nonce == "" {
+		n, err := NewNonce()
+		if err != nil {
+			return "", fmt.Errorf("grant: nonce: %w", err)
+		}
+		c.Nonce = n
+	}
+	if err := c.Validate(); err != nil {
+		return "", fmt.Errorf("grant: %w", err)
+	}
+	if random == nil {
+		random = rand.Reader
+	}
+	plain, err := json.Marshal(wire{
+		V: Version, Service: c.Service, Access: c.Access, Kind: c.Kind,
+		Secret: string(c.Secret), Refresh: string(c.Refresh), TokenExpiresAt: c.TokenExpiresAt,
+		ExpiresAt: c.ExpiresAt.UTC().Format(time.RFC3339), Nonce: c.Nonce, MemberKey: c.MemberKey,
+		Op: c.Op, ArgsSHA256: c.ArgsSHA256,
+	})
+	if err != nil {
+		return "", fmt.Errorf("grant: %w", err)
+	}
+	pub := [KeySize]byte(to)
+	sealed, err := box.SealAnonymous(nil, plain, &pub, random)
+	clear(plain)
+	if err != nil {
+		return "", fmt.Errorf("grant: seal: %w", err)
+	}
+	return base64.StdEncoding.EncodeToString(sealed), nil
+}
+
+// ErrInvalid is the one error for every failure to open a grant. Test for
+// it with errors.Is; the *OpenError Open returns also says why, for logs.
+var ErrInvalid = errors.New("grant: cannot be opened")
+
+// OpenError is what Open returns: it is ErrInvalid (errors.Is) and carries
+// the reason for logs. The reason is a fixed phrase, never text from the
+// grant, and MUST NOT be sent to callers.
+type OpenError struct {
+	Reason string
+}
+
+func (e *OpenError) Error() string        { return ErrInvalid.Error() + ": " + e.Reason }
+func (e *OpenError) Is(target error) bool { return target == ErrInvalid }
+
+func invalid(reason string) error { return &OpenError{Reason: reason} }
+
+// Open decodes a sealed grant, opens it with the bot's private key and
+// checks the plaintext (see Validate). Every failure is ErrInvalid. Open
+// does not check expiry, access, bindings or replay: see CheckTime,
+// Allows, CheckBinding and ReplayCache.
+func Open(sealed string, k *PrivateKey) (*Grant, error) {
+	if k == nil {
+		return nil, invalid("no private key")
+	}
+	if len(sealed) > MaxSealedLen {
+		return nil, invalid("too long")
+	}
+	raw, err := base64.StdEncoding.Strict().DecodeString(sealed)
+	if err != nil {
+		return nil, invalid("not base64")
+	}
+	if len(raw) <= box.AnonymousOverhead {
+		return nil, invalid("too short")
+	}
+	pub, priv := [KeySize]byte(k.pub), k.priv
+	plain, ok := box.OpenAnonymous(nil, raw, &pub, &priv)
+	clear(priv[:])
+	if !ok {
+		return nil, invalid("the box does not open with this key")
+	}
+	defer clear(plain)
+	// Strict JSON first: encoding/json keeps the last of duplicate keys and
+	// replaces invalid UTF-8, both ways to read one grant two ways.
+	if _, err := jsonv.Parse(plain); err != nil {
+		return nil, invalid("not strict JSON")
+	}
+	var w wire
+	dec := json.NewDecoder(bytes.NewReader(plain))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&w); err != nil {
+		return nil, invalid("not a v1 grant object (unknown field or wrong type)")
+	}
+	if w.V != Version {
+		return nil, invalid("wrong version")
+	}
+	if w.ExpiresAt == "" {
+		return nil, invalid("expires_at is missing")
+	}
+	exp, err := time.Parse(time.RFC3339, w.ExpiresAt)
+	if err != nil {
+		return nil, invalid("expires_at is not RFC 3339")
+	}
+	g := &Grant{
+		Service: w.Service, Access: w.Access, Kind: w.Kind,
+		Secret: Secret(w.Secret), Refresh: Secret(w.Refresh), TokenExpiresAt: w.TokenExpiresAt,
+		ExpiresAt: exp, Nonce: w.Nonce, MemberKey: w.MemberKey, Op: w.Op, ArgsSHA256: w.ArgsSHA256,
+	}
+	if err := g.Validate(); err != nil {
+		return nil, invalid(err.Error())
+	}
+	return g, nil
+}
+
+// Errors of CheckTime and CheckBinding.
+var (
+	// ErrExpired: now is past expires_at plus ClockSkew.
+	ErrExpired = errors.New("grant: expired")
+	// ErrTooLong: expires_at is further ahead than the maximum TTL plus
+	// ClockSkew.
+	ErrTooLong = errors.New("grant: expires too far in the future")
+	// ErrOpMismatch: the grant is bound to another op.
+	ErrOpMismatch = errors.New("grant: bound to another op")
+	// ErrArgsMismatch: the grant is bound to other args.
+	ErrArgsMismatch = errors.New("grant: bound to other args")
+)
+
+// CheckTime refuses a grant that expired (ErrExpired) or that expires more
+// than maxTTL from now (ErrTooLong), each with ClockSkew allowed. maxTTL
+// <= 0 means DefaultMaxTTL.
+func (g *Grant) CheckTime(now time.Time, maxTTL time.Duration) error {
+	if maxTTL <= 0 {
+		maxTTL = DefaultMaxTTL
+	}
+	if now.After(g.ExpiresAt.Add(ClockSkew)) {
+		return ErrExpired
+	}
+	if g.ExpiresAt.Sub(now) > maxTTL+ClockSkew {
+		return ErrTooLong
+	}
+	return nil
+}
+
+// CheckBinding refuses an op or args the grant is not bound to. argsHash
+// is ArgsSHA256 of the call's args (only consulted when the grant binds
+// args). A grant without bindings allows any op and args (subject to
+// Allows).
+func (g *Grant) CheckBinding(op, argsHash string) error {
+	if g.Op != "" && g.Op != op {
+		return ErrOpMismatch
+	}
+	if g.ArgsSHA256 != "" && g.ArgsSHA256 != argsHash {
+		return ErrArgsMismatch
+	}
+	return nil
+}
+
+// BindsArgs reports whether the grant is bound to exact args.
+func (g *Grant) BindsArgs() bool { return g.ArgsSHA256 != "" }

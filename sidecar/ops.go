@@ -1,0 +1,343 @@
+package sidecar
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/elevenmessenger/pinned/host"
+	"github.com/elevenmessenger/pinned/internal/jsonv"
+	"github.com/elevenmessenger/pinned/registry"
+	"github.com/elevenmessenger/pinned/sidecar/grant"
+)
+
+// OpRequest is the body of POST /v1/ops.
+type OpRequest struct {
+	Service string          `json:"service"`
+	Op      string          `json:"op"`
+	Args    json.RawMessage `json:"args,omitempty"`
+	Grant   string          `json:"grant"`
+}
+
+// OpResponse is the answer of a successful POST /v1/ops.
+type OpResponse struct {
+	// Status is the provider's HTTP status (2xx).
+	Status int `json:"status"`
+	// Data is the response projected by the op's pick.
+	Data json.RawMessage `json:"data"`
+}
+
+// ConsentRequest is the body of POST /v1/consent.
+type ConsentRequest struct {
+	Service string          `json:"service"`
+	Op      string          `json:"op"`
+	Args    json.RawMessage `json:"args,omitempty"`
+}
+
+// ConsentResponse is the answer of POST /v1/consent.
+type ConsentResponse struct {
+	Service string `json:"service"`
+	Op      string `json:"op"`
+	// Access is "read" or "write".
+	Access string `json:"access"`
+	// Confirm is the write op's confirm sentence with the args filled in
+	// (defaults applied); "" for a read op.
+	Confirm string `json:"confirm"`
+	// ArgsSHA256 is the value of a grant's args_sha256 that binds exactly
+	// these args (grant.ArgsSHA256).
+	ArgsSHA256 string `json:"args_sha256"`
+}
+
+// decode parses a request body strictly: one JSON object (no duplicate
+// keys, valid UTF-8, nothing after it) whose members are all known.
+func decode(body []byte, v any) *Error {
+	if _, err := jsonv.Parse(body); err != nil {
+		return NewError(CodeBadRequest, "the body is not one strict JSON object (unique keys, valid UTF-8)")
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		msg := "the body is not the endpoint's JSON object"
+		if f, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+			msg = "unknown member " + clip(f, 64) + " in the body"
+		}
+		return NewError(CodeBadRequest, msg)
+	}
+	return nil
+}
+
+// argsOrEmpty treats absent and null args as the empty object.
+func argsOrEmpty(a json.RawMessage) json.RawMessage {
+	if t := bytes.TrimSpace(a); len(t) == 0 || bytes.Equal(t, []byte("null")) {
+		return json.RawMessage("{}")
+	}
+	return a
+}
+
+// lookup finds the op in the registry, with the host's codes.
+func (s *Server) lookup(info *reqInfo, service, opName string) (*registry.Op, *Error) {
+	info.service, info.op = clip(service, 64), clip(opName, 64)
+	m, ok := s.reg.Service(service)
+	if !ok {
+		ids := make([]string, 0, len(s.reg.Services()))
+		for _, m := range s.reg.Services() {
+			ids = append(ids, m.ID)
+		}
+		return nil, NewError(CodeUnknownService, fmt.Sprintf("unknown service %q (services: %s)", clip(service, 64), strings.Join(ids, ", ")))
+	}
+	op, ok := m.Op(opName)
+	if !ok {
+		return nil, NewError(CodeUnknownOp, fmt.Sprintf("service %s has no op %q (ops: %s)", service, clip(opName, 64), strings.Join(m.OpNames(), ", ")))
+	}
+	info.access = op.Access
+	return op, nil
+}
+
+// labels returns the metric labels of a request: registry names only.
+func (s *Server) labels(service, op string) (string, string) {
+	m, ok := s.reg.Service(service)
+	if !ok {
+		return unknownLabel, unknownLabel
+	}
+	if _, ok := m.Op(op); !ok {
+		return service, unknownLabel
+	}
+	return service, op
+}
+
+func (s *Server) handleOps(w http.ResponseWriter, r *http.Request) {
+	var req OpRequest
+	res, e := s.serveOp(w, r, &req)
+	svc, op := s.labels(req.Service, req.Op)
+	outcome := "ok"
+	if e != nil {
+		outcome = string(e.Code)
+	}
+	s.m.ops.WithLabelValues(svc, op, outcome).Inc()
+	if e != nil {
+		s.fail(w, r, e)
+		return
+	}
+	infoFrom(r).outcome = "ok"
+	body, err := json.Marshal(OpResponse{Status: res.Status, Data: nullIfEmpty(res.Data)})
+	if err != nil {
+		s.fail(w, r, NewError(CodeInternal, "the result could not be encoded").withCause(err))
+		return
+	}
+	writeJSON(w, http.StatusOK, body)
+}
+
+func nullIfEmpty(d json.RawMessage) json.RawMessage {
+	if len(d) == 0 {
+		return json.RawMessage("null")
+	}
+	return d
+}
+
+// serveOp enforces the grant and runs the op. Every refusal happens before
+// the engine is called; the nonce is recorded only after every other check
+// passed.
+func (s *Server) serveOp(w http.ResponseWriter, r *http.Request, req *OpRequest) (*host.Result, *Error) {
+	info := infoFrom(r)
+	body, e := s.readBody(w, r)
+	if e != nil {
+		return nil, e
+	}
+	if e := decode(body, req); e != nil {
+		return nil, e
+	}
+	if req.Service == "" || req.Op == "" || req.Grant == "" {
+		return nil, NewError(CodeBadRequest, "service, op and grant are required")
+	}
+	op, e := s.lookup(info, req.Service, req.Op)
+	if e != nil {
+		return nil, e
+	}
+	release, e := s.acquire()
+	if e != nil {
+		return nil, e
+	}
+	defer release()
+
+	g, e := s.checkGrant(info, req, op)
+	if e != nil {
+		if e.Code != CodeBusy {
+			s.m.denials.WithLabelValues("grant", string(e.Code)).Inc()
+		}
+		return nil, e
+	}
+	args := argsOrEmpty(req.Args)
+	if g.BindsArgs() {
+		// Run exactly the bytes whose hash the member confirmed.
+		args, _ = grant.CanonicalArgs(args) // checkGrant canonicalized them already
+	}
+
+	start := time.Now()
+	res, err := s.eng.Run(r.Context(), host.Call{
+		Service: req.Service, Op: req.Op, Args: args,
+		Credential: host.Credential{Kind: g.Kind, Secret: host.Secret(g.Secret)},
+	})
+	s.m.duration.WithLabelValues(req.Service, req.Op).Observe(time.Since(start).Seconds())
+	if err != nil {
+		var he *host.Error
+		if !errors.As(err, &he) {
+			return nil, NewError(CodeInternal, "the op failed").withCause(err)
+		}
+		if he.Deny != "" {
+			info.deny = string(he.Deny)
+			s.m.denials.WithLabelValues("egress", string(he.Deny)).Inc()
+		}
+		if he.Code == host.CodeBadArgs {
+			// Nothing left the sandbox: the grant is not spent, so the bot
+			// can correct the args and retry with it.
+			s.replay.Forget(g.Nonce)
+		}
+		return nil, fromHost(he)
+	}
+	info.upstreamStatus = res.Status
+	return res, nil
+}
+
+// checkGrant opens the grant and checks it against the call, in order:
+// grant_invalid, grant_expired (and grant_invalid for an expiry too far
+// ahead), service_mismatch, access_denied, grant_mismatch, and last
+// grant_replayed — recording the nonce only when everything else passed.
+func (s *Server) checkGrant(info *reqInfo, req *OpRequest, op *registry.Op) (*grant.Grant, *Error) {
+	g, err := grant.Open(req.Grant, s.key)
+	if err != nil {
+		return nil, NewError(CodeGrantInvalid, "the grant cannot be opened by this bot").withCause(err)
+	}
+	sum := sha256.Sum256([]byte(g.Nonce))
+	info.grantID = hex.EncodeToString(sum[:8])
+	now := s.cfg.Now()
+	switch err := g.CheckTime(now, s.cfg.MaxGrantTTL); err {
+	case nil:
+	case grant.ErrExpired:
+		return nil, NewError(CodeGrantExpired, "the grant has expired; ask the member for a new one").withCause(err)
+	default:
+		return nil, NewError(CodeGrantInvalid, fmt.Sprintf("the grant expires more than %s from now; grants must be short-lived", s.cfg.MaxGrantTTL)).withCause(err)
+	}
+	if g.Service != req.Service {
+		return nil, NewError(CodeServiceMismatch, fmt.Sprintf("the grant is for service %q, not %q", g.Service, req.Service))
+	}
+	if !g.Allows(op.Access) {
+		what := "a read-only grant"
+		if g.Access == grant.AccessLegacy {
+			what = "a grant without access (legacy, read-only)"
+		}
+		return nil, NewError(CodeAccessDenied, fmt.Sprintf("%s.%s is a %s op; %s cannot run it", req.Service, req.Op, op.Access, what))
+	}
+	if err := g.CheckBinding(req.Op, ""); err == grant.ErrOpMismatch {
+		return nil, NewError(CodeGrantMismatch, fmt.Sprintf("the grant is bound to op %q", g.Op)).withCause(err)
+	}
+	if g.BindsArgs() {
+		hash, err := grant.ArgsSHA256(argsOrEmpty(req.Args))
+		if err != nil {
+			return nil, NewError(CodeGrantMismatch, "the args are not a strict JSON object, so they cannot match the args the grant is bound to").withCause(err)
+		}
+		if err := g.CheckBinding(req.Op, hash); err != nil {
+			return nil, NewError(CodeGrantMismatch, "the args differ from the args the member confirmed (args_sha256)").withCause(err)
+		}
+	}
+	switch err := s.replay.Record(g.Nonce, g.ExpiresAt.Add(grant.ClockSkew), now); err {
+	case nil:
+	case grant.ErrReplayed:
+		return nil, NewError(CodeGrantReplayed, "the grant was already used; a grant runs once").withCause(err)
+	default:
+		return nil, s.busy("too many live grants are remembered; retry shortly").withCause(err)
+	}
+	return g, nil
+}
+
+func (s *Server) handleConsent(w http.ResponseWriter, r *http.Request) {
+	var req ConsentRequest
+	res, e := s.serveConsent(w, r, &req)
+	svc, op := s.labels(req.Service, req.Op)
+	outcome := "ok"
+	if e != nil {
+		outcome = string(e.Code)
+	}
+	s.m.consent.WithLabelValues(svc, op, outcome).Inc()
+	if e != nil {
+		s.fail(w, r, e)
+		return
+	}
+	infoFrom(r).outcome = "ok"
+	body, _ := json.Marshal(res)
+	writeJSON(w, http.StatusOK, body)
+}
+
+func (s *Server) serveConsent(w http.ResponseWriter, r *http.Request, req *ConsentRequest) (*ConsentResponse, *Error) {
+	info := infoFrom(r)
+	body, e := s.readBody(w, r)
+	if e != nil {
+		return nil, e
+	}
+	if e := decode(body, req); e != nil {
+		return nil, e
+	}
+	if req.Service == "" || req.Op == "" {
+		return nil, NewError(CodeBadRequest, "service and op are required")
+	}
+	if _, e := s.lookup(info, req.Service, req.Op); e != nil {
+		return nil, e
+	}
+	release, e := s.acquire()
+	if e != nil {
+		return nil, e
+	}
+	defer release()
+	args := argsOrEmpty(req.Args)
+	c, err := s.eng.Check(r.Context(), req.Service, req.Op, args)
+	if err != nil {
+		var he *host.Error
+		if !errors.As(err, &he) {
+			return nil, NewError(CodeInternal, "the check failed").withCause(err)
+		}
+		if he.Deny != "" {
+			info.deny = string(he.Deny)
+			s.m.denials.WithLabelValues("egress", string(he.Deny)).Inc()
+		}
+		return nil, fromHost(he)
+	}
+	hash, err := grant.ArgsSHA256(args)
+	if err != nil {
+		// The sandbox accepted args canonicalization refuses: the two
+		// parsers disagree, which is a bug.
+		return nil, NewError(CodeInternal, "the args could not be canonicalized").withCause(err)
+	}
+	return &ConsentResponse{Service: c.Service, Op: c.Op, Access: c.Access, Confirm: c.Confirm, ArgsSHA256: hash}, nil
+}
+
+func (s *Server) handleTools(w http.ResponseWriter, r *http.Request) {
+	switch f := r.URL.Query().Get("format"); f {
+	case "", "anthropic":
+		writeJSON(w, http.StatusOK, s.toolsAnthropic)
+	case "mcp":
+		writeJSON(w, http.StatusOK, s.toolsMCP)
+	default:
+		s.fail(w, r, NewError(CodeBadRequest, fmt.Sprintf("unknown format %q: use anthropic or mcp", clip(f, 32))))
+	}
+}
+
+func (s *Server) handleRegistry(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, s.registryJSON)
+}
+
+func (s *Server) handleHealth(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, []byte(`{"status":"ok"}`))
+}
+
+func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
+	if !s.ready.Load() {
+		s.fail(w, r, NewError(CodeNotReady, "the sidecar is starting or shutting down"))
+		return
+	}
+	writeJSON(w, http.StatusOK, []byte(`{"status":"ready"}`))
+}

@@ -1,0 +1,180 @@
+package rotate
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// DefaultBrokerTimeout bounds one call to the broker.
+const DefaultBrokerTimeout = 20 * time.Second
+
+// maxBrokerAnswer bounds the broker's answer.
+const maxBrokerAnswer = 64 << 10
+
+// BrokerClient is the Refresher that calls the broker's POST /api/refresh
+// with the sidecar's instance token. Build it with NewBrokerClient.
+type BrokerClient struct {
+	endpoint string
+	token    string
+	client   *http.Client
+}
+
+// BrokerOptions tune NewBrokerClient; zero values pick the defaults.
+type BrokerOptions struct {
+	// HTTPClient replaces the default client (TLS 1.2+, no proxy, no
+	// redirects, Timeout). Tests pass one that trusts a local CA.
+	HTTPClient *http.Client
+	// Timeout bounds one call (default DefaultBrokerTimeout); ignored when
+	// HTTPClient is set.
+	Timeout time.Duration
+}
+
+// NewBrokerClient returns a Refresher for the broker at baseURL
+// ("https://connect.example.com"), authenticating with instanceToken. The
+// URL must be https, or http on a loopback address only (a refresh request
+// carries a refresh token and the instance token).
+func NewBrokerClient(baseURL, instanceToken string, opts BrokerOptions) (*BrokerClient, error) {
+	u, err := url.Parse(strings.TrimSpace(baseURL))
+	if err != nil || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		return nil, fmt.Errorf("rotate: broker URL %q: want https://host[:port][/prefix]", baseURL)
+	}
+	switch u.Scheme {
+	case "https":
+	case "http":
+		if !loopbackHost(u.Hostname()) {
+			return nil, fmt.Errorf("rotate: broker URL %q: plain http is allowed on loopback only", baseURL)
+		}
+	default:
+		return nil, fmt.Errorf("rotate: broker URL %q: want https", baseURL)
+	}
+	if instanceToken == "" {
+		return nil, errors.New("rotate: the broker instance token is empty")
+	}
+	c := opts.HTTPClient
+	if c == nil {
+		timeout := opts.Timeout
+		if timeout <= 0 {
+			timeout = DefaultBrokerTimeout
+		}
+		c = &http.Client{
+			Timeout: timeout,
+			Transport: &http.Transport{
+				Proxy:                 nil,
+				DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+				TLSClientConfig:       &tls.Config{MinVersion: tls.VersionTLS12},
+				ForceAttemptHTTP2:     true,
+				TLSHandshakeTimeout:   10 * time.Second,
+				ResponseHeaderTimeout: timeout,
+				MaxIdleConnsPerHost:   4,
+				IdleConnTimeout:       90 * time.Second,
+			},
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		}
+	}
+	return &BrokerClient{
+		endpoint: strings.TrimSuffix(u.String(), "/") + "/api/refresh",
+		token:    instanceToken,
+		client:   c,
+	}, nil
+}
+
+func loopbackHost(h string) bool {
+	if h == "localhost" {
+		return true
+	}
+	ip, err := netip.ParseAddr(h)
+	return err == nil && ip.Unmap().IsLoopback()
+}
+
+// Refresh implements Refresher. Failures are *Error: invalid_grant is
+// KindReconnect; 5xx, 429, timeouts and network errors are KindRetryable;
+// anything else (401: a wrong instance token; 404: no client for the
+// service) is KindFailed.
+func (c *BrokerClient) Refresh(ctx context.Context, service, refreshToken string) (Pair, error) {
+	body, _ := json.Marshal(map[string]string{"service": service, "refresh_token": refreshToken})
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.endpoint, bytes.NewReader(body))
+	if err != nil {
+		return Pair{}, &Error{Kind: KindFailed, Err: errors.New("building the broker request failed")}
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	resp, err := c.client.Do(req)
+	if err != nil {
+		// *url.Error names the broker URL, which holds no secret.
+		return Pair{}, &Error{Kind: KindRetryable, Err: err}
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxBrokerAnswer+1))
+	if err != nil {
+		return Pair{}, &Error{Kind: KindRetryable, Status: resp.StatusCode, Err: fmt.Errorf("reading the broker's answer: %w", err)}
+	}
+	if len(raw) > maxBrokerAnswer {
+		return Pair{}, &Error{Kind: KindFailed, Status: resp.StatusCode, Err: errors.New("the broker's answer is too large")}
+	}
+	if resp.StatusCode == http.StatusOK {
+		var ans struct {
+			AccessToken  string `json:"access_token"`
+			RefreshToken string `json:"refresh_token"`
+			ExpiresAt    string `json:"expires_at"`
+			TokenType    string `json:"token_type"`
+		}
+		if err := json.Unmarshal(raw, &ans); err != nil || ans.AccessToken == "" {
+			return Pair{}, &Error{Kind: KindFailed, Status: resp.StatusCode, Err: errors.New("the broker's answer is not a token pair")}
+		}
+		exp, err := ParseExpiry(ans.ExpiresAt)
+		if err != nil {
+			return Pair{}, &Error{Kind: KindFailed, Status: resp.StatusCode, Err: errors.New("the broker's expires_at is not RFC 3339")}
+		}
+		return Pair{Access: ans.AccessToken, Refresh: ans.RefreshToken, ExpiresAt: exp}, nil
+	}
+	var eb struct {
+		Error struct {
+			Code    string `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	_ = json.Unmarshal(raw, &eb)
+	e := &Error{Status: resp.StatusCode, Code: eb.Error.Code}
+	if ra, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && ra > 0 {
+		e.RetryAfter = time.Duration(ra) * time.Second
+	}
+	msg := eb.Error.Message
+	if len(msg) > 200 {
+		msg = msg[:200]
+	}
+	e.Err = fmt.Errorf("broker answered HTTP %d: %s", resp.StatusCode, msg)
+	e.Kind = brokerKind(e.Code, resp.StatusCode)
+	return Pair{}, e
+}
+
+// brokerKind classifies a broker error answer: by its code when it has a
+// known one, else by status (an intermediary's 5xx, 429 or 408 is
+// transient).
+func brokerKind(code string, status int) Kind {
+	switch code {
+	case "invalid_grant":
+		return KindReconnect
+	case "provider_unavailable", "rate_limited", "internal":
+		return KindRetryable
+	case "provider_rejected", "refresh_disabled", "refresh_unsupported", "unauthorized",
+		"unknown_service", "oauth_unsupported", "oauth_not_configured", "bad_request":
+		return KindFailed
+	}
+	if status >= 500 || status == http.StatusTooManyRequests || status == http.StatusRequestTimeout {
+		return KindRetryable
+	}
+	return KindFailed
+}

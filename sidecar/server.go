@@ -1,0 +1,372 @@
+// Package sidecar is the bot-facing service (DESIGN.md, "Sidecar HTTP
+// API"). It holds the bot's private key, opens the grants members sealed
+// to it, enforces their scope — every refusal before any upstream call —
+// and runs ops in package host's sandbox.
+//
+// Endpoints (docs/API.md has bodies, examples and every code):
+//
+//	POST /v1/ops       run an op under a grant
+//	POST /v1/consent   validate args and render a write op's confirm sentence (no grant, nothing sent)
+//	GET  /v1/tools     the service_op tool (Anthropic or MCP shape)
+//	GET  /v1/registry  the embedded manifests and their digest
+//	GET  /healthz      the process is up
+//	GET  /readyz       the engine is compiled and the server is not shutting down
+//	GET  /metrics      Prometheus
+//
+// Concurrency is bounded: past the limit, ops and consent checks are
+// answered 503 busy with Retry-After at once, never queued.
+package sidecar
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/rs/zerolog"
+
+	"github.com/elevenmessenger/pinned/host"
+	"github.com/elevenmessenger/pinned/registry"
+	"github.com/elevenmessenger/pinned/sidecar/grant"
+)
+
+// Defaults of Config.
+const (
+	DefaultMaxConcurrency    = 64
+	DefaultMaxBodyBytes      = 256 << 10
+	DefaultBusyRetryAfter    = 1 * time.Second
+	DefaultReadHeaderTimeout = 5 * time.Second
+	DefaultReadTimeout       = 30 * time.Second
+	DefaultWriteTimeout      = 60 * time.Second
+	DefaultIdleTimeout       = 120 * time.Second
+	DefaultShutdownGrace     = 20 * time.Second
+	DefaultMaxHeaderBytes    = 32 << 10
+)
+
+// Config configures a Server. Engine and Key are required; every other
+// zero field takes its default.
+type Config struct {
+	// Engine runs the ops. Required. The caller closes it after Serve
+	// returns.
+	Engine *host.Engine
+	// Key is the bot's private key; grants are sealed to its public key.
+	// Required.
+	Key *grant.PrivateKey
+	// Registry MUST be the engine's registry; default registry.Default(),
+	// the embedded snapshot (as the engine's default).
+	Registry *registry.Registry
+	// Logger receives one access event per request and the server's own
+	// events; default a disabled logger.
+	Logger *zerolog.Logger
+	// Prometheus is where the sidecar registers its metrics and what
+	// /metrics serves; default a fresh registry. Register host.NewMetrics
+	// and the Go/process collectors on the same registry to serve them too.
+	Prometheus *prometheus.Registry
+	// MaxConcurrency bounds ops and consent checks running at once; past
+	// it requests get 503 busy. Default 64.
+	MaxConcurrency int
+	// MaxBodyBytes bounds a request body; default 256 KiB.
+	MaxBodyBytes int64
+	// BusyRetryAfter is the Retry-After of a busy answer, rounded up to
+	// whole seconds; default 1s.
+	BusyRetryAfter time.Duration
+	// ReplayCacheSize bounds the grant nonces remembered at once; default
+	// grant.DefaultReplayCacheSize (100000).
+	ReplayCacheSize int
+	// MaxGrantTTL refuses grants expiring further ahead than this (plus
+	// grant.ClockSkew); default grant.DefaultMaxTTL (24h).
+	MaxGrantTTL time.Duration
+	// CallerToken, when set, is the bearer token callers must send
+	// ("Authorization: Bearer <token>") on /v1/* and /metrics. It is
+	// compared in constant time.
+	CallerToken host.Secret
+	// HTTP server timeouts and limits, used by Serve.
+	ReadHeaderTimeout time.Duration // default 5s
+	ReadTimeout       time.Duration // default 30s
+	WriteTimeout      time.Duration // default 60s; keep it above the engine's op timeout
+	IdleTimeout       time.Duration // default 120s
+	MaxHeaderBytes    int           // default 32 KiB
+	// ShutdownGrace is how long Serve lets in-flight requests finish after
+	// its context is done before canceling them; default 20s.
+	ShutdownGrace time.Duration
+	// Now is the clock for grant expiry; default time.Now.
+	Now func() time.Time
+}
+
+// Server is the sidecar. Create it with New, serve it with Serve (once).
+type Server struct {
+	cfg     Config
+	eng     *host.Engine
+	reg     *registry.Registry
+	key     *grant.PrivateKey
+	log     zerolog.Logger
+	prom    *prometheus.Registry
+	m       *metrics
+	replay  *grant.ReplayCache
+	slots   chan struct{}
+	handler http.Handler
+
+	tokenSum [sha256.Size]byte // sha256 of CallerToken, when set
+
+	toolsAnthropic []byte
+	toolsMCP       []byte
+	registryJSON   []byte
+
+	ready    atomic.Bool
+	mu       sync.Mutex // guards draining and active.Add
+	draining bool
+	active   sync.WaitGroup
+}
+
+// New checks cfg, fills its defaults and builds the server (routes,
+// metrics, the generated tool descriptions).
+func New(cfg Config) (*Server, error) {
+	if cfg.Engine == nil {
+		return nil, errors.New("sidecar: Config.Engine is required")
+	}
+	if cfg.Key == nil {
+		return nil, errors.New("sidecar: Config.Key (the bot's private key) is required")
+	}
+	if cfg.Registry == nil {
+		cfg.Registry = registry.Default()
+	}
+	if cfg.Prometheus == nil {
+		cfg.Prometheus = prometheus.NewRegistry()
+	}
+	if cfg.MaxConcurrency <= 0 {
+		cfg.MaxConcurrency = DefaultMaxConcurrency
+	}
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if cfg.BusyRetryAfter <= 0 {
+		cfg.BusyRetryAfter = DefaultBusyRetryAfter
+	}
+	if cfg.ReplayCacheSize <= 0 {
+		cfg.ReplayCacheSize = grant.DefaultReplayCacheSize
+	}
+	if cfg.MaxGrantTTL <= 0 {
+		cfg.MaxGrantTTL = grant.DefaultMaxTTL
+	}
+	if cfg.ReadHeaderTimeout <= 0 {
+		cfg.ReadHeaderTimeout = DefaultReadHeaderTimeout
+	}
+	if cfg.ReadTimeout <= 0 {
+		cfg.ReadTimeout = DefaultReadTimeout
+	}
+	if cfg.WriteTimeout <= 0 {
+		cfg.WriteTimeout = DefaultWriteTimeout
+	}
+	if cfg.IdleTimeout <= 0 {
+		cfg.IdleTimeout = DefaultIdleTimeout
+	}
+	if cfg.MaxHeaderBytes <= 0 {
+		cfg.MaxHeaderBytes = DefaultMaxHeaderBytes
+	}
+	if cfg.ShutdownGrace <= 0 {
+		cfg.ShutdownGrace = DefaultShutdownGrace
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	s := &Server{
+		cfg:    cfg,
+		eng:    cfg.Engine,
+		reg:    cfg.Registry,
+		key:    cfg.Key,
+		log:    zerolog.Nop(),
+		prom:   cfg.Prometheus,
+		replay: grant.NewReplayCache(cfg.ReplayCacheSize),
+		slots:  make(chan struct{}, cfg.MaxConcurrency),
+	}
+	if cfg.Logger != nil {
+		s.log = *cfg.Logger
+	}
+	if cfg.CallerToken != "" {
+		s.tokenSum = sha256.Sum256([]byte(cfg.CallerToken))
+	}
+	s.m = newMetrics(s.prom, func() float64 { return float64(s.replay.Len()) }, float64(s.replay.Max()))
+
+	tool := registry.ServiceOpTool(s.reg)
+	var err error
+	if s.toolsAnthropic, err = json.Marshal(tool); err != nil {
+		return nil, fmt.Errorf("sidecar: tools: %w", err)
+	}
+	if s.toolsMCP, err = json.Marshal(struct {
+		Tools []registry.MCPTool `json:"tools"`
+	}{[]registry.MCPTool{tool.MCP()}}); err != nil {
+		return nil, fmt.Errorf("sidecar: tools: %w", err)
+	}
+	manifests := map[string]json.RawMessage{}
+	for _, m := range s.reg.Services() {
+		manifests[m.ID] = s.reg.Raw(m.ID)
+	}
+	if s.registryJSON, err = json.Marshal(struct {
+		Digest    string                     `json:"digest"`
+		Manifests map[string]json.RawMessage `json:"manifests"`
+	}{s.reg.Digest(), manifests}); err != nil {
+		return nil, fmt.Errorf("sidecar: registry: %w", err)
+	}
+	s.handler = s.routes()
+	s.ready.Store(true) // the engine exists, so the guest is compiled
+	return s, nil
+}
+
+// Handler returns the HTTP handler (routes and middleware).
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// PublicKey is the bot's public key, the one members seal grants to.
+func (s *Server) PublicKey() grant.PublicKey { return s.key.Public() }
+
+// Ready reports what /readyz reports: the engine is compiled and the
+// server is not shutting down.
+func (s *Server) Ready() bool { return s.ready.Load() }
+
+func (s *Server) routes() http.Handler {
+	r := chi.NewRouter()
+	r.Use(sanitizeRequestID, middleware.RequestID, s.accessLog, s.recoverer, s.track)
+	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
+		s.fail(w, r, NewError(CodeNotFound, "no such endpoint; see docs/API.md"))
+	})
+	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
+		s.fail(w, r, NewError(CodeMethodNotAllowed, r.Method+" is not allowed here"))
+	})
+	r.Get("/healthz", s.handleHealth)
+	r.Get("/readyz", s.handleReady)
+	r.Group(func(r chi.Router) {
+		r.Use(s.authenticate)
+		r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(s.prom, promhttp.HandlerOpts{}))
+		r.Get("/v1/tools", s.handleTools)
+		r.Get("/v1/registry", s.handleRegistry)
+		r.With(s.requireJSON).Post("/v1/ops", s.handleOps)
+		r.With(s.requireJSON).Post("/v1/consent", s.handleConsent)
+	})
+	return r
+}
+
+// Serve serves on ln until ctx is done, then shuts down gracefully: it
+// stops accepting, marks itself not ready, lets in-flight requests finish
+// for up to ShutdownGrace, then cancels the rest and waits for their
+// handlers to return. It returns nil after a shutdown, or the error that
+// stopped serving. Call it once.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	// Request contexts outlive ctx: they are canceled only when the grace
+	// period is over.
+	base, cancelBase := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelBase()
+	srv := &http.Server{
+		Handler:           s.handler,
+		ReadHeaderTimeout: s.cfg.ReadHeaderTimeout,
+		ReadTimeout:       s.cfg.ReadTimeout,
+		WriteTimeout:      s.cfg.WriteTimeout,
+		IdleTimeout:       s.cfg.IdleTimeout,
+		MaxHeaderBytes:    s.cfg.MaxHeaderBytes,
+		BaseContext:       func(net.Listener) context.Context { return base },
+		ErrorLog:          log.New(httpErrorLog{s.log}, "", 0),
+	}
+	s.log.Info().Str("event", "listening").Str("addr", ln.Addr().String()).
+		Str("bot_key", s.key.Public().String()).Str("registry", s.reg.Digest()).
+		Int("max_concurrency", s.cfg.MaxConcurrency).Bool("caller_token", s.cfg.CallerToken != "").
+		Msg("sidecar listening")
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		s.ready.Store(false)
+		s.drain()
+		return err
+	case <-ctx.Done():
+	}
+	s.ready.Store(false)
+	s.log.Info().Str("event", "shutdown").Dur("grace", s.cfg.ShutdownGrace).Msg("shutting down: finishing in-flight requests")
+	sctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownGrace)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		s.log.Warn().Str("event", "shutdown").Msg("grace period over: canceling the requests still running")
+		cancelBase()
+		_ = srv.Close()
+	}
+	s.drain()
+	<-errc // http.ErrServerClosed
+	s.log.Info().Str("event", "stopped").Msg("sidecar stopped")
+	return nil
+}
+
+// drain refuses new handlers and waits for the running ones.
+func (s *Server) drain() {
+	s.mu.Lock()
+	s.draining = true
+	s.mu.Unlock()
+	s.active.Wait()
+}
+
+// httpErrorLog sends net/http's own complaints (TLS, malformed requests)
+// to the logger at debug level.
+type httpErrorLog struct{ log zerolog.Logger }
+
+func (h httpErrorLog) Write(p []byte) (int, error) {
+	h.log.Debug().Str("event", "http_server").Str("error", string(p)).Msg("http server")
+	return len(p), nil
+}
+
+// acquire takes a concurrency slot without waiting, or answers busy.
+func (s *Server) acquire() (release func(), e *Error) {
+	select {
+	case s.slots <- struct{}{}:
+		s.m.inFlight.Inc()
+		return func() {
+			s.m.inFlight.Dec()
+			<-s.slots
+		}, nil
+	default:
+		return nil, s.busy("every op slot is taken; retry shortly")
+	}
+}
+
+func (s *Server) busy(msg string) *Error {
+	e := NewError(CodeBusy, msg)
+	e.RetryAfter = int((s.cfg.BusyRetryAfter + time.Second - 1) / time.Second)
+	return e
+}
+
+// checkToken compares the caller's bearer token with CallerToken in
+// constant time (both hashed first, so lengths do not leak either).
+func (s *Server) checkToken(r *http.Request) bool {
+	const prefix = "Bearer "
+	h := r.Header.Get("Authorization")
+	if len(h) <= len(prefix) || !strings.EqualFold(h[:len(prefix)], prefix) {
+		return false
+	}
+	sum := sha256.Sum256([]byte(h[len(prefix):]))
+	return subtle.ConstantTimeCompare(sum[:], s.tokenSum[:]) == 1
+}
+
+// readBody reads the request body up to MaxBodyBytes.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *Error) {
+	if r.ContentLength > s.cfg.MaxBodyBytes {
+		return nil, NewError(CodeTooLarge, fmt.Sprintf("the body is larger than %d bytes", s.cfg.MaxBodyBytes))
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, NewError(CodeTooLarge, fmt.Sprintf("the body is larger than %d bytes", s.cfg.MaxBodyBytes))
+		}
+		return nil, NewError(CodeBadRequest, "the body could not be read").withCause(err)
+	}
+	return body, nil
+}
