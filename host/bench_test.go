@@ -1,16 +1,24 @@
 package host
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
-	"runtime"
+	"io"
+	"net/http"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/elevenmessenger/pinned/guest/executor"
 	"github.com/elevenmessenger/pinned/internal/fakeapi"
+	"github.com/elevenmessenger/pinned/registry"
 )
+
+// The benchmarks of `make bench` (BENCHMARKS.md). Every comparison is
+// within one run: the native executor against the sandbox with each
+// isolation strategy, the streaming projection against encoding/json.
 
 // runNative runs an op with the executor compiled natively instead of in
 // the sandbox: the same input, checks, egress and projection. It is the
@@ -20,6 +28,8 @@ func (e *Engine) runNative(ctx context.Context, call Call) (*Result, *Error) {
 	if herr != nil {
 		return nil, herr
 	}
+	ctx, cancel := context.WithTimeout(ctx, e.cfg.Timeout)
+	defer cancel()
 	input := append(append([]byte(nil), p.prefix...), call.Args...)
 	req, rej, err := executor.Render(input)
 	if err != nil || rej != nil {
@@ -42,61 +52,102 @@ var benchOps = []benchOp{
 	{"repos100", "github", "list_repos", `{"per_page":100}`},
 }
 
-func benchEnv(b *testing.B) *testEnv {
+func benchEnv(b *testing.B, isolation string) *testEnv {
 	b.Helper()
-	return newEnv(b, func(c *Config) { c.Logger = nil; c.Metrics = nil })
+	return newEnv(b, func(c *Config) { c.Logger = nil; c.Metrics = nil; c.Isolation = isolation })
 }
 
-// BenchmarkOp compares one op through the sandbox with the same op run by
-// the native executor, against the same loopback HTTPS fake with
-// keep-alive. The difference is the sandbox's overhead per op.
+// latencies records per-op durations and reports their median as the
+// "p50-ns/op" metric next to the mean.
+type latencies []time.Duration
+
+func (l latencies) report(b *testing.B) {
+	if len(l) == 0 {
+		return
+	}
+	slices.Sort(l)
+	b.ReportMetric(float64(l[len(l)/2].Nanoseconds()), "p50-ns/op")
+}
+
+// BenchmarkOp runs one op end to end against the same loopback HTTPS
+// fake with keep-alive: natively (the baseline), through the sandbox with
+// the shipped reset strategy, and with a fresh instance per op (the naive
+// strategy). Sandbox overhead = sandbox - native.
 func BenchmarkOp(b *testing.B) {
-	env := benchEnv(b)
 	ctx := context.Background()
-	for _, o := range benchOps {
-		call := Call{Service: o.service, Op: o.op, Args: json.RawMessage(o.args), Credential: Credential{Secret: Secret(fakeapi.Token(o.service))}}
-		b.Run(o.name+"/native", func(b *testing.B) {
-			for i := 0; i < b.N; i++ {
-				if _, err := env.eng.runNative(ctx, call); err != nil {
-					b.Fatal(err)
+	for _, iso := range []string{"native", IsolationReset, IsolationFresh} {
+		envIso := iso
+		if iso == "native" {
+			envIso = IsolationReset
+		}
+		env := benchEnv(b, envIso)
+		for _, o := range benchOps {
+			call := Call{Service: o.service, Op: o.op, Args: json.RawMessage(o.args), Credential: Credential{Secret: Secret(fakeapi.Token(o.service))}}
+			b.Run(o.name+"/"+iso, func(b *testing.B) {
+				lat := make(latencies, 0, b.N)
+				for i := 0; i < b.N; i++ {
+					start := time.Now()
+					var err error
+					if iso == "native" {
+						_, herr := env.eng.runNative(ctx, call)
+						if herr != nil {
+							err = herr
+						}
+					} else {
+						_, err = env.eng.Run(ctx, call)
+					}
+					lat = append(lat, time.Since(start))
+					if err != nil {
+						b.Fatal(err)
+					}
 				}
-			}
-		})
-		b.Run(o.name+"/sandbox", func(b *testing.B) {
-			for i := 0; i < b.N; i++ {
-				if _, err := env.eng.Run(ctx, call); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-	}
-}
-
-// BenchmarkSandbox measures the sandbox alone: an instance, the guest's
-// run, the request check; no network.
-func BenchmarkSandbox(b *testing.B) {
-	env := benchEnv(b)
-	ctx := context.Background()
-	p, herr := env.eng.prepare("github", "list_repos")
-	if herr != nil {
-		b.Fatal(herr)
-	}
-	b.ReportAllocs()
-	pages0, resets0 := env.eng.pool.restoredPages.Load(), env.eng.pool.resets.Load()
-	for i := 0; i < b.N; i++ {
-		st, herr := env.eng.execute(ctx, p, json.RawMessage(`{"per_page":100}`))
-		if herr != nil || st.outcome != outcomeAccepted {
-			b.Fatal(herr)
+				lat.report(b)
+			})
 		}
 	}
-	if r := env.eng.pool.resets.Load() - resets0; r > 0 {
-		b.ReportMetric(float64(env.eng.pool.restoredPages.Load()-pages0)/float64(r), "pages/reset")
+}
+
+// BenchmarkSandbox is the sandbox alone (no network): instance, the
+// guest's run, the host calls and the request check, then the reset (or
+// the instance's close), for each strategy.
+func BenchmarkSandbox(b *testing.B) {
+	ctx := context.Background()
+	for _, iso := range []string{IsolationReset, IsolationFresh} {
+		b.Run(iso, func(b *testing.B) {
+			env := benchEnv(b, iso)
+			p, herr := env.eng.prepare("github", "list_repos")
+			if herr != nil {
+				b.Fatal(herr)
+			}
+			var pages0, resets0 int64
+			if env.eng.pool != nil {
+				pages0, resets0 = env.eng.pool.restoredPages.Load(), env.eng.pool.resets.Load()
+			}
+			lat := make(latencies, 0, b.N)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				start := time.Now()
+				st, herr := env.eng.execute(ctx, p, json.RawMessage(`{"per_page":100}`))
+				lat = append(lat, time.Since(start))
+				if herr != nil || st.outcome != outcomeAccepted {
+					b.Fatal(herr)
+				}
+			}
+			b.StopTimer()
+			lat.report(b)
+			if env.eng.pool != nil {
+				if r := env.eng.pool.resets.Load() - resets0; r > 0 {
+					b.ReportMetric(float64(env.eng.pool.restoredPages.Load()-pages0)/float64(r), "pages/reset")
+				}
+			}
+		})
 	}
 }
 
 // BenchmarkNativeRender is the executor's own work, natively.
 func BenchmarkNativeRender(b *testing.B) {
-	env := benchEnv(b)
+	env := benchEnv(b, IsolationReset)
 	p, _ := env.eng.prepare("github", "list_repos")
 	input := append(append([]byte(nil), p.prefix...), `{"per_page":100}`...)
 	b.ReportAllocs()
@@ -107,23 +158,158 @@ func BenchmarkNativeRender(b *testing.B) {
 	}
 }
 
-// BenchmarkThroughput runs viewer ops from all cores.
+// BenchmarkThroughput runs viewer ops from 8 goroutines per core against
+// the fake, natively and through the sandbox, and reports ops/s.
 func BenchmarkThroughput(b *testing.B) {
-	env := benchEnv(b)
 	ctx := context.Background()
+	env := benchEnv(b, IsolationReset)
 	call := Call{Service: "github", Op: "get_viewer", Args: json.RawMessage(`{}`), Credential: Credential{Secret: Secret(fakeapi.Token("github"))}}
-	var n atomic.Int64
-	start := time.Now()
-	b.SetParallelism(4)
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			if _, err := env.eng.Run(ctx, call); err != nil {
-				b.Error(err)
-				return
+	for _, mode := range []string{"native", IsolationReset} {
+		b.Run(mode, func(b *testing.B) {
+			var n atomic.Int64
+			b.SetParallelism(8)
+			start := time.Now()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					var err error
+					if mode == "native" {
+						if _, herr := env.eng.runNative(ctx, call); herr != nil {
+							err = herr
+						}
+					} else {
+						_, err = env.eng.Run(ctx, call)
+					}
+					if err != nil {
+						b.Error(err)
+						return
+					}
+					n.Add(1)
+				}
+			})
+			b.ReportMetric(float64(n.Load())/time.Since(start).Seconds(), "ops/s")
+		})
+	}
+}
+
+// repoPage fetches the fake's 100-repository /user/repos page (~570 KB).
+func repoPage(b *testing.B) []byte {
+	b.Helper()
+	fake, err := fakeapi.New()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer fake.Close()
+	req, _ := http.NewRequest("GET", "https://api.github.com/user/repos?per_page=100", nil)
+	req.Header.Set("Authorization", "Bearer "+fakeapi.Token("github"))
+	resp, err := fake.Client().Do(req)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != 200 {
+		b.Fatalf("fetch repos: %v %d", err, resp.StatusCode)
+	}
+	return body
+}
+
+// BenchmarkProject compares the streaming pick projection of a 100-repo
+// GitHub page with the plain encoding/json baseline (decode into any,
+// re-encode), and checks the projection is byte-identical to the
+// reference implementation.
+func BenchmarkProject(b *testing.B) {
+	page := repoPage(b)
+	op, _ := mustOp("github", "list_repos")
+	proj := NewProjection(op.Pick.Root, op.Pick.Fields)
+	got, err := proj.Project(nil, page)
+	if err != nil {
+		b.Fatal(err)
+	}
+	want, err := referenceProject(page, op.Pick.Root, op.Pick.Fields)
+	if err != nil || !bytes.Equal(got, want) {
+		b.Fatalf("projection differs from the reference (%v)", err)
+	}
+	b.Run("pick", func(b *testing.B) {
+		b.SetBytes(int64(len(page)))
+		b.ReportAllocs()
+		buf := make([]byte, 0, 64<<10)
+		for i := 0; i < b.N; i++ {
+			if _, err := proj.Project(buf[:0], page); err != nil {
+				b.Fatal(err)
 			}
-			n.Add(1)
 		}
 	})
-	b.ReportMetric(float64(n.Load())/time.Since(start).Seconds(), "ops/s")
-	_ = runtime.GOMAXPROCS(0)
+	b.Run("jsonany", func(b *testing.B) {
+		b.SetBytes(int64(len(page)))
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			var v any
+			if err := json.Unmarshal(page, &v); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := json.Marshal(v); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// mustOp looks an op up in the embedded registry.
+func mustOp(service, op string) (*registry.Op, bool) {
+	m, ok := registry.Default().Service(service)
+	if !ok {
+		return nil, false
+	}
+	return m.Op(op)
+}
+
+// BenchmarkOverhead measures the sandbox's overhead per op as the median of
+// paired differences: each iteration runs the op natively and then through
+// the sandbox (reset strategy) against the same fake, so both halves of a
+// pair see the same machine load (the order alternates). It reports the native and sandboxed
+// medians and the median of (sandboxed - native).
+func BenchmarkOverhead(b *testing.B) {
+	ctx := context.Background()
+	env := benchEnv(b, IsolationReset)
+	for _, o := range benchOps {
+		call := Call{Service: o.service, Op: o.op, Args: json.RawMessage(o.args), Credential: Credential{Secret: Secret(fakeapi.Token(o.service))}}
+		b.Run(o.name, func(b *testing.B) {
+			native := make(latencies, 0, b.N)
+			sandbox := make(latencies, 0, b.N)
+			diff := make([]time.Duration, 0, b.N)
+			runNative := func() time.Duration {
+				t := time.Now()
+				if _, herr := env.eng.runNative(ctx, call); herr != nil {
+					b.Fatal(herr)
+				}
+				return time.Since(t)
+			}
+			runSandbox := func() time.Duration {
+				t := time.Now()
+				if _, err := env.eng.Run(ctx, call); err != nil {
+					b.Fatal(err)
+				}
+				return time.Since(t)
+			}
+			for i := 0; i < b.N; i++ {
+				// Alternate which half goes first, so garbage collection
+				// triggered by one half's allocations lands on both alike.
+				var n, s time.Duration
+				if i%2 == 0 {
+					n, s = runNative(), runSandbox()
+				} else {
+					s, n = runSandbox(), runNative()
+				}
+				native = append(native, n)
+				sandbox = append(sandbox, s)
+				diff = append(diff, s-n)
+			}
+			slices.Sort(native)
+			slices.Sort(sandbox)
+			slices.Sort(diff)
+			b.ReportMetric(float64(native[len(native)/2].Nanoseconds()), "native-p50-ns")
+			b.ReportMetric(float64(sandbox[len(sandbox)/2].Nanoseconds()), "sandbox-p50-ns")
+			b.ReportMetric(float64(diff[len(diff)/2].Nanoseconds()), "overhead-p50-ns")
+		})
+	}
 }

@@ -158,8 +158,9 @@ type Engine struct {
 	client   *http.Client
 	log      zerolog.Logger
 
-	pool     *pool  // nil with IsolationFresh
-	strategy string // the strategy in use, with the fallback reason
+	pool      *pool  // nil with IsolationFresh
+	strategy  string // the strategy in use, with the fallback reason
+	interrupt string // export name of the interrupt global; "" = wazero's close-on-done
 
 	mu    sync.Mutex
 	preps map[string]*prepared
@@ -221,10 +222,20 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
 
+	// Prepare the guest before the runtime: how it is instrumented decides
+	// how the runtime enforces deadlines.
+	plan, perr := planGuest(cfg.Guest)
+	if perr != nil {
+		return nil, fmt.Errorf("host: read guest: %w", perr)
+	}
 	rc := wazero.NewRuntimeConfig().
-		WithCloseOnContextDone(true).
 		WithMemoryLimitPages(cfg.MemoryLimitPages).
 		WithCoreFeatures(api.CoreFeaturesV2)
+	if plan.interrupt == "" {
+		// Not instrumentable: fall back to wazero's termination checks
+		// (an indirect call at every loop head; about 4x slower guests).
+		rc = rc.WithCloseOnContextDone(true)
+	}
 	if cfg.CacheDir != "" {
 		cache, err := wazero.NewCompilationCacheWithDir(cfg.CacheDir)
 		if err != nil {
@@ -239,44 +250,21 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 	if err := instantiateWASI(ctx, e.rt); err != nil {
 		return nil, e.closeWith(ctx, err)
 	}
-	// Plan the isolation strategy first: the reset strategy compiles the
-	// guest with its mutable globals exported (and nothing else changed),
-	// so the module is compiled once either way.
-	wasm := cfg.Guest
-	var plan *resetPlan
+	e.interrupt = plan.interrupt
+	reset := false
 	switch cfg.Isolation {
 	case "", IsolationReset:
-		plan, err = planReset(cfg.Guest)
-		switch {
-		case err == nil:
-			wasm = plan.wasm
-			e.strategy = IsolationReset
-		case errors.Is(err, errNotResettable):
-			e.strategy = IsolationFresh + " (" + err.Error() + ")"
-		default:
-			return nil, e.closeWith(ctx, fmt.Errorf("host: read guest: %w", err))
+		if plan.notResettable == "" {
+			reset, e.strategy = true, IsolationReset
+		} else {
+			e.strategy = IsolationFresh + " (" + plan.notResettable + ")"
 		}
 	case IsolationFresh:
 		e.strategy = IsolationFresh
 	default:
 		return nil, e.closeWith(ctx, fmt.Errorf("host: unknown isolation %q (want %s or %s)", cfg.Isolation, IsolationReset, IsolationFresh))
 	}
-	scanned := make(chan error, 1)
-	if plan != nil {
-		go func() { scanned <- plan.check() }()
-	}
-	e.compiled, err = e.rt.CompileModule(ctx, wasm)
-	if plan != nil {
-		switch serr := <-scanned; {
-		case serr == nil:
-		case errors.Is(serr, errNotResettable):
-			// Same module, fresh instances: exporting globals changes
-			// nothing a guest can observe.
-			plan, e.strategy = nil, IsolationFresh+" ("+serr.Error()+")"
-		default:
-			err = errors.Join(err, serr)
-		}
-	}
+	e.compiled, err = e.rt.CompileModule(ctx, plan.wasm)
 	if err != nil {
 		return nil, e.closeWith(ctx, fmt.Errorf("host: compile guest: %w", err))
 	}
@@ -284,7 +272,7 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		return nil, e.closeWith(ctx, err)
 	}
 	e.modCfg = wazero.NewModuleConfig().WithName("").WithStartFunctions()
-	if plan != nil {
+	if reset {
 		size := cfg.PoolSize
 		if size <= 0 {
 			size = max(4, 2*runtime.GOMAXPROCS(0))
@@ -554,16 +542,18 @@ func (e *Engine) sandbox(ctx context.Context, st *opState) *Error {
 	}
 	inst, err := e.pool.get(ctx)
 	if err != nil {
-		return guestFailure(ctx, err)
+		return guestFailure(ctx, err, false)
 	}
 	gctx := context.WithValue(ctx, stateKey{}, st)
 	st.clockBase, st.start = e.pool.tmpl.clock, time.Now()
 	st.running = true
+	disarm := armInterrupt(ctx, inst.interrupt)
 	_, err = inst.run.Call(gctx)
+	fired := disarm()
 	st.running = false
-	e.pool.put(inst, err == nil)
+	e.pool.put(inst, err == nil && !fired)
 	if err != nil {
-		return guestFailure(ctx, err)
+		return guestFailure(ctx, err, fired)
 	}
 	return nil
 }
@@ -573,24 +563,66 @@ func (e *Engine) sandboxFresh(ctx context.Context, st *opState) *Error {
 	gctx := context.WithValue(ctx, stateKey{}, st)
 	mod, err := e.rt.InstantiateModule(gctx, e.compiled, e.modCfg)
 	if err != nil {
-		return guestFailure(ctx, err)
+		return guestFailure(ctx, err, false)
 	}
 	defer mod.Close(context.Background())
+	var g api.MutableGlobal
+	if e.interrupt != "" {
+		g, _ = mod.ExportedGlobal(e.interrupt).(api.MutableGlobal)
+	}
+	disarm := armInterrupt(ctx, g)
+	defer disarm()
 	if _, err := mod.ExportedFunction(abi.ExportInitialize).Call(gctx); err != nil {
-		return guestFailure(ctx, err)
+		return guestFailure(ctx, err, disarm())
 	}
 	st.running = true
 	_, err = mod.ExportedFunction(abi.ExportRun).Call(gctx)
 	st.running = false
 	if err != nil {
-		return guestFailure(ctx, err)
+		return guestFailure(ctx, err, disarm())
 	}
 	return nil
 }
 
+// armInterrupt sets the instance's interrupt global when ctx ends (the
+// op's deadline, or the caller's cancel), which traps the guest at its next
+// loop head. The returned disarm reports whether it fired; after disarm
+// the global is never set, so a reset instance is never interrupted by a
+// past op's deadline. g nil (wazero's close-on-done is in use) arms
+// nothing.
+func armInterrupt(ctx context.Context, g api.MutableGlobal) (disarm func() bool) {
+	if g == nil {
+		return func() bool { return false }
+	}
+	var mu sync.Mutex
+	done, fired := false, false
+	stop := context.AfterFunc(ctx, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if !done {
+			fired = true
+			g.Set(1)
+		}
+	})
+	return func() bool {
+		stop()
+		mu.Lock()
+		defer mu.Unlock()
+		done = true
+		return fired
+	}
+}
+
 // guestFailure maps an instantiate or call error to an op error. A guest
-// that traps, exits or runs out of memory fails its op only.
-func guestFailure(ctx context.Context, err error) *Error {
+// that traps, exits or runs out of memory fails its op only. interrupted
+// says the host's interrupt fired (the op's context ended).
+func guestFailure(ctx context.Context, err error, interrupted bool) *Error {
+	if interrupted {
+		if ctx.Err() == context.Canceled {
+			return &Error{Code: CodeCanceled, Message: "the op was canceled", cause: err}
+		}
+		return &Error{Code: CodeTimeout, Message: "the op's deadline passed in the sandbox", cause: err}
+	}
 	var exit *sys.ExitError
 	if errors.As(err, &exit) {
 		switch exit.ExitCode() {

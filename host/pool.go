@@ -41,10 +41,11 @@ type template struct {
 
 // instance is one reusable module instance.
 type instance struct {
-	mod     api.Module
-	mem     *cowMemory
-	run     api.Function
-	globals []api.MutableGlobal
+	mod       api.Module
+	mem       *cowMemory
+	run       api.Function
+	globals   []api.MutableGlobal
+	interrupt api.MutableGlobal
 }
 
 // pool hands out instances reset to the template. At most max exist at
@@ -54,6 +55,7 @@ type pool struct {
 	rt       wazero.Runtime
 	compiled wazero.CompiledModule // the guest with its globals exported (owned by the Engine)
 	names    []string              // export names of the mutable globals
+	intr     string                // export name of the interrupt global
 	maxBytes uint64
 	tmpl     *template
 	free     chan *instance // instances in the template state
@@ -65,67 +67,51 @@ type pool struct {
 	restoredPages atomic.Int64
 }
 
-// errNotResettable reports why a guest cannot use IsolationReset.
-var errNotResettable = errors.New("host: guest not resettable")
-
-// resetPlan is a guest prepared for IsolationReset: the module with its
-// mutable globals exported, their export names, and the module reader
-// whose code scan decides whether reset is allowed at all.
-type resetPlan struct {
-	wasm  []byte
-	names []string
-	mod   *wasmbin.Module
+// guestPlan is the guest as the host runs it: instrumented with the
+// interrupt check and its mutable globals exported (wasmbin.Instrument),
+// or, when it cannot be instrumented, as given.
+type guestPlan struct {
+	wasm []byte
+	// globals are the export names of the mutable globals (reset restores
+	// them); interrupt the interrupt global's, "" when not instrumented.
+	globals   []string
+	interrupt string
+	// notResettable says why IsolationReset cannot be used; empty when it
+	// can.
+	notResettable string
 }
 
-// planReset exports a guest's mutable globals for IsolationReset. Whether
-// the guest may use it is decided by check (the slow code scan), which
-// New runs while the module compiles. It returns errNotResettable
-// (wrapped) when the platform lacks copy-on-write memory or the module
-// imports state a reset could not restore.
-func planReset(wasm []byte) (*resetPlan, error) {
-	if !cowSupported {
-		return nil, fmt.Errorf("%w: %v", errNotResettable, errNoCowReason())
-	}
+// planGuest reads and instruments a guest.
+func planGuest(wasm []byte) (*guestPlan, error) {
 	m, err := wasmbin.Parse(wasm)
 	if err != nil {
 		return nil, err
 	}
-	if m.NotResettable != "" {
-		return nil, fmt.Errorf("%w: %s", errNotResettable, m.NotResettable)
+	ins, err := m.Instrument()
+	if errors.Is(err, wasmbin.ErrNotInstrumentable) {
+		return &guestPlan{wasm: wasm, notResettable: err.Error()}, nil
 	}
-	if m.ImportedGlobals+m.ImportedTables+m.ImportedMemories > 0 {
-		return nil, fmt.Errorf("%w: imports a global, table or memory", errNotResettable)
-	}
-	rewritten, err := m.AddGlobalExports()
 	if err != nil {
 		return nil, err
 	}
-	plan := &resetPlan{wasm: rewritten, mod: m}
-	for _, g := range m.MutableGlobals {
-		plan.names = append(plan.names, wasmbin.GlobalExportPrefix+fmt.Sprint(g))
+	p := &guestPlan{wasm: ins.Wasm, globals: ins.Globals, interrupt: wasmbin.InterruptExport, notResettable: m.NotResettable}
+	switch {
+	case !cowSupported:
+		p.notResettable = errNoCowReason().Error()
+	case m.ImportedGlobals+m.ImportedTables+m.ImportedMemories > 0:
+		p.notResettable = "the guest imports a global, table or memory"
 	}
-	return plan, nil
-}
-
-// check scans the module's code: errNotResettable (wrapped) when any
-// instruction can change state a reset would not restore.
-func (plan *resetPlan) check() error {
-	if err := plan.mod.ScanCode(); err != nil {
-		return err
-	}
-	if plan.mod.NotResettable != "" {
-		return fmt.Errorf("%w: %s", errNotResettable, plan.mod.NotResettable)
-	}
-	return nil
+	return p, nil
 }
 
 // newPool builds the template (instantiate, _initialize, one warm-up op
 // per registry op, snapshot) from the planned guest and fills the pool.
-func newPool(ctx context.Context, e *Engine, plan *resetPlan, compiled wazero.CompiledModule, size int) (*pool, error) {
+func newPool(ctx context.Context, e *Engine, plan *guestPlan, compiled wazero.CompiledModule, size int) (*pool, error) {
 	p := &pool{
 		rt:       e.rt,
 		compiled: compiled,
-		names:    plan.names,
+		names:    plan.globals,
+		intr:     plan.interrupt,
 		maxBytes: uint64(e.cfg.MemoryLimitPages) * 65536,
 		free:     make(chan *instance, size),
 		sem:      make(chan struct{}, size),
@@ -167,6 +153,10 @@ func (p *pool) fill(n int) {
 
 func errNoCowReason() error { return errors.New("copy-on-write memory needs Linux") }
 
+// templateTimeout bounds building the template (a guest whose
+// initialization loops must not hang the engine's start).
+const templateTimeout = 30 * time.Second
+
 // buildTemplate runs _initialize and one warm-up op per registry op on a
 // scratch instance, then snapshots its memory and globals. The warm-up
 // inputs are the registry's own op specs with empty args: the template
@@ -177,6 +167,10 @@ func (p *pool) buildTemplate(ctx context.Context, e *Engine) error {
 		return err
 	}
 	defer inst.mod.Close(context.Background())
+	ctx, cancel := context.WithTimeout(ctx, templateTimeout)
+	defer cancel()
+	disarm := armInterrupt(ctx, inst.interrupt)
+	defer disarm()
 	st := &opState{start: time.Now(), clockBase: clockOrigin, maxCall: 1 << 30, log: logBuffer{max: 4096}}
 	gctx := context.WithValue(ctx, stateKey{}, st)
 	if _, err := inst.mod.ExportedFunction(abi.ExportInitialize).Call(gctx); err != nil {
@@ -246,6 +240,10 @@ func (p *pool) instantiate() (*instance, error) {
 			return nil, fmt.Errorf("host: global export %s missing", name)
 		}
 		inst.globals = append(inst.globals, g)
+	}
+	if inst.interrupt, _ = mod.ExportedGlobal(p.intr).(api.MutableGlobal); inst.interrupt == nil {
+		mod.Close(context.Background())
+		return nil, fmt.Errorf("host: global export %s missing", p.intr)
 	}
 	return inst, nil
 }

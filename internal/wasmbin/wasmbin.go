@@ -1,13 +1,15 @@
-// Package wasmbin reads just enough of the WebAssembly binary format (core
-// spec 2.0, section 5) for the host's instance-reset strategy: it lists a
-// module's mutable globals, adds exports for them so the host can save and
-// restore them, and decides whether a module's code can change any state
-// other than linear memory and globals (tables, passive segments), in
-// which case resetting memory and globals would not make an instance fresh
-// and the host must not reuse it.
+// Package wasmbin reads and rewrites just enough of the WebAssembly binary
+// format (core spec 2.0, section 5) for the host: it instruments a module
+// with a cheap interrupt check at every loop head (the per-op deadline),
+// exports its mutable globals so the host can save and restore them, and
+// decides whether its code can change any state other than linear memory
+// and globals (tables, passive segments), in which case resetting memory
+// and globals would not make an instance fresh and the host must not reuse
+// it.
 //
 // It fails closed: an opcode it does not know (SIMD, threads, exceptions,
-// GC, …) makes a module not resettable.
+// GC, …) makes a module not instrumentable, and the host then falls back
+// to fresh instances with wazero's own termination checks.
 package wasmbin
 
 import (
@@ -51,21 +53,10 @@ type Module struct {
 	// only after ScanCode.
 	NotResettable string
 
-	code    []byte
-	scanned bool
+	// DefinedGlobals counts the module's own globals.
+	DefinedGlobals int
 }
 
-// ScanCode walks every instruction of every function (see scanCode) and
-// completes NotResettable. It is safe to call once, concurrently with
-// anything but itself.
-func (m *Module) ScanCode() error {
-	if m.scanned || m.code == nil {
-		m.scanned = true
-		return nil
-	}
-	m.scanned = true
-	return m.scanCode(m.code)
-}
 
 type section struct {
 	id   byte
@@ -171,7 +162,7 @@ func Parse(b []byte) (*Module, error) {
 		case secData:
 			err = m.readData(s.body)
 		case secCode:
-			m.code = s.body
+			// Read by Instrument.
 		}
 		if err != nil {
 			return nil, err
@@ -247,6 +238,7 @@ func (m *Module) readGlobals(b []byte) error {
 	if err != nil {
 		return err
 	}
+	m.DefinedGlobals = int(n)
 	for i := uint32(0); i < n; i++ {
 		hdr, err := r.bytes(2) // valtype, mut
 		if err != nil {
@@ -364,53 +356,214 @@ func (m *Module) readData(b []byte) error {
 	return nil
 }
 
-// scanCode walks every instruction of every function body, refusing
-// (NotResettable) instructions that change state other than memory and
-// globals, and any opcode it does not know.
-func (m *Module) scanCode(b []byte) error {
+// ErrNotInstrumentable means the code holds an instruction Instrument
+// cannot decode (SIMD, threads, exceptions, GC, …): the host then runs the
+// module as is, with wazero's own (slower) termination checks.
+var ErrNotInstrumentable = errors.New("wasmbin: code not instrumentable")
+
+// InterruptExport names the global Instrument adds: the host sets it to 1
+// to make the running code trap at its next loop iteration.
+const InterruptExport = "pinned.interrupt"
+
+// Instrumented is a module rewritten by Instrument.
+type Instrumented struct {
+	// Wasm is the rewritten module.
+	Wasm []byte
+	// Globals are the export names of every mutable global, the interrupt
+	// global included, in index order.
+	Globals []string
+}
+
+// Instrument rewrites the module for the host, changing nothing the
+// module's own code can observe:
+//
+//   - it adds a mutable i32 global, initially 0, exported as
+//     InterruptExport;
+//   - at the head of every loop it inserts
+//     "global.get $interrupt; if; unreachable; end", so that setting the
+//     global from the host traps the code at its next iteration (an epoch
+//     check: a load and a branch, where wazero's own termination check is
+//     an indirect call);
+//   - it exports every mutable global as GlobalExportPrefix + index, so
+//     the host can save and restore them.
+//
+// While walking the code it also completes NotResettable. It refuses a
+// module whose code names a global that does not exist (the new index
+// must not become reachable), and returns ErrNotInstrumentable for an
+// instruction it cannot decode. A loop inserted inside an if..end adds no
+// label depth outside itself, and wasm branches are by depth, so every
+// existing branch keeps its target.
+func (m *Module) Instrument() (*Instrumented, error) {
+	total := uint32(m.ImportedGlobals + m.DefinedGlobals)
+	interrupt := total
+	check := append([]byte{0x23}, appendU32(nil, interrupt)...)
+	check = append(check, 0x04, 0x40, 0x00, 0x0b) // if (empty) unreachable end
+	out := []byte("\x00asm\x01\x00\x00\x00")
+	globals := append(append([]uint32(nil), m.MutableGlobals...), interrupt)
+	wroteGlobals, wroteExports := false, false
+	emitGlobals := func(body []byte) error {
+		var n uint32
+		var rest []byte
+		if body != nil {
+			r := &reader{b: body}
+			var err error
+			if n, err = r.u32(); err != nil {
+				return err
+			}
+			rest = body[r.i:]
+		}
+		b := appendU32(nil, n+1)
+		b = append(b, rest...)
+		b = append(b, 0x7f, 0x01, 0x41, 0x00, 0x0b) // i32, mutable, i32.const 0 end
+		out = appendSection(out, secGlobal, b)
+		wroteGlobals = true
+		return nil
+	}
+	emitExports := func(body []byte) error {
+		var n uint32
+		var rest []byte
+		if body != nil {
+			r := &reader{b: body}
+			var err error
+			if n, err = r.u32(); err != nil {
+				return err
+			}
+			rest = body[r.i:]
+		}
+		b := appendU32(nil, n+uint32(len(globals))+1)
+		b = append(b, rest...)
+		for _, g := range globals {
+			b = appendName(b, GlobalExportPrefix+fmt.Sprint(g))
+			b = append(b, 3)
+			b = appendU32(b, g)
+		}
+		b = appendName(b, InterruptExport)
+		b = append(b, 3)
+		b = appendU32(b, interrupt)
+		out = appendSection(out, secExport, b)
+		wroteExports = true
+		return nil
+	}
+	for _, sec := range m.sections {
+		// Sections are ordered; insert missing global/export sections at
+		// their place (custom and data-count sections do not count).
+		if sec.id != secCustom && sec.id != secDataCnt {
+			if !wroteGlobals && sec.id > secGlobal {
+				if err := emitGlobals(nil); err != nil {
+					return nil, err
+				}
+			}
+			if !wroteExports && sec.id > secExport {
+				if err := emitExports(nil); err != nil {
+					return nil, err
+				}
+			}
+		}
+		var err error
+		switch sec.id {
+		case secGlobal:
+			err = emitGlobals(sec.body)
+		case secExport:
+			err = emitExports(sec.body)
+		case secCode:
+			var body []byte
+			if body, err = m.instrumentCode(sec.body, total, check); err == nil {
+				out = appendSection(out, secCode, body)
+			}
+		default:
+			out = appendSection(out, sec.id, sec.body)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if !wroteGlobals {
+		if err := emitGlobals(nil); err != nil {
+			return nil, err
+		}
+	}
+	if !wroteExports {
+		if err := emitExports(nil); err != nil {
+			return nil, err
+		}
+	}
+	res := &Instrumented{Wasm: out}
+	for _, g := range globals {
+		res.Globals = append(res.Globals, GlobalExportPrefix+fmt.Sprint(g))
+	}
+	return res, nil
+}
+
+// instrumentCode copies the code section, inserting check after every
+// loop's block type, and scans every instruction (see mutates).
+func (m *Module) instrumentCode(b []byte, globals uint32, check []byte) ([]byte, error) {
 	r := &reader{b: b}
 	n, err := r.u32()
 	if err != nil {
-		return err
+		return nil, err
 	}
+	out := appendU32(make([]byte, 0, len(b)+len(b)/8), n)
+	var fn []byte
 	for f := uint32(0); f < n; f++ {
 		size, err := r.u32()
 		if err != nil {
-			return err
+			return nil, err
 		}
 		body, err := r.bytes(int(size))
 		if err != nil {
-			return err
+			return nil, err
 		}
 		br := &reader{b: body}
 		locals, err := br.u32()
 		if err != nil {
-			return err
+			return nil, err
 		}
 		for l := uint32(0); l < locals; l++ {
 			if _, err := br.u32(); err != nil {
-				return err
+				return nil, err
 			}
 			if _, err := br.byte(); err != nil {
-				return err
+				return nil, err
 			}
 		}
+		fn = append(fn[:0], body[:br.i]...)
 		for br.i < len(br.b) {
+			start := br.i
 			op, _ := br.byte()
 			if why := mutates(op, br); why != "" {
 				m.notResettable("function %d uses %s", f, why)
-				return nil
+			}
+			if op == 0x23 || op == 0x24 { // global.get, global.set
+				save := br.i
+				idx, err := br.u32()
+				if err != nil {
+					return nil, err
+				}
+				if idx >= globals {
+					return nil, fmt.Errorf("wasmbin: function %d names global %d of %d", f, idx, globals)
+				}
+				br.i = save
 			}
 			if err := br.immediates(op); err != nil {
 				if errors.Is(err, errUnknownOpcode) {
-					m.notResettable("function %d: %v", f, err)
-					return nil
+					return nil, fmt.Errorf("%w: function %d: %v", ErrNotInstrumentable, f, err)
 				}
-				return err
+				return nil, err
+			}
+			fn = append(fn, body[start:br.i]...)
+			if op == 0x03 { // loop: check at the head of every iteration
+				fn = append(fn, check...)
 			}
 		}
+		out = appendU32(out, uint32(len(fn)))
+		out = append(out, fn...)
 	}
-	return nil
+	return out, nil
+}
+
+func appendName(b []byte, s string) []byte {
+	b = appendU32(b, uint32(len(s)))
+	return append(b, s...)
 }
 
 var errUnknownOpcode = errors.New("unknown opcode")
@@ -540,67 +693,6 @@ func isValType(c byte) bool {
 		return true
 	}
 	return false
-}
-
-// AddGlobalExports returns the module with an export added for every
-// mutable global, named GlobalExportPrefix + index, so a host can read and
-// restore them. Nothing else changes: imports, code and data are
-// untouched, so the module's behavior and capabilities are the same.
-func (m *Module) AddGlobalExports() ([]byte, error) {
-	out := []byte("\x00asm\x01\x00\x00\x00")
-	var exports []byte
-	found := false
-	for _, s := range m.sections {
-		if s.id == secExport {
-			found = true
-			var err error
-			if exports, err = m.extendExports(s.body); err != nil {
-				return nil, err
-			}
-			out = appendSection(out, secExport, exports)
-			continue
-		}
-		if !found && s.id > secExport && s.id != secCustom && s.id != secDataCnt {
-			found = true
-			e, err := m.extendExports(nil)
-			if err != nil {
-				return nil, err
-			}
-			out = appendSection(out, secExport, e)
-		}
-		out = appendSection(out, s.id, s.body)
-	}
-	if !found {
-		e, err := m.extendExports(nil)
-		if err != nil {
-			return nil, err
-		}
-		out = appendSection(out, secExport, e)
-	}
-	return out, nil
-}
-
-func (m *Module) extendExports(body []byte) ([]byte, error) {
-	var n uint32
-	var rest []byte
-	if body != nil {
-		r := &reader{b: body}
-		var err error
-		if n, err = r.u32(); err != nil {
-			return nil, err
-		}
-		rest = body[r.i:]
-	}
-	out := appendU32(nil, n+uint32(len(m.MutableGlobals)))
-	out = append(out, rest...)
-	for _, g := range m.MutableGlobals {
-		name := GlobalExportPrefix + fmt.Sprint(g)
-		out = appendU32(out, uint32(len(name)))
-		out = append(out, name...)
-		out = append(out, 3) // global
-		out = appendU32(out, g)
-	}
-	return out, nil
 }
 
 func appendSection(out []byte, id byte, body []byte) []byte {

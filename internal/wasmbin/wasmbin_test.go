@@ -1,0 +1,201 @@
+package wasmbin
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+)
+
+// mod assembles a module from sections given as (id, body) pairs.
+func mod(sections ...any) []byte {
+	out := []byte("\x00asm\x01\x00\x00\x00")
+	for i := 0; i < len(sections); i += 2 {
+		out = appendSection(out, byte(sections[i].(int)), sections[i+1].([]byte))
+	}
+	return out
+}
+
+func vec(items ...[]byte) []byte {
+	b := appendU32(nil, uint32(len(items)))
+	for _, it := range items {
+		b = append(b, it...)
+	}
+	return b
+}
+
+func body(code ...byte) []byte {
+	b := append([]byte{0x00}, code...) // no locals
+	return append(appendU32(nil, uint32(len(b))), b...)
+}
+
+var (
+	// type 0: () -> i32
+	typeSec = vec([]byte{0x60, 0x00, 0x01, 0x7f})
+	funcSec = vec([]byte{0x00})
+	// one mutable i32 global, initially 7
+	globalSec = vec([]byte{0x7f, 0x01, 0x41, 0x07, 0x0b})
+	memSec    = vec([]byte{0x00, 0x01})
+	exportRun = vec(append(appendName(nil, "run"), 0x00, 0x00))
+	// run: loop: global.get 0; i32.const 1; i32.sub; global.set 0;
+	// global.get 0; br_if 0; end; global.get 0
+	loopBody = body(0x03, 0x40, 0x23, 0x00, 0x41, 0x01, 0x6b, 0x24, 0x00, 0x23, 0x00, 0x0d, 0x00, 0x0b, 0x23, 0x00, 0x0b)
+)
+
+func compileAndRun(t *testing.T, wasm []byte, interrupt bool) (uint32, error) {
+	t.Helper()
+	ctx := context.Background()
+	rt := wazero.NewRuntime(ctx)
+	defer rt.Close(ctx)
+	m, err := rt.Instantiate(ctx, wasm)
+	if err != nil {
+		return 0, err
+	}
+	if interrupt {
+		m.ExportedGlobal(InterruptExport).(api.MutableGlobal).Set(1)
+	}
+	res, err := m.ExportedFunction("run").Call(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return uint32(res[0]), nil
+}
+
+func TestInstrument(t *testing.T) {
+	orig := mod(secType, typeSec, secFunction, funcSec, secMemory, memSec, secGlobal, globalSec, secExport, exportRun, secCode, vec(loopBody))
+	m, err := Parse(orig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.MutableGlobals) != 1 || m.MutableGlobals[0] != 0 {
+		t.Fatalf("mutable globals %v", m.MutableGlobals)
+	}
+	ins, err := m.Instrument()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.NotResettable != "" {
+		t.Fatalf("not resettable: %s", m.NotResettable)
+	}
+	want := []string{GlobalExportPrefix + "0", GlobalExportPrefix + "1"}
+	if strings.Join(ins.Globals, ",") != strings.Join(want, ",") {
+		t.Fatalf("globals %v, want %v", ins.Globals, want)
+	}
+	// The instrumented module behaves as the original...
+	got, err := compileAndRun(t, ins.Wasm, false)
+	if err != nil || got != 0 {
+		t.Fatalf("instrumented run = %d, %v; want 0", got, err)
+	}
+	// ...and the interrupt traps it at the loop head.
+	if _, err := compileAndRun(t, ins.Wasm, true); err == nil || !strings.Contains(err.Error(), "unreachable") {
+		t.Fatalf("interrupted run: %v, want an unreachable trap", err)
+	}
+}
+
+func TestInstrumentRefuses(t *testing.T) {
+	tests := []struct {
+		name          string
+		code          []byte
+		extra         []any
+		err           error  // from Instrument
+		notResettable string // substring
+	}{
+		{name: "global out of range", code: body(0x23, 0x05, 0x0b), err: errors.New("names global 5")},
+		{name: "table.set", code: body(0x41, 0x00, 0xd0, 0x70, 0x26, 0x00, 0x41, 0x00, 0x0b), notResettable: "table.set"},
+		{name: "data.drop", code: body(0xfc, 0x09, 0x00, 0x41, 0x00, 0x0b), notResettable: "data.drop"},
+		{name: "table.grow", code: body(0xd0, 0x70, 0x41, 0x01, 0xfc, 0x0f, 0x00, 0x0b), notResettable: "table.grow"},
+		{name: "SIMD is not instrumentable", code: body(0xfd, 0x0c, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x1a, 0x41, 0x00, 0x0b), err: ErrNotInstrumentable},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			wasm := mod(secType, typeSec, secFunction, funcSec, secTable, vec([]byte{0x70, 0x00, 0x01}),
+				secMemory, memSec, secGlobal, globalSec, secExport, exportRun, secCode, vec(tt.code))
+			m, err := Parse(wasm)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = m.Instrument()
+			switch {
+			case tt.err == ErrNotInstrumentable:
+				if !errors.Is(err, ErrNotInstrumentable) {
+					t.Fatalf("err %v, want ErrNotInstrumentable", err)
+				}
+			case tt.err != nil:
+				if err == nil || !strings.Contains(err.Error(), tt.err.Error()) {
+					t.Fatalf("err %v, want %v", err, tt.err)
+				}
+			default:
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !strings.Contains(m.NotResettable, tt.notResettable) {
+					t.Fatalf("NotResettable %q, want %q", m.NotResettable, tt.notResettable)
+				}
+			}
+		})
+	}
+	t.Run("passive data segment", func(t *testing.T) {
+		wasm := mod(secType, typeSec, secFunction, funcSec, secMemory, memSec, secExport, exportRun,
+			secDataCnt, appendU32(nil, 1), secCode, vec(body(0x41, 0x00, 0x0b)), secData, vec([]byte{0x01, 0x01, 'x'}))
+		m, err := Parse(wasm)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(m.NotResettable, "passive") {
+			t.Fatalf("NotResettable %q", m.NotResettable)
+		}
+	})
+}
+
+// TestInstrumentShippedGuest: the executor instruments, stays resettable
+// and still compiles.
+func TestInstrumentShippedGuest(t *testing.T) {
+	wasm, err := os.ReadFile("../../guest/executor.wasm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := Parse(wasm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ins, err := m.Instrument()
+	if err != nil || m.NotResettable != "" {
+		t.Fatalf("%v %q", err, m.NotResettable)
+	}
+	ctx := context.Background()
+	rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfigInterpreter())
+	defer rt.Close(ctx)
+	if _, err := rt.CompileModule(ctx, ins.Wasm); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// FuzzInstrument: Parse and Instrument never panic, and whenever wazero
+// accepts a module, it accepts the instrumented one too.
+func FuzzInstrument(f *testing.F) {
+	f.Add(mod(secType, typeSec, secFunction, funcSec, secMemory, memSec, secGlobal, globalSec, secExport, exportRun, secCode, vec(loopBody)))
+	f.Add(mod(secType, typeSec, secFunction, funcSec, secExport, exportRun, secCode, vec(body(0x03, 0x40, 0x03, 0x40, 0x0b, 0x0b, 0x41, 0x00, 0x0b))))
+	f.Fuzz(func(t *testing.T, wasm []byte) {
+		m, err := Parse(wasm)
+		if err != nil {
+			return
+		}
+		ins, err := m.Instrument()
+		if err != nil {
+			return
+		}
+		ctx := context.Background()
+		rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfigInterpreter())
+		defer rt.Close(ctx)
+		if _, err := rt.CompileModule(ctx, wasm); err != nil {
+			return
+		}
+		if _, err := rt.CompileModule(ctx, ins.Wasm); err != nil {
+			t.Fatalf("the original compiles but the instrumented module does not: %v", err)
+		}
+	})
+}
