@@ -57,7 +57,6 @@ type Module struct {
 	DefinedGlobals int
 }
 
-
 type section struct {
 	id   byte
 	body []byte
