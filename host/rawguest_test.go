@@ -1,0 +1,242 @@
+package host
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Hand-assembled hostile guests for state the Go toolchain cannot reach:
+// a mutable global the code writes directly, and a table the code
+// mutates. Each is a complete guest (imports pin_v1.request, exports
+// _initialize, run and memory) that reports what it found through the
+// one channel that leaves the sandbox: the request it submits (owner
+// segment "found" or "absent").
+
+func leb(v uint32) []byte {
+	var b []byte
+	for {
+		c := byte(v & 0x7f)
+		v >>= 7
+		if v != 0 {
+			b = append(b, c|0x80)
+			continue
+		}
+		return append(b, c)
+	}
+}
+
+func sleb(v int32) []byte {
+	var b []byte
+	for {
+		c := byte(v & 0x7f)
+		v >>= 7
+		if (v == 0 && c&0x40 == 0) || (v == -1 && c&0x40 != 0) {
+			return append(b, c)
+		}
+		b = append(b, c|0x80)
+	}
+}
+
+func section(id byte, body []byte) []byte {
+	return append(append([]byte{id}, leb(uint32(len(body)))...), body...)
+}
+
+func vecOf(items ...[]byte) []byte {
+	b := leb(uint32(len(items)))
+	for _, it := range items {
+		b = append(b, it...)
+	}
+	return b
+}
+
+func name(s string) []byte { return append(leb(uint32(len(s))), s...) }
+
+func fnBody(code ...byte) []byte {
+	b := append([]byte{0x00}, code...)
+	return append(leb(uint32(len(b))), b...)
+}
+
+// rawRequest is the request for list_issues with the given owner.
+func rawRequest(owner string) string {
+	return `{"method":"GET","url":"https://api.github.com/repos/` + owner + `/hello/issues","headers":[["Accept","application/vnd.github+json"]]}`
+}
+
+const (
+	foundAt  = 1024
+	absentAt = 2048
+)
+
+// rawGuest builds a guest module. run is the body of the run function
+// (type () -> i32); it may call function 0 (pin_v1.request), 1
+// (input_len) and 2 (input_read), and, through the table when present,
+// functions 5 (returns 7) and 6 (returns 9).
+func rawGuest(globals []byte, table bool, run []byte) []byte {
+	found, absent := rawRequest("found"), rawRequest("absent")
+	types := vecOf(
+		[]byte{0x60, 0x02, 0x7f, 0x7f, 0x01, 0x7f}, // 0: (i32, i32) -> i32
+		[]byte{0x60, 0x00, 0x00},                   // 1: () -> ()
+		[]byte{0x60, 0x00, 0x01, 0x7f},             // 2: () -> i32
+	)
+	imports := vecOf(
+		append(append(name("pin_v1"), name("request")...), 0x00, 0x00),    // func 0
+		append(append(name("pin_v1"), name("input_len")...), 0x00, 0x02),  // func 1
+		append(append(name("pin_v1"), name("input_read")...), 0x00, 0x00), // func 2
+	)
+	funcs := vecOf([]byte{0x01}, []byte{0x02}, []byte{0x02}, []byte{0x02}) // 3 _initialize, 4 run, 5 seven, 6 nine
+	out := []byte("\x00asm\x01\x00\x00\x00")
+	out = append(out, section(1, types)...)
+	out = append(out, section(2, imports)...)
+	out = append(out, section(3, funcs)...)
+	if table {
+		out = append(out, section(4, vecOf([]byte{0x70, 0x00, 0x02}))...) // funcref, min 2
+	}
+	out = append(out, section(5, vecOf([]byte{0x00, 0x01}))...) // memory min 1
+	if globals != nil {
+		out = append(out, section(6, globals)...)
+	}
+	exports := vecOf(
+		append(name("_initialize"), 0x00, 0x03),
+		append(name("run"), 0x00, 0x04),
+		append(name("memory"), 0x02, 0x00),
+	)
+	out = append(out, section(7, exports)...)
+	if table {
+		// table[0] = seven, table[1] = nine
+		out = append(out, section(9, vecOf(append([]byte{0x00, 0x41, 0x00, 0x0b}, vecOf([]byte{0x05}, []byte{0x06})...)))...)
+	}
+	code := vecOf(
+		fnBody(0x0b),                 // _initialize
+		fnBody(append(run, 0x0b)...), // run
+		fnBody(0x41, 0x07, 0x0b),     // seven
+		fnBody(0x41, 0x09, 0x0b),     // nine
+	)
+	out = append(out, section(10, code)...)
+	data := vecOf(
+		append(append([]byte{0x00, 0x41}, append(sleb(foundAt), 0x0b)...), name(found)...),
+		append(append([]byte{0x00, 0x41}, append(sleb(absentAt), 0x0b)...), name(absent)...),
+	)
+	out = append(out, section(11, data)...)
+	return out
+}
+
+// readsWrite emits: input_read the op input to 4096 and push whether the
+// caller's args end in `1}` (args {"w":1}: this op writes the marker;
+// args {}: it only looks). The template's warm-up runs with {}.
+func readsWrite() []byte {
+	b := []byte{0x41}
+	b = append(b, sleb(4096)...)
+	b = append(b, 0x10, 0x01, 0x10, 0x02, 0x1a) // input_len; input_read(4096, len); drop
+	b = append(b, 0x10, 0x01, 0x41)             // input_len + 4096 - 2: the byte before the closing brace
+	b = append(b, sleb(4094)...)
+	b = append(b, 0x6a, 0x2d, 0x00, 0x00) // i32.add; i32.load8_u
+	b = append(b, 0x41, '1', 0x46)        // == '1'
+	return b
+}
+
+// requestIf emits: if (cond on the stack) request(found) else request(absent).
+func requestIf() []byte {
+	found, absent := rawRequest("found"), rawRequest("absent")
+	b := []byte{0x04, 0x7f} // if (result i32)
+	b = append(b, 0x41)
+	b = append(b, sleb(foundAt)...)
+	b = append(b, 0x41)
+	b = append(b, sleb(int32(len(found)))...)
+	b = append(b, 0x10, 0x00, 0x05, 0x41)
+	b = append(b, sleb(absentAt)...)
+	b = append(b, 0x41)
+	b = append(b, sleb(int32(len(absent)))...)
+	b = append(b, 0x10, 0x00, 0x0b)
+	return b
+}
+
+func TestRawGuestIsolation(t *testing.T) {
+	const marker = 0x5EC2E7
+	// Two mutable globals (i32 and i64) start at 1; run reports "found" if
+	// either holds the marker, then writes the marker into both.
+	globals := vecOf([]byte{0x7f, 0x01, 0x41, 0x01, 0x0b}, []byte{0x7e, 0x01, 0x42, 0x01, 0x0b})
+	// Read the input first (after the request every pin_v1 call is ESTATE):
+	// flag = args are {"w":1}, stored at address 0.
+	globalRun := append(append([]byte{0x41, 0x00}, readsWrite()...), 0x36, 0x02, 0x00)
+	globalRun = append(globalRun, 0x23, 0x00, 0x41)
+	globalRun = append(globalRun, sleb(marker)...)
+	globalRun = append(globalRun, 0x46, 0x23, 0x01, 0x42)
+	globalRun = append(globalRun, sleb(marker)...)
+	globalRun = append(globalRun, 0x51, 0x72) // i32.eq; global.get 1; i64.const; i64.eq; i32.or
+	globalRun = append(globalRun, requestIf()...)
+	globalRun = append(globalRun, 0x41, 0x00, 0x28, 0x02, 0x00) // flag
+	globalRun = append(globalRun, 0x04, 0x40, 0x41)             // if: set both globals to the marker
+	globalRun = append(globalRun, sleb(marker)...)
+	globalRun = append(globalRun, 0x24, 0x00, 0x42)
+	globalRun = append(globalRun, sleb(marker)...)
+	globalRun = append(globalRun, 0x24, 0x01, 0x0b)
+
+	// The table holds [seven, nine]; run reports "found" if table[0] is
+	// nine (call_indirect returns 9), then sets table[0] = nine.
+	tableRun := append(append([]byte{0x41, 0x00}, readsWrite()...), 0x36, 0x02, 0x00)
+	tableRun = append(tableRun, 0x41, 0x00, 0x11, 0x02, 0x00, 0x41, 0x09, 0x46) // call_indirect (type 2, table 0) of slot 0; == 9
+	tableRun = append(tableRun, requestIf()...)
+	tableRun = append(tableRun, 0x41, 0x00, 0x28, 0x02, 0x00)
+	tableRun = append(tableRun, 0x04, 0x40, 0x41, 0x00, 0xd2, 0x06, 0x26, 0x00, 0x0b) // if: table.set 0 (ref.func 6)
+
+	tests := []struct {
+		name     string
+		wasm     []byte
+		strategy string
+	}{
+		{"a marker in each global", rawGuest(globals, false, globalRun), IsolationReset},
+		{"a marker in the table", rawGuest(nil, true, tableRun), "fresh (function 1 uses table.set)"},
+	}
+	t.Run("control: without a reset the global marker is observable", func(t *testing.T) {
+		env := newEnv(t, func(c *Config) { c.Guest = tests[0].wasm; c.PoolSize = 1 })
+		p, herr := env.eng.prepare("github", "list_issues")
+		if herr != nil {
+			t.Fatal(herr)
+		}
+		owners := []string{}
+		for _, args := range []string{`{"w":1}`, `{}`} {
+			inst, err := env.eng.pool.get(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			st := &opState{input: append(append([]byte(nil), p.prefix...), args...), policy: p.policy, op: p.op,
+				maxCall: 16, start: time.Now(), clockBase: env.eng.pool.tmpl.clock, log: logBuffer{max: 64}, running: true}
+			if _, err := inst.run.Call(context.WithValue(context.Background(), stateKey{}, st)); err != nil || st.req == nil {
+				t.Fatalf("%v %v", err, st.outcome)
+			}
+			owners = append(owners, strings.Split(st.req.url, "/")[4])
+			inst.mem.setBusy(false) // back into the pool WITHOUT a reset
+			<-env.eng.pool.sem
+			env.eng.pool.free <- inst
+		}
+		if owners[1] != "found" {
+			t.Fatalf("the control op saw %v: the test could not detect a leak", owners)
+		}
+	})
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env := newEnv(t, func(c *Config) { c.Guest = tt.wasm; c.PoolSize = 1 })
+			if env.eng.Strategy() != tt.strategy {
+				t.Fatalf("strategy %q, want %q", env.eng.Strategy(), tt.strategy)
+			}
+			for i := 0; i < 4; i++ {
+				env.fake.Reset()
+				args := `{}`
+				if i%2 == 0 {
+					args = `{"w":1}` // this op leaves the marker; the next one looks
+				}
+				if _, err := env.run("github", "list_issues", args); err != nil && err.Code != CodeUpstream {
+					t.Fatal(err)
+				}
+				reqs := env.fake.Requests()
+				if len(reqs) != 1 {
+					t.Fatalf("op %d: %d requests", i, len(reqs))
+				}
+				if owner := strings.Split(reqs[0].Path, "/")[2]; owner != "absent" {
+					t.Fatalf("op %d observed the marker op %d left", i, i-1)
+				}
+			}
+		})
+	}
+}
