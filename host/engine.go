@@ -1,6 +1,8 @@
 // Package host runs manifest ops in the WebAssembly sandbox. It is the
 // trusted side of the pin_v1 ABI (docs/ABI.md): it compiles the guest once,
-// gives every op a fresh instance, checks the request the guest renders
+// gives every op an instance in the state of a fresh one (a pooled
+// instance reset byte for byte, or a new one; see Config.Isolation and
+// docs/RATIONALE.md), checks the request the guest renders
 // against the op (egress policy), dials only public addresses of the ONE
 // pinned host, injects the credential after the checks, caps and projects
 // the response, and maps failures to stable codes.
