@@ -26,13 +26,22 @@ const (
 
 	// Grant refusals: always before any upstream call.
 
-	CodeGrantInvalid      Code = "grant_invalid"      // 403: the grant cannot be opened (one code for every opening failure), or it expires further ahead than the maximum TTL
-	CodeGrantExpired      Code = "grant_expired"      // 403: the grant's expires_at (plus 30 s of clock skew) has passed
-	CodeServiceMismatch   Code = "service_mismatch"   // 403: the grant is for another service
-	CodeAccessDenied      Code = "access_denied"      // 403: a write op under a read or legacy (access-less) grant
-	CodeGrantMismatch     Code = "grant_mismatch"     // 403: the grant is bound to another op, or to other args
-	CodeGrantReplayed     Code = "grant_replayed"     // 409: the grant's nonce was already used
-	CodeReconnectRequired Code = "reconnect_required" // 403: reserved: the member must connect the service again (token rotation, not produced yet)
+	CodeGrantInvalid    Code = "grant_invalid"    // 403: the grant cannot be opened (one code for every opening failure), or it expires further ahead than the maximum TTL
+	CodeGrantExpired    Code = "grant_expired"    // 403: the grant's expires_at (plus 30 s of clock skew) has passed
+	CodeServiceMismatch Code = "service_mismatch" // 403: the grant is for another service
+	CodeAccessDenied    Code = "access_denied"    // 403: a write op under a read or legacy (access-less) grant
+	CodeGrantMismatch   Code = "grant_mismatch"   // 403: the grant is bound to another op, or to other args
+	CodeGrantReplayed   Code = "grant_replayed"   // 409: the grant's nonce was already used
+
+	// Token rotation (DESIGN.md, "Expiring tokens"). The grant of an op that
+	// fails with one of these is not spent: nothing reached the provider's
+	// API, or it answered 401 and did nothing.
+
+	CodeReconnectRequired     Code = "reconnect_required"      // 403: the refresh token is dead (invalid_grant): the member must connect the service again in Integrations
+	CodeRotationRefused       Code = "rotation_refused"        // 403: the pair must be rotated but the grant has no member_key to carry the fresh pair back; nothing was refreshed
+	CodeRefreshUnavailable    Code = "refresh_unavailable"     // 503: the token refresh failed for a transient reason (timeout, 5xx, rate limit, network); retry after retry_after
+	CodeRefreshFailed         Code = "refresh_failed"          // 502: the broker refused the refresh for a configuration reason (instance token, no client for the service); the log has the cause
+	CodeRotationNotConfigured Code = "rotation_not_configured" // 502: the provider answered 401 to a grant with a refresh token, and this sidecar has no broker to rotate it
 
 	// Op failures, from package host.
 
@@ -70,13 +79,18 @@ var codeStatus = map[Code]int{
 	CodeTooLarge:         http.StatusRequestEntityTooLarge,
 	CodeMediaType:        http.StatusUnsupportedMediaType,
 
-	CodeGrantInvalid:      http.StatusForbidden,
-	CodeGrantExpired:      http.StatusForbidden,
-	CodeServiceMismatch:   http.StatusForbidden,
-	CodeAccessDenied:      http.StatusForbidden,
-	CodeGrantMismatch:     http.StatusForbidden,
-	CodeGrantReplayed:     http.StatusConflict,
-	CodeReconnectRequired: http.StatusForbidden,
+	CodeGrantInvalid:    http.StatusForbidden,
+	CodeGrantExpired:    http.StatusForbidden,
+	CodeServiceMismatch: http.StatusForbidden,
+	CodeAccessDenied:    http.StatusForbidden,
+	CodeGrantMismatch:   http.StatusForbidden,
+	CodeGrantReplayed:   http.StatusConflict,
+
+	CodeReconnectRequired:     http.StatusForbidden,
+	CodeRotationRefused:       http.StatusForbidden,
+	CodeRefreshUnavailable:    http.StatusServiceUnavailable,
+	CodeRefreshFailed:         http.StatusBadGateway,
+	CodeRotationNotConfigured: http.StatusBadGateway,
 
 	CodeUnknownService:      http.StatusBadRequest,
 	CodeUnknownOp:           http.StatusBadRequest,
@@ -126,13 +140,18 @@ type Error struct {
 	// Message is for humans: safe to show, never holding a grant, a
 	// secret, Go error text or an upstream body.
 	Message string
-	// RetryAfter is seconds to wait (rate_limited, busy); also sent as the
-	// Retry-After header.
+	// RetryAfter is seconds to wait (rate_limited, busy,
+	// refresh_unavailable); also sent as the Retry-After header.
 	RetryAfter int
 	// UpstreamStatus is the provider's HTTP status, when there was one.
 	UpstreamStatus int
 	// Arg names the offending argument (bad_args).
 	Arg string
+	// Rotated is the fresh token pair sealed to the grant's member_key
+	// (base64), when the op rotated the grant's pair and then failed: the
+	// member must get the fresh pair whatever became of the op, because
+	// the provider has already retired the old refresh token.
+	Rotated string
 
 	cause error
 }
@@ -183,6 +202,7 @@ type errorBody struct {
 		UpstreamStatus int    `json:"upstream_status,omitempty"`
 		Arg            string `json:"arg,omitempty"`
 	} `json:"error"`
+	Rotated string `json:"rotated,omitempty"`
 }
 
 func (e *Error) body() []byte {
@@ -192,6 +212,7 @@ func (e *Error) body() []byte {
 	b.Error.RetryAfter = e.RetryAfter
 	b.Error.UpstreamStatus = e.UpstreamStatus
 	b.Error.Arg = e.Arg
+	b.Rotated = e.Rotated
 	out, _ := json.Marshal(b)
 	return out
 }

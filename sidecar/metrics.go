@@ -2,6 +2,8 @@ package sidecar
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/elevenmessenger/pinned/sidecar/rotate"
 )
 
 // metrics are the sidecar's Prometheus collectors. Labels hold only
@@ -16,6 +18,9 @@ type metrics struct {
 	inFlight prometheus.Gauge
 	denials  *prometheus.CounterVec
 	requests *prometheus.CounterVec
+	// refreshes counts calls to the broker's refresh (each one a refresh
+	// at the provider), by service and outcome.
+	refreshes *prometheus.CounterVec
 }
 
 // Metric names, documented in docs/OPERATING.md.
@@ -28,6 +33,9 @@ const (
 	metricRequests = "pinned_sidecar_http_requests_total"
 	metricReplay   = "pinned_sidecar_replay_cache_entries"
 	metricReplayMx = "pinned_sidecar_replay_cache_capacity"
+	metricRefresh  = "pinned_sidecar_token_refreshes_total"
+	metricGrace    = "pinned_sidecar_token_grace_hits_total"
+	metricShared   = "pinned_sidecar_token_refresh_shared_total"
 )
 
 // unknownLabel stands for a service or op not in the registry.
@@ -60,9 +68,13 @@ func newMetrics(reg prometheus.Registerer, replayLen func() float64, replayMax f
 			Name: metricRequests,
 			Help: "HTTP requests by route pattern and status.",
 		}, []string{"route", "status"}),
+		refreshes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: metricRefresh,
+			Help: "Token refreshes sent to the broker, by service and outcome: \"ok\", \"retryable\" (timeout, 5xx, rate limit, network), \"reconnect\" (invalid_grant) or \"failed\" (a configuration problem).",
+		}, []string{"service", "outcome"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.ops, m.consent, m.duration, m.inFlight, m.denials, m.requests,
+		reg.MustRegister(m.ops, m.consent, m.duration, m.inFlight, m.denials, m.requests, m.refreshes,
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 				Name: metricReplay,
 				Help: "Grant nonces held by the replay cache (expired ones until the next grant).",
@@ -74,4 +86,28 @@ func newMetrics(reg prometheus.Registerer, replayLen func() float64, replayMax f
 		)
 	}
 	return m
+}
+
+// registerRotation registers the rotator's counters (zero when rotation is
+// off).
+func (m *metrics) registerRotation(reg prometheus.Registerer, rot *rotate.Rotator) {
+	if reg == nil {
+		return
+	}
+	stats := func() rotate.Stats {
+		if rot == nil {
+			return rotate.Stats{}
+		}
+		return rot.Stats()
+	}
+	reg.MustRegister(
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: metricGrace,
+			Help: "Ops that arrived with a pair rotated within the grace window and got the fresh pair instead of refreshing again.",
+		}, func() float64 { return float64(stats().GraceHits) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: metricShared,
+			Help: "Ops that waited on a refresh of the same credential together with other ops (single flight; the op that started it included).",
+		}, func() float64 { return float64(stats().Shared) }),
+	)
 }

@@ -32,6 +32,7 @@ type reqInfo struct {
 	upstreamStatus int
 	retryAfter     int
 	deny           string // the host's deny reason
+	rotation       string // token rotation: "before_call", "after_401", "refused" or "failed"
 	cause          string // internal cause (fixed phrases and Go error text), logged only
 }
 
@@ -132,6 +133,9 @@ func (s *Server) accessLog(next http.Handler) http.Handler {
 		}
 		if info.deny != "" {
 			ev = ev.Str("deny", info.deny)
+		}
+		if info.rotation != "" {
+			ev = ev.Str("rotation", info.rotation)
 		}
 		if info.cause != "" {
 			ev = ev.Str("cause", clip(info.cause, 512))

@@ -2,6 +2,7 @@ package sidecar
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -31,6 +32,10 @@ type OpResponse struct {
 	Status int `json:"status"`
 	// Data is the response projected by the op's pick.
 	Data json.RawMessage `json:"data"`
+	// Rotated, when the op rotated the grant's token pair, is the fresh
+	// pair sealed to the grant's member_key (grant.SealRotated; open it
+	// with grant.OpenRotated and the member's private key).
+	Rotated string `json:"rotated,omitempty"`
 }
 
 // ConsentRequest is the body of POST /v1/consent.
@@ -113,7 +118,7 @@ func (s *Server) labels(service, op string) (string, string) {
 
 func (s *Server) handleOps(w http.ResponseWriter, r *http.Request) {
 	var req OpRequest
-	res, e := s.serveOp(w, r, &req)
+	res, rotated, e := s.serveOp(w, r, &req)
 	svc, op := s.labels(req.Service, req.Op)
 	outcome := "ok"
 	if e != nil {
@@ -125,9 +130,11 @@ func (s *Server) handleOps(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	infoFrom(r).outcome = "ok"
-	body, err := json.Marshal(OpResponse{Status: res.Status, Data: nullIfEmpty(res.Data)})
+	body, err := json.Marshal(OpResponse{Status: res.Status, Data: nullIfEmpty(res.Data), Rotated: rotated})
 	if err != nil {
-		s.fail(w, r, NewError(CodeInternal, "the result could not be encoded").withCause(err))
+		e := NewError(CodeInternal, "the result could not be encoded").withCause(err)
+		e.Rotated = rotated
+		s.fail(w, r, e)
 		return
 	}
 	writeJSON(w, http.StatusOK, body)
@@ -142,26 +149,28 @@ func nullIfEmpty(d json.RawMessage) json.RawMessage {
 
 // serveOp enforces the grant and runs the op. Every refusal happens before
 // the engine is called; the nonce is recorded only after every other check
-// passed.
-func (s *Server) serveOp(w http.ResponseWriter, r *http.Request, req *OpRequest) (*host.Result, *Error) {
+// passed. A grant carrying a refresh token may rotate its pair (see
+// rotation.go); the fresh pair, sealed to the member key, is returned as
+// rotated, or on the error when the op failed after rotating.
+func (s *Server) serveOp(w http.ResponseWriter, r *http.Request, req *OpRequest) (*host.Result, string, *Error) {
 	info := infoFrom(r)
 	body, e := s.readBody(w, r)
 	if e != nil {
-		return nil, e
+		return nil, "", e
 	}
 	if e := decode(body, req); e != nil {
-		return nil, e
+		return nil, "", e
 	}
 	if req.Service == "" || req.Op == "" || req.Grant == "" {
-		return nil, NewError(CodeBadRequest, "service, op and grant are required")
+		return nil, "", NewError(CodeBadRequest, "service, op and grant are required")
 	}
 	op, e := s.lookup(info, req.Service, req.Op)
 	if e != nil {
-		return nil, e
+		return nil, "", e
 	}
 	release, e := s.acquire()
 	if e != nil {
-		return nil, e
+		return nil, "", e
 	}
 	defer release()
 
@@ -170,7 +179,7 @@ func (s *Server) serveOp(w http.ResponseWriter, r *http.Request, req *OpRequest)
 		if e.Code != CodeBusy {
 			s.m.denials.WithLabelValues("grant", string(e.Code)).Inc()
 		}
-		return nil, e
+		return nil, "", e
 	}
 	args := argsOrEmpty(req.Args)
 	if g.BindsArgs() {
@@ -178,30 +187,70 @@ func (s *Server) serveOp(w http.ResponseWriter, r *http.Request, req *OpRequest)
 		args, _ = grant.CanonicalArgs(args) // checkGrant canonicalized them already
 	}
 
-	start := time.Now()
-	res, err := s.eng.Run(r.Context(), host.Call{
-		Service: req.Service, Op: req.Op, Args: args,
-		Credential: host.Credential{Kind: g.Kind, Secret: host.Secret(g.Secret)},
-	})
-	s.m.duration.WithLabelValues(req.Service, req.Op).Observe(time.Since(start).Seconds())
-	if err != nil {
-		var he *host.Error
-		if !errors.As(err, &he) {
-			return nil, NewError(CodeInternal, "the op failed").withCause(err)
+	ctx := r.Context()
+	cred := host.Credential{Kind: g.Kind, Secret: host.Secret(g.Secret)}
+	rot := s.rotationFor(req.Service, g)
+	if rot != nil {
+		if e := rot.before(ctx, info); e != nil {
+			// Nothing reached the provider's API: the grant is not spent.
+			s.replay.Forget(g.Nonce)
+			return nil, "", e
 		}
-		if he.Deny != "" {
-			info.deny = string(he.Deny)
-			s.m.denials.WithLabelValues("egress", string(he.Deny)).Inc()
+		cred = rot.credential()
+	}
+	res, he, e := s.run(ctx, info, req, args, cred)
+	if rot != nil && unauthorized401(he) {
+		retry, re := rot.unauthorized(ctx, info, he)
+		if re != nil {
+			// The provider answered 401: it did nothing, so the grant is
+			// not spent.
+			s.replay.Forget(g.Nonce)
+			return nil, "", re
 		}
+		if retry {
+			res, he, e = s.run(ctx, info, req, args, rot.credential())
+		}
+	}
+	rotated, se := rot.seal()
+	if se != nil {
+		return nil, "", se
+	}
+	if e == nil && he != nil {
 		if he.Code == host.CodeBadArgs {
 			// Nothing left the sandbox: the grant is not spent, so the bot
 			// can correct the args and retry with it.
 			s.replay.Forget(g.Nonce)
 		}
-		return nil, fromHost(he)
+		e = fromHost(he)
+	}
+	if e != nil {
+		// The fresh pair goes back even when the op failed: the provider
+		// has already retired the old refresh token.
+		e.Rotated = rotated
+		return nil, "", e
 	}
 	info.upstreamStatus = res.Status
-	return res, nil
+	return res, rotated, nil
+}
+
+// run runs the op once in the engine. A failure of the op is he; e is a
+// failure of the engine itself (internal).
+func (s *Server) run(ctx context.Context, info *reqInfo, req *OpRequest, args json.RawMessage, cred host.Credential) (*host.Result, *host.Error, *Error) {
+	start := time.Now()
+	res, err := s.eng.Run(ctx, host.Call{Service: req.Service, Op: req.Op, Args: args, Credential: cred})
+	s.m.duration.WithLabelValues(req.Service, req.Op).Observe(time.Since(start).Seconds())
+	if err == nil {
+		return res, nil, nil
+	}
+	var he *host.Error
+	if !errors.As(err, &he) {
+		return nil, nil, NewError(CodeInternal, "the op failed").withCause(err)
+	}
+	if he.Deny != "" {
+		info.deny = string(he.Deny)
+		s.m.denials.WithLabelValues("egress", string(he.Deny)).Inc()
+	}
+	return nil, he, nil
 }
 
 // checkGrant opens the grant and checks it against the call, in order:

@@ -15,6 +15,11 @@
 //
 // Concurrency is bounded: past the limit, ops and consent checks are
 // answered 503 busy with Retry-After at once, never queued.
+//
+// With a Config.Refresher (the broker), a grant's expiring OAuth pair is
+// rotated in the op path — before the call when stale, once after a
+// surprise 401 — and the fresh pair goes back sealed to the grant's
+// member_key (rotation.go; the core is package sidecar/rotate).
 package sidecar
 
 import (
@@ -42,6 +47,7 @@ import (
 	"github.com/elevenmessenger/pinned/host"
 	"github.com/elevenmessenger/pinned/registry"
 	"github.com/elevenmessenger/pinned/sidecar/grant"
+	"github.com/elevenmessenger/pinned/sidecar/rotate"
 )
 
 // Defaults of Config.
@@ -55,6 +61,11 @@ const (
 	DefaultIdleTimeout       = 120 * time.Second
 	DefaultShutdownGrace     = 20 * time.Second
 	DefaultMaxHeaderBytes    = 32 << 10
+	// DefaultRefreshTimeout bounds one token refresh through the broker.
+	DefaultRefreshTimeout = 20 * time.Second
+	// DefaultRefreshRetryAfter is the Retry-After of refresh_unavailable
+	// when the broker sent none.
+	DefaultRefreshRetryAfter = 5 * time.Second
 )
 
 // Config configures a Server. Engine and Key are required; every other
@@ -103,8 +114,21 @@ type Config struct {
 	// ShutdownGrace is how long Serve lets in-flight requests finish after
 	// its context is done before canceling them; default 20s.
 	ShutdownGrace time.Duration
-	// Now is the clock for grant expiry; default time.Now.
+	// Now is the clock for grant and token expiry; default time.Now.
 	Now func() time.Time
+
+	// Refresher rotates expiring OAuth pairs (DESIGN.md, "Expiring
+	// tokens"): in production a *rotate.BrokerClient for the broker's
+	// POST /api/refresh. nil turns rotation off: a stale pair runs as is,
+	// and a 401 to a grant carrying a refresh token is answered
+	// rotation_not_configured.
+	Refresher rotate.Refresher
+	// RefreshMargin: a pair whose known expiry falls within it is refreshed
+	// before the call; default rotate.DefaultMargin (60s).
+	RefreshMargin time.Duration
+	// RefreshTimeout bounds one refresh, whatever the op's own context;
+	// default DefaultRefreshTimeout (20s).
+	RefreshTimeout time.Duration
 }
 
 // Server is the sidecar. Create it with New, serve it with Serve (once).
@@ -117,6 +141,7 @@ type Server struct {
 	prom    *prometheus.Registry
 	m       *metrics
 	replay  *grant.ReplayCache
+	rot     *rotate.Rotator // nil: rotation is off
 	slots   chan struct{}
 	handler http.Handler
 
@@ -183,6 +208,12 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.RefreshMargin <= 0 {
+		cfg.RefreshMargin = rotate.DefaultMargin
+	}
+	if cfg.RefreshTimeout <= 0 {
+		cfg.RefreshTimeout = DefaultRefreshTimeout
+	}
 	s := &Server{
 		cfg:    cfg,
 		eng:    cfg.Engine,
@@ -200,6 +231,15 @@ func New(cfg Config) (*Server, error) {
 		s.tokenSum = sha256.Sum256([]byte(cfg.CallerToken))
 	}
 	s.m = newMetrics(s.prom, func() float64 { return float64(s.replay.Len()) }, float64(s.replay.Max()))
+	if cfg.Refresher != nil {
+		// One Rotator per process: single flight per credential across
+		// requests, and one grace cache.
+		rlog := s.log
+		s.rot = rotate.New(countingRefresher{next: cfg.Refresher, m: s.m.refreshes}, rotate.Options{
+			Margin: cfg.RefreshMargin, Timeout: cfg.RefreshTimeout, Now: cfg.Now, Logger: &rlog,
+		})
+	}
+	s.m.registerRotation(s.prom, s.rot)
 
 	tool := registry.ServiceOpTool(s.reg)
 	var err error
@@ -281,6 +321,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	s.log.Info().Str("event", "listening").Str("addr", ln.Addr().String()).
 		Str("bot_key", s.key.Public().String()).Str("registry", s.reg.Digest()).
 		Int("max_concurrency", s.cfg.MaxConcurrency).Bool("caller_token", s.cfg.CallerToken != "").
+		Bool("rotation", s.rot != nil).
 		Msg("sidecar listening")
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

@@ -19,9 +19,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/rs/zerolog"
 
+	"github.com/elevenmessenger/pinned/broker"
 	"github.com/elevenmessenger/pinned/host"
 	"github.com/elevenmessenger/pinned/sidecar"
 	"github.com/elevenmessenger/pinned/sidecar/grant"
+	"github.com/elevenmessenger/pinned/sidecar/rotate"
 )
 
 const sidecarUsage = `Usage: pinned sidecar --key-file FILE [flags]
@@ -37,6 +39,12 @@ describes every knob, metric and log field.
 The caller token is read from --token-file or from PINNED_SIDECAR_TOKEN,
 never from a flag value. It is required when --listen is not a loopback
 address: the sidecar refuses to start otherwise.
+
+Token rotation (docs/OAUTH.md): with --broker-url and an instance token
+from --broker-token-file or PINNED_SIDECAR_BROKER_TOKEN (never a flag
+value), the sidecar refreshes expiring OAuth pairs through the broker and
+hands the fresh pair back sealed to the member. Without a broker nothing
+is rotated.
 
 --connect-to and --cacert are for tests and trials only: they map every
 pinned host to a running "pinned fakeapi", as "pinned op" does.
@@ -77,6 +85,10 @@ type sidecarFlags struct {
 	cacheDir          string
 	connectTo         string
 	caFile            string
+	brokerURL         string
+	brokerTokenFile   string
+	refreshMargin     time.Duration
+	refreshTimeout    time.Duration
 }
 
 // envDefaults reads the environment into the flags' defaults, so an
@@ -147,6 +159,10 @@ func runSidecarContext(ctx context.Context, args []string, stdout, stderr io.Wri
 	fs.DurationVar(&f.maxGrantTTL, "max-grant-ttl", env.dur("max-grant-ttl", grant.DefaultMaxTTL), h("max-grant-ttl", "refuse grants that expire further ahead than this"))
 	fs.StringVar(&f.logLevel, "log-level", env.str("log-level", "info"), h("log-level", "debug, info, warn or error"))
 	fs.StringVar(&f.cacheDir, "cache-dir", env.str("cache-dir", defaultCacheDir()), h("cache-dir", "wazero compilation cache directory (empty: compile in memory at every start)"))
+	fs.StringVar(&f.brokerURL, "broker-url", env.str("broker-url", ""), h("broker-url", "the broker's base URL (https, or http on loopback) for token rotation; empty: never rotate"))
+	fs.StringVar(&f.brokerTokenFile, "broker-token-file", env.str("broker-token-file", ""), h("broker-token-file", "file holding the broker instance token (or set PINNED_SIDECAR_BROKER_TOKEN); required with --broker-url"))
+	fs.DurationVar(&f.refreshMargin, "refresh-margin", env.dur("refresh-margin", rotate.DefaultMargin), h("refresh-margin", "refresh a token pair before the call when it expires within this"))
+	fs.DurationVar(&f.refreshTimeout, "refresh-timeout", env.dur("refresh-timeout", sidecar.DefaultRefreshTimeout), h("refresh-timeout", "bound on one token refresh through the broker"))
 	fs.StringVar(&f.connectTo, "connect-to", "", "DEV/TEST ONLY: send every pinned host to this ip:port (a running pinned fakeapi); needs --cacert")
 	fs.StringVar(&f.caFile, "cacert", "", "DEV/TEST ONLY: PEM file of an extra CA to trust with --connect-to")
 	fs.Usage = func() {
@@ -201,6 +217,12 @@ func runSidecarContext(ctx context.Context, args []string, stdout, stderr io.Wri
 
 	cfg.Engine, cfg.Key, cfg.CallerToken = eng, key, token
 	cfg.Logger, cfg.Prometheus = &log, prom
+	if cfg.Refresher != nil {
+		log.Info().Str("event", "rotation").Str("broker", f.brokerURL).Dur("margin", f.refreshMargin).
+			Dur("timeout", f.refreshTimeout).Msg("token rotation through the broker")
+	} else {
+		log.Info().Str("event", "rotation").Bool("enabled", false).Msg("no broker configured: expiring tokens are not rotated")
+	}
 	srv, err := sidecar.New(cfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "pinned sidecar: %v\n", err)
@@ -232,6 +254,7 @@ func (f *sidecarFlags) check() (sidecar.Config, *grant.PrivateKey, host.Secret, 
 		{"--op-timeout", f.opTimeout}, {"--read-header-timeout", f.readHeaderTimeout}, {"--read-timeout", f.readTimeout},
 		{"--write-timeout", f.writeTimeout}, {"--idle-timeout", f.idleTimeout}, {"--shutdown-grace", f.shutdownGrace},
 		{"--busy-retry-after", f.busyRetryAfter}, {"--max-grant-ttl", f.maxGrantTTL},
+		{"--refresh-margin", f.refreshMargin}, {"--refresh-timeout", f.refreshTimeout},
 	}
 	for _, p := range positive {
 		if p.d <= 0 {
@@ -265,13 +288,47 @@ func (f *sidecarFlags) check() (sidecar.Config, *grant.PrivateKey, host.Secret, 
 	if !loopback && token == "" {
 		return cfg, nil, "", fmt.Errorf("--listen %s is not a loopback address: set a caller token (--token-file or PINNED_SIDECAR_TOKEN) so only your bot can use the grants sent here", f.listen)
 	}
+	refresher, err := f.broker()
+	if err != nil {
+		return cfg, nil, "", err
+	}
 	cfg = sidecar.Config{
 		MaxConcurrency: f.maxConcurrency, MaxBodyBytes: f.maxBodyBytes, BusyRetryAfter: f.busyRetryAfter,
 		ReplayCacheSize: f.replayCacheSize, MaxGrantTTL: f.maxGrantTTL,
 		ReadHeaderTimeout: f.readHeaderTimeout, ReadTimeout: f.readTimeout, WriteTimeout: f.writeTimeout,
 		IdleTimeout: f.idleTimeout, ShutdownGrace: f.shutdownGrace,
+		RefreshMargin: f.refreshMargin, RefreshTimeout: f.refreshTimeout,
+	}
+	if refresher != nil {
+		cfg.Refresher = refresher
 	}
 	return cfg, key, token, nil
+}
+
+// broker builds the broker client for token rotation, or nil when no
+// broker is configured. The URL and the instance token go together.
+func (f *sidecarFlags) broker() (*rotate.BrokerClient, error) {
+	tok, err := secretFromFileOrEnv("broker instance token", "--broker-token-file", f.brokerTokenFile, "PINNED_SIDECAR_BROKER_TOKEN", broker.MinInstanceTokenLen)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case f.brokerURL == "" && tok == "":
+		return nil, nil
+	case f.brokerURL == "":
+		return nil, errors.New("a broker instance token is set but --broker-url is empty: set both (token rotation) or neither")
+	case tok == "":
+		return nil, errors.New("--broker-url needs the broker instance token: --broker-token-file or PINNED_SIDECAR_BROKER_TOKEN")
+	}
+	// An op that rotates runs at most twice and refreshes once.
+	if need := 2*f.opTimeout + f.refreshTimeout; f.writeTimeout <= need {
+		return nil, fmt.Errorf("with --broker-url, --write-timeout (%s) must exceed twice --op-timeout plus --refresh-timeout (%s), or the answer carrying a rotated token pair could be cut off", f.writeTimeout, need)
+	}
+	bc, err := rotate.NewBrokerClient(f.brokerURL, tok, rotate.BrokerOptions{Timeout: f.refreshTimeout})
+	if err != nil {
+		return nil, fmt.Errorf("--broker-url: %w", err)
+	}
+	return bc, nil
 }
 
 // minTokenLen is the shortest caller token accepted.
@@ -280,37 +337,47 @@ const minTokenLen = 16
 // callerToken reads the caller token from file, or from
 // PINNED_SIDECAR_TOKEN; never both.
 func callerToken(file string) (host.Secret, error) {
-	envTok, inEnv := os.LookupEnv("PINNED_SIDECAR_TOKEN")
+	tok, err := secretFromFileOrEnv("caller token", "--token-file", file, "PINNED_SIDECAR_TOKEN", minTokenLen)
+	return host.Secret(tok), err
+}
+
+// secretFromFileOrEnv reads a secret from file (flagName names it), or
+// from the environment variable envVar; never both, never from a flag
+// value. White space around it is trimmed; it must be at least minLen
+// printable ASCII characters without spaces. "" when neither is set.
+// Errors never repeat the secret.
+func secretFromFileOrEnv(what, flagName, file, envVar string, minLen int) (string, error) {
+	envTok, inEnv := os.LookupEnv(envVar)
 	var tok string
 	switch {
 	case file != "" && inEnv:
-		return "", errors.New("the caller token comes from --token-file or PINNED_SIDECAR_TOKEN, not both")
+		return "", fmt.Errorf("the %s comes from %s or %s, not both", what, flagName, envVar)
 	case file != "":
 		b, err := os.ReadFile(file)
 		if err != nil {
-			return "", fmt.Errorf("--token-file: %w", err)
+			return "", fmt.Errorf("%s: %w", flagName, err)
 		}
 		tok = strings.TrimSpace(string(b))
 		if tok == "" {
-			return "", fmt.Errorf("--token-file %s is empty", file)
+			return "", fmt.Errorf("%s %s is empty", flagName, file)
 		}
 	case inEnv:
 		tok = strings.TrimSpace(envTok)
 		if tok == "" {
-			return "", errors.New("PINNED_SIDECAR_TOKEN is set but empty")
+			return "", fmt.Errorf("%s is set but empty", envVar)
 		}
 	default:
 		return "", nil
 	}
-	if len(tok) < minTokenLen {
-		return "", fmt.Errorf("the caller token must be at least %d characters (e.g. openssl rand -hex 32)", minTokenLen)
+	if len(tok) < minLen {
+		return "", fmt.Errorf("the %s must be at least %d characters (e.g. openssl rand -hex 32)", what, minLen)
 	}
 	for i := 0; i < len(tok); i++ {
 		if tok[i] <= 0x20 || tok[i] >= 0x7f {
-			return "", errors.New("the caller token must be printable ASCII without spaces")
+			return "", fmt.Errorf("the %s must be printable ASCII without spaces", what)
 		}
 	}
-	return host.Secret(tok), nil
+	return tok, nil
 }
 
 // isLoopback reports whether a listen address is on loopback only:

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -14,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/elevenmessenger/pinned/broker"
 	"github.com/elevenmessenger/pinned/internal/fakeapi"
 	"github.com/elevenmessenger/pinned/sidecar/grant"
 )
@@ -74,6 +77,9 @@ func TestRunSidecarRefuses(t *testing.T) {
 	_ = os.WriteFile(short, []byte("abc\n"), 0o600)
 	good := filepath.Join(dir, "good.token")
 	_ = os.WriteFile(good, []byte("0123456789abcdef0123456789abcdef\n"), 0o600)
+	empty := filepath.Join(dir, "empty.token")
+	_ = os.WriteFile(empty, []byte("\n"), 0o600)
+	const brokerTok = "broker-instance-token-0123456789abcdefghij"
 
 	tests := []struct {
 		name   string
@@ -102,6 +108,26 @@ func TestRunSidecarRefuses(t *testing.T) {
 		{name: "bad log level", args: []string{"--key-file", key, "--log-level", "loud"}, code: 2, stderr: "--log-level"},
 		{name: "connect-to without cacert", args: []string{"--key-file", key, "--connect-to", "127.0.0.1:8443"}, code: 2, stderr: "go together"},
 		{name: "stray argument", args: []string{"--key-file", key, "serve"}, code: 2, stderr: `unexpected argument "serve"`},
+		{name: "help lists the broker", args: []string{"--help"}, code: 0, stderr: "$PINNED_SIDECAR_BROKER_URL"},
+		{name: "broker url without token", args: []string{"--key-file", key, "--broker-url", "https://connect.example.com"}, code: 2,
+			stderr: "--broker-url needs the broker instance token: --broker-token-file or PINNED_SIDECAR_BROKER_TOKEN"},
+		{name: "broker token without url", env: map[string]string{"PINNED_SIDECAR_BROKER_TOKEN": brokerTok}, args: []string{"--key-file", key}, code: 2,
+			stderr: "--broker-url is empty"},
+		{name: "broker token file without url", args: []string{"--key-file", key, "--broker-token-file", good}, code: 2, stderr: "--broker-url is empty"},
+		{name: "broker token file and env", env: map[string]string{"PINNED_SIDECAR_BROKER_TOKEN": brokerTok},
+			args: []string{"--key-file", key, "--broker-url", "https://connect.example.com", "--broker-token-file", good}, code: 2, stderr: "not both"},
+		{name: "short broker token", env: map[string]string{"PINNED_SIDECAR_BROKER_TOKEN": "0123456789abcdef"},
+			args: []string{"--key-file", key, "--broker-url", "https://connect.example.com"}, code: 2, stderr: "broker instance token must be at least 32 characters"},
+		{name: "empty broker token file", args: []string{"--key-file", key, "--broker-url", "https://connect.example.com", "--broker-token-file", empty}, code: 2, stderr: "is empty"},
+		{name: "plain http broker off loopback", env: map[string]string{"PINNED_SIDECAR_BROKER_TOKEN": brokerTok},
+			args: []string{"--key-file", key, "--broker-url", "http://connect.example.com"}, code: 2, stderr: "plain http is allowed on loopback only"},
+		{name: "broker url with credentials", env: map[string]string{"PINNED_SIDECAR_BROKER_TOKEN": brokerTok},
+			args: []string{"--key-file", key, "--broker-url", "https://user:pw@connect.example.com"}, code: 2, stderr: "--broker-url"},
+		{name: "write timeout too short to rotate", env: map[string]string{"PINNED_SIDECAR_BROKER_URL": "https://connect.example.com", "PINNED_SIDECAR_BROKER_TOKEN": brokerTok},
+			args: []string{"--key-file", key, "--op-timeout", "20s", "--write-timeout", "50s"}, code: 2, stderr: "must exceed twice --op-timeout plus --refresh-timeout (1m0s)"},
+		{name: "zero refresh margin", args: []string{"--key-file", key, "--refresh-margin", "0s"}, code: 2, stderr: "--refresh-margin must be positive"},
+		{name: "bad env refresh timeout", env: map[string]string{"PINNED_SIDECAR_REFRESH_TIMEOUT": "soon"}, args: []string{"--key-file", key}, code: 2,
+			stderr: `PINNED_SIDECAR_REFRESH_TIMEOUT="soon" is not a duration`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -171,16 +197,22 @@ func TestRunSidecarAgainstFake(t *testing.T) {
 	}
 	sealed := strings.TrimSpace(out.String())
 
-	// sidecar, with a caller token from the environment
+	// a broker wired to the fake, for token rotation
+	const brokerToken = "cli-test-broker-instance-token-0123456789"
+	brokerURL := startTestBroker(t, fake, brokerToken)
+
+	// sidecar, with a caller token and the broker instance token from the
+	// environment
 	const token = "test-caller-token-0123456789"
 	t.Setenv("PINNED_SIDECAR_TOKEN", token)
+	t.Setenv("PINNED_SIDECAR_BROKER_TOKEN", brokerToken)
 	var stdout, stderr sidecarOutput
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan int, 1)
 	go func() {
 		done <- runSidecarContext(ctx, []string{"--key-file", keyFile, "--listen", "127.0.0.1:0",
-			"--connect-to", fake.Addr(), "--cacert", ca, "--log-level", "debug"}, &stdout, &stderr)
+			"--connect-to", fake.Addr(), "--cacert", ca, "--log-level", "debug", "--broker-url", brokerURL}, &stdout, &stderr)
 	}()
 	re := regexp.MustCompile(`listening on (http://127\.0\.0\.1:\d+) \(bot public key (\S+)\)`)
 	var base string
@@ -244,6 +276,35 @@ func TestRunSidecarAgainstFake(t *testing.T) {
 		t.Fatalf("readyz: %d", code)
 	}
 
+	// Token rotation through the broker: an expired GitHub pair is
+	// refreshed before the call and comes back sealed to the member.
+	member, _ := grant.GenerateKey(nil)
+	old := mintExpiredGitHubPair(t, fake)
+	botPub, _ := grant.ParsePublicKey(pub)
+	oauthGrant, err := grant.Seal(&grant.Grant{
+		Service: "github", Access: grant.AccessRead, Kind: grant.KindOAuth,
+		Secret: grant.Secret(old.access), Refresh: grant.Secret(old.refresh), TokenExpiresAt: old.expiresAt,
+		ExpiresAt: time.Now().Add(2 * time.Minute), MemberKey: member.Public().String(),
+	}, botPub, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, b = call("POST", "/v1/ops", `{"service":"github","op":"get_viewer","grant":"`+oauthGrant+`"}`, token)
+	var rot struct {
+		Status  int    `json:"status"`
+		Rotated string `json:"rotated"`
+	}
+	if code != 200 || json.Unmarshal(b, &rot) != nil || rot.Status != 200 || rot.Rotated == "" {
+		t.Fatalf("op with an expired pair: %d %s", code, b)
+	}
+	fresh, err := grant.OpenRotated(rot.Rotated, member)
+	if err != nil || fresh.Access == "" || string(fresh.Access) == old.access || string(fresh.Refresh) == old.refresh {
+		t.Fatalf("rotated pair: %v", err)
+	}
+	if _, refreshes := fake.TokenRequests("github"); refreshes != 1 {
+		t.Fatalf("the fake saw %d refreshes, want 1", refreshes)
+	}
+
 	cancel()
 	select {
 	case code := <-done:
@@ -254,15 +315,88 @@ func TestRunSidecarAgainstFake(t *testing.T) {
 		t.Fatal("the sidecar did not stop")
 	}
 	logs := stderr.String()
-	for _, want := range []string{`"event":"listening"`, `"event":"access"`, `"event":"egress"`, `"component":"host"`, `"event":"stopped"`, `"event":"dev_override"`} {
+	for _, want := range []string{`"event":"listening"`, `"event":"access"`, `"event":"egress"`, `"component":"host"`, `"event":"stopped"`, `"event":"dev_override"`,
+		`"event":"rotation","broker":"` + brokerURL, `"event":"token_refresh"`, `"rotation":"before_call"`} {
 		if !strings.Contains(logs, want) {
 			t.Errorf("logs lack %s", want)
 		}
 	}
 	k, _ := grant.LoadKeyFile(keyFile)
-	for _, secret := range []string{fakeapi.Token("github"), sealed[40:80], token, k.Encode()} {
+	for _, secret := range []string{fakeapi.Token("github"), sealed[40:80], token, k.Encode(), brokerToken,
+		old.access, old.refresh, string(fresh.Access), string(fresh.Refresh), rot.Rotated[40:80], oauthGrant[40:80]} {
 		if strings.Contains(logs+stdout.String(), secret) {
 			t.Fatalf("a secret (%.6s…) is in the output", secret)
 		}
 	}
+}
+
+// startTestBroker serves a broker on loopback with the fake's default
+// GitHub client and its provider calls sent to the fake.
+func startTestBroker(t *testing.T, fake *fakeapi.Server, instanceToken string) string {
+	t.Helper()
+	srv := httptest.NewUnstartedServer(nil)
+	u := "http://" + srv.Listener.Addr().String()
+	b, err := broker.New(broker.Config{
+		PublicURL:      u,
+		StateKey:       bytes.Repeat([]byte{5}, broker.StateKeySize),
+		InstanceTokens: []string{instanceToken},
+		Clients:        map[string]broker.Client{"github": {ID: fakeapi.OAuthClientID("github"), Secret: fakeapi.OAuthClientSecret("github")}},
+		Override:       &broker.Override{Addr: fake.Addr(), CAPEM: fake.CACertPEM()},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Config.Handler = b.Handler()
+	srv.Start()
+	t.Cleanup(b.Close)
+	t.Cleanup(srv.Close)
+	return u
+}
+
+type testPair struct{ access, refresh, expiresAt string }
+
+// mintExpiredGitHubPair connects GitHub at the fake's OAuth endpoints with
+// the fake's clock set back 9 hours, so the 8-hour pair is expired.
+func mintExpiredGitHubPair(t *testing.T, fake *fakeapi.Server) testPair {
+	t.Helper()
+	const age = 9 * time.Hour
+	issued := time.Now().Add(-age)
+	fake.SetClock(func() time.Time { return time.Now().Add(-age) })
+	defer fake.SetClock(nil)
+	authorize, tokenURL := fakeapi.OAuthEndpoints("github")
+	c := &http.Client{
+		Transport:     fake.Client().Transport,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		Timeout:       10 * time.Second,
+	}
+	const redirect = "http://127.0.0.1/callback"
+	q := url.Values{"client_id": {fakeapi.OAuthClientID("github")}, "redirect_uri": {redirect}, "response_type": {"code"}, "state": {"s"}}
+	resp, err := c.Get(authorize + "?" + q.Encode())
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	loc, err := url.Parse(resp.Header.Get("Location"))
+	if err != nil || loc.Query().Get("code") == "" {
+		t.Fatalf("authorize: %d", resp.StatusCode)
+	}
+	form := url.Values{"grant_type": {"authorization_code"}, "code": {loc.Query().Get("code")}, "redirect_uri": {redirect},
+		"client_id": {fakeapi.OAuthClientID("github")}, "client_secret": {fakeapi.OAuthClientSecret("github")}}
+	req, _ := http.NewRequest(http.MethodPost, tokenURL, strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Accept", "application/json")
+	resp, err = c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var tok struct {
+		AccessToken  string `json:"access_token"`
+		RefreshToken string `json:"refresh_token"`
+		ExpiresIn    int    `json:"expires_in"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&tok); err != nil || tok.AccessToken == "" || tok.ExpiresIn == 0 {
+		t.Fatalf("token exchange: %v", err)
+	}
+	return testPair{tok.AccessToken, tok.RefreshToken, issued.Add(time.Duration(tok.ExpiresIn) * time.Second).UTC().Format(time.RFC3339)}
 }

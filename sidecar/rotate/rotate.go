@@ -222,8 +222,9 @@ type Options struct {
 	MaxCached int
 	// Now is the clock; nil is time.Now.
 	Now func() time.Time
-	// Logger receives one line per refresh (service, outcome and an
-	// 8-byte hash prefix of the credential: never a token); nil discards.
+	// Logger receives one line per refresh (event "token_refresh":
+	// service, outcome and an 8-byte hash prefix of the credential: never a
+	// token); nil discards.
 	Logger *zerolog.Logger
 }
 
@@ -290,7 +291,7 @@ func New(ref Refresher, opts Options) *Rotator {
 		r.now = time.Now
 	}
 	if opts.Logger != nil {
-		r.log = opts.Logger.With().Str("component", "rotate").Logger()
+		r.log = *opts.Logger // the caller's component; each line is event "token_refresh"
 	}
 	return r
 }
@@ -456,7 +457,7 @@ func (r *Rotator) refresh(ctx context.Context, service, k string, p Pair) (Pair,
 		errors.As(err, &e)
 		ev = r.log.Warn().Str("kind", e.Kind.String()).Str("code", e.Code).AnErr("cause", e.Err)
 	}
-	ev.Str("service", service).Str("credential", k[:16]).Dur("duration", r.now().Sub(start)).Msg("token refresh")
+	ev.Str("event", "token_refresh").Str("service", service).Str("credential", k[:16]).Dur("duration", r.now().Sub(start)).Msg("token refresh")
 	if err != nil {
 		return Pair{}, err
 	}
