@@ -225,6 +225,10 @@ type Server struct {
 	clock    func() time.Time                // nil: time.Now
 	reqs     []Request
 	hook     func(http.ResponseWriter, *http.Request) bool
+	// answers caches successful GET answers made with a service's fixed
+	// token (which never expires), cleared by every other request and by
+	// every token change; see cachedGet.
+	answers map[string]*cachedAnswer
 
 	oauth *oauthState
 
@@ -401,6 +405,7 @@ func (s *Server) addToken(service, token string, k tokenKind) {
 func (s *Server) RevokeToken(service, token string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.answers = nil
 	delete(s.tokens[service], token)
 	delete(s.tokenExp[service], token)
 }
@@ -524,6 +529,37 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	if s.routeOAuthAPI(w, r, svc) {
 		return
+	}
+	cacheKey := ""
+	if r.Method == http.MethodGet && (r.Header.Get("Authorization") == "Bearer "+Token(svc) || r.Header.Get("Authorization") == Token(svc)) {
+		cacheKey = svc + "\x00" + r.URL.EscapedPath() + "?" + r.URL.RawQuery + "\x00" + r.Header.Get("Authorization") + "\x00" + r.Header.Get("Accept")
+		s.mu.Lock()
+		a := s.answers[cacheKey]
+		s.mu.Unlock()
+		if a != nil {
+			for k, v := range a.header {
+				w.Header()[k] = v
+			}
+			w.WriteHeader(a.status)
+			_, _ = w.Write(a.body)
+			return
+		}
+		rec := &answerRecorder{ResponseWriter: w}
+		defer func() {
+			if rec.status >= 200 && rec.status < 300 {
+				s.mu.Lock()
+				if s.answers == nil {
+					s.answers = map[string]*cachedAnswer{}
+				}
+				s.answers[cacheKey] = &cachedAnswer{status: rec.status, header: w.Header().Clone(), body: rec.body}
+				s.mu.Unlock()
+			}
+		}()
+		w = rec
+	} else if r.Method != http.MethodGet {
+		s.mu.Lock()
+		s.answers = nil // a write may change any later answer
+		s.mu.Unlock()
 	}
 	req := &call{w: w, r: r, body: body, srv: s, service: svc}
 	switch svc {
@@ -661,5 +697,43 @@ func writeError(w http.ResponseWriter, service string, status int, msg string) {
 		linearErrors(w, status, gqlError(msg, "INVALID_INPUT"))
 	default:
 		writeJSON(w, status, map[string]any{"message": msg})
+	}
+}
+
+// cachedAnswer is a recorded GET answer (see Server.answers): the fake
+// regenerates and re-encodes every answer otherwise, which would make
+// benchmarks measure the fake.
+type cachedAnswer struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+// answerRecorder passes an answer through and keeps a copy.
+type answerRecorder struct {
+	http.ResponseWriter
+	status int
+	body   []byte
+}
+
+func (a *answerRecorder) WriteHeader(code int) {
+	if a.status == 0 {
+		a.status = code
+	}
+	a.ResponseWriter.WriteHeader(code)
+}
+
+func (a *answerRecorder) Write(b []byte) (int, error) {
+	if a.status == 0 {
+		a.status = http.StatusOK
+	}
+	a.body = append(a.body, b...)
+	return a.ResponseWriter.Write(b)
+}
+
+// Flush passes through, for handlers that stream.
+func (a *answerRecorder) Flush() {
+	if f, ok := a.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
 	}
 }

@@ -296,14 +296,6 @@ type githubAPI struct {
 	issues  map[int64][]*ghIssue
 	nextID  int64
 	created time.Time
-	// pages caches encoded /user/repos answers by query, dropped on every
-	// write: benchmarks measure the sandbox, not the fake's JSON encoder.
-	pages map[string]cachedPage
-}
-
-type cachedPage struct {
-	link string
-	body []byte
 }
 
 func newGitHub() *githubAPI {
@@ -732,23 +724,6 @@ func pageSlice[T any](xs []T, perPage, page int) []T {
 }
 
 func (g *githubAPI) listRepos(c *call) {
-	g.mu.Lock()
-	page, ok := g.pages[c.r.URL.RawQuery]
-	g.mu.Unlock()
-	if ok {
-		if page.link != "" {
-			c.w.Header().Set("Link", page.link)
-		}
-		c.w.Header().Set("Content-Type", "application/json; charset=utf-8")
-		c.w.Header().Set("Content-Length", strconv.Itoa(len(page.body)))
-		c.w.WriteHeader(http.StatusOK)
-		_, _ = c.w.Write(page.body)
-		return
-	}
-	g.listReposUncached(c)
-}
-
-func (g *githubAPI) listReposUncached(c *call) {
 	q := c.r.URL.Query()
 	perPage, page := pageParams(q)
 	g.mu.Lock()
@@ -789,20 +764,7 @@ func (g *githubAPI) listReposUncached(c *call) {
 		return less(repos[i], repos[j])
 	})
 	setLink(c.w, "/user/repos", q, perPage, page, len(repos))
-	body, err := marshal(pageSlice(repos, perPage, page))
-	if err != nil {
-		panic(fmt.Sprintf("fakeapi: encoding response: %v", err))
-	}
-	g.mu.Lock()
-	if g.pages == nil {
-		g.pages = map[string]cachedPage{}
-	}
-	g.pages[c.r.URL.RawQuery] = cachedPage{link: c.w.Header().Get("Link"), body: body}
-	g.mu.Unlock()
-	c.w.Header().Set("Content-Type", "application/json; charset=utf-8")
-	c.w.Header().Set("Content-Length", strconv.Itoa(len(body)))
-	c.w.WriteHeader(http.StatusOK)
-	_, _ = c.w.Write(body)
+	writeJSON(c.w, http.StatusOK, pageSlice(repos, perPage, page))
 }
 
 // findRepo looks a repository up case-insensitively, as GitHub does.
@@ -935,7 +897,6 @@ func (g *githubAPI) createIssue(c *call, owner, name string) {
 	g.issues[repo.ID] = append(all, is)
 	repo.OpenIssuesCount++
 	repo.OpenIssues++
-	g.pages = nil
 	c.w.Header().Set("Location", is.URL)
 	writeJSON(c.w, http.StatusCreated, is)
 }

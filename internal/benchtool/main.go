@@ -1,0 +1,54 @@
+// Command benchtool is the harness behind `make bench` for what Go
+// benchmarks cannot measure, and the writer of BENCHMARKS.md:
+//
+//	benchtool rss   -out FILE             1,000 ops in flight against an upstream that holds each answer 500 ms
+//	benchtool ready -bin PINNED -out FILE time from starting `pinned sidecar` to a 200 from /readyz, cold and warm cache
+//	benchtool report -bench FILE -rss FILE -ready FILE -out BENCHMARKS.md
+//
+// It is a development tool (internal), not part of the product.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: benchtool rss|ready|report [flags]")
+		os.Exit(2)
+	}
+	var err error
+	switch os.Args[1] {
+	case "rss":
+		fs := flag.NewFlagSet("rss", flag.ExitOnError)
+		out := fs.String("out", "rss.json", "result file")
+		n := fs.Int("n", 1000, "ops in flight")
+		hold := fs.Duration("hold", 500e6, "how long the upstream holds each answer")
+		fs.Parse(os.Args[2:])
+		err = runRSS(*out, *n, *hold)
+	case "ready":
+		fs := flag.NewFlagSet("ready", flag.ExitOnError)
+		out := fs.String("out", "ready.json", "result file")
+		bin := fs.String("bin", "bin/pinned", "the pinned binary")
+		runs := fs.Int("runs", 7, "starts per cache state")
+		fs.Parse(os.Args[2:])
+		err = runReady(*out, *bin, *runs)
+	case "report":
+		fs := flag.NewFlagSet("report", flag.ExitOnError)
+		bench := fs.String("bench", "bench.out", "go test -bench output")
+		extism := fs.String("extism", "", "go test -bench output of bench/extism (optional)")
+		rss := fs.String("rss", "rss.json", "rss result")
+		ready := fs.String("ready", "ready.json", "readiness result")
+		out := fs.String("out", "BENCHMARKS.md", "report")
+		fs.Parse(os.Args[2:])
+		err = runReport(*bench, *extism, *rss, *ready, *out)
+	default:
+		err = fmt.Errorf("unknown subcommand %q", os.Args[1])
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "benchtool:", err)
+		os.Exit(1)
+	}
+}
