@@ -36,9 +36,16 @@ test:
 demo: build
 	./bin/pinned demo
 
-## bench: Go benchmarks, written to BENCHMARKS.md.
-bench:
+## bench: benchmarks and harnesses, written to docs/BENCHMARKS.md (see
+## that file; ratios are against baselines measured in the same run).
+bench: build
 	$(GO) test -run='^$$' -bench=. -benchmem -benchtime=$(BENCHTIME) -count=$(BENCHCOUNT) ./host/ | tee bench.out
+	@if [ -f bench/extism/go.mod ]; then \
+	  (cd bench/extism && $(GO) test -run='^$$' -bench=. -benchtime=$(BENCHTIME) -count=$(BENCHCOUNT) .) | tee bench-extism.out; \
+	else : > bench-extism.out; fi
+	$(GO) run ./internal/benchtool rss -out rss.json
+	$(GO) run ./internal/benchtool ready -bin bin/pinned -out ready.json
+	$(GO) run ./internal/benchtool report -bench bench.out -extism bench-extism.out -rss rss.json -ready ready.json -out docs/BENCHMARKS.md
 
 ## check: formatting, vet, and the committed modules rebuilt byte for byte.
 check:
@@ -54,4 +61,4 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzParseTemplate$$' -fuzztime=$(FUZZTIME) ./registry/
 
 clean:
-	rm -rf bin bench.out
+	rm -rf bin bench.out bench-extism.out rss.json ready.json

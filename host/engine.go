@@ -43,6 +43,7 @@ import (
 
 	"github.com/elevenmessenger/pinned/guest"
 	"github.com/elevenmessenger/pinned/internal/abi"
+	"github.com/elevenmessenger/pinned/internal/wasmbin"
 	"github.com/elevenmessenger/pinned/registry"
 )
 
@@ -172,8 +173,13 @@ type Engine struct {
 // egress client. It fails when the guest imports anything outside the
 // documented list (ABI invariant 1).
 func New(ctx context.Context, cfg Config) (*Engine, error) {
+	// The embedded registry is parsed (every rule, every pattern) while the
+	// guest is read and compiled; the template needs it, compiling does not.
+	regc := make(chan *registry.Registry, 1)
 	if cfg.Registry == nil {
-		cfg.Registry = registry.Default()
+		go func() { regc <- registry.Default() }()
+	} else {
+		regc <- cfg.Registry
 	}
 	if cfg.Guest == nil {
 		cfg.Guest = guest.Wasm()
@@ -205,7 +211,12 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 	if cfg.UserAgent == "" {
 		cfg.UserAgent = "pinned/1"
 	}
-	e := &Engine{cfg: cfg, reg: cfg.Registry, preps: map[string]*prepared{}, log: zerolog.Nop()}
+	e := &Engine{cfg: cfg, preps: map[string]*prepared{}, log: zerolog.Nop()}
+	defer func() {
+		if e.reg == nil { // an early return: let the parse finish unobserved
+			go func() { <-regc }()
+		}
+	}()
 	if cfg.Logger != nil {
 		e.log = *cfg.Logger
 	}
@@ -226,7 +237,7 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 
 	// Prepare the guest before the runtime: how it is instrumented decides
 	// how the runtime enforces deadlines.
-	plan, perr := planGuest(cfg.Guest)
+	plan, perr := planGuestCached(cfg.Guest, cfg.CacheDir)
 	if perr != nil {
 		return nil, fmt.Errorf("host: read guest: %w", perr)
 	}
@@ -274,6 +285,8 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		return nil, e.closeWith(ctx, err)
 	}
 	e.modCfg = wazero.NewModuleConfig().WithName("").WithStartFunctions()
+	e.reg = <-regc
+	e.cfg.Registry = e.reg
 	if reset {
 		size := cfg.PoolSize
 		if size <= 0 {
@@ -603,7 +616,7 @@ func armInterrupt(ctx context.Context, g api.MutableGlobal) (disarm func() bool)
 		defer mu.Unlock()
 		if !done {
 			fired = true
-			g.Set(1)
+			g.Set(wasmbin.InterruptAddress)
 		}
 	})
 	return func() bool {

@@ -2,8 +2,13 @@ package host
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sync/atomic"
 	"time"
 
@@ -79,6 +84,67 @@ type guestPlan struct {
 	// notResettable says why IsolationReset cannot be used; empty when it
 	// can.
 	notResettable string
+}
+
+// planCacheVersion names the instrumentation scheme in cached plans; bump
+// it whenever Instrument's output changes.
+const planCacheVersion = "2"
+
+// planGuestCached is planGuest with its result kept in cacheDir (beside
+// wazero's compiled code, and trusted as much), keyed by the guest's
+// SHA-256: instrumenting the executor takes tens of milliseconds a start.
+func planGuestCached(wasm []byte, cacheDir string) (*guestPlan, error) {
+	if cacheDir == "" {
+		return planGuest(wasm)
+	}
+	sum := sha256.Sum256(wasm)
+	base := filepath.Join(cacheDir, "pinned-plan-v"+planCacheVersion+"-"+hex.EncodeToString(sum[:]))
+	type meta struct {
+		Globals       []string `json:"globals"`
+		Interrupt     string   `json:"interrupt"`
+		NotResettable string   `json:"not_resettable"`
+		SHA256        string   `json:"sha256"` // of the .wasm
+	}
+	if mb, err := os.ReadFile(base + ".json"); err == nil {
+		var m meta
+		if json.Unmarshal(mb, &m) == nil {
+			if w, err := os.ReadFile(base + ".wasm"); err == nil {
+				if got := sha256.Sum256(w); hex.EncodeToString(got[:]) == m.SHA256 {
+					p := &guestPlan{wasm: w, globals: m.Globals, interrupt: m.Interrupt, notResettable: m.NotResettable}
+					if !cowSupported {
+						p.notResettable = errNoCowReason().Error()
+					}
+					return p, nil
+				}
+			}
+		}
+	}
+	p, err := planGuest(wasm)
+	if err != nil {
+		return nil, err
+	}
+	sumOut := sha256.Sum256(p.wasm)
+	mb, _ := json.Marshal(meta{Globals: p.globals, Interrupt: p.interrupt, NotResettable: p.notResettable, SHA256: hex.EncodeToString(sumOut[:])})
+	if os.MkdirAll(cacheDir, 0o700) == nil {
+		writeAtomic(base+".wasm", p.wasm)
+		writeAtomic(base+".json", mb)
+	}
+	return p, nil
+}
+
+// writeAtomic writes a file through a temporary name and a rename, so a
+// reader never sees half of it. Errors are ignored: the cache is an
+// optimisation.
+func writeAtomic(path string, b []byte) {
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
+	if err != nil {
+		return
+	}
+	_, werr := tmp.Write(b)
+	cerr := tmp.Close()
+	if werr != nil || cerr != nil || os.Rename(tmp.Name(), path) != nil {
+		os.Remove(tmp.Name())
+	}
 }
 
 // planGuest reads and instruments a guest.

@@ -55,6 +55,8 @@ type Module struct {
 
 	// DefinedGlobals counts the module's own globals.
 	DefinedGlobals int
+
+	hasMemory bool
 }
 
 type section struct {
@@ -156,6 +158,8 @@ func Parse(b []byte) (*Module, error) {
 			err = m.readImports(s.body)
 		case secGlobal:
 			err = m.readGlobals(s.body)
+		case secMemory:
+			m.hasMemory = len(s.body) > 0 && s.body[0] > 0
 		case secElement:
 			err = m.readElements(s.body)
 		case secData:
@@ -203,6 +207,7 @@ func (m *Module) readImports(b []byte) error {
 			}
 		case 2: // memory: limits
 			m.ImportedMemories++
+			m.hasMemory = true
 			err = r.limits()
 		case 3: // global: valtype, mut
 			m.ImportedGlobals++
@@ -360,9 +365,14 @@ func (m *Module) readData(b []byte) error {
 // module as is, with wazero's own (slower) termination checks.
 var ErrNotInstrumentable = errors.New("wasmbin: code not instrumentable")
 
-// InterruptExport names the global Instrument adds: the host sets it to 1
-// to make the running code trap at its next loop iteration.
+// InterruptExport names the global Instrument adds: the host sets it to
+// InterruptAddress to make the running code trap at its next loop
+// iteration.
 const InterruptExport = "pinned.interrupt"
+
+// InterruptAddress is the value that interrupts: an address past the end
+// of any 32-bit linear memory.
+const InterruptAddress = 0xFFFFFFF0
 
 // Instrumented is a module rewritten by Instrument.
 type Instrumented struct {
@@ -379,10 +389,11 @@ type Instrumented struct {
 //   - it adds a mutable i32 global, initially 0, exported as
 //     InterruptExport;
 //   - at the head of every loop it inserts
-//     "global.get $interrupt; if; unreachable; end", so that setting the
-//     global from the host traps the code at its next iteration (an epoch
-//     check: a load and a branch, where wazero's own termination check is
-//     an indirect call);
+//     "global.get $interrupt; i32.load8_u; drop": a one-byte load at the
+//     address the global holds, 0 until the host stores InterruptAddress,
+//     after which the load traps at the code's next iteration (an epoch
+//     check: a load, where wazero's own termination check is an indirect
+//     call). The module must have a memory;
 //   - it exports every mutable global as GlobalExportPrefix + index, so
 //     the host can save and restore them.
 //
@@ -393,10 +404,17 @@ type Instrumented struct {
 // label depth outside itself, and wasm branches are by depth, so every
 // existing branch keeps its target.
 func (m *Module) Instrument() (*Instrumented, error) {
+	if !m.hasMemory {
+		return nil, fmt.Errorf("%w: the module has no memory", ErrNotInstrumentable)
+	}
 	total := uint32(m.ImportedGlobals + m.DefinedGlobals)
 	interrupt := total
+	// global.get $interrupt; i32.load8_u offset=0; drop — a load at the
+	// address the global holds: 0 (harmless) until the host stores
+	// InterruptAddress, which lies past any memory, so the load traps.
+	// No block is added: validation and every label depth are unchanged.
 	check := append([]byte{0x23}, appendU32(nil, interrupt)...)
-	check = append(check, 0x04, 0x40, 0x00, 0x0b) // if (empty) unreachable end
+	check = append(check, 0x2d, 0x00, 0x00, 0x1a)
 	out := []byte("\x00asm\x01\x00\x00\x00")
 	globals := append(append([]uint32(nil), m.MutableGlobals...), interrupt)
 	wroteGlobals, wroteExports := false, false
