@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
+	"unicode"
 
 	"github.com/elevenmessenger/pinned/guest/executor"
 	"github.com/elevenmessenger/pinned/registry"
@@ -53,6 +54,13 @@ func (e *Engine) Check(ctx context.Context, service, op string, args json.RawMes
 	return c, nil
 }
 
+// renderConfirm fills the confirm template. The values are caller text
+// (a model's proposal) inside a sentence a member will trust, so each is
+// made one visible line: line breaks show as "⏎", other control
+// characters as spaces, bidirectional-override and invisible formatting
+// characters are dropped, and a value over MaxConfirmValueRunes is cut
+// with "…". The op itself runs with the values as given (and a grant's
+// args_sha256 binds them exactly).
 func renderConfirm(tmpl string, vals map[string]string) string {
 	pieces, err := registry.ParseTemplate(tmpl)
 	if err != nil {
@@ -61,10 +69,36 @@ func renderConfirm(tmpl string, vals map[string]string) string {
 	var b strings.Builder
 	for _, pc := range pieces {
 		if pc.Arg != "" {
-			b.WriteString(vals[pc.Arg])
+			b.WriteString(confirmValue(vals[pc.Arg]))
 		} else {
 			b.WriteString(pc.Text)
 		}
+	}
+	return b.String()
+}
+
+// MaxConfirmValueRunes bounds one value in a confirm sentence.
+const MaxConfirmValueRunes = 200
+
+func confirmValue(s string) string {
+	var b strings.Builder
+	n := 0
+	for _, r := range s {
+		if n == MaxConfirmValueRunes {
+			b.WriteString("…")
+			break
+		}
+		switch {
+		case r == '\n' || r == '\r' || r == 0x2028 || r == 0x2029:
+			b.WriteString("⏎")
+		case unicode.IsControl(r):
+			b.WriteByte(' ')
+		case unicode.Is(unicode.Cf, r): // bidi overrides, zero-width and other format characters
+			continue
+		default:
+			b.WriteRune(r)
+		}
+		n++
 	}
 	return b.String()
 }

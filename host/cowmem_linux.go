@@ -186,48 +186,144 @@ func (c *cowMemory) adopt(img *memImage) error {
 	return nil
 }
 
-// reset makes the memory equal to the image again, touching only what the
-// op changed. In a private file mapping a page the op wrote has become an
-// anonymous copy; every other page is still the sealed image's own page.
-// The kernel reports which is which in /proc/self/pagemap (proc(5): bit 61
-// is set for file pages), so reset copies the image back over exactly the
-// pages that are present (or swapped) and not file pages. Pages the op only
-// read stay mapped and cost nothing next time; pages it wrote stay private
-// and are not faulted again. Without a readable pagemap, reset drops the
-// private pages instead (madvise MADV_DONTNEED), which is as exact but
-// makes the next op fault every page it touches. It returns the number of
-// pages restored (-1 after the fallback). The caller has checked that the
-// memory did not grow past the image.
-func (c *cowMemory) reset() (int, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.freed || c.buf == nil || c.image == nil {
-		return 0, fmt.Errorf("memory freed")
-	}
+// readPagemap reads the pagemap entries of the image range into
+// c.entries.
+func (c *cowMemory) readPagemap() ([]byte, error) {
 	n := c.image.size / pageSize
 	if cap(c.entries) < n*8 {
 		c.entries = make([]byte, n*8)
 	}
 	buf := c.entries[:n*8]
 	pm, err := pagemap()
-	if err == nil {
-		off := int64(uintptr(unsafe.Pointer(&c.buf[0]))/pageSize) * 8
-		var got int
-		got, err = pm.ReadAt(buf, off)
-		if err == nil && got != len(buf) {
-			err = fmt.Errorf("short pagemap read")
+	if err != nil {
+		return nil, err
+	}
+	off := int64(uintptr(unsafe.Pointer(&c.buf[0]))/pageSize) * 8
+	got, err := pm.ReadAt(buf, off)
+	if err == nil && got != len(buf) {
+		err = fmt.Errorf("short pagemap read")
+	}
+	return buf, err
+}
+
+// Page classes of the canonical state a reset returns to (pageClasses).
+const (
+	pageCold  = 0 // not mapped
+	pageRead  = 1 // mapped from the image, never written (a file page)
+	pageWrite = 2 // a private copy, present, equal to the image
+)
+
+// pageClasses classifies the image range by what the warm-up ops did on
+// this instance: the pages they wrote become write-class, the pages they
+// only read read-class, the rest cold.
+func (c *cowMemory) pageClasses() ([]byte, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	buf, err := c.readPagemap()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]byte, len(buf)/8)
+	for i := range out {
+		e := binary.LittleEndian.Uint64(buf[i*8:])
+		switch {
+		case e&pmSwapped != 0 || (e&pmPresent != 0 && e&pmFile == 0):
+			out[i] = pageWrite
+		case e&pmPresent != 0:
+			out[i] = pageRead
 		}
 	}
-	if err != nil {
-		return -1, unix.Madvise(c.buf[:c.image.size], unix.MADV_DONTNEED)
+	return out, nil
+}
+
+// prime puts the pages in their canonical state: write-class pages become
+// private copies, read-class pages are mapped (by reading them).
+func (c *cowMemory) prime(class []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.primeLocked(class, -1)
+}
+
+func (c *cowMemory) primeLocked(class []byte, only int) {
+	var sink byte
+	for i, k := range class {
+		if only >= 0 && i != only {
+			continue
+		}
+		switch k {
+		case pageWrite:
+			copy(c.buf[i*pageSize:(i+1)*pageSize], c.image.view[i*pageSize:(i+1)*pageSize])
+		case pageRead:
+			sink ^= c.buf[i*pageSize]
+		}
 	}
-	restored := 0
+	readSink = sink
+}
+
+// readSink keeps the compiler from dropping the reads of primeLocked.
+var readSink byte
+
+// reset returns the memory to the image AND to a page state that does not
+// depend on what the op did: otherwise an op could learn which pages the
+// previous op touched by timing its own page faults, a cross-op channel a
+// fresh instance does not have.
+//
+// The canonical state (pageClasses, computed once per pool) is: each
+// write-class page a private, present copy equal to the image; each
+// read-class page mapped from the image and unwritten; every other page not
+// mapped. reset copies the image over every write-class page (whether or
+// not the op wrote it), and reads /proc/self/pagemap (proc(5): bit 61 marks
+// a file page, i.e. one still the sealed image's own) for the rest: a
+// read-class page the op wrote, and any cold page the op mapped, is dropped
+// with madvise(MADV_DONTNEED) — in a private file mapping it then reads as
+// the image again — and a read-class page is mapped again by reading it.
+// Without a readable pagemap it drops the whole range and primes again,
+// which ends in the same state. It returns the pages copied, dropped or
+// mapped. The caller has checked that the memory did not grow past the
+// image.
+func (c *cowMemory) reset(class []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.freed || c.buf == nil || c.image == nil {
+		return 0, fmt.Errorf("memory freed")
+	}
+	n := c.image.size / pageSize
+	buf, err := c.readPagemap()
+	if err != nil || len(class) != n {
+		if err := unix.Madvise(c.buf[:c.image.size], unix.MADV_DONTNEED); err != nil {
+			return 0, err
+		}
+		c.primeLocked(class, -1)
+		return n, nil
+	}
+	count := 0
 	for i := 0; i < n; i++ {
 		e := binary.LittleEndian.Uint64(buf[i*8:])
-		if (e&pmPresent != 0 && e&pmFile == 0) || e&pmSwapped != 0 {
+		present := e&(pmPresent|pmSwapped) != 0
+		file := e&pmPresent != 0 && e&pmFile != 0
+		switch class[i] {
+		case pageWrite:
 			copy(c.buf[i*pageSize:(i+1)*pageSize], c.image.view[i*pageSize:(i+1)*pageSize])
-			restored++
+			count++
+		case pageRead:
+			if file {
+				continue
+			}
+			if present { // written by the op
+				if err := unix.Madvise(c.buf[i*pageSize:(i+1)*pageSize], unix.MADV_DONTNEED); err != nil {
+					return count, err
+				}
+			}
+			c.primeLocked(class, i)
+			count++
+		default:
+			if present {
+				if err := unix.Madvise(c.buf[i*pageSize:(i+1)*pageSize], unix.MADV_DONTNEED); err != nil {
+					return count, err
+				}
+				count++
+			}
 		}
 	}
-	return restored, nil
+	return count, nil
 }

@@ -53,7 +53,8 @@ var nonPublic = func() []netip.Prefix {
 		"172.16.0.0/12", "192.0.0.0/24", "192.0.2.0/24", "192.88.99.0/24", "192.168.0.0/16",
 		"198.18.0.0/15", "198.51.100.0/24", "203.0.113.0/24", "224.0.0.0/4", "240.0.0.0/4",
 		"::/128", "::1/128", "100::/64", "2001:db8::/32", "fc00::/7", "fe80::/10", "ff00::/8",
-		"2001::/23", // IETF protocol assignments (includes Teredo 2001::/32)
+		"2001::/23",      // IETF protocol assignments (includes Teredo 2001::/32)
+		"64:ff9b:1::/48", // local-use NAT64 (RFC 8215): not globally reachable, and where the IPv4 address sits depends on the translator's prefix length
 	} {
 		ps = append(ps, netip.MustParsePrefix(s))
 	}
@@ -62,14 +63,14 @@ var nonPublic = func() []netip.Prefix {
 
 var (
 	nat64     = netip.MustParsePrefix("64:ff9b::/96")
-	nat64Wide = netip.MustParsePrefix("64:ff9b:1::/48")
 	sixToFour = netip.MustParsePrefix("2002::/16")
 )
 
 // PublicAddr reports whether the host may dial a. IPv4-mapped
-// (::ffff:a.b.c.d), NAT64 (64:ff9b::/96, 64:ff9b:1::/48) and 6to4
-// (2002::/16) addresses are unwrapped and the embedded IPv4 address is
-// checked too; a zoned address is never public.
+// (::ffff:a.b.c.d), well-known NAT64 (64:ff9b::/96) and 6to4 (2002::/16)
+// addresses are unwrapped and the embedded IPv4 address is checked too;
+// the local-use NAT64 prefix 64:ff9b:1::/48 is never public (RFC 8215),
+// nor is a zoned address.
 func PublicAddr(a netip.Addr) bool {
 	if !a.IsValid() || a.Zone() != "" {
 		return false
@@ -78,7 +79,7 @@ func PublicAddr(a netip.Addr) bool {
 	if a.Is6() {
 		b := a.As16()
 		switch {
-		case nat64.Contains(a), nat64Wide.Contains(a):
+		case nat64.Contains(a):
 			if !PublicAddr(netip.AddrFrom4([4]byte{b[12], b[13], b[14], b[15]})) {
 				return false
 			}

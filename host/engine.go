@@ -54,8 +54,11 @@ const (
 	DefaultMaxResultBytes   = 64 << 10
 	DefaultMaxArgsBytes     = 64 << 10
 	DefaultMemoryLimitPages = 512 // 32 MiB of linear memory
-	DefaultMaxHostCalls     = 16
-	DefaultMaxLogBytes      = 4 << 10
+	// MaxMemoryLimitPages bounds MemoryLimitPages (2 GiB): the interrupt
+	// check traps by loading past the end of memory.
+	MaxMemoryLimitPages = 32768
+	DefaultMaxHostCalls = 16
+	DefaultMaxLogBytes  = 4 << 10
 	// MaxErrorMessageBytes caps the message projected from an error body.
 	MaxErrorMessageBytes = 1 << 10
 )
@@ -198,6 +201,9 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 	}
 	if cfg.MemoryLimitPages == 0 {
 		cfg.MemoryLimitPages = DefaultMemoryLimitPages
+	}
+	if cfg.MemoryLimitPages > MaxMemoryLimitPages {
+		return nil, fmt.Errorf("host: MemoryLimitPages %d is over %d (a guest's memory must stay below the interrupt address)", cfg.MemoryLimitPages, MaxMemoryLimitPages)
 	}
 	if cfg.MaxHostCalls <= 0 {
 		cfg.MaxHostCalls = DefaultMaxHostCalls
@@ -648,7 +654,10 @@ func guestFailure(ctx context.Context, err error, interrupted bool) *Error {
 		}
 		return &Error{Code: CodeSandbox, Message: fmt.Sprintf("the executor exited with code %d", exit.ExitCode()), cause: err}
 	}
-	if ctx.Err() == context.DeadlineExceeded {
+	switch {
+	case errors.Is(err, context.Canceled) || ctx.Err() == context.Canceled:
+		return &Error{Code: CodeCanceled, Message: "the op was canceled", cause: err}
+	case errors.Is(err, context.DeadlineExceeded) || ctx.Err() == context.DeadlineExceeded:
 		return &Error{Code: CodeTimeout, Message: "the op's deadline passed in the sandbox", cause: err}
 	}
 	return &Error{Code: CodeSandbox, Message: "the executor trapped", cause: err}

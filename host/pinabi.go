@@ -1,6 +1,7 @@
 package host
 
 import (
+	"bytes"
 	"context"
 	"time"
 	"unicode/utf8"
@@ -8,7 +9,9 @@ import (
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 
+	"github.com/elevenmessenger/pinned/guest/executor"
 	"github.com/elevenmessenger/pinned/internal/abi"
+	"github.com/elevenmessenger/pinned/internal/jsonv"
 	"github.com/elevenmessenger/pinned/registry"
 )
 
@@ -205,8 +208,9 @@ func pinRequest(ctx context.Context, mod api.Module, stack []uint64) {
 // outcome is not yet fixed (ESTATE); reason is a known abi.Reject* value
 // (EINVAL); name_len <= abi.MaxNameBytes (EINVAL); the name is inside
 // memory (EFAULT); it is valid UTF-8 without control characters, empty
-// exactly for RejectSyntax, and a declared arg of the op unless the reason
-// is RejectUndeclared (EINVAL). OK fixes the outcome as rejected. Results:
+// exactly for RejectSyntax, a top-level key of the caller's args the op
+// does not declare for RejectUndeclared (clipped as the executor clips
+// it), and a declared arg of the op otherwise (EINVAL). OK fixes the outcome as rejected. Results:
 // OK, EINVAL, EFAULT, ESTATE, ELIMIT.
 func pinReject(ctx context.Context, mod api.Module, stack []uint64) {
 	st := stateFrom(ctx)
@@ -233,7 +237,16 @@ func pinReject(ctx context.Context, mod api.Module, stack []uint64) {
 		result(stack, abi.EINVAL)
 		return
 	}
-	if reason != abi.RejectUndeclared && reason != abi.RejectSyntax {
+	switch reason {
+	case abi.RejectSyntax:
+	case abi.RejectUndeclared:
+		// The name must be one the caller sent (clipped as the executor
+		// clips it), so the guest cannot put its own text in the error.
+		if !st.callerSent(name) {
+			result(stack, abi.EINVAL)
+			return
+		}
+	default:
 		if _, declared := st.op.Args[name]; !declared {
 			result(stack, abi.EINVAL)
 			return
@@ -241,6 +254,26 @@ func pinReject(ctx context.Context, mod api.Module, stack []uint64) {
 	}
 	st.outcome, st.rejReason, st.rejArg = outcomeRejected, reason, name
 	result(stack, abi.OK)
+}
+
+// callerSent reports whether name is, clipped, a top-level key of the
+// caller's args (the part of the op input after the first newline) that
+// the op does not declare.
+func (st *opState) callerSent(name string) bool {
+	nl := bytes.IndexByte(st.input, '\n')
+	if nl < 0 {
+		return false
+	}
+	v, err := jsonv.Parse(st.input[nl+1:])
+	if err != nil || v.Kind != jsonv.Object {
+		return false
+	}
+	for _, m := range v.O {
+		if _, declared := st.op.Args[m.Key]; !declared && executor.ClipName(m.Key) == name {
+			return true
+		}
+	}
+	return false
 }
 
 func printableName(s string) bool {

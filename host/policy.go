@@ -17,33 +17,34 @@ type DenyReason string
 // Deny reasons of the request check (ABI invariant 2), the dial policy
 // (invariant 4) and the response handling.
 const (
-	DenyMalformed       DenyReason = "request_malformed"     // not the documented request encoding
-	DenyTooLarge        DenyReason = "request_too_large"     // over abi.MaxRequestBytes
-	DenyMethod          DenyReason = "method"                // method other than the op's
-	DenyScheme          DenyReason = "scheme"                // not https://
-	DenyHost            DenyReason = "host"                  // authority is not exactly the manifest's host
-	DenyPort            DenyReason = "port"                  // a port in the URL
-	DenyUserinfo        DenyReason = "userinfo"              // user@host
-	DenyFragment        DenyReason = "fragment"              // #fragment
-	DenyURLChar         DenyReason = "url_char"              // a byte outside printable ASCII (CR, LF, space, NUL, non-ASCII)
-	DenyPath            DenyReason = "path_template"         // path does not match the op's template
-	DenyDotSegment      DenyReason = "dot_segment"           // "." or ".." (also percent-encoded) in a segment
-	DenyEncodedSlash    DenyReason = "encoded_slash"         // %2F or %5C in a segment
-	DenyPathEncoding    DenyReason = "path_encoding"         // malformed percent-encoding in the path
-	DenyQueryKey        DenyReason = "query_key"             // a query key the op does not declare
-	DenyQueryDuplicate  DenyReason = "query_duplicate"       // a query key twice
-	DenyQuerySyntax     DenyReason = "query_syntax"          // malformed query
-	DenyBodyNotAllowed  DenyReason = "body_not_allowed"      // a body where the op declares none
-	DenyBodyMissing     DenyReason = "body_missing"          // no body where the op declares one
-	DenyBodyInvalid     DenyReason = "body_invalid"          // body not of the op's kind (JSON object, form of declared keys)
-	DenyHeaderForbidden DenyReason = "header_forbidden"      // a header the host owns (Authorization, Cookie, Host, Proxy-*, ...)
-	DenyHeaderInvalid   DenyReason = "header_invalid"        // bad header name, or CR/LF/NUL in a value
-	DenyHeaderNotAllow  DenyReason = "header_not_allowed"    // a header the manifest does not declare
-	DenyHeaderValue     DenyReason = "header_value"          // a declared header with another value
-	DenyHeaderDuplicate DenyReason = "header_duplicate"      // a header twice
-	DenyDial            DenyReason = "dial_address"          // the host resolved to a non-public address
-	DenyRedirect        DenyReason = "redirect"              // upstream answered 3xx; not followed
-	DenyState           DenyReason = "request_after_outcome" // a second request after the op's outcome was fixed
+	DenyMalformed       DenyReason = "request_malformed"  // not the documented request encoding
+	DenyTooLarge        DenyReason = "request_too_large"  // over abi.MaxRequestBytes
+	DenyMethod          DenyReason = "method"             // method other than the op's
+	DenyScheme          DenyReason = "scheme"             // not https://
+	DenyHost            DenyReason = "host"               // authority is not exactly the manifest's host
+	DenyPort            DenyReason = "port"               // a port in the URL
+	DenyUserinfo        DenyReason = "userinfo"           // user@host
+	DenyFragment        DenyReason = "fragment"           // #fragment
+	DenyURLChar         DenyReason = "url_char"           // a byte outside printable ASCII (CR, LF, space, NUL, non-ASCII)
+	DenyPath            DenyReason = "path_template"      // path does not match the op's template
+	DenyDotSegment      DenyReason = "dot_segment"        // "." or ".." (also percent-encoded) in a segment
+	DenyEncodedSlash    DenyReason = "encoded_slash"      // %2F or %5C in a segment
+	DenyPathEncoding    DenyReason = "path_encoding"      // malformed percent-encoding in the path
+	DenyQueryKey        DenyReason = "query_key"          // a query key the op does not declare
+	DenyQueryDuplicate  DenyReason = "query_duplicate"    // a query key twice
+	DenyQuerySyntax     DenyReason = "query_syntax"       // malformed query
+	DenyBodyNotAllowed  DenyReason = "body_not_allowed"   // a body where the op declares none
+	DenyBodyMissing     DenyReason = "body_missing"       // no body where the op declares one
+	DenyBodyInvalid     DenyReason = "body_invalid"       // body not of the op's kind (JSON object, form of declared keys)
+	DenyBodyShape       DenyReason = "body_shape"         // body not the op's body_json/body_form template with values in the {arg} places
+	DenyQueryValue      DenyReason = "query_value"        // a query value not the op's template with a value in the {arg} places, or a fixed key missing
+	DenyHeaderForbidden DenyReason = "header_forbidden"   // a header the host owns (Authorization, Cookie, Host, Proxy-*, ...)
+	DenyHeaderInvalid   DenyReason = "header_invalid"     // bad header name, or CR/LF/NUL in a value
+	DenyHeaderNotAllow  DenyReason = "header_not_allowed" // a header the manifest does not declare
+	DenyHeaderValue     DenyReason = "header_value"       // a declared header with another value
+	DenyHeaderDuplicate DenyReason = "header_duplicate"   // a header twice
+	DenyDial            DenyReason = "dial_address"       // the host resolved to a non-public address
+	DenyRedirect        DenyReason = "redirect"           // upstream answered 3xx; not followed
 )
 
 // checkedRequest is a request that passed the policy.
@@ -61,8 +62,11 @@ type opPolicy struct {
 	method      string
 	segments    []pathSeg
 	queryKeys   map[string]bool
+	queryTmpl   map[string]glob
 	bodyKind    string // "", "json", "form"
 	formKeys    map[string]bool
+	formTmpl    map[string]glob
+	bodyShape   *shape
 	headers     map[string]string // canonical name → value
 	authHeader  string            // canonical name of the credential header
 	contentType string
@@ -97,11 +101,31 @@ func newOpPolicy(m *registry.Manifest, op *registry.Op) (*opPolicy, error) {
 			p.segments = append(p.segments, pathSeg{lit: seg})
 		}
 	}
-	for k := range op.Query {
+	p.queryTmpl, p.formTmpl = map[string]glob{}, map[string]glob{}
+	for k, v := range op.Query {
 		p.queryKeys[k] = true
+		g, err := newGlob(v)
+		if err != nil {
+			return nil, err
+		}
+		p.queryTmpl[k] = g
 	}
-	for k := range op.BodyForm {
+	for k, v := range op.BodyForm {
 		p.formKeys[k] = true
+		g, err := newGlob(v)
+		if err != nil {
+			return nil, err
+		}
+		p.formTmpl[k] = g
+	}
+	if len(op.BodyJSON) > 0 {
+		tv, err := jsonv.Parse(op.BodyJSON)
+		if err != nil {
+			return nil, err
+		}
+		if p.bodyShape, err = newShape(&tv, op.Args); err != nil {
+			return nil, err
+		}
 	}
 	for k, v := range m.Headers {
 		p.headers[textproto.CanonicalMIMEHeaderKey(k)] = v
@@ -218,7 +242,7 @@ func (p *opPolicy) checkURL(u string) DenyReason {
 	if hasQuery {
 		return p.checkQuery(query)
 	}
-	return ""
+	return p.fixedKeysPresent(p.queryTmpl, nil, DenyQueryValue)
 }
 
 // hasPort reports whether an authority ends in ":digits" (after any
@@ -247,8 +271,10 @@ func (p *opPolicy) checkPath(path string) DenyReason {
 		if seg == "" {
 			return DenyPath
 		}
-		if !validPathChars(seg) {
-			return DenyPath
+		for i := 0; i < len(seg); i++ {
+			if !isExecutorByte(seg[i]) { // e.g. ";" (path parameters), sub-delims
+				return DenyPath
+			}
 		}
 		dec, ok := percentDecode(seg)
 		if !ok {
@@ -329,23 +355,28 @@ func unhex(c byte) (byte, bool) {
 	return 0, false
 }
 
+// checkQuery: pairs of key=value joined by "&", in the executor's
+// alphabet only (unreserved characters and %XX: no ";", which some
+// servers also split on), valid encoding, declared keys, each once, each
+// value the key's template with text in the {arg} places, and every key
+// whose template names no arg present (the executor always sends those).
 func (p *opPolicy) checkQuery(q string) DenyReason {
+	seen := map[string]bool{}
 	if q == "" {
 		return DenyQuerySyntax
 	}
-	seen := map[string]bool{}
 	for _, pair := range strings.Split(q, "&") {
 		k, v, ok := strings.Cut(pair, "=")
 		if !ok || k == "" {
 			return DenyQuerySyntax
 		}
 		for i := 0; i < len(pair); i++ {
-			if c := pair[i]; !isPchar(c) && c != '/' && c != '?' {
+			if c := pair[i]; !isExecutorByte(c) && c != '=' {
 				return DenyQuerySyntax
 			}
 		}
 		key, ok1 := percentDecode(k)
-		_, ok2 := percentDecode(v)
+		val, ok2 := percentDecode(v)
 		if !ok1 || !ok2 {
 			return DenyQuerySyntax
 		}
@@ -356,6 +387,19 @@ func (p *opPolicy) checkQuery(q string) DenyReason {
 			return DenyQueryDuplicate
 		}
 		seen[key] = true
+		if !p.queryTmpl[key].match(val) {
+			return DenyQueryValue
+		}
+	}
+	return p.fixedKeysPresent(p.queryTmpl, seen, DenyQueryValue)
+}
+
+// fixedKeysPresent requires every key whose template names no arg.
+func (p *opPolicy) fixedKeysPresent(tmpl map[string]glob, seen map[string]bool, deny DenyReason) DenyReason {
+	for k, g := range tmpl {
+		if !g.hasArg() && !seen[k] {
+			return deny
+		}
 	}
 	return ""
 }
@@ -371,28 +415,34 @@ func (p *opPolicy) checkBody(r *checkedRequest) DenyReason {
 		if err != nil || v.Kind != jsonv.Object {
 			return DenyBodyInvalid
 		}
-	case p.bodyKind == "form":
-		if len(r.body) == 0 {
-			return ""
+		if p.bodyShape != nil && !p.bodyShape.match(&v) {
+			return DenyBodyShape
 		}
+	case p.bodyKind == "form":
 		seen := map[string]bool{}
-		for _, pair := range strings.Split(string(r.body), "&") {
-			k, v, ok := strings.Cut(pair, "=")
-			if !ok || k == "" {
-				return DenyBodyInvalid
-			}
-			key, ok1 := percentDecode(strings.ReplaceAll(k, "+", " "))
-			_, ok2 := percentDecode(v)
-			if !ok1 || !ok2 || !p.formKeys[key] || seen[key] {
-				return DenyBodyInvalid
-			}
-			for i := 0; i < len(pair); i++ {
-				if c := pair[i]; c <= 0x20 || c >= 0x7f {
+		if len(r.body) > 0 {
+			for _, pair := range strings.Split(string(r.body), "&") {
+				k, v, ok := strings.Cut(pair, "=")
+				if !ok || k == "" {
 					return DenyBodyInvalid
 				}
+				for i := 0; i < len(pair); i++ {
+					if c := pair[i]; !isExecutorByte(c) && c != '+' && c != '=' {
+						return DenyBodyInvalid
+					}
+				}
+				key, ok1 := percentDecode(strings.ReplaceAll(k, "+", " "))
+				val, ok2 := percentDecode(strings.ReplaceAll(v, "+", " "))
+				if !ok1 || !ok2 || !p.formKeys[key] || seen[key] {
+					return DenyBodyInvalid
+				}
+				seen[key] = true
+				if !p.formTmpl[key].match(val) {
+					return DenyBodyShape
+				}
 			}
-			seen[key] = true
 		}
+		return p.fixedKeysPresent(p.formTmpl, seen, DenyBodyShape)
 	}
 	return ""
 }

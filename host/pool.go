@@ -64,12 +64,17 @@ type pool struct {
 	maxBytes uint64
 	tmpl     *template
 	free     chan *instance // instances in the template state
-	sem      chan struct{}  // one token per instance in use
+	dirty    chan *instance // released instances waiting for their reset
+	done     chan struct{}  // closed with the pool
+	sem      chan struct{}  // one token per instance in use or being reset
 	closed   atomic.Bool
 	// resets and discards count what put did, for tests and metrics.
 	resets, discards atomic.Int64
-	// restoredPages counts the 4 KiB pages resets copied back.
+	// restoredPages counts the 4 KiB pages resets copied back or dropped.
 	restoredPages atomic.Int64
+	// class is the canonical page state reset returns every instance to,
+	// learned from the registry's own ops (see cowMemory.reset).
+	class []byte
 }
 
 // guestPlan is the guest as the host runs it: instrumented with the
@@ -88,7 +93,7 @@ type guestPlan struct {
 
 // planCacheVersion names the instrumentation scheme in cached plans; bump
 // it whenever Instrument's output changes.
-const planCacheVersion = "2"
+const planCacheVersion = "3"
 
 // planGuestCached is planGuest with its result kept in cacheDir (beside
 // wazero's compiled code, and trusted as much), keyed by the guest's
@@ -153,6 +158,11 @@ func planGuest(wasm []byte) (*guestPlan, error) {
 	if err != nil {
 		return nil, err
 	}
+	if m.HasStart {
+		// wazero runs a start function inside InstantiateModule, before any
+		// deadline can be armed; a reactor never has one.
+		return nil, errors.New("the guest has a start function; a guest is a WASI reactor initialized by _initialize")
+	}
 	ins, err := m.Instrument()
 	if errors.Is(err, wasmbin.ErrNotInstrumentable) {
 		return &guestPlan{wasm: wasm, notResettable: err.Error()}, nil
@@ -180,18 +190,37 @@ func newPool(ctx context.Context, e *Engine, plan *guestPlan, compiled wazero.Co
 		intr:     plan.interrupt,
 		maxBytes: uint64(e.cfg.MemoryLimitPages) * 65536,
 		free:     make(chan *instance, size),
+		dirty:    make(chan *instance, size),
+		done:     make(chan struct{}),
 		sem:      make(chan struct{}, size),
 	}
 	if err := p.buildTemplate(ctx, e); err != nil {
 		return nil, err
 	}
-	// One instance now; the rest in the background, so the engine is
-	// ready as soon as the template is (get creates instances on demand).
+	// The canonical page state: run the warm-up ops on a fresh copy of the
+	// template and see which pages they wrote and read. That instance,
+	// reset, is the first in the pool; the rest are made in the background, so the engine is ready
+	// as soon as the template is (get creates instances on demand).
 	inst, err := p.create()
 	if err != nil {
 		return nil, err
 	}
+	if err := p.warm(ctx, e, inst); err != nil {
+		inst.mod.Close(context.Background())
+		return nil, err
+	}
+	if p.class, err = inst.mem.pageClasses(); err != nil {
+		p.class = nil // no pagemap: reset drops everything
+	}
+	if _, err := inst.mem.reset(p.class); err != nil {
+		inst.mod.Close(context.Background())
+		return nil, err
+	}
+	for i, g := range inst.globals {
+		g.Set(p.tmpl.globals[i])
+	}
 	p.free <- inst
+	go p.resetLoop()
 	go p.fill(size - 1)
 	return p, nil
 }
@@ -296,6 +325,9 @@ func (p *pool) instantiate() (*instance, error) {
 		if allocErr != nil {
 			err = allocErr
 		}
+		if mem != nil {
+			mem.Free() // wazero does not close a module that failed to instantiate
+		}
 		return nil, fmt.Errorf("host: instantiate guest: %w", err)
 	}
 	inst := &instance{mod: mod, mem: mem, run: mod.ExportedFunction(abi.ExportRun)}
@@ -340,7 +372,35 @@ func (p *pool) create() (*instance, error) {
 	for i, g := range inst.globals {
 		g.Set(p.tmpl.globals[i])
 	}
+	inst.mem.prime(p.class)
 	return inst, nil
+}
+
+// warm runs one op per registry op, with empty args, on inst.
+func (p *pool) warm(ctx context.Context, e *Engine, inst *instance) error {
+	ctx, cancel := context.WithTimeout(ctx, templateTimeout)
+	defer cancel()
+	disarm := armInterrupt(ctx, inst.interrupt)
+	defer disarm()
+	st := &opState{start: time.Now(), clockBase: p.tmpl.clock, maxCall: 1 << 30}
+	gctx := context.WithValue(ctx, stateKey{}, st)
+	for _, m := range e.reg.Services() {
+		for _, name := range m.OpNames() {
+			pp, herr := e.prepare(m.ID, name)
+			if herr != nil {
+				return herr
+			}
+			st.input = append(append(st.input[:0], pp.prefix...), "{}"...)
+			st.policy, st.op, st.outcome, st.req = pp.policy, pp.op, outcomeNone, nil
+			st.running = true
+			_, err := inst.run.Call(gctx)
+			st.running = false
+			if err != nil {
+				return fmt.Errorf("host: guest warm-up: %w", err)
+			}
+		}
+	}
+	return nil
 }
 
 // get returns an instance in the template state. At most the pool's size
@@ -377,20 +437,58 @@ func (p *pool) get(ctx context.Context) (*instance, error) {
 
 // put releases an instance after an op. reuse is true only when the op's
 // run returned normally; the instance is then reset to the template and
-// kept. An instance that trapped, exited, timed out, grew its memory or
-// cannot be reset is closed instead.
+// kept, by the pool's reset goroutine so the op does not wait for it (the
+// instance's slot is released only once the reset is done, and only a
+// reset instance ever reaches the free list). An instance that trapped,
+// exited, timed out, grew its memory or cannot be reset is closed
+// instead.
 func (p *pool) put(inst *instance, reuse bool) {
-	defer func() { <-p.sem }()
 	if !inst.mem.setBusy(false) {
 		p.discards.Add(1)
+		<-p.sem
 		return // freed while the op ran (the runtime closed): already unmapped
 	}
 	if !reuse || p.closed.Load() || inst.mod.Memory().Size()/65536 != p.tmpl.pages {
 		p.discards.Add(1)
 		inst.mod.Close(context.Background())
+		<-p.sem
 		return
 	}
-	n, err := inst.mem.reset()
+	select {
+	case p.dirty <- inst:
+	default:
+		p.recycle(inst) // the reset goroutine is behind: reset here
+	}
+}
+
+// resetLoop resets released instances until the pool closes.
+func (p *pool) resetLoop() {
+	for {
+		select {
+		case inst := <-p.dirty:
+			p.recycle(inst)
+		case <-p.done:
+			for {
+				select {
+				case inst := <-p.dirty:
+					p.recycle(inst) // closes it: the pool is closed
+				default:
+					return
+				}
+			}
+		}
+	}
+}
+
+// recycle resets an instance to the template, returns it to the free
+// list and releases its slot.
+func (p *pool) recycle(inst *instance) {
+	defer func() { <-p.sem }()
+	if p.closed.Load() {
+		inst.mod.Close(context.Background())
+		return
+	}
+	n, err := inst.mem.reset(p.class)
 	if err != nil {
 		p.discards.Add(1)
 		inst.mod.Close(context.Background())
@@ -412,6 +510,7 @@ func (p *pool) close() {
 	if p.closed.Swap(true) {
 		return
 	}
+	close(p.done)
 	p.drain()
 	if p.tmpl != nil {
 		p.tmpl.image.close() // the pool's reference; instances hold theirs

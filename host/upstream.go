@@ -14,7 +14,6 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/elevenmessenger/pinned/internal/jsonv"
 	"github.com/elevenmessenger/pinned/registry"
 )
 
@@ -159,7 +158,7 @@ func rateLimited(m *registry.Manifest, resp *http.Response, raw []byte) (int, bo
 	switch {
 	case resp.StatusCode == http.StatusTooManyRequests:
 	case resp.StatusCode == http.StatusForbidden && (h.Get("Retry-After") != "" || h.Get("X-RateLimit-Remaining") == "0"):
-	case m.GraphQL && graphQLRateLimited(raw):
+	case m.GraphQL && graphQLRateLimitedBody(raw):
 	default:
 		return 0, false
 	}
@@ -200,38 +199,18 @@ func retryAfter(h http.Header, now time.Time) int {
 	return 60
 }
 
-func graphQLRateLimited(raw []byte) bool {
-	v, err := jsonv.Parse(raw)
-	if err != nil {
-		return false
-	}
-	errs := v.Get("errors")
-	if errs == nil || errs.Kind != jsonv.Array {
-		return false
-	}
-	for i := range errs.A {
-		if c := errs.A[i].Get("extensions").Get("code"); c != nil && c.Kind == jsonv.String && c.S == "RATELIMITED" {
-			return true
-		}
-	}
-	return false
+func graphQLRateLimitedBody(raw []byte) bool {
+	_, limited := graphQLErrors(raw)
+	return limited
 }
 
 // graphQLError reports a 200 answer that carries a non-empty errors array.
 func graphQLError(raw []byte, p *prepared) (string, bool) {
-	if !bytes.Contains(raw, []byte(`"errors"`)) {
+	if present, _ := graphQLErrors(raw); !present {
 		return "", false
 	}
-	v, err := jsonv.Parse(raw)
-	if err != nil {
-		return "", false // projection reports the invalid body
-	}
-	errs := v.Get("errors")
-	if errs == nil || errs.Kind != jsonv.Array || len(errs.A) == 0 {
-		return "", false
-	}
-	if msg := lookupMessage(&v, p.errMsg); msg != "" {
-		return msg, true
+	if msg, ok := findString(raw, p.errMsg); ok && msg != "" {
+		return capMessage(msg), true
 	}
 	return "the provider answered with GraphQL errors", true
 }
@@ -240,8 +219,8 @@ func graphQLError(raw []byte, p *prepared) (string, bool) {
 // manifest's error_message path, capped at MaxErrorMessageBytes. The raw
 // body never comes back.
 func errorMessage(p *prepared, raw []byte, status int) string {
-	if v, err := jsonv.Parse(raw); err == nil {
-		if msg := lookupMessage(&v, p.errMsg); msg != "" {
+	if msg, ok := findString(raw, p.errMsg); ok {
+		if msg = capMessage(msg); msg != "" {
 			return msg
 		}
 	}
@@ -249,22 +228,6 @@ func errorMessage(p *prepared, raw []byte, status int) string {
 		return t
 	}
 	return "HTTP " + strconv.Itoa(status)
-}
-
-func lookupMessage(v *jsonv.Value, path []string) string {
-	for _, seg := range path {
-		for v != nil && v.Kind == jsonv.Array {
-			if len(v.A) == 0 {
-				return ""
-			}
-			v = &v.A[0]
-		}
-		v = v.Get(seg)
-	}
-	if v == nil || v.Kind != jsonv.String {
-		return ""
-	}
-	return capMessage(v.S)
 }
 
 // capMessage replaces control characters (C0, DEL, C1) and bidirectional

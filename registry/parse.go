@@ -283,6 +283,9 @@ func (p *parser) check(m *Manifest) {
 		}
 		if op := m.Ops[name]; op != nil {
 			p.checkOp(name, op)
+			if m.GraphQL {
+				p.checkGraphQLOp(name, op)
+			}
 		}
 	}
 	if m.Viewer != "" {
@@ -481,6 +484,34 @@ func (p *parser) dotPath(op, field, s string) {
 	for _, seg := range segs {
 		if !dotSegRE.MatchString(seg) {
 			p.add(op, field, "%q is not a dot path: segments are non-empty and use letters, digits and _ - $ @ :, joined by \".\" (e.g. \"data.viewer\")", s)
+			return
+		}
+	}
+}
+
+// checkGraphQLOp: a GraphQL op sends the query text the manifest wrote,
+// and nothing else: body_json has a "query" member that is literal text
+// (no {arg}: values go in "variables", never into the query, so neither a
+// caller nor a guest can change what is asked).
+func (p *parser) checkGraphQLOp(name string, o *Op) {
+	var body map[string]json.RawMessage
+	if o.BodyJSON == nil || json.Unmarshal(o.BodyJSON, &body) != nil {
+		p.add(name, "body_json", "a GraphQL op needs body_json with a \"query\" member")
+		return
+	}
+	raw, ok := body["query"]
+	var q string
+	if !ok || json.Unmarshal(raw, &q) != nil {
+		p.add(name, "body_json.query", "a GraphQL op needs body_json.query, the query text")
+		return
+	}
+	pieces, err := ParseTemplate(q)
+	if err != nil {
+		return // reported by the template check
+	}
+	for _, pc := range pieces {
+		if pc.Arg != "" {
+			p.add(name, "body_json.query", "names {%s} inside the GraphQL text; pass values as variables (\"variables\": {\"%s\": \"{%s}\"}) and keep the query literal", pc.Arg, pc.Arg, pc.Arg)
 			return
 		}
 	}

@@ -502,7 +502,7 @@ func (sp *spec) validate(raw []byte) ([]value, *Reject) {
 			switch {
 			case idx < 0:
 				if undeclared == nil {
-					undeclared = &Reject{Reason: abi.RejectUndeclared, Arg: clipName(string(key))}
+					undeclared = &Reject{Reason: abi.RejectUndeclared, Arg: ClipName(string(key))}
 				}
 			case at[idx] != 0:
 				return nil, &Reject{Reason: abi.RejectSyntax} // duplicate key
@@ -631,10 +631,11 @@ func plainInt(b []byte) (int64, bool) {
 	return n, true
 }
 
-// clipName makes a caller's undeclared arg name fit abi.MaxNameBytes and
+// ClipName makes a caller's undeclared arg name fit abi.MaxNameBytes and
 // the host's printable check: control characters become "?", and the
-// name is cut on a UTF-8 boundary.
-func clipName(s string) string {
+// name is cut on a UTF-8 boundary. The host applies it too, to check that
+// a rejected name is one the caller sent.
+func ClipName(s string) string {
 	out := make([]byte, 0, len(s))
 	for _, r := range s {
 		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) || r == utf8.RuneError {

@@ -56,7 +56,11 @@ type Module struct {
 	// DefinedGlobals counts the module's own globals.
 	DefinedGlobals int
 
-	hasMemory bool
+	// HasStart reports a start section: code wazero runs while
+	// instantiating, before the host can arm anything.
+	HasStart bool
+
+	hasMemory bool // a memory of at least one page
 }
 
 type section struct {
@@ -159,7 +163,9 @@ func Parse(b []byte) (*Module, error) {
 		case secGlobal:
 			err = m.readGlobals(s.body)
 		case secMemory:
-			m.hasMemory = len(s.body) > 0 && s.body[0] > 0
+			err = m.readMemory(s.body)
+		case secStart:
+			m.HasStart = true
 		case secElement:
 			err = m.readElements(s.body)
 		case secData:
@@ -207,7 +213,6 @@ func (m *Module) readImports(b []byte) error {
 			}
 		case 2: // memory: limits
 			m.ImportedMemories++
-			m.hasMemory = true
 			err = r.limits()
 		case 3: // global: valtype, mut
 			m.ImportedGlobals++
@@ -234,6 +239,23 @@ func (r *reader) limits() error {
 		_, err = r.u32()
 	}
 	return err
+}
+
+func (m *Module) readMemory(b []byte) error {
+	r := &reader{b: b}
+	n, err := r.u32()
+	if err != nil || n == 0 {
+		return err
+	}
+	if _, err := r.byte(); err != nil { // limits flag
+		return err
+	}
+	min, err := r.u32()
+	if err != nil {
+		return err
+	}
+	m.hasMemory = min > 0
+	return nil
 }
 
 func (m *Module) readGlobals(b []byte) error {
@@ -388,12 +410,14 @@ type Instrumented struct {
 //
 //   - it adds a mutable i32 global, initially 0, exported as
 //     InterruptExport;
-//   - at the head of every loop it inserts
+//   - at the entry of every function and the head of every loop it
+//     inserts
 //     "global.get $interrupt; i32.load8_u; drop": a one-byte load at the
 //     address the global holds, 0 until the host stores InterruptAddress,
-//     after which the load traps at the code's next iteration (an epoch
+//     after which the load traps at the next call or iteration (an epoch
 //     check: a load, where wazero's own termination check is an indirect
-//     call). The module must have a memory;
+//     call). Loops and calls are the only ways code runs long; the module
+//     must define a memory of at least one page;
 //   - it exports every mutable global as GlobalExportPrefix + index, so
 //     the host can save and restore them.
 //
@@ -405,7 +429,7 @@ type Instrumented struct {
 // existing branch keeps its target.
 func (m *Module) Instrument() (*Instrumented, error) {
 	if !m.hasMemory {
-		return nil, fmt.Errorf("%w: the module has no memory", ErrNotInstrumentable)
+		return nil, fmt.Errorf("%w: the module defines no memory of at least one page", ErrNotInstrumentable)
 	}
 	total := uint32(m.ImportedGlobals + m.DefinedGlobals)
 	interrupt := total
@@ -544,6 +568,9 @@ func (m *Module) instrumentCode(b []byte, globals uint32, check []byte) ([]byte,
 			}
 		}
 		fn = append(fn[:0], body[:br.i]...)
+		// At the entry of every function too: recursion without loops
+		// (a tree of calls) must not outrun the deadline.
+		fn = append(fn, check...)
 		for br.i < len(br.b) {
 			start := br.i
 			op, _ := br.byte()

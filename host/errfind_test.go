@@ -1,0 +1,95 @@
+package host
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/elevenmessenger/pinned/internal/jsonv"
+)
+
+// refFindString is the tree-based lookup findString replaced, with the
+// same semantics: arrays on the way (or at the end) are entered at their
+// first element.
+func refFindString(doc []byte, path []string) (string, bool) {
+	v, err := jsonv.Parse(doc)
+	if err != nil {
+		return "", false
+	}
+	cur := &v
+	for {
+		for cur.Kind == jsonv.Array {
+			if len(cur.A) == 0 {
+				return "", false
+			}
+			cur = &cur.A[0]
+		}
+		if len(path) == 0 {
+			break
+		}
+		cur = cur.Get(path[0])
+		if cur == nil {
+			return "", false
+		}
+		path = path[1:]
+	}
+	if cur.Kind != jsonv.String {
+		return "", false
+	}
+	return cur.S, true
+}
+
+func TestFindString(t *testing.T) {
+	tests := []struct {
+		doc, path, want string
+		ok              bool
+	}{
+		{`{"message":"Not Found"}`, "message", "Not Found", true},
+		{`{"error":{"message":"No such customer","type":"x"}}`, "error.message", "No such customer", true},
+		{`{"errors":[{"message":"first"},{"message":"second"}]}`, "errors.message", "first", true},
+		{`{"errors":[]}`, "errors.message", "", false},
+		{`{"message":5}`, "message", "", false},
+		{`{"a":[1,2,{"message":"x"}],"message":"y"}`, "message", "y", true},
+		{`{"message":"esc\u00e9\n"}`, "message", "escé\n", true},
+		{`[{"message":"in array"}]`, "message", "in array", true},
+	}
+	for _, tt := range tests {
+		got, ok := findString([]byte(tt.doc), strings.Split(tt.path, "."))
+		if got != tt.want || ok != tt.ok {
+			t.Errorf("findString(%s, %s) = %q %v, want %q %v", tt.doc, tt.path, got, ok, tt.want, tt.ok)
+		}
+	}
+	for _, tt := range []struct {
+		doc            string
+		present, limit bool
+	}{
+		{`{"data":null,"errors":[{"message":"x","extensions":{"code":"RATELIMITED"}}]}`, true, true},
+		{`{"errors":[{"message":"x"}],"data":{}}`, true, false},
+		{`{"errors":[]}`, false, false},
+		{`{"data":{"errors":[1]}}`, false, false},
+		{`[]`, false, false},
+	} {
+		p, l := graphQLErrors([]byte(tt.doc))
+		if p != tt.present || l != tt.limit {
+			t.Errorf("graphQLErrors(%s) = %v %v, want %v %v", tt.doc, p, l, tt.present, tt.limit)
+		}
+	}
+}
+
+// FuzzFindString: on every valid document the streaming lookup agrees with
+// the tree-based reference; it never panics on invalid ones.
+func FuzzFindString(f *testing.F) {
+	f.Add([]byte(`{"errors":[{"message":"m","extensions":{"code":"RATELIMITED"}}]}`), "errors.message")
+	f.Add([]byte(`{"error":{"message":"x"}}`), "error.message")
+	f.Fuzz(func(t *testing.T, doc []byte, path string) {
+		segs := strings.Split(path, ".")
+		got, ok := findString(doc, segs)
+		graphQLErrors(doc)
+		if _, err := jsonv.Parse(doc); err != nil {
+			return
+		}
+		want, wok := refFindString(doc, segs)
+		if got != want || ok != wok {
+			t.Fatalf("findString = %q %v, reference %q %v", got, ok, want, wok)
+		}
+	})
+}
