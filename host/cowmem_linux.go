@@ -110,6 +110,7 @@ type cowMemory struct {
 	freed   bool   // Free was called; unmap when no longer busy
 	image   *memImage
 	entries []byte // pagemap scratch
+	sink    byte   // keeps the compiler from dropping primeLocked's reads
 }
 
 func newCowMemory(max uint64) (*cowMemory, error) {
@@ -257,11 +258,8 @@ func (c *cowMemory) primeLocked(class []byte, only int) {
 			sink ^= c.buf[i*pageSize]
 		}
 	}
-	readSink = sink
+	c.sink = sink
 }
-
-// readSink keeps the compiler from dropping the reads of primeLocked.
-var readSink byte
 
 // reset returns the memory to the image AND to a page state that does not
 // depend on what the op did: otherwise an op could learn which pages the

@@ -43,7 +43,6 @@ import (
 
 	"github.com/elevenmessenger/pinned/guest"
 	"github.com/elevenmessenger/pinned/internal/abi"
-	"github.com/elevenmessenger/pinned/internal/wasmbin"
 	"github.com/elevenmessenger/pinned/registry"
 )
 
@@ -54,9 +53,9 @@ const (
 	DefaultMaxResultBytes   = 64 << 10
 	DefaultMaxArgsBytes     = 64 << 10
 	DefaultMemoryLimitPages = 512 // 32 MiB of linear memory
-	// MaxMemoryLimitPages bounds MemoryLimitPages (2 GiB): the interrupt
-	// check traps by loading past the end of memory.
-	MaxMemoryLimitPages = 32768
+	// MaxMemoryLimitPages bounds MemoryLimitPages: 65536 pages of 64 KiB,
+	// the 4 GiB a 32-bit memory can address.
+	MaxMemoryLimitPages = 65536
 	DefaultMaxHostCalls = 16
 	DefaultMaxLogBytes  = 4 << 10
 	// MaxErrorMessageBytes caps the message projected from an error body.
@@ -164,9 +163,8 @@ type Engine struct {
 	client   *http.Client
 	log      zerolog.Logger
 
-	pool      *pool  // nil with IsolationFresh
-	strategy  string // the strategy in use, with the fallback reason
-	interrupt string // export name of the interrupt global; "" = wazero's close-on-done
+	pool     *pool  // nil with IsolationFresh
+	strategy string // the strategy in use, with the fallback reason
 
 	mu    sync.Mutex
 	preps map[string]*prepared
@@ -203,7 +201,7 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		cfg.MemoryLimitPages = DefaultMemoryLimitPages
 	}
 	if cfg.MemoryLimitPages > MaxMemoryLimitPages {
-		return nil, fmt.Errorf("host: MemoryLimitPages %d is over %d (a guest's memory must stay below the interrupt address)", cfg.MemoryLimitPages, MaxMemoryLimitPages)
+		return nil, fmt.Errorf("host: MemoryLimitPages %d is over %d (4 GiB, the limit of a 32-bit memory)", cfg.MemoryLimitPages, MaxMemoryLimitPages)
 	}
 	if cfg.MaxHostCalls <= 0 {
 		cfg.MaxHostCalls = DefaultMaxHostCalls
@@ -241,8 +239,7 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
 
-	// Prepare the guest before the runtime: how it is instrumented decides
-	// how the runtime enforces deadlines.
+	// The guest is instrumented (or refused) before anything is compiled.
 	plan, perr := planGuestCached(cfg.Guest, cfg.CacheDir)
 	if perr != nil {
 		return nil, fmt.Errorf("host: read guest: %w", perr)
@@ -250,11 +247,6 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 	rc := wazero.NewRuntimeConfig().
 		WithMemoryLimitPages(cfg.MemoryLimitPages).
 		WithCoreFeatures(api.CoreFeaturesV2)
-	if plan.interrupt == "" {
-		// Not instrumentable: fall back to wazero's termination checks
-		// (an indirect call at every loop head; about 4x slower guests).
-		rc = rc.WithCloseOnContextDone(true)
-	}
 	if cfg.CacheDir != "" {
 		cache, err := wazero.NewCompilationCacheWithDir(cfg.CacheDir)
 		if err != nil {
@@ -269,7 +261,6 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 	if err := instantiateWASI(ctx, e.rt); err != nil {
 		return nil, e.closeWith(ctx, err)
 	}
-	e.interrupt = plan.interrupt
 	reset := false
 	switch cfg.Isolation {
 	case "", IsolationReset:
@@ -563,18 +554,20 @@ func (e *Engine) sandbox(ctx context.Context, st *opState) *Error {
 	}
 	inst, err := e.pool.get(ctx)
 	if err != nil {
-		return guestFailure(ctx, err, false)
+		return guestFailure(ctx, err)
+	}
+	if err := ctx.Err(); err != nil {
+		e.pool.put(inst, true)
+		return guestFailure(ctx, err)
 	}
 	gctx := context.WithValue(ctx, stateKey{}, st)
 	st.clockBase, st.start = e.pool.tmpl.clock, time.Now()
 	st.running = true
-	disarm := armInterrupt(ctx, inst.interrupt)
 	_, err = inst.run.Call(gctx)
-	fired := disarm()
 	st.running = false
-	e.pool.put(inst, err == nil && !fired)
+	e.pool.put(inst, err == nil)
 	if err != nil {
-		return guestFailure(ctx, err, fired)
+		return guestFailure(ctx, err)
 	}
 	return nil
 }
@@ -584,66 +577,26 @@ func (e *Engine) sandboxFresh(ctx context.Context, st *opState) *Error {
 	gctx := context.WithValue(ctx, stateKey{}, st)
 	mod, err := e.rt.InstantiateModule(gctx, e.compiled, e.modCfg)
 	if err != nil {
-		return guestFailure(ctx, err, false)
+		return guestFailure(ctx, err)
 	}
 	defer mod.Close(context.Background())
-	var g api.MutableGlobal
-	if e.interrupt != "" {
-		g, _ = mod.ExportedGlobal(e.interrupt).(api.MutableGlobal)
-	}
-	disarm := armInterrupt(ctx, g)
-	defer disarm()
 	if _, err := mod.ExportedFunction(abi.ExportInitialize).Call(gctx); err != nil {
-		return guestFailure(ctx, err, disarm())
+		return guestFailure(ctx, err)
 	}
 	st.running = true
 	_, err = mod.ExportedFunction(abi.ExportRun).Call(gctx)
 	st.running = false
 	if err != nil {
-		return guestFailure(ctx, err, disarm())
+		return guestFailure(ctx, err)
 	}
 	return nil
 }
 
-// armInterrupt sets the instance's interrupt global when ctx ends (the
-// op's deadline, or the caller's cancel), which traps the guest at its next
-// loop head. The returned disarm reports whether it fired; after disarm
-// the global is never set, so a reset instance is never interrupted by a
-// past op's deadline. g nil (wazero's close-on-done is in use) arms
-// nothing.
-func armInterrupt(ctx context.Context, g api.MutableGlobal) (disarm func() bool) {
-	if g == nil {
-		return func() bool { return false }
-	}
-	var mu sync.Mutex
-	done, fired := false, false
-	stop := context.AfterFunc(ctx, func() {
-		mu.Lock()
-		defer mu.Unlock()
-		if !done {
-			fired = true
-			g.Set(wasmbin.InterruptAddress)
-		}
-	})
-	return func() bool {
-		stop()
-		mu.Lock()
-		defer mu.Unlock()
-		done = true
-		return fired
-	}
-}
-
 // guestFailure maps an instantiate or call error to an op error. A guest
-// that traps, exits or runs out of memory fails its op only. interrupted
-// says the host's interrupt fired (the op's context ended).
-func guestFailure(ctx context.Context, err error, interrupted bool) *Error {
-	if interrupted {
-		if ctx.Err() == context.Canceled {
-			return &Error{Code: CodeCanceled, Message: "the op was canceled", cause: err}
-		}
-		return &Error{Code: CodeTimeout, Message: "the op's deadline passed in the sandbox", cause: err}
-	}
+// that traps, exits or runs out of memory fails its op only. The op's
+// deadline or cancel ends the guest with an exit code from sched_yield,
+// mapped to timeout and canceled.
+func guestFailure(ctx context.Context, err error) *Error {
 	var exit *sys.ExitError
 	if errors.As(err, &exit) {
 		switch exit.ExitCode() {

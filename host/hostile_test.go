@@ -2,8 +2,10 @@ package host
 
 import (
 	"context"
+	"runtime"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -200,6 +202,41 @@ func TestHostileResources(t *testing.T) {
 			t.Fatalf("took %v", d)
 		}
 		noRequest(t)
+	})
+	t.Run("infinite loop does not stall the garbage collector", func(t *testing.T) {
+		// Machine code the Go runtime cannot preempt would hold up every
+		// stop-the-world pause until it returned: with an endless guest,
+		// forever (the whole process hangs, this test with it). The
+		// countdown's sched_yield calls are where the guest's goroutine
+		// can be stopped.
+		stop := make(chan struct{})
+		var gcs atomic.Int64
+		go func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+					runtime.GC()
+					gcs.Add(1)
+				}
+			}
+		}()
+		start := time.Now()
+		_, _, err := run(t, "loop")
+		d := time.Since(start)
+		close(stop)
+		if err == nil || err.Code != CodeTimeout {
+			t.Fatalf("got %v, want timeout", err)
+		}
+		if d > 10*time.Second {
+			t.Fatalf("took %v", d)
+		}
+		if n := gcs.Load(); n < 2 {
+			t.Fatalf("%d collections finished while the guest spun for %v", n, d)
+		} else {
+			t.Logf("%d collections finished while the guest spun for %v", n, d)
+		}
 	})
 	t.Run("memory growth past the page limit", func(t *testing.T) {
 		_, _, err := run(t, "memory")

@@ -46,11 +46,10 @@ type template struct {
 
 // instance is one reusable module instance.
 type instance struct {
-	mod       api.Module
-	mem       *cowMemory
-	run       api.Function
-	globals   []api.MutableGlobal
-	interrupt api.MutableGlobal
+	mod     api.Module
+	mem     *cowMemory
+	run     api.Function
+	globals []api.MutableGlobal
 }
 
 // pool hands out instances reset to the template. At most max exist at
@@ -60,7 +59,6 @@ type pool struct {
 	rt       wazero.Runtime
 	compiled wazero.CompiledModule // the guest with its globals exported (owned by the Engine)
 	names    []string              // export names of the mutable globals
-	intr     string                // export name of the interrupt global
 	maxBytes uint64
 	tmpl     *template
 	free     chan *instance // instances in the template state
@@ -78,14 +76,13 @@ type pool struct {
 }
 
 // guestPlan is the guest as the host runs it: instrumented with the
-// interrupt check and its mutable globals exported (wasmbin.Instrument),
-// or, when it cannot be instrumented, as given.
+// countdown that calls sched_yield and its mutable globals exported
+// (wasmbin.Instrument).
 type guestPlan struct {
 	wasm []byte
 	// globals are the export names of the mutable globals (reset restores
-	// them); interrupt the interrupt global's, "" when not instrumented.
-	globals   []string
-	interrupt string
+	// them).
+	globals []string
 	// notResettable says why IsolationReset cannot be used; empty when it
 	// can.
 	notResettable string
@@ -93,7 +90,7 @@ type guestPlan struct {
 
 // planCacheVersion names the instrumentation scheme in cached plans; bump
 // it whenever Instrument's output changes.
-const planCacheVersion = "3"
+const planCacheVersion = "4"
 
 // planGuestCached is planGuest with its result kept in cacheDir (beside
 // wazero's compiled code, and trusted as much), keyed by the guest's
@@ -106,7 +103,6 @@ func planGuestCached(wasm []byte, cacheDir string) (*guestPlan, error) {
 	base := filepath.Join(cacheDir, "pinned-plan-v"+planCacheVersion+"-"+hex.EncodeToString(sum[:]))
 	type meta struct {
 		Globals       []string `json:"globals"`
-		Interrupt     string   `json:"interrupt"`
 		NotResettable string   `json:"not_resettable"`
 		SHA256        string   `json:"sha256"` // of the .wasm
 	}
@@ -115,7 +111,7 @@ func planGuestCached(wasm []byte, cacheDir string) (*guestPlan, error) {
 		if json.Unmarshal(mb, &m) == nil {
 			if w, err := os.ReadFile(base + ".wasm"); err == nil {
 				if got := sha256.Sum256(w); hex.EncodeToString(got[:]) == m.SHA256 {
-					p := &guestPlan{wasm: w, globals: m.Globals, interrupt: m.Interrupt, notResettable: m.NotResettable}
+					p := &guestPlan{wasm: w, globals: m.Globals, notResettable: m.NotResettable}
 					if !cowSupported {
 						p.notResettable = errNoCowReason().Error()
 					}
@@ -129,7 +125,7 @@ func planGuestCached(wasm []byte, cacheDir string) (*guestPlan, error) {
 		return nil, err
 	}
 	sumOut := sha256.Sum256(p.wasm)
-	mb, _ := json.Marshal(meta{Globals: p.globals, Interrupt: p.interrupt, NotResettable: p.notResettable, SHA256: hex.EncodeToString(sumOut[:])})
+	mb, _ := json.Marshal(meta{Globals: p.globals, NotResettable: p.notResettable, SHA256: hex.EncodeToString(sumOut[:])})
 	if os.MkdirAll(cacheDir, 0o700) == nil {
 		writeAtomic(base+".wasm", p.wasm)
 		writeAtomic(base+".json", mb)
@@ -164,13 +160,13 @@ func planGuest(wasm []byte) (*guestPlan, error) {
 		return nil, errors.New("the guest has a start function; a guest is a WASI reactor initialized by _initialize")
 	}
 	ins, err := m.Instrument()
-	if errors.Is(err, wasmbin.ErrNotInstrumentable) {
-		return &guestPlan{wasm: wasm, notResettable: err.Error()}, nil
-	}
 	if err != nil {
-		return nil, err
+		// Fail closed: without the countdown nothing bounds the guest's
+		// time (wazero's close-on-done checks loop heads only, so a
+		// loop-free tree of calls outruns it; see docs/RATIONALE.md).
+		return nil, fmt.Errorf("the deadline check cannot be added: %w", err)
 	}
-	p := &guestPlan{wasm: ins.Wasm, globals: ins.Globals, interrupt: wasmbin.InterruptExport, notResettable: m.NotResettable}
+	p := &guestPlan{wasm: ins.Wasm, globals: ins.Globals, notResettable: m.NotResettable}
 	switch {
 	case !cowSupported:
 		p.notResettable = errNoCowReason().Error()
@@ -187,7 +183,6 @@ func newPool(ctx context.Context, e *Engine, plan *guestPlan, compiled wazero.Co
 		rt:       e.rt,
 		compiled: compiled,
 		names:    plan.globals,
-		intr:     plan.interrupt,
 		maxBytes: uint64(e.cfg.MemoryLimitPages) * 65536,
 		free:     make(chan *instance, size),
 		dirty:    make(chan *instance, size),
@@ -264,8 +259,6 @@ func (p *pool) buildTemplate(ctx context.Context, e *Engine) error {
 	defer inst.mod.Close(context.Background())
 	ctx, cancel := context.WithTimeout(ctx, templateTimeout)
 	defer cancel()
-	disarm := armInterrupt(ctx, inst.interrupt)
-	defer disarm()
 	st := &opState{start: time.Now(), clockBase: clockOrigin, maxCall: 1 << 30, log: logBuffer{max: 4096}}
 	gctx := context.WithValue(ctx, stateKey{}, st)
 	if _, err := inst.mod.ExportedFunction(abi.ExportInitialize).Call(gctx); err != nil {
@@ -339,10 +332,6 @@ func (p *pool) instantiate() (*instance, error) {
 		}
 		inst.globals = append(inst.globals, g)
 	}
-	if inst.interrupt, _ = mod.ExportedGlobal(p.intr).(api.MutableGlobal); inst.interrupt == nil {
-		mod.Close(context.Background())
-		return nil, fmt.Errorf("host: global export %s missing", p.intr)
-	}
 	return inst, nil
 }
 
@@ -380,8 +369,6 @@ func (p *pool) create() (*instance, error) {
 func (p *pool) warm(ctx context.Context, e *Engine, inst *instance) error {
 	ctx, cancel := context.WithTimeout(ctx, templateTimeout)
 	defer cancel()
-	disarm := armInterrupt(ctx, inst.interrupt)
-	defer disarm()
 	st := &opState{start: time.Now(), clockBase: p.tmpl.clock, maxCall: 1 << 30}
 	gctx := context.WithValue(ctx, stateKey{}, st)
 	for _, m := range e.reg.Services() {

@@ -71,7 +71,7 @@ const (
 // rawGuest builds a guest module. run is the body of the run function
 // (type () -> i32); it may call function 0 (pin_v1.request), 1
 // (input_len) and 2 (input_read), and, through the table when present,
-// functions 5 (returns 7) and 6 (returns 9).
+// functions 6 (returns 7) and 7 (returns 9).
 func rawGuest(globals []byte, table bool, run []byte) []byte {
 	found, absent := rawRequest("found"), rawRequest("absent")
 	types := vecOf(
@@ -80,11 +80,12 @@ func rawGuest(globals []byte, table bool, run []byte) []byte {
 		[]byte{0x60, 0x00, 0x01, 0x7f},             // 2: () -> i32
 	)
 	imports := vecOf(
-		append(append(name("pin_v1"), name("request")...), 0x00, 0x00),    // func 0
-		append(append(name("pin_v1"), name("input_len")...), 0x00, 0x02),  // func 1
-		append(append(name("pin_v1"), name("input_read")...), 0x00, 0x00), // func 2
+		append(append(name("pin_v1"), name("request")...), 0x00, 0x00),           // func 0
+		append(append(name("pin_v1"), name("input_len")...), 0x00, 0x02),         // func 1
+		append(append(name("pin_v1"), name("input_read")...), 0x00, 0x00),        // func 2
+		append(append(name(WASIModuleName), name("sched_yield")...), 0x00, 0x02), // func 3: makes the guest instrumentable
 	)
-	funcs := vecOf([]byte{0x01}, []byte{0x02}, []byte{0x02}, []byte{0x02}) // 3 _initialize, 4 run, 5 seven, 6 nine
+	funcs := vecOf([]byte{0x01}, []byte{0x02}, []byte{0x02}, []byte{0x02}) // 4 _initialize, 5 run, 6 seven, 7 nine
 	out := []byte("\x00asm\x01\x00\x00\x00")
 	out = append(out, section(1, types)...)
 	out = append(out, section(2, imports)...)
@@ -97,14 +98,14 @@ func rawGuest(globals []byte, table bool, run []byte) []byte {
 		out = append(out, section(6, globals)...)
 	}
 	exports := vecOf(
-		append(name("_initialize"), 0x00, 0x03),
-		append(name("run"), 0x00, 0x04),
+		append(name("_initialize"), 0x00, 0x04),
+		append(name("run"), 0x00, 0x05),
 		append(name("memory"), 0x02, 0x00),
 	)
 	out = append(out, section(7, exports)...)
 	if table {
 		// table[0] = seven, table[1] = nine
-		out = append(out, section(9, vecOf(append([]byte{0x00, 0x41, 0x00, 0x0b}, vecOf([]byte{0x05}, []byte{0x06})...)))...)
+		out = append(out, section(9, vecOf(append([]byte{0x00, 0x41, 0x00, 0x0b}, vecOf([]byte{0x06}, []byte{0x07})...)))...)
 	}
 	code := vecOf(
 		fnBody(0x0b),                 // _initialize
@@ -178,7 +179,7 @@ func TestRawGuestIsolation(t *testing.T) {
 	tableRun = append(tableRun, 0x41, 0x00, 0x11, 0x02, 0x00, 0x41, 0x09, 0x46) // call_indirect (type 2, table 0) of slot 0; == 9
 	tableRun = append(tableRun, requestIf()...)
 	tableRun = append(tableRun, 0x41, 0x00, 0x28, 0x02, 0x00)
-	tableRun = append(tableRun, 0x04, 0x40, 0x41, 0x00, 0xd2, 0x06, 0x26, 0x00, 0x0b) // if: table.set 0 (ref.func 6)
+	tableRun = append(tableRun, 0x04, 0x40, 0x41, 0x00, 0xd2, 0x07, 0x26, 0x00, 0x0b) // if: table.set 0 (ref.func 7)
 
 	tests := []struct {
 		name     string

@@ -63,7 +63,7 @@ var wasiFuncs = []wasiFunc{
 	{"poll_oneoff", []api.ValueType{i32, i32, i32, i32}, []api.ValueType{i32}, wasiPollOneoff},
 	{"proc_exit", []api.ValueType{i32}, nil, wasiProcExit},
 	{"random_get", []api.ValueType{i32, i32}, []api.ValueType{i32}, wasiRandomGet},
-	{"sched_yield", nil, []api.ValueType{i32}, wasiNoop},
+	{"sched_yield", nil, []api.ValueType{i32}, wasiSchedYield},
 }
 
 func instantiateWASI(ctx context.Context, rt wazero.Runtime) error {
@@ -75,9 +75,25 @@ func instantiateWASI(ctx context.Context, rt wazero.Runtime) error {
 	return err
 }
 
-// wasiNoop: args_get, environ_get (nothing to copy) and sched_yield.
-// Result: 0.
+// wasiNoop: args_get and environ_get (nothing to copy). Result: 0.
 func wasiNoop(_ context.Context, _ api.Module, stack []uint64) {
+	stack[0] = errnoSuccess
+}
+
+// wasiSchedYield() is also where the op's deadline is enforced: the
+// instrumented guest calls it at least every wasmbin.BudgetInterval
+// function entries and loop heads (and the Go runtime itself calls it).
+// Checks: the op's context. Results: 0; once the context is done (the
+// deadline passed or the caller canceled) it does not return but ends the
+// guest with sys.ExitCodeDeadlineExceeded or sys.ExitCodeContextCanceled,
+// the codes wazero's own close-on-done uses.
+func wasiSchedYield(ctx context.Context, _ api.Module, stack []uint64) {
+	if err := ctx.Err(); err != nil {
+		if err == context.DeadlineExceeded {
+			panic(sys.NewExitError(sys.ExitCodeDeadlineExceeded))
+		}
+		panic(sys.NewExitError(sys.ExitCodeContextCanceled))
+	}
 	stack[0] = errnoSuccess
 }
 

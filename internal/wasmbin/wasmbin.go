@@ -1,15 +1,16 @@
 // Package wasmbin reads and rewrites just enough of the WebAssembly binary
 // format (core spec 2.0, section 5) for the host: it instruments a module
-// with a cheap interrupt check at every loop head (the per-op deadline),
-// exports its mutable globals so the host can save and restore them, and
+// with a countdown at every function entry and loop head that calls the
+// host every BudgetInterval of them (where the host enforces the per-op
+// deadline), exports its mutable globals so the host can save and restore them, and
 // decides whether its code can change any state other than linear memory
 // and globals (tables, passive segments), in which case resetting memory
 // and globals would not make an instance fresh and the host must not reuse
 // it.
 //
 // It fails closed: an opcode it does not know (SIMD, threads, exceptions,
-// GC, …) makes a module not instrumentable, and the host then falls back
-// to fresh instances with wazero's own termination checks.
+// GC, …) or a missing sched_yield import makes a module not
+// instrumentable, and the host refuses to load it.
 package wasmbin
 
 import (
@@ -60,7 +61,15 @@ type Module struct {
 	// instantiating, before the host can arm anything.
 	HasStart bool
 
-	hasMemory bool // a memory of at least one page
+	// yield is the function index of the import YieldModule.YieldName
+	// with type () -> i32; -1 when the module has none.
+	yield int64
+	// funcImports counts imported functions; types[i] says whether type
+	// i is () -> i32 (nil when the type section holds a form Parse does
+	// not read, which makes the module not instrumentable).
+	funcImports int
+	types       []bool
+	typesKnown  bool
 }
 
 type section struct {
@@ -139,7 +148,7 @@ func Parse(b []byte) (*Module, error) {
 		return nil, errors.New("wasmbin: not a WebAssembly 1.0 module")
 	}
 	r := &reader{b: b, i: 8}
-	m := &Module{}
+	m := &Module{yield: -1, typesKnown: true}
 	for r.i < len(b) {
 		id, err := r.byte()
 		if err != nil {
@@ -158,12 +167,12 @@ func Parse(b []byte) (*Module, error) {
 	for _, s := range m.sections {
 		var err error
 		switch s.id {
+		case secType:
+			m.readTypes(s.body)
 		case secImport:
 			err = m.readImports(s.body)
 		case secGlobal:
 			err = m.readGlobals(s.body)
-		case secMemory:
-			err = m.readMemory(s.body)
 		case secStart:
 			m.HasStart = true
 		case secElement:
@@ -193,10 +202,12 @@ func (m *Module) readImports(b []byte) error {
 		return err
 	}
 	for i := uint32(0); i < n; i++ {
-		if _, err := r.name(); err != nil {
+		module, err := r.name()
+		if err != nil {
 			return err
 		}
-		if _, err := r.name(); err != nil {
+		name, err := r.name()
+		if err != nil {
 			return err
 		}
 		kind, err := r.byte()
@@ -205,7 +216,12 @@ func (m *Module) readImports(b []byte) error {
 		}
 		switch kind {
 		case 0: // func: type index
-			_, err = r.u32()
+			var t uint32
+			if t, err = r.u32(); err == nil && module == YieldModule && name == YieldName &&
+				m.typesKnown && int(t) < len(m.types) && m.types[t] && m.yield < 0 {
+				m.yield = int64(m.funcImports)
+			}
+			m.funcImports++
 		case 1: // table: reftype, limits
 			m.ImportedTables++
 			if _, err = r.byte(); err == nil {
@@ -241,21 +257,42 @@ func (r *reader) limits() error {
 	return err
 }
 
-func (m *Module) readMemory(b []byte) error {
+// readTypes records which function types are () -> i32. A form other
+// than a plain function type (the GC proposal's rec and sub types) leaves
+// the types unknown, and the module not instrumentable.
+func (m *Module) readTypes(b []byte) {
 	r := &reader{b: b}
 	n, err := r.u32()
-	if err != nil || n == 0 {
-		return err
-	}
-	if _, err := r.byte(); err != nil { // limits flag
-		return err
-	}
-	min, err := r.u32()
 	if err != nil {
-		return err
+		m.typesKnown = false
+		return
 	}
-	m.hasMemory = min > 0
-	return nil
+	for i := uint32(0); i < n; i++ {
+		form, err := r.byte()
+		if err != nil || form != 0x60 {
+			m.typesKnown = false
+			return
+		}
+		var counts [2]uint32
+		i32Result := true
+		for k := range counts {
+			if counts[k], err = r.u32(); err != nil {
+				m.typesKnown = false
+				return
+			}
+			for j := uint32(0); j < counts[k]; j++ {
+				c, err := r.byte()
+				if err != nil || !isValType(c) {
+					m.typesKnown = false
+					return
+				}
+				if k == 1 && c != 0x7f {
+					i32Result = false
+				}
+			}
+		}
+		m.types = append(m.types, counts[0] == 0 && counts[1] == 1 && i32Result)
+	}
 }
 
 func (m *Module) readGlobals(b []byte) error {
@@ -382,25 +419,36 @@ func (m *Module) readData(b []byte) error {
 	return nil
 }
 
-// ErrNotInstrumentable means the code holds an instruction Instrument
-// cannot decode (SIMD, threads, exceptions, GC, …): the host then runs the
-// module as is, with wazero's own (slower) termination checks.
+// ErrNotInstrumentable means the module lacks the yield import or its code
+// holds an instruction Instrument cannot decode (SIMD, threads,
+// exceptions, GC, …): the host refuses it.
 var ErrNotInstrumentable = errors.New("wasmbin: code not instrumentable")
 
-// InterruptExport names the global Instrument adds: the host sets it to
-// InterruptAddress to make the running code trap at its next loop
-// iteration.
-const InterruptExport = "pinned.interrupt"
+// YieldModule and YieldName name the import the inserted check calls:
+// WASI's sched_yield, which the Go wasip1 runtime imports (type
+// () -> i32). The host's sched_yield is where the per-op deadline is
+// enforced.
+const (
+	YieldModule = "wasi_snapshot_preview1"
+	YieldName   = "sched_yield"
+)
 
-// InterruptAddress is the value that interrupts: an address past the end
-// of any 32-bit linear memory.
-const InterruptAddress = 0xFFFFFFF0
+// BudgetExport names the global Instrument adds: the countdown of
+// function entries and loop heads until the next call to the yield
+// import.
+const BudgetExport = "pinned.budget"
+
+// BudgetInterval is how many function entries and loop heads run between
+// two calls to the yield import. A call costs tens of nanoseconds, an
+// iteration at least one: the calls cost the guest under 5%, and a tight
+// loop still reaches the host every few microseconds.
+const BudgetInterval = 1024
 
 // Instrumented is a module rewritten by Instrument.
 type Instrumented struct {
 	// Wasm is the rewritten module.
 	Wasm []byte
-	// Globals are the export names of every mutable global, the interrupt
+	// Globals are the export names of every mutable global, the budget
 	// global included, in index order.
 	Globals []string
 }
@@ -408,39 +456,61 @@ type Instrumented struct {
 // Instrument rewrites the module for the host, changing nothing the
 // module's own code can observe:
 //
-//   - it adds a mutable i32 global, initially 0, exported as
-//     InterruptExport;
+//   - it adds a mutable i32 global, initially BudgetInterval, exported as
+//     BudgetExport;
+//
 //   - at the entry of every function and the head of every loop it
-//     inserts
-//     "global.get $interrupt; i32.load8_u; drop": a one-byte load at the
-//     address the global holds, 0 until the host stores InterruptAddress,
-//     after which the load traps at the next call or iteration (an epoch
-//     check: a load, where wazero's own termination check is an indirect
-//     call). Loops and calls are the only ways code runs long; the module
-//     must define a memory of at least one page;
+//     inserts a countdown:
+//
+//     global.get $budget; i32.const 1; i32.sub; global.set $budget
+//     global.get $budget; i32.eqz
+//     if
+//     call $sched_yield; drop
+//     i32.const BudgetInterval; global.set $budget
+//     end
+//
+//     so the running code calls the host's sched_yield every
+//     BudgetInterval entries and iterations. Loops and calls are the only
+//     ways code runs long, so the host sees every op's code at least every
+//     few microseconds: that call is where it enforces the deadline, and
+//     where the Go runtime can preempt the goroutine (machine code it
+//     cannot stop would otherwise stall every stop-the-world pause, the
+//     garbage collector's included, until the guest returns);
+//
 //   - it exports every mutable global as GlobalExportPrefix + index, so
 //     the host can save and restore them.
 //
-// While walking the code it also completes NotResettable. It refuses a
-// module whose code names a global that does not exist (the new index
-// must not become reachable), and returns ErrNotInstrumentable for an
-// instruction it cannot decode. A loop inserted inside an if..end adds no
-// label depth outside itself, and wasm branches are by depth, so every
-// existing branch keeps its target.
+// The module must import YieldModule.YieldName with type () -> i32;
+// without it Instrument returns ErrNotInstrumentable. While walking the
+// code it also completes NotResettable. It refuses a module whose code
+// names a global that does not exist (the new index must not become
+// reachable), and returns ErrNotInstrumentable for an instruction it
+// cannot decode. The inserted if..end is balanced and holds no branch, so
+// every existing branch (by label depth) keeps its target, and its stack
+// effect is nil.
 func (m *Module) Instrument() (*Instrumented, error) {
-	if !m.hasMemory {
-		return nil, fmt.Errorf("%w: the module defines no memory of at least one page", ErrNotInstrumentable)
+	if m.yield < 0 {
+		return nil, fmt.Errorf("%w: the module imports no %s.%s of type () -> i32", ErrNotInstrumentable, YieldModule, YieldName)
 	}
 	total := uint32(m.ImportedGlobals + m.DefinedGlobals)
-	interrupt := total
-	// global.get $interrupt; i32.load8_u offset=0; drop — a load at the
-	// address the global holds: 0 (harmless) until the host stores
-	// InterruptAddress, which lies past any memory, so the load traps.
-	// No block is added: validation and every label depth are unchanged.
-	check := append([]byte{0x23}, appendU32(nil, interrupt)...)
-	check = append(check, 0x2d, 0x00, 0x00, 0x1a)
+	budget := total
+	g := appendU32(nil, budget)
+	check := append([]byte{0x23}, g...)           // global.get $budget
+	check = append(check, 0x41, 0x01, 0x6b, 0x24) // i32.const 1; i32.sub; global.set
+	check = append(check, g...)
+	check = append(check, 0x23) // global.get $budget
+	check = append(check, g...)
+	check = append(check, 0x45, 0x04, 0x40, 0x10) // i32.eqz; if (empty); call
+	check = appendU32(check, uint32(m.yield))
+	check = append(check, 0x1a, 0x41) // drop; i32.const
+	check = appendS32(check, BudgetInterval)
+	check = append(check, 0x24) // global.set $budget
+	check = append(check, g...)
+	check = append(check, 0x0b)                                    // end
+	initial := appendS32([]byte{0x7f, 0x01, 0x41}, BudgetInterval) // i32, mutable, i32.const K
+	initial = append(initial, 0x0b)
 	out := []byte("\x00asm\x01\x00\x00\x00")
-	globals := append(append([]uint32(nil), m.MutableGlobals...), interrupt)
+	globals := append(append([]uint32(nil), m.MutableGlobals...), budget)
 	wroteGlobals, wroteExports := false, false
 	emitGlobals := func(body []byte) error {
 		var n uint32
@@ -455,7 +525,7 @@ func (m *Module) Instrument() (*Instrumented, error) {
 		}
 		b := appendU32(nil, n+1)
 		b = append(b, rest...)
-		b = append(b, 0x7f, 0x01, 0x41, 0x00, 0x0b) // i32, mutable, i32.const 0 end
+		b = append(b, initial...)
 		out = appendSection(out, secGlobal, b)
 		wroteGlobals = true
 		return nil
@@ -478,9 +548,9 @@ func (m *Module) Instrument() (*Instrumented, error) {
 			b = append(b, 3)
 			b = appendU32(b, g)
 		}
-		b = appendName(b, InterruptExport)
+		b = appendName(b, BudgetExport)
 		b = append(b, 3)
-		b = appendU32(b, interrupt)
+		b = appendU32(b, budget)
 		out = appendSection(out, secExport, b)
 		wroteExports = true
 		return nil
@@ -743,6 +813,18 @@ func appendSection(out []byte, id byte, body []byte) []byte {
 	out = append(out, id)
 	out = appendU32(out, uint32(len(body)))
 	return append(out, body...)
+}
+
+// appendS32 appends a signed LEB128.
+func appendS32(b []byte, v int32) []byte {
+	for {
+		c := byte(v & 0x7f)
+		v >>= 7
+		if (v == 0 && c&0x40 == 0) || (v == -1 && c&0x40 != 0) {
+			return append(b, c)
+		}
+		b = append(b, c|0x80)
+	}
 }
 
 func appendU32(b []byte, v uint32) []byte {

@@ -6,9 +6,10 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tetratelabs/wazero"
-	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/sys"
 )
 
 // mod assembles a module from sections given as (id, body) pairs.
@@ -36,37 +37,51 @@ func body(code ...byte) []byte {
 var (
 	// type 0: () -> i32
 	typeSec = vec([]byte{0x60, 0x00, 0x01, 0x7f})
-	funcSec = vec([]byte{0x00})
-	// one mutable i32 global, initially 7
-	globalSec = vec([]byte{0x7f, 0x01, 0x41, 0x07, 0x0b})
+	// function 0: the import wasi_snapshot_preview1.sched_yield
+	importSec = vec(append(appendName(appendName(nil, YieldModule), YieldName), 0x00, 0x00))
+	funcSec   = vec([]byte{0x00})
+	// one mutable i32 global, initially 5000
+	globalSec = vec([]byte{0x7f, 0x01, 0x41, 0x88, 0x27, 0x0b})
 	memSec    = vec([]byte{0x00, 0x01})
-	exportRun = vec(append(appendName(nil, "run"), 0x00, 0x00))
+	// run is function 1
+	exportRun = vec(append(appendName(nil, "run"), 0x00, 0x01))
 	// run: loop: global.get 0; i32.const 1; i32.sub; global.set 0;
 	// global.get 0; br_if 0; end; global.get 0
 	loopBody = body(0x03, 0x40, 0x23, 0x00, 0x41, 0x01, 0x6b, 0x24, 0x00, 0x23, 0x00, 0x0d, 0x00, 0x0b, 0x23, 0x00, 0x0b)
+	// spin: loop: br 0; end; i32.const 0
+	spinBody = body(0x03, 0x40, 0x0c, 0x00, 0x0b, 0x41, 0x00, 0x0b)
 )
 
-func compileAndRun(t *testing.T, wasm []byte, interrupt bool) (uint32, error) {
+// compileAndRun runs the module's "run" under a sched_yield that counts
+// its calls and, once ctx is done, exits the way the host's does.
+func compileAndRun(t *testing.T, ctx context.Context, wasm []byte) (res uint32, yields int, err error) {
 	t.Helper()
-	ctx := context.Background()
-	rt := wazero.NewRuntime(ctx)
-	defer rt.Close(ctx)
+	rt := wazero.NewRuntime(context.Background())
+	defer rt.Close(context.Background())
+	_, err = rt.NewHostModuleBuilder(YieldModule).NewFunctionBuilder().
+		WithFunc(func(ctx context.Context) int32 {
+			yields++
+			if ctx.Err() != nil {
+				panic(sys.NewExitError(sys.ExitCodeDeadlineExceeded))
+			}
+			return 0
+		}).Export(YieldName).Instantiate(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
 	m, err := rt.Instantiate(ctx, wasm)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	if interrupt {
-		m.ExportedGlobal(InterruptExport).(api.MutableGlobal).Set(InterruptAddress)
-	}
-	res, err := m.ExportedFunction("run").Call(ctx)
+	out, err := m.ExportedFunction("run").Call(ctx)
 	if err != nil {
-		return 0, err
+		return 0, yields, err
 	}
-	return uint32(res[0]), nil
+	return uint32(out[0]), yields, nil
 }
 
 func TestInstrument(t *testing.T) {
-	orig := mod(secType, typeSec, secFunction, funcSec, secMemory, memSec, secGlobal, globalSec, secExport, exportRun, secCode, vec(loopBody))
+	orig := mod(secType, typeSec, secImport, importSec, secFunction, funcSec, secMemory, memSec, secGlobal, globalSec, secExport, exportRun, secCode, vec(loopBody))
 	m, err := Parse(orig)
 	if err != nil {
 		t.Fatal(err)
@@ -85,14 +100,63 @@ func TestInstrument(t *testing.T) {
 	if strings.Join(ins.Globals, ",") != strings.Join(want, ",") {
 		t.Fatalf("globals %v, want %v", ins.Globals, want)
 	}
-	// The instrumented module behaves as the original...
-	got, err := compileAndRun(t, ins.Wasm, false)
-	if err != nil || got != 0 {
-		t.Fatalf("instrumented run = %d, %v; want 0", got, err)
+	// The original never yields...
+	got, yields, err := compileAndRun(t, context.Background(), orig)
+	if err != nil || got != 0 || yields != 0 {
+		t.Fatalf("original run = %d, %d yields, %v; want 0, 0", got, yields, err)
 	}
-	// ...and the interrupt traps it at the loop head.
-	if _, err := compileAndRun(t, ins.Wasm, true); err == nil || !strings.Contains(err.Error(), "out of bounds") {
-		t.Fatalf("interrupted run: %v, want an out-of-bounds trap", err)
+	// ...the instrumented module computes the same, and yields once per
+	// BudgetInterval checks: one function entry and 5000 loop heads.
+	got, yields, err = compileAndRun(t, context.Background(), ins.Wasm)
+	if want := (1 + 5000) / BudgetInterval; err != nil || got != 0 || yields != want {
+		t.Fatalf("instrumented run = %d, %d yields, %v; want 0, %d yields", got, yields, err, want)
+	}
+}
+
+// TestInstrumentEndsLoop: an endless loop, instrumented, reaches the
+// yield import, which ends it once the context is done.
+func TestInstrumentEndsLoop(t *testing.T) {
+	m, err := Parse(mod(secType, typeSec, secImport, importSec, secFunction, funcSec, secExport, exportRun, secCode, vec(spinBody)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ins, err := m.Instrument()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	_, yields, err := compileAndRun(t, ctx, ins.Wasm)
+	var exit *sys.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != sys.ExitCodeDeadlineExceeded {
+		t.Fatalf("err %v, want the deadline exit", err)
+	}
+	if yields < 2 {
+		t.Fatalf("%d yields", yields)
+	}
+}
+
+// TestInstrumentNeedsYield: a module without the yield import (or with
+// one of another type) is not instrumentable.
+func TestInstrumentNeedsYield(t *testing.T) {
+	voidType := vec([]byte{0x60, 0x00, 0x01, 0x7f}, []byte{0x60, 0x00, 0x00})
+	wrongType := vec(append(appendName(appendName(nil, YieldModule), YieldName), 0x00, 0x01))
+	for _, tt := range []struct {
+		name string
+		wasm []byte
+	}{
+		{"no import", mod(secType, typeSec, secFunction, funcSec, secExport, vec(append(appendName(nil, "run"), 0x00, 0x00)), secCode, vec(spinBody))},
+		{"wrong type", mod(secType, voidType, secImport, wrongType, secFunction, funcSec, secExport, exportRun, secCode, vec(spinBody))},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			m, err := Parse(tt.wasm)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := m.Instrument(); !errors.Is(err, ErrNotInstrumentable) {
+				t.Fatalf("err %v, want ErrNotInstrumentable", err)
+			}
+		})
 	}
 }
 
@@ -112,7 +176,7 @@ func TestInstrumentRefuses(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			wasm := mod(secType, typeSec, secFunction, funcSec, secTable, vec([]byte{0x70, 0x00, 0x01}),
+			wasm := mod(secType, typeSec, secImport, importSec, secFunction, funcSec, secTable, vec([]byte{0x70, 0x00, 0x01}),
 				secMemory, memSec, secGlobal, globalSec, secExport, exportRun, secCode, vec(tt.code))
 			m, err := Parse(wasm)
 			if err != nil {
@@ -139,7 +203,7 @@ func TestInstrumentRefuses(t *testing.T) {
 		})
 	}
 	t.Run("passive data segment", func(t *testing.T) {
-		wasm := mod(secType, typeSec, secFunction, funcSec, secMemory, memSec, secExport, exportRun,
+		wasm := mod(secType, typeSec, secImport, importSec, secFunction, funcSec, secMemory, memSec, secExport, exportRun,
 			secDataCnt, appendU32(nil, 1), secCode, vec(body(0x41, 0x00, 0x0b)), secData, vec([]byte{0x01, 0x01, 'x'}))
 		m, err := Parse(wasm)
 		if err != nil {
@@ -177,8 +241,8 @@ func TestInstrumentShippedGuest(t *testing.T) {
 // FuzzInstrument: Parse and Instrument never panic, and whenever wazero
 // accepts a module, it accepts the instrumented one too.
 func FuzzInstrument(f *testing.F) {
-	f.Add(mod(secType, typeSec, secFunction, funcSec, secMemory, memSec, secGlobal, globalSec, secExport, exportRun, secCode, vec(loopBody)))
-	f.Add(mod(secType, typeSec, secFunction, funcSec, secExport, exportRun, secCode, vec(body(0x03, 0x40, 0x03, 0x40, 0x0b, 0x0b, 0x41, 0x00, 0x0b))))
+	f.Add(mod(secType, typeSec, secImport, importSec, secFunction, funcSec, secMemory, memSec, secGlobal, globalSec, secExport, exportRun, secCode, vec(loopBody)))
+	f.Add(mod(secType, typeSec, secImport, importSec, secFunction, funcSec, secExport, exportRun, secCode, vec(body(0x03, 0x40, 0x03, 0x40, 0x0b, 0x0b, 0x41, 0x00, 0x0b))))
 	f.Fuzz(func(t *testing.T, wasm []byte) {
 		m, err := Parse(wasm)
 		if err != nil {

@@ -1,0 +1,74 @@
+package host
+
+import (
+	"testing"
+	"time"
+)
+
+// treeRecursion is a module whose run, once the realtime clock passes
+// armAt, calls rec(depth): rec(n) calls rec(n-1) twice. There is no loop
+// anywhere, so a deadline check at loop heads only (wazero's own, or the
+// host's first instrumentation) never runs; the call depth never exceeds depth, so the stack never
+// overflows; 2^(depth+1) calls take as long as the guest likes.
+func treeRecursion(armAt time.Time, depth int32) []byte {
+	rec := []byte{0x20, 0x00, 0x45, 0x04, 0x40, 0x0f, 0x0b, // if n == 0 return
+		0x20, 0x00, 0x41, 0x01, 0x6b, 0x10, 0x04, // rec(n-1)
+		0x20, 0x00, 0x41, 0x01, 0x6b, 0x10, 0x04} // rec(n-1)
+	then := append([]byte{0x41}, wsleb(int64(depth))...)
+	then = append(then, 0x10, 0x04, 0x41, 0x00)
+	m := &wmod{
+		types: [][2][]byte{
+			{nil, nil},
+			{nil, {wI32}},
+			{{wI32, wI64, wI32}, {wI32}},
+			{{wI32}, nil},
+		},
+		imports: []wimport{
+			{"wasi_snapshot_preview1", "clock_time_get", 2},
+			{"wasi_snapshot_preview1", "sched_yield", 1}, // instrumentable
+		},
+		funcs: []wfunc{
+			{typ: 0}, // 2: _initialize
+			{typ: 1, code: armed(armAt, then, []byte{0x41, 0x00})}, // 3: run
+			{typ: 3, code: rec}, // 4: rec
+		},
+		memMin: 1, memMax: -1,
+		exports: []wexport{{"_initialize", 0, 2}, {"run", 0, 3}, {"memory", 2, 0}},
+		start:   -1,
+	}
+	return m.bytes()
+}
+
+// TestRedteamRecursionEscapesDeadline (found by the red team): the
+// deadline check was inserted at loop heads only, and tree recursion is
+// shallow, loop-free and exponential (here 2^30 calls): the op ran for as
+// long as the guest wanted. The countdown now also runs at every function
+// entry, and the op ends at its deadline. (wazero's close-on-done checks
+// loop heads only, which is one reason a guest that cannot be
+// instrumented is refused.)
+func TestRedteamRecursionEscapesDeadline(t *testing.T) {
+	const timeout = 500 * time.Millisecond
+	for _, iso := range []string{IsolationReset, IsolationFresh} {
+		t.Run(iso, func(t *testing.T) {
+			armAt := time.Now().Add(1500 * time.Millisecond) // after New (template warm-up must not be armed)
+			env := newEnv(t, func(c *Config) {
+				c.Guest = treeRecursion(armAt, 29)
+				c.Timeout = timeout
+				c.Isolation = iso
+				c.CacheDir = ""
+			})
+			t.Logf("strategy %s", env.eng.Strategy())
+			time.Sleep(time.Until(armAt) + 50*time.Millisecond)
+			start := time.Now()
+			_, err := env.run("github", "list_issues", `{}`)
+			d := time.Since(start)
+			t.Logf("op: %v after %v (deadline %v)", err, d, timeout)
+			if err == nil || err.Code != CodeTimeout {
+				t.Errorf("op: %v, want code %s", err, CodeTimeout)
+			}
+			if d > timeout+time.Second {
+				t.Errorf("the op ran %v, past its %v deadline: loop-free recursion is never interrupted", d, timeout)
+			}
+		})
+	}
+}

@@ -1,0 +1,147 @@
+package host
+
+import (
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestRedteamResetPageFaultChannel (found by the red team): the reset
+// strategy must be exactly as isolating as a fresh instance (docs/
+// SECURITY.md rule 6: a guest cannot "keep state from one op to the
+// next"). A reset once restored the *contents* of every page an op wrote
+// but left those pages private and present, so a later op on the same
+// instance could tell which pages an earlier op wrote by timing its own
+// copy-on-write faults, with nothing but the guest's millisecond clock —
+// it decoded 8 bits of 8. Reset now returns every page to a canonical
+// state that does not depend on the op (cowMemory.reset). The hostile guest
+// redteam_pagefault sends one bit per round: the sender op ("member A")
+// writes region 2k or not; a receiver op ("member B") times writing
+// region 2k against an untouched control region and puts its verdict in
+// its request, which leaves the sandbox.
+//
+// The test fails when the receivers decode every bit (see the attempts). With the default
+// pool the receiver runs pool-size times per round (instances are reused
+// in FIFO order, so one of them lands on the sender's instance) and the
+// bit is the OR of their verdicts. With IsolationFresh the same guest
+// learns nothing (control).
+func TestRedteamResetPageFaultChannel(t *testing.T) {
+	for _, tc := range []struct {
+		name, iso string
+		pool      int
+	}{
+		{"reset/pool=1", IsolationReset, 1},
+		{"reset/default_pool", IsolationReset, 0},
+		{"fresh", IsolationFresh, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// Each attempt on a new engine; the test fails only when every
+			// attempt decodes every bit (chance: 2^-16), so an honest reset
+			// never fails it by luck while a channel fails it every time.
+			const attempts = 2
+			decodedAll := 0
+			for a := 0; a < attempts; a++ {
+				if pageFaultAttempt(t, tc.iso, tc.pool) {
+					decodedAll++
+				}
+			}
+			if decodedAll == attempts {
+				t.Errorf("%s: later ops decoded every bit an earlier op wrote into page residue, %d times out of %d: state carried from op to op", tc.name, decodedAll, attempts)
+			}
+		})
+	}
+}
+
+// pageFaultAttempt runs the 8 rounds of the page-fault channel on a new
+// engine and reports whether every bit was decoded.
+func pageFaultAttempt(t *testing.T, iso string, poolSize int) bool {
+	env := newEnv(t, func(c *Config) {
+		c.Guest = hostileGuest(t, "redteam_pagefault")
+		c.MemoryLimitPages = 1024
+		c.PoolSize = poolSize
+		c.Isolation = iso
+	})
+	if iso == IsolationReset && env.eng.Strategy() != IsolationReset {
+		t.Fatalf("strategy %s", env.eng.Strategy())
+	}
+	receivers := 1
+	if iso == IsolationReset {
+		receivers = cap(env.eng.pool.free)
+		// Let the background fill finish, so sequential ops cycle
+		// through the instances in FIFO order.
+		for i := 0; i < 200 && len(env.eng.pool.free) < receivers; i++ {
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	const rounds = 8
+	correct := 0
+	for r := 0; r < rounds; r++ {
+		bit := rand.IntN(2)
+		if r < 2 {
+			bit = r // at least one of each
+		}
+		if _, err := env.run("github", "list_issues", `{"attack":"send:`+strconv.Itoa(r)+`:`+strconv.Itoa(bit)+`"}`); err != nil && err.Code != CodeUpstream {
+			t.Fatalf("sender: %v", err)
+		}
+		got := 0
+		for i := 0; i < receivers; i++ {
+			env.fake.Reset()
+			if _, err := env.run("github", "list_issues", `{"attack":"probe:`+strconv.Itoa(r)+`"}`); err != nil && err.Code != CodeUpstream {
+				t.Fatalf("receiver: %v", err)
+			}
+			reqs := env.fake.Requests()
+			if len(reqs) != 1 {
+				t.Fatalf("%d requests", len(reqs))
+			}
+			if strings.Split(reqs[0].Path, "/")[2] == "one" { // what left the sandbox
+				got = 1
+			}
+		}
+		if got == bit {
+			correct++
+		}
+	}
+	t.Logf("%s pool=%d: receivers decoded %d/%d bits (%d receiver ops per bit)", iso, poolSize, correct, rounds, receivers)
+	return correct == rounds
+}
+
+// TestRedteamResetRandomState (found by the red team): a fresh instance
+// seeds the Go runtime's random generator from random_get in _initialize;
+// a reset instance restores the template's generator state, so every op
+// starts from the same sequence (docs/RATIONALE.md: the one thing a reset
+// instance does not reproduce; the executor uses no randomness). What must
+// hold is isolation: an op's draws never advance the next op's sequence
+// (reset: the same first value every time), and fresh instances differ.
+func TestRedteamResetRandomState(t *testing.T) {
+	for _, iso := range []string{IsolationReset, IsolationFresh} {
+		t.Run(iso, func(t *testing.T) {
+			env := newEnv(t, func(c *Config) {
+				c.Guest = hostileGuest(t, "redteam_pagefault")
+				c.MemoryLimitPages = 1024
+				c.Isolation = iso
+				c.PoolSize = 1
+			})
+			seen := map[string]int{}
+			for i := 0; i < 3; i++ {
+				env.fake.Reset()
+				if _, err := env.run("github", "list_issues", `{"attack":"rand"}`); err != nil && err.Code != CodeUpstream {
+					t.Fatal(err)
+				}
+				reqs := env.fake.Requests()
+				if len(reqs) != 1 {
+					t.Fatalf("%d requests", len(reqs))
+				}
+				seen[strings.Split(reqs[0].Path, "/")[2]]++
+			}
+			t.Logf("%s: first rand.Uint64 of three ops: %v", iso, seen)
+			switch {
+			case iso == IsolationReset && len(seen) != 1:
+				t.Errorf("reset: an op's draws changed the next op's first value: %v", seen)
+			case iso == IsolationFresh && len(seen) == 1:
+				t.Errorf("fresh: three fresh instances drew the same first value: %v", seen)
+			}
+		})
+	}
+}
