@@ -53,12 +53,15 @@ check:
 	$(GO) vet ./...
 	$(GO) test -count=1 -run 'TestWasmUpToDate|TestHostileUpToDate' ./guest/ ./host/
 
-## fuzz: run every fuzzer for FUZZTIME each.
+## fuzz: run every fuzzer (every func FuzzXxx in a _test.go) for FUZZTIME each.
 fuzz:
-	$(GO) test -run='^$$' -fuzz='^FuzzParse$$' -fuzztime=$(FUZZTIME) ./internal/jsonv/
-	$(GO) test -run='^$$' -fuzz='^FuzzRender$$' -fuzztime=$(FUZZTIME) ./guest/executor/
-	$(GO) test -run='^$$' -fuzz='^FuzzParse$$' -fuzztime=$(FUZZTIME) ./registry/
-	$(GO) test -run='^$$' -fuzz='^FuzzParseTemplate$$' -fuzztime=$(FUZZTIME) ./registry/
+	@set -e; for f in $$(grep -rl --include='*_test.go' '^func Fuzz' . | grep -v '^./bench/' | sort); do \
+	  d=$$(dirname $$f); \
+	  for n in $$(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' $$f); do \
+	    echo "== $$d $$n"; \
+	    $(GO) test -run='^$$' -fuzz="^$$n\$$" -fuzztime=$(FUZZTIME) $$d/; \
+	  done; \
+	done
 
 clean:
 	rm -rf bin bench.out bench-extism.out rss.json ready.json
