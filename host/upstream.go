@@ -65,11 +65,11 @@ func (e *Engine) send(ctx context.Context, p *prepared, r *checkedRequest, cred 
 			Message: fmt.Sprintf("the provider asked to wait %d seconds", ra)}
 	}
 	if resp.StatusCode < 200 || resp.StatusCode >= 300 {
-		return nil, n, &Error{Code: CodeUpstream, Status: resp.StatusCode, Message: errorMessage(p, raw, resp.StatusCode)}
+		return nil, n, &Error{Code: CodeUpstream, Status: resp.StatusCode, Message: redactCredential(errorMessage(p, raw, resp.StatusCode), string(cred.Secret))}
 	}
 	if p.m.GraphQL {
 		if msg, ok := graphQLError(raw, p); ok {
-			return nil, n, &Error{Code: CodeUpstream, Status: resp.StatusCode, Message: msg}
+			return nil, n, &Error{Code: CodeUpstream, Status: resp.StatusCode, Message: redactCredential(msg, string(cred.Secret))}
 		}
 	}
 	res := &Result{Status: resp.StatusCode}
@@ -228,6 +228,52 @@ func errorMessage(p *prepared, raw []byte, status int) string {
 		return t
 	}
 	return "HTTP " + strconv.Itoa(status)
+}
+
+// redactedWord replaces a word of an upstream message that echoes the
+// credential.
+const redactedWord = "[redacted]"
+
+// redactCredential replaces every word (a run of non-space characters) of
+// an upstream message that echoes the op's credential: one holding 8 or
+// more consecutive characters of it, or a masked echo — a word with '*'
+// that starts with the credential's first 4 characters or ends with its
+// last 4 (Stripe answers a bad key with "Invalid API Key provided:
+// sk_test_****abcd"). The message goes to the bot, which must never see
+// any part of the credential.
+func redactCredential(msg, secret string) string {
+	if len(secret) < 4 || msg == "" {
+		return msg
+	}
+	echoes := func(w string) bool {
+		if strings.Contains(w, "*") {
+			t := strings.Trim(w, `"'.,;:()[]{}<>`)
+			if strings.HasPrefix(t, secret[:4]) || strings.HasSuffix(t, secret[len(secret)-4:]) {
+				return true
+			}
+		}
+		const n = 8
+		if len(secret) < n {
+			return strings.Contains(w, secret)
+		}
+		for i := 0; i+n <= len(secret); i++ {
+			if strings.Contains(w, secret[i:i+n]) {
+				return true
+			}
+		}
+		return false
+	}
+	words := strings.Fields(msg)
+	changed := false
+	for i, w := range words {
+		if echoes(w) {
+			words[i], changed = redactedWord, true
+		}
+	}
+	if !changed {
+		return msg
+	}
+	return strings.Join(words, " ")
 }
 
 // capMessage replaces control characters (C0, DEL, C1) and bidirectional

@@ -220,10 +220,12 @@ func TestUpstreamUnauthorized(t *testing.T) {
 			status: 401, msg: "Authentication failed"},
 		{name: "dnsimple revoked token", service: "dnsimple", op: "list_domains", secret: "dnsimple_revoked_token_00000000000000", revoke: true,
 			status: 401, msg: "Authentication failed"},
-		{name: "stripe bad key (Stripe echoes a masked key)", service: "stripe", op: "get_viewer", secret: "sk_test_wrong_key_abcdefgh12345678",
-			status: 401, msg: "Invalid API Key provided: sk_test_****5678"},
+		{name: "stripe bad key (Stripe echoes a masked key: redacted)", service: "stripe", op: "get_viewer", secret: "sk_test_wrong_key_abcdefgh12345678",
+			status: 401, msg: "Invalid API Key provided: [redacted]"},
 		{name: "stripe revoked key", service: "stripe", op: "get_balance", secret: "sk_test_revoked_key_zyxwvuts98765432", revoke: true,
-			status: 401, msg: "Invalid API Key provided: sk_test_****5432"},
+			status: 401, msg: "Invalid API Key provided: [redacted]"},
+		{name: "stripe given a github token", service: "stripe", op: "get_viewer", secret: fakeapi.Token("github"),
+			status: 401, msg: "Invalid API Key provided: [redacted]"},
 		{name: "hubspot bad token", service: "hubspot", op: "get_viewer", secret: "pat-na1-wrong-token-0000000000000",
 			status: 401, msg: "Authentication credentials not found. This API supports OAuth 2.0 authentication and you can find more details at https://developers.hubspot.com/docs/methods/auth/oauth-overview"},
 		{name: "hubspot revoked oauth token", service: "hubspot", op: "list_contacts", kind: "oauth", secret: "hubspot-revoked-oauth-000000000000", revoke: true,
@@ -275,6 +277,32 @@ func TestUpstreamUnauthorized(t *testing.T) {
 				t.Errorf("Authorization %q, want %q", got, wantAuth)
 			}
 			env.assertNoLeak(t, nil, herr, tt.secret)
+			for i := 0; i+4 <= len(tt.secret); i++ {
+				if w := tt.secret[i : i+4]; strings.Contains(herr.Message, w) && !strings.Contains(tt.msg, w) {
+					t.Errorf("the message %q holds %q of the credential", herr.Message, w)
+				}
+			}
+		})
+	}
+}
+
+func TestRedactCredential(t *testing.T) {
+	const secret = "sk_test_51HxAbCdEfGh0123456789wxyz"
+	tests := []struct{ name, msg, want string }{
+		{"no echo", "No such customer: cus_123", "No such customer: cus_123"},
+		{"whole secret", "bad key " + secret + " given", "bad key [redacted] given"},
+		{"8 characters of it", "key ending AbCdEfGh0 is wrong", "key ending [redacted] is wrong"},
+		{"masked, prefix", "Invalid API Key provided: sk_test_****wxyz", "Invalid API Key provided: [redacted]"},
+		{"masked, suffix only, quoted", "key '****wxyz'.", "key [redacted]"},
+		{"masked, another credential", "key pk_live_****0000 revoked", "key pk_live_****0000 revoked"},
+		{"7 characters are not an echo", "code 0123456 failed", "code 0123456 failed"},
+		{"a star alone is not an echo", "rate * limit", "rate * limit"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := redactCredential(tt.msg, secret); got != tt.want {
+				t.Fatalf("redactCredential(%q) = %q, want %q", tt.msg, got, tt.want)
+			}
 		})
 	}
 }
