@@ -290,7 +290,7 @@ func (b *Broker) accessLog(next http.Handler) http.Handler {
 		}
 		b.metrics.requests.WithLabelValues(route, strconv.Itoa(sw.status)).Inc()
 		l.Info().Str("method", r.Method).Str("route", route).Int("status", sw.status).
-			Dur("duration", time.Since(start)).Msg("request")
+			Float64("duration_ms", float64(time.Since(start).Microseconds())/1000).Msg("request")
 	})
 }
 

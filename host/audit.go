@@ -75,7 +75,7 @@ func (e *Engine) audit(ctx context.Context, call Call, p *prepared, res *Result,
 		Int("status", status).
 		Int64("bytes_raw", raw).
 		Int("bytes_projected", projected).
-		Dur("duration", time.Since(start)).
+		Float64("duration_ms", float64(time.Since(start).Microseconds())/1000).
 		Str("outcome", outcome)
 	if deny != "" {
 		ev = ev.Str("deny", string(deny))

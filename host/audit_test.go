@@ -59,7 +59,7 @@ func TestAuditTrail(t *testing.T) {
 				t.Errorf("event %d: %s = %v, want %v", i, k, evs[i][k], v)
 			}
 		}
-		for _, k := range []string{"bytes_raw", "bytes_projected", "duration"} {
+		for _, k := range []string{"bytes_raw", "bytes_projected", "duration_ms"} {
 			if _, ok := evs[i][k]; !ok {
 				t.Errorf("event %d lacks %s", i, k)
 			}

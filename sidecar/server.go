@@ -333,7 +333,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	case <-ctx.Done():
 	}
 	s.ready.Store(false)
-	s.log.Info().Str("event", "shutdown").Dur("grace", s.cfg.ShutdownGrace).Msg("shutting down: finishing in-flight requests")
+	s.log.Info().Str("event", "shutdown").Float64("grace_ms", float64(s.cfg.ShutdownGrace.Milliseconds())).Msg("shutting down: finishing in-flight requests")
 	sctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownGrace)
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil {

@@ -457,7 +457,7 @@ func (r *Rotator) refresh(ctx context.Context, service, k string, p Pair) (Pair,
 		errors.As(err, &e)
 		ev = r.log.Warn().Str("kind", e.Kind.String()).Str("code", e.Code).AnErr("cause", e.Err)
 	}
-	ev.Str("event", "token_refresh").Str("service", service).Str("credential", k[:16]).Dur("duration", r.now().Sub(start)).Msg("token refresh")
+	ev.Str("event", "token_refresh").Str("service", service).Str("credential", k[:16]).Float64("duration_ms", float64(r.now().Sub(start).Microseconds())/1000).Msg("token refresh")
 	if err != nil {
 		return Pair{}, err
 	}
