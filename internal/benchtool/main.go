@@ -12,6 +12,8 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime/pprof"
+	"runtime/trace"
 )
 
 func main() {
@@ -26,7 +28,27 @@ func main() {
 		out := fs.String("out", "rss.json", "result file")
 		n := fs.Int("n", 1000, "ops in flight")
 		hold := fs.Duration("hold", 500e6, "how long the upstream holds each answer")
+		prof := fs.String("cpuprofile", "", "write a CPU profile of the run to this file")
+		tr := fs.String("trace", "", "write an execution trace of the run to this file")
 		fs.Parse(os.Args[2:])
+		if *tr != "" {
+			f, terr := os.Create(*tr)
+			if terr != nil {
+				err = terr
+				break
+			}
+			trace.Start(f)
+			defer func() { trace.Stop(); f.Close() }()
+		}
+		if *prof != "" {
+			f, perr := os.Create(*prof)
+			if perr != nil {
+				err = perr
+				break
+			}
+			pprof.StartCPUProfile(f)
+			defer func() { pprof.StopCPUProfile(); f.Close() }()
+		}
 		err = runRSS(*out, *n, *hold)
 	case "ready":
 		fs := flag.NewFlagSet("ready", flag.ExitOnError)
@@ -49,6 +71,7 @@ func main() {
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "benchtool:", err)
+		pprof.StopCPUProfile()
 		os.Exit(1)
 	}
 }

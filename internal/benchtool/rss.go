@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -27,6 +28,7 @@ type rssResult struct {
 	HoldMS        int64          `json:"hold_ms"`
 	Statuses      map[string]int `json:"statuses"`
 	ExtraStatus   int            `json:"extra_status"` // the op sent past the limit
+	ArrivalMS     []float64      `json:"arrival_ms"`   // when ops reached the upstream: first, median, 90th percentile, last
 	ExtraCode     string         `json:"extra_code"`
 	BaselineRSS   int64          `json:"baseline_rss_bytes"` // after the engine and sidecar are up
 	PeakRSS       int64          `json:"peak_rss_bytes"`     // VmHWM of the whole process
@@ -68,8 +70,14 @@ func runRSS(out string, n int, hold time.Duration) error {
 	}
 	defer fake.Close()
 	var held, heldPeak atomic.Int64
+	var arrMu sync.Mutex
+	var arrivals []time.Duration
+	var start time.Time
 	fake.SetHandler(func(w http.ResponseWriter, r *http.Request) bool {
 		if r.URL.Path == "/user" {
+			arrMu.Lock()
+			arrivals = append(arrivals, time.Since(start))
+			arrMu.Unlock()
 			if h := held.Add(1); h > heldPeak.Load() {
 				heldPeak.Store(h)
 			}
@@ -137,7 +145,7 @@ func runRSS(out string, n int, hold time.Duration) error {
 		json.NewDecoder(resp.Body).Decode(&e)
 		return resp.StatusCode, e.Error.Code
 	}
-	start := time.Now()
+	start = time.Now()
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	for i := 0; i < n; i++ {
@@ -161,6 +169,15 @@ func runRSS(out string, n int, hold time.Duration) error {
 	res.ElapsedMS = time.Since(start).Milliseconds()
 	res.PeakRSS = vmStatus("VmHWM")
 	res.HeldPeak = int(heldPeak.Load())
+	arrMu.Lock()
+	slices.Sort(arrivals)
+	for _, q := range []float64{0, 0.5, 0.9, 1} {
+		if len(arrivals) > 0 {
+			i := int(q * float64(len(arrivals)-1))
+			res.ArrivalMS = append(res.ArrivalMS, float64(arrivals[i].Microseconds())/1000)
+		}
+	}
+	arrMu.Unlock()
 	res.GoMaxProcs = 0
 	b, _ := json.MarshalIndent(res, "", "  ")
 	fmt.Printf("%s\n", b)
