@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -816,5 +817,27 @@ func TestConcurrentReadsAndWrites(t *testing.T) {
 	n := strings.Count(string(b), `"title":"c`)
 	if n != 8 {
 		t.Errorf("%d concurrent issues listed, want 8", n)
+	}
+}
+
+// TestRecorderBound: past maxRecorded requests the oldest are dropped, the
+// newest kept in order, and the recorder never holds more than the bound.
+func TestRecorderBound(t *testing.T) {
+	s := &Server{}
+	const total = 2*maxRecorded + 123
+	for i := 0; i < total; i++ {
+		s.record(Request{Path: "/" + strconv.Itoa(i)})
+		if len(s.reqs) > maxRecorded {
+			t.Fatalf("after %d requests the recorder holds %d (bound %d)", i+1, len(s.reqs), maxRecorded)
+		}
+	}
+	got := s.Requests()
+	if len(got) < maxRecorded/2 {
+		t.Fatalf("kept %d requests, want at least %d", len(got), maxRecorded/2)
+	}
+	for i, r := range got {
+		if want := "/" + strconv.Itoa(total-len(got)+i); r.Path != want {
+			t.Fatalf("request %d is %s, want %s (the newest, in order)", i, r.Path, want)
+		}
 	}
 }
