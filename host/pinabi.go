@@ -258,20 +258,49 @@ func pinReject(ctx context.Context, mod api.Module, stack []uint64) {
 
 // callerSent reports whether name is, clipped, a top-level key of the
 // caller's args (the part of the op input after the first newline) that
-// the op does not declare.
+// the op does not declare. It reads the keys the way the executor does,
+// so a key sent twice ({"a":1,"a":2}: the executor reports "a" as
+// undeclared before anything else) still counts as sent.
 func (st *opState) callerSent(name string) bool {
 	nl := bytes.IndexByte(st.input, '\n')
 	if nl < 0 {
 		return false
 	}
-	v, err := jsonv.Parse(st.input[nl+1:])
-	if err != nil || v.Kind != jsonv.Object {
+	raw := st.input[nl+1:]
+	ws := func(i int) int {
+		for i < len(raw) && (raw[i] == ' ' || raw[i] == '\t' || raw[i] == '\n' || raw[i] == '\r') {
+			i++
+		}
+		return i
+	}
+	i := ws(0)
+	if i >= len(raw) || raw[i] != '{' {
 		return false
 	}
-	for _, m := range v.O {
-		if _, declared := st.op.Args[m.Key]; !declared && executor.ClipName(m.Key) == name {
+	for i = ws(i + 1); i < len(raw); {
+		n := jsonv.ScanString(raw[i:])
+		if n == 0 {
+			return false
+		}
+		k, err := jsonv.Parse(raw[i : i+n])
+		if err != nil {
+			return false
+		}
+		if _, declared := st.op.Args[k.S]; !declared && executor.ClipName(k.S) == name {
 			return true
 		}
+		if i = ws(i + n); i >= len(raw) || raw[i] != ':' {
+			return false
+		}
+		i = ws(i + 1)
+		vn := jsonv.Skip(raw[i:])
+		if vn == 0 {
+			return false
+		}
+		if i = ws(i + vn); i >= len(raw) || raw[i] != ',' {
+			return false
+		}
+		i = ws(i + 1)
 	}
 	return false
 }
