@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -50,6 +49,9 @@ Environment:
                                    underscores (PINNED_BROKER_PUBLIC_URL); a flag
                                    given on the command line wins
 
+Exit status: 0 after a clean shutdown (SIGINT or SIGTERM), 1 the broker
+could not listen or serve, 2 bad usage or configuration.
+
 Flags:
 `
 
@@ -95,44 +97,24 @@ func runBrokerContext(ctx context.Context, args []string, bio brokerIO) int {
 	}
 	var f brokerFlags
 	fs := flag.NewFlagSet("broker", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.StringVar(&f.listen, "listen", broker.DefaultListen, "address to listen on (plain HTTP: terminate TLS in front of the broker)")
-	fs.StringVar(&f.publicURL, "public-url", "", "the broker's public base URL as browsers and providers reach it (default http://<listen>); redirect URIs are <public-url>/oauth/<id>/callback")
-	fs.StringVar(&f.allowReturn, "allow-return", "", "comma-separated origins a flow may return to (https://app.example.com,http://localhost:3000); exact scheme, host and port")
-	fs.StringVar(&f.stateKeyFile, "state-key-file", "", "file holding the state key (base64 of 32 bytes); instead of PINNED_BROKER_STATE_KEY")
+	fs.StringVar(&f.listen, "listen", broker.DefaultListen, "`address` to listen on, host:port (plain HTTP: terminate TLS in front of the broker)")
+	fs.StringVar(&f.publicURL, "public-url", "", "the broker's public base `URL` as browsers and providers reach it (default http://<listen>); redirect URIs are <public-url>/oauth/<id>/callback")
+	fs.StringVar(&f.allowReturn, "allow-return", "", "comma-separated `origins` a flow may return to (https://app.example.com,http://localhost:3000); exact scheme, host and port")
+	fs.StringVar(&f.stateKeyFile, "state-key-file", "", "`file` holding the state key (base64 of 32 bytes); instead of PINNED_BROKER_STATE_KEY")
 	fs.DurationVar(&f.stateTTL, "state-ttl", broker.DefaultStateTTL, "how long a member may take on the provider's consent page")
 	fs.BoolVar(&f.bindBrowser, "bind-browser", true, "bind each flow to the browser that started it with a short-lived cookie (login-CSRF defence)")
-	fs.StringVar(&f.instanceTokensFile, "instance-tokens-file", "", "file with one instance token per line (# comments allowed); instead of PINNED_BROKER_INSTANCE_TOKENS")
+	fs.StringVar(&f.instanceTokensFile, "instance-tokens-file", "", "`file` with one instance token per line (# comments allowed); instead of PINNED_BROKER_INSTANCE_TOKENS")
 	fs.Float64Var(&f.refreshRate, "refresh-rate", broker.DefaultRefreshRate, "POST /api/refresh requests per second allowed per instance token (unauthenticated: per address)")
 	fs.IntVar(&f.refreshBurst, "refresh-burst", broker.DefaultRefreshBurst, "burst of POST /api/refresh requests allowed per instance token")
 	fs.DurationVar(&f.providerTimeout, "provider-timeout", broker.DefaultProviderTimeout, "bound on one call to a provider's token endpoint")
-	fs.StringVar(&f.proxy, "proxy", "", "HTTP(S) proxy URL for calls to providers (proxy environment variables are ignored)")
-	fs.StringVar(&f.providerAddr, "provider-addr", "", "TESTS AND TRIALS ONLY: dial every provider at this ip:port (the address of pinned fakeapi)")
-	fs.StringVar(&f.providerCA, "provider-ca", "", "TESTS AND TRIALS ONLY: PEM file of an extra CA trusted for providers (with --provider-addr)")
-	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn, error")
-	fs.StringVar(&f.logFormat, "log-format", "json", "log format: json or console")
+	fs.StringVar(&f.proxy, "proxy", "", "HTTP(S) proxy `URL` for calls to providers (proxy environment variables are ignored)")
+	fs.StringVar(&f.providerAddr, "provider-addr", "", "TESTS AND TRIALS ONLY: dial every provider at this `ip:port` (the address of pinned fakeapi)")
+	fs.StringVar(&f.providerCA, "provider-ca", "", "TESTS AND TRIALS ONLY: PEM `file` of an extra CA trusted for providers (with --provider-addr)")
+	fs.StringVar(&f.logLevel, "log-level", "info", "log `level`: debug, info, warn or error")
+	fs.StringVar(&f.logFormat, "log-format", "json", "log `format`: json or console")
 	fs.BoolVar(&f.genStateKey, "gen-state-key", false, "print a fresh random state key (base64) and exit")
-	// The usage goes to stdout when asked for (--help), to stderr after a
-	// flag error.
-	var usage bytes.Buffer
-	fs.Usage = func() {
-		out := fs.Output()
-		fs.SetOutput(&usage)
-		fmt.Fprint(&usage, brokerUsage)
-		fs.PrintDefaults()
-		fs.SetOutput(out)
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			_, _ = bio.stdout.Write(usage.Bytes())
-			return 0
-		}
-		_, _ = stderr.Write(usage.Bytes())
-		return 2
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "pinned broker: unexpected argument %q (flags only; see --help)\n", fs.Arg(0))
-		return 2
+	if code, ok := parseFlags(fs, brokerUsage, args, bio.stdout, stderr); !ok {
+		return code
 	}
 	if f.genStateKey {
 		fmt.Fprintln(bio.stdout, broker.GenerateStateKey())
@@ -151,17 +133,17 @@ func runBrokerContext(ctx context.Context, args []string, bio brokerIO) int {
 		}
 	})
 	if envErr != nil {
-		fmt.Fprintf(stderr, "pinned broker: %v\n", envErr)
+		fmt.Fprintf(stderr, "pinned broker: %s\n", errText(envErr))
 		return 2
 	}
 	cfg, log, err := brokerConfig(&f, env, bio.environ, stderr)
 	if err != nil {
-		fmt.Fprintf(stderr, "pinned broker: %v\n", err)
+		fmt.Fprintf(stderr, "pinned broker: %s\n", errText(err))
 		return 2
 	}
 	ln, err := net.Listen("tcp", f.listen)
 	if err != nil {
-		fmt.Fprintf(stderr, "pinned broker: listen: %v\n", err)
+		fmt.Fprintf(stderr, "pinned broker: listen: %s\n", errText(err))
 		return 1
 	}
 	defer ln.Close()
@@ -170,7 +152,7 @@ func runBrokerContext(ctx context.Context, args []string, bio brokerIO) int {
 	}
 	b, err := broker.New(cfg)
 	if err != nil {
-		fmt.Fprintf(stderr, "pinned broker: %v\n", err)
+		fmt.Fprintf(stderr, "pinned broker: %s\n", errText(err))
 		return 2
 	}
 	defer b.Close()

@@ -64,7 +64,8 @@ func TestRunBrokerExits(t *testing.T) {
 		{name: "bad origin", args: []string{"--state-key-file", keyFile, "--allow-return", "https://a.example/path"}, code: 2, stderr: []string{"without path"}},
 		{name: "unspecified listen needs a public URL", args: []string{"--state-key-file", keyFile, "--listen", "0.0.0.0:0"}, code: 2, stderr: []string{"--public-url"}},
 		{name: "provider-ca alone", args: []string{"--state-key-file", keyFile, "--provider-ca", keyFile}, code: 2, stderr: []string{"needs --provider-addr"}},
-		{name: "unknown flag", args: []string{"--nope"}, code: 2, stderr: []string{"not defined", "Usage: pinned broker"}},
+		{name: "unknown flag", args: []string{"--nope"}, code: 2, stderr: []string{"pinned broker: flag provided but not defined: -nope\nrun 'pinned broker --help' for usage\n"}},
+		{name: "help placeholders", args: []string{"-h"}, code: 0, stdout: []string{"  -provider-addr ip:port\n", "  -log-format format\n", "Exit status: 0 after a clean shutdown"}},
 		{name: "argument", args: []string{"serve"}, code: 2, stderr: []string{`unexpected argument "serve"`}},
 		{name: "cannot listen", args: []string{"--state-key-file", keyFile, "--listen", "127.0.0.1:99999"}, code: 1, stderr: []string{"listen"}},
 	}

@@ -23,6 +23,8 @@ list op, plus one confirmed write, all through the WebAssembly sandbox. For
 each op it prints the bytes the provider sent, the bytes the manifest's
 pick let through, and the result.
 
+Exit status: 0 every op succeeded, 1 an op failed, 2 bad usage.
+
 Flags:
 `
 
@@ -47,21 +49,13 @@ var demoOps = []demoOp{
 
 func runDemo(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	full := fs.Bool("full", false, "print every result in full instead of a preview")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, demoUsage)
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	if code, ok := parseFlags(fs, demoUsage, args, stdout, stderr); !ok {
+		return code
 	}
 	fake, err := fakeapi.New()
 	if err != nil {
-		fmt.Fprintf(stderr, "pinned demo: start the provider fake: %v\n", err)
+		fmt.Fprintf(stderr, "pinned demo: start the provider fake: %s\n", errText(err))
 		return 1
 	}
 	defer fake.Close()
@@ -73,7 +67,7 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 		CacheDir: defaultCacheDir(),
 	})
 	if err != nil {
-		fmt.Fprintf(stderr, "pinned demo: %v\n", err)
+		fmt.Fprintf(stderr, "pinned demo: %s\n", errText(err))
 		return 1
 	}
 	defer eng.Close(ctx)
@@ -93,7 +87,7 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 			if errors.As(err, &he) {
 				fmt.Fprintf(stdout, "%-9s %-15s FAILED %s: %s\n", d.service, d.op, he.Code, he.Message)
 			} else {
-				fmt.Fprintf(stdout, "%-9s %-15s FAILED %v\n", d.service, d.op, err)
+				fmt.Fprintf(stdout, "%-9s %-15s FAILED %s\n", d.service, d.op, errText(err))
 			}
 			continue
 		}
@@ -105,9 +99,19 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "%d of %d ops failed.\n", failed, len(demoOps))
 		return 1
 	}
-	fmt.Fprintf(stdout, "All %d ops ran in fresh sandbox instances; every result holds only the fields its manifest's pick names.\n", len(demoOps))
+	fmt.Fprintf(stdout, "All %d ops ran %s; every result holds only the fields its manifest's pick names.\n", len(demoOps), isolationPhrase(eng.Strategy()))
 	fmt.Fprintln(stdout, "Try one yourself:  bin/pinned op --fake --service github --op list_issues --args '{\"owner\":\"pinned-tester\",\"repo\":\"notes\"}' --pretty")
 	return 0
+}
+
+// isolationPhrase says where the ops ran, from the engine's isolation
+// strategy (host.Engine.Strategy): "reset", "fresh" or "fresh (<why reset
+// was not possible>)".
+func isolationPhrase(strategy string) string {
+	if strategy == host.IsolationReset {
+		return "in pooled sandbox instances, each restored byte for byte to its post-initialization state before the op (isolation strategy: reset)"
+	}
+	return "in a fresh sandbox instance each (isolation strategy: " + strategy + ")"
 }
 
 // preview shortens a result for the terminal.

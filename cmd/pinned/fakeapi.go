@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -34,6 +33,8 @@ routed by their Host, so map each provider host to the fake's address:
 
 The fake tokens and ready-to-run curl lines are printed at start.
 
+Exit status: 0 after SIGINT or SIGTERM, 1 the fake failed, 2 bad usage.
+
 Flags:
 `
 
@@ -49,30 +50,19 @@ func runFakeAPI(args []string, stdout, stderr io.Writer) int {
 // instead of sending a signal).
 func runFakeAPIContext(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("fakeapi", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	listen := fs.String("listen", "127.0.0.1:0", "loopback address to listen on (127.0.0.1 or [::1], with a port; 0 picks a free one)")
-	caOut := fs.String("ca-out", "", "write the generated CA certificate (PEM) to this file")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, fakeAPIUsage)
-		fs.PrintDefaults()
+	listen := fs.String("listen", "127.0.0.1:0", "loopback `address` to listen on: 127.0.0.1, [::1] or localhost (127.0.0.1), with a port; port 0 picks a free one")
+	caOut := fs.String("ca-out", "", "write the generated CA certificate (PEM) to this `file`")
+	if code, ok := parseFlags(fs, fakeAPIUsage, args, stdout, stderr); !ok {
+		return code
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
+	addr := fakeListenAddr(*listen)
+	if err := fakeapi.CheckLoopback(addr); err != nil {
+		fmt.Fprintf(stderr, "pinned fakeapi: refusing --listen %s: the fake serves fixed credentials and listens on loopback only (e.g. 127.0.0.1:8443 or localhost:8443)\n", *listen)
 		return 2
 	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "pinned fakeapi: unexpected argument %q (flags only; see --help)\n", fs.Arg(0))
-		return 2
-	}
-	if err := fakeapi.CheckLoopback(*listen); err != nil {
-		fmt.Fprintf(stderr, "pinned fakeapi: refusing --listen %s: the fake serves fixed credentials and listens on loopback only (e.g. 127.0.0.1:8443)\n", *listen)
-		return 2
-	}
-	srv, err := fakeapi.New(fakeapi.WithListen(*listen))
+	srv, err := fakeapi.New(fakeapi.WithListen(addr))
 	if err != nil {
-		fmt.Fprintf(stderr, "pinned fakeapi: %v\n", err)
+		fmt.Fprintf(stderr, "pinned fakeapi: %s\n", errText(err))
 		return 1
 	}
 	defer srv.Close()
@@ -80,7 +70,7 @@ func runFakeAPIContext(ctx context.Context, args []string, stdout, stderr io.Wri
 	caName := "ca.pem"
 	if *caOut != "" {
 		if err := os.WriteFile(*caOut, srv.CACertPEM(), 0o644); err != nil {
-			fmt.Fprintf(stderr, "pinned fakeapi: write the CA certificate: %v\n", err)
+			fmt.Fprintf(stderr, "pinned fakeapi: write the CA certificate: %s\n", errText(err))
 			return 1
 		}
 		caName = *caOut
@@ -90,6 +80,18 @@ func runFakeAPIContext(ctx context.Context, args []string, stdout, stderr io.Wri
 	<-ctx.Done()
 	fmt.Fprintln(stdout, "pinned fakeapi: stopping")
 	return 0
+}
+
+// fakeListenAddr maps "localhost:PORT" to "127.0.0.1:PORT", as the
+// sidecar accepts localhost too; the fake binds IP literals only, so the
+// address it prints is the one to pass to --connect-to. Every other
+// address is returned unchanged.
+func fakeListenAddr(listen string) string {
+	h, port, err := net.SplitHostPort(listen)
+	if err != nil || !strings.EqualFold(h, "localhost") {
+		return listen
+	}
+	return net.JoinHostPort("127.0.0.1", port)
 }
 
 // printFakeAPIBanner tells the user where the fake is, which tokens it

@@ -2,13 +2,14 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
+	"github.com/elevenmessenger/pinned/host"
 	"github.com/elevenmessenger/pinned/registry"
 	"github.com/elevenmessenger/pinned/sidecar/grant"
 )
@@ -24,127 +25,155 @@ The credential is read from the environment variable named by --token-env
 
 --op binds the grant to one op; --args (which needs --op) binds it to
 exactly those args too (args_sha256 of their canonical JSON): the bot can
-then run that op with those args and nothing else.
+then run that op with those args and nothing else. The args are checked
+as the sidecar will check them when the bot runs the op: args the op
+refuses (the sidecar would answer bad_args) are refused here.
 
 Examples:
   PINNED_TOKEN=ghp_... pinned grant seal --bot-key "$PUB" --service github --access read --ttl 10m
   PINNED_TOKEN=ghp_... pinned grant seal --bot-key "$PUB" --service github --access write --ttl 2m \
       --op create_issue --args '{"owner":"pinned-tester","repo":"notes","title":"Hi"}'
 
-Exit status: 0 success, 1 sealing failed, 2 bad usage.
+Exit status: 0 success, 1 sealing failed, 2 bad usage (an unknown flag, a
+missing or malformed flag value, args the op refuses).
 
 Flags:
 `
 
 func runGrant(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, "pinned grant: missing subcommand (seal)")
-		fmt.Fprint(stderr, "\n"+grantUsage)
-		return 2
+		return flagError(stderr, "grant", "missing subcommand: want seal")
 	}
 	switch args[0] {
 	case "seal":
 		return runGrantSeal(args[1:], stdout, stderr)
 	case "-h", "-help", "--help", "help":
-		fmt.Fprint(stdout, grantUsage)
+		fs, _ := grantSealFlags()
+		printHelp(stdout, grantUsage, fs)
 		return 0
 	}
-	fmt.Fprintf(stderr, "pinned grant: unknown subcommand %q (want seal)\n", args[0])
-	return 2
+	if strings.HasPrefix(args[0], "-") {
+		return flagError(stderr, "grant", undefinedFlag(args[0]))
+	}
+	return flagError(stderr, "grant", fmt.Sprintf("unknown subcommand %q: want seal", args[0]))
+}
+
+// sealFlags are the flags of grant seal.
+type sealFlags struct {
+	botKey, service, access, opName, argsJSON, tokenEnv, kind, memberKey string
+	ttl                                                                  time.Duration
+}
+
+func grantSealFlags() (*flag.FlagSet, *sealFlags) {
+	var f sealFlags
+	fs := flag.NewFlagSet("grant seal", flag.ContinueOnError)
+	fs.StringVar(&f.botKey, "bot-key", "", "the bot's public `key` (base64, as pinned keygen printed it); required")
+	fs.StringVar(&f.service, "service", "", "`id` of the service, e.g. github (see pinned registry list); required")
+	fs.StringVar(&f.access, "access", "", "`read|write` access; required (write also allows read ops)")
+	fs.DurationVar(&f.ttl, "ttl", 2*time.Minute, "how long the grant is valid; a sidecar refuses grants living longer than its --max-grant-ttl, "+
+		shortDuration(grant.DefaultMaxTTL)+" unless configured")
+	fs.StringVar(&f.opName, "op", "", "bind the grant to the op of this `name` only")
+	fs.StringVar(&f.argsJSON, "args", "", "with --op: bind the grant to exactly these args (a `JSON` object), checked as the op will check them")
+	fs.StringVar(&f.tokenEnv, "token-env", "PINNED_TOKEN", "environment `variable` holding the credential")
+	fs.StringVar(&f.kind, "kind", "pat", "credential kind: `pat|oauth` (pat: a pasted token, sent as the manifest's scheme says; oauth: always Bearer)")
+	fs.StringVar(&f.memberKey, "member-key", "", "the member's public `key` (base64), to which rotated tokens are sealed back")
+	return fs, &f
+}
+
+// shortDuration prints 24h0m0s as 24h and 2m0s as 2m.
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 func runGrantSeal(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("grant seal", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	botKey := fs.String("bot-key", "", "the bot's public key (base64, as pinned keygen printed it); required")
-	service := fs.String("service", "", "service id, e.g. github (see pinned registry list); required")
-	access := fs.String("access", "", "read or write; required (write also allows read ops)")
-	ttl := fs.Duration("ttl", 2*time.Minute, "how long the grant is valid; the sidecar refuses grants living longer than its --max-grant-ttl (default 24h)")
-	opName := fs.String("op", "", "bind the grant to this op only")
-	argsJSON := fs.String("args", "", "with --op: bind the grant to exactly these args (a JSON object)")
-	tokenEnv := fs.String("token-env", "PINNED_TOKEN", "environment variable holding the credential")
-	kind := fs.String("kind", "pat", "credential kind: pat (pasted token, sent as the manifest's scheme says) or oauth (always Bearer)")
-	memberKey := fs.String("member-key", "", "the member's public key (base64), to which rotated tokens are sealed back")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, grantUsage)
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	fs, f := grantSealFlags()
+	if code, ok := parseFlags(fs, grantUsage, args, stdout, stderr); !ok {
+		return code
 	}
 	usage := func(format string, a ...any) int {
 		fmt.Fprintf(stderr, "pinned grant seal: "+format+"\n", a...)
 		return 2
 	}
-	if fs.NArg() > 0 {
-		return usage("unexpected argument %q (flags only; see --help)", fs.Arg(0))
-	}
-	if *botKey == "" || *service == "" || *access == "" {
+	if f.botKey == "" || f.service == "" || f.access == "" {
 		return usage("--bot-key, --service and --access are required")
 	}
-	pub, err := grant.ParsePublicKey(*botKey)
+	pub, err := grant.ParsePublicKey(f.botKey)
 	if err != nil {
-		return usage("--bot-key: %v", err)
+		return usage("--bot-key: %s", errText(err))
 	}
-	if *access != grant.AccessRead && *access != grant.AccessWrite {
-		return usage("--access must be read or write, not %q", *access)
+	if f.access != grant.AccessRead && f.access != grant.AccessWrite {
+		return usage("--access must be read or write, not %q", f.access)
 	}
-	if *kind != grant.KindPAT && *kind != grant.KindOAuth {
-		return usage("--kind must be pat or oauth, not %q", *kind)
+	if f.kind != grant.KindPAT && f.kind != grant.KindOAuth {
+		return usage("--kind must be pat or oauth, not %q", f.kind)
 	}
-	if *ttl <= 0 {
+	if f.ttl <= 0 {
 		return usage("--ttl must be positive, e.g. 2m")
 	}
-	m, ok := registry.Default().Service(*service)
+	m, ok := registry.Default().Service(f.service)
 	if !ok {
-		return usage("unknown service %q (see pinned registry list)", *service)
+		return usage("unknown service %q (see pinned registry list)", f.service)
 	}
 	g := &grant.Grant{
-		Service: *service, Access: *access, Kind: *kind,
-		ExpiresAt: time.Now().Add(*ttl).Truncate(time.Second), MemberKey: *memberKey,
+		Service: f.service, Access: f.access, Kind: f.kind,
+		ExpiresAt: time.Now().Add(f.ttl).Truncate(time.Second), MemberKey: f.memberKey,
 	}
-	if *memberKey != "" {
-		if _, err := grant.ParsePublicKey(*memberKey); err != nil {
-			return usage("--member-key: %v", err)
+	if f.memberKey != "" {
+		if _, err := grant.ParsePublicKey(f.memberKey); err != nil {
+			return usage("--member-key: %s", errText(err))
 		}
 	}
-	if *argsJSON != "" && *opName == "" {
+	if f.argsJSON != "" && f.opName == "" {
 		return usage("--args binds the grant to args of one op: give --op too")
 	}
-	if *opName != "" {
-		op, ok := m.Op(*opName)
+	if f.opName != "" {
+		op, ok := m.Op(f.opName)
 		if !ok {
-			return usage("service %s has no op %q (ops: %v)", *service, *opName, m.OpNames())
+			return usage("service %s has no op %q (ops: %s)", f.service, f.opName, joinList(m.OpNames()))
 		}
-		if op.Access == registry.AccessWrite && *access != grant.AccessWrite {
-			return usage("op %s writes: it needs --access write", *opName)
+		if op.Access == registry.AccessWrite && f.access != grant.AccessWrite {
+			return usage("op %s writes: it needs --access write", f.opName)
 		}
-		g.Op = *opName
-		if *argsJSON != "" {
-			if !json.Valid([]byte(*argsJSON)) {
-				return usage("--args is not valid JSON: %s", *argsJSON)
+		g.Op = f.opName
+		if f.argsJSON != "" {
+			if !json.Valid([]byte(f.argsJSON)) {
+				return usage("--args is not valid JSON: %s", f.argsJSON)
 			}
-			h, err := grant.ArgsSHA256([]byte(*argsJSON))
+			h, err := grant.ArgsSHA256([]byte(f.argsJSON))
 			if err != nil {
-				return usage("--args: %v", err)
+				return usage("--args: %s", errText(err))
+			}
+			// A grant bound to args the op refuses could never be used:
+			// refuse them now with the message the sidecar would answer.
+			msg, err := checkArgs(m, f.opName, op, []byte(f.argsJSON))
+			if err != nil {
+				fmt.Fprintf(stderr, "pinned grant seal: check --args: %s\n", errText(err))
+				return 1
+			}
+			if msg != "" {
+				return usage("%s: %s", host.CodeBadArgs, msg)
 			}
 			g.ArgsSHA256 = h
 		}
 	}
-	secret := os.Getenv(*tokenEnv)
+	secret := os.Getenv(f.tokenEnv)
 	if secret == "" {
-		return usage("no credential: set %s to the token to seal", *tokenEnv)
+		return usage("no credential: set %s to the token to seal", f.tokenEnv)
 	}
 	g.Secret = grant.Secret(secret)
-	if *ttl > grant.DefaultMaxTTL {
-		fmt.Fprintf(stderr, "pinned grant seal: warning: --ttl %s is longer than the sidecar's default --max-grant-ttl (%s); it will refuse this grant unless configured otherwise\n", *ttl, grant.DefaultMaxTTL)
+	if f.ttl > grant.DefaultMaxTTL {
+		fmt.Fprintf(stderr, "pinned grant seal: warning: --ttl %s is longer than the sidecar's default --max-grant-ttl (%s); it will refuse this grant unless configured otherwise\n", f.ttl, grant.DefaultMaxTTL)
 	}
 	sealed, err := grant.Seal(g, pub, nil)
 	if err != nil {
-		fmt.Fprintf(stderr, "pinned grant seal: %v\n", err)
+		fmt.Fprintf(stderr, "pinned grant seal: %s\n", errText(err))
 		return 1
 	}
 	fmt.Fprintln(stdout, sealed)

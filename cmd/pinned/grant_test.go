@@ -27,6 +27,7 @@ func TestRunGrantSeal(t *testing.T) {
 		args   []string
 		code   int
 		stderr string
+		stdout []string // fragments of stdout (help)
 		check  func(t *testing.T, g *grant.Grant)
 	}{
 		{name: "read grant", args: []string{"seal", "--bot-key", pub, "--service", "github", "--access", "read", "--ttl", "10m"},
@@ -58,21 +59,48 @@ func TestRunGrantSeal(t *testing.T) {
 				}
 			}},
 		{name: "long ttl warns", args: []string{"seal", "--bot-key", pub, "--service", "github", "--access", "read", "--ttl", "48h"}, stderr: "warning: --ttl 48h0m0s is longer"},
-		{name: "no subcommand", args: nil, code: 2, stderr: "missing subcommand"},
-		{name: "unknown subcommand", args: []string{"open"}, code: 2, stderr: `unknown subcommand "open"`},
-		{name: "help", args: []string{"--help"}, code: 0},
-		{name: "seal help", args: []string{"seal", "--help"}, code: 0, stderr: "Usage: pinned grant seal"},
+		{name: "no subcommand", args: nil, code: 2, stderr: "pinned grant: missing subcommand: want seal\nrun 'pinned grant --help' for usage\n"},
+		{name: "unknown subcommand", args: []string{"open"}, code: 2, stderr: `pinned grant: unknown subcommand "open": want seal` + "\nrun 'pinned grant --help' for usage\n"},
+		{name: "flag before the subcommand", args: []string{"--bogus"}, code: 2, stderr: "pinned grant: flag provided but not defined: -bogus\nrun 'pinned grant --help' for usage\n"},
+		{name: "unknown flag", args: []string{"seal", "--bogus"}, code: 2, stderr: "pinned grant seal: flag provided but not defined: -bogus\nrun 'pinned grant seal --help' for usage\n"},
+		{name: "help shows the seal flags", args: []string{"--help"}, code: 0,
+			stdout: []string{"Usage: pinned grant seal", "Flags:\n  -access read|write\n", "-bot-key key", "-args JSON", "-member-key key",
+				"--max-grant-ttl, 24h unless configured (default 2m0s)\n"}},
+		{name: "seal help", args: []string{"seal", "--help"}, code: 0, stdout: []string{"Usage: pinned grant seal", "-service id", "-ttl duration"}},
 		{name: "missing bot key", args: []string{"seal", "--service", "github", "--access", "read"}, code: 2, stderr: "--bot-key, --service and --access are required"},
 		{name: "missing access", args: []string{"seal", "--bot-key", pub, "--service", "github"}, code: 2, stderr: "are required"},
-		{name: "bad bot key", args: []string{"seal", "--bot-key", "abc", "--service", "github", "--access", "read"}, code: 2, stderr: "--bot-key: grant: a public key is 44 characters"},
+		{name: "bad bot key", args: []string{"seal", "--bot-key", "abc", "--service", "github", "--access", "read"}, code: 2,
+			stderr: "pinned grant seal: --bot-key: a public key is 44 characters of standard base64 (32 bytes)\n"},
 		{name: "bad access", args: []string{"seal", "--bot-key", pub, "--service", "github", "--access", "admin"}, code: 2, stderr: `--access must be read or write, not "admin"`},
 		{name: "bad kind", args: []string{"seal", "--bot-key", pub, "--service", "github", "--access", "read", "--kind", "basic"}, code: 2, stderr: "--kind must be pat or oauth"},
 		{name: "unknown service", args: []string{"seal", "--bot-key", pub, "--service", "gitlab", "--access", "read"}, code: 2, stderr: `unknown service "gitlab"`},
-		{name: "unknown op", args: []string{"seal", "--bot-key", pub, "--service", "github", "--access", "write", "--op", "delete_repo"}, code: 2, stderr: `has no op "delete_repo"`},
+		{name: "unknown op", args: []string{"seal", "--bot-key", pub, "--service", "github", "--access", "write", "--op", "delete_repo"}, code: 2,
+			stderr: `pinned grant seal: service github has no op "delete_repo" (ops: create_issue, get_repo, get_viewer, list_issues, list_repos)` + "\n"},
 		{name: "write op under read", args: []string{"seal", "--bot-key", pub, "--service", "github", "--access", "read", "--op", "create_issue"}, code: 2, stderr: "needs --access write"},
 		{name: "args without op", args: []string{"seal", "--bot-key", pub, "--service", "github", "--access", "write", "--args", args}, code: 2, stderr: "give --op too"},
 		{name: "args not JSON", args: []string{"seal", "--bot-key", pub, "--service", "github", "--access", "write", "--op", "create_issue", "--args", "{title:1}"}, code: 2, stderr: "--args is not valid JSON"},
-		{name: "args not an object", args: []string{"seal", "--bot-key", pub, "--service", "github", "--access", "write", "--op", "create_issue", "--args", "[1]"}, code: 2, stderr: "not a JSON object"},
+		{name: "args not an object", args: []string{"seal", "--bot-key", pub, "--service", "github", "--access", "write", "--op", "create_issue", "--args", "[1]"}, code: 2,
+			stderr: "pinned grant seal: --args: args are not a JSON object (strict: unique keys, valid UTF-8)\n"},
+		// Args the op refuses: the sidecar would answer bad_args to every
+		// use of the grant, so it is not sealed.
+		{name: "undeclared arg", args: []string{"seal", "--bot-key", pub, "--service", "github", "--access", "write", "--op", "create_issue", "--args", `{"x":1}`}, code: 2,
+			stderr: `pinned grant seal: bad_args: op github.create_issue has no arg "x" (args: body, owner, repo, title)` + "\n"},
+		{name: "missing required arg", args: []string{"seal", "--bot-key", pub, "--service", "github", "--access", "write", "--op", "create_issue", "--args", `{"owner":"o","repo":"r"}`}, code: 2,
+			stderr: `pinned grant seal: bad_args: arg "title" is required` + "\n"},
+		{name: "arg over its max", args: []string{"seal", "--bot-key", pub, "--service", "github", "--access", "read", "--op", "list_repos", "--args", `{"per_page":101}`}, code: 2,
+			stderr: `pinned grant seal: bad_args: arg "per_page" must be at most 100` + "\n"},
+		{name: "arg of the wrong type", args: []string{"seal", "--bot-key", pub, "--service", "github", "--access", "read", "--op", "list_repos", "--args", `{"per_page":"ten"}`}, code: 2,
+			stderr: `pinned grant seal: bad_args: arg "per_page" must be an integer (up to 2^53)` + "\n"},
+		{name: "args larger than the host takes", args: []string{"seal", "--bot-key", pub, "--service", "github", "--access", "write", "--op", "create_issue",
+			"--args", `{"owner":"o","repo":"r","title":"t","body":"` + strings.Repeat("a", 70000) + `"}`}, code: 2,
+			stderr: "pinned grant seal: bad_args: args are larger than 65536 bytes\n"},
+		{name: "op-bound read grant with args", args: []string{"seal", "--bot-key", pub, "--service", "github", "--access", "read", "--op", "list_repos", "--args", `{"per_page":100}`},
+			check: func(t *testing.T, g *grant.Grant) {
+				h, _ := grant.ArgsSHA256([]byte(`{"per_page":100}`))
+				if g.Op != "list_repos" || g.ArgsSHA256 != h {
+					t.Fatalf("grant %+v", g)
+				}
+			}},
 		{name: "negative ttl", args: []string{"seal", "--bot-key", pub, "--service", "github", "--access", "read", "--ttl", "-1m"}, code: 2, stderr: "--ttl must be positive"},
 		{name: "bad member key", args: []string{"seal", "--bot-key", pub, "--service", "github", "--access", "read", "--member-key", "x"}, code: 2, stderr: "--member-key"},
 		{name: "empty token", args: []string{"seal", "--bot-key", pub, "--service", "github", "--access", "read", "--token-env", "PINNED_TEST_EMPTY"}, code: 2, stderr: "no credential: set PINNED_TEST_EMPTY"},
@@ -84,6 +112,11 @@ func TestRunGrantSeal(t *testing.T) {
 			code := runGrant(tt.args, &stdout, &stderr)
 			if code != tt.code || !strings.Contains(stderr.String(), tt.stderr) {
 				t.Fatalf("exit %d, stderr %q; want %d and %q", code, stderr.String(), tt.code, tt.stderr)
+			}
+			for _, f := range tt.stdout {
+				if !strings.Contains(stdout.String(), f) {
+					t.Errorf("stdout lacks %q:\n%s", f, &stdout)
+				}
 			}
 			if strings.Contains(stdout.String()+stderr.String(), token) {
 				t.Fatal("the token was printed")

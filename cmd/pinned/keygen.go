@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -29,22 +28,10 @@ Flags:
 
 func runKeygen(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("keygen", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	out := fs.String("out", "", "file to write the private key to (required; mode 0600)")
+	out := fs.String("out", "", "`file` to write the private key to (required; mode 0600)")
 	force := fs.Bool("force", false, "replace an existing key file")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, keygenUsage)
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "pinned keygen: unexpected argument %q (flags only; see --help)\n", fs.Arg(0))
-		return 2
+	if code, ok := parseFlags(fs, keygenUsage, args, stdout, stderr); !ok {
+		return code
 	}
 	if *out == "" {
 		fmt.Fprintln(stderr, "pinned keygen: --out FILE is required (where to write the private key)")
@@ -52,11 +39,11 @@ func runKeygen(args []string, stdout, stderr io.Writer) int {
 	}
 	k, err := grant.GenerateKey(nil)
 	if err != nil {
-		fmt.Fprintf(stderr, "pinned keygen: %v\n", err)
+		fmt.Fprintf(stderr, "pinned keygen: %s\n", errText(err))
 		return 1
 	}
 	if err := grant.WriteKeyFile(*out, k, *force); err != nil {
-		fmt.Fprintf(stderr, "pinned keygen: %v\n", err)
+		fmt.Fprintf(stderr, "pinned keygen: %s\n", errText(err))
 		return 1
 	}
 	fmt.Fprintf(stderr, "pinned keygen: private key written to %s (mode 0600); the public key follows on stdout\n", *out)

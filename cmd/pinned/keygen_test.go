@@ -46,12 +46,14 @@ func TestRunKeygen(t *testing.T) {
 		stderr string
 		stdout string
 	}{
-		{name: "refuses to overwrite", args: []string{"--out", key}, code: 1, stderr: "already exists"},
+		{name: "refuses to overwrite", args: []string{"--out", key}, code: 1,
+			stderr: "pinned keygen: " + key + " already exists; refusing to overwrite a private key (grants sealed to it could no longer be opened)\n"},
 		{name: "missing --out", args: nil, code: 2, stderr: "--out FILE is required"},
 		{name: "stray argument", args: []string{"--out", key, "extra"}, code: 2, stderr: `unexpected argument "extra"`},
-		{name: "unknown flag", args: []string{"--bits", "4096"}, code: 2, stderr: "flag provided but not defined"},
-		{name: "directory missing", args: []string{"--out", filepath.Join(dir, "no", "such", "bot.key")}, code: 1, stderr: "write key file"},
-		{name: "help", args: []string{"--help"}, code: 0, stderr: "Usage: pinned keygen --out FILE"},
+		{name: "unknown flag", args: []string{"--bits", "4096"}, code: 2, stderr: "pinned keygen: flag provided but not defined: -bits\nrun 'pinned keygen --help' for usage\n"},
+		{name: "directory missing", args: []string{"--out", filepath.Join(dir, "no", "such", "bot.key")}, code: 1, stderr: "pinned keygen: write key file: open "},
+		{name: "help", args: []string{"--help"}, code: 0, stdout: "Usage: pinned keygen --out FILE"},
+		{name: "help lists the flags", args: []string{"-h"}, code: 0, stdout: "  -out file\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -61,6 +63,9 @@ func TestRunKeygen(t *testing.T) {
 			}
 			if tt.code != 0 && stdout != "" {
 				t.Fatalf("stdout %q on failure", stdout)
+			}
+			if !strings.Contains(stdout, tt.stdout) {
+				t.Fatalf("stdout %q lacks %q", stdout, tt.stdout)
 			}
 		})
 	}

@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 )
 
 type command struct {
@@ -58,8 +59,11 @@ func dispatch(args []string, stdout, stderr io.Writer) int {
 			return c.run(args[1:], stdout, stderr)
 		}
 	}
-	fmt.Fprintf(stderr, "pinned: unknown command %q\n\n", args[0])
-	usage(stderr)
+	if strings.HasPrefix(args[0], "-") {
+		fmt.Fprintf(stderr, "pinned: %s\nrun 'pinned --help' for usage\n", undefinedFlag(args[0]))
+		return 2
+	}
+	fmt.Fprintf(stderr, "pinned: unknown command %q\nrun 'pinned --help' for usage\n", args[0])
 	return 2
 }
 
@@ -74,4 +78,11 @@ func usage(w io.Writer) {
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, `Run "pinned <command> --help" for a command's flags.`)
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Exit status (every command):")
+	fmt.Fprintln(w, "  0  success (and --help)")
+	fmt.Fprintln(w, "  1  the command failed: an op answered an error code (unknown_op, bad_args,")
+	fmt.Fprintln(w, "     upstream_error, ...), a manifest was refused, a server could not serve")
+	fmt.Fprintln(w, "  2  bad usage: an unknown command or flag, a missing or malformed flag")
+	fmt.Fprintln(w, "     value, a stray argument; nothing was run")
 }

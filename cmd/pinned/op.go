@@ -8,8 +8,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/netip"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/elevenmessenger/pinned/host"
@@ -32,61 +32,67 @@ Examples:
   pinned op --connect-to 127.0.0.1:8443 --cacert ca.pem --service stripe --op list_customers
 
 Exit status: 0 success, 1 the op failed (the error code and message are
-printed on stderr), 2 bad usage.
+printed on stderr: unknown_service, unknown_op, bad_args, upstream_error,
+...), 2 bad usage (an unknown flag, a missing or malformed flag value).
 
 Flags:
 `
 
 func runOp(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("op", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	service := fs.String("service", "", "service id, e.g. github (see pinned registry list)")
-	opName := fs.String("op", "", "op name, e.g. list_repos")
-	argsJSON := fs.String("args", "{}", "op arguments as a JSON object")
-	tokenEnv := fs.String("token-env", "PINNED_TOKEN", "environment variable holding the credential")
-	kind := fs.String("kind", "pat", "credential kind: pat (pasted token, the manifest's scheme) or oauth (always Bearer)")
+	service := fs.String("service", "", "`id` of the service, e.g. github (see pinned registry list)")
+	opName := fs.String("op", "", "`name` of the op, e.g. list_repos (see pinned registry list)")
+	argsJSON := fs.String("args", "{}", "op arguments as a `JSON` object")
+	tokenEnv := fs.String("token-env", "PINNED_TOKEN", "environment `variable` holding the credential")
+	kind := fs.String("kind", "pat", "credential kind: `pat|oauth` (pat: a pasted token, sent as the manifest's scheme says; oauth: always Bearer)")
 	useFake := fs.Bool("fake", false, "run against an in-process provider fake (uses its token when the env var is unset)")
-	connectTo := fs.String("connect-to", "", "send every pinned host to this ip:port (a running `pinned fakeapi`); needs --cacert")
-	caFile := fs.String("cacert", "", "PEM file of an extra CA to trust with --connect-to")
+	connectTo := fs.String("connect-to", "", "send every pinned host to this `ip:port` (a running pinned fakeapi); needs --cacert")
+	caFile := fs.String("cacert", "", "PEM `file` of an extra CA to trust with --connect-to")
 	timeout := fs.Duration("timeout", host.DefaultTimeout, "deadline for the whole op")
 	verbose := fs.Bool("v", false, "print the status and the raw and projected sizes on stderr")
 	pretty := fs.Bool("pretty", false, "indent the JSON output")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, opUsage)
-		fs.PrintDefaults()
+	if code, ok := parseFlags(fs, opUsage, args, stdout, stderr); !ok {
+		return code
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "pinned op: unexpected argument %q (flags only; see --help)\n", fs.Arg(0))
+	usage := func(format string, a ...any) int {
+		fmt.Fprintf(stderr, "pinned op: "+format+"\n", a...)
 		return 2
 	}
 	if *service == "" || *opName == "" {
-		fmt.Fprintln(stderr, "pinned op: --service and --op are required (see pinned registry list)")
-		return 2
+		return usage("--service and --op are required (see pinned registry list)")
 	}
 	if !json.Valid([]byte(*argsJSON)) {
-		fmt.Fprintf(stderr, "pinned op: --args is not valid JSON: %s\n", *argsJSON)
-		return 2
+		return usage("--args is not valid JSON: %s", *argsJSON)
+	}
+	if !isJSONObject(*argsJSON) {
+		return usage("--args must be a JSON object, e.g. '{\"per_page\":100}', not %s", *argsJSON)
+	}
+	if *kind != "pat" && *kind != "oauth" {
+		return usage("--kind must be pat or oauth, not %q", *kind)
+	}
+	if *useFake && *connectTo != "" {
+		return usage("--fake and --connect-to exclude each other")
+	}
+	if *connectTo != "" {
+		if _, err := netip.ParseAddrPort(*connectTo); err != nil {
+			return usage("--connect-to %q: want ip:port, the address pinned fakeapi printed (e.g. 127.0.0.1:8443)", *connectTo)
+		}
+		if *caFile == "" {
+			return usage("--connect-to needs --cacert (the CA file pinned fakeapi --ca-out wrote)")
+		}
+	} else if *caFile != "" {
+		return usage("--cacert needs --connect-to (it is the CA of the pinned fakeapi --connect-to names; --fake and real providers need none)")
 	}
 	if m, ok := registry.Default().Service(*service); !ok {
 		var ids []string
 		for _, s := range registry.Default().Services() {
 			ids = append(ids, s.ID)
 		}
-		fmt.Fprintf(stderr, "pinned op: unknown_service: unknown service %q (services: %s)\n", *service, strings.Join(ids, ", "))
+		fmt.Fprintf(stderr, "pinned op: unknown_service: unknown service %q (services: %s)\n", *service, joinList(ids))
 		return 1
 	} else if _, ok := m.Op(*opName); !ok {
-		fmt.Fprintf(stderr, "pinned op: unknown_op: service %s has no op %q (ops: %s)\n", *service, *opName, strings.Join(m.OpNames(), ", "))
+		fmt.Fprintf(stderr, "pinned op: unknown_op: service %s has no op %q (ops: %s)\n", *service, *opName, joinList(m.OpNames()))
 		return 1
-	}
-	if *useFake && *connectTo != "" {
-		fmt.Fprintln(stderr, "pinned op: --fake and --connect-to exclude each other")
-		return 2
 	}
 
 	cfg := host.Config{Timeout: *timeout, CacheDir: defaultCacheDir()}
@@ -95,7 +101,7 @@ func runOp(args []string, stdout, stderr io.Writer) int {
 	case *useFake:
 		fake, err := fakeapi.New()
 		if err != nil {
-			fmt.Fprintf(stderr, "pinned op: start the provider fake: %v\n", err)
+			fmt.Fprintf(stderr, "pinned op: start the provider fake: %s\n", errText(err))
 			return 1
 		}
 		defer fake.Close()
@@ -107,26 +113,20 @@ func runOp(args []string, stdout, stderr io.Writer) int {
 			}
 		}
 	case *connectTo != "":
-		if *caFile == "" {
-			fmt.Fprintln(stderr, "pinned op: --connect-to needs --cacert (the CA `pinned fakeapi --ca-out` wrote)")
-			return 2
-		}
 		pem, err := os.ReadFile(*caFile)
 		if err != nil {
-			fmt.Fprintf(stderr, "pinned op: %v\n", err)
-			return 2
+			return usage("--cacert: %v", err)
 		}
 		cfg.Override = &host.Override{Addr: *connectTo, CAPEM: pem}
 	}
 	if secret == "" {
-		fmt.Fprintf(stderr, "pinned op: no credential: set %s (or use --fake)\n", *tokenEnv)
-		return 2
+		return usage("no credential: set %s (or use --fake)", *tokenEnv)
 	}
 
 	ctx := context.Background()
 	eng, err := host.New(ctx, cfg)
 	if err != nil {
-		fmt.Fprintf(stderr, "pinned op: %v\n", err)
+		fmt.Fprintf(stderr, "pinned op: %s\n", errText(err))
 		return 1
 	}
 	defer eng.Close(ctx)
@@ -147,7 +147,7 @@ func runOp(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr)
 			return 1
 		}
-		fmt.Fprintf(stderr, "pinned op: %v\n", err)
+		fmt.Fprintf(stderr, "pinned op: %s\n", errText(err))
 		return 1
 	}
 	if *verbose {

@@ -111,6 +111,7 @@ func TestRunOp(t *testing.T) {
 		code   int
 		stderr []string // fragments
 		exact  string   // whole stderr, when set
+		stdout []string // fragments of stdout (help); otherwise stdout must be empty
 		token  string   // value of PINNED_TEST_OTHER_TOKEN for the case
 	}{
 		{name: "unknown service lists the services", code: 1,
@@ -151,14 +152,42 @@ func TestRunOp(t *testing.T) {
 			args:  []string{"--service", "github", "--op", "get_viewer", "extra"},
 			exact: `pinned op: unexpected argument "extra" (flags only; see --help)` + "\n"},
 		{name: "unknown flag", code: 2,
-			args:   []string{"--token", "ghp_x", "--service", "github", "--op", "get_viewer"},
-			stderr: []string{"flag provided but not defined: -token", "Usage: pinned op"}},
+			args:  []string{"--token", "ghp_x", "--service", "github", "--op", "get_viewer"},
+			exact: "pinned op: flag provided but not defined: -token\nrun 'pinned op --help' for usage\n"},
+		{name: "bad flag value", code: 2,
+			args:  []string{"--timeout", "soon", "--service", "github", "--op", "get_viewer"},
+			exact: "pinned op: invalid value \"soon\" for flag -timeout: parse error\nrun 'pinned op --help' for usage\n"},
+		{name: "--args valid JSON but not an object", code: 2,
+			args:  []string{"--fake", "--service", "github", "--op", "list_repos", "--args", `[1]`},
+			exact: `pinned op: --args must be a JSON object, e.g. '{"per_page":100}', not [1]` + "\n"},
+		{name: "--args a JSON string", code: 2,
+			args:  []string{"--fake", "--service", "github", "--op", "list_repos", "--args", ` "x"`},
+			exact: `pinned op: --args must be a JSON object, e.g. '{"per_page":100}', not  "x"` + "\n"},
+		{name: "unknown --kind", code: 2,
+			args:  []string{"--fake", "--kind", "bogus", "--service", "github", "--op", "get_viewer"},
+			exact: `pinned op: --kind must be pat or oauth, not "bogus"` + "\n"},
+		{name: "--connect-to not ip:port", code: 2,
+			args:  []string{"--connect-to", "localhost", "--cacert", "ca.pem", "--service", "github", "--op", "get_viewer"},
+			exact: `pinned op: --connect-to "localhost": want ip:port, the address pinned fakeapi printed (e.g. 127.0.0.1:8443)` + "\n"},
+		{name: "--connect-to a host name", code: 2,
+			args:  []string{"--connect-to", "localhost:8443", "--cacert", "ca.pem", "--service", "github", "--op", "get_viewer"},
+			exact: `pinned op: --connect-to "localhost:8443": want ip:port, the address pinned fakeapi printed (e.g. 127.0.0.1:8443)` + "\n"},
+		{name: "--cacert without --connect-to", code: 2,
+			args:  []string{"--cacert", "ca.pem", "--service", "github", "--op", "get_viewer"},
+			exact: "pinned op: --cacert needs --connect-to (it is the CA of the pinned fakeapi --connect-to names; --fake and real providers need none)\n"},
+		{name: "--cacert with --fake", code: 2,
+			args:   []string{"--fake", "--cacert", "ca.pem", "--service", "github", "--op", "get_viewer"},
+			stderr: []string{"pinned op: --cacert needs --connect-to"}},
+		{name: "unreadable --cacert", code: 2, token: "some-token",
+			args:   []string{"--token-env", "PINNED_TEST_OTHER_TOKEN", "--connect-to", "127.0.0.1:1", "--cacert", filepath.Join(t.TempDir(), "nope.pem"), "--service", "github", "--op", "get_viewer"},
+			stderr: []string{"pinned op: --cacert: open ", "no such file"}},
 		{name: "--help", code: 0,
-			args:   []string{"--help"},
-			stderr: []string{"Usage: pinned op --service S --op O", "-service", "-token-env", "-fake", "Exit status: 0 success, 1 the op failed"}},
+			args: []string{"--help"},
+			stdout: []string{"Usage: pinned op --service S --op O", "-service id", "-token-env variable", "-fake", "-connect-to ip:port\n",
+				"-cacert file", "-kind pat|oauth", "Exit status: 0 success, 1 the op failed"}},
 		{name: "-h", code: 0,
 			args:   []string{"-h"},
-			stderr: []string{"Usage: pinned op"}},
+			stdout: []string{"Usage: pinned op"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -167,8 +196,16 @@ func TestRunOp(t *testing.T) {
 			if code != tt.code {
 				t.Errorf("exit %d, want %d (stderr %q)", code, tt.code, stderr)
 			}
-			if stdout != "" {
+			if len(tt.stdout) == 0 && stdout != "" {
 				t.Errorf("stdout %q, want nothing", stdout)
+			}
+			for _, f := range tt.stdout {
+				if !strings.Contains(stdout, f) {
+					t.Errorf("stdout %q lacks %q", stdout, f)
+				}
+			}
+			if tt.code == 0 && stderr != "" {
+				t.Errorf("stderr %q, want nothing", stderr)
 			}
 			if tt.exact != "" && stderr != tt.exact {
 				t.Errorf("stderr\n got %q\nwant %q", stderr, tt.exact)

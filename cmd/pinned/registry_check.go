@@ -13,7 +13,7 @@ import (
 
 const registryUsage = `Usage:
   pinned registry check FILE...   check manifests with the loader's rules
-  pinned registry list            list the services of the embedded registry
+  pinned registry list            list the services and ops of the embedded registry
 
 check parses each FILE as a manifest (format v1, docs/MANIFEST.md) with the
 same fail-closed loader the binary runs on its embedded registry: unknown
@@ -26,10 +26,20 @@ problem on stderr:
 
   FILE:LINE:COL: op "NAME": FIELD: what is wrong and what would be right
 
-list prints the id, host and number of ops of each service in the
-registry built into this binary.
+list prints one line per op of the registry built into this binary,
+sorted by service and op, under a header line:
 
-Exit status: 0 all manifests pass, 1 a manifest was refused, 2 bad usage.
+  SERVICE  HOST            OP          ACCESS  SUMMARY
+  github   api.github.com  get_viewer  read    Who the token belongs to
+
+ACCESS is read or write (a write op needs a write grant and the member's
+confirmation). The first four columns are single words; the op names of
+one service, for example:
+
+  pinned registry list | awk '$1 == "github" {print $3}'
+
+Exit status: 0 all manifests pass (or the list was printed), 1 a manifest
+was refused, 2 bad usage.
 `
 
 // runRegistry implements "pinned registry check FILE..." and
@@ -40,8 +50,7 @@ func runRegistry(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	bad := func(format string, a ...any) int {
-		fmt.Fprintf(stderr, "pinned registry: "+format+"\n\n%s", append(a, registryUsage)...)
-		return 2
+		return flagError(stderr, "registry", fmt.Sprintf(format, a...))
 	}
 	if len(args) == 0 {
 		return bad("missing subcommand: check or list")
@@ -60,7 +69,7 @@ func runRegistry(args []string, stdout, stderr io.Writer) int {
 				fmt.Fprint(stdout, registryUsage)
 				return 0
 			case strings.HasPrefix(a, "-"):
-				return bad("check: unknown flag %q", a)
+				return bad("check: %s", undefinedFlag(a))
 			default:
 				files = append(files, a)
 			}
@@ -77,16 +86,28 @@ func runRegistry(args []string, stdout, stderr io.Writer) int {
 			}
 			return bad("list takes no arguments")
 		}
-		tw := tabwriter.NewWriter(stdout, 0, 8, 2, ' ', 0)
-		fmt.Fprintln(tw, "SERVICE\tHOST\tOPS")
-		for _, m := range registry.Default().Services() {
-			fmt.Fprintf(tw, "%s\t%s\t%d\n", m.ID, m.Host, len(m.Ops))
-		}
-		tw.Flush()
+		registryList(stdout, registry.Default())
 		return 0
 	default:
+		if strings.HasPrefix(sub, "-") {
+			return bad("%s", undefinedFlag(sub))
+		}
 		return bad("unknown subcommand %q: want check or list", sub)
 	}
+}
+
+// registryList prints one line per op: service, host, op, access and
+// summary, aligned in columns.
+func registryList(w io.Writer, reg *registry.Registry) {
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "SERVICE\tHOST\tOP\tACCESS\tSUMMARY")
+	for _, m := range reg.Services() {
+		for _, name := range m.OpNames() {
+			op, _ := m.Op(name)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", m.ID, m.Host, name, op.Access, op.Summary)
+		}
+	}
+	tw.Flush()
 }
 
 func isHelp(a string) bool { return a == "-h" || a == "-help" || a == "--help" || a == "help" }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -44,15 +43,17 @@ func TestRunRegistry(t *testing.T) {
 		{name: "check the same id twice", args: []string{"check", github, github}, code: 1,
 			stderr: []string{`id: "github" is also the id of ` + github}},
 		{name: "check missing file", args: []string{"check", filepath.Join(dir, "nope.json")}, code: 1, stderr: []string{"nope.json: cannot read"}},
-		{name: "check without files", args: []string{"check"}, code: 2, stderr: []string{"check: no files given", "Usage:"}},
-		{name: "check unknown flag", args: []string{"check", "-x", github}, code: 2, stderr: []string{`unknown flag "-x"`}},
+		{name: "check without files", args: []string{"check"}, code: 2, stderr: []string{"pinned registry: check: no files given\nrun 'pinned registry --help' for usage\n"}, stderrRows: 2},
+		{name: "check unknown flag", args: []string{"check", "-x", github}, code: 2,
+			stderr: []string{"pinned registry: check: flag provided but not defined: -x\nrun 'pinned registry --help' for usage\n"}, stderrRows: 2},
 		{name: "check file after --", args: []string{"check", "--", github}, code: 0, stdout: []string{"ok: 1 manifests"}},
 		{name: "help", args: []string{"--help"}, code: 0, stdout: []string{"pinned registry check FILE...", "Exit status"}},
 		{name: "check help", args: []string{"check", "--help"}, code: 0, stdout: []string{"FILE:LINE:COL"}},
 		{name: "no subcommand", args: nil, code: 2, stderr: []string{"missing subcommand"}},
 		{name: "unknown subcommand", args: []string{"lint"}, code: 2, stderr: []string{`unknown subcommand "lint"`}},
-		{name: "list", args: []string{"list"}, code: 0, stdout: []string{"SERVICE", "github", "api.github.com", "linear", "api.linear.app"}},
-		{name: "list with args", args: []string{"list", "x"}, code: 2, stderr: []string{"list takes no arguments"}},
+		{name: "list", args: []string{"list"}, code: 0, stdout: []string{"SERVICE", "OP", "ACCESS", "github", "api.github.com", "create_issue", "linear", "api.linear.app", "list_teams"}},
+		{name: "list help", args: []string{"list", "--help"}, code: 0, stdout: []string{"list prints one line per op"}},
+		{name: "list with args", args: []string{"list", "x"}, code: 2, stderr: []string{"pinned registry: list takes no arguments\nrun 'pinned registry --help' for usage\n"}, stderrRows: 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -78,19 +79,66 @@ func TestRunRegistry(t *testing.T) {
 	}
 }
 
-func TestRegistryListCounts(t *testing.T) {
+// TestRegistryList: one line per op of the embedded registry, in
+// service and op order, under a header, with aligned columns.
+func TestRegistryList(t *testing.T) {
 	var stdout bytes.Buffer
 	if code := runRegistry([]string{"list"}, &stdout, &bytes.Buffer{}); code != 0 {
 		t.Fatalf("exit %d", code)
 	}
-	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
-	services := registry.Default().Services()
-	if len(lines) != 1+len(services) {
-		t.Fatalf("got %d lines, want a header and %d services:\n%s", len(lines), len(services), &stdout)
-	}
-	for i, m := range services {
-		if f := strings.Fields(lines[i+1]); len(f) != 3 || f[0] != m.ID || f[1] != m.Host || f[2] != strconv.Itoa(len(m.Ops)) {
-			t.Errorf("line %q, want %s %s %d", lines[i+1], m.ID, m.Host, len(m.Ops))
+	lines := strings.Split(strings.TrimSuffix(stdout.String(), "\n"), "\n")
+	type row struct{ service, host, op, access, summary string }
+	var want []row
+	for _, m := range registry.Default().Services() {
+		for _, name := range m.OpNames() {
+			op, _ := m.Op(name)
+			want = append(want, row{m.ID, m.Host, name, op.Access, op.Summary})
 		}
+	}
+	if len(lines) != 1+len(want) {
+		t.Fatalf("got %d lines, want a header and %d ops:\n%s", len(lines), len(want), &stdout)
+	}
+	if f := strings.Fields(lines[0]); strings.Join(f, " ") != "SERVICE HOST OP ACCESS SUMMARY" {
+		t.Errorf("header %q", lines[0])
+	}
+	// The columns start where the header's do.
+	cols := []int{0}
+	for _, h := range []string{"HOST", "OP ", "ACCESS", "SUMMARY"} {
+		cols = append(cols, strings.Index(lines[0], h))
+	}
+	for i, w := range want {
+		t.Run(w.service+"."+w.op, func(t *testing.T) {
+			line := lines[i+1]
+			var got []string
+			for j, c := range cols {
+				end := len(line)
+				if j+1 < len(cols) {
+					end = cols[j+1]
+				}
+				if c > len(line) || end > len(line) {
+					t.Fatalf("line %q is shorter than the header's columns %v", line, cols)
+				}
+				if c > 0 && line[c-1] != ' ' {
+					t.Fatalf("line %q: column %d does not start at %d", line, j, c)
+				}
+				got = append(got, strings.TrimSpace(line[c:end]))
+			}
+			if g := (row{got[0], got[1], got[2], got[3], got[4]}); g != w {
+				t.Errorf("line %q\n got %+v\nwant %+v", line, g, w)
+			}
+			if w.access != "read" && w.access != "write" {
+				t.Errorf("access %q", w.access)
+			}
+		})
+	}
+	// Every op of a service, for a script.
+	var github []string
+	for _, l := range lines[1:] {
+		if f := strings.Fields(l); f[0] == "github" {
+			github = append(github, f[2]+":"+f[3])
+		}
+	}
+	if g := strings.Join(github, " "); g != "create_issue:write get_repo:read get_viewer:read list_issues:read list_repos:read" {
+		t.Errorf("github ops %q", g)
 	}
 }

@@ -141,11 +141,10 @@ func runSidecarContext(ctx context.Context, args []string, stdout, stderr io.Wri
 	var f sidecarFlags
 	env := &envDefaults{}
 	fs := flag.NewFlagSet("sidecar", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	h := func(name, help string) string { return help + " [$" + envName(name) + "]" }
-	fs.StringVar(&f.listen, "listen", env.str("listen", "127.0.0.1:8080"), h("listen", "address to listen on (host:port); beyond loopback a caller token is required"))
-	fs.StringVar(&f.keyFile, "key-file", env.str("key-file", ""), h("key-file", "the bot's private key, written by pinned keygen (mode 0600); required"))
-	fs.StringVar(&f.tokenFile, "token-file", env.str("token-file", ""), h("token-file", "file holding the caller bearer token (or set PINNED_SIDECAR_TOKEN); required beyond loopback"))
+	fs.StringVar(&f.listen, "listen", env.str("listen", "127.0.0.1:8080"), h("listen", "`address` to listen on (host:port); beyond loopback a caller token is required"))
+	fs.StringVar(&f.keyFile, "key-file", env.str("key-file", ""), h("key-file", "`file` holding the bot's private key, written by pinned keygen (mode 0600); required"))
+	fs.StringVar(&f.tokenFile, "token-file", env.str("token-file", ""), h("token-file", "`file` holding the caller bearer token (or set PINNED_SIDECAR_TOKEN); required beyond loopback"))
 	fs.IntVar(&f.maxConcurrency, "max-concurrency", int(env.int("max-concurrency", sidecar.DefaultMaxConcurrency)), h("max-concurrency", "ops and consent checks running at once; past it callers get 503 busy"))
 	fs.DurationVar(&f.opTimeout, "op-timeout", env.dur("op-timeout", host.DefaultTimeout), h("op-timeout", "deadline of one op: sandbox, connect, TLS, upstream answer"))
 	fs.Int64Var(&f.maxBodyBytes, "max-body-bytes", env.int("max-body-bytes", sidecar.DefaultMaxBodyBytes), h("max-body-bytes", "largest request body accepted"))
@@ -157,37 +156,27 @@ func runSidecarContext(ctx context.Context, args []string, stdout, stderr io.Wri
 	fs.DurationVar(&f.busyRetryAfter, "busy-retry-after", env.dur("busy-retry-after", sidecar.DefaultBusyRetryAfter), h("busy-retry-after", "Retry-After of a busy answer (whole seconds, rounded up)"))
 	fs.IntVar(&f.replayCacheSize, "replay-cache-size", int(env.int("replay-cache-size", grant.DefaultReplayCacheSize)), h("replay-cache-size", "grant nonces remembered at once (about 100 bytes each); when full of live grants, new grants get busy"))
 	fs.DurationVar(&f.maxGrantTTL, "max-grant-ttl", env.dur("max-grant-ttl", grant.DefaultMaxTTL), h("max-grant-ttl", "refuse grants that expire further ahead than this"))
-	fs.StringVar(&f.logLevel, "log-level", env.str("log-level", "info"), h("log-level", "debug, info, warn or error"))
-	fs.StringVar(&f.cacheDir, "cache-dir", env.str("cache-dir", defaultCacheDir()), h("cache-dir", "wazero compilation cache directory (empty: compile in memory at every start)"))
-	fs.StringVar(&f.brokerURL, "broker-url", env.str("broker-url", ""), h("broker-url", "the broker's base URL (https, or http on loopback) for token rotation; empty: never rotate"))
-	fs.StringVar(&f.brokerTokenFile, "broker-token-file", env.str("broker-token-file", ""), h("broker-token-file", "file holding the broker instance token (or set PINNED_SIDECAR_BROKER_TOKEN); required with --broker-url"))
+	fs.StringVar(&f.logLevel, "log-level", env.str("log-level", "info"), h("log-level", "log `level`: debug, info, warn or error"))
+	fs.StringVar(&f.cacheDir, "cache-dir", env.str("cache-dir", defaultCacheDir()), h("cache-dir", "wazero compilation cache `directory` (empty: compile in memory at every start)"))
+	fs.StringVar(&f.brokerURL, "broker-url", env.str("broker-url", ""), h("broker-url", "the broker's base `URL` (https, or http on loopback) for token rotation; empty: never rotate"))
+	fs.StringVar(&f.brokerTokenFile, "broker-token-file", env.str("broker-token-file", ""), h("broker-token-file", "`file` holding the broker instance token (or set PINNED_SIDECAR_BROKER_TOKEN); required with --broker-url"))
 	fs.DurationVar(&f.refreshMargin, "refresh-margin", env.dur("refresh-margin", rotate.DefaultMargin), h("refresh-margin", "refresh a token pair before the call when it expires within this"))
 	fs.DurationVar(&f.refreshTimeout, "refresh-timeout", env.dur("refresh-timeout", sidecar.DefaultRefreshTimeout), h("refresh-timeout", "bound on one token refresh through the broker"))
-	fs.StringVar(&f.connectTo, "connect-to", "", "DEV/TEST ONLY: send every pinned host to this ip:port (a running pinned fakeapi); needs --cacert")
-	fs.StringVar(&f.caFile, "cacert", "", "DEV/TEST ONLY: PEM file of an extra CA to trust with --connect-to")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, sidecarUsage)
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	fs.StringVar(&f.connectTo, "connect-to", "", "DEV/TEST ONLY: send every pinned host to this `ip:port` (a running pinned fakeapi); needs --cacert")
+	fs.StringVar(&f.caFile, "cacert", "", "DEV/TEST ONLY: PEM `file` of an extra CA to trust with --connect-to")
+	if code, ok := parseFlags(fs, sidecarUsage, args, stdout, stderr); !ok {
+		return code
 	}
 	usage := func(format string, a ...any) int {
 		fmt.Fprintf(stderr, "pinned sidecar: "+format+"\n", a...)
 		return 2
-	}
-	if fs.NArg() > 0 {
-		return usage("unexpected argument %q (flags only; see --help)", fs.Arg(0))
 	}
 	if len(env.errs) > 0 {
 		return usage("%s", strings.Join(env.errs, "; "))
 	}
 	cfg, key, token, err := f.check()
 	if err != nil {
-		return usage("%v", err)
+		return usage("%s", errText(err))
 	}
 	level, _ := zerolog.ParseLevel(f.logLevel)
 	base := zerolog.New(stderr).Level(level).With().Timestamp()
@@ -200,7 +189,7 @@ func runSidecarContext(ctx context.Context, args []string, stdout, stderr io.Wri
 	if f.connectTo != "" {
 		pem, err := os.ReadFile(f.caFile)
 		if err != nil {
-			return usage("--cacert: %v", err)
+			return usage("--cacert: %s", errText(err))
 		}
 		hcfg.Override = &host.Override{Addr: f.connectTo, CAPEM: pem}
 		log.Warn().Str("event", "dev_override").Str("connect_to", f.connectTo).
@@ -209,33 +198,33 @@ func runSidecarContext(ctx context.Context, args []string, stdout, stderr io.Wri
 	start := time.Now()
 	eng, err := host.New(context.Background(), hcfg)
 	if err != nil {
-		fmt.Fprintf(stderr, "pinned sidecar: %v\n", err)
+		fmt.Fprintf(stderr, "pinned sidecar: %s\n", errText(err))
 		return 1
 	}
 	defer eng.Close(context.Background())
-	log.Info().Str("event", "engine_ready").Dur("took", time.Since(start)).Msg("sandbox compiled")
+	log.Info().Str("event", "engine_ready").Float64("took_ms", float64(time.Since(start).Microseconds())/1000).Msg("sandbox compiled")
 
 	cfg.Engine, cfg.Key, cfg.CallerToken = eng, key, token
 	cfg.Logger, cfg.Prometheus = &log, prom
 	if cfg.Refresher != nil {
-		log.Info().Str("event", "rotation").Str("broker", f.brokerURL).Dur("margin", f.refreshMargin).
-			Dur("timeout", f.refreshTimeout).Msg("token rotation through the broker")
+		log.Info().Str("event", "rotation").Str("broker", f.brokerURL).Float64("margin_ms", float64(f.refreshMargin.Milliseconds())).
+			Float64("timeout_ms", float64(f.refreshTimeout.Milliseconds())).Msg("token rotation through the broker")
 	} else {
 		log.Info().Str("event", "rotation").Bool("enabled", false).Msg("no broker configured: expiring tokens are not rotated")
 	}
 	srv, err := sidecar.New(cfg)
 	if err != nil {
-		fmt.Fprintf(stderr, "pinned sidecar: %v\n", err)
+		fmt.Fprintf(stderr, "pinned sidecar: %s\n", errText(err))
 		return 1
 	}
 	ln, err := net.Listen("tcp", f.listen)
 	if err != nil {
-		fmt.Fprintf(stderr, "pinned sidecar: %v\n", err)
+		fmt.Fprintf(stderr, "pinned sidecar: %s\n", errText(err))
 		return 1
 	}
 	fmt.Fprintf(stdout, "pinned sidecar: listening on http://%s (bot public key %s)\n", ln.Addr(), key.Public())
 	if err := srv.Serve(ctx, ln); err != nil {
-		fmt.Fprintf(stderr, "pinned sidecar: %v\n", err)
+		fmt.Fprintf(stderr, "pinned sidecar: %s\n", errText(err))
 		return 1
 	}
 	return 0
@@ -268,7 +257,12 @@ func (f *sidecarFlags) check() (sidecar.Config, *grant.PrivateKey, host.Secret, 
 		return cfg, nil, "", errors.New("--max-concurrency, --max-body-bytes and --replay-cache-size must be positive")
 	}
 	if (f.connectTo == "") != (f.caFile == "") {
-		return cfg, nil, "", errors.New("--connect-to and --cacert go together (the address and CA of a running `pinned fakeapi`)")
+		return cfg, nil, "", errors.New("--connect-to and --cacert go together (the address and CA of a running pinned fakeapi)")
+	}
+	if f.connectTo != "" {
+		if _, err := netip.ParseAddrPort(f.connectTo); err != nil {
+			return cfg, nil, "", fmt.Errorf("--connect-to %q: want ip:port, the address pinned fakeapi printed (e.g. 127.0.0.1:8443)", f.connectTo)
+		}
 	}
 	if f.keyFile == "" {
 		return cfg, nil, "", errors.New("--key-file is required (create one with: pinned keygen --out bot.key)")

@@ -79,6 +79,8 @@ func TestRunSidecarRefuses(t *testing.T) {
 	_ = os.WriteFile(good, []byte("0123456789abcdef0123456789abcdef\n"), 0o600)
 	empty := filepath.Join(dir, "empty.token")
 	_ = os.WriteFile(empty, []byte("\n"), 0o600)
+	notKey := filepath.Join(dir, "notkey.key")
+	_ = os.WriteFile(notKey, []byte("xx\n"), 0o600)
 	const brokerTok = "broker-instance-token-0123456789abcdefghij"
 
 	tests := []struct {
@@ -87,9 +89,16 @@ func TestRunSidecarRefuses(t *testing.T) {
 		args   []string
 		code   int
 		stderr string
+		stdout string
 	}{
-		{name: "help", args: []string{"--help"}, code: 0, stderr: "Usage: pinned sidecar --key-file FILE"},
-		{name: "help lists env", args: []string{"--help"}, code: 0, stderr: "$PINNED_SIDECAR_MAX_CONCURRENCY"},
+		{name: "help", args: []string{"--help"}, code: 0, stdout: "Usage: pinned sidecar --key-file FILE"},
+		{name: "help lists env", args: []string{"--help"}, code: 0, stdout: "$PINNED_SIDECAR_MAX_CONCURRENCY"},
+		{name: "help placeholders", args: []string{"-h"}, code: 0, stdout: "  -connect-to ip:port\n"},
+		{name: "unknown flag", args: []string{"--bogus"}, code: 2, stderr: "pinned sidecar: flag provided but not defined: -bogus\nrun 'pinned sidecar --help' for usage\n"},
+		{name: "key file not a key", args: []string{"--key-file", notKey}, code: 2,
+			stderr: "pinned sidecar: key file " + notKey + ": a private key is 44 characters of standard base64 (32 bytes)\n"},
+		{name: "connect-to not ip:port", args: []string{"--key-file", key, "--connect-to", "localhost", "--cacert", good}, code: 2,
+			stderr: `pinned sidecar: --connect-to "localhost": want ip:port, the address pinned fakeapi printed (e.g. 127.0.0.1:8443)` + "\n"},
 		{name: "no key file", args: nil, code: 2, stderr: "--key-file is required"},
 		{name: "missing key file", args: []string{"--key-file", filepath.Join(dir, "nope")}, code: 2, stderr: "no such file"},
 		{name: "key file readable by others", args: []string{"--key-file", open}, code: 2, stderr: "chmod 600"},
@@ -108,7 +117,7 @@ func TestRunSidecarRefuses(t *testing.T) {
 		{name: "bad log level", args: []string{"--key-file", key, "--log-level", "loud"}, code: 2, stderr: "--log-level"},
 		{name: "connect-to without cacert", args: []string{"--key-file", key, "--connect-to", "127.0.0.1:8443"}, code: 2, stderr: "go together"},
 		{name: "stray argument", args: []string{"--key-file", key, "serve"}, code: 2, stderr: `unexpected argument "serve"`},
-		{name: "help lists the broker", args: []string{"--help"}, code: 0, stderr: "$PINNED_SIDECAR_BROKER_URL"},
+		{name: "help lists the broker", args: []string{"--help"}, code: 0, stdout: "$PINNED_SIDECAR_BROKER_URL"},
 		{name: "broker url without token", args: []string{"--key-file", key, "--broker-url", "https://connect.example.com"}, code: 2,
 			stderr: "--broker-url needs the broker instance token: --broker-token-file or PINNED_SIDECAR_BROKER_TOKEN"},
 		{name: "broker token without url", env: map[string]string{"PINNED_SIDECAR_BROKER_TOKEN": brokerTok}, args: []string{"--key-file", key}, code: 2,
@@ -138,8 +147,8 @@ func TestRunSidecarRefuses(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			cancel() // if it ever got as far as serving, stop at once
 			code := runSidecarContext(ctx, tt.args, &stdout, &stderr)
-			if code != tt.code || !strings.Contains(stderr.String(), tt.stderr) {
-				t.Fatalf("exit %d, stderr %q; want %d and %q", code, stderr.String(), tt.code, tt.stderr)
+			if code != tt.code || !strings.Contains(stderr.String(), tt.stderr) || !strings.Contains(stdout.String(), tt.stdout) {
+				t.Fatalf("exit %d, stderr %q, stdout %.80q; want %d, %q and %q", code, stderr.String(), stdout.String(), tt.code, tt.stderr, tt.stdout)
 			}
 		})
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"flag"
 	"fmt"
 	"io"
 	"runtime"
@@ -12,13 +13,17 @@ import (
 	"github.com/elevenmessenger/pinned/registry"
 )
 
+const versionUsage = `Usage: pinned version
+
+Prints the build, the embedded registry digest and the guest module digest.
+
+Exit status: 0 success, 2 bad usage.
+`
+
 func runVersion(args []string, stdout, stderr io.Writer) int {
-	if len(args) > 0 {
-		fmt.Fprintln(stderr, "Usage: pinned version\n\nPrints the build, the embedded registry digest and the guest module digest.")
-		if args[0] == "-h" || args[0] == "--help" {
-			return 0
-		}
-		return 2
+	fs := flag.NewFlagSet("version", flag.ContinueOnError)
+	if code, ok := parseFlags(fs, versionUsage, args, stdout, stderr); !ok {
+		return code
 	}
 	v := "devel"
 	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {

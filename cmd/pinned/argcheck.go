@@ -1,0 +1,31 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+
+	"github.com/elevenmessenger/pinned/host"
+	"github.com/elevenmessenger/pinned/registry"
+)
+
+// checkArgs validates args for an op of m the way the sidecar will when
+// the op runs (host.ValidateArgs: the executor's code, compiled natively,
+// and the host's bad_args wording; no sandbox is built). It returns ""
+// when the args pass, else that message, e.g. `op github.create_issue has
+// no arg "x" (args: body, owner, repo, title)`. The error is for an op
+// that cannot be checked at all.
+func checkArgs(m *registry.Manifest, opName string, _ *registry.Op, args []byte) (string, error) {
+	herr := host.ValidateArgs(m, opName, args, 0)
+	switch {
+	case herr == nil:
+		return "", nil
+	case herr.Code == host.CodeBadArgs:
+		return herr.Message, nil
+	}
+	return "", herr
+}
+
+// isJSONObject reports whether s is valid JSON whose value is an object.
+func isJSONObject(s string) bool {
+	return json.Valid([]byte(s)) && strings.HasPrefix(strings.TrimSpace(s), "{")
+}

@@ -1,0 +1,124 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// TestCommandConventions: every command answers an unknown flag with one
+// line naming the command and a hint (exit 2), and --help with its help on
+// stdout (exit 0), whose flags all have deliberate placeholders.
+func TestCommandConventions(t *testing.T) {
+	t.Setenv("PINNED_TOKEN", "")
+	// A flag line of PrintDefaults whose placeholder the flag package
+	// derived from the type instead of a backquoted word.
+	derived := regexp.MustCompile(`(?m)^  -\S+ (string|value)$`)
+	for _, c := range commands() {
+		t.Run(c.name, func(t *testing.T) {
+			tests := []struct {
+				name   string
+				args   []string
+				code   int
+				stdout string // fragment
+				stderr string // whole stderr
+			}{
+				{name: "unknown flag", args: []string{c.name, "--bogus"}, code: 2,
+					stderr: "pinned " + c.name + ": flag provided but not defined: -bogus\nrun 'pinned " + c.name + " --help' for usage\n"},
+				{name: "unknown flag with a value", args: []string{c.name, "-bogus=1"}, code: 2,
+					stderr: "pinned " + c.name + ": flag provided but not defined: -bogus\nrun 'pinned " + c.name + " --help' for usage\n"},
+				{name: "--help", args: []string{c.name, "--help"}, code: 0, stdout: "Usage:"},
+				{name: "-h", args: []string{c.name, "-h"}, code: 0, stdout: "Usage:"},
+			}
+			for _, tt := range tests {
+				t.Run(tt.name, func(t *testing.T) {
+					var stdout, stderr bytes.Buffer
+					code := dispatch(tt.args, &stdout, &stderr)
+					if code != tt.code || stderr.String() != tt.stderr || !strings.Contains(stdout.String(), tt.stdout) {
+						t.Fatalf("exit %d, stderr %q, stdout %.100q; want %d, %q and %q", code, stderr.String(), stdout.String(), tt.code, tt.stderr, tt.stdout)
+					}
+					if code != 0 && stdout.Len() > 0 {
+						t.Fatalf("stdout %q on a usage error", stdout.String())
+					}
+					if m := derived.FindString(stdout.String()); m != "" {
+						t.Errorf("flag line %q has no deliberate placeholder", m)
+					}
+					if strings.Contains(stdout.String(), "Flags:\n") && !strings.Contains(stdout.String(), "Flags:\n  -") {
+						t.Errorf("an empty Flags: section:\n%s", &stdout)
+					}
+					if n := strings.Count(stdout.String(), "(default "); n > strings.Count(stdout.String(), "\n  -") {
+						t.Errorf("more defaults (%d) than flags:\n%s", n, &stdout)
+					}
+				})
+			}
+		})
+	}
+}
+
+func TestDispatch(t *testing.T) {
+	tests := []struct {
+		name   string
+		args   []string
+		code   int
+		stdout []string
+		stderr string // whole stderr
+	}{
+		{name: "help documents the exit codes", args: []string{"--help"}, code: 0,
+			stdout: []string{"Usage: pinned <command>", "Exit status (every command):\n  0  success", "\n  1  the command failed", "\n  2  bad usage"}},
+		{name: "no command", args: nil, code: 2, stderr: "pinned runs third-party"},
+		{name: "unknown command", args: []string{"ops"}, code: 2, stderr: "pinned: unknown command \"ops\"\nrun 'pinned --help' for usage\n"},
+		{name: "unknown flag", args: []string{"--bogus"}, code: 2, stderr: "pinned: flag provided but not defined: -bogus\nrun 'pinned --help' for usage\n"},
+		{name: "demo rejects a stray argument", args: []string{"demo", "extra"}, code: 2, stderr: "pinned demo: unexpected argument \"extra\" (flags only; see --help)\n"},
+		{name: "version rejects a stray argument", args: []string{"version", "extra"}, code: 2, stderr: "pinned version: unexpected argument \"extra\" (flags only; see --help)\n"},
+		{name: "fakeapi rejects a stray argument", args: []string{"fakeapi", "extra"}, code: 2, stderr: "pinned fakeapi: unexpected argument \"extra\" (flags only; see --help)\n"},
+		{name: "version", args: []string{"version"}, code: 0, stdout: []string{"pinned ", "registry sha256:"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := dispatch(tt.args, &stdout, &stderr)
+			if code != tt.code {
+				t.Errorf("exit %d, want %d (stderr %q)", code, tt.code, &stderr)
+			}
+			if tt.code == 2 && tt.args != nil && stderr.String() != tt.stderr {
+				t.Errorf("stderr\n got %q\nwant %q", &stderr, tt.stderr)
+			}
+			if tt.args == nil && !strings.HasPrefix(stderr.String(), tt.stderr) {
+				t.Errorf("stderr %q does not start with %q", &stderr, tt.stderr)
+			}
+			for _, f := range tt.stdout {
+				if !strings.Contains(stdout.String(), f) {
+					t.Errorf("stdout lacks %q:\n%s", f, &stdout)
+				}
+			}
+		})
+	}
+}
+
+func TestErrText(t *testing.T) {
+	tests := []struct {
+		name string
+		err  error
+		want string
+	}{
+		{name: "nil", err: nil, want: ""},
+		{name: "one prefix", err: errors.New("grant: /tmp/k already exists"), want: "/tmp/k already exists"},
+		{name: "wrapped twice", err: fmt.Errorf("grant: key file /tmp/kbad: %w", errors.New("grant: a private key is 44 characters")),
+			want: "key file /tmp/kbad: a private key is 44 characters"},
+		{name: "host", err: errors.New(`host: override address "x": invalid`), want: `override address "x": invalid`},
+		{name: "after a flag name", err: fmt.Errorf("--broker-url: %w", errors.New("rotate: want https")), want: "--broker-url: want https"},
+		{name: "a word inside a message stays", err: errors.New("listen on the host: port 80"), want: "listen on the host: port 80"},
+		{name: "the last part stays", err: errors.New("open x: host"), want: "open x: host"},
+		{name: "no prefix", err: errors.New("open /x: no such file or directory"), want: "open /x: no such file or directory"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := errText(tt.err); got != tt.want {
+				t.Errorf("errText = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,59 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/elevenmessenger/pinned/host"
+)
+
+func TestIsolationPhrase(t *testing.T) {
+	tests := []struct {
+		strategy string
+		want     string
+	}{
+		{host.IsolationReset, "in pooled sandbox instances, each restored byte for byte to its post-initialization state before the op (isolation strategy: reset)"},
+		{host.IsolationFresh, "in a fresh sandbox instance each (isolation strategy: fresh)"},
+		{"fresh (the guest exports a table)", "in a fresh sandbox instance each (isolation strategy: fresh (the guest exports a table))"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.strategy, func(t *testing.T) {
+			if got := isolationPhrase(tt.strategy); got != tt.want {
+				t.Errorf("isolationPhrase(%q)\n got %q\nwant %q", tt.strategy, got, tt.want)
+			}
+		})
+	}
+}
+
+// TestRunDemo runs the demo against its in-process fake: every op
+// succeeds, and the closing sentence names the isolation strategy the
+// engine used.
+func TestRunDemo(t *testing.T) {
+	t.Setenv("XDG_CACHE_HOME", filepath.Join(os.TempDir(), "pinned-test-cmd-xdg-cache"))
+	ctx := context.Background()
+	eng, err := host.New(ctx, host.Config{CacheDir: defaultCacheDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	strategy := eng.Strategy()
+	eng.Close(ctx)
+
+	var stdout, stderr bytes.Buffer
+	if code := runDemo(nil, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d\nstdout %s\nstderr %s", code, &stdout, &stderr)
+	}
+	want := "\nAll 11 ops ran " + isolationPhrase(strategy) + "; every result holds only the fields its manifest's pick names.\n"
+	if !strings.Contains(stdout.String(), want) {
+		t.Errorf("stdout lacks %q:\n%s", want, &stdout)
+	}
+	if strategy == host.IsolationReset && strings.Contains(stdout.String(), "fresh sandbox") {
+		t.Errorf("the demo claims fresh instances under the reset strategy:\n%s", &stdout)
+	}
+	if strings.Contains(stdout.String(), "FAILED") || stderr.Len() > 0 {
+		t.Errorf("stdout %s\nstderr %s", &stdout, &stderr)
+	}
+}

@@ -1,0 +1,49 @@
+package host
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+
+	"github.com/elevenmessenger/pinned/guest/executor"
+	"github.com/elevenmessenger/pinned/registry"
+)
+
+// ValidateArgs checks args for the op opName of m as the executor will
+// when the op runs, but with the executor's code compiled natively: no
+// sandbox is built, so it takes microseconds. It is for tools that want to
+// refuse args early (`pinned grant seal` does, before sealing a grant
+// that could never run); nothing relies on it — Run validates again in
+// the sandbox. maxArgsBytes is the engine's Config.MaxArgsBytes (0 means
+// DefaultMaxArgsBytes); empty args are {}.
+//
+// It returns nil when the args pass, else an *Error with CodeUnknownOp or
+// CodeBadArgs (Arg and Message as Run would give them), or CodeSandbox if
+// the op cannot be rendered at all.
+func ValidateArgs(m *registry.Manifest, opName string, args json.RawMessage, maxArgsBytes int) *Error {
+	op, ok := m.Op(opName)
+	if !ok {
+		return newError(CodeUnknownOp, fmt.Sprintf("service %s has no op %q (ops: %s)", m.ID, opName, joinNames(m.OpNames())))
+	}
+	if maxArgsBytes <= 0 {
+		maxArgsBytes = DefaultMaxArgsBytes
+	}
+	if len(bytes.TrimSpace(args)) == 0 {
+		args = json.RawMessage("{}")
+	}
+	if len(args) > maxArgsBytes {
+		return &Error{Code: CodeBadArgs, Message: fmt.Sprintf("args are larger than %d bytes", maxArgsBytes)}
+	}
+	prefix, err := inputPrefix(m, op)
+	if err != nil {
+		return &Error{Code: CodeSandbox, Message: "op cannot be prepared", cause: err}
+	}
+	_, rej, err := executor.Render(append(prefix, args...))
+	if err != nil {
+		return &Error{Code: CodeSandbox, Message: "the args could not be checked", cause: err}
+	}
+	if rej != nil {
+		return badArgs(&prepared{m: m, op: op, name: opName}, rej.Reason, rej.Arg)
+	}
+	return nil
+}
