@@ -124,6 +124,34 @@ func specFor(b []byte) (*spec, error) {
 	return sp, nil
 }
 
+// patterns holds compiled arg patterns by their text: ops share patterns
+// (a domain name, an owner), and compiling one with counted repetitions
+// ({0,61}) costs the guest tens of microseconds to milliseconds. Like the
+// spec cache it is filled from the registry only, and bounded by it.
+var (
+	patternMu sync.Mutex
+	patterns  = map[string]*regexp.Regexp{}
+)
+
+func compilePattern(expr string) (*regexp.Regexp, error) {
+	patternMu.Lock()
+	re := patterns[expr]
+	patternMu.Unlock()
+	if re != nil {
+		return re, nil
+	}
+	re, err := regexp.Compile(expr)
+	if err != nil {
+		return nil, err
+	}
+	patternMu.Lock()
+	if len(patterns) < maxSpecs {
+		patterns[expr] = re
+	}
+	patternMu.Unlock()
+	return re, nil
+}
+
 // piece is one part of a template: literal text, or the arg at index arg.
 type piece struct {
 	lit string
@@ -364,7 +392,7 @@ func decodeArg(name string, v *jsonv.Value) (*argSpec, error) {
 			}
 		case "pattern":
 			if mv.S != "" {
-				re, err := regexp.Compile(mv.S)
+				re, err := compilePattern(mv.S)
 				if err != nil {
 					return nil, bad("op.args." + name + ".pattern: " + err.Error())
 				}
