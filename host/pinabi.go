@@ -121,7 +121,7 @@ var pinFuncs = []pinFunc{
 func instantiatePin(ctx context.Context, rt wazero.Runtime) error {
 	b := rt.NewHostModuleBuilder(abi.ModuleName)
 	for _, f := range pinFuncs {
-		b.NewFunctionBuilder().WithGoModuleFunction(f.fn, f.params, f.results).Export(f.name)
+		b.NewFunctionBuilder().WithGoModuleFunction(deadlineChecked(f.fn), f.params, f.results).Export(f.name)
 	}
 	_, err := b.Instantiate(ctx)
 	return err

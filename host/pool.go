@@ -90,7 +90,7 @@ type guestPlan struct {
 
 // planCacheVersion names the instrumentation scheme in cached plans; bump
 // it whenever Instrument's output changes.
-const planCacheVersion = "4"
+const planCacheVersion = "5"
 
 // planGuestCached is planGuest with its result kept in cacheDir (beside
 // wazero's compiled code, and trusted as much), keyed by the guest's

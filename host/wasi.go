@@ -69,7 +69,7 @@ var wasiFuncs = []wasiFunc{
 func instantiateWASI(ctx context.Context, rt wazero.Runtime) error {
 	b := rt.NewHostModuleBuilder(WASIModuleName)
 	for _, f := range wasiFuncs {
-		b.NewFunctionBuilder().WithGoModuleFunction(f.fn, f.params, f.results).Export(f.name)
+		b.NewFunctionBuilder().WithGoModuleFunction(deadlineChecked(f.fn), f.params, f.results).Export(f.name)
 	}
 	_, err := b.Instantiate(ctx)
 	return err
@@ -88,13 +88,30 @@ func wasiNoop(_ context.Context, _ api.Module, stack []uint64) {
 // guest with sys.ExitCodeDeadlineExceeded or sys.ExitCodeContextCanceled,
 // the codes wazero's own close-on-done uses.
 func wasiSchedYield(ctx context.Context, _ api.Module, stack []uint64) {
+	checkDeadline(ctx)
+	stack[0] = errnoSuccess
+}
+
+// checkDeadline ends the guest, as sched_yield does, once the op's
+// context is done.
+func checkDeadline(ctx context.Context) {
 	if err := ctx.Err(); err != nil {
 		if err == context.DeadlineExceeded {
 			panic(sys.NewExitError(sys.ExitCodeDeadlineExceeded))
 		}
 		panic(sys.NewExitError(sys.ExitCodeContextCanceled))
 	}
-	stack[0] = errnoSuccess
+}
+
+// deadlineChecked makes every host function enforce the op's deadline
+// on entry: the countdown counts the guest's own steps, not the work its
+// host calls do (a loop of straight-line random_get or fd_write calls
+// would otherwise do up to 1024 steps' worth of them after the deadline).
+func deadlineChecked(fn api.GoModuleFunc) api.GoModuleFunc {
+	return func(ctx context.Context, mod api.Module, stack []uint64) {
+		checkDeadline(ctx)
+		fn(ctx, mod, stack)
+	}
 }
 
 // wasiZeroSizes: args_sizes_get and environ_sizes_get write 0 for the count

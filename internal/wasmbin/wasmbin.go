@@ -61,6 +61,11 @@ type Module struct {
 	// instantiating, before the host can arm anything.
 	HasStart bool
 
+	// tableMin sums the initial sizes of the module's own tables,
+	// tableMax their maximums; tableUnbounded is set when one has none.
+	tableMin, tableMax uint64
+	tableUnbounded     bool
+
 	// yield is the function index of the import YieldModule.YieldName
 	// with type () -> i32; -1 when the module has none.
 	yield int64
@@ -173,12 +178,16 @@ func Parse(b []byte) (*Module, error) {
 			err = m.readImports(s.body)
 		case secGlobal:
 			err = m.readGlobals(s.body)
+		case secTable:
+			err = m.readTables(s.body)
 		case secStart:
 			m.HasStart = true
 		case secElement:
 			err = m.readElements(s.body)
 		case secData:
 			err = m.readData(s.body)
+		case secExport:
+			err = m.readExports(s.body)
 		case secCode:
 			// Read by Instrument.
 		}
@@ -186,13 +195,82 @@ func Parse(b []byte) (*Module, error) {
 			return nil, err
 		}
 	}
+	if m.tableMin > MaxTableEntries {
+		return nil, fmt.Errorf("wasmbin: the tables start with %d entries, more than %d", m.tableMin, MaxTableEntries)
+	}
 	return m, nil
+}
+
+// MaxTableEntries bounds the entries of a module's tables, together:
+// wazero keeps them on the Go heap (8 bytes each), outside the linear
+// memory limit, and lets table.grow reach 2^32-1 entries (32 GiB: a
+// fatal out-of-memory that kills the process). table.grow is allowed
+// only when every table declares a maximum and the maximums fit.
+const MaxTableEntries = 1 << 20
+
+func (m *Module) readTables(b []byte) error {
+	r := &reader{b: b}
+	n, err := r.u32()
+	if err != nil {
+		return err
+	}
+	for i := uint32(0); i < n; i++ {
+		if _, err := r.byte(); err != nil { // reftype
+			return err
+		}
+		flag, err := r.byte()
+		if err != nil {
+			return err
+		}
+		min, err := r.u32()
+		if err != nil {
+			return err
+		}
+		m.tableMin += uint64(min)
+		if flag&1 != 0 {
+			max, err := r.u32()
+			if err != nil {
+				return err
+			}
+			m.tableMax += uint64(max)
+		} else {
+			m.tableUnbounded = true
+		}
+	}
+	return nil
 }
 
 func (m *Module) notResettable(format string, args ...any) {
 	if m.NotResettable == "" {
 		m.NotResettable = fmt.Sprintf(format, args...)
 	}
+}
+
+// readExports refuses an export of a global that does not exist: the
+// index the budget global takes would otherwise become valid.
+func (m *Module) readExports(b []byte) error {
+	r := &reader{b: b}
+	n, err := r.u32()
+	if err != nil {
+		return err
+	}
+	for i := uint32(0); i < n; i++ {
+		if _, err := r.name(); err != nil {
+			return err
+		}
+		kind, err := r.byte()
+		if err != nil {
+			return err
+		}
+		idx, err := r.u32()
+		if err != nil {
+			return err
+		}
+		if kind == 3 && int64(idx) >= int64(m.ImportedGlobals+m.DefinedGlobals) {
+			return fmt.Errorf("wasmbin: export %d names global %d of %d", i, idx, m.ImportedGlobals+m.DefinedGlobals)
+		}
+	}
+	return nil
 }
 
 func (m *Module) readImports(b []byte) error {
@@ -312,15 +390,18 @@ func (m *Module) readGlobals(b []byte) error {
 		} else if hdr[1] != 0 {
 			return errors.New("wasmbin: bad global mutability")
 		}
-		if err := r.constExpr(); err != nil {
+		if err := r.constExpr(m.ImportedGlobals + int(i)); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// constExpr skips a constant expression up to its end opcode.
-func (r *reader) constExpr() error {
+// constExpr skips a constant expression up to its end opcode. A
+// global.get in it must name one of the first globals globals (the
+// budget global Instrument adds must not become reachable, whatever the
+// runtime's own rules for constant expressions).
+func (r *reader) constExpr(globals int) error {
 	for {
 		op, err := r.byte()
 		if err != nil {
@@ -328,6 +409,17 @@ func (r *reader) constExpr() error {
 		}
 		if op == 0x0b {
 			return nil
+		}
+		if op == 0x23 {
+			save := r.i
+			idx, err := r.u32()
+			if err != nil {
+				return err
+			}
+			if int64(idx) >= int64(globals) {
+				return fmt.Errorf("wasmbin: a constant expression names global %d of %d", idx, globals)
+			}
+			r.i = save
 		}
 		if err := r.immediates(op); err != nil {
 			return err
@@ -355,7 +447,7 @@ func (m *Module) readElements(b []byte) error {
 					return err
 				}
 			}
-			if err := r.constExpr(); err != nil {
+			if err := r.constExpr(m.ImportedGlobals + m.DefinedGlobals); err != nil {
 				return err
 			}
 		}
@@ -370,7 +462,7 @@ func (m *Module) readElements(b []byte) error {
 		}
 		for j := uint32(0); j < cnt; j++ {
 			if flags&4 != 0 {
-				err = r.constExpr()
+				err = r.constExpr(m.ImportedGlobals + m.DefinedGlobals)
 			} else {
 				_, err = r.u32()
 			}
@@ -395,12 +487,12 @@ func (m *Module) readData(b []byte) error {
 		}
 		switch flags {
 		case 0:
-			err = r.constExpr()
+			err = r.constExpr(m.ImportedGlobals + m.DefinedGlobals)
 		case 1:
 			m.notResettable("data segment %d is passive", i)
 		case 2:
 			if _, err = r.u32(); err == nil {
-				err = r.constExpr()
+				err = r.constExpr(m.ImportedGlobals + m.DefinedGlobals)
 			}
 		default:
 			return fmt.Errorf("wasmbin: bad data segment flags %d", flags)
@@ -443,6 +535,24 @@ const BudgetExport = "pinned.budget"
 // iteration at least one: the calls cost the guest under 5%, and a tight
 // loop still reaches the host every few microseconds.
 const BudgetInterval = 1024
+
+// StraightLineInterval is the most instructions a function body holds
+// between two countdown checks: one is inserted every StraightLineInterval
+// instructions too, charging StraightLineCost steps, so 1024 steps never
+// cover more than 1024/StraightLineCost*StraightLineInterval (64Ki)
+// instructions of loop-free code, however long the bodies.
+const (
+	StraightLineInterval = 256
+	StraightLineCost     = 4
+)
+
+// BulkShift sets what a bulk instruction (memory.copy, memory.fill,
+// memory.init, table.copy, table.init, table.fill) costs: 1 + its length
+// operand >> BulkShift steps, charged (and the host called when the
+// budget runs out) before it runs, so one step covers at most 1 KiB of
+// bulk work (a single instruction still runs whole: at most the memory
+// or table size).
+const BulkShift = 10
 
 // Instrumented is a module rewritten by Instrument.
 type Instrumented struct {
@@ -506,11 +616,47 @@ func (m *Module) Instrument() (*Instrumented, error) {
 	check = appendS32(check, BudgetInterval)
 	check = append(check, 0x24) // global.set $budget
 	check = append(check, g...)
-	check = append(check, 0x0b)                                    // end
+	check = append(check, 0x0b) // end
+	// Every StraightLineInterval instructions: budget -= StraightLineCost;
+	// if budget <= 0 { call $sched_yield; drop; budget = BudgetInterval }
+	straightCheck := append([]byte{0x23}, g...)
+	straightCheck = append(straightCheck, 0x41, StraightLineCost, 0x6b, 0x24)
+	straightCheck = append(straightCheck, g...)
+	straightCheck = append(straightCheck, 0x23)
+	straightCheck = append(straightCheck, g...)
+	straightCheck = append(straightCheck, 0x41, 0x00, 0x4c, 0x04, 0x40, 0x10) // i32.const 0; i32.le_s; if; call
+	straightCheck = appendU32(straightCheck, uint32(m.yield))
+	straightCheck = append(straightCheck, 0x1a, 0x41)
+	straightCheck = appendS32(straightCheck, BudgetInterval)
+	straightCheck = append(straightCheck, 0x24)
+	straightCheck = append(straightCheck, g...)
+	straightCheck = append(straightCheck, 0x0b)
+	// Before a bulk instruction, with its length operand on top:
+	// global.set $len; budget -= 1 + len>>BulkShift; if budget <= 0
+	// { call $sched_yield; drop; budget = BudgetInterval }; global.get $len
+	scratch := appendU32(nil, total+1)
+	bulk := append([]byte{0x24}, scratch...)
+	bulk = append(bulk, 0x23)
+	bulk = append(bulk, g...)
+	bulk = append(bulk, 0x23)
+	bulk = append(bulk, scratch...)
+	bulk = append(bulk, 0x41, BulkShift, 0x76, 0x6b, 0x41, 0x01, 0x6b, 0x24) // i32.const; i32.shr_u; i32.sub; i32.const 1; i32.sub; global.set
+	bulk = append(bulk, g...)
+	bulk = append(bulk, 0x23)
+	bulk = append(bulk, g...)
+	bulk = append(bulk, 0x41, 0x00, 0x4c, 0x04, 0x40, 0x10) // i32.const 0; i32.le_s; if; call
+	bulk = appendU32(bulk, uint32(m.yield))
+	bulk = append(bulk, 0x1a, 0x41) // drop; i32.const
+	bulk = appendS32(bulk, BudgetInterval)
+	bulk = append(bulk, 0x24)
+	bulk = append(bulk, g...)
+	bulk = append(bulk, 0x0b, 0x23) // end; global.get $len
+	bulk = append(bulk, scratch...)
 	initial := appendS32([]byte{0x7f, 0x01, 0x41}, BudgetInterval) // i32, mutable, i32.const K
 	initial = append(initial, 0x0b)
+	initial = append(initial, 0x7f, 0x01, 0x41, 0x00, 0x0b) // $len: i32, mutable, i32.const 0
 	out := []byte("\x00asm\x01\x00\x00\x00")
-	globals := append(append([]uint32(nil), m.MutableGlobals...), budget)
+	globals := append(append([]uint32(nil), m.MutableGlobals...), budget, budget+1)
 	wroteGlobals, wroteExports := false, false
 	emitGlobals := func(body []byte) error {
 		var n uint32
@@ -523,7 +669,7 @@ func (m *Module) Instrument() (*Instrumented, error) {
 			}
 			rest = body[r.i:]
 		}
-		b := appendU32(nil, n+1)
+		b := appendU32(nil, n+2)
 		b = append(b, rest...)
 		b = append(b, initial...)
 		out = appendSection(out, secGlobal, b)
@@ -578,7 +724,7 @@ func (m *Module) Instrument() (*Instrumented, error) {
 			err = emitExports(sec.body)
 		case secCode:
 			var body []byte
-			if body, err = m.instrumentCode(sec.body, total, check); err == nil {
+			if body, err = m.instrumentCode(sec.body, total, check, straightCheck, bulk); err == nil {
 				out = appendSection(out, secCode, body)
 			}
 		default:
@@ -607,7 +753,7 @@ func (m *Module) Instrument() (*Instrumented, error) {
 
 // instrumentCode copies the code section, inserting check after every
 // loop's block type, and scans every instruction (see mutates).
-func (m *Module) instrumentCode(b []byte, globals uint32, check []byte) ([]byte, error) {
+func (m *Module) instrumentCode(b []byte, globals uint32, check, straightCheck, bulk []byte) ([]byte, error) {
 	r := &reader{b: b}
 	n, err := r.u32()
 	if err != nil {
@@ -641,9 +787,21 @@ func (m *Module) instrumentCode(b []byte, globals uint32, check []byte) ([]byte,
 		// At the entry of every function too: recursion without loops
 		// (a tree of calls) must not outrun the deadline.
 		fn = append(fn, check...)
+		straight := 0 // instructions since the last countdown step
 		for br.i < len(br.b) {
 			start := br.i
 			op, _ := br.byte()
+			if straight++; straight > StraightLineInterval {
+				// Stack-neutral and balanced: valid before any instruction.
+				fn = append(fn, straightCheck...)
+				straight = 1
+			}
+			if op == 0xfc && isBulk(br) {
+				fn = append(fn, bulk...)
+			}
+			if op == 0xfc && isTableGrow(br) && (m.tableUnbounded || m.ImportedTables > 0 || m.tableMax > MaxTableEntries) {
+				return nil, fmt.Errorf("wasmbin: function %d grows a table, and the tables have no maximum of at most %d entries", f, MaxTableEntries)
+			}
 			if why := mutates(op, br); why != "" {
 				m.notResettable("function %d uses %s", f, why)
 			}
@@ -667,6 +825,7 @@ func (m *Module) instrumentCode(b []byte, globals uint32, check []byte) ([]byte,
 			fn = append(fn, body[start:br.i]...)
 			if op == 0x03 { // loop: check at the head of every iteration
 				fn = append(fn, check...)
+				straight = 0
 			}
 		}
 		out = appendU32(out, uint32(len(fn)))
@@ -681,6 +840,32 @@ func appendName(b []byte, s string) []byte {
 }
 
 var errUnknownOpcode = errors.New("unknown opcode")
+
+// isTableGrow reports whether the 0xFC instruction at r is table.grow.
+func isTableGrow(r *reader) bool {
+	save := r.i
+	sub, err := r.u32()
+	r.i = save
+	return err == nil && sub == 15
+}
+
+// isBulk reports whether the 0xFC instruction at r (sub-opcode not yet
+// consumed) does work proportional to a length operand: memory.init,
+// memory.copy, memory.fill, table.init, table.copy, table.fill, whose
+// length is the i32 on top of the stack.
+func isBulk(r *reader) bool {
+	save := r.i
+	sub, err := r.u32()
+	r.i = save
+	if err != nil {
+		return false
+	}
+	switch sub {
+	case 8, 10, 11, 12, 14, 17:
+		return true
+	}
+	return false
+}
 
 // mutates names an instruction that changes a table or a segment. It
 // peeks at a 0xFC sub-opcode without consuming it.

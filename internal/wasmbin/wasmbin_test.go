@@ -96,7 +96,7 @@ func TestInstrument(t *testing.T) {
 	if m.NotResettable != "" {
 		t.Fatalf("not resettable: %s", m.NotResettable)
 	}
-	want := []string{GlobalExportPrefix + "0", GlobalExportPrefix + "1"}
+	want := []string{GlobalExportPrefix + "0", GlobalExportPrefix + "1", GlobalExportPrefix + "2"} // the guest's, the budget, the bulk length
 	if strings.Join(ins.Globals, ",") != strings.Join(want, ",") {
 		t.Fatalf("globals %v, want %v", ins.Globals, want)
 	}
@@ -176,7 +176,7 @@ func TestInstrumentRefuses(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			wasm := mod(secType, typeSec, secImport, importSec, secFunction, funcSec, secTable, vec([]byte{0x70, 0x00, 0x01}),
+			wasm := mod(secType, typeSec, secImport, importSec, secFunction, funcSec, secTable, vec([]byte{0x70, 0x01, 0x01, 0x10}),
 				secMemory, memSec, secGlobal, globalSec, secExport, exportRun, secCode, vec(tt.code))
 			m, err := Parse(wasm)
 			if err != nil {
@@ -202,6 +202,17 @@ func TestInstrumentRefuses(t *testing.T) {
 			}
 		})
 	}
+	t.Run("table.grow without a maximum", func(t *testing.T) {
+		wasm := mod(secType, typeSec, secImport, importSec, secFunction, funcSec, secTable, vec([]byte{0x70, 0x00, 0x01}),
+			secMemory, memSec, secExport, exportRun, secCode, vec(body(0xd0, 0x70, 0x41, 0x01, 0xfc, 0x0f, 0x00, 0x0b)))
+		m, err := Parse(wasm)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := m.Instrument(); err == nil || !strings.Contains(err.Error(), "grows a table") {
+			t.Fatalf("err %v, want a refusal", err)
+		}
+	})
 	t.Run("passive data segment", func(t *testing.T) {
 		wasm := mod(secType, typeSec, secImport, importSec, secFunction, funcSec, secMemory, memSec, secExport, exportRun,
 			secDataCnt, appendU32(nil, 1), secCode, vec(body(0x41, 0x00, 0x0b)), secData, vec([]byte{0x01, 0x01, 'x'}))
@@ -243,6 +254,8 @@ func TestInstrumentShippedGuest(t *testing.T) {
 func FuzzInstrument(f *testing.F) {
 	f.Add(mod(secType, typeSec, secImport, importSec, secFunction, funcSec, secMemory, memSec, secGlobal, globalSec, secExport, exportRun, secCode, vec(loopBody)))
 	f.Add(mod(secType, typeSec, secImport, importSec, secFunction, funcSec, secExport, exportRun, secCode, vec(body(0x03, 0x40, 0x03, 0x40, 0x0b, 0x0b, 0x41, 0x00, 0x0b))))
+	// memory.fill in reachable and unreachable code (the bulk charge)
+	f.Add(mod(secType, typeSec, secImport, importSec, secFunction, funcSec, secMemory, memSec, secExport, exportRun, secCode, vec(body(0x41, 0x00, 0x41, 0x01, 0x41, 0x02, 0xfc, 0x0b, 0x00, 0x02, 0x40, 0x0c, 0x00, 0xfc, 0x0b, 0x00, 0x0b, 0x41, 0x00, 0x0b))))
 	f.Fuzz(func(t *testing.T, wasm []byte) {
 		m, err := Parse(wasm)
 		if err != nil {

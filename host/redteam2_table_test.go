@@ -1,0 +1,134 @@
+package host
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/elevenmessenger/pinned/internal/fakeapi"
+)
+
+// tableGrowGuest's run grows a funcref table (declared with no maximum)
+// by delta entries.
+func tableGrowGuest(delta int32, tables ...[]byte) []byte {
+	run := []byte{0xd0, 0x70, 0x41} // ref.null func; i32.const delta
+	run = append(run, wsleb(int64(delta))...)
+	run = append(run, 0xfc, 0x0f, 0x00, 0x1a, 0x41, 0x00) // table.grow 0; drop; i32.const 0
+	m := &wmod{
+		types:   [][2][]byte{{nil, nil}, {nil, {wI32}}},
+		imports: []wimport{{"wasi_snapshot_preview1", "sched_yield", 1}},
+		funcs:   []wfunc{{typ: 0}, {typ: 1, code: run}},
+		tables:  append([][]byte{{0x70, 0x00, 0x00}}, tables...), // funcref, min 0, no max
+		memMin:  1, memMax: -1,
+		exports: []wexport{{"_initialize", 0, 1}, {"run", 0, 2}, {"memory", 2, 0}},
+		start:   -1,
+	}
+	return m.bytes()
+}
+
+// TestRedteam2TableGrowKillsProcess: MemoryLimitPages bounds linear
+// memory only. A table has no limit but wazero's 2^32-1 entries, and
+// table.grow allocates its 8-byte entries on the Go heap: one
+// table.grow(null, 0xfffffff0) asks the Go runtime for 32 GiB, which
+// (on any host with less) is a fatal "out of memory" that no recover can
+// catch: the whole process, every op in flight, dies. (Smaller deltas
+// take gigabytes of address space and heap accounting per op, far past
+// the memory cap.) Run in a child process.
+func TestRedteam2TableGrowKillsProcess(t *testing.T) {
+	if os.Getenv("PINNED_RT2_CHILD") == "1" && os.Getenv("PINNED_RT2_GUEST") != "" {
+		fake, err := fakeapi.New()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer fake.Close()
+		eng, err := New(context.Background(), Config{
+			Guest:    rt2TableGuests[os.Getenv("PINNED_RT2_GUEST")](),
+			Timeout:  2 * time.Second,
+			Override: &Override{Addr: fake.Addr(), CAPEM: fake.CACertPEM()},
+		})
+		if err != nil {
+			t.Logf("refused: %v", err)
+			os.Stdout.WriteString("CHILD-SURVIVED\n")
+			return
+		}
+		defer eng.Close(context.Background())
+		_, err = eng.Run(context.Background(), Call{Service: "github", Op: "list_issues", Args: json.RawMessage(`{}`), Credential: Credential{Secret: Secret(fakeapi.Token("github"))}})
+		t.Logf("op: %v", err)
+		os.Stdout.WriteString("CHILD-SURVIVED\n")
+		return
+	}
+	for name := range rt2TableGuests {
+		t.Run(name, func(t *testing.T) { rt2Child(t, name) })
+	}
+}
+
+// rt2TableGuests: table.grow by 0xfffffff0 entries (32 GiB).
+var rt2TableGuests = map[string]func() []byte{
+	"grow": func() []byte { return tableGrowGuest(-16) },
+}
+
+func rt2Child(t *testing.T, guest string) {
+	cmd := exec.Command(os.Args[0], "-test.run=^TestRedteam2TableGrowKillsProcess$", "-test.v")
+	cmd.Env = append(os.Environ(), "PINNED_RT2_CHILD=1", "PINNED_RT2_GUEST="+guest)
+	out, err := cmd.CombinedOutput()
+	s := string(out)
+	if i := strings.Index(s, "fatal error"); i >= 0 {
+		s = s[i:min(len(s), i+300)]
+	} else if len(s) > 600 {
+		s = s[len(s)-600:]
+	}
+	t.Logf("child: %v\n%s", err, s)
+	if err != nil || !strings.Contains(string(out), "CHILD-SURVIVED") {
+		t.Fatalf("one guest's tables killed the host process (%v)", err)
+	}
+}
+
+// TestRedteam2TablesEscapeMemoryLimit: a table's initial size is not
+// bounded by MemoryLimitPages either (wazero allows 2^27 entries, 1 GiB
+// of Go heap, per table, and a module may declare many). One op with a
+// 32 MiB memory limit allocates a 1 GiB table and fills it (table.fill:
+// resident memory, not just address space).
+func TestRedteam2TablesEscapeMemoryLimit(t *testing.T) {
+	run := []byte{0x41, 0x00, 0xd0, 0x70, 0x41} // i32.const 0; ref.null func; i32.const 2^27
+	run = append(run, wsleb(1<<27)...)
+	run = append(run, 0xfc, 0x11, 0x00, 0x41, 0x00) // table.fill 0; i32.const 0
+	m := &wmod{
+		types:   [][2][]byte{{nil, nil}, {nil, {wI32}}},
+		imports: []wimport{{"wasi_snapshot_preview1", "sched_yield", 1}},
+		funcs:   []wfunc{{typ: 0}, {typ: 1, code: run}},
+		tables:  [][]byte{append([]byte{0x70, 0x01}, append(wleb(1<<27), wleb(1<<27)...)...)},
+		memMin:  1, memMax: -1,
+		exports: []wexport{{"_initialize", 0, 1}, {"run", 0, 2}, {"memory", 2, 0}},
+		start:   -1,
+	}
+	fake, err := fakeapi.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fake.Close()
+	eng, err := New(context.Background(), Config{
+		Guest:            m.bytes(),
+		Timeout:          5 * time.Second,
+		MemoryLimitPages: 512,
+		Override:         &Override{Addr: fake.Addr(), CAPEM: fake.CACertPEM()},
+	})
+	if err != nil {
+		t.Logf("refused: %v", err)
+		return
+	}
+	defer eng.Close(context.Background())
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, herr := eng.Run(context.Background(), Call{Service: "github", Op: "list_issues", Args: json.RawMessage(`{}`), Credential: Credential{Secret: Secret(fakeapi.Token("github"))}})
+	runtime.ReadMemStats(&after)
+	grew := after.TotalAlloc - before.TotalAlloc
+	t.Logf("op: %v; Go heap allocated during the op: %d MiB (memory limit 32 MiB)", herr, grew>>20)
+	if grew > 256<<20 {
+		t.Fatalf("one op allocated %d MiB of host memory with a 32 MiB memory limit: tables are not bounded", grew>>20)
+	}
+}
