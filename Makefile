@@ -17,6 +17,7 @@ all: build
 guest: guest/executor.wasm
 guest/executor.wasm: $(GUEST_SRC)
 	GOOS=wasip1 GOARCH=wasm $(GO) build $(WASMFLAGS) -o $@ ./guest/wasm
+	sha256sum $@ | cut -d' ' -f1 > $@.sha256
 
 ## hostile: rebuild the hostile test guests from host/testdata/hostile/*/main.go.
 hostile: $(HOSTILE)

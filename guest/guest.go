@@ -6,7 +6,10 @@
 // committed module is stale against its source.
 package guest
 
-import _ "embed"
+import (
+	_ "embed"
+	"encoding/hex"
+)
 
 //go:embed executor.wasm
 var wasm []byte
@@ -14,6 +17,21 @@ var wasm []byte
 // Wasm returns a copy of the embedded executor module (a WASI reactor
 // exporting _initialize, run and memory; imports listed in docs/ABI.md).
 func Wasm() []byte { return append([]byte(nil), wasm...) }
+
+//go:embed executor.wasm.sha256
+var sumHex string
+
+// SHA256 returns the SHA-256 of the embedded module, recorded at build
+// time in executor.wasm.sha256 (TestWasmUpToDate checks it), so a start
+// need not hash 2.6 MB to find its cached plan.
+func SHA256() (sum [32]byte) {
+	b, err := hex.DecodeString(sumHex[:min(len(sumHex), 64)])
+	if err != nil || len(b) != len(sum) {
+		panic("guest: executor.wasm.sha256 is not a SHA-256 in hex; run `make guest`")
+	}
+	copy(sum[:], b)
+	return sum
+}
 
 // GoVersion is the Go toolchain the committed module was built with;
 // rebuilding with another may change its bytes.

@@ -2,6 +2,7 @@ package guest
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"os"
 	"runtime"
 	"testing"
@@ -30,5 +31,14 @@ func TestWasmUpToDate(t *testing.T) {
 	}
 	if !bytes.Equal(Wasm(), got) {
 		t.Fatal("the embedded module differs from the rebuilt one")
+	}
+
+}
+
+// TestSHA256 requires the recorded digest (the plan cache's key) to be
+// the embedded module's.
+func TestSHA256(t *testing.T) {
+	if got, want := SHA256(), sha256.Sum256(Wasm()); got != want {
+		t.Fatalf("executor.wasm.sha256 holds %x, the module's SHA-256 is %x: run `make guest`", got, want)
 	}
 }

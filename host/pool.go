@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"os"
 	"path/filepath"
 	"sync/atomic"
@@ -89,34 +90,39 @@ type guestPlan struct {
 }
 
 // planCacheVersion names the instrumentation scheme in cached plans; bump
-// it whenever Instrument's output changes.
-const planCacheVersion = "5"
+// it whenever Instrument's output (or the cache's format) changes.
+const planCacheVersion = "6"
+
+// castagnoli is the CRC-32C table (hardware-assisted on amd64 and arm64).
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // planGuestCached is planGuest with its result kept in cacheDir (beside
-// wazero's compiled code, and trusted as much), keyed by the guest's
+// wazero's compiled code, and trusted as much), keyed by sum, the guest's
 // SHA-256: instrumenting the executor takes tens of milliseconds a start.
-func planGuestCached(wasm []byte, cacheDir string) (*guestPlan, error) {
+// The cached module is checked against the CRC-32C recorded beside it,
+// which catches a damaged file; it is not a defence against whoever can
+// write the directory, who could as well rewrite wazero's machine code
+// there (docs/OPERATING.md: the cache directory is the process's own).
+func planGuestCached(wasm []byte, sum [sha256.Size]byte, cacheDir string) (*guestPlan, error) {
 	if cacheDir == "" {
 		return planGuest(wasm)
 	}
-	sum := sha256.Sum256(wasm)
 	base := filepath.Join(cacheDir, "pinned-plan-v"+planCacheVersion+"-"+hex.EncodeToString(sum[:]))
 	type meta struct {
 		Globals       []string `json:"globals"`
 		NotResettable string   `json:"not_resettable"`
-		SHA256        string   `json:"sha256"` // of the .wasm
+		CRC32C        uint32   `json:"crc32c"` // of the .wasm
+		Size          int      `json:"size"`   // of the .wasm, bytes
 	}
 	if mb, err := os.ReadFile(base + ".json"); err == nil {
 		var m meta
 		if json.Unmarshal(mb, &m) == nil {
-			if w, err := os.ReadFile(base + ".wasm"); err == nil {
-				if got := sha256.Sum256(w); hex.EncodeToString(got[:]) == m.SHA256 {
-					p := &guestPlan{wasm: w, globals: m.Globals, notResettable: m.NotResettable}
-					if !cowSupported {
-						p.notResettable = errNoCowReason().Error()
-					}
-					return p, nil
+			if w, err := os.ReadFile(base + ".wasm"); err == nil && len(w) == m.Size && crc32.Checksum(w, castagnoli) == m.CRC32C {
+				p := &guestPlan{wasm: w, globals: m.Globals, notResettable: m.NotResettable}
+				if !cowSupported {
+					p.notResettable = errNoCowReason().Error()
 				}
+				return p, nil
 			}
 		}
 	}
@@ -124,8 +130,7 @@ func planGuestCached(wasm []byte, cacheDir string) (*guestPlan, error) {
 	if err != nil {
 		return nil, err
 	}
-	sumOut := sha256.Sum256(p.wasm)
-	mb, _ := json.Marshal(meta{Globals: p.globals, NotResettable: p.notResettable, SHA256: hex.EncodeToString(sumOut[:])})
+	mb, _ := json.Marshal(meta{Globals: p.globals, NotResettable: p.notResettable, CRC32C: crc32.Checksum(p.wasm, castagnoli), Size: len(p.wasm)})
 	if os.MkdirAll(cacheDir, 0o700) == nil {
 		writeAtomic(base+".wasm", p.wasm)
 		writeAtomic(base+".json", mb)
