@@ -14,30 +14,11 @@ import (
 // one channel that leaves the sandbox: the request it submits (owner
 // segment "found" or "absent").
 
-func leb(v uint32) []byte {
-	var b []byte
-	for {
-		c := byte(v & 0x7f)
-		v >>= 7
-		if v != 0 {
-			b = append(b, c|0x80)
-			continue
-		}
-		return append(b, c)
-	}
-}
+// leb and sleb are the (U)LEB128 encoders of the module builder in
+// redteam_wasmgen_test.go, at the widths these guests use.
+func leb(v uint32) []byte { return wleb(uint64(v)) }
 
-func sleb(v int32) []byte {
-	var b []byte
-	for {
-		c := byte(v & 0x7f)
-		v >>= 7
-		if (v == 0 && c&0x40 == 0) || (v == -1 && c&0x40 != 0) {
-			return append(b, c)
-		}
-		b = append(b, c|0x80)
-	}
-}
+func sleb(v int32) []byte { return wsleb(int64(v)) }
 
 func section(id byte, body []byte) []byte {
 	return append(append([]byte{id}, leb(uint32(len(body)))...), body...)
