@@ -75,6 +75,7 @@ func TestDispatch(t *testing.T) {
 		{name: "version rejects a stray argument", args: []string{"version", "extra"}, code: 2, stderr: "pinned version: unexpected argument \"extra\" (flags only; see --help)\n"},
 		{name: "fakeapi rejects a stray argument", args: []string{"fakeapi", "extra"}, code: 2, stderr: "pinned fakeapi: unexpected argument \"extra\" (flags only; see --help)\n"},
 		{name: "version", args: []string{"version"}, code: 0, stdout: []string{"pinned ", "registry sha256:"}},
+		{name: "--version is version", args: []string{"--version"}, code: 0, stdout: []string{"pinned ", "registry sha256:"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

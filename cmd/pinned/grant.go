@@ -106,6 +106,9 @@ func runGrantSeal(args []string, stdout, stderr io.Writer) int {
 	}
 	pub, err := grant.ParsePublicKey(f.botKey)
 	if err != nil {
+		if _, serr := os.Stat(f.botKey); serr == nil {
+			return usage("--bot-key: %s (pass the public key pinned keygen printed, not the key file)", errText(err))
+		}
 		return usage("--bot-key: %s", errText(err))
 	}
 	if f.access != grant.AccessRead && f.access != grant.AccessWrite {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -21,6 +22,10 @@ func TestRunGrantSeal(t *testing.T) {
 	pub := bot.Public().String()
 	args := `{"title":"Hi","owner":"pinned-tester","repo":"notes"}`
 	hash, _ := grant.ArgsSHA256([]byte(args))
+	keyFile := filepath.Join(t.TempDir(), "bot.key")
+	if err := grant.WriteKeyFile(keyFile, bot, false); err != nil {
+		t.Fatal(err)
+	}
 
 	tests := []struct {
 		name   string
@@ -69,6 +74,8 @@ func TestRunGrantSeal(t *testing.T) {
 		{name: "seal help", args: []string{"seal", "--help"}, code: 0, stdout: []string{"Usage: pinned grant seal", "-service id", "-ttl duration"}},
 		{name: "missing bot key", args: []string{"seal", "--service", "github", "--access", "read"}, code: 2, stderr: "--bot-key, --service and --access are required"},
 		{name: "missing access", args: []string{"seal", "--bot-key", pub, "--service", "github"}, code: 2, stderr: "are required"},
+		{name: "bot key given as the key file", args: []string{"seal", "--bot-key", keyFile, "--service", "github", "--access", "read"}, code: 2,
+			stderr: "pinned grant seal: --bot-key: a public key is 44 characters of standard base64 (32 bytes) (pass the public key pinned keygen printed, not the key file)\n"},
 		{name: "bad bot key", args: []string{"seal", "--bot-key", "abc", "--service", "github", "--access", "read"}, code: 2,
 			stderr: "pinned grant seal: --bot-key: a public key is 44 characters of standard base64 (32 bytes)\n"},
 		{name: "bad access", args: []string{"seal", "--bot-key", pub, "--service", "github", "--access", "admin"}, code: 2, stderr: `--access must be read or write, not "admin"`},

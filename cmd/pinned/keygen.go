@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 
 	"github.com/elevenmessenger/pinned/sidecar/grant"
 )
@@ -44,6 +45,9 @@ func runKeygen(args []string, stdout, stderr io.Writer) int {
 	}
 	if err := grant.WriteKeyFile(*out, k, *force); err != nil {
 		fmt.Fprintf(stderr, "pinned keygen: %s\n", errText(err))
+		if _, serr := os.Stat(*out); serr == nil && !*force {
+			fmt.Fprintln(stderr, "pinned keygen: choose another --out, or add --force to replace it")
+		}
 		return 1
 	}
 	fmt.Fprintf(stderr, "pinned keygen: private key written to %s (mode 0600); the public key follows on stdout\n", *out)

@@ -47,7 +47,8 @@ func TestRunKeygen(t *testing.T) {
 		stdout string
 	}{
 		{name: "refuses to overwrite", args: []string{"--out", key}, code: 1,
-			stderr: "pinned keygen: " + key + " already exists; refusing to overwrite a private key (grants sealed to it could no longer be opened)\n"},
+			stderr: "pinned keygen: " + key + " already exists; refusing to overwrite a private key (grants sealed to it could no longer be opened)\n" +
+				"pinned keygen: choose another --out, or add --force to replace it\n"},
 		{name: "missing --out", args: nil, code: 2, stderr: "--out FILE is required"},
 		{name: "stray argument", args: []string{"--out", key, "extra"}, code: 2, stderr: `unexpected argument "extra"`},
 		{name: "unknown flag", args: []string{"--bits", "4096"}, code: 2, stderr: "pinned keygen: flag provided but not defined: -bits\nrun 'pinned keygen --help' for usage\n"},

@@ -53,6 +53,8 @@ func dispatch(args []string, stdout, stderr io.Writer) int {
 	case "-h", "-help", "--help", "help":
 		usage(stdout)
 		return 0
+	case "--version", "-version":
+		return runVersion(args[1:], stdout, stderr)
 	}
 	for _, c := range commands() {
 		if c.name == args[0] {

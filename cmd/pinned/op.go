@@ -3,11 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"net/netip"
 	"os"
 	"time"
@@ -97,6 +99,7 @@ func runOp(args []string, stdout, stderr io.Writer) int {
 
 	cfg := host.Config{Timeout: *timeout, CacheDir: defaultCacheDir()}
 	secret := os.Getenv(*tokenEnv)
+	fromEnv := secret != ""
 	switch {
 	case *useFake:
 		fake, err := fakeapi.New()
@@ -118,6 +121,9 @@ func runOp(args []string, stdout, stderr io.Writer) int {
 			return usage("--cacert: %v", err)
 		}
 		cfg.Override = &host.Override{Addr: *connectTo, CAPEM: pem}
+		if !x509.NewCertPool().AppendCertsFromPEM(pem) {
+			return usage("--cacert %s: no PEM certificate in it (pinned fakeapi --ca-out writes one)", *caFile)
+		}
 	}
 	if secret == "" {
 		return usage("no credential: set %s (or use --fake)", *tokenEnv)
@@ -145,6 +151,14 @@ func runOp(args []string, stdout, stderr io.Writer) int {
 				fmt.Fprintf(stderr, " (retry after %ds)", he.RetryAfter)
 			}
 			fmt.Fprintln(stderr)
+			// The cause is for the operator at this terminal only (a sidecar
+			// logs it and never sends it); it names no credential.
+			if *verbose && he.Cause() != nil {
+				fmt.Fprintf(stderr, "pinned op: cause: %s\n", he.Cause())
+			}
+			if he.Status == http.StatusUnauthorized && *useFake && fromEnv {
+				fmt.Fprintf(stderr, "pinned op: the credential came from %s; unset it to use the fake's own token\n", *tokenEnv)
+			}
 			return 1
 		}
 		fmt.Fprintf(stderr, "pinned op: %s\n", errText(err))

@@ -83,6 +83,46 @@ func TestRunOp(t *testing.T) {
 		}
 	})
 
+	t.Run("-v shows why the provider was unreachable", func(t *testing.T) {
+		// A fake's CA, and then nothing listening at its address.
+		fake, err := fakeapi.New()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ca := filepath.Join(t.TempDir(), "ca.pem")
+		if err := os.WriteFile(ca, fake.CACertPEM(), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		addr := fake.Addr()
+		fake.Close()
+		t.Setenv("PINNED_TEST_OTHER_TOKEN", fakeapi.Token("github"))
+		args := []string{"--connect-to", addr, "--cacert", ca, "--token-env", "PINNED_TEST_OTHER_TOKEN", "--service", "github", "--op", "get_viewer"}
+		code, _, stderr := run(t, args...)
+		if code != 1 || stderr != "pinned op: upstream_unreachable: the provider could not be reached\n" {
+			t.Fatalf("without -v: exit %d stderr %q", code, stderr)
+		}
+		code, _, stderr = run(t, append(args, "-v")...)
+		if code != 1 || !strings.HasPrefix(stderr, "pinned op: upstream_unreachable: the provider could not be reached\npinned op: cause: ") ||
+			!strings.Contains(stderr, "connection refused") {
+			t.Fatalf("with -v: exit %d stderr %q", code, stderr)
+		}
+		if strings.Contains(stderr, fakeapi.Token("github")) {
+			t.Fatal("the token leaked to stderr")
+		}
+	})
+
+	t.Run("--cacert without a certificate", func(t *testing.T) {
+		notPEM := filepath.Join(t.TempDir(), "ca.pem")
+		if err := os.WriteFile(notPEM, []byte("not a certificate\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		t.Setenv("PINNED_TEST_OTHER_TOKEN", "x")
+		code, _, stderr := run(t, "--connect-to", "127.0.0.1:8443", "--cacert", notPEM, "--token-env", "PINNED_TEST_OTHER_TOKEN", "--service", "github", "--op", "get_viewer")
+		if code != 2 || !strings.HasPrefix(stderr, "pinned op: --cacert "+notPEM+": no PEM certificate in it (pinned fakeapi --ca-out writes one)\n") {
+			t.Fatalf("exit %d stderr %q", code, stderr)
+		}
+	})
+
 	t.Run("the token env var is used and never printed", func(t *testing.T) {
 		const bad = "ghp_wrong_token_from_env_0000000000000000"
 		t.Setenv("PINNED_TEST_OTHER_TOKEN", bad)
@@ -90,7 +130,8 @@ func TestRunOp(t *testing.T) {
 		if code != 1 || stdout != "" {
 			t.Fatalf("exit %d stdout %q", code, stdout)
 		}
-		if stderr != "pinned op: upstream_error: Bad credentials (HTTP 401)\n" {
+		if stderr != "pinned op: upstream_error: Bad credentials (HTTP 401)\n"+
+			"pinned op: the credential came from PINNED_TEST_OTHER_TOKEN; unset it to use the fake's own token\n" {
 			t.Errorf("stderr %q", stderr)
 		}
 		if strings.Contains(stderr, bad) {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
@@ -191,10 +192,21 @@ func runSidecarContext(ctx context.Context, args []string, stdout, stderr io.Wri
 		if err != nil {
 			return usage("--cacert: %s", errText(err))
 		}
+		if !x509.NewCertPool().AppendCertsFromPEM(pem) {
+			return usage("--cacert %s: no PEM certificate in it (pinned fakeapi --ca-out writes one)", f.caFile)
+		}
 		hcfg.Override = &host.Override{Addr: f.connectTo, CAPEM: pem}
 		log.Warn().Str("event", "dev_override").Str("connect_to", f.connectTo).
 			Msg("DEV/TEST ONLY: every pinned host is mapped to --connect-to")
 	}
+	// Bind before compiling: a taken port fails at once, not after the
+	// sandbox is built. Connections wait in the backlog until Serve.
+	ln, err := net.Listen("tcp", f.listen)
+	if err != nil {
+		fmt.Fprintf(stderr, "pinned sidecar: %s\n", errText(err))
+		return 1
+	}
+	defer ln.Close()
 	start := time.Now()
 	eng, err := host.New(context.Background(), hcfg)
 	if err != nil {
@@ -213,11 +225,6 @@ func runSidecarContext(ctx context.Context, args []string, stdout, stderr io.Wri
 		log.Info().Str("event", "rotation").Bool("enabled", false).Msg("no broker configured: expiring tokens are not rotated")
 	}
 	srv, err := sidecar.New(cfg)
-	if err != nil {
-		fmt.Fprintf(stderr, "pinned sidecar: %s\n", errText(err))
-		return 1
-	}
-	ln, err := net.Listen("tcp", f.listen)
 	if err != nil {
 		fmt.Fprintf(stderr, "pinned sidecar: %s\n", errText(err))
 		return 1
@@ -350,6 +357,10 @@ func secretFromFileOrEnv(what, flagName, file, envVar string, minLen int) (strin
 		b, err := os.ReadFile(file)
 		if err != nil {
 			return "", fmt.Errorf("%s: %w", flagName, err)
+		}
+		// Like the private key: a secret file others can read is refused.
+		if st, err := os.Stat(file); err == nil && st.Mode().Perm()&0o077 != 0 {
+			return "", fmt.Errorf("%s %s has mode %04o: it is accessible by group or others; run `chmod 600 %s`", flagName, file, st.Mode().Perm(), file)
 		}
 		tok = strings.TrimSpace(string(b))
 		if tok == "" {

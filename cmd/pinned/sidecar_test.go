@@ -79,6 +79,9 @@ func TestRunSidecarRefuses(t *testing.T) {
 	_ = os.WriteFile(good, []byte("0123456789abcdef0123456789abcdef\n"), 0o600)
 	empty := filepath.Join(dir, "empty.token")
 	_ = os.WriteFile(empty, []byte("\n"), 0o600)
+	openTok := filepath.Join(dir, "open.token")
+	_ = os.WriteFile(openTok, []byte("0123456789abcdef0123456789abcdef\n"), 0o644)
+	_ = os.Chmod(openTok, 0o644) // whatever the umask
 	notKey := filepath.Join(dir, "notkey.key")
 	_ = os.WriteFile(notKey, []byte("xx\n"), 0o600)
 	const brokerTok = "broker-instance-token-0123456789abcdefghij"
@@ -109,6 +112,12 @@ func TestRunSidecarRefuses(t *testing.T) {
 		{name: "bad listen", args: []string{"--key-file", key, "--listen", "8080"}, code: 2, stderr: "want host:port"},
 		{name: "short token", args: []string{"--key-file", key, "--token-file", short}, code: 2, stderr: "at least 16 characters"},
 		{name: "token file and env", env: map[string]string{"PINNED_SIDECAR_TOKEN": "0123456789abcdef0123"}, args: []string{"--key-file", key, "--token-file", good}, code: 2, stderr: "not both"},
+		{name: "token file readable by others", args: []string{"--key-file", key, "--token-file", openTok}, code: 2,
+			stderr: "--token-file " + openTok + " has mode 0644: it is accessible by group or others; run `chmod 600 " + openTok + "`"},
+		{name: "broker token file readable by others", env: map[string]string{"PINNED_SIDECAR_BROKER_URL": "https://connect.example.com"},
+			args: []string{"--key-file", key, "--broker-token-file", openTok}, code: 2, stderr: "--broker-token-file " + openTok + " has mode 0644"},
+		{name: "cacert without a certificate", args: []string{"--key-file", key, "--connect-to", "127.0.0.1:8443", "--cacert", good}, code: 2,
+			stderr: "pinned sidecar: --cacert " + good + ": no PEM certificate in it (pinned fakeapi --ca-out writes one)\n"},
 		{name: "missing token file", args: []string{"--key-file", key, "--token-file", filepath.Join(dir, "nope")}, code: 2, stderr: "--token-file"},
 		{name: "bad env duration", env: map[string]string{"PINNED_SIDECAR_OP_TIMEOUT": "fast"}, args: []string{"--key-file", key}, code: 2, stderr: `PINNED_SIDECAR_OP_TIMEOUT="fast" is not a duration`},
 		{name: "bad env integer", env: map[string]string{"PINNED_SIDECAR_MAX_CONCURRENCY": "many"}, args: []string{"--key-file", key}, code: 2, stderr: "PINNED_SIDECAR_MAX_CONCURRENCY"},
