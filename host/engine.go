@@ -105,8 +105,11 @@ type Config struct {
 	// reset cannot be proven equivalent) or IsolationFresh (a new instance
 	// for every op).
 	Isolation string
-	// PoolSize bounds the instances IsolationReset keeps; default twice
-	// GOMAXPROCS, at least 4.
+	// PoolSize bounds the guests that run at once (the instances
+	// IsolationReset keeps, or the fresh instances IsolationFresh makes);
+	// default twice GOMAXPROCS, at least 4. Each running guest may hold,
+	// besides its linear memory, a call stack of up to ~150 MiB on the Go
+	// heap for the length of its run (wazero's fixed ceiling; docs/SECURITY.md).
 	PoolSize int
 	// CacheDir, when set, holds wazero's compilation cache: compiled guest
 	// code keyed by the module's hash and the wazero version, so a restart
@@ -164,8 +167,9 @@ type Engine struct {
 	client   *http.Client
 	log      zerolog.Logger
 
-	pool     *pool  // nil with IsolationFresh
-	strategy string // the strategy in use, with the fallback reason
+	pool     *pool         // nil with IsolationFresh
+	fresh    chan struct{} // with IsolationFresh: a slot per running guest
+	strategy string        // the strategy in use, with the fallback reason
 
 	mu    sync.Mutex
 	preps map[string]*prepared
@@ -290,11 +294,12 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 	e.modCfg = wazero.NewModuleConfig().WithName("").WithStartFunctions()
 	e.reg = <-regc
 	e.cfg.Registry = e.reg
+	size := cfg.PoolSize
+	if size <= 0 {
+		size = max(4, 2*runtime.GOMAXPROCS(0))
+	}
+	e.fresh = make(chan struct{}, size)
 	if reset {
-		size := cfg.PoolSize
-		if size <= 0 {
-			size = max(4, 2*runtime.GOMAXPROCS(0))
-		}
 		if e.pool, err = newPool(ctx, e, plan, e.compiled, size); err != nil {
 			return nil, e.closeWith(ctx, err)
 		}
@@ -569,7 +574,7 @@ func (e *Engine) sandbox(ctx context.Context, st *opState) *Error {
 	gctx := context.WithValue(ctx, stateKey{}, st)
 	st.clockBase, st.start = e.pool.tmpl.clock, time.Now()
 	st.running = true
-	_, err = inst.run.Call(gctx)
+	_, err = inst.run().Call(gctx)
 	st.running = false
 	e.pool.put(inst, err == nil)
 	if err != nil {
@@ -580,6 +585,14 @@ func (e *Engine) sandbox(ctx context.Context, st *opState) *Error {
 
 // sandboxFresh instantiates a fresh guest, initializes it and runs it once.
 func (e *Engine) sandboxFresh(ctx context.Context, st *opState) *Error {
+	// As many guests run at once as the pool would hold: each may hold a
+	// call stack outside the memory limit while it runs.
+	select {
+	case e.fresh <- struct{}{}:
+	case <-ctx.Done():
+		return guestFailure(ctx, ctx.Err())
+	}
+	defer func() { <-e.fresh }()
 	gctx := context.WithValue(ctx, stateKey{}, st)
 	mod, err := e.rt.InstantiateModule(gctx, e.compiled, e.modCfg)
 	if err != nil {

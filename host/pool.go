@@ -49,9 +49,15 @@ type template struct {
 type instance struct {
 	mod     api.Module
 	mem     *cowMemory
-	run     api.Function
 	globals []api.MutableGlobal
 }
+
+// run returns the instance's run export as a new api.Function for one
+// op. It is not kept between ops: a wazero function owns its call stack,
+// a Go slice that doubles as wasm calls nest (up to ~100 MiB, outside the
+// memory limit), so a kept function would hold whatever stack the deepest
+// op ever needed for as long as the pooled instance lives.
+func (i *instance) run() api.Function { return i.mod.ExportedFunction(abi.ExportRun) }
 
 // pool hands out instances reset to the template. At most max exist at
 // once; sandbox time per op is microseconds, so a small pool serves many
@@ -278,7 +284,7 @@ func (p *pool) buildTemplate(ctx context.Context, e *Engine) error {
 			st.input = append(append([]byte(nil), pp.prefix...), "{}"...)
 			st.policy, st.op, st.outcome, st.req = pp.policy, pp.op, outcomeNone, nil
 			st.running = true
-			_, err := inst.run.Call(gctx)
+			_, err := inst.run().Call(gctx)
 			st.running = false
 			if err != nil {
 				return fmt.Errorf("host: guest warm-up: %w", err)
@@ -328,7 +334,7 @@ func (p *pool) instantiate() (*instance, error) {
 		}
 		return nil, fmt.Errorf("host: instantiate guest: %w", err)
 	}
-	inst := &instance{mod: mod, mem: mem, run: mod.ExportedFunction(abi.ExportRun)}
+	inst := &instance{mod: mod, mem: mem}
 	for _, name := range p.names {
 		g, ok := mod.ExportedGlobal(name).(api.MutableGlobal)
 		if !ok {
@@ -385,7 +391,7 @@ func (p *pool) warm(ctx context.Context, e *Engine, inst *instance) error {
 			st.input = append(append(st.input[:0], pp.prefix...), "{}"...)
 			st.policy, st.op, st.outcome, st.req = pp.policy, pp.op, outcomeNone, nil
 			st.running = true
-			_, err := inst.run.Call(gctx)
+			_, err := inst.run().Call(gctx)
 			st.running = false
 			if err != nil {
 				return fmt.Errorf("host: guest warm-up: %w", err)

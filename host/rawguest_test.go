@@ -184,7 +184,7 @@ func TestRawGuestIsolation(t *testing.T) {
 			}
 			st := &opState{input: append(append([]byte(nil), p.prefix...), args...), policy: p.policy, op: p.op,
 				maxCall: 16, start: time.Now(), clockBase: env.eng.pool.tmpl.clock, log: logBuffer{max: 64}, running: true}
-			if _, err := inst.run.Call(context.WithValue(context.Background(), stateKey{}, st)); err != nil || st.req == nil {
+			if _, err := inst.run().Call(context.WithValue(context.Background(), stateKey{}, st)); err != nil || st.req == nil {
 				t.Fatalf("%v %v", err, st.outcome)
 			}
 			owners = append(owners, strings.Split(st.req.url, "/")[4])

@@ -1,0 +1,173 @@
+package host
+
+import (
+	"runtime"
+	"runtime/metrics"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"github.com/elevenmessenger/pinned/registry"
+)
+
+// rt3Recurse is a guest whose run recurses depth levels (func 4:
+// f(n) { if n { f(n-1) } }), then spins busy iterations (func 5), and
+// returns normally without a request: the op fails, but run returned,
+// so the pool resets the instance and keeps it.
+func rt3Recurse(depth, busy int32) []byte {
+	f := []byte{0x20, 0x00, 0x04, 0x40, 0x20, 0x00, 0x41, 0x01, 0x6b, 0x10, 0x04, 0x0b} // local.get 0; if; local.get 0; i32.const 1; i32.sub; call 4; end
+	g := append([]byte{0x41}, wsleb(int64(busy))...)
+	g = append(g, 0x21, 0x00, 0x03, 0x40, 0x20, 0x00, 0x41, 0x01, 0x6b, 0x22, 0x00, 0x0d, 0x00, 0x0b) // local.set 0; loop; local.get 0; i32.const 1; i32.sub; local.tee 0; br_if 0; end
+	run := append([]byte{0x41}, wsleb(int64(depth))...)
+	run = append(run, 0x10, 0x04, 0x10, 0x05, 0x41, 0x00) // call 4; call 5; i32.const 0
+	return rt2Module(2, run, wfunc{typ: 3, code: f}, wfunc{typ: 0, locals: []byte{0x01, 0x01, wI32}, code: g})
+}
+
+func rt3HeapInuse() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapInuse
+}
+
+// TestRedteam3PooledStackRetained: MemoryLimitPages bounds linear memory
+// only. wazevo keeps a call's native stack in a Go []byte that doubles as
+// calls nest, up to its own ceiling (~50M bytes before the last doubling,
+// so 80-100 MiB), and a pooled instance reuses one api.Function (one call
+// engine, one stack) for every op: an op that recurses a million levels
+// and returns normally leaves its instance holding that stack for good
+// (a million levels: ~100 MiB per instance, for every pooled instance).
+// The fix gives each op its own api.Function; this test's 250,000 levels
+// (~11 MiB each) keep it quick.
+func TestRedteam3PooledStackRetained(t *testing.T) {
+	base := rt3HeapInuse()
+	env := newEnv(t, func(c *Config) {
+		c.Guest = rt3Recurse(250_000, 3_000_000) // a stack of ~11 MiB per op
+		c.CacheDir = ""
+		c.PoolSize = 4
+		c.MemoryLimitPages = 16    // 1 MiB
+		c.Registry = githubOnly(t) // fewer warm-up runs of this slow guest
+	})
+	var wg sync.WaitGroup
+	var failed atomic.Int32
+	for i := 0; i < 4; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := env.run("github", "list_issues", `{}`); err == nil || err.Code != CodeSandbox {
+				failed.Add(1)
+				t.Errorf("op: %v, want %s", err, CodeSandbox)
+			}
+		}()
+	}
+	wg.Wait()
+	time.Sleep(100 * time.Millisecond) // let the reset goroutine return the instances
+	held := int64(rt3HeapInuse()) - int64(base)
+	t.Logf("idle engine holds %d MiB of Go heap (memory limit 1 MiB, pool of 4, %d resets)", held>>20, env.eng.pool.resets.Load())
+	if held > 20<<20 { // kept stacks: ~4 x 11 MiB at this depth; none kept: ~4 MiB
+		t.Errorf("the idle pool holds %d MiB: each op's call stack is kept by its instance, outside the memory limit", held>>20)
+	}
+}
+
+// TestRedteam3OpStackOutsideMemoryLimit: the same stack, during one op,
+// is outside MemoryLimitPages: a guest with a 1 MiB memory limit makes the
+// host allocate ~160 MiB of Go heap (the last doubling copies ~50 MB into
+// ~100 MB). Neither wazero nor the instrumentation can bound it lower
+// (docs/SECURITY.md), so the host bounds how many guests run at once, in
+// both strategies, to PoolSize. This test proves the bounds that hold: one
+// op stays under wazero's ceiling, and eight ops at once with PoolSize 1
+// hold one op's stack at a time, not eight.
+func TestRedteam3OpStackOutsideMemoryLimit(t *testing.T) {
+	t.Run("one op is bounded by wazero's ceiling", func(t *testing.T) {
+		const ceiling = 200 << 20 // a ~100 MB stack and the ~50 MB it was copied from
+		env := newEnv(t, func(c *Config) {
+			c.Guest = rt3Recurse(1_000_000, 1)
+			c.CacheDir = ""
+			c.Isolation = IsolationFresh
+			c.MemoryLimitPages = 16 // 1 MiB
+		})
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		_, err := env.run("github", "list_issues", `{}`)
+		runtime.ReadMemStats(&after)
+		alloc := after.TotalAlloc - before.TotalAlloc
+		t.Logf("one op: %v; Go heap allocated: %d MiB (memory limit 1 MiB)", err, alloc>>20)
+		if err == nil || err.Code != CodeSandbox {
+			t.Fatalf("op: %v, want %s (no request)", err, CodeSandbox)
+		}
+		if alloc > ceiling {
+			t.Fatalf("one op allocated %d MiB, over wazero's stack ceiling", alloc>>20)
+		}
+	})
+	for _, isolation := range []string{IsolationFresh, IsolationReset} {
+		t.Run("eight ops share one slot, "+isolation, func(t *testing.T) {
+			env := newEnv(t, func(c *Config) {
+				c.Guest = rt3Recurse(250_000, 1) // ~11 MiB of stack, more while it is copied
+				c.CacheDir = ""
+				c.Isolation = isolation
+				c.PoolSize = 1
+				c.MemoryLimitPages = 16 // 1 MiB
+				c.Registry = githubOnly(t)
+			})
+			runtime.GC()
+			base := heapObjects()
+			var peak atomic.Uint64
+			stop := make(chan struct{})
+			sampled := make(chan struct{})
+			go func() {
+				defer close(sampled)
+				for {
+					if h := heapObjects(); h > peak.Load() {
+						peak.Store(h)
+					}
+					select {
+					case <-stop:
+						return
+					case <-time.After(200 * time.Microsecond):
+					}
+				}
+			}()
+			var wg sync.WaitGroup
+			for i := 0; i < 8; i++ {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					if _, err := env.run("github", "list_issues", `{}`); err == nil || err.Code != CodeSandbox {
+						t.Errorf("op: %v, want %s", err, CodeSandbox)
+					}
+				}()
+			}
+			wg.Wait()
+			close(stop)
+			<-sampled
+			grew := int64(peak.Load()) - int64(base)
+			t.Logf("eight ops, PoolSize 1: peak Go heap growth %d MiB", grew>>20)
+			// One running op, and the previous ones' stacks until the next
+			// collection: ~70 MiB here; all eight at once measured ~250.
+			if grew > 140<<20 {
+				t.Fatalf("eight concurrent ops held %d MiB at once: more than one guest ran at a time", grew>>20)
+			}
+		})
+	}
+}
+
+// githubOnly is the embedded registry's GitHub manifest alone.
+func githubOnly(t *testing.T) *registry.Registry {
+	t.Helper()
+	reg, err := registry.Load(fstest.MapFS{"github.json": {Data: registry.Default().Raw("github")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return reg
+}
+
+// heapObjects is the Go heap's object bytes (live and not yet swept).
+func heapObjects() uint64 {
+	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
+}
