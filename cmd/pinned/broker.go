@@ -219,7 +219,8 @@ func brokerConfig(f *brokerFlags, env map[string]string, environ []string, stder
 	switch f.logFormat {
 	case "json":
 	case "console":
-		out = zerolog.ConsoleWriter{Out: stderr, TimeFormat: time.RFC3339}
+		// Colour codes only on a terminal, not into a file or a pipe.
+		out = zerolog.ConsoleWriter{Out: stderr, TimeFormat: time.RFC3339, NoColor: !isTerminal(stderr)}
 	default:
 		return cfg, zerolog.Nop(), fmt.Errorf("--log-format %q: want json or console", f.logFormat)
 	}
@@ -321,4 +322,14 @@ func brokerConfig(f *brokerFlags, env map[string]string, environ []string, stder
 		return cfg, log, fmt.Errorf("OAuth clients: %v", err)
 	}
 	return cfg, log, nil
+}
+
+// isTerminal reports whether w is a character device (a terminal).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }

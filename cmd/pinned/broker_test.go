@@ -215,3 +215,22 @@ func TestRunBrokerServes(t *testing.T) {
 type rtFunc func(*http.Request) (*http.Response, error)
 
 func (f rtFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// TestConsoleLogNoColorOffTerminal: --log-format console writes no colour
+// codes into a file or a pipe.
+func TestConsoleLogNoColorOffTerminal(t *testing.T) {
+	f, err := os.CreateTemp(t.TempDir(), "broker.log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if isTerminal(f) || isTerminal(&bytes.Buffer{}) {
+		t.Fatal("a regular file or a buffer taken for a terminal")
+	}
+	var buf bytes.Buffer
+	_, log, _ := brokerConfig(&brokerFlags{logLevel: "info", logFormat: "console"}, nil, nil, &buf)
+	log.Info().Str("event", "x").Msg("hello")
+	if strings.Contains(buf.String(), "\x1b[") || !strings.Contains(buf.String(), "hello") {
+		t.Fatalf("console line %q", buf.String())
+	}
+}

@@ -21,7 +21,11 @@ a member's device does when it grants a bot access to a service. For
 operators and tests; the web catalog does the same in the browser.
 
 The credential is read from the environment variable named by --token-env
-(default PINNED_TOKEN), never from the command line.
+(default PINNED_TOKEN), never from the command line. An expiring OAuth
+pair adds its refresh token from the variable named by --refresh-env and
+its expiry with --token-expires-in; the sidecar then rotates the pair
+through the broker when it is stale, and seals the new pair back to
+--member-key, which such a grant needs (docs/OAUTH.md).
 
 --op binds the grant to one op; --args (which needs --op) binds it to
 exactly those args too (args_sha256 of their canonical JSON): the bot can
@@ -31,6 +35,8 @@ refuses (the sidecar would answer bad_args) are refused here.
 
 Examples:
   PINNED_TOKEN=ghp_... pinned grant seal --bot-key "$PUB" --service github --access read --ttl 10m
+  PINNED_TOKEN=... PINNED_REFRESH=... pinned grant seal --bot-key "$PUB" --service hubspot --access read \
+      --kind oauth --refresh-env PINNED_REFRESH --token-expires-in 30m --member-key "$MEMBER_PUB"
   PINNED_TOKEN=ghp_... pinned grant seal --bot-key "$PUB" --service github --access write --ttl 2m \
       --op create_issue --args '{"owner":"pinned-tester","repo":"notes","title":"Hi"}'
 
@@ -60,8 +66,8 @@ func runGrant(args []string, stdout, stderr io.Writer) int {
 
 // sealFlags are the flags of grant seal.
 type sealFlags struct {
-	botKey, service, access, opName, argsJSON, tokenEnv, kind, memberKey string
-	ttl                                                                  time.Duration
+	botKey, service, access, opName, argsJSON, tokenEnv, kind, memberKey, refreshEnv string
+	ttl, tokenExpiresIn                                                              time.Duration
 }
 
 func grantSealFlags() (*flag.FlagSet, *sealFlags) {
@@ -77,6 +83,8 @@ func grantSealFlags() (*flag.FlagSet, *sealFlags) {
 	fs.StringVar(&f.tokenEnv, "token-env", "PINNED_TOKEN", "environment `variable` holding the credential")
 	fs.StringVar(&f.kind, "kind", "pat", "credential kind: `pat|oauth` (pat: a pasted token, sent as the manifest's scheme says; oauth: always Bearer)")
 	fs.StringVar(&f.memberKey, "member-key", "", "the member's public `key` (base64), to which rotated tokens are sealed back")
+	fs.StringVar(&f.refreshEnv, "refresh-env", "", "environment `variable` holding the pair's refresh token (with --kind oauth and --member-key)")
+	fs.DurationVar(&f.tokenExpiresIn, "token-expires-in", 0, "the credential expires this `duration` from now (0: unknown; negative: already expired, to try rotation)")
 	return fs, &f
 }
 
@@ -171,6 +179,22 @@ func runGrantSeal(args []string, stdout, stderr io.Writer) int {
 		return usage("no credential: set %s to the token to seal", f.tokenEnv)
 	}
 	g.Secret = grant.Secret(secret)
+	if f.refreshEnv != "" {
+		if f.kind != grant.KindOAuth {
+			return usage("--refresh-env: a refresh token belongs to an OAuth pair: add --kind oauth")
+		}
+		if f.memberKey == "" {
+			return usage("--refresh-env needs --member-key: the sidecar seals the rotated pair back to the member, and refuses to rotate without one")
+		}
+		refresh := os.Getenv(f.refreshEnv)
+		if refresh == "" {
+			return usage("no refresh token: set %s", f.refreshEnv)
+		}
+		g.Refresh = grant.Secret(refresh)
+	}
+	if f.tokenExpiresIn != 0 {
+		g.TokenExpiresAt = time.Now().Add(f.tokenExpiresIn).UTC().Truncate(time.Second).Format(time.RFC3339)
+	}
 	if f.ttl > grant.DefaultMaxTTL {
 		fmt.Fprintf(stderr, "pinned grant seal: warning: --ttl %s is longer than the sidecar's default --max-grant-ttl (%s); it will refuse this grant unless configured otherwise\n", f.ttl, grant.DefaultMaxTTL)
 	}

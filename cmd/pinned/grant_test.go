@@ -14,6 +14,8 @@ func TestRunGrantSeal(t *testing.T) {
 	const token = "ghp_fake_pinned_github_token_000000000000"
 	t.Setenv("PINNED_TOKEN", token)
 	t.Setenv("PINNED_TEST_EMPTY", "")
+	const refresh = "fake_refresh_token_from_env_0000"
+	t.Setenv("PINNED_TEST_REFRESH", refresh)
 	bot, err := grant.GenerateKey(nil)
 	if err != nil {
 		t.Fatal(err)
@@ -74,6 +76,29 @@ func TestRunGrantSeal(t *testing.T) {
 		{name: "seal help", args: []string{"seal", "--help"}, code: 0, stdout: []string{"Usage: pinned grant seal", "-service id", "-ttl duration"}},
 		{name: "missing bot key", args: []string{"seal", "--service", "github", "--access", "read"}, code: 2, stderr: "--bot-key, --service and --access are required"},
 		{name: "missing access", args: []string{"seal", "--bot-key", pub, "--service", "github"}, code: 2, stderr: "are required"},
+		{name: "expiring OAuth pair", args: []string{"seal", "--bot-key", pub, "--service", "hubspot", "--access", "read", "--kind", "oauth",
+			"--refresh-env", "PINNED_TEST_REFRESH", "--token-expires-in", "-1m", "--member-key", member.Public().String()},
+			check: func(t *testing.T, g *grant.Grant) {
+				if string(g.Refresh) != refresh || g.Kind != "oauth" || string(g.Secret) != token || g.MemberKey != member.Public().String() {
+					t.Fatalf("grant %+v", g)
+				}
+				exp, err := time.Parse(time.RFC3339, g.TokenExpiresAt)
+				if err != nil {
+					t.Fatalf("token_expires_at %q: %v", g.TokenExpiresAt, err)
+				}
+				if d := time.Until(exp); d > -50*time.Second || d < -2*time.Minute {
+					t.Fatalf("token expires in %s, want about -1m", d)
+				}
+			}},
+		{name: "refresh token without oauth", args: []string{"seal", "--bot-key", pub, "--service", "hubspot", "--access", "read",
+			"--refresh-env", "PINNED_TEST_REFRESH", "--member-key", member.Public().String()}, code: 2,
+			stderr: "pinned grant seal: --refresh-env: a refresh token belongs to an OAuth pair: add --kind oauth\n"},
+		{name: "refresh token without member key", args: []string{"seal", "--bot-key", pub, "--service", "hubspot", "--access", "read",
+			"--kind", "oauth", "--refresh-env", "PINNED_TEST_REFRESH"}, code: 2,
+			stderr: "pinned grant seal: --refresh-env needs --member-key: the sidecar seals the rotated pair back to the member, and refuses to rotate without one\n"},
+		{name: "refresh env empty", args: []string{"seal", "--bot-key", pub, "--service", "hubspot", "--access", "read",
+			"--kind", "oauth", "--refresh-env", "PINNED_TEST_EMPTY", "--member-key", member.Public().String()}, code: 2,
+			stderr: "pinned grant seal: no refresh token: set PINNED_TEST_EMPTY\n"},
 		{name: "bot key given as the key file", args: []string{"seal", "--bot-key", keyFile, "--service", "github", "--access", "read"}, code: 2,
 			stderr: "pinned grant seal: --bot-key: a public key is 44 characters of standard base64 (32 bytes) (pass the public key pinned keygen printed, not the key file)\n"},
 		{name: "bad bot key", args: []string{"seal", "--bot-key", "abc", "--service", "github", "--access", "read"}, code: 2,
