@@ -275,21 +275,8 @@ func (p *pool) buildTemplate(ctx context.Context, e *Engine) error {
 	if _, err := inst.mod.ExportedFunction(abi.ExportInitialize).Call(gctx); err != nil {
 		return fmt.Errorf("host: guest _initialize: %w (guest output: %q)", err, st.log.buf)
 	}
-	for _, m := range e.reg.Services() {
-		for _, name := range m.OpNames() {
-			pp, herr := e.prepare(m.ID, name)
-			if herr != nil {
-				return herr
-			}
-			st.input = append(append([]byte(nil), pp.prefix...), "{}"...)
-			st.policy, st.op, st.outcome, st.req = pp.policy, pp.op, outcomeNone, nil
-			st.running = true
-			_, err := inst.run().Call(gctx)
-			st.running = false
-			if err != nil {
-				return fmt.Errorf("host: guest warm-up: %w", err)
-			}
-		}
+	if err := warmOps(gctx, e, inst, st); err != nil {
+		return err
 	}
 	mem := inst.mod.Memory()
 	buf, ok := mem.Read(0, mem.Size())
@@ -381,7 +368,13 @@ func (p *pool) warm(ctx context.Context, e *Engine, inst *instance) error {
 	ctx, cancel := context.WithTimeout(ctx, templateTimeout)
 	defer cancel()
 	st := &opState{start: time.Now(), clockBase: p.tmpl.clock, maxCall: 1 << 30}
-	gctx := context.WithValue(ctx, stateKey{}, st)
+	return warmOps(context.WithValue(ctx, stateKey{}, st), e, inst, st)
+}
+
+// warmOps runs every registry op once on inst, with empty args, under st
+// (gctx carries st): the inputs are the registry's own op specs, so
+// nothing any caller sent reaches the instance.
+func warmOps(gctx context.Context, e *Engine, inst *instance, st *opState) error {
 	for _, m := range e.reg.Services() {
 		for _, name := range m.OpNames() {
 			pp, herr := e.prepare(m.ID, name)

@@ -261,25 +261,70 @@ func Seal(g *Grant, to PublicKey, random io.Reader) (string, error) {
 	if err := c.Validate(); err != nil {
 		return "", fmt.Errorf("grant: %w", err)
 	}
-	if random == nil {
-		random = rand.Reader
-	}
-	plain, err := json.Marshal(wire{
+	return sealWire(wire{
 		V: Version, Service: c.Service, Access: c.Access, Kind: c.Kind,
 		Secret: string(c.Secret), Refresh: string(c.Refresh), TokenExpiresAt: c.TokenExpiresAt,
 		ExpiresAt: c.ExpiresAt.UTC().Format(time.RFC3339), Nonce: c.Nonce, MemberKey: c.MemberKey,
 		Op: c.Op, ArgsSHA256: c.ArgsSHA256,
-	})
+	}, to, random, "grant")
+}
+
+// sealWire marshals a wire struct (strings and ints only) and seals it to
+// to with an anonymous sealed box, returning standard padded base64; the
+// plaintext is cleared. random nil means crypto/rand. what prefixes errors.
+func sealWire(w any, to PublicKey, random io.Reader, what string) (string, error) {
+	if random == nil {
+		random = rand.Reader
+	}
+	plain, err := json.Marshal(w)
 	if err != nil {
-		return "", fmt.Errorf("grant: %w", err)
+		return "", fmt.Errorf("grant: %s: %w", what, err)
 	}
 	pub := [KeySize]byte(to)
 	sealed, err := box.SealAnonymous(nil, plain, &pub, random)
 	clear(plain)
 	if err != nil {
-		return "", fmt.Errorf("grant: seal: %w", err)
+		return "", fmt.Errorf("grant: seal %s: %w", what, err)
 	}
 	return base64.StdEncoding.EncodeToString(sealed), nil
+}
+
+// openWire opens a sealed box made by sealWire with k and decodes its
+// plaintext into w (a pointer to a wire struct): strict JSON first
+// (encoding/json keeps the last of duplicate keys and replaces invalid
+// UTF-8, both ways to read one box two ways), then no unknown field. The
+// plaintext is cleared. Every failure is ErrInvalid with a fixed reason;
+// what names the object in the decode reason.
+func openWire(sealed string, k *PrivateKey, w any, what string) error {
+	if k == nil {
+		return invalid("no private key")
+	}
+	if len(sealed) > MaxSealedLen {
+		return invalid("too long")
+	}
+	raw, err := base64.StdEncoding.Strict().DecodeString(sealed)
+	if err != nil {
+		return invalid("not base64")
+	}
+	if len(raw) <= box.AnonymousOverhead {
+		return invalid("too short")
+	}
+	pub, priv := [KeySize]byte(k.pub), k.priv
+	plain, ok := box.OpenAnonymous(nil, raw, &pub, &priv)
+	clear(priv[:])
+	if !ok {
+		return invalid("the box does not open with this key")
+	}
+	defer clear(plain)
+	if _, err := jsonv.Parse(plain); err != nil {
+		return invalid("not strict JSON")
+	}
+	dec := json.NewDecoder(bytes.NewReader(plain))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(w); err != nil {
+		return invalid("not a v1 " + what + " (unknown field or wrong type)")
+	}
+	return nil
 }
 
 // ErrInvalid is the one error for every failure to open a grant. Test for
@@ -303,36 +348,9 @@ func invalid(reason string) error { return &OpenError{Reason: reason} }
 // does not check expiry, access, bindings or replay: see CheckTime,
 // Allows, CheckBinding and ReplayCache.
 func Open(sealed string, k *PrivateKey) (*Grant, error) {
-	if k == nil {
-		return nil, invalid("no private key")
-	}
-	if len(sealed) > MaxSealedLen {
-		return nil, invalid("too long")
-	}
-	raw, err := base64.StdEncoding.Strict().DecodeString(sealed)
-	if err != nil {
-		return nil, invalid("not base64")
-	}
-	if len(raw) <= box.AnonymousOverhead {
-		return nil, invalid("too short")
-	}
-	pub, priv := [KeySize]byte(k.pub), k.priv
-	plain, ok := box.OpenAnonymous(nil, raw, &pub, &priv)
-	clear(priv[:])
-	if !ok {
-		return nil, invalid("the box does not open with this key")
-	}
-	defer clear(plain)
-	// Strict JSON first: encoding/json keeps the last of duplicate keys and
-	// replaces invalid UTF-8, both ways to read one grant two ways.
-	if _, err := jsonv.Parse(plain); err != nil {
-		return nil, invalid("not strict JSON")
-	}
 	var w wire
-	dec := json.NewDecoder(bytes.NewReader(plain))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&w); err != nil {
-		return nil, invalid("not a v1 grant object (unknown field or wrong type)")
+	if err := openWire(sealed, k, &w, "grant object"); err != nil {
+		return nil, err
 	}
 	if w.V != Version {
 		return nil, invalid("wrong version")

@@ -1,18 +1,10 @@
 package grant
 
 import (
-	"bytes"
-	"crypto/rand"
-	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"time"
-
-	"golang.org/x/crypto/nacl/box"
-
-	"github.com/elevenmessenger/pinned/internal/jsonv"
 )
 
 // Rotated is the fresh token pair the sidecar hands back to a member after
@@ -80,56 +72,18 @@ func SealRotated(r *Rotated, to PublicKey, random io.Reader) (string, error) {
 	if err := r.Validate(); err != nil {
 		return "", fmt.Errorf("grant: rotated pair: %w", err)
 	}
-	if random == nil {
-		random = rand.Reader
-	}
-	plain, err := json.Marshal(rotatedWire{
+	return sealWire(rotatedWire{
 		V: Version, Service: r.Service, Kind: r.Kind,
 		Access: string(r.Access), Refresh: string(r.Refresh), TokenExpiresAt: r.TokenExpiresAt,
-	})
-	if err != nil {
-		return "", fmt.Errorf("grant: rotated pair: %w", err)
-	}
-	pub := [KeySize]byte(to)
-	sealed, err := box.SealAnonymous(nil, plain, &pub, random)
-	clear(plain)
-	if err != nil {
-		return "", fmt.Errorf("grant: seal rotated pair: %w", err)
-	}
-	return base64.StdEncoding.EncodeToString(sealed), nil
+	}, to, random, "rotated pair")
 }
 
 // OpenRotated opens a rotated pair with the member's private key. Every
 // failure is ErrInvalid (errors.Is), with the reason for logs as in Open.
 func OpenRotated(sealed string, k *PrivateKey) (*Rotated, error) {
-	if k == nil {
-		return nil, invalid("no private key")
-	}
-	if len(sealed) > MaxSealedLen {
-		return nil, invalid("too long")
-	}
-	raw, err := base64.StdEncoding.Strict().DecodeString(sealed)
-	if err != nil {
-		return nil, invalid("not base64")
-	}
-	if len(raw) <= box.AnonymousOverhead {
-		return nil, invalid("too short")
-	}
-	pub, priv := [KeySize]byte(k.pub), k.priv
-	plain, ok := box.OpenAnonymous(nil, raw, &pub, &priv)
-	clear(priv[:])
-	if !ok {
-		return nil, invalid("the box does not open with this key")
-	}
-	defer clear(plain)
-	if _, err := jsonv.Parse(plain); err != nil {
-		return nil, invalid("not strict JSON")
-	}
 	var w rotatedWire
-	dec := json.NewDecoder(bytes.NewReader(plain))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&w); err != nil {
-		return nil, invalid("not a v1 rotated pair (unknown field or wrong type)")
+	if err := openWire(sealed, k, &w, "rotated pair"); err != nil {
+		return nil, err
 	}
 	if w.V != Version {
 		return nil, invalid("wrong version")
