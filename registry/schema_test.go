@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/elevenmessenger/pinned/internal/schematest"
 )
 
 const schemaID = "https://github.com/elevenmessenger/pinned/registry/manifest.schema.json"
@@ -16,19 +18,7 @@ const schemaID = "https://github.com/elevenmessenger/pinned/registry/manifest.sc
 // against the draft 2020-12 metaschema.
 func compileSchema(t *testing.T) *jsonschema.Schema {
 	t.Helper()
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(Schema()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := jsonschema.NewCompiler()
-	if err := c.AddResource(schemaID, doc); err != nil {
-		t.Fatal(err)
-	}
-	s, err := c.Compile(schemaID)
-	if err != nil {
-		t.Fatalf("compile manifest.schema.json: %v", err)
-	}
-	return s
+	return schematest.Compile(t, schemaID, Schema())
 }
 
 func schemaValidate(s *jsonschema.Schema, data []byte) error {

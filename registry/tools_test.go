@@ -7,37 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/elevenmessenger/pinned/internal/schematest"
 )
-
-// compileJSONSchema compiles one schema document (draft 2020-12, checked
-// against the metaschema by the compiler).
-func compileJSONSchema(t *testing.T, url string, doc []byte) *jsonschema.Schema {
-	t.Helper()
-	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(doc))
-	if err != nil {
-		t.Fatalf("%s: not JSON: %v", url, err)
-	}
-	c := jsonschema.NewCompiler()
-	c.DefaultDraft(jsonschema.Draft2020)
-	if err := c.AddResource(url, v); err != nil {
-		t.Fatalf("%s: %v", url, err)
-	}
-	s, err := c.Compile(url)
-	if err != nil {
-		t.Fatalf("%s does not compile: %v", url, err)
-	}
-	return s
-}
-
-func validates(t *testing.T, s *jsonschema.Schema, doc string) bool {
-	t.Helper()
-	v, err := jsonschema.UnmarshalJSON(strings.NewReader(doc))
-	if err != nil {
-		t.Fatalf("sample %s is not JSON: %v", doc, err)
-	}
-	return s.Validate(v) == nil
-}
 
 // branches walks the tool schema's if/then/else chains and returns the
 // op branches ("then" objects) by "service.op".
@@ -151,34 +122,34 @@ func TestServiceOpToolCoversRegistry(t *testing.T) {
 // fails.
 func TestArgsSchemasCompile(t *testing.T) {
 	r := Default()
-	tool := compileJSONSchema(t, "https://pinned.example/service_op.json", ServiceOpTool(r).InputSchema)
+	tool := schematest.Compile(t, "https://pinned.example/service_op.json", ServiceOpTool(r).InputSchema)
 	for _, o := range ToolOps(r) {
 		t.Run(o.Service+"."+o.Op, func(t *testing.T) {
-			s := compileJSONSchema(t, "https://pinned.example/"+o.Service+"/"+o.Op+".json", o.ArgsSchema)
+			s := schematest.Compile(t, "https://pinned.example/"+o.Service+"/"+o.Op+".json", o.ArgsSchema)
 			m, _ := r.Service(o.Service)
 			op := m.Ops[o.Op]
 			required := false
 			for _, a := range op.Args {
 				required = required || a.Required
 			}
-			if got := validates(t, s, `{}`); got == required {
+			if got := schematest.Accepts(t, s, `{}`); got == required {
 				t.Errorf("{} validates: %v, but the op has required args: %v", got, required)
 			}
-			if validates(t, s, `{"zz_undeclared": 1}`) {
+			if schematest.Accepts(t, s, `{"zz_undeclared": 1}`) {
 				t.Error("an undeclared arg validates")
 			}
-			if validates(t, s, `[]`) {
+			if schematest.Accepts(t, s, `[]`) {
 				t.Error("an array validates as args")
 			}
 			if !required {
 				call := fmt.Sprintf(`{"service":%q,"op":%q,"args":{}}`, o.Service, o.Op)
-				if !validates(t, tool, call) {
+				if !schematest.Accepts(t, tool, call) {
 					t.Errorf("tool input %s does not validate", call)
 				}
 			}
 			for name, a := range op.Args {
 				if len(a.Default) > 0 && !required {
-					if doc := fmt.Sprintf(`{%q: %s}`, name, a.Default); !validates(t, s, doc) {
+					if doc := fmt.Sprintf(`{%q: %s}`, name, a.Default); !schematest.Accepts(t, s, doc) {
 						t.Errorf("the default %s does not validate", doc)
 					}
 				}
@@ -186,7 +157,7 @@ func TestArgsSchemasCompile(t *testing.T) {
 				if a.Type == TypeString {
 					wrong = `1`
 				}
-				if validates(t, s, fmt.Sprintf(`{%q: %s}`, name, wrong)) {
+				if schematest.Accepts(t, s, fmt.Sprintf(`{%q: %s}`, name, wrong)) {
 					t.Errorf("arg %s of type %s accepts %s", name, a.Type, wrong)
 				}
 			}
@@ -197,7 +168,7 @@ func TestArgsSchemasCompile(t *testing.T) {
 // TestServiceOpToolSamples checks concrete calls against the whole input
 // schema: listed pairs with valid args pass; everything else fails.
 func TestServiceOpToolSamples(t *testing.T) {
-	s := compileJSONSchema(t, "https://pinned.example/service_op.json", ServiceOpTool(Default()).InputSchema)
+	s := schematest.Compile(t, "https://pinned.example/service_op.json", ServiceOpTool(Default()).InputSchema)
 	tests := []struct {
 		name string
 		doc  string
@@ -229,7 +200,7 @@ func TestServiceOpToolSamples(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := validates(t, s, tt.doc); got != tt.want {
+			if got := schematest.Accepts(t, s, tt.doc); got != tt.want {
 				t.Fatalf("validates = %v, want %v: %s", got, tt.want, tt.doc)
 			}
 		})

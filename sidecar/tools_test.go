@@ -7,37 +7,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/elevenmessenger/pinned/internal/schematest"
 
 	"github.com/elevenmessenger/pinned/registry"
 )
-
-func compileSchema(t *testing.T, url string, doc []byte) *jsonschema.Schema {
-	t.Helper()
-	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(doc))
-	if err != nil {
-		t.Fatalf("%s: %v", url, err)
-	}
-	c := jsonschema.NewCompiler()
-	c.DefaultDraft(jsonschema.Draft2020)
-	if err := c.AddResource(url, v); err != nil {
-		t.Fatal(err)
-	}
-	s, err := c.Compile(url)
-	if err != nil {
-		t.Fatalf("%s does not compile: %v", url, err)
-	}
-	return s
-}
-
-func schemaAccepts(t *testing.T, s *jsonschema.Schema, doc string) bool {
-	t.Helper()
-	v, err := jsonschema.UnmarshalJSON(strings.NewReader(doc))
-	if err != nil {
-		t.Fatalf("not JSON: %s", doc)
-	}
-	return s.Validate(v) == nil
-}
 
 // TestToolsEndpoint validates GET /v1/tools in both shapes: every op of
 // every manifest appears, write ops carry their confirm template, the
@@ -67,7 +40,7 @@ func TestToolsEndpoint(t *testing.T) {
 		mcp.Tools[0].Description != anth.Description || !bytes.Equal(mcp.Tools[0].InputSchema, anth.InputSchema) {
 		t.Fatal("the Anthropic and MCP shapes differ in content")
 	}
-	schema := compileSchema(t, "https://pinned.example/tools.json", anth.InputSchema)
+	schema := schematest.Compile(t, "https://pinned.example/tools.json", anth.InputSchema)
 	raw := string(anth.InputSchema)
 	for _, o := range registry.ToolOps(registry.Default()) {
 		t.Run(o.Service+"."+o.Op, func(t *testing.T) {
@@ -84,7 +57,7 @@ func TestToolsEndpoint(t *testing.T) {
 					t.Errorf("write op without its confirm template %q", o.Confirm)
 				}
 			}
-			compileSchema(t, "https://pinned.example/"+o.Service+"."+o.Op+".json", o.ArgsSchema)
+			schematest.Compile(t, "https://pinned.example/"+o.Service+"."+o.Op+".json", o.ArgsSchema)
 		})
 	}
 
@@ -114,7 +87,7 @@ func TestToolsEndpoint(t *testing.T) {
 	for _, s := range samples {
 		t.Run("agrees/"+s.name, func(t *testing.T) {
 			call := fmt.Sprintf(`{"service":%q,"op":%q,"args":%s}`, s.service, s.op, s.args)
-			bySchema := schemaAccepts(t, schema, call)
+			bySchema := schematest.Accepts(t, schema, call)
 			r := env.do(t, "POST", "/v1/consent", call)
 			bySandbox := r.status == 200
 			if !bySandbox && r.err.Error.Code != "bad_args" {
