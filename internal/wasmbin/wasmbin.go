@@ -209,12 +209,7 @@ func Parse(b []byte) (*Module, error) {
 const MaxTableEntries = 1 << 20
 
 func (m *Module) readTables(b []byte) error {
-	r := &reader{b: b}
-	n, err := r.u32()
-	if err != nil {
-		return err
-	}
-	for i := uint32(0); i < n; i++ {
+	return eachEntry(b, func(r *reader, _ uint32) error {
 		if _, err := r.byte(); err != nil { // reftype
 			return err
 		}
@@ -236,9 +231,28 @@ func (m *Module) readTables(b []byte) error {
 		} else {
 			m.tableUnbounded = true
 		}
+		return nil
+	})
+}
+
+// eachEntry reads a section body that is a vector: its count, then each
+// entry with fn (given the entry's index), stopping at the first error.
+func eachEntry(b []byte, fn func(r *reader, i uint32) error) error {
+	r := &reader{b: b}
+	n, err := r.u32()
+	if err != nil {
+		return err
+	}
+	for i := uint32(0); i < n; i++ {
+		if err := fn(r, i); err != nil {
+			return err
+		}
 	}
 	return nil
 }
+
+// globals is the module's global count, imported and defined.
+func (m *Module) globals() int { return m.ImportedGlobals + m.DefinedGlobals }
 
 func (m *Module) notResettable(format string, args ...any) {
 	if m.NotResettable == "" {
@@ -249,12 +263,7 @@ func (m *Module) notResettable(format string, args ...any) {
 // readExports refuses an export of a global that does not exist: the
 // index the budget global takes would otherwise become valid.
 func (m *Module) readExports(b []byte) error {
-	r := &reader{b: b}
-	n, err := r.u32()
-	if err != nil {
-		return err
-	}
-	for i := uint32(0); i < n; i++ {
+	return eachEntry(b, func(r *reader, i uint32) error {
 		if _, err := r.name(); err != nil {
 			return err
 		}
@@ -266,20 +275,15 @@ func (m *Module) readExports(b []byte) error {
 		if err != nil {
 			return err
 		}
-		if kind == 3 && int64(idx) >= int64(m.ImportedGlobals+m.DefinedGlobals) {
-			return fmt.Errorf("wasmbin: export %d names global %d of %d", i, idx, m.ImportedGlobals+m.DefinedGlobals)
+		if kind == 3 && int64(idx) >= int64(m.globals()) {
+			return fmt.Errorf("wasmbin: export %d names global %d of %d", i, idx, m.globals())
 		}
-	}
-	return nil
+		return nil
+	})
 }
 
 func (m *Module) readImports(b []byte) error {
-	r := &reader{b: b}
-	n, err := r.u32()
-	if err != nil {
-		return err
-	}
-	for i := uint32(0); i < n; i++ {
+	return eachEntry(b, func(r *reader, _ uint32) error {
 		module, err := r.name()
 		if err != nil {
 			return err
@@ -317,8 +321,8 @@ func (m *Module) readImports(b []byte) error {
 		if err != nil {
 			return err
 		}
-	}
-	return nil
+		return nil
+	})
 }
 
 func (r *reader) limits() error {
@@ -428,12 +432,7 @@ func (r *reader) constExpr(globals int) error {
 }
 
 func (m *Module) readElements(b []byte) error {
-	r := &reader{b: b}
-	n, err := r.u32()
-	if err != nil {
-		return err
-	}
-	for i := uint32(0); i < n; i++ {
+	return eachEntry(b, func(r *reader, i uint32) error {
 		flags, err := r.u32()
 		if err != nil {
 			return err
@@ -447,7 +446,7 @@ func (m *Module) readElements(b []byte) error {
 					return err
 				}
 			}
-			if err := r.constExpr(m.ImportedGlobals + m.DefinedGlobals); err != nil {
+			if err := r.constExpr(m.globals()); err != nil {
 				return err
 			}
 		}
@@ -462,7 +461,7 @@ func (m *Module) readElements(b []byte) error {
 		}
 		for j := uint32(0); j < cnt; j++ {
 			if flags&4 != 0 {
-				err = r.constExpr(m.ImportedGlobals + m.DefinedGlobals)
+				err = r.constExpr(m.globals())
 			} else {
 				_, err = r.u32()
 			}
@@ -470,29 +469,24 @@ func (m *Module) readElements(b []byte) error {
 				return err
 			}
 		}
-	}
-	return nil
+		return nil
+	})
 }
 
 func (m *Module) readData(b []byte) error {
-	r := &reader{b: b}
-	n, err := r.u32()
-	if err != nil {
-		return err
-	}
-	for i := uint32(0); i < n; i++ {
+	return eachEntry(b, func(r *reader, i uint32) error {
 		flags, err := r.u32()
 		if err != nil {
 			return err
 		}
 		switch flags {
 		case 0:
-			err = r.constExpr(m.ImportedGlobals + m.DefinedGlobals)
+			err = r.constExpr(m.globals())
 		case 1:
 			m.notResettable("data segment %d is passive", i)
 		case 2:
 			if _, err = r.u32(); err == nil {
-				err = r.constExpr(m.ImportedGlobals + m.DefinedGlobals)
+				err = r.constExpr(m.globals())
 			}
 		default:
 			return fmt.Errorf("wasmbin: bad data segment flags %d", flags)
@@ -507,8 +501,8 @@ func (m *Module) readData(b []byte) error {
 		if _, err := r.bytes(int(size)); err != nil {
 			return err
 		}
-	}
-	return nil
+		return nil
+	})
 }
 
 // ErrNotInstrumentable means the module lacks the yield import or its code
@@ -602,7 +596,7 @@ func (m *Module) Instrument() (*Instrumented, error) {
 	if m.yield < 0 {
 		return nil, fmt.Errorf("%w: the module imports no %s.%s of type () -> i32", ErrNotInstrumentable, YieldModule, YieldName)
 	}
-	total := uint32(m.ImportedGlobals + m.DefinedGlobals)
+	total := uint32(m.globals())
 	budget := total
 	g := appendU32(nil, budget)
 	check := append([]byte{0x23}, g...)           // global.get $budget
