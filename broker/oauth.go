@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/rs/zerolog"
 	"golang.org/x/oauth2"
 )
 
@@ -77,21 +78,31 @@ func (b *Broker) checkReturn(raw string) *Error {
 	return nil
 }
 
+// flowRequest reads what start and callback both need: the service id
+// from the path, its configured client, and the query (each key once).
+// On failure it has answered the error and ok is false.
+func (b *Broker) flowRequest(w http.ResponseWriter, r *http.Request, log *zerolog.Logger) (id string, c *client, q url.Values, ok bool) {
+	id = chi.URLParam(r, "id")
+	c, e := b.lookupClient(id)
+	if e != nil {
+		writeError(w, log, e)
+		return "", nil, nil, false
+	}
+	if q, e = singleQuery(r); e != nil {
+		writeError(w, log, e)
+		return "", nil, nil, false
+	}
+	return id, c, q, true
+}
+
 // start begins a connection: GET /oauth/{id}/start?cap=read|write&return=URL.
 // It seals the flow into the state and redirects to the provider's
 // authorization endpoint with the cap's scopes, the manifest's
 // authorize_params and, where the manifest says pkce, an S256 challenge.
 func (b *Broker) start(w http.ResponseWriter, r *http.Request) {
 	log := b.reqLog(r)
-	id := chi.URLParam(r, "id")
-	c, e := b.lookupClient(id)
-	if e != nil {
-		writeError(w, log, e)
-		return
-	}
-	q, e := singleQuery(r)
-	if e != nil {
-		writeError(w, log, e)
+	id, c, q, ok := b.flowRequest(w, r, log)
+	if !ok {
 		return
 	}
 	cp := q.Get("cap")
@@ -207,15 +218,8 @@ func fragment(kv ...string) string {
 // to return to); later ones return "#service=…&error=<code>".
 func (b *Broker) callback(w http.ResponseWriter, r *http.Request) {
 	log := b.reqLog(r)
-	id := chi.URLParam(r, "id")
-	c, e := b.lookupClient(id)
-	if e != nil {
-		writeError(w, log, e)
-		return
-	}
-	q, e := singleQuery(r)
-	if e != nil {
-		writeError(w, log, e)
+	id, c, q, ok := b.flowRequest(w, r, log)
+	if !ok {
 		return
 	}
 	st, e := open(b.aead, q.Get("state"), id, b.now())
