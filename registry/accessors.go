@@ -55,3 +55,18 @@ func (o *Op) QueryKeys() []string { return slices.Sorted(maps.Keys(o.Query)) }
 
 // FormKeys returns o's body_form keys, sorted (the order they are sent in).
 func (o *Op) FormKeys() []string { return slices.Sorted(maps.Keys(o.BodyForm)) }
+
+// PageQueryKey returns, for an op paging by Link header, the query key
+// whose whole template is the paginate arg ("page" for "{page}"), or ""
+// when o does not page that way. Parse guarantees exactly one such key.
+func (o *Op) PageQueryKey() string {
+	if o.Paginate == nil || o.Paginate.Style != PaginateLink {
+		return ""
+	}
+	for _, k := range o.QueryKeys() {
+		if o.Query[k] == "{"+o.Paginate.Arg+"}" {
+			return k
+		}
+	}
+	return ""
+}

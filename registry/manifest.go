@@ -167,6 +167,63 @@ type Op struct {
 	BodyForm map[string]string `json:"body_form,omitempty"`
 	// Pick is the projection of the response: nothing else comes back.
 	Pick *Pick `json:"pick"`
+	// Paginate, on a read op, says where the next page's cursor is and
+	// which declared arg carries it; the result then carries the args of
+	// the next page (docs/MANIFEST.md, "Paginate"). Nil when the op does
+	// not page.
+	Paginate *Paginate `json:"paginate,omitempty"`
+}
+
+// Paginate styles (Paginate.Style): where the next page comes from.
+const (
+	// PaginateLink follows an RFC 8288 Link header with rel="next"
+	// (GitHub): only the value of Arg's query key is taken from its URL,
+	// which must name the manifest's host and the request's own path.
+	PaginateLink = "link"
+	// PaginateCursor reads the next cursor (a string) at the body path
+	// Cursor, optionally gated by the boolean at HasMore (HubSpot
+	// paging.next.after; GraphQL pageInfo endCursor/hasNextPage).
+	PaginateCursor = "cursor"
+	// PaginateLastItem continues after the last item: while the boolean
+	// at HasMore is true, the field LastItem of the last element at
+	// pick.root is the next cursor (Stripe has_more, starting_after).
+	PaginateLastItem = "last_item"
+	// PaginatePageCount counts pages: while the integer at Page is below
+	// the integer at TotalPages, the next page is Page+1 (DNSimple
+	// pagination.current_page, pagination.total_pages).
+	PaginatePageCount = "page_count"
+)
+
+// MaxPagesLimit bounds Paginate.MaxPages.
+const MaxPagesLimit = 100
+
+// Paginate declares how an op's result leads to its next page. The host
+// reads the cursor from the raw response beside the pick (the cursor is
+// the only value that comes back outside the pick, and only as the value
+// of the declared arg Arg, checked against that arg's declaration).
+type Paginate struct {
+	// Style is "link", "cursor", "last_item" or "page_count".
+	Style string `json:"style"`
+	// Arg is the declared, optional arg that carries the cursor: a string
+	// for cursor and last_item, an integer for page_count, either for
+	// link (then the whole template of exactly one query key).
+	Arg string `json:"arg"`
+	// Cursor is the dot path of the next cursor in the body (style
+	// cursor only).
+	Cursor string `json:"cursor,omitempty"`
+	// HasMore is the dot path of a boolean saying a next page exists:
+	// required with last_item, optional with cursor.
+	HasMore string `json:"has_more,omitempty"`
+	// LastItem is the dot path, inside each element at pick.root, of the
+	// value the next page starts after (style last_item only).
+	LastItem string `json:"last_item,omitempty"`
+	// Page and TotalPages are dot paths of the current page number and
+	// the page count (style page_count only).
+	Page       string `json:"page,omitempty"`
+	TotalPages string `json:"total_pages,omitempty"`
+	// MaxPages bounds how many pages one call may follow (Call.Pages),
+	// 1 to MaxPagesLimit.
+	MaxPages int `json:"max_pages"`
 }
 
 // Arg declares one argument of an op.

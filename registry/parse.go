@@ -618,6 +618,100 @@ func (p *parser) checkOp(name string, o *Op) {
 		}
 	}
 	p.checkPick(name, o.Pick)
+	if o.Paginate != nil {
+		p.checkPaginate(name, o)
+	}
+}
+
+// checkPaginate checks an op's paginate block (docs/MANIFEST.md,
+// "Paginate"): a read op, a known style with exactly its fields, an
+// optional declared arg of the right type whose declaration bounds what
+// comes back outside the pick, and a page bound.
+func (p *parser) checkPaginate(name string, o *Op) {
+	pg := o.Paginate
+	const f = "paginate"
+	if o.Access == AccessWrite {
+		p.add(name, f, "only read ops page: following pages repeats the request, which a write op must never do")
+	}
+	// Which path fields each style takes: required (true) or optional.
+	fields := map[string]map[string]bool{
+		PaginateLink:      {},
+		PaginateCursor:    {"cursor": true, "has_more": false},
+		PaginateLastItem:  {"has_more": true, "last_item": true},
+		PaginatePageCount: {"page": true, "total_pages": true},
+	}
+	want, known := fields[pg.Style]
+	switch {
+	case pg.Style == "":
+		p.add(name, f+".style", `required: "link", "cursor", "last_item" or "page_count"`)
+	case !known:
+		p.add(name, f+".style", `%q is not a paging style; want "link" (a Link header rel="next"), "cursor" (a body path), "last_item" (has_more and the last item's id) or "page_count" (current and total pages)`, pg.Style)
+	}
+	if known {
+		for _, x := range []struct{ field, v string }{
+			{"cursor", pg.Cursor}, {"has_more", pg.HasMore}, {"last_item", pg.LastItem},
+			{"page", pg.Page}, {"total_pages", pg.TotalPages},
+		} {
+			required, takes := want[x.field]
+			switch {
+			case x.v == "" && required:
+				p.add(name, f+"."+x.field, "required with style %q: the dot path of the %s", pg.Style, map[string]string{
+					"cursor": "next cursor in the body", "has_more": "boolean saying a next page exists",
+					"last_item": "value, inside each item at pick.root, the next page starts after",
+					"page": "current page number", "total_pages": "page count"}[x.field])
+			case x.v != "" && !takes:
+				p.add(name, f+"."+x.field, "style %q takes no %s; remove it", pg.Style, x.field)
+			case x.v != "":
+				p.dotPath(name, f+"."+x.field, x.v)
+			}
+		}
+	}
+	switch {
+	case !p.has(name, f+".max_pages"):
+		p.add(name, f+".max_pages", "required: how many pages one call may follow, 1 to %d", MaxPagesLimit)
+	case pg.MaxPages < 1 || pg.MaxPages > MaxPagesLimit:
+		p.add(name, f+".max_pages", "%d is out of range; want 1 to %d", pg.MaxPages, MaxPagesLimit)
+	}
+	if pg.Arg == "" {
+		p.add(name, f+".arg", "required: the declared arg that carries the cursor or page (%s)", declared(o))
+		return
+	}
+	a, ok := o.Args[pg.Arg]
+	if !ok {
+		p.add(name, f+".arg", "%q is not a declared arg (%s)", pg.Arg, declared(o))
+		return
+	}
+	if a == nil {
+		return
+	}
+	af := f + ".arg"
+	switch wantType := map[string]string{PaginateCursor: TypeString, PaginateLastItem: TypeString, PaginatePageCount: TypeInteger}[pg.Style]; {
+	case a.Required:
+		p.add(name, af, "arg %q is required; the cursor arg is optional (the first page is asked without it)", pg.Arg)
+	case len(a.Default) > 0:
+		p.add(name, af, "arg %q has a default; the cursor arg takes none (the first page is asked without it)", pg.Arg)
+	case a.Secret:
+		p.add(name, af, "arg %q is secret; a cursor comes back to the caller in next, so it cannot be secret", pg.Arg)
+	case wantType != "" && a.Type != wantType:
+		p.add(name, af, "arg %q is %q; style %q carries a %s", pg.Arg, a.Type, pg.Style, wantType)
+	case a.Type != TypeString && a.Type != TypeInteger:
+		p.add(name, af, "arg %q is %q; a link page arg is a string or an integer", pg.Arg, a.Type)
+	case a.Type == TypeString && a.Pattern == "" && a.Enum == nil:
+		p.add(name, af, "arg %q declares no pattern; a cursor comes back outside the pick, so its pattern (with max_length) is its review, e.g. \"^[A-Za-z0-9_-]+$\"", pg.Arg)
+	case a.Type == TypeInteger && a.Max == nil:
+		p.add(name, af, "arg %q declares no max; a page number comes back outside the pick, so bound it, e.g. \"max\": 1000", pg.Arg)
+	}
+	if pg.Style == PaginateLink {
+		var keys []string
+		for _, k := range o.QueryKeys() {
+			if o.Query[k] == "{"+pg.Arg+"}" {
+				keys = append(keys, k)
+			}
+		}
+		if len(keys) != 1 {
+			p.add(name, af, "with style \"link\", arg %q must be the whole template of exactly one query key (e.g. \"query\": {\"page\": \"{%s}\"}); it is of %d", pg.Arg, pg.Arg, len(keys))
+		}
+	}
 }
 
 func (p *parser) checkArg(op, name string, a *Arg) {

@@ -67,8 +67,46 @@ func TestParseRefuses(t *testing.T) {
 			want: []string{"acme.json:", `op "search": body_json.query: "{id" starts a placeholder`, "declared args: first"}},
 		{name: "unknown top-level field", edits: []string{`"viewer": "get_viewer",`, `"viewer": "get_viewer", "colour": "red",`},
 			want: []string{"acme.json:22:", `colour: unknown field "colour" (allowed: auth, description,`}},
+		{name: "paginate on a write op", edits: []string{`"body_form": { "amount"`, `"paginate": { "style": "cursor", "arg": "note", "cursor": "next", "max_pages": 2 }, "body_form": { "amount"`},
+			want: []string{`op "add_charge": paginate: only read ops page`}},
+		{name: "paginate style unknown", edits: []string{`"style": "cursor", "arg": "cursor"`, `"style": "offset", "arg": "cursor"`},
+			want: []string{`op "list_items": paginate.style: "offset" is not a paging style`}},
+		{name: "paginate style missing", edits: []string{`"style": "cursor", "arg": "cursor"`, `"arg": "cursor"`},
+			want: []string{`op "list_items": paginate.style: required`}},
+		{name: "paginate arg undeclared", edits: []string{`"style": "cursor", "arg": "cursor"`, `"style": "cursor", "arg": "after"`},
+			want: []string{`op "list_items": paginate.arg: "after" is not a declared arg (declared args: cursor, limit, project, state)`}},
+		{name: "paginate arg missing", edits: []string{`"style": "cursor", "arg": "cursor",`, `"style": "cursor",`},
+			want: []string{`op "list_items": paginate.arg: required`}},
+		{name: "paginate arg required", edits: []string{`"style": "cursor", "arg": "cursor"`, `"style": "cursor", "arg": "project"`},
+			want: []string{`paginate.arg: arg "project" is required; the cursor arg is optional`}},
+		{name: "paginate arg with default", edits: []string{`"style": "cursor", "arg": "cursor"`, `"style": "cursor", "arg": "state"`},
+			want: []string{`paginate.arg: arg "state" has a default`}},
+		{name: "paginate arg secret", edits: []string{`"pattern": "^[A-Za-z0-9]+$", "max_length": 64 }`, `"pattern": "^[A-Za-z0-9]+$", "max_length": 64, "secret": true }`},
+			want: []string{`paginate.arg: arg "cursor" is secret`}},
+		{name: "paginate cursor arg without pattern", edits: []string{`"cursor": { "type": "string", "pattern": "^[A-Za-z0-9]+$", "max_length": 64 }`, `"cursor": { "type": "string", "max_length": 64 }`},
+			want: []string{`paginate.arg: arg "cursor" declares no pattern`}},
+		{name: "paginate cursor arg of the wrong type", edits: []string{`"cursor": { "type": "string", "pattern": "^[A-Za-z0-9]+$", "max_length": 64 }`, `"cursor": { "type": "integer", "max": 9 }`},
+			want: []string{`paginate.arg: arg "cursor" is "integer"; style "cursor" carries a string`}},
+		{name: "paginate page_count arg without max", edits: []string{`"cursor": { "type": "string", "pattern": "^[A-Za-z0-9]+$", "max_length": 64 }`, `"cursor": { "type": "integer", "min": 1 }`, `"style": "cursor", "arg": "cursor", "cursor": "meta.next", "has_more": "meta.more"`, `"style": "page_count", "arg": "cursor", "page": "meta.page", "total_pages": "meta.pages"`},
+			want: []string{`paginate.arg: arg "cursor" declares no max`}},
+		{name: "paginate link arg not a whole query value", edits: []string{`"cursor": "{cursor}" }`, `"cursor": "p{cursor}" }`, `"style": "cursor", "arg": "cursor", "cursor": "meta.next", "has_more": "meta.more"`, `"style": "link", "arg": "cursor"`},
+			want: []string{`paginate.arg: with style "link", arg "cursor" must be the whole template of exactly one query key`, "it is of 0"}},
+		{name: "paginate cursor path missing", edits: []string{`"cursor": "meta.next", `, ``},
+			want: []string{`op "list_items": paginate.cursor: required with style "cursor"`}},
+		{name: "paginate field of another style", edits: []string{`"has_more": "meta.more"`, `"has_more": "meta.more", "total_pages": "meta.pages"`},
+			want: []string{`op "list_items": paginate.total_pages: style "cursor" takes no total_pages`}},
+		{name: "paginate last_item without has_more", edits: []string{`"style": "cursor", "arg": "cursor", "cursor": "meta.next", "has_more": "meta.more"`, `"style": "last_item", "arg": "cursor", "last_item": "id"`},
+			want: []string{`op "list_items": paginate.has_more: required with style "last_item"`}},
+		{name: "paginate bad dot path", edits: []string{`"cursor": "meta.next"`, `"cursor": "meta..next"`},
+			want: []string{`op "list_items": paginate.cursor: "meta..next" is not a dot path`}},
+		{name: "paginate max_pages missing", edits: []string{`, "max_pages": 5 }`, ` }`},
+			want: []string{`op "list_items": paginate.max_pages: required`}},
+		{name: "paginate max_pages over the bound", edits: []string{`"max_pages": 5`, `"max_pages": 101`},
+			want: []string{`op "list_items": paginate.max_pages: 101 is out of range; want 1 to 100`}},
+		{name: "paginate unknown field", edits: []string{`"max_pages": 5`, `"max_pages": 5, "next_url": "x"`},
+			want: []string{`op "list_items": paginate.next_url: unknown field "next_url"`}},
 		{name: "unknown op field", edits: []string{`"path": "/v1/me",`, `"path": "/v1/me", "timeout": 5,`},
-			want: []string{`op "get_viewer": timeout: unknown field "timeout"`, "method, path, pick"}},
+			want: []string{`op "get_viewer": timeout: unknown field "timeout"`, "method, paginate, path, pick"}},
 		{name: "field names are case-sensitive", edits: []string{`"summary": "Charge the account"`, `"Summary": "Charge the account"`},
 			want: []string{`op "add_charge": Summary: unknown field "Summary"`}},
 		{name: "duplicate top-level key", edits: []string{`"name": "Acme",`, `"name": "Acme", "name": "Evil",`},
@@ -78,7 +116,7 @@ func TestParseRefuses(t *testing.T) {
 		{name: "duplicate key spelled with an escape", edits: []string{`"id": "acme",`, `"id": "acme", "\u0069d": "acme",`},
 			want: []string{`id: duplicate key "id"`}},
 		{name: "trailing data", edits: []string{"\n  }\n}\n", "\n  }\n}\n{}\n"},
-			want: []string{"acme.json:86:1: trailing data after the manifest's closing brace"}},
+			want: []string{"acme.json:87:1: trailing data after the manifest's closing brace"}},
 		{name: "not JSON", edits: []string{`"manifest": 1,`, `"manifest": 1,,`},
 			want: []string{"acme.json:2:17: not valid JSON"}},
 		{name: "truncated", doc: `{"manifest": 1, "id": "acme"`,
@@ -185,7 +223,7 @@ func TestParseRefuses(t *testing.T) {
 		{name: "query key syntax", edits: []string{`"expand[]": "labels"`, `"expand labels": "labels"`},
 			want: []string{`op "list_items": query.expand labels: "expand labels" is not a query key`}},
 		{name: "undeclared query placeholder", edits: []string{`"expand[]": "labels"`, `"expand[]": "{expand}"`},
-			want: []string{`op "list_items": query.expand[]: "{expand" starts a placeholder but "expand" is not a declared arg`, "declared args: limit, project, state"}},
+			want: []string{`op "list_items": query.expand[]: "{expand" starts a placeholder but "expand" is not a declared arg`, "declared args: cursor, limit, project, state"}},
 		{name: "unclosed placeholder of a declared arg", edits: []string{`"limit": "{limit}"`, `"limit": "{limit"`},
 			want: []string{`op "list_items": query.limit: "{limit" starts a placeholder but is not closed: write "{limit}" for the arg, or "{ limit" for a literal brace`}},
 		{name: "undeclared confirm placeholder", edits: []string{`"Charge {amount} cents?"`, `"Charge {amount} cents to {card}?"`},
@@ -448,11 +486,14 @@ func TestAccessors(t *testing.T) {
 	if !ok {
 		t.Fatal(`Op("list_items") not found`)
 	}
-	if got := li.ArgNames(); !reflect.DeepEqual(got, []string{"limit", "project", "state"}) {
+	if got := li.ArgNames(); !reflect.DeepEqual(got, []string{"cursor", "limit", "project", "state"}) {
 		t.Errorf("ArgNames = %q", got)
 	}
-	if got := li.QueryKeys(); !reflect.DeepEqual(got, []string{"expand[]", "limit", "state"}) {
+	if got := li.QueryKeys(); !reflect.DeepEqual(got, []string{"cursor", "expand[]", "limit", "state"}) {
 		t.Errorf("QueryKeys = %q", got)
+	}
+	if got := li.PageQueryKey(); got != "" {
+		t.Errorf("PageQueryKey of a cursor-style op = %q, want \"\"", got)
 	}
 	ac, _ := m.Op("add_charge")
 	if got := ac.FormKeys(); !reflect.DeepEqual(got, []string{"amount", "metadata[note]"}) {

@@ -138,6 +138,11 @@ func TestSchemaAgreesWithParse(t *testing.T) {
 		{name: "pick field twice", edits: []string{`"fields": ["id", "name"]`, `"fields": ["id", "id"]`}},
 		{name: "pick root too deep", edits: []string{`"root": "data.items.nodes"`, `"root": "a.b.c.d.e.f.g.h.i"`}},
 		{name: "too many pick fields", edits: []string{`"fields": ["id", "name"]`, `"fields": ` + manyFields(65)}},
+		{name: "paginate on a write op", edits: []string{`"body_form": { "amount"`, `"paginate": { "style": "cursor", "arg": "note", "cursor": "next", "max_pages": 2 }, "body_form": { "amount"`}},
+		{name: "paginate style", edits: []string{`"style": "cursor", "arg": "cursor"`, `"style": "offset", "arg": "cursor"`}},
+		{name: "paginate field of another style", edits: []string{`"has_more": "meta.more"`, `"has_more": "meta.more", "total_pages": "meta.pages"`}},
+		{name: "paginate cursor path missing", edits: []string{`"cursor": "meta.next", `, ``}},
+		{name: "paginate max_pages", edits: []string{`"max_pages": 5`, `"max_pages": 101`}},
 		{name: "error_message", edits: []string{`"error_message": "error.message"`, `"error_message": "error..message"`}},
 	}
 	for _, tt := range tests {
