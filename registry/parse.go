@@ -658,7 +658,7 @@ func (p *parser) checkPaginate(name string, o *Op) {
 				p.add(name, f+"."+x.field, "required with style %q: the dot path of the %s", pg.Style, map[string]string{
 					"cursor": "next cursor in the body", "has_more": "boolean saying a next page exists",
 					"last_item": "value, inside each item at pick.root, the next page starts after",
-					"page": "current page number", "total_pages": "page count"}[x.field])
+					"page":      "current page number", "total_pages": "page count"}[x.field])
 			case x.v != "" && !takes:
 				p.add(name, f+"."+x.field, "style %q takes no %s; remove it", pg.Style, x.field)
 			case x.v != "":
