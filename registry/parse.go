@@ -623,6 +623,15 @@ func (p *parser) checkOp(name string, o *Op) {
 	}
 }
 
+// paginatePathWhat says what each paginate path names, for messages.
+var paginatePathWhat = map[string]string{
+	"cursor":      "next cursor in the body",
+	"has_more":    "boolean saying a next page exists",
+	"last_item":   "value, inside each item at pick.root, the next page starts after",
+	"page":        "current page number",
+	"total_pages": "page count",
+}
+
 // checkPaginate checks an op's paginate block (docs/MANIFEST.md,
 // "Paginate"): a read op, a known style with exactly its fields, an
 // optional declared arg of the right type whose declaration bounds what
@@ -655,10 +664,7 @@ func (p *parser) checkPaginate(name string, o *Op) {
 			required, takes := want[x.field]
 			switch {
 			case x.v == "" && required:
-				p.add(name, f+"."+x.field, "required with style %q: the dot path of the %s", pg.Style, map[string]string{
-					"cursor": "next cursor in the body", "has_more": "boolean saying a next page exists",
-					"last_item": "value, inside each item at pick.root, the next page starts after",
-					"page":      "current page number", "total_pages": "page count"}[x.field])
+				p.add(name, f+"."+x.field, "required with style %q: the dot path of the %s", pg.Style, paginatePathWhat[x.field])
 			case x.v != "" && !takes:
 				p.add(name, f+"."+x.field, "style %q takes no %s; remove it", pg.Style, x.field)
 			case x.v != "":
