@@ -142,6 +142,10 @@ type Call struct {
 	Op         string
 	Args       json.RawMessage // a JSON object; empty means {}
 	Credential Credential
+	// Pages, when not 0, asks the host to follow Result.Next itself: up
+	// to Pages pages (1 to the op's paginate.max_pages) merged into one
+	// list under the result cap (see paginate.go). 0 runs one page.
+	Pages int
 }
 
 // Result is a successful op.
@@ -155,6 +159,19 @@ type Result struct {
 	RawBytes int64 `json:"-"`
 	// Duration is the whole op, sandbox and upstream.
 	Duration time.Duration `json:"-"`
+	// Next, for an op that pages, is the args of the next page: the
+	// call's args with the paginate arg set to the provider's cursor,
+	// validated like caller args. Nil on the last page.
+	Next json.RawMessage `json:"next,omitempty"`
+	// Pages is how many pages Data holds, when Call.Pages was set.
+	Pages int `json:"pages,omitempty"`
+	// Stopped says why paging ended: always with Call.Pages, and on a
+	// single page when a next page exists but cannot be followed.
+	Stopped StopReason `json:"stopped,omitempty"`
+	// StopMessage explains Stopped for a human.
+	StopMessage string `json:"stop_message,omitempty"`
+
+	cursor *pageCursor // set by send for an op that pages
 }
 
 // Engine runs ops. It is safe for concurrent use; create one per process.
@@ -401,6 +418,7 @@ type prepared struct {
 	prefix []byte // the op input up to the args string
 	proj   *Projection
 	errMsg []string // error_message path
+	pager  *pager   // nil when the op does not page
 }
 
 func (e *Engine) prepare(service, opName string) (*prepared, *Error) {
@@ -433,6 +451,7 @@ func (e *Engine) prepare(service, opName string) (*prepared, *Error) {
 	}
 	p = &prepared{m: m, op: op, name: opName, policy: pol, prefix: prefix, proj: NewProjection(op.Pick.Root, op.Pick.Fields)}
 	p.errMsg = splitPath(m.ErrorMessagePath())
+	p.pager = newPager(m, op)
 	e.mu.Lock()
 	e.preps[key] = p
 	e.mu.Unlock()
@@ -477,7 +496,7 @@ func inputPrefix(m *registry.Manifest, op *registry.Op) ([]byte, error) {
 // answer. The error, when not nil, is an *Error.
 func (e *Engine) Run(ctx context.Context, call Call) (*Result, error) {
 	start := time.Now()
-	res, err := e.run(ctx, call, start)
+	res, err := e.runPages(ctx, call, start)
 	if err != nil {
 		return nil, err
 	}

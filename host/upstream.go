@@ -86,6 +86,9 @@ func (e *Engine) send(ctx context.Context, p *prepared, r *checkedRequest, cred 
 			Message: fmt.Sprintf("the projected result is %d bytes, over the %d-byte limit; ask for fewer items (e.g. a smaller per_page or limit)", len(out), e.cfg.MaxResultBytes)}
 	}
 	res.Data = out
+	if p.pager != nil {
+		res.cursor = p.pager.read(raw, resp.Header, r.url)
+	}
 	return res, n, nil
 }
 

@@ -32,6 +32,13 @@ Examples:
   PINNED_TOKEN=ghp_... pinned op --service github --op list_repos --args '{"per_page":100}'
   pinned op --fake --service github --op list_repos --args '{"per_page":100}' -v
   pinned op --connect-to 127.0.0.1:8443 --cacert ca.pem --service stripe --op list_customers
+  pinned op --fake --service stripe --op list_customers --args '{"limit":100}' --pages 3
+
+An op that pages (its manifest declares paginate) prints, on stderr, the
+args of the next page ("next: {...}": pass them as --args to go on) and,
+when paging stopped for a reason, "stopped: <reason>: <why>". --pages N
+follows next in the host, up to N pages (at most the op's max_pages),
+and prints the items of all of them as one list.
 
 Exit status: 0 success, 1 the op failed (the error code and message are
 printed on stderr: unknown_service, unknown_op, bad_args, upstream_error,
@@ -53,6 +60,7 @@ func runOp(args []string, stdout, stderr io.Writer) int {
 	timeout := fs.Duration("timeout", host.DefaultTimeout, "deadline for the whole op")
 	verbose := fs.Bool("v", false, "print the status and the raw and projected sizes on stderr")
 	pretty := fs.Bool("pretty", false, "indent the JSON output")
+	pages := fs.Int("pages", 0, "follow next in the host for up to `N` pages (1 to the op's max_pages) and print all their items; 0 reads one page")
 	if code, ok := parseFlags(fs, opUsage, args, stdout, stderr); !ok {
 		return code
 	}
@@ -68,6 +76,9 @@ func runOp(args []string, stdout, stderr io.Writer) int {
 	}
 	if !isJSONObject(*argsJSON) {
 		return usage("--args must be a JSON object, e.g. '{\"per_page\":100}', not %s", *argsJSON)
+	}
+	if *pages < 0 {
+		return usage("--pages must be 1 or more (0, the default, reads one page), not %d", *pages)
 	}
 	if *kind != "pat" && *kind != "oauth" {
 		return usage("--kind must be pat or oauth, not %q", *kind)
@@ -139,6 +150,7 @@ func runOp(args []string, stdout, stderr io.Writer) int {
 	res, err := eng.Run(ctx, host.Call{
 		Service: *service, Op: *opName, Args: json.RawMessage(*argsJSON),
 		Credential: host.Credential{Kind: *kind, Secret: host.Secret(secret)},
+		Pages:      *pages,
 	})
 	if err != nil {
 		var he *host.Error
@@ -167,6 +179,15 @@ func runOp(args []string, stdout, stderr io.Writer) int {
 	if *verbose {
 		fmt.Fprintf(stderr, "status %d, %d bytes raw from upstream, %d bytes projected, %s\n",
 			res.Status, res.RawBytes, len(res.Data), res.Duration.Round(time.Millisecond))
+	}
+	if res.Pages > 0 {
+		fmt.Fprintf(stderr, "pages: %d\n", res.Pages)
+	}
+	if res.Next != nil {
+		fmt.Fprintf(stderr, "next: %s\n", res.Next)
+	}
+	if res.Stopped != "" {
+		fmt.Fprintf(stderr, "stopped: %s: %s\n", res.Stopped, res.StopMessage)
 	}
 	out := []byte(res.Data)
 	if *pretty {
