@@ -46,6 +46,9 @@ type ToolOp struct {
 	Confirm string
 	// ArgsSchema is the JSON Schema of the op's args (see [ArgsSchema]).
 	ArgsSchema json.RawMessage
+	// MaxPages is the op's paginate.max_pages: the most pages one call
+	// may follow. 0 when the op does not page.
+	MaxPages int
 }
 
 // ToolOps lists every op of every service, by service id and op name: the
@@ -58,6 +61,7 @@ func ToolOps(r *Registry) []ToolOp {
 			out = append(out, ToolOp{
 				Service: m.ID, Op: name, Access: op.Access, Summary: op.Summary,
 				Description: op.Description, Confirm: op.Confirm, ArgsSchema: ArgsSchema(op),
+				MaxPages: maxPages(op),
 			})
 		}
 	}
@@ -180,6 +184,13 @@ func toolSchema(r *Registry) object {
 				{"type", "object"},
 				{"description", "The op's arguments, as its schema says; {} when it takes none."},
 			}},
+			{"pages", object{
+				{"type", "integer"},
+				{"description", "Only for ops that page: read up to this many pages in one call (at most the op's max, as listed), " +
+					"merged into one list; the result's next holds the args of the page after the last one read."},
+				{"minimum", 1},
+				{"maximum", MaxPagesLimit},
+			}},
 		}},
 		{"required", []string{"service", "op", "args"}},
 		{"additionalProperties", false},
@@ -194,10 +205,14 @@ func toolSchema(r *Registry) object {
 		var opChain object
 		for j := len(names) - 1; j >= 0; j-- {
 			op := m.Ops[names[j]]
+			var pages any = false // an op that does not page takes no pages
+			if n := maxPages(op); n > 0 {
+				pages = object{{"maximum", n}}
+			}
 			opChain = ifThenElse("op", names[j], object{
 				{"title", m.ID + "." + names[j]},
 				{"description", opLine(op)},
-				{"properties", object{{"args", argsSchema(op)}}},
+				{"properties", object{{"args", argsSchema(op)}, {"pages", pages}}},
 			}, opChain)
 		}
 		svc := object{
@@ -238,7 +253,18 @@ func opLine(op *Op) string {
 	if op.Confirm != "" {
 		fmt.Fprintf(&b, " Confirm: %q", op.Confirm)
 	}
+	if n := maxPages(op); n > 0 {
+		fmt.Fprintf(&b, " Pages: the result's next is the args of the next page (absent on the last); pages reads up to %d in one call.", n)
+	}
 	return b.String()
+}
+
+// maxPages is op's paginate.max_pages, or 0 when it does not page.
+func maxPages(op *Op) int {
+	if op.Paginate == nil {
+		return 0
+	}
+	return op.Paginate.MaxPages
 }
 
 func toolDescription(r *Registry) string {
@@ -247,7 +273,10 @@ func toolDescription(r *Registry) string {
 		"Pick service and op from the list below and pass args matching that op's schema ({} when it takes none). " +
 		"[read] ops only read. [write] ops change data: they run only under a write grant, and only after the member " +
 		"confirmed the op's confirm sentence (shown below as a template; {name} is filled with the arg's value). " +
-		"A result holds only the fields the op's manifest declares.\n")
+		"A result holds only the fields the op's manifest declares. " +
+		"A list op that pages returns next, the args of the next page: call the op again with them to go on; " +
+		"no next means the last page. Pass pages (up to the op's limit) to read several pages in one call; " +
+		"stopped then says why reading ended (e.g. last_page, pages, result_cap).\n")
 	for _, m := range r.Services() {
 		fmt.Fprintf(&b, "\n%s (%s)", m.ID, m.Name)
 		if m.Description != "" {

@@ -103,6 +103,9 @@ func TestServiceOpToolCoversRegistry(t *testing.T) {
 				} else if strings.Contains(desc, "Confirm:") {
 					t.Errorf("read op %s carries a confirm line", key)
 				}
+				if pages := op.Paginate != nil && strings.Contains(desc, "Pages: the result's next"); pages != (op.Paginate != nil) {
+					t.Errorf("op %s: paginate %v, but its description %q", key, op.Paginate != nil, desc)
+				}
 			})
 		}
 	}
@@ -180,6 +183,11 @@ func TestServiceOpToolSamples(t *testing.T) {
 		{name: "dnsimple register", want: true, doc: `{"service":"dnsimple","op":"register_domain","args":{"account":1385,"domain":"example.com","registrant_id":7,"auto_renew":true}}`},
 		{name: "linear create", want: true, doc: `{"service":"linear","op":"create_issue","args":{"team_id":"0b4f5e2c-1a2b-4c3d-8e9f-001122334455","title":"Bug"}}`},
 		{name: "stripe list", want: true, doc: `{"service":"stripe","op":"list_customers","args":{"limit":3,"starting_after":"cus_abc"}}`},
+		{name: "pages on a paging op", want: true, doc: `{"service":"github","op":"list_repos","args":{},"pages":3}`},
+		{name: "pages at the op's max", want: true, doc: `{"service":"linear","op":"list_issues","args":{},"pages":10}`},
+		{name: "pages over the op's max", doc: `{"service":"github","op":"list_repos","args":{},"pages":11}`},
+		{name: "pages zero", doc: `{"service":"github","op":"list_repos","args":{},"pages":0}`},
+		{name: "pages on an op that does not page", doc: `{"service":"github","op":"get_viewer","args":{},"pages":1}`},
 		{name: "missing title", doc: `{"service":"github","op":"create_issue","args":{"owner":"pinned-tester","repo":"notes"}}`},
 		{name: "undeclared arg", doc: `{"service":"github","op":"create_issue","args":{"owner":"a","repo":"b","title":"c","labels":"x"}}`},
 		{name: "per_page too big", doc: `{"service":"github","op":"list_repos","args":{"per_page":500}}`},
