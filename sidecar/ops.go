@@ -24,6 +24,10 @@ type OpRequest struct {
 	Op      string          `json:"op"`
 	Args    json.RawMessage `json:"args,omitempty"`
 	Grant   string          `json:"grant"`
+	// Pages, for an op that pages, asks the host to follow next for up
+	// to this many pages (1 to the op's paginate.max_pages) under the
+	// one grant, merged into one list. Absent or 0 reads one page.
+	Pages int `json:"pages,omitempty"`
 }
 
 // OpResponse is the answer of a successful POST /v1/ops.
@@ -36,6 +40,16 @@ type OpResponse struct {
 	// pair sealed to the grant's member_key (grant.SealRotated; open it
 	// with grant.OpenRotated and the member's private key).
 	Rotated string `json:"rotated,omitempty"`
+	// Next, for an op that pages, is the args of the next page (plain
+	// values of the op's declared args); absent on the last page.
+	Next json.RawMessage `json:"next,omitempty"`
+	// Pages is how many pages data holds, when the request asked for
+	// pages.
+	Pages int `json:"pages,omitempty"`
+	// Stopped says why paging ended (docs/API.md, "Pages"); StopMessage
+	// explains it.
+	Stopped     string `json:"stopped,omitempty"`
+	StopMessage string `json:"stop_message,omitempty"`
 }
 
 // ConsentRequest is the body of POST /v1/consent.
@@ -130,7 +144,8 @@ func (s *Server) handleOps(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	infoFrom(r).outcome = "ok"
-	body, err := json.Marshal(OpResponse{Status: res.Status, Data: nullIfEmpty(res.Data), Rotated: rotated})
+	body, err := json.Marshal(OpResponse{Status: res.Status, Data: nullIfEmpty(res.Data), Rotated: rotated,
+		Next: res.Next, Pages: res.Pages, Stopped: string(res.Stopped), StopMessage: res.StopMessage})
 	if err != nil {
 		e := NewError(CodeInternal, "the result could not be encoded").withCause(err)
 		e.Rotated = rotated
@@ -237,7 +252,7 @@ func (s *Server) serveOp(w http.ResponseWriter, r *http.Request, req *OpRequest)
 // failure of the engine itself (internal).
 func (s *Server) run(ctx context.Context, info *reqInfo, req *OpRequest, args json.RawMessage, cred host.Credential) (*host.Result, *host.Error, *Error) {
 	start := time.Now()
-	res, err := s.eng.Run(ctx, host.Call{Service: req.Service, Op: req.Op, Args: args, Credential: cred})
+	res, err := s.eng.Run(ctx, host.Call{Service: req.Service, Op: req.Op, Args: args, Credential: cred, Pages: req.Pages})
 	s.m.duration.WithLabelValues(req.Service, req.Op).Observe(time.Since(start).Seconds())
 	if err == nil {
 		return res, nil, nil
