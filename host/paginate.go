@@ -429,7 +429,7 @@ func (e *Engine) runPages(ctx context.Context, call Call, start time.Time) (*Res
 		c := res.cursor
 		res.cursor = nil
 		empty := isEmptyList(res.Data)
-		next, reason, msg := e.nextArgs(p, args, c, empty, nil)
+		next, reason, msg := e.nextArgs(p, args, c, empty, nil, call.Credential)
 		res.Next, res.Stopped, res.StopMessage = next, reason, msg
 		return res, nil
 	}
@@ -471,7 +471,7 @@ func (e *Engine) follow(ctx context.Context, call Call, p *prepared, args jsonv.
 		if c != nil && c.current != "" {
 			seen[c.current] = true
 		}
-		next, reason, msg := e.nextArgs(p, args, c, len(items) == 0, seen)
+		next, reason, msg := e.nextArgs(p, args, c, len(items) == 0, seen, call.Credential)
 		if next == nil {
 			if reason == "" {
 				reason, msg = StopLastPage, "the provider says this is the last page"
@@ -503,8 +503,10 @@ func (e *Engine) follow(ctx context.Context, call Call, p *prepared, args jsonv.
 
 // nextArgs turns a page's cursor into the args of the next page, or says
 // why there is none. seen holds the cursors already followed in this call
-// (nil for a single page).
-func (e *Engine) nextArgs(p *prepared, args jsonv.Value, c *pageCursor, empty bool, seen map[string]bool) (json.RawMessage, StopReason, string) {
+// (nil for a single page). A cursor that echoes the credential (as
+// redactCredential judges an error message) is refused: next goes back to
+// the caller, which must never see any part of it.
+func (e *Engine) nextArgs(p *prepared, args jsonv.Value, c *pageCursor, empty bool, seen map[string]bool, cred Credential) (json.RawMessage, StopReason, string) {
 	arg := p.pager.pg.Arg
 	switch {
 	case c == nil || !c.more:
@@ -513,6 +515,9 @@ func (e *Engine) nextArgs(p *prepared, args jsonv.Value, c *pageCursor, empty bo
 		return nil, c.stop, c.msg
 	case empty:
 		return nil, StopEmptyPages, "a page with no items says there is a next page"
+	}
+	if redactCredential(c.value, string(cred.Secret)) != c.value {
+		return nil, StopCursorInvalid, fmt.Sprintf("the provider's next %s echoes the credential", arg)
 	}
 	if cur, ok := argValue(args, arg); ok && cur == c.value {
 		return nil, StopRepeatedCursor, fmt.Sprintf("the provider's next %s is the one just sent", arg)

@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/elevenmessenger/pinned/internal/fakeapi"
+	"github.com/elevenmessenger/pinned/registry"
 )
 
 // Pagination against the provider fake: every item of a list exactly
@@ -289,7 +291,7 @@ func TestPaginateGuards(t *testing.T) {
 				return true
 			}, wantIDs: "1,2,3,4", wantStopped: StopRepeatedCursor, wantMsg: "the one just sent", wantPages: 2, wantRequests: 2},
 		{name: "repeated cursor on a single page", service: fakeapi.HubSpot, op: "list_contacts", args: `{"after":"A"}`,
-			hook: func(w http.ResponseWriter, r *http.Request) bool { hubspotPage(w, []int{3, 4}, "A"); return true },
+			hook:    func(w http.ResponseWriter, r *http.Request) bool { hubspotPage(w, []int{3, 4}, "A"); return true },
 			wantIDs: "3,4", wantStopped: StopRepeatedCursor, wantRequests: 1},
 		{name: "A→B→A cycle (GraphQL pageInfo)", service: fakeapi.Linear, op: "list_issues", pages: 10,
 			hook: func(w http.ResponseWriter, r *http.Request) bool {
@@ -371,10 +373,13 @@ func TestPaginateGuards(t *testing.T) {
 				return true
 			}, wantIDs: "a/one", idField: "full_name", wantNext: `{"per_page":2,"sort":"created","page":2}`, wantRequests: 1},
 		{name: "empty cursor", service: fakeapi.HubSpot, op: "list_contacts", pages: 5,
-			hook: func(w http.ResponseWriter, r *http.Request) bool { hubspotPage(w, []int{1, 2}, ""); return true },
+			hook:    func(w http.ResponseWriter, r *http.Request) bool { hubspotPage(w, []int{1, 2}, ""); return true },
 			wantIDs: "1,2", wantStopped: StopEmptyCursor, wantPages: 1, wantRequests: 1},
 		{name: "empty endCursor with hasNextPage", service: fakeapi.Linear, op: "list_issues",
-			hook: func(w http.ResponseWriter, r *http.Request) bool { linearPage(w, []string{"i1"}, true, ""); return true },
+			hook: func(w http.ResponseWriter, r *http.Request) bool {
+				linearPage(w, []string{"i1"}, true, "")
+				return true
+			},
 			wantIDs: "i1", wantStopped: StopEmptyCursor, wantRequests: 1},
 		{name: "empty page number in a link", service: fakeapi.GitHub, op: "list_repos",
 			hook: func(w http.ResponseWriter, r *http.Request) bool {
@@ -389,7 +394,7 @@ func TestPaginateGuards(t *testing.T) {
 				return true
 			}, wantIDs: "1,2,3,4", wantStopped: StopPages, wantNext: fmt.Sprintf(`{"account":%d,"page":5}`, fakeapi.DNSimpleAccountID), wantPages: 4, wantRequests: 4},
 		{name: "page count past the arg's max", service: fakeapi.DNSimple, op: "list_domains", args: fmt.Sprintf(`{"account":%d,"page":1000}`, fakeapi.DNSimpleAccountID), pages: 3,
-			hook: func(w http.ResponseWriter, r *http.Request) bool { dnsimplePage(w, []int{7}, 1000, 2000); return true },
+			hook:    func(w http.ResponseWriter, r *http.Request) bool { dnsimplePage(w, []int{7}, 1000, 2000); return true },
 			wantIDs: "7", wantStopped: StopCursorInvalid, wantMsg: "must be at most 1000", wantPages: 1, wantRequests: 1},
 		{name: "page count going backwards", service: fakeapi.DNSimple, op: "list_domains", args: account, pages: 10,
 			hook: func(w http.ResponseWriter, r *http.Request) bool {
@@ -404,16 +409,27 @@ func TestPaginateGuards(t *testing.T) {
 				return true
 			}, wantIDs: "1,2,9", wantStopped: StopCursorCycle, wantPages: 3, wantRequests: 3},
 		{name: "cursor that breaks the arg's pattern", service: fakeapi.Stripe, op: "list_customers",
-			hook: func(w http.ResponseWriter, r *http.Request) bool { stripePage(w, []string{"cus_1", "evil/../x"}, true); return true },
+			hook: func(w http.ResponseWriter, r *http.Request) bool {
+				stripePage(w, []string{"cus_1", "evil/../x"}, true)
+				return true
+			},
 			wantIDs: "cus_1,evil/../x", wantStopped: StopCursorInvalid, wantMsg: "starting_after", wantRequests: 1},
 		{name: "cursor over the arg's max_length", service: fakeapi.HubSpot, op: "list_contacts",
-			hook: func(w http.ResponseWriter, r *http.Request) bool { hubspotPage(w, []int{1}, strings.Repeat("a", 129)); return true },
+			hook: func(w http.ResponseWriter, r *http.Request) bool {
+				hubspotPage(w, []int{1}, strings.Repeat("a", 129))
+				return true
+			},
 			wantIDs: "1", wantStopped: StopCursorInvalid, wantMsg: "at most 128", wantRequests: 1},
 		{name: "cursor that is not a string", service: fakeapi.Linear, op: "list_issues",
 			hook: func(w http.ResponseWriter, r *http.Request) bool {
 				_, _ = io.WriteString(w, `{"data":{"issues":{"nodes":[{"id":"i1"}],"pageInfo":{"hasNextPage":true,"endCursor":42}}}}`)
 				return true
 			}, wantIDs: "i1", wantStopped: StopCursorInvalid, wantMsg: "not a string", wantRequests: 1},
+		{name: "cursor that echoes the credential", service: fakeapi.HubSpot, op: "list_contacts",
+			hook: func(w http.ResponseWriter, r *http.Request) bool {
+				hubspotPage(w, []int{1}, fakeapi.Token(fakeapi.HubSpot)[4:20])
+				return true
+			}, wantIDs: "1", wantStopped: StopCursorInvalid, wantMsg: "echoes the credential", wantRequests: 1},
 		{name: "duplicate has_more key", service: fakeapi.Stripe, op: "list_customers",
 			hook: func(w http.ResponseWriter, r *http.Request) bool {
 				_, _ = io.WriteString(w, `{"object":"list","data":[{"id":"cus_1"}],"has_more":false,"has_more":true}`)
@@ -431,7 +447,7 @@ func TestPaginateGuards(t *testing.T) {
 				return true
 			}, wantIDs: "1", wantStopped: StopPageFailed, wantMsg: "page 2: rate_limited", wantNext: `{"after":"c2"}`, wantPages: 1, wantRequests: 2},
 		{name: "last page", service: fakeapi.HubSpot, op: "list_contacts", pages: 5,
-			hook: func(w http.ResponseWriter, r *http.Request) bool { hubspotPage(w, []int{1}, "-"); return true },
+			hook:    func(w http.ResponseWriter, r *http.Request) bool { hubspotPage(w, []int{1}, "-"); return true },
 			wantIDs: "1", wantStopped: StopLastPage, wantPages: 1, wantRequests: 1},
 	}
 	for _, tt := range tests {
@@ -527,4 +543,78 @@ func TestPaginateResultCap(t *testing.T) {
 	if string(res.Next) != want {
 		t.Errorf("next %s, want %s", res.Next, want)
 	}
+}
+
+func TestNextTarget(t *testing.T) {
+	tests := []struct {
+		name, header string
+		want         []string
+	}{
+		{"github", `<https://api.github.com/user/repos?page=1>; rel="prev", <https://api.github.com/user/repos?page=3>; rel="next", <https://api.github.com/user/repos?page=9>; rel="last"`, []string{"https://api.github.com/user/repos?page=3"}},
+		{"unquoted rel", `<https://a.example/x?page=2>; rel=next`, []string{"https://a.example/x?page=2"}},
+		{"rel list, any case", `<https://a.example/x?page=2>; rel="last NEXT"`, []string{"https://a.example/x?page=2"}},
+		{"comma inside the URI and a quoted param", `<https://a.example/x?a=1,2&page=2>; title="a, b"; rel="next"`, []string{"https://a.example/x?a=1,2&page=2"}},
+		{"only the first rel counts", `<https://a.example/x?page=2>; rel="prev"; rel="next"`, nil},
+		{"no angle brackets", `https://a.example/x?page=2; rel="next"`, nil},
+		{"nextish is not next", `<https://a.example/x?page=2>; rel="nextpage"`, nil},
+		{"empty", ``, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []string
+			for _, l := range splitLinks(tt.header) {
+				if target, ok := nextTarget(l); ok {
+					got = append(got, target)
+				}
+			}
+			if strings.Join(got, " ") != strings.Join(tt.want, " ") {
+				t.Fatalf("next targets %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// FuzzPageCursor feeds hostile answers to every paging style: reading
+// never panics, and a cursor it yields is a non-empty value (a decimal
+// page number for an integer arg) or a stated stop.
+func FuzzPageCursor(f *testing.F) {
+	f.Add([]byte(`{"paging":{"next":{"after":"12"}}}`), `<https://api.github.com/user/repos?page=2>; rel="next"`)
+	f.Add([]byte(`{"data":[{"id":"cus_1"}],"has_more":true}`), ``)
+	f.Add([]byte(`{"data":[],"pagination":{"current_page":1,"total_pages":3}}`), `<https://evil.example/x>; rel="next"`)
+	f.Add([]byte(`{"data":{"issues":{"pageInfo":{"hasNextPage":true,"endCursor":"a"}}}}`), `<https://api.github.com/user/repos?page=>; rel=next`)
+	f.Add([]byte(`{"has_more":true,"has_more":false,"data":[1,2]}`), `<>; rel="next", <https://api.github.com/user/repos?page=2&page=3>; rel="next"`)
+	pagers := []*pager{
+		{pg: &registry.Paginate{Style: registry.PaginateCursor, Arg: "after", Cursor: "paging.next.after"}, cursor: []string{"paging", "next", "after"}},
+		{pg: &registry.Paginate{Style: registry.PaginateCursor, Arg: "after", Cursor: "c", HasMore: "data.issues.pageInfo.hasNextPage"},
+			cursor: []string{"data", "issues", "pageInfo", "endCursor"}, hasMore: []string{"data", "issues", "pageInfo", "hasNextPage"}},
+		{pg: &registry.Paginate{Style: registry.PaginateLastItem, Arg: "starting_after", HasMore: "has_more", LastItem: "id"},
+			root: []string{"data"}, hasMore: []string{"has_more"}, lastItem: []string{"id"}},
+		{pg: &registry.Paginate{Style: registry.PaginatePageCount, Arg: "page"}, isInt: true,
+			page: []string{"pagination", "current_page"}, total: []string{"pagination", "total_pages"}},
+		{pg: &registry.Paginate{Style: registry.PaginateLink, Arg: "page"}, isInt: true, queryKey: "page", host: "api.github.com"},
+	}
+	f.Fuzz(func(t *testing.T, body []byte, link string) {
+		h := http.Header{}
+		h.Set("Link", link)
+		for _, pr := range pagers {
+			c := pr.read(body, h, "https://api.github.com/user/repos?page=1")
+			if c == nil || !c.more {
+				continue
+			}
+			if c.stop != "" {
+				if c.msg == "" {
+					t.Fatalf("%s: stop %s without a message", pr.pg.Style, c.stop)
+				}
+				continue
+			}
+			if c.value == "" {
+				t.Fatalf("%s: an empty cursor was not stopped", pr.pg.Style)
+			}
+			if pr.isInt {
+				if n, err := strconv.ParseInt(c.value, 10, 64); err != nil || n < 1 {
+					t.Fatalf("%s: page %q is not a page number", pr.pg.Style, c.value)
+				}
+			}
+		}
+	})
 }
