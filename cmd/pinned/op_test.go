@@ -30,6 +30,35 @@ func TestRunOp(t *testing.T) {
 		return code, stdout.String(), stderr.String()
 	}
 
+	t.Run("pages against the fake", func(t *testing.T) {
+		code, stdout, stderr := run(t, "--fake", "--service", "dnsimple", "--op", "list_domains", "--args", `{"account":1385,"per_page":10}`, "--pages", "2")
+		if code != 0 {
+			t.Fatalf("exit %d, stderr %s", code, stderr)
+		}
+		var domains []map[string]any
+		if err := json.Unmarshal([]byte(stdout), &domains); err != nil || len(domains) != 20 {
+			t.Fatalf("stdout is not 20 domains: %v: %.200s", err, stdout)
+		}
+		want := "pages: 2\nnext: {\"account\":1385,\"per_page\":10,\"page\":3}\nstopped: pages: read the 2 pages asked for; next continues\n"
+		if stderr != want {
+			t.Errorf("stderr %q, want %q", stderr, want)
+		}
+	})
+
+	t.Run("pages over the op's bound", func(t *testing.T) {
+		code, _, stderr := run(t, "--fake", "--service", "github", "--op", "list_repos", "--pages", "11")
+		if code != 1 || stderr != "pinned op: bad_args: pages must be 1 to 10 for op github.list_repos\n" {
+			t.Errorf("exit %d, stderr %q", code, stderr)
+		}
+	})
+
+	t.Run("negative pages", func(t *testing.T) {
+		code, _, stderr := run(t, "--fake", "--service", "github", "--op", "list_repos", "--pages", "-1")
+		if code != 2 || !strings.Contains(stderr, "--pages must be 1 or more") {
+			t.Errorf("exit %d, stderr %q", code, stderr)
+		}
+	})
+
 	t.Run("list_repos per_page=100 against the fake", func(t *testing.T) {
 		code, stdout, stderr := run(t, "--fake", "--service", "github", "--op", "list_repos", "--args", `{"per_page":100}`, "-v")
 		if code != 0 {
@@ -62,7 +91,12 @@ func TestRunOp(t *testing.T) {
 			}
 		}
 		// -v: "status 200, N bytes raw from upstream, M bytes projected, D"
-		mm := regexp.MustCompile(`^status 200, (\d+) bytes raw from upstream, (\d+) bytes projected, \S+\n$`).FindStringSubmatch(stderr)
+		// then the next page's args: list_repos pages.
+		sizes, next, _ := strings.Cut(stderr, "\n")
+		if next != `next: {"per_page":100,"page":2}`+"\n" {
+			t.Errorf("stderr after the sizes is %q, want the next page's args", next)
+		}
+		mm := regexp.MustCompile(`^status 200, (\d+) bytes raw from upstream, (\d+) bytes projected, \S+$`).FindStringSubmatch(sizes)
 		if mm == nil {
 			t.Fatalf("stderr %q does not report the sizes", stderr)
 		}
