@@ -26,7 +26,7 @@ import (
 const (
 	linViewerQuery = `query Viewer { viewer { id name displayName email organization { id name urlKey } } }`
 	linTeamsQuery  = `query Teams($first: Int!) { teams(first: $first) { nodes { id key name description } } }`
-	linIssuesQuery = `query Issues($first: Int!, $team: String) { issues(first: $first, orderBy: updatedAt, filter: { team: { key: { eq: $team } } }) { nodes { id identifier title url priority priorityLabel state { name type } assignee { name } team { key } updatedAt } pageInfo { hasNextPage endCursor } } }`
+	linIssuesQuery = `query Issues($first: Int!, $team: String, $after: String) { issues(first: $first, after: $after, orderBy: updatedAt, filter: { team: { key: { eq: $team } } }) { nodes { id identifier title url priority priorityLabel state { name type } assignee { name } team { key } updatedAt } pageInfo { hasNextPage endCursor } } }`
 	linIssueQuery  = `query Issue($id: String!) { issue(id: $id) { id identifier title description url priority priorityLabel estimate dueDate state { name type } assignee { name email } creator { name } team { key name } labels { nodes { name } } createdAt updatedAt } }`
 	linCreateQuery = `mutation IssueCreate($teamId: String!, $title: String!, $description: String) { issueCreate(input: { teamId: $teamId, title: $title, description: $description }) { success issue { id identifier title url } } }`
 )
@@ -330,6 +330,9 @@ func TestOpRequests(t *testing.T) {
 		{name: "linear list_issues leaves the absent variable out", service: "linear", op: "list_issues", args: `{}`,
 			method: "POST", path: "/graphql", body: `{"query":"` + linIssuesQuery + `","variables":{"first":25}}`,
 			check: wantLen(25)},
+		{name: "linear list_issues after a cursor", service: "linear", op: "list_issues", args: `{"first":2,"after":"$LINISSUE"}`,
+			method: "POST", path: "/graphql", body: `{"query":"` + linIssuesQuery + `","variables":{"first":2,"after":"$LINISSUE"}}`,
+			check: wantLen(2)},
 		{name: "linear list_issues of a team", service: "linear", op: "list_issues", args: `{"team":"ENG","first":3}`,
 			method: "POST", path: "/graphql", body: `{"query":"` + linIssuesQuery + `","variables":{"first":3,"team":"ENG"}}`,
 			check: func(t *testing.T, res *Result) {
@@ -640,6 +643,7 @@ func opAnchors(t *testing.T, env *testEnv) anchorSet {
 	a.vals["$CUSTOMER"] = ch["customer"].(string)
 	a.vals["$CONTACT"] = first("hubspot", "list_contacts", `{"limit":1}`)["id"].(string)
 	a.vals["$COMPANY"] = first("hubspot", "list_companies", `{"limit":1}`)["id"].(string)
+	a.vals["$LINISSUE"] = first("linear", "list_issues", `{"first":1}`)["id"].(string)
 	res, err := env.run("linear", "list_teams", `{}`)
 	if err != nil {
 		t.Fatal(err)
