@@ -494,6 +494,10 @@ func inputPrefix(m *registry.Manifest, op *registry.Op) ([]byte, error) {
 // Run runs one op: it checks the call, renders the request in a fresh
 // guest instance, checks it, sends it with the credential, and projects the
 // answer. The error, when not nil, is an *Error.
+//
+// For an op that pages, the result carries Next (the args of the next
+// page); with call.Pages, Run follows Next itself, each page a whole op as
+// above, and merges the pages' items (paginate.go).
 func (e *Engine) Run(ctx context.Context, call Call) (*Result, error) {
 	start := time.Now()
 	res, err := e.runPages(ctx, call, start)
