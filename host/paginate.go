@@ -62,11 +62,12 @@ const maxLinkHeaderBytes = 16 << 10
 
 // pager is an op's compiled paginate block.
 type pager struct {
-	pg                                     *registry.Paginate
-	isInt                                  bool   // the paginate arg is an integer
-	queryKey                               string // link: the query key carrying the arg
-	host                                   string
-	root                                   []string // pick.root, for last_item
+	pg       *registry.Paginate
+	isInt    bool     // the paginate arg is an integer
+	queryKey string   // link: the query key carrying the arg
+	host     string   // the manifest's host
+	root     []string // pick.root, for last_item
+	// The paginate paths, split.
 	cursor, hasMore, lastItem, page, total []string
 }
 
