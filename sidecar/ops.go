@@ -168,7 +168,6 @@ func nullIfEmpty(d json.RawMessage) json.RawMessage {
 // rotation.go); the fresh pair, sealed to the member key, is returned as
 // rotated, or on the error when the op failed after rotating.
 func (s *Server) serveOp(w http.ResponseWriter, r *http.Request, req *OpRequest) (*host.Result, string, *Error) {
-	info := infoFrom(r)
 	body, e := s.readBody(w, r)
 	if e != nil {
 		return nil, "", e
@@ -176,6 +175,12 @@ func (s *Server) serveOp(w http.ResponseWriter, r *http.Request, req *OpRequest)
 	if e := decode(body, req); e != nil {
 		return nil, "", e
 	}
+	return s.enforceOp(r.Context(), infoFrom(r), req)
+}
+
+// enforceOp is serveOp after the body is decoded: the one enforcement path
+// (cap → grant → sandbox → pick) of POST /v1/ops and RunOp.
+func (s *Server) enforceOp(ctx context.Context, info *reqInfo, req *OpRequest) (*host.Result, string, *Error) {
 	if req.Service == "" || req.Op == "" || req.Grant == "" {
 		return nil, "", NewError(CodeBadRequest, "service, op and grant are required")
 	}
@@ -202,7 +207,6 @@ func (s *Server) serveOp(w http.ResponseWriter, r *http.Request, req *OpRequest)
 		args, _ = grant.CanonicalArgs(args) // checkGrant canonicalized them already
 	}
 
-	ctx := r.Context()
 	cred := host.Credential{Kind: g.Kind, Secret: host.Secret(g.Secret)}
 	rot := s.rotationFor(req.Service, g)
 	if rot != nil {
@@ -338,7 +342,6 @@ func (s *Server) handleConsent(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) serveConsent(w http.ResponseWriter, r *http.Request, req *ConsentRequest) (*ConsentResponse, *Error) {
-	info := infoFrom(r)
 	body, e := s.readBody(w, r)
 	if e != nil {
 		return nil, e
@@ -346,6 +349,12 @@ func (s *Server) serveConsent(w http.ResponseWriter, r *http.Request, req *Conse
 	if e := decode(body, req); e != nil {
 		return nil, e
 	}
+	return s.checkConsent(r.Context(), infoFrom(r), req)
+}
+
+// checkConsent is serveConsent after the body is decoded (POST /v1/consent
+// and CheckOp).
+func (s *Server) checkConsent(ctx context.Context, info *reqInfo, req *ConsentRequest) (*ConsentResponse, *Error) {
 	if req.Service == "" || req.Op == "" {
 		return nil, NewError(CodeBadRequest, "service and op are required")
 	}
@@ -358,7 +367,7 @@ func (s *Server) serveConsent(w http.ResponseWriter, r *http.Request, req *Conse
 	}
 	defer release()
 	args := argsOrEmpty(req.Args)
-	c, err := s.eng.Check(r.Context(), req.Service, req.Op, args)
+	c, err := s.eng.Check(ctx, req.Service, req.Op, args)
 	if err != nil {
 		var he *host.Error
 		if !errors.As(err, &he) {

@@ -1,0 +1,43 @@
+package sidecar
+
+import "context"
+
+// RunOp enforces and runs one op exactly as POST /v1/ops does — the same
+// code: lookup, concurrency slot, grant (open, expiry, service, access,
+// op and args binding, replay), token rotation, sandbox, pick — for
+// callers inside the process that speak another protocol (the MCP server,
+// package mcpserver). req is the decoded body of POST /v1/ops; the answer
+// is its 200 body, or the error it would have answered (with Rotated set
+// when the op rotated the pair and then failed). The op is counted in the
+// sidecar's metrics like an HTTP one; nothing is logged here: the caller
+// logs the error's Code and, for itself only, its Cause.
+func (s *Server) RunOp(ctx context.Context, req OpRequest) (OpResponse, *Error) {
+	res, rotated, e := s.enforceOp(ctx, &reqInfo{}, &req)
+	svc, op := s.labels(req.Service, req.Op)
+	outcome := "ok"
+	if e != nil {
+		outcome = string(e.Code)
+	}
+	s.m.ops.WithLabelValues(svc, op, outcome).Inc()
+	if e != nil {
+		return OpResponse{}, e
+	}
+	return OpResponse{Status: res.Status, Data: nullIfEmpty(res.Data), Rotated: rotated}, nil
+}
+
+// CheckOp is POST /v1/consent without HTTP: it validates the args in the
+// sandbox (nothing is sent, no grant is needed) and renders a write op's
+// confirm sentence, answering what the endpoint answers.
+func (s *Server) CheckOp(ctx context.Context, req ConsentRequest) (ConsentResponse, *Error) {
+	res, e := s.checkConsent(ctx, &reqInfo{}, &req)
+	svc, op := s.labels(req.Service, req.Op)
+	outcome := "ok"
+	if e != nil {
+		outcome = string(e.Code)
+	}
+	s.m.consent.WithLabelValues(svc, op, outcome).Inc()
+	if e != nil {
+		return ConsentResponse{}, e
+	}
+	return *res, nil
+}
