@@ -1,0 +1,294 @@
+package mcpserver
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/rs/zerolog"
+	"go.uber.org/goleak"
+
+	"github.com/elevenmessenger/pinned/host"
+	"github.com/elevenmessenger/pinned/internal/connstore"
+	"github.com/elevenmessenger/pinned/internal/fakeapi"
+	"github.com/elevenmessenger/pinned/sidecar"
+	"github.com/elevenmessenger/pinned/sidecar/grant"
+	"github.com/elevenmessenger/pinned/sidecar/rotate"
+)
+
+// testCacheDir is the wazero cache the other packages' tests share.
+var testCacheDir = filepath.Join(os.TempDir(), "pinned-test-wazero-cache")
+
+var shared struct {
+	once sync.Once
+	fake *fakeapi.Server
+	eng  *host.Engine
+	err  error
+}
+
+// sharedEngine is one fake and one engine for the package's tests (the
+// guest compiles once).
+func sharedEngine(t testing.TB) (*fakeapi.Server, *host.Engine) {
+	t.Helper()
+	shared.once.Do(func() {
+		shared.fake, shared.err = fakeapi.New()
+		if shared.err != nil {
+			return
+		}
+		shared.eng, shared.err = host.New(context.Background(), host.Config{
+			Override: &host.Override{Addr: shared.fake.Addr(), CAPEM: shared.fake.CACertPEM()},
+			CacheDir: testCacheDir,
+		})
+	})
+	if shared.err != nil {
+		t.Fatal(shared.err)
+	}
+	return shared.fake, shared.eng
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if shared.eng != nil {
+		shared.eng.Close(context.Background())
+	}
+	if shared.fake != nil {
+		shared.fake.Close()
+	}
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// env is a store, a sidecar and an MCP server on the shared engine.
+type env struct {
+	fake  *fakeapi.Server
+	store *connstore.Store
+	side  *sidecar.Server
+	srv   *Server
+	clock *clock
+	wire  *wireLog
+	logs  *bytes.Buffer
+}
+
+type clock struct {
+	mu sync.Mutex
+	d  time.Duration
+}
+
+func (c *clock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return time.Now().Add(c.d)
+}
+
+func (c *clock) advance(d time.Duration) {
+	c.mu.Lock()
+	c.d += d
+	c.mu.Unlock()
+}
+
+// wireLog collects every MCP message a test's clients sent and received.
+type wireLog struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (w *wireLog) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.Write(p)
+}
+
+func (w *wireLog) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.String()
+}
+
+type envOpts struct {
+	conns     []connstore.Connection
+	tools     string
+	maxResult int
+	refresher rotate.Refresher
+}
+
+func newEnv(t *testing.T, o envOpts) *env {
+	t.Helper()
+	fake, eng := sharedEngine(t)
+	fake.Reset()
+	store, err := connstore.Open(filepath.Join(t.TempDir(), "pinned"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range o.conns {
+		if err := store.Put(c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	key, err := grant.GenerateKey(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	side, err := sidecar.New(sidecar.Config{Engine: eng, Key: key, Refresher: o.refresher})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &env{fake: fake, store: store, side: side, clock: &clock{}, wire: &wireLog{}, logs: &bytes.Buffer{}}
+	log := zerolog.New(e.logs)
+	e.srv, err = New(Config{Sidecar: side, Store: store, Tools: o.tools, MaxResultBytes: o.maxResult, Now: e.clock.now, Logger: &log, Version: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		scanSecrets(t, e.wire.String(), e.store)
+		scanSecrets(t, e.logs.String(), e.store)
+	})
+	return e
+}
+
+// scanSecrets fails the test when a transcript holds a connection's token
+// or refresh token, a fake credential, the store's key or any window of
+// the sealed store file.
+func scanSecrets(t *testing.T, transcript string, store *connstore.Store) {
+	t.Helper()
+	for _, s := range findSecrets(transcript, store) {
+		t.Errorf("a secret (%d bytes, starting %.4q) is in the MCP transcript", len(s), s)
+	}
+}
+
+// findSecrets returns the secrets of scanSecrets found in transcript.
+func findSecrets(transcript string, store *connstore.Store) []string {
+	var found, secrets []string
+	for _, svc := range fakeapi.Services() {
+		secrets = append(secrets, fakeapi.Token(svc), fakeapi.OAuthToken(svc))
+	}
+	conns, _ := store.List()
+	for _, c := range conns {
+		secrets = append(secrets, string(c.Token))
+		if c.Refresh != "" {
+			secrets = append(secrets, string(c.Refresh))
+		}
+	}
+	secrets = append(secrets, store.Key().Encode())
+	if raw, err := os.ReadFile(store.Path()); err == nil {
+		for i := 0; i+24 <= len(raw); i += 24 {
+			w := raw[i : i+24]
+			secrets = append(secrets, base64.StdEncoding.EncodeToString(w)[:32], base64.RawURLEncoding.EncodeToString(w)[:32], hex.EncodeToString(w))
+		}
+	}
+	for _, s := range secrets {
+		if s != "" && strings.Contains(transcript, s) {
+			found = append(found, s)
+		}
+	}
+	return found
+}
+
+// clientOpts shape a test client.
+type clientOpts struct {
+	answer   string // elicitation: "accept", "decline", "cancel"; "" = no elicitation capability
+	protocol string // "" = the SDK's latest
+	manual   bool   // the client does not retry input_required results itself
+	asked    *[]string
+}
+
+// connect connects an SDK client over in-memory transports; every message
+// is logged into e.wire.
+func (e *env) connect(t *testing.T, o clientOpts) *mcp.ClientSession {
+	t.Helper()
+	ctx := context.Background()
+	ct, st := mcp.NewInMemoryTransports()
+	ss, err := e.srv.MCP().Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ss.Close() })
+	cs, err := newClient(o).Connect(ctx, &mcp.LoggingTransport{Transport: ct, Writer: e.wire}, &mcp.ClientSessionOptions{ProtocolVersion: o.protocol})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cs.Close() })
+	return cs
+}
+
+var askMu sync.Mutex
+
+func newClient(o clientOpts) *mcp.Client {
+	opts := &mcp.ClientOptions{}
+	if o.manual {
+		opts.MultiRoundTrip = &mcp.MultiRoundTripOptions{Disabled: true}
+	}
+	if o.answer != "" {
+		opts.ElicitationHandler = func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			if o.asked != nil {
+				askMu.Lock()
+				*o.asked = append(*o.asked, req.Params.Message)
+				askMu.Unlock()
+			}
+			return &mcp.ElicitResult{Action: o.answer}, nil
+		}
+	}
+	return mcp.NewClient(&mcp.Implementation{Name: "test-agent", Version: "1"}, opts)
+}
+
+// requestsTo counts the fake's requests with the method and path prefix.
+func requestsTo(fake *fakeapi.Server, method, pathPrefix string) int {
+	n := 0
+	for _, r := range fake.Requests() {
+		if r.Method == method && strings.HasPrefix(r.Path, pathPrefix) {
+			n++
+		}
+	}
+	return n
+}
+
+// toolText is the text of a result's first content.
+func toolText(t *testing.T, res *mcp.CallToolResult) string {
+	t.Helper()
+	if len(res.Content) == 0 {
+		t.Fatalf("no content: %+v", res)
+	}
+	tc, ok := res.Content[0].(*mcp.TextContent)
+	if !ok {
+		t.Fatalf("content is %T", res.Content[0])
+	}
+	return tc.Text
+}
+
+// errorCode is the code of an isError result ("" when it is not one).
+func errorCode(t *testing.T, res *mcp.CallToolResult) string {
+	t.Helper()
+	if !res.IsError {
+		return ""
+	}
+	var b struct {
+		Error struct {
+			Code string `json:"code"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal([]byte(toolText(t, res)), &b); err != nil {
+		t.Fatalf("error text is not JSON: %s", toolText(t, res))
+	}
+	return b.Error.Code
+}
+
+var (
+	ghWrite     = connstore.Connection{Service: "github", Cap: connstore.CapWrite, Kind: grant.KindPAT, Token: grant.Secret(fakeapi.Token("github")), Viewer: "pinned-tester"}
+	stripeRead  = connstore.Connection{Service: "stripe", Cap: connstore.CapRead, Kind: grant.KindPAT, Token: grant.Secret(fakeapi.Token("stripe")), Viewer: "acct_x"}
+	issueArgs   = map[string]any{"owner": "pinned-tester", "repo": "notes", "title": "Hello from MCP", "body": "via pinned mcp"}
+	issueSpoken = `Open an issue titled "Hello from MCP" in pinned-tester/notes?`
+)

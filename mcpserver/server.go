@@ -1,0 +1,454 @@
+// Package mcpserver serves a person's connected services to their own
+// agent over the Model Context Protocol (docs/MCP.md), on the official Go
+// SDK (github.com/modelcontextprotocol/go-sdk).
+//
+// The tools are generated from the registry, for the services the person
+// connected (package internal/connstore) and only as far as each
+// connection's cap allows: one tool per op named service_op ([ToolsFull])
+// or one dispatcher per service ([ToolsCompact]). Every call mints a
+// one-shot grant — sealed to the sidecar's key, bound to the op and the
+// SHA-256 of the args' canonical form, expiring in a minute — and runs it
+// through sidecar.Server.RunOp: the same code as POST /v1/ops (cap, grant,
+// sandbox, pick), never a second implementation. A token pair the sidecar
+// rotates comes back sealed to the store's key and is re-sealed into the
+// store at once.
+//
+// Write tools are listed only under a read & write cap and only to a
+// client that can ask the person (the elicitation capability; fail
+// closed), and run only after the person accepted the manifest's confirm
+// sentence (confirm.go). The agent never sees a token, a refresh token, a
+// grant or the store: results hold the projected data only, errors a
+// stable code and a safe message.
+//
+// The manifests are resources, pinned://registry/<id>.
+//
+// It imports the sidecar, registry, grant and internal/connstore packages
+// and the SDK; only cmd/pinned imports it.
+package mcpserver
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/rs/zerolog"
+
+	"github.com/elevenmessenger/pinned/internal/connstore"
+	"github.com/elevenmessenger/pinned/registry"
+	"github.com/elevenmessenger/pinned/sidecar"
+	"github.com/elevenmessenger/pinned/sidecar/grant"
+)
+
+// Defaults of Config.
+const (
+	// DefaultConfirmTTL is how long a confirmation may wait for the person.
+	DefaultConfirmTTL = 2 * time.Minute
+	// DefaultGrantTTL is the lifetime of a call's internal grant.
+	DefaultGrantTTL = time.Minute
+	// DefaultMaxResultBytes bounds the projected data of a result: 40 KiB,
+	// about 10k tokens, sent twice (structuredContent and its text copy),
+	// under the 25k-token tool result cap of a common client.
+	DefaultMaxResultBytes = 40 << 10
+	// DefaultMaxConfirmations bounds the confirmation records held.
+	DefaultMaxConfirmations = 1024
+)
+
+// Codes of the MCP server's own refusals (besides the sidecar's codes,
+// which pass through, and the confirmation codes).
+const (
+	CodeNotConnected   = "not_connected"    // the service has no connection in the store
+	CodeResultTooLarge = "result_too_large" // the projected data is over MaxResultBytes
+	CodeBadArguments   = "bad_args"         // the arguments are not one strict JSON object (or, compact, not {op, args})
+	CodeStoreFailed    = "store_failed"     // the connection store cannot be read
+)
+
+// Config configures a Server. Sidecar and Store are required.
+type Config struct {
+	// Sidecar runs every call (RunOp, CheckOp); its key opens the
+	// internal grants.
+	Sidecar *sidecar.Server
+	// Store holds the person's connections; its key receives rotated
+	// pairs.
+	Store *connstore.Store
+	// Registry MUST be the sidecar's; default registry.Default().
+	Registry *registry.Registry
+	// Tools is ToolsFull (default) or ToolsCompact.
+	Tools string
+	// ConfirmTTL, GrantTTL, MaxResultBytes, MaxConfirmations: see the
+	// defaults.
+	ConfirmTTL       time.Duration
+	GrantTTL         time.Duration
+	MaxResultBytes   int
+	MaxConfirmations int
+	// Now is the clock of confirmations and grants; default time.Now.
+	Now func() time.Time
+	// Logger gets one event per tool call (service, op, outcome; never an
+	// argument or a secret); default disabled. Never stdout under stdio.
+	Logger *zerolog.Logger
+	// Version is the server version announced in serverInfo.
+	Version string
+}
+
+// Server is the MCP server of one person's connections.
+type Server struct {
+	cfg    Config
+	reg    *registry.Registry
+	side   *sidecar.Server
+	store  *connstore.Store
+	log    zerolog.Logger
+	ledger *ledger
+	mcp    *mcp.Server
+	defs   map[string]*toolDef
+}
+
+// New builds the server: the tools of the connections in the store now
+// (a connection added later is served after a restart), and the manifest
+// resources.
+func New(cfg Config) (*Server, error) {
+	if cfg.Sidecar == nil || cfg.Store == nil {
+		return nil, errors.New("mcpserver: Config.Sidecar and Config.Store are required")
+	}
+	if cfg.Registry == nil {
+		cfg.Registry = registry.Default()
+	}
+	switch cfg.Tools {
+	case "":
+		cfg.Tools = ToolsFull
+	case ToolsFull, ToolsCompact:
+	default:
+		return nil, fmt.Errorf("mcpserver: Tools %q: want %s or %s", cfg.Tools, ToolsFull, ToolsCompact)
+	}
+	if cfg.ConfirmTTL <= 0 {
+		cfg.ConfirmTTL = DefaultConfirmTTL
+	}
+	if cfg.GrantTTL <= 0 {
+		cfg.GrantTTL = DefaultGrantTTL
+	}
+	if cfg.MaxResultBytes <= 0 {
+		cfg.MaxResultBytes = DefaultMaxResultBytes
+	}
+	if cfg.MaxConfirmations <= 0 {
+		cfg.MaxConfirmations = DefaultMaxConfirmations
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	s := &Server{
+		cfg: cfg, reg: cfg.Registry, side: cfg.Sidecar, store: cfg.Store, log: zerolog.Nop(),
+		ledger: newLedger(cfg.ConfirmTTL, cfg.MaxConfirmations), defs: map[string]*toolDef{},
+	}
+	if cfg.Logger != nil {
+		s.log = *cfg.Logger
+	}
+	conns, err := cfg.Store.List()
+	if err != nil {
+		return nil, err
+	}
+	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "pinned", Title: "pinned", Version: cfg.Version}, &mcp.ServerOptions{
+		Instructions: "Tools of the third-party services this person connected, run inside the pinned sandbox. " +
+			"A result holds only the fields the op's manifest declares. Write tools run only after the person confirms " +
+			"the sentence shown to them; a declined confirmation sends nothing. The manifests are resources pinned://registry/<id>.",
+		Logger:       slog.New(slog.DiscardHandler),
+		HasTools:     true,
+		HasResources: true,
+	})
+	for _, c := range conns {
+		m, ok := s.reg.Service(c.Service)
+		if !ok {
+			continue // a service this build does not ship
+		}
+		var ops []string
+		for _, name := range m.OpNames() {
+			if m.Ops[name].Access == registry.AccessWrite && c.Cap != connstore.CapWrite {
+				continue
+			}
+			ops = append(ops, name)
+		}
+		if cfg.Tools == ToolsCompact {
+			d := &toolDef{tool: compactTool(m, ops, true), service: m.ID, readOnly: compactTool(m, ops, false)}
+			d.write = !d.tool.Annotations.ReadOnlyHint
+			s.add(d)
+			continue
+		}
+		for _, name := range ops {
+			d, err := opTool(m, name)
+			if err != nil {
+				return nil, err
+			}
+			s.add(d)
+		}
+	}
+	for _, m := range s.reg.Services() {
+		raw := s.reg.Raw(m.ID)
+		uri := "pinned://registry/" + m.ID
+		s.mcp.AddResource(&mcp.Resource{
+			URI: uri, Name: m.ID, Title: m.Name + " manifest", MIMEType: "application/json",
+			Description: "What each " + m.Name + " tool can reach (host " + m.Host + ", method, path, args) and return (pick).",
+			Size:        int64(len(raw)),
+		}, func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: uri, MIMEType: "application/json", Text: string(raw)}}}, nil
+		})
+	}
+	s.mcp.AddReceivingMiddleware(s.hideWrites)
+	return s, nil
+}
+
+func (s *Server) add(d *toolDef) {
+	s.defs[d.tool.Name] = d
+	s.mcp.AddTool(d.tool, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return s.callTool(ctx, req, d), nil
+	})
+}
+
+// MCP is the SDK server, to Run on a transport (stdio) or to serve over
+// HTTP (Handler).
+func (s *Server) MCP() *mcp.Server { return s.mcp }
+
+// Handler serves the streamable HTTP transport (stateful sessions, so a
+// write's confirmation can reach the person). With token set, every
+// request must carry "Authorization: Bearer <token>" (compared in
+// constant time); the SDK's DNS-rebinding protection and Go's
+// cross-origin protection apply in any case.
+func (s *Server) Handler(token string) http.Handler {
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, &mcp.StreamableHTTPOptions{
+		CrossOriginProtection: http.NewCrossOriginProtection(),
+		SessionTimeout:        30 * time.Minute,
+	})
+	if token == "" {
+		return h
+	}
+	return bearer(h, token)
+}
+
+// canElicit reports whether the client can ask the person: an elicitation
+// capability with form mode (an empty one means form, before 2025-11-25).
+func canElicit(c *mcp.ClientCapabilities) bool {
+	if c == nil || c.Elicitation == nil {
+		return false
+	}
+	return c.Elicitation.Form != nil || c.Elicitation.URL == nil
+}
+
+// hideWrites is the tools/list filter: a client that cannot ask the person
+// gets no write tool (a compact dispatcher without its write ops).
+func (s *Server) hideWrites(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := next(ctx, method, req)
+		if method != "tools/list" || err != nil {
+			return res, err
+		}
+		lr, ok1 := req.(*mcp.ListToolsRequest)
+		out, ok2 := res.(*mcp.ListToolsResult)
+		if !ok1 || !ok2 || canElicit(lr.ClientCapabilities()) {
+			return res, err
+		}
+		kept := make([]*mcp.Tool, 0, len(out.Tools))
+		for _, t := range out.Tools {
+			d := s.defs[t.Name]
+			switch {
+			case d == nil || !d.write:
+				kept = append(kept, t)
+			case d.readOnly != nil:
+				kept = append(kept, d.readOnly)
+			}
+		}
+		out.Tools = kept
+		return out, nil
+	}
+}
+
+// toolError is an isError result: {"error":{"code","message",...}} as text.
+func toolError(code, msg string, extra map[string]any) *mcp.CallToolResult {
+	e := map[string]any{"code": code, "message": msg}
+	for k, v := range extra {
+		e[k] = v
+	}
+	b, _ := json.Marshal(map[string]any{"error": e})
+	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}}
+}
+
+// sidecarError maps a sidecar refusal. Provider 401 and 403 say what they
+// mean for a person's own connection: a 403 is a missing scope or
+// permission, never "token expired".
+func sidecarError(service string, e *sidecar.Error) *mcp.CallToolResult {
+	extra := map[string]any{}
+	if e.RetryAfter > 0 {
+		extra["retry_after"] = e.RetryAfter
+	}
+	if e.UpstreamStatus != 0 {
+		extra["upstream_status"] = e.UpstreamStatus
+	}
+	if e.Arg != "" {
+		extra["arg"] = e.Arg
+	}
+	msg := e.Message
+	if e.Code == sidecar.CodeUpstreamError {
+		switch e.UpstreamStatus {
+		case http.StatusUnauthorized:
+			msg = fmt.Sprintf("the provider rejected the connection's token (HTTP 401: wrong, revoked or expired); the person can run `pinned connect %s` again. Provider said: %s", service, e.Message)
+		case http.StatusForbidden:
+			msg = fmt.Sprintf("the provider refused this op (HTTP 403): the connection's token lacks the scope or permission it needs (the token itself is valid); the person can connect a token with that scope. Provider said: %s", e.Message)
+		}
+	}
+	if e.Code == sidecar.CodeAccessDenied {
+		msg = fmt.Sprintf("this is a write op and %s is connected read-only; the person can run `pinned connect %s --cap write`", service, service)
+	}
+	return toolError(string(e.Code), msg, extra)
+}
+
+// callTool runs one tools/call of a tool: its op (or, compact, the op
+// named in the arguments).
+func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest, d *toolDef) *mcp.CallToolResult {
+	start := time.Now()
+	opName, args := d.op, []byte(req.Params.Arguments)
+	if d.op == "" {
+		var in struct {
+			Op   string          `json:"op"`
+			Args json.RawMessage `json:"args"`
+		}
+		dec := json.NewDecoder(bytes.NewReader(args))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&in); err != nil || in.Op == "" {
+			return toolError(CodeBadArguments, `the arguments must be {"op": "<one of the listed ops>", "args": {...}}`, nil)
+		}
+		m, _ := s.reg.Service(d.service)
+		if _, ok := m.Op(in.Op); !ok {
+			return toolError(string(sidecar.CodeUnknownOp), fmt.Sprintf("%s has no op %q (ops: %v)", d.service, in.Op, m.OpNames()), nil)
+		}
+		opName, args = in.Op, in.Args
+	}
+	res, code := s.call(ctx, req, d.service, opName, args)
+	ev := s.log.Info()
+	if res.IsError {
+		ev = s.log.Warn()
+	}
+	ev.Str("event", "tool_call").Str("tool", req.Params.Name).Str("service", d.service).Str("op", opName).
+		Str("outcome", code).Float64("duration_ms", float64(time.Since(start).Microseconds())/1000).Msg("tool call")
+	return res
+}
+
+// call runs one op for the person; code is "ok", "input_required" or the
+// error code (for the log).
+func (s *Server) call(ctx context.Context, req *mcp.CallToolRequest, service, opName string, args json.RawMessage) (*mcp.CallToolResult, string) {
+	m, _ := s.reg.Service(service)
+	op, _ := m.Op(opName)
+	conn, err := s.store.Get(service)
+	if errors.Is(err, connstore.ErrNotConnected) {
+		return toolError(CodeNotConnected, fmt.Sprintf("%s is not connected; the person can run `pinned connect %s`", service, service), nil), CodeNotConnected
+	}
+	if err != nil {
+		s.log.Error().Str("event", "store").Str("cause", err.Error()).Msg("the connection store cannot be read")
+		return toolError(CodeStoreFailed, "the connection store cannot be read; see the pinned mcp log", nil), CodeStoreFailed
+	}
+	canon, err := grant.CanonicalArgs(args)
+	if err != nil {
+		return toolError(CodeBadArguments, "the arguments are not one strict JSON object (unique keys, valid UTF-8)", nil), CodeBadArguments
+	}
+	hash, _ := grant.ArgsSHA256(canon)
+
+	if op.Access == registry.AccessWrite && conn.Cap == connstore.CapWrite {
+		if !canElicit(req.ClientCapabilities()) {
+			return toolError(CodeConfirmationUnavailable, "write ops run only after the person confirms, and this client cannot ask them (no elicitation capability); nothing was sent", nil), CodeConfirmationUnavailable
+		}
+		if req.Params.RequestState == "" {
+			return s.askConfirm(ctx, req, service, opName, canon, hash)
+		}
+		why := s.ledger.consume(req.Params.RequestState, req.Session, service, opName, hash, s.cfg.Now())
+		if why != "" {
+			return toolError(why, confirmMessage(why), nil), why
+		}
+		answer, _ := req.Params.InputResponses["confirm"].(*mcp.ElicitResult)
+		if answer == nil || answer.Action != "accept" {
+			return toolError(CodeConfirmationDeclined, "the person did not confirm; nothing was sent", nil), CodeConfirmationDeclined
+		}
+	}
+	return s.run(ctx, conn, opName, canon, hash)
+}
+
+func confirmMessage(code string) string {
+	switch code {
+	case CodeConfirmationReplayed:
+		return "this confirmation was already used; a confirmation runs one call (call the tool again to ask the person anew); nothing was sent"
+	case CodeConfirmationMismatch:
+		return "the call's op or args differ from what the person confirmed; nothing was sent"
+	case CodeConfirmationExpired:
+		return "the confirmation expired before it came back; call the tool again to ask the person anew; nothing was sent"
+	}
+	return "the requestState is not a confirmation of this session; nothing was sent"
+}
+
+// askConfirm checks the args in the sandbox and answers input_required
+// with the manifest's confirm sentence.
+func (s *Server) askConfirm(ctx context.Context, req *mcp.CallToolRequest, service, opName string, canon []byte, hash string) (*mcp.CallToolResult, string) {
+	chk, e := s.side.CheckOp(ctx, sidecar.ConsentRequest{Service: service, Op: opName, Args: canon})
+	if e != nil {
+		return sidecarError(service, e), string(e.Code)
+	}
+	if chk.ArgsSHA256 != hash { // one canonicalization on both sides: a bug
+		return toolError(string(sidecar.CodeInternal), "the args could not be bound", nil), string(sidecar.CodeInternal)
+	}
+	id, ok := s.ledger.issue(req.Session, service, opName, hash, s.cfg.Now())
+	if !ok {
+		return toolError(string(sidecar.CodeBusy), "too many confirmations are waiting; retry shortly", map[string]any{"retry_after": 1}), string(sidecar.CodeBusy)
+	}
+	return &mcp.CallToolResult{
+		InputRequests: mcp.InputRequestMap{"confirm": &mcp.ElicitParams{
+			Mode:            "form",
+			Message:         chk.Confirm,
+			RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{}},
+		}},
+		RequestState: id,
+	}, "input_required"
+}
+
+// run mints the call's one-shot grant and runs it through the sidecar.
+func (s *Server) run(ctx context.Context, conn connstore.Connection, opName string, canon []byte, hash string) (*mcp.CallToolResult, string) {
+	now := s.cfg.Now()
+	sealed, err := grant.Seal(&grant.Grant{
+		Service: conn.Service, Access: conn.Cap, Kind: conn.Kind,
+		Secret: conn.Token, Refresh: conn.Refresh, TokenExpiresAt: conn.TokenExpiresAt,
+		ExpiresAt: now.Add(s.cfg.GrantTTL), MemberKey: s.store.Key().Public().String(),
+		Op: opName, ArgsSHA256: hash,
+	}, s.side.PublicKey(), nil)
+	if err != nil {
+		s.log.Error().Str("event", "grant").Str("cause", err.Error()).Msg("the call's grant could not be sealed")
+		return toolError(string(sidecar.CodeInternal), "the call's grant could not be made", nil), string(sidecar.CodeInternal)
+	}
+	res, e := s.side.RunOp(ctx, sidecar.OpRequest{Service: conn.Service, Op: opName, Args: canon, Grant: sealed})
+	rotated := res.Rotated
+	if e != nil {
+		rotated = e.Rotated
+	}
+	if rotated != "" {
+		// The provider retired the old refresh token: keep the new pair now.
+		if err := s.store.PutRotated(rotated); err != nil {
+			s.log.Error().Str("event", "rotated").Str("service", conn.Service).Str("cause", err.Error()).Msg("the rotated token pair could not be stored; the connection must be made again")
+		} else {
+			s.log.Info().Str("event", "rotated").Str("service", conn.Service).Msg("rotated token pair re-sealed into the store")
+		}
+	}
+	if e != nil {
+		if c := e.Cause(); c != nil {
+			s.log.Debug().Str("event", "op_error").Str("code", string(e.Code)).Str("cause", c.Error()).Msg("op failed")
+		}
+		return sidecarError(conn.Service, e), string(e.Code)
+	}
+	if len(res.Data) > s.cfg.MaxResultBytes {
+		return toolError(CodeResultTooLarge, fmt.Sprintf(
+			"the result is %d bytes, over this server's %d-byte cap for one tool result (it would take about %d tokens, twice: structured and as text); nothing is cut short: ask for fewer items (a smaller per_page or limit) or a narrower op",
+			len(res.Data), s.cfg.MaxResultBytes, len(res.Data)/4), map[string]any{"result_bytes": len(res.Data), "max_bytes": s.cfg.MaxResultBytes}), CodeResultTooLarge
+	}
+	body, _ := json.Marshal(struct {
+		Data json.RawMessage `json:"data"`
+	}{res.Data})
+	return &mcp.CallToolResult{
+		Content:           []mcp.Content{&mcp.TextContent{Text: string(body)}},
+		StructuredContent: json.RawMessage(body),
+	}, "ok"
+}
