@@ -1,0 +1,93 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/elevenmessenger/pinned/internal/connstore"
+)
+
+const httpToken = "mcp-http-test-token-0123456789abcdef"
+
+type bearerRT struct {
+	token string
+	next  http.RoundTripper
+}
+
+func (b bearerRT) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return b.next.RoundTrip(r)
+}
+
+// TestStreamableHTTP: the same server over streamable HTTP with a bearer
+// token: refused without it; with it, initialize, the golden tools/list,
+// a read call, and a write call confirmed and declined (the confirmation
+// travels as elicitation/create on the call's event stream).
+func TestStreamableHTTP(t *testing.T) {
+	e := newEnv(t, envOpts{conns: []connstore.Connection{ghWrite, stripeRead}})
+	ts := httptest.NewServer(e.srv.Handler(httpToken))
+	t.Cleanup(ts.Close)
+	tr := &http.Transport{}
+	t.Cleanup(tr.CloseIdleConnections)
+
+	resp, err := http.Post(ts.URL, "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized || !strings.HasPrefix(resp.Header.Get("WWW-Authenticate"), "Bearer") {
+		t.Errorf("without the token: %d %q", resp.StatusCode, resp.Header.Get("WWW-Authenticate"))
+	}
+
+	for _, answer := range []string{"accept", "decline"} {
+		t.Run(answer, func(t *testing.T) {
+			e.fake.Reset()
+			var asked []string
+			c := newClient(clientOpts{answer: answer, asked: &asked})
+			cs, err := c.Connect(context.Background(), &mcp.LoggingTransport{Writer: e.wire, Transport: &mcp.StreamableClientTransport{
+				Endpoint: ts.URL, HTTPClient: &http.Client{Transport: bearerRT{httpToken, tr}}, MaxRetries: -1,
+			}}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cs.Close()
+			t.Logf("negotiated %s", cs.InitializeResult().ProtocolVersion)
+			tools := listTools(t, cs)
+			b, _ := json.MarshalIndent(tools, "", "  ")
+			want, _ := os.ReadFile(filepath.Join("testdata", "tools_full.json"))
+			if string(append(b, '\n')) != string(want) {
+				t.Errorf("tools/list over HTTP differs from testdata/tools_full.json")
+			}
+			res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "github_get_viewer", Arguments: map[string]any{}})
+			if err != nil || res.IsError || !strings.Contains(toolText(t, res), `"login"`) {
+				t.Fatalf("read: %v %+v", err, res)
+			}
+			res, err = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "github_create_issue", Arguments: issueArgs})
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantPOST, wantCode := 1, ""
+			if answer == "decline" {
+				wantPOST, wantCode = 0, CodeConfirmationDeclined
+			}
+			if got := errorCode(t, res); got != wantCode {
+				t.Errorf("code %q, want %q", got, wantCode)
+			}
+			if len(asked) != 1 || asked[0] != issueSpoken {
+				t.Errorf("asked %q", asked)
+			}
+			if n := requestsTo(e.fake, "POST", "/repos/"); n != wantPOST {
+				t.Errorf("%d requests reached the fake, want %d", n, wantPOST)
+			}
+		})
+	}
+}
