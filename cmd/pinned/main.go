@@ -8,6 +8,9 @@
 //	pinned demo      run ops of every service against the local provider fake
 //	pinned registry  check or list manifests
 //	pinned fakeapi   serve the local HTTPS provider fake
+//	pinned connect   connect a service for your own agent
+//	pinned connections  list or remove your connections
+//	pinned mcp       serve your connections to your agent over MCP
 //	pinned version   print the version and the embedded registry digest
 //
 // Run "pinned <command> --help" for each command's flags.
@@ -36,6 +39,9 @@ func commands() []command {
 		{"broker", "run the OAuth relay (code exchange, token refresh, GET /registry)", runBroker},
 		{"registry", "check or list manifests (registry check FILE..., registry list)", runRegistry},
 		{"fakeapi", "serve the local HTTPS provider fake (tests and trials only)", runFakeAPI},
+		{"connect", "connect a service for your own agent (token verified, sealed locally)", runConnect},
+		{"connections", "list your connections (connections remove SERVICE deletes one)", runConnections},
+		{"mcp", "serve your connections to your agent over MCP (stdio or --listen)", runMCP},
 		{"version", "print the version and the embedded registry digest", runVersion},
 	}
 }
@@ -76,7 +82,7 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Commands:")
 	for _, c := range commands() {
-		fmt.Fprintf(w, "  %-9s %s\n", c.name, c.summary)
+		fmt.Fprintf(w, "  %-11s %s\n", c.name, c.summary)
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, `Run "pinned <command> --help" for a command's flags.`)

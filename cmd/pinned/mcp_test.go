@@ -1,0 +1,220 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/elevenmessenger/pinned/internal/fakeapi"
+)
+
+// syncBuf is a bytes.Buffer safe for the subprocess's writers.
+type syncBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuf) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// pinnedEnv is a built pinned binary with its own config directory,
+// pointed at an in-process provider fake.
+type pinnedEnv struct {
+	bin, dir, ca string
+	fake         *fakeapi.Server
+	env          []string
+}
+
+func newPinnedEnv(t *testing.T) *pinnedEnv {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds the pinned binary")
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "pinned")
+	if runtime.GOOS == "windows" {
+		bin += ".exe"
+	}
+	build := exec.Command("go", "build", "-o", bin, ".")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	fake, err := fakeapi.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(fake.Close)
+	ca := filepath.Join(dir, "ca.pem")
+	if err := os.WriteFile(ca, fake.CACertPEM(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(dir, "config")
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "PINNED_") && !strings.HasPrefix(kv, "XDG_") && !strings.HasPrefix(kv, "HOME=") {
+			env = append(env, kv)
+		}
+	}
+	env = append(env, "XDG_CONFIG_HOME="+cfg, "HOME="+dir, "XDG_CACHE_HOME="+filepath.Join(os.TempDir(), "pinned-test-xdg-cache"))
+	return &pinnedEnv{bin: bin, dir: cfg, ca: ca, fake: fake, env: env}
+}
+
+// run runs the binary with stdin and returns its exit code, stdout and
+// stderr.
+func (p *pinnedEnv) run(t *testing.T, in string, args ...string) (int, string, string) {
+	t.Helper()
+	cmd := exec.Command(p.bin, args...)
+	cmd.Env = p.env
+	cmd.Stdin = strings.NewReader(in)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return code, out.String(), errb.String()
+}
+
+func (p *pinnedEnv) fakeFlags() []string {
+	return []string{"--connect-to", p.fake.Addr(), "--cacert", p.ca}
+}
+
+// TestConnectAndMCPStdio: pinned connect against the fake refuses a bad
+// token with the viewer's error and stores nothing; stores a good one 0600
+// and lists it; then pinned mcp over a real stdio subprocess serves it to
+// the SDK's client: initialize, tools/list, a read call, a write call
+// confirmed (one request reaches the fake) and declined (none). No token
+// or store bytes cross stdout or stderr.
+func TestConnectAndMCPStdio(t *testing.T) {
+	p := newPinnedEnv(t)
+	ghTok, stTok := fakeapi.Token("github"), fakeapi.Token("stripe")
+
+	code, out, errs := p.run(t, "ghp_not_a_valid_token_00000000000000000", append([]string{"connect", "github"}, p.fakeFlags()...)...)
+	if code != 1 || !strings.Contains(errs, "GitHub refused the token (github.get_viewer): upstream_error: Bad credentials (HTTP 401)") || !strings.Contains(errs, "nothing was stored") {
+		t.Fatalf("bad token: exit %d\nstdout %s\nstderr %s", code, out, errs)
+	}
+	if _, err := os.Stat(filepath.Join(p.dir, "pinned", "connections.sealed")); !os.IsNotExist(err) {
+		t.Errorf("a refused token left a store: %v", err)
+	}
+	code, out, errs = p.run(t, ghTok+"\n", append([]string{"connect", "github", "--cap", "write"}, p.fakeFlags()...)...)
+	if code != 0 || !strings.Contains(out, "connected github as pinned-tester, read & write") {
+		t.Fatalf("good token: exit %d\nstdout %s\nstderr %s", code, out, errs)
+	}
+	if code, out, errs = p.run(t, stTok, append([]string{"connect", "stripe"}, p.fakeFlags()...)...); code != 0 {
+		t.Fatalf("stripe: exit %d %s %s", code, out, errs)
+	}
+	store := filepath.Join(p.dir, "pinned", "connections.sealed")
+	st, err := os.Stat(store)
+	if err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("store: %v %v", st, err)
+	}
+	raw, _ := os.ReadFile(store)
+	if bytes.Contains(raw, []byte(ghTok)) {
+		t.Error("the store holds the token in plaintext")
+	}
+	code, out, _ = p.run(t, "", "connections")
+	if code != 0 || !strings.Contains(out, "github   read & write  pat   pinned-tester") || !strings.Contains(out, "stripe   read-only") || strings.Contains(out, ghTok) {
+		t.Errorf("connections: exit %d\n%s", code, out)
+	}
+
+	// pinned mcp over stdio.
+	wire := &syncBuf{}
+	stderr := &syncBuf{}
+	answer := "accept"
+	var asked []string
+	client := mcp.NewClient(&mcp.Implementation{Name: "stdio-test", Version: "1"}, &mcp.ClientOptions{
+		ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			asked = append(asked, req.Params.Message)
+			return &mcp.ElicitResult{Action: answer}, nil
+		},
+	})
+	cmd := exec.Command(p.bin, append([]string{"mcp"}, p.fakeFlags()...)...)
+	cmd.Env, cmd.Stderr = p.env, stderr
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cs, err := client.Connect(ctx, &mcp.LoggingTransport{Writer: wire, Transport: &mcp.CommandTransport{Command: cmd}}, nil)
+	if err != nil {
+		t.Fatalf("connect: %v\nstderr %s", err, stderr.String())
+	}
+	if ir := cs.InitializeResult(); ir.ServerInfo.Name != "pinned" || ir.Capabilities.Tools == nil {
+		t.Errorf("initialize: %+v", ir)
+	}
+	lt, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tl := range lt.Tools {
+		names = append(names, tl.Name)
+	}
+	want := "github_create_issue github_get_repo github_get_viewer github_list_issues github_list_repos stripe_get_balance stripe_get_viewer stripe_list_charges stripe_list_customers"
+	if strings.Join(names, " ") != want {
+		t.Errorf("tools %v, want %s", names, want)
+	}
+	p.fake.Reset()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "github_list_repos", Arguments: map[string]any{"per_page": 2}})
+	if err != nil || res.IsError {
+		t.Fatalf("read: %v %+v", err, res)
+	}
+	var data struct {
+		Data []map[string]any `json:"data"`
+	}
+	b, _ := json.Marshal(res.StructuredContent)
+	if json.Unmarshal(b, &data) != nil || len(data.Data) != 2 || data.Data[0]["full_name"] == nil || data.Data[0]["owner"] != nil {
+		t.Errorf("read result %s", b)
+	}
+	args := map[string]any{"owner": "pinned-tester", "repo": "notes", "title": "From stdio", "body": "x"}
+	for _, a := range []string{"accept", "decline"} {
+		answer = a
+		p.fake.Reset()
+		res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "github_create_issue", Arguments: args})
+		if err != nil {
+			t.Fatal(err)
+		}
+		posts := 0
+		for _, r := range p.fake.Requests() {
+			if r.Method == "POST" {
+				posts++
+			}
+		}
+		if wantPosts := map[string]int{"accept": 1, "decline": 0}[a]; posts != wantPosts || res.IsError != (a == "decline") {
+			t.Errorf("%s: %d POSTs (want %d), isError %v", a, posts, wantPosts, res.IsError)
+		}
+	}
+	if len(asked) != 2 || asked[0] != `Open an issue titled "From stdio" in pinned-tester/notes?` {
+		t.Errorf("asked %q", asked)
+	}
+	if err := cs.Close(); err != nil {
+		t.Logf("close: %v", err)
+	}
+	for _, s := range []string{ghTok, stTok, string(raw[:24])} {
+		if strings.Contains(wire.String(), s) || strings.Contains(stderr.String(), s) {
+			t.Errorf("a secret crossed stdout or stderr")
+		}
+	}
+	if !strings.Contains(stderr.String(), `"event":"tool_call"`) {
+		t.Errorf("no tool_call log line on stderr:\n%s", stderr.String())
+	}
+}
