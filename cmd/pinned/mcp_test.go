@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +18,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/elevenmessenger/pinned/broker"
+	"github.com/elevenmessenger/pinned/internal/connstore"
 	"github.com/elevenmessenger/pinned/internal/fakeapi"
 )
 
@@ -216,5 +221,125 @@ func TestConnectAndMCPStdio(t *testing.T) {
 	}
 	if !strings.Contains(stderr.String(), `"event":"tool_call"`) {
 		t.Errorf("no tool_call log line on stderr:\n%s", stderr.String())
+	}
+}
+
+// mintGitHubPair connects GitHub at the fake's OAuth endpoints and returns
+// a fresh pair (8-hour access token, single-use refresh token).
+func mintGitHubPair(t *testing.T, fake *fakeapi.Server) (access, refresh string) {
+	t.Helper()
+	authorize, tokenURL := fakeapi.OAuthEndpoints("github")
+	c := &http.Client{
+		Transport:     fake.Client().Transport,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		Timeout:       10 * time.Second,
+	}
+	const redirect = "http://127.0.0.1/callback"
+	q := url.Values{"client_id": {fakeapi.OAuthClientID("github")}, "redirect_uri": {redirect}, "response_type": {"code"}, "state": {"s0"}}
+	resp, err := c.Get(authorize + "?" + q.Encode())
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	loc, _ := url.Parse(resp.Header.Get("Location"))
+	form := url.Values{
+		"grant_type": {"authorization_code"}, "code": {loc.Query().Get("code")}, "redirect_uri": {redirect},
+		"client_id": {fakeapi.OAuthClientID("github")}, "client_secret": {fakeapi.OAuthClientSecret("github")},
+	}
+	req, _ := http.NewRequest(http.MethodPost, tokenURL, strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Accept", "application/json")
+	resp, err = c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var tok struct {
+		AccessToken  string `json:"access_token"`
+		RefreshToken string `json:"refresh_token"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&tok); err != nil || tok.RefreshToken == "" {
+		t.Fatalf("token exchange: %v", err)
+	}
+	return tok.AccessToken, tok.RefreshToken
+}
+
+// TestConnectOAuthPairRotated: pinned connect stores an expiring OAuth
+// pair (verified with the viewer op); pinned mcp with a broker rotates it
+// before the first call (it expires within the refresh margin) and
+// re-seals the fresh pair into the store at once; the next call runs with
+// the stored fresh token and refreshes nothing (the old refresh token is
+// spent at the fake).
+func TestConnectOAuthPairRotated(t *testing.T) {
+	p := newPinnedEnv(t)
+	access, refresh := mintGitHubPair(t, p.fake)
+	p.env = append(p.env, "GH_ACCESS="+access, "GH_REFRESH="+refresh)
+	code, out, errs := p.run(t, "", append([]string{"connect", "github", "--kind", "oauth", "--token-env", "GH_ACCESS",
+		"--refresh-env", "GH_REFRESH", "--token-expires-in", "30s"}, p.fakeFlags()...)...)
+	if code != 0 {
+		t.Fatalf("connect: exit %d %s %s", code, out, errs)
+	}
+
+	const instance = "cmd-test-broker-instance-token-0123456789"
+	bsrv := httptest.NewUnstartedServer(nil)
+	burl := "http://" + bsrv.Listener.Addr().String()
+	b, err := broker.New(broker.Config{
+		PublicURL: burl, StateKey: bytes.Repeat([]byte{5}, broker.StateKeySize), InstanceTokens: []string{instance},
+		Clients:  map[string]broker.Client{"github": {ID: fakeapi.OAuthClientID("github"), Secret: fakeapi.OAuthClientSecret("github")}},
+		Override: &broker.Override{Addr: p.fake.Addr(), CAPEM: p.fake.CACertPEM()},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bsrv.Config.Handler = b.Handler()
+	bsrv.Start()
+	t.Cleanup(b.Close)
+	t.Cleanup(bsrv.Close)
+
+	stderr := &syncBuf{}
+	wire := &syncBuf{}
+	cmd := exec.Command(p.bin, append([]string{"mcp", "--broker-url", burl}, p.fakeFlags()...)...)
+	cmd.Env, cmd.Stderr = append(p.env, "PINNED_MCP_BROKER_TOKEN="+instance), stderr
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "rot-test", Version: "1"}, nil).
+		Connect(ctx, &mcp.LoggingTransport{Writer: wire, Transport: &mcp.CommandTransport{Command: cmd}}, nil)
+	if err != nil {
+		t.Fatalf("connect: %v\n%s", err, stderr.String())
+	}
+	defer cs.Close()
+	_, before := p.fake.TokenRequests("github")
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "github_get_viewer", Arguments: map[string]any{}})
+	if err != nil || res.IsError {
+		t.Fatalf("first call: %v %+v\n%s", err, res, stderr.String())
+	}
+	store, err := connstore.Open(filepath.Join(p.dir, "pinned"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := store.Get("github")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(c.Token) == access || string(c.Refresh) == refresh || c.RotatedAt.IsZero() {
+		t.Fatalf("the store still holds the old pair\n%s", stderr.String())
+	}
+	p.fake.Reset()
+	if res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "github_list_repos", Arguments: map[string]any{"per_page": 1}}); err != nil || res.IsError {
+		t.Fatalf("next call: %v %+v", err, res)
+	}
+	if reqs := p.fake.Requests(); len(reqs) != 1 || reqs[0].Header.Get("Authorization") != "Bearer "+string(c.Token) {
+		t.Errorf("the next call did not use the stored fresh token")
+	}
+	if _, n := p.fake.TokenRequests("github"); n != before+1 {
+		t.Errorf("%d refreshes, want 1", n-before)
+	}
+	for _, s := range []string{access, refresh, string(c.Token), string(c.Refresh)} {
+		if strings.Contains(wire.String(), s) || strings.Contains(stderr.String(), s) {
+			t.Error("a token crossed stdout or stderr")
+		}
+	}
+	if code, out, _ := p.run(t, "", "connections"); code != 0 || !strings.Contains(out, "github   read-only  oauth") {
+		t.Errorf("connections: %s", out)
 	}
 }
