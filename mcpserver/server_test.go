@@ -503,3 +503,19 @@ func TestScanSecretsFinds(t *testing.T) {
 		t.Errorf("found %d secrets in a clean transcript", len(got))
 	}
 }
+
+// TestDocsListEveryCode: docs/MCP.md's table lists every code of this
+// package.
+func TestDocsListEveryCode(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "docs", "MCP.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []string{CodeNotConnected, CodeResultTooLarge, CodeBadArguments, CodeStoreFailed,
+		CodeConfirmationUnavailable, CodeConfirmationDeclined, CodeConfirmationInvalid, CodeConfirmationReplayed,
+		CodeConfirmationMismatch, CodeConfirmationExpired} {
+		if !strings.Contains(string(doc), "| `"+c+"` |") {
+			t.Errorf("docs/MCP.md does not list %s", c)
+		}
+	}
+}
