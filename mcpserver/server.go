@@ -40,6 +40,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/elevenmessenger/pinned/internal/connstore"
+	"github.com/elevenmessenger/pinned/internal/jsonv"
 	"github.com/elevenmessenger/pinned/registry"
 	"github.com/elevenmessenger/pinned/sidecar"
 	"github.com/elevenmessenger/pinned/sidecar/grant"
@@ -312,9 +313,11 @@ func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest, d *tool
 			Op   string          `json:"op"`
 			Args json.RawMessage `json:"args"`
 		}
+		// Strict first (unique keys, valid UTF-8): one text, one reading.
+		_, perr := jsonv.Parse(args)
 		dec := json.NewDecoder(bytes.NewReader(args))
 		dec.DisallowUnknownFields()
-		if err := dec.Decode(&in); err != nil || in.Op == "" {
+		if err := dec.Decode(&in); perr != nil || err != nil || in.Op == "" {
 			return toolError(CodeBadArguments, `the arguments must be {"op": "<one of the listed ops>", "args": {...}}`, nil)
 		}
 		m, _ := s.reg.Service(d.service)

@@ -519,3 +519,38 @@ func TestDocsListEveryCode(t *testing.T) {
 		}
 	}
 }
+
+// TestCompactArgsStrict: the compact dispatcher refuses arguments that
+// are not exactly {op, args} in strict JSON (a duplicate "op" could be
+// read two ways), with nothing sent.
+func TestCompactArgsStrict(t *testing.T) {
+	e := newEnv(t, envOpts{conns: []connstore.Connection{ghWrite}, tools: ToolsCompact})
+	cs := e.connect(t, clientOpts{answer: "accept"})
+	cases := []struct {
+		name string
+		args json.RawMessage
+		want string
+	}{
+		{"duplicate op", json.RawMessage(`{"op":"get_viewer","op":"create_issue","args":{}}`), CodeBadArguments},
+		{"unknown member", json.RawMessage(`{"op":"get_viewer","args":{},"grant":"x"}`), CodeBadArguments},
+		{"no op", json.RawMessage(`{"args":{}}`), CodeBadArguments},
+		{"unknown op", json.RawMessage(`{"op":"delete_repo","args":{}}`), "unknown_op"},
+		{"args not an object", json.RawMessage(`{"op":"get_viewer","args":[1]}`), CodeBadArguments},
+		{"args break the schema", json.RawMessage(`{"op":"list_repos","args":{"per_page":500}}`), "bad_args"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e.fake.Reset()
+			res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "github_op", Arguments: tc.args})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := errorCode(t, res); got != tc.want {
+				t.Errorf("code %q, want %s: %s", got, tc.want, toolText(t, res))
+			}
+			if n := len(e.fake.Requests()); n != 0 {
+				t.Errorf("%d requests reached the fake", n)
+			}
+		})
+	}
+}

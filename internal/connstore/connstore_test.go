@@ -2,11 +2,14 @@ package connstore
 
 import (
 	"bytes"
+	"crypto/rand"
 	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"golang.org/x/crypto/nacl/box"
 
 	"github.com/elevenmessenger/pinned/sidecar/grant"
 )
@@ -162,4 +165,38 @@ func TestPutRotated(t *testing.T) {
 	if err := s.PutRotated(notConnected); !errors.Is(err, ErrNotConnected) {
 		t.Errorf("rotated pair of an unconnected service: %v", err)
 	}
+}
+
+// FuzzOpen: whatever plaintext is sealed to the store's key, opening it
+// never panics, and what it accepts survives a save and a reopen.
+func FuzzOpen(f *testing.F) {
+	f.Add([]byte(`{"v":1,"connections":[{"service":"github","cap":"read","kind":"pat","token":"t","connected_at":"2026-01-01T00:00:00Z"}]}`))
+	f.Add([]byte(`{"v":1,"connections":[]}`))
+	f.Add([]byte(`{"v":1,"v":1,"connections":[]}`))
+	f.Add([]byte(`{"v":2}`))
+	f.Add([]byte("\xff"))
+	k, err := grant.GenerateKey(nil)
+	if err != nil {
+		f.Fatal(err)
+	}
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, plain []byte) {
+		pub := [grant.KeySize]byte(k.Public())
+		sealed, err := box.SealAnonymous(nil, plain, &pub, rand.Reader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns, err := open(sealed, k)
+		if err != nil {
+			return
+		}
+		s := &Store{dir: dir, key: k}
+		if err := s.save(conns); err != nil {
+			t.Fatal(err)
+		}
+		again, err := s.load()
+		if err != nil || len(again) != len(conns) {
+			t.Fatalf("reopen: %v (%d, want %d)", err, len(again), len(conns))
+		}
+	})
 }
