@@ -60,7 +60,12 @@ func TestStreamableHTTP(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer cs.Close()
-			t.Logf("negotiated %s", cs.InitializeResult().ProtocolVersion)
+			// Stateful streamable HTTP: the SDK client falls back from
+			// 2026-07-28 (stateless only) to 2025-11-25, and the confirmation
+			// is an elicitation/create on the call's event stream.
+			if v := cs.InitializeResult().ProtocolVersion; v != "2025-11-25" {
+				t.Errorf("negotiated %s over HTTP", v)
+			}
 			tools := listTools(t, cs)
 			b, _ := json.MarshalIndent(tools, "", "  ")
 			want, _ := os.ReadFile(filepath.Join("testdata", "tools_full.json"))

@@ -241,6 +241,13 @@ func TestWriteConfirmedAndDeclined(t *testing.T) {
 			e := newEnv(t, envOpts{conns: []connstore.Connection{ghWrite}})
 			var asked []string
 			cs := e.connect(t, clientOpts{answer: tc.answer, protocol: tc.protocol, asked: &asked})
+			wantVersion := tc.protocol
+			if wantVersion == "" {
+				wantVersion = "2026-07-28" // the SDK's latest: input_required rounds driven by the client
+			}
+			if got := cs.InitializeResult().ProtocolVersion; got != wantVersion {
+				t.Errorf("negotiated %s, want %s", got, wantVersion)
+			}
 			res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "github_create_issue", Arguments: issueArgs})
 			if err != nil {
 				t.Fatal(err)

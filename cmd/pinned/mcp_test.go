@@ -13,6 +13,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -144,83 +145,88 @@ func TestConnectAndMCPStdio(t *testing.T) {
 		t.Errorf("connections: exit %d\n%s", code, out)
 	}
 
-	// pinned mcp over stdio.
-	wire := &syncBuf{}
-	stderr := &syncBuf{}
-	answer := "accept"
-	var asked []string
-	client := mcp.NewClient(&mcp.Implementation{Name: "stdio-test", Version: "1"}, &mcp.ClientOptions{
-		ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-			asked = append(asked, req.Params.Message)
-			return &mcp.ElicitResult{Action: answer}, nil
-		},
-	})
-	cmd := exec.Command(p.bin, append([]string{"mcp"}, p.fakeFlags()...)...)
-	cmd.Env, cmd.Stderr = p.env, stderr
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cs, err := client.Connect(ctx, &mcp.LoggingTransport{Writer: wire, Transport: &mcp.CommandTransport{Command: cmd}}, nil)
-	if err != nil {
-		t.Fatalf("connect: %v\nstderr %s", err, stderr.String())
-	}
-	if ir := cs.InitializeResult(); ir.ServerInfo.Name != "pinned" || ir.Capabilities.Tools == nil {
-		t.Errorf("initialize: %+v", ir)
-	}
-	lt, err := cs.ListTools(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, tl := range lt.Tools {
-		names = append(names, tl.Name)
-	}
-	want := "github_create_issue github_get_repo github_get_viewer github_list_issues github_list_repos stripe_get_balance stripe_get_viewer stripe_list_charges stripe_list_customers"
-	if strings.Join(names, " ") != want {
-		t.Errorf("tools %v, want %s", names, want)
-	}
-	p.fake.Reset()
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "github_list_repos", Arguments: map[string]any{"per_page": 2}})
-	if err != nil || res.IsError {
-		t.Fatalf("read: %v %+v", err, res)
-	}
-	var data struct {
-		Data []map[string]any `json:"data"`
-	}
-	b, _ := json.Marshal(res.StructuredContent)
-	if json.Unmarshal(b, &data) != nil || len(data.Data) != 2 || data.Data[0]["full_name"] == nil || data.Data[0]["owner"] != nil {
-		t.Errorf("read result %s", b)
-	}
-	args := map[string]any{"owner": "pinned-tester", "repo": "notes", "title": "From stdio", "body": "x"}
-	for _, a := range []string{"accept", "decline"} {
-		answer = a
-		p.fake.Reset()
-		res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "github_create_issue", Arguments: args})
-		if err != nil {
-			t.Fatal(err)
-		}
-		posts := 0
-		for _, r := range p.fake.Requests() {
-			if r.Method == "POST" {
-				posts++
+	// pinned mcp over stdio: the SDK's latest protocol (server/discover,
+	// input_required rounds) and 2025-11-25 (initialize, elicitation/create).
+	for _, version := range []string{"2026-07-28", "2025-11-25"} {
+		t.Run(version, func(t *testing.T) {
+			wire := &syncBuf{}
+			stderr := &syncBuf{}
+			answer := "accept"
+			var asked []string
+			client := mcp.NewClient(&mcp.Implementation{Name: "stdio-test", Version: "1"}, &mcp.ClientOptions{
+				ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+					asked = append(asked, req.Params.Message)
+					return &mcp.ElicitResult{Action: answer}, nil
+				},
+			})
+			cmd := exec.Command(p.bin, append([]string{"mcp"}, p.fakeFlags()...)...)
+			cmd.Env, cmd.Stderr = p.env, stderr
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			cs, err := client.Connect(ctx, &mcp.LoggingTransport{Writer: wire, Transport: &mcp.CommandTransport{Command: cmd}}, &mcp.ClientSessionOptions{ProtocolVersion: version})
+			if err != nil {
+				t.Fatalf("connect: %v\nstderr %s", err, stderr.String())
 			}
-		}
-		if wantPosts := map[string]int{"accept": 1, "decline": 0}[a]; posts != wantPosts || res.IsError != (a == "decline") {
-			t.Errorf("%s: %d POSTs (want %d), isError %v", a, posts, wantPosts, res.IsError)
-		}
-	}
-	if len(asked) != 2 || asked[0] != `Open an issue titled "From stdio" in pinned-tester/notes?` {
-		t.Errorf("asked %q", asked)
-	}
-	if err := cs.Close(); err != nil {
-		t.Logf("close: %v", err)
-	}
-	for _, s := range []string{ghTok, stTok, string(raw[:24])} {
-		if strings.Contains(wire.String(), s) || strings.Contains(stderr.String(), s) {
-			t.Errorf("a secret crossed stdout or stderr")
-		}
-	}
-	if !strings.Contains(stderr.String(), `"event":"tool_call"`) {
-		t.Errorf("no tool_call log line on stderr:\n%s", stderr.String())
+			if ir := cs.InitializeResult(); ir.ServerInfo.Name != "pinned" || ir.Capabilities.Tools == nil || ir.ProtocolVersion != version {
+				t.Errorf("initialize: %+v", ir)
+			}
+			lt, err := cs.ListTools(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var names []string
+			for _, tl := range lt.Tools {
+				names = append(names, tl.Name)
+			}
+			want := "github_create_issue github_get_repo github_get_viewer github_list_issues github_list_repos stripe_get_balance stripe_get_viewer stripe_list_charges stripe_list_customers"
+			if strings.Join(names, " ") != want {
+				t.Errorf("tools %v, want %s", names, want)
+			}
+			p.fake.Reset()
+			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "github_list_repos", Arguments: map[string]any{"per_page": 2}})
+			if err != nil || res.IsError {
+				t.Fatalf("read: %v %+v", err, res)
+			}
+			var data struct {
+				Data []map[string]any `json:"data"`
+			}
+			b, _ := json.Marshal(res.StructuredContent)
+			if json.Unmarshal(b, &data) != nil || len(data.Data) != 2 || data.Data[0]["full_name"] == nil || data.Data[0]["owner"] != nil {
+				t.Errorf("read result %s", b)
+			}
+			args := map[string]any{"owner": "pinned-tester", "repo": "notes", "title": "From stdio", "body": "x"}
+			for _, a := range []string{"accept", "decline"} {
+				answer = a
+				p.fake.Reset()
+				res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "github_create_issue", Arguments: args})
+				if err != nil {
+					t.Fatal(err)
+				}
+				posts := 0
+				for _, r := range p.fake.Requests() {
+					if r.Method == "POST" {
+						posts++
+					}
+				}
+				if wantPosts := map[string]int{"accept": 1, "decline": 0}[a]; posts != wantPosts || res.IsError != (a == "decline") {
+					t.Errorf("%s: %d POSTs (want %d), isError %v", a, posts, wantPosts, res.IsError)
+				}
+			}
+			if len(asked) != 2 || asked[0] != `Open an issue titled "From stdio" in pinned-tester/notes?` {
+				t.Errorf("asked %q", asked)
+			}
+			if err := cs.Close(); err != nil {
+				t.Logf("close: %v", err)
+			}
+			for _, s := range []string{ghTok, stTok, string(raw[:24])} {
+				if strings.Contains(wire.String(), s) || strings.Contains(stderr.String(), s) {
+					t.Errorf("a secret crossed stdout or stderr")
+				}
+			}
+			if !strings.Contains(stderr.String(), `"event":"tool_call"`) {
+				t.Errorf("no tool_call log line on stderr:\n%s", stderr.String())
+			}
+		})
 	}
 }
 
@@ -342,4 +348,85 @@ func TestConnectOAuthPairRotated(t *testing.T) {
 	if code, out, _ := p.run(t, "", "connections"); code != 0 || !strings.Contains(out, "github   read-only  oauth") {
 		t.Errorf("connections: %s", out)
 	}
+}
+
+// TestMCPListen: pinned mcp --listen serves streamable HTTP; a request
+// without the bearer token is refused 401, the SDK's client with it lists
+// the tools and runs a read call; SIGTERM stops it with exit 0.
+func TestMCPListen(t *testing.T) {
+	p := newPinnedEnv(t)
+	if code, out, errs := p.run(t, fakeapi.Token("github"), append([]string{"connect", "github"}, p.fakeFlags()...)...); code != 0 {
+		t.Fatalf("connect: %d %s %s", code, out, errs)
+	}
+	const token = "listen-test-bearer-token-0123456789"
+	cmd := exec.Command(p.bin, append([]string{"mcp", "--listen", "127.0.0.1:0"}, p.fakeFlags()...)...)
+	cmd.Env = append(p.env, "PINNED_MCP_TOKEN="+token)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stderr := &syncBuf{}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	line := make([]byte, 256)
+	n, err := stdout.Read(line)
+	if err != nil {
+		t.Fatalf("no address: %v\n%s", err, stderr.String())
+	}
+	_, addr, ok := strings.Cut(strings.TrimSpace(string(line[:n])), "http://")
+	addr, _, _ = strings.Cut(addr, " ")
+	if !ok || addr == "" {
+		t.Fatalf("stdout %q", line[:n])
+	}
+	endpoint := "http://" + addr
+	resp, err := http.Post(endpoint, "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("without the token: %d", resp.StatusCode)
+	}
+	tr := &http.Transport{}
+	defer tr.CloseIdleConnections()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "listen-test", Version: "1"}, nil).Connect(ctx, &mcp.StreamableClientTransport{
+		Endpoint: endpoint, HTTPClient: &http.Client{Transport: headerRT{"Bearer " + token, tr}}, MaxRetries: -1,
+	}, nil)
+	if err != nil {
+		t.Fatalf("connect: %v\n%s", err, stderr.String())
+	}
+	lt, err := cs.ListTools(ctx, nil)
+	if err != nil || len(lt.Tools) != 4 { // github read-only: no write tool
+		t.Fatalf("tools: %v %d", err, len(lt.Tools))
+	}
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "github_get_viewer", Arguments: map[string]any{}})
+	if err != nil || res.IsError {
+		t.Fatalf("read: %v %+v", err, res)
+	}
+	cs.Close()
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("after SIGTERM: %v\n%s", err, stderr.String())
+	}
+	if strings.Contains(stderr.String(), fakeapi.Token("github")) || strings.Contains(stderr.String(), token) {
+		t.Error("a token is in the log")
+	}
+}
+
+type headerRT struct {
+	auth string
+	next http.RoundTripper
+}
+
+func (h headerRT) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", h.auth)
+	return h.next.RoundTrip(r)
 }
