@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"flag"
+	"net/http"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -559,5 +560,32 @@ func TestCompactArgsStrict(t *testing.T) {
 				t.Errorf("%d requests reached the fake", n)
 			}
 		})
+	}
+}
+
+// TestScopeFailure: a provider 403 (a token without the scope) is
+// reported as a missing scope or permission, never as an expired token.
+func TestScopeFailure(t *testing.T) {
+	e := newEnv(t, envOpts{conns: []connstore.Connection{ghWrite}})
+	e.fake.SetHandler(func(w http.ResponseWriter, r *http.Request) bool {
+		if r.URL.Path != "/user/repos" {
+			return false
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusForbidden)
+		_, _ = w.Write([]byte(`{"message":"Resource not accessible by personal access token","documentation_url":"https://docs.github.com/rest"}`))
+		return true
+	})
+	t.Cleanup(func() { e.fake.SetHandler(nil) })
+	cs := e.connect(t, clientOpts{answer: "accept"})
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "github_list_repos", Arguments: map[string]any{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	txt := toolText(t, res)
+	if errorCode(t, res) != "upstream_error" || !strings.Contains(txt, "lacks the scope or permission") ||
+		!strings.Contains(txt, "Resource not accessible by personal access token") || !strings.Contains(txt, `"upstream_status":403`) ||
+		strings.Contains(strings.ToLower(txt), "expired") {
+		t.Errorf("403: %s", txt)
 	}
 }
