@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -218,9 +220,9 @@ func TestConnectAndMCPStdio(t *testing.T) {
 			if err := cs.Close(); err != nil {
 				t.Logf("close: %v", err)
 			}
-			for _, s := range []string{ghTok, stTok, string(raw[:24])} {
+			for _, s := range storeSecrets(t, filepath.Join(p.dir, "pinned")) {
 				if strings.Contains(wire.String(), s) || strings.Contains(stderr.String(), s) {
-					t.Errorf("a secret crossed stdout or stderr")
+					t.Errorf("a secret (%d bytes) crossed stdout or stderr", len(s))
 				}
 			}
 			if !strings.Contains(stderr.String(), `"event":"tool_call"`) {
@@ -340,7 +342,7 @@ func TestConnectOAuthPairRotated(t *testing.T) {
 	if _, n := p.fake.TokenRequests("github"); n != before+1 {
 		t.Errorf("%d refreshes, want 1", n-before)
 	}
-	for _, s := range []string{access, refresh, string(c.Token), string(c.Refresh)} {
+	for _, s := range append(storeSecrets(t, filepath.Join(p.dir, "pinned")), access, refresh) {
 		if strings.Contains(wire.String(), s) || strings.Contains(stderr.String(), s) {
 			t.Error("a token crossed stdout or stderr")
 		}
@@ -429,4 +431,35 @@ func (h headerRT) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
 	r.Header.Set("Authorization", h.auth)
 	return h.next.RoundTrip(r)
+}
+
+// storeSecrets lists what must never cross an MCP message or the log:
+// every stored token and refresh token, the store's key, and every
+// 24-byte window of the sealed file (base64, base64url and hex).
+func storeSecrets(t *testing.T, dir string) []string {
+	t.Helper()
+	store, err := connstore.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conns, err := store.List()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := []string{store.Key().Encode()}
+	for _, c := range conns {
+		out = append(out, string(c.Token))
+		if c.Refresh != "" {
+			out = append(out, string(c.Refresh))
+		}
+	}
+	raw, err := os.ReadFile(store.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i+24 <= len(raw); i += 24 {
+		w := raw[i : i+24]
+		out = append(out, base64.StdEncoding.EncodeToString(w)[:32], base64.RawURLEncoding.EncodeToString(w)[:32], hex.EncodeToString(w))
+	}
+	return out
 }
