@@ -449,7 +449,10 @@ func (s *Server) run(ctx context.Context, conn connstore.Connection, opName stri
 	}
 	body, _ := json.Marshal(struct {
 		Data json.RawMessage `json:"data"`
-	}{res.Data})
+		// Next is the args of the next page (ops that page): the agent
+		// calls the same tool with them.
+		Next json.RawMessage `json:"next,omitempty"`
+	}{res.Data, res.Next})
 	return &mcp.CallToolResult{
 		Content:           []mcp.Content{&mcp.TextContent{Text: string(body)}},
 		StructuredContent: json.RawMessage(body),

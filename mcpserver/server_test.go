@@ -589,3 +589,36 @@ func TestScopeFailure(t *testing.T) {
 		t.Errorf("403: %s", txt)
 	}
 }
+
+// TestNextPage: a list op's result carries next, the args of the next
+// page; calling the tool with them reads that page.
+func TestNextPage(t *testing.T) {
+	e := newEnv(t, envOpts{conns: []connstore.Connection{ghWrite}})
+	cs := e.connect(t, clientOpts{answer: "accept"})
+	var seen []any
+	args := map[string]any{"per_page": 2}
+	for page := 1; page <= 2; page++ {
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "github_list_repos", Arguments: args})
+		if err != nil || res.IsError {
+			t.Fatalf("page %d: %v %+v", page, err, res)
+		}
+		var out struct {
+			Data []map[string]any `json:"data"`
+			Next map[string]any   `json:"next"`
+		}
+		b, _ := json.Marshal(res.StructuredContent)
+		if err := json.Unmarshal(b, &out); err != nil || len(out.Data) != 2 || out.Next == nil {
+			t.Fatalf("page %d: %s", page, b)
+		}
+		if out.Next["page"] != float64(page+1) || out.Next["per_page"] != float64(2) {
+			t.Errorf("page %d: next %v", page, out.Next)
+		}
+		for _, r := range out.Data {
+			if slices.Contains(seen, r["full_name"]) {
+				t.Errorf("%v twice", r["full_name"])
+			}
+			seen = append(seen, r["full_name"])
+		}
+		args = out.Next
+	}
+}

@@ -77,7 +77,7 @@ func opTool(m *registry.Manifest, name string) (*toolDef, error) {
 func compactTool(m *registry.Manifest, ops []string, withWrites bool) *mcp.Tool {
 	var names []string
 	var b strings.Builder
-	fmt.Fprintf(&b, "Run one op of %s (connected by the person) in the pinned sandbox; the result holds only the fields the op's manifest keeps. Ops:\n", m.Name)
+	fmt.Fprintf(&b, "Run one op of %s (connected by the person) in the pinned sandbox; the result holds only the fields the op's manifest keeps; a result's next, when present, is the args of the next page. Ops:\n", m.Name)
 	for _, n := range ops {
 		op := m.Ops[n]
 		if op.Access == registry.AccessWrite && !withWrites {
@@ -137,7 +137,8 @@ func argList(op *registry.Op) string {
 func sentence(s string) string { return strings.TrimSuffix(strings.TrimSpace(s), ".") + "." }
 
 // outputSchema is the JSON Schema of a successful result's
-// structuredContent: {"data": <the pick projection>}. The projection
+// structuredContent: {"data": <the pick projection>, "next": <the args of
+// the next page, ops that page only>}. The projection
 // keeps only the pick's fields (dot paths), in the object or in each
 // element of a list; a missing field is omitted; data is null when
 // nothing was kept.
@@ -150,9 +151,16 @@ func outputSchema(op *registry.Op) json.RawMessage {
 		"additionalProperties": false,
 		"items":                map[string]any{"type": "object", "properties": props, "additionalProperties": false},
 	}
+	top := map[string]any{"data": data}
+	if op.Paginate != nil {
+		top["next"] = map[string]any{
+			"type":        "object",
+			"description": "the args of the next page: call this tool again with them; absent on the last page",
+		}
+	}
 	s := map[string]any{
 		"type":                 "object",
-		"properties":           map[string]any{"data": data},
+		"properties":           top,
 		"required":             []string{"data"},
 		"additionalProperties": false,
 	}

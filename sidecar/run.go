@@ -22,7 +22,8 @@ func (s *Server) RunOp(ctx context.Context, req OpRequest) (OpResponse, *Error) 
 	if e != nil {
 		return OpResponse{}, e
 	}
-	return OpResponse{Status: res.Status, Data: nullIfEmpty(res.Data), Rotated: rotated}, nil
+	return OpResponse{Status: res.Status, Data: nullIfEmpty(res.Data), Rotated: rotated,
+		Next: res.Next, Pages: res.Pages, Stopped: string(res.Stopped), StopMessage: res.StopMessage}, nil
 }
 
 // CheckOp is POST /v1/consent without HTTP: it validates the args in the
