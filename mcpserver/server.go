@@ -34,6 +34,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -309,22 +310,15 @@ func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest, d *tool
 	start := time.Now()
 	opName, args := d.op, []byte(req.Params.Arguments)
 	if d.op == "" {
-		var in struct {
-			Op   string          `json:"op"`
-			Args json.RawMessage `json:"args"`
-		}
-		// Strict first (unique keys, valid UTF-8): one text, one reading.
-		_, perr := jsonv.Parse(args)
-		dec := json.NewDecoder(bytes.NewReader(args))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&in); perr != nil || err != nil || in.Op == "" {
+		op, a, ok := parseCompact(args)
+		if !ok {
 			return toolError(CodeBadArguments, `the arguments must be {"op": "<one of the listed ops>", "args": {...}}`, nil)
 		}
 		m, _ := s.reg.Service(d.service)
-		if _, ok := m.Op(in.Op); !ok {
-			return toolError(string(sidecar.CodeUnknownOp), fmt.Sprintf("%s has no op %q (ops: %v)", d.service, in.Op, m.OpNames()), nil)
+		if _, ok := m.Op(op); !ok {
+			return toolError(string(sidecar.CodeUnknownOp), fmt.Sprintf("%s has no op %q (ops: %v)", d.service, clip(op, 64), m.OpNames()), nil)
 		}
-		opName, args = in.Op, in.Args
+		opName, args = op, a
 	}
 	res, code := s.call(ctx, req, d.service, opName, args)
 	ev := s.log.Info()
@@ -457,4 +451,31 @@ func (s *Server) run(ctx context.Context, conn connstore.Connection, opName stri
 		Content:           []mcp.Content{&mcp.TextContent{Text: string(body)}},
 		StructuredContent: json.RawMessage(body),
 	}, "ok"
+}
+
+// parseCompact reads a compact dispatcher's arguments: exactly {"op":
+// string, "args": any} in strict JSON (unique keys, valid UTF-8: one
+// text, one reading), op not empty. args is left for CanonicalArgs.
+func parseCompact(raw []byte) (op string, args json.RawMessage, ok bool) {
+	if _, err := jsonv.Parse(raw); err != nil {
+		return "", nil, false
+	}
+	var in struct {
+		Op   string          `json:"op"`
+		Args json.RawMessage `json:"args"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&in); err != nil || in.Op == "" {
+		return "", nil, false
+	}
+	return in.Op, in.Args, true
+}
+
+// clip cuts a caller's string for a message.
+func clip(s string, n int) string {
+	if len(s) > n {
+		s = s[:n] + "…"
+	}
+	return strings.ToValidUTF8(s, "?")
 }
