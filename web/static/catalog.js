@@ -63,10 +63,10 @@
       el('h2', { id: 'h-' + id, text: svc.name }),
       el('div', { class: 'host' }, 'API host: ', el('code', { text: svc.host })),
       svc.description ? el('p', { class: 'desc', text: svc.description }) : null,
-      el('div', { class: 'cols' }, opsTable(svc), el('div', {}, panel, statusNode)));
+      el('div', { class: 'cols' }, opsTable(svc), el('div', { class: 'side' }, panel, statusNode)));
 
     if (conn) {
-      panel.append(
+      panel.append(...[
         el('p', { class: 'connected', id: 'connected-' + id },
           'Connected', conn.account ? ' as ' : '', conn.account ? el('strong', { class: 'account', text: conn.account }) : null,
           ' · ', el('span', { class: 'cap-now', text: capLabel[conn.cap] }),
@@ -86,7 +86,7 @@
             await refresh(id, 'Disconnected; the connection is gone from this device.');
           } }, 'Disconnect ' + svc.name)),
         id === 'github' ? el('p', {}, el('a', { href: '/apps/github', id: 'open-github' }, 'Open the GitHub app')) : null,
-        tryPanel(svc, statusNode));
+        tryPanel(svc, statusNode)].filter(Boolean));
       return section;
     }
 
@@ -127,7 +127,7 @@
     for (const k of p.split('.')) {
       if (Array.isArray(v)) v = v.map((x) => (x && typeof x === 'object' ? x[k] : undefined)).filter((x) => x !== undefined);
       else v = v && typeof v === 'object' ? v[k] : undefined;
-      if (v === undefined) return '';
+      if (v === undefined || v === null) return '';
     }
     return Array.isArray(v) ? v.join(', ') : String(v);
   }

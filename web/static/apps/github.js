@@ -54,7 +54,7 @@
       list.append(el('li', {}, el('button', {
         type: 'button', class: 'repo', 'data-repo': r.full_name, 'aria-pressed': r.full_name === state.repo ? 'true' : 'false',
         onclick: () => select(r.full_name),
-      }, r.full_name + (r.private ? ' 🔒' : ''))));
+      }, r.full_name + (r.private ? ' (private)' : ''))));
     }
     const panel = $('repo-panel');
     panel.hidden = !state.repo;
@@ -210,6 +210,7 @@
     $('new-issue').addEventListener('submit', submitIssue);
     await listRepos();
     if (state.repo) await listIssues(state.repo);
+    $('app').dataset.loaded = 'true'; // every fetch of the page load is done
   }
 
   main();
