@@ -10,6 +10,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -49,7 +50,7 @@ func (s *Server) identityOf(ctx context.Context, b Bot) (identity, error) {
 	s.mu.Unlock()
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	status, body, err := s.call(ctx, b, http.MethodGet, "/v1/identity", nil)
+	status, body, _, err := s.call(ctx, b, http.MethodGet, "/v1/identity", nil)
 	if err != nil {
 		return identity{}, err
 	}
@@ -132,13 +133,16 @@ func (s *Server) relay(path string, withGrant bool) http.HandlerFunc {
 			e.write(w)
 			return
 		}
-		status, answer, err := s.call(r.Context(), b, http.MethodPost, path, body)
+		status, answer, retryAfter, err := s.call(r.Context(), b, http.MethodPost, path, body)
 		if err != nil {
 			info.outcome, info.cause = string(CodeBotFailed), err.Error()
 			newError(CodeBotFailed, "the bot's sidecar could not be reached; try again").write(w)
 			return
 		}
 		info.outcome = outcomeOf(status, answer)
+		if retryAfter != "" {
+			w.Header().Set("Retry-After", retryAfter)
+		}
 		writeJSON(w, status, bytes.TrimRight(answer, "\n"))
 	}
 }
@@ -189,9 +193,9 @@ func outcomeOf(status int, answer []byte) string {
 }
 
 // call sends one request to a bot's sidecar with its caller token and
-// returns the status and body (at most maxAnswerBytes; a JSON answer is
-// required).
-func (s *Server) call(ctx context.Context, b Bot, method, path string, body []byte) (int, []byte, error) {
+// returns the status, the body (at most maxAnswerBytes; a JSON answer is
+// required) and its Retry-After (busy, rate_limited, refresh_unavailable).
+func (s *Server) call(ctx context.Context, b Bot, method, path string, body []byte) (int, []byte, string, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.BotTimeout)
 	defer cancel()
 	var rd io.Reader
@@ -200,7 +204,7 @@ func (s *Server) call(ctx context.Context, b Bot, method, path string, body []by
 	}
 	req, err := http.NewRequestWithContext(ctx, method, b.URL+path, rd)
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, "", err
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
@@ -210,18 +214,22 @@ func (s *Server) call(ctx context.Context, b Bot, method, path string, body []by
 	}
 	resp, err := s.client.Do(req)
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, "", err
 	}
 	defer resp.Body.Close()
 	answer, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes+1))
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, "", err
 	}
 	if len(answer) > maxAnswerBytes {
-		return 0, nil, errors.New("the sidecar's answer is over 1 MiB")
+		return 0, nil, "", errors.New("the sidecar's answer is over 1 MiB")
 	}
 	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != "application/json" {
-		return 0, nil, fmt.Errorf("the sidecar answered %d with Content-Type %q", resp.StatusCode, clip(resp.Header.Get("Content-Type"), 64))
+		return 0, nil, "", fmt.Errorf("the sidecar answered %d with Content-Type %q", resp.StatusCode, clip(resp.Header.Get("Content-Type"), 64))
 	}
-	return resp.StatusCode, answer, nil
+	ra := resp.Header.Get("Retry-After")
+	if len(ra) > 8 || strings.Trim(ra, "0123456789") != "" {
+		ra = "" // delay-seconds only
+	}
+	return resp.StatusCode, answer, ra, nil
 }

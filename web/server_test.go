@@ -38,6 +38,9 @@ func (s *stubSidecar) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	status, answer := s.status, s.answer
 	s.mu.Unlock()
 	w.Header().Set("Content-Type", "application/json")
+	if status == http.StatusServiceUnavailable {
+		w.Header().Set("Retry-After", "5")
+	}
 	switch r.URL.Path {
 	case "/v1/identity":
 		_, _ = io.WriteString(w, `{"public_key":"`+base64.StdEncoding.EncodeToString(make([]byte, 32))+`","registry":"sha256:x"}`)
@@ -348,6 +351,19 @@ func TestRelayPassesAnswers(t *testing.T) {
 	}
 	if rec.Header().Get("Cache-Control") != "no-store" {
 		t.Error("a relayed answer must not be cached")
+	}
+
+	stub.mu.Lock()
+	stub.status, stub.answer = 503, `{"error":{"code":"busy","message":"every op slot is taken","retry_after":5}}`
+	stub.mu.Unlock()
+	req = httptest.NewRequest("POST", "http://example.test/api/bots/eleven/ops",
+		strings.NewReader(`{"service":"hubspot","op":"get_viewer","grant":"`+validGrant+`"}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Origin", "http://example.test")
+	rec = httptest.NewRecorder()
+	s.Handler().ServeHTTP(rec, req)
+	if rec.Code != 503 || rec.Header().Get("Retry-After") != "5" {
+		t.Errorf("busy relayed as %d with Retry-After %q", rec.Code, rec.Header().Get("Retry-After"))
 	}
 	if !strings.Contains(logs.String(), `"outcome":"upstream_error"`) || !strings.Contains(logs.String(), `"service":"hubspot"`) {
 		t.Errorf("log = %s", logs)
