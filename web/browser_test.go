@@ -376,7 +376,7 @@ func testReadOnlyRefuses(t *testing.T, e *browserEnv) {
 func testOpenIssue(t *testing.T, e *browserEnv) {
 	e.open("/apps/github")
 	e.waitFor("the saved repository", `document.getElementById('repo-h').textContent === 'pinned-tester/notes' && document.querySelectorAll('#issues li.issue').length > 0`)
-	title := fmt.Sprintf("Opened from Chromium %d", time.Now().UnixNano())
+	title := "Opened from Chromium: a dark mode for the catalog"
 	e.do(chromedp.SendKeys(chromedp.ID("issue-title"), title))
 	e.waitFor("the confirm sentence", `document.getElementById('confirm').textContent === `+jsString(`Open an issue titled "`+title+`" in pinned-tester/notes?`))
 	e.st.Fake.Reset()

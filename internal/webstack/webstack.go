@@ -161,7 +161,8 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	_, _ = rand.Read(stateKey)
 	b, err := broker.New(broker.Config{
 		PublicURL:            s.BrokerURL,
-		AllowedReturnOrigins: []string{s.WebURL},
+		// The printed URL and its localhost spelling may both start a flow.
+		AllowedReturnOrigins: []string{s.WebURL, strings.Replace(s.WebURL, "127.0.0.1", "localhost", 1)},
 		StateKey:             stateKey,
 		InstanceTokens:       []string{instanceToken},
 		Clients:              clients,
