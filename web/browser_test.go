@@ -427,10 +427,12 @@ func testHubSpotOAuth(t *testing.T, e *browserEnv) []string {
 		t.Fatalf("refreshes before the pair is stale = %d", refreshes)
 	}
 
-	// The sidecar's clock moves 15 s on: the pair is inside the refresh
-	// margin, so the next op rotates it and the answer carries `rotated`.
+	// The sidecar's clock moves 75 s on: by its stated expiry the pair has
+	// expired, so the next op rotates it first and the answer carries
+	// `rotated`. (The grants the page mints still live: two minutes plus
+	// the 30 s skew.)
 	fake.SetOAuthLifetime(fakeapi.HubSpot, 30*time.Minute)
-	e.clock.Set(15 * time.Second)
+	e.clock.Set(75 * time.Second)
 	runContacts("the contacts after the rotation")
 	if _, refreshes = fake.TokenRequests(fakeapi.HubSpot); refreshes != 1 {
 		t.Fatalf("refreshes = %d, want 1", refreshes)
@@ -440,7 +442,7 @@ func testHubSpotOAuth(t *testing.T, e *browserEnv) []string {
 	}
 	// Past the grace window (3 s here) the old pair is dead: the op works
 	// only because the page re-stored the fresh one.
-	e.clock.Set(25 * time.Second)
+	e.clock.Set(85 * time.Second)
 	runContacts("the contacts after the grace window")
 	if _, refreshes = fake.TokenRequests(fakeapi.HubSpot); refreshes != 1 {
 		t.Fatalf("refreshes after the grace window = %d, want still 1 (the page presented the fresh pair)", refreshes)
