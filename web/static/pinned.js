@@ -303,10 +303,11 @@
     const r = await api('/api/bots/' + encodeURIComponent(bot.name) + '/ops', { service: conn.service, op: opName, args: args || {}, grant: grant });
     if (r.body && typeof r.body.rotated === 'string') await adoptRotated(conn, r.body.rotated, opts.persist !== false);
     if (!r.ok) throw errorFrom(r);
-    return r.body.data;
+    return opts.full ? r.body : r.body.data;
   }
 
-  // runOp runs an op of a stored connection.
+  // runOp runs an op of a stored connection and returns its data; with
+  // opts.full the whole answer ({status, data, next?}).
   async function runOp(service, opName, args, opts) {
     const conn = await getConnection(service);
     if (!conn) throw new PinnedError('not_connected', 'Connect this service in Integrations first.');

@@ -77,21 +77,32 @@
     }
   }
 
-  // listRepos reads every page of /user/repos (page and per_page until a
-  // short page), then folds one repos.listed event.
+  // listRepos reads every page of /user/repos, then folds one
+  // repos.listed event. It follows the answer's `next` (the next page's
+  // args) where the sidecar gives one; a sidecar that does not page gets
+  // page=1,2,… with per_page=100 until a short page.
   async function listRepos() {
     const status = $('page-status');
     P.status(status, 'Fetching repositories…');
     try {
       const all = [];
-      let page = 1;
-      for (; page <= MAX_PAGES; page++) {
-        const data = await P.runOp('github', 'list_repos', { per_page: PER_PAGE, page: page });
-        const got = Array.isArray(data) ? data : [];
+      let args = { per_page: PER_PAGE, page: 1 };
+      let pages = 0;
+      let sawNext = false;
+      while (pages < MAX_PAGES) {
+        const answer = await P.runOp('github', 'list_repos', args, { full: true });
+        pages++;
+        const got = Array.isArray(answer.data) ? answer.data : [];
         all.push(...got);
-        if (got.length < PER_PAGE) break;
+        if (answer.next && typeof answer.next === 'object') {
+          sawNext = true;
+          args = answer.next;
+          continue;
+        }
+        if (sawNext || got.length < PER_PAGE) break;
+        args = { per_page: PER_PAGE, page: args.page + 1 };
       }
-      await emit({ type: 'repos.listed', repos: all, pages: Math.min(page, MAX_PAGES) }, (old) => old.type === 'repos.listed');
+      await emit({ type: 'repos.listed', repos: all, pages: pages }, (old) => old.type === 'repos.listed');
       P.status(status, all.length + ' repositories.', 'ok');
     } catch (e) {
       P.status(status, 'Repositories could not be fetched: ' + e.message, 'bad');
