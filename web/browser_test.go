@@ -357,6 +357,10 @@ func testPasteReadOnly(t *testing.T, e *browserEnv, pat string) {
 	if got := e.text("#repo-h"); got != "pinned-tester/notes" {
 		t.Errorf("repository heading = %q", got)
 	}
+	// Links built from provider data are https or nothing.
+	if got := eval[string](e, `JSON.stringify(['https://github.com/x', 'javascript:alert(1)', 'JAVASCRIPT:x', 'data:text/html,x', '//evil.test', 'http://x'].map(pinned.safeHref))`); got != `["https://github.com/x",null,null,null,null,null]` {
+		t.Errorf("safeHref = %s", got)
+	}
 }
 
 func testReadOnlyRefuses(t *testing.T, e *browserEnv) {

@@ -400,6 +400,9 @@
     for (const c of children) if (c !== null && c !== undefined) e.append(c);
     return e;
   }
+  // safeHref keeps a URL that came from a provider only when it is https
+  // (never javascript:, data: or a relative path).
+  function safeHref(u) { return typeof u === 'string' && /^https:\/\/[^\s]+$/.test(u) ? u : undefined; }
   function status(node, msg, kind) {
     node.textContent = msg || '';
     node.className = kind === 'bad' ? 'status-bad' : kind === 'ok' ? 'status-ok' : '';
@@ -408,7 +411,7 @@
   window.pinned = {
     PinnedError, ready, memberPublicKey, catalog, bots, currentBot, chooseBot, fillBotSelect,
     connections, getConnection, connect, disconnect, setCap, capAllows, consent, runOp,
-    appendEvent, events, clearEvents, el, status,
+    appendEvent, events, clearEvents, el, status, safeHref,
     get rotations() { return rotations; },
     // For the cross-language test: the member's sealed-box primitives.
     _seal: (obj, pub) => seal(obj, pub),

@@ -72,7 +72,7 @@
       const pr = i.pull_request && i.pull_request.html_url;
       issues.append(el('li', { class: 'issue', 'data-number': String(i.number) },
         el('span', { class: 'tag ' + (pr ? 'write' : 'read'), text: pr ? 'PR' : 'issue' }), ' ',
-        el('a', { href: i.html_url, rel: 'noopener noreferrer', target: '_blank' }, '#' + i.number + ' ' + i.title),
+        el('a', { href: P.safeHref(i.html_url), rel: 'noopener noreferrer', target: '_blank' }, '#' + i.number + ' ' + i.title),
         i.user && i.user.login ? el('span', { class: 'muted', text: ' by ' + i.user.login }) : null));
     }
   }
