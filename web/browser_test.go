@@ -352,6 +352,10 @@ func testPasteReadOnly(t *testing.T, e *browserEnv, pat string) {
 	if len(pages) != 3 {
 		t.Errorf("list_repos pages = %q, want 3 pages of 100 for %d repositories", pages, fakeapi.GitHubRepoCount)
 	}
+	// The sidecar pages (POST /v1/ops answers next): the app follows it.
+	if by := eval[string](e, `document.getElementById('fetched').dataset.pagedBy`); by != "next" {
+		t.Errorf("the app paged by %q, want next", by)
+	}
 	e.do(chromedp.Click(chromedp.CSS(`button[data-repo="pinned-tester/notes"]`)))
 	e.waitFor("the repository's open issues", `document.querySelectorAll('#issues li.issue').length > 0`)
 	if got := e.text("#repo-h"); got != "pinned-tester/notes" {

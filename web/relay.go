@@ -91,6 +91,7 @@ type opBody struct {
 	Service string          `json:"service"`
 	Op      string          `json:"op"`
 	Args    json.RawMessage `json:"args,omitempty"`
+	Pages   json.RawMessage `json:"pages,omitempty"` // the sidecar checks it
 	Grant   string          `json:"grant"`
 }
 

@@ -6,7 +6,7 @@
 //
 // Fetched results fold into the app's state as typed events kept in
 // IndexedDB, so a reload shows the last state at once:
-//   repos.listed   {repos, pages}     replaces the repository list
+//   repos.listed   {repos, pages, paged_by}  replaces the repository list
 //   repo.selected  {repo}             the repository on screen
 //   issues.listed  {repo, items}      replaces that repository's issues
 //   issue.created  {repo, issue}      adds the new issue on top
@@ -23,7 +23,7 @@
     const st = { repos: null, pages: 0, fetchedAt: '', repo: '', issues: {} };
     for (const ev of events) {
       switch (ev.type) {
-        case 'repos.listed': st.repos = ev.repos; st.pages = ev.pages; st.fetchedAt = ev.at; break;
+        case 'repos.listed': st.repos = ev.repos; st.pages = ev.pages; st.pagedBy = ev.paged_by; st.fetchedAt = ev.at; break;
         case 'repo.selected': st.repo = ev.repo; break;
         case 'issues.listed': st.issues[ev.repo] = ev.items; break;
         case 'issue.created':
@@ -50,6 +50,7 @@
     const repos = state.repos || [];
     $('repo-count').textContent = state.repos ? '(' + repos.length + ')' : '';
     $('fetched').textContent = state.fetchedAt ? 'fetched ' + new Date(state.fetchedAt).toLocaleString() + ' in ' + state.pages + ' pages' : '';
+    $('fetched').dataset.pagedBy = state.pagedBy || '';
     for (const r of repos) {
       list.append(el('li', {}, el('button', {
         type: 'button', class: 'repo', 'data-repo': r.full_name, 'aria-pressed': r.full_name === state.repo ? 'true' : 'false',
@@ -102,7 +103,7 @@
         if (sawNext || got.length < PER_PAGE) break;
         args = { per_page: PER_PAGE, page: args.page + 1 };
       }
-      await emit({ type: 'repos.listed', repos: all, pages: pages }, (old) => old.type === 'repos.listed');
+      await emit({ type: 'repos.listed', repos: all, pages: pages, paged_by: sawNext ? 'next' : 'page' }, (old) => old.type === 'repos.listed');
       P.status(status, all.length + ' repositories.', 'ok');
     } catch (e) {
       P.status(status, 'Repositories could not be fetched: ' + e.message, 'bad');
