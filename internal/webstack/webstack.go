@@ -160,7 +160,7 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	stateKey := make([]byte, broker.StateKeySize)
 	_, _ = rand.Read(stateKey)
 	b, err := broker.New(broker.Config{
-		PublicURL:            s.BrokerURL,
+		PublicURL: s.BrokerURL,
 		// The printed URL and its localhost spelling may both start a flow.
 		AllowedReturnOrigins: []string{s.WebURL, strings.Replace(s.WebURL, "127.0.0.1", "localhost", 1)},
 		StateKey:             stateKey,
