@@ -105,18 +105,29 @@
 
   // ---- the member's key ----------------------------------------------------
 
+  // memberKey loads the member's key pair, generating it on first use; one
+  // promise, so two callers never generate two keys.
   let memberKP = null;
-  async function memberKey() {
-    await ready();
-    if (memberKP) return memberKP;
-    let kp = await idb.get('keys', 'member');
-    if (!kp) {
-      const k = sodium.crypto_box_keypair();
-      kp = { publicKey: k.publicKey, privateKey: k.privateKey, created: new Date().toISOString() };
-      await idb.put('keys', 'member', kp);
+  function memberKey() {
+    if (!memberKP) {
+      memberKP = (async () => {
+        await ready();
+        let kp = await idb.get('keys', 'member');
+        if (!kp) {
+          const k = sodium.crypto_box_keypair();
+          kp = { publicKey: k.publicKey, privateKey: k.privateKey, created: new Date().toISOString() };
+          try {
+            await withStore('keys', 'readwrite', (st) => st.add(kp, 'member')); // never replaces a key
+          } catch (e) {
+            kp = await idb.get('keys', 'member'); // another tab made it first
+            if (!kp) throw e;
+          }
+        }
+        return kp;
+      })();
+      memberKP.catch(() => { memberKP = null; });
     }
-    memberKP = kp;
-    return kp;
+    return memberKP;
   }
   async function memberPublicKey() { return b64((await memberKey()).publicKey); }
 
