@@ -437,9 +437,9 @@ func testHubSpotOAuth(t *testing.T, e *browserEnv) []string {
 
 	// The sidecar's clock moves 75 s on: by its stated expiry the pair has
 	// expired, so the next op rotates it first and the answer carries
-	// `rotated`. (The grants the page mints still live: two minutes plus
-	// the 30 s skew.)
-	fake.SetOAuthLifetime(fakeapi.HubSpot, 30*time.Minute)
+	// `rotated`. The fake keeps issuing 70-second pairs, so from here on
+	// every op rotates. (The grants the page mints still live: two
+	// minutes plus the 30 s skew.)
 	e.clock.Set(75 * time.Second)
 	runContacts("the contacts after the rotation")
 	if _, refreshes = fake.TokenRequests(fakeapi.HubSpot); refreshes != 1 {
@@ -448,12 +448,31 @@ func testHubSpotOAuth(t *testing.T, e *browserEnv) []string {
 	if n := eval[int](e, `pinned.rotations`); n != 1 {
 		t.Fatalf("the page adopted %d rotated pairs, want 1", n)
 	}
-	// Past the grace window (3 s here) the old pair is dead: the op works
-	// only because the page re-stored the fresh one.
+
+	// Past the grace window (3 s here), with the op failing after its
+	// rotation: the error answer carries the only copy of the live pair.
+	fake.SetHandler(func(w http.ResponseWriter, r *http.Request) bool {
+		if r.Host != fakeapi.HostHubSpot || r.URL.Path != "/crm/v3/objects/contacts" {
+			return false
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusNotFound)
+		_, _ = w.Write([]byte(`{"status":"error","message":"The contacts are not here today","category":"OBJECT_NOT_FOUND"}`))
+		return true
+	})
 	e.clock.Set(85 * time.Second)
+	e.do(chromedp.Click(chromedp.ID("run-hubspot")))
+	e.waitFor("the failed op", `document.getElementById('status-hubspot').textContent.includes('not here today')`)
+	fake.SetHandler(nil)
+	if n := eval[int](e, `pinned.rotations`); n != 2 {
+		t.Fatalf("the page adopted %d rotated pairs, want 2 (one on the error answer)", n)
+	}
+	// Past the grace window again: the op works only because the page
+	// re-stored the pair from the error answer (the one before is burned).
+	e.clock.Set(95 * time.Second)
 	runContacts("the contacts after the grace window")
-	if _, refreshes = fake.TokenRequests(fakeapi.HubSpot); refreshes != 1 {
-		t.Fatalf("refreshes after the grace window = %d, want still 1 (the page presented the fresh pair)", refreshes)
+	if _, refreshes = fake.TokenRequests(fakeapi.HubSpot); refreshes != 3 {
+		t.Fatalf("refreshes = %d, want 3 (one per op since the pair expired)", refreshes)
 	}
 	e.screenshot("catalog.png")
 
