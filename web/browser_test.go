@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -259,6 +260,7 @@ func TestBrowser(t *testing.T) {
 		})
 	}
 	run("crypto across languages", func(t *testing.T) { testCrypto(t, e) })
+	run("the CSP and the same-origin relay hold", func(t *testing.T) { testSameOrigin(t, e) })
 	run("paste a token read-only", func(t *testing.T) { testPasteReadOnly(t, e, pat) })
 	run("read-only cap refuses a write in the page", func(t *testing.T) { testReadOnlyRefuses(t, e) })
 	run("read & write opens exactly one issue", func(t *testing.T) { testOpenIssue(t, e) })
@@ -306,6 +308,53 @@ func testCrypto(t *testing.T, e *browserEnv) {
 	rot2, _ := grant.SealRotated(&grant.Rotated{Service: "hubspot", Kind: grant.KindOAuth, Access: "x"}, other.Public(), nil)
 	if msg := eval[string](e, `pinned._open(`+jsString(rot2)+`).then(() => 'opened', (err) => 'refused: ' + err.message)`); !strings.HasPrefix(msg, "refused") {
 		t.Fatalf("a box sealed to another key: %s", msg)
+	}
+}
+
+// testSameOrigin: in the page, an inline script and a fetch to another
+// origin are blocked; a page on another origin that posts a form to the
+// relay is refused with 403 before anything reaches a bot.
+func testSameOrigin(t *testing.T, e *browserEnv) {
+	e.openCatalog()
+	got := eval[string](e, `(async () => {
+		const out = [];
+		const s = document.createElement('script');
+		s.textContent = 'window.__inline = 1';
+		document.body.append(s);
+		out.push(window.__inline === undefined ? 'inline blocked' : 'inline ran');
+		try { await fetch('https://api.github.com/user'); out.push('fetch ran'); } catch (err) { out.push('fetch blocked'); }
+		return out.join(', ');
+	})()`)
+	// (DevTools' own evaluation is exempt from the CSP, so eval cannot be
+	// probed from here; TestSecurityHeaders checks the policy allows none.)
+	if got != "inline blocked, fetch blocked" {
+		t.Errorf("in the page: %s", got)
+	}
+
+	// Another origin (another loopback port) whose page posts to the relay.
+	evil := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprintf(w, `<!doctype html><form id="f" method="post" enctype="text/plain" action="%s/api/bots/demo-bot/ops">
+			<input name='{"service":"github","op":"create_issue","args":{"owner":"pinned-tester","repo":"notes","title":"csrf"},"grant":"' value='x"}'></form>
+			<script>document.getElementById('f').submit()</script>`, e.st.WebURL)
+	}))
+	defer evil.Close()
+	before := strings.Count(e.webLog.String(), `"method":"POST","route":"/api/*","status":403`)
+	e.do(chromedp.Navigate(evil.URL))
+	e.waitFor("the refusal", `document.body && document.body.textContent.includes('cross_origin')`)
+	// The access log line is written once the answer is out.
+	after := before
+	for deadline := time.Now().Add(3 * time.Second); after == before && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		after = strings.Count(e.webLog.String(), `"method":"POST","route":"/api/*","status":403`)
+	}
+	if after != before+1 {
+		t.Errorf("pinned web logged %d refused relay posts, want %d", after-before, 1)
+	}
+	if !strings.Contains(e.webLog.String(), `"outcome":"cross_origin","cause":"Sec-Fetch-Site is same-site"`) {
+		t.Error("the refusal is not logged with its reason")
+	}
+	if strings.Contains(e.webLog.String(), `"op":"create_issue"`) {
+		t.Error("the cross-origin post reached the relay")
 	}
 }
 

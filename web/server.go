@@ -201,6 +201,8 @@ func securityHeaders(next http.Handler) http.Handler {
 func sameOrigin(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if why := crossOrigin(r); why != "" {
+			info := infoFrom(r)
+			info.outcome, info.cause = string(CodeCrossOrigin), why
 			newError(CodeCrossOrigin, "refused: "+why+"; pinned web answers its own pages only").write(w)
 			return
 		}
