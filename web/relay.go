@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
 
 	"github.com/elevenmessenger/pinned/internal/jsonv"
 )
@@ -212,6 +213,10 @@ func (s *Server) call(ctx context.Context, b Bot, method, path string, body []by
 	}
 	if b.Token != "" {
 		req.Header.Set("Authorization", "Bearer "+string(b.Token))
+	}
+	// The sidecar keeps the id, so one request is one id in both logs.
+	if id := middleware.GetReqID(ctx); id != "" && requestIDRe.MatchString(id) {
+		req.Header.Set(middleware.RequestIDHeader, id)
 	}
 	resp, err := s.client.Do(req)
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
 	"github.com/rs/zerolog"
 
 	"github.com/elevenmessenger/pinned/host"
@@ -236,7 +237,7 @@ func crossOrigin(r *http.Request) string {
 
 func (s *Server) routes() http.Handler {
 	r := chi.NewRouter()
-	r.Use(s.accessLog, s.recoverer, securityHeaders)
+	r.Use(sanitizeRequestID, middleware.RequestID, s.accessLog, s.recoverer, securityHeaders)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		newError(CodeNotFound, "no such page or endpoint").write(w)
 	})
@@ -360,6 +361,19 @@ func infoFrom(r *http.Request) *reqInfo {
 	return &reqInfo{}
 }
 
+// requestIDRe is what an incoming X-Request-Id must look like to be kept
+// (the sidecar's rule); anything else is replaced by a generated id.
+var requestIDRe = regexp.MustCompile(`^[A-Za-z0-9._:/-]{1,64}$`)
+
+func sanitizeRequestID(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if id := r.Header.Get(middleware.RequestIDHeader); id != "" && !requestIDRe.MatchString(id) {
+			r.Header.Del(middleware.RequestIDHeader)
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
 // accessLog writes one event per request: method, route pattern, status,
 // sizes, duration and, for a relay, the bot, service, op and the answer's
 // code. Never a body, a query or a header value.
@@ -367,6 +381,8 @@ func (s *Server) accessLog(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		info := &reqInfo{}
+		id := middleware.GetReqID(r.Context())
+		w.Header().Set(middleware.RequestIDHeader, id)
 		sw := &statusWriter{ResponseWriter: w}
 		r = r.WithContext(context.WithValue(r.Context(), ctxKey{}, info))
 		next.ServeHTTP(sw, r)
@@ -381,7 +397,7 @@ func (s *Server) accessLog(next http.Handler) http.Handler {
 		if sw.status >= 500 {
 			ev = s.log.Warn()
 		}
-		ev = ev.Str("event", "access").Str("method", r.Method).Str("route", route).Int("status", sw.status).
+		ev = ev.Str("event", "access").Str("request_id", id).Str("method", r.Method).Str("route", route).Int("status", sw.status).
 			Int64("bytes_in", r.ContentLength).Int("bytes_out", sw.bytes).
 			Float64("duration_ms", float64(time.Since(start).Microseconds())/1000)
 		for _, kv := range [][2]string{{"bot", info.bot}, {"service", info.service}, {"op", info.op}, {"outcome", info.outcome}, {"cause", info.cause}} {

@@ -26,6 +26,7 @@ type stubSidecar struct {
 	mu     sync.Mutex
 	bodies []string
 	auth   []string
+	ids    []string
 	status int    // answer status of /v1/ops
 	answer string // answer body of /v1/ops
 }
@@ -35,6 +36,7 @@ func (s *stubSidecar) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	s.bodies = append(s.bodies, r.URL.Path+" "+string(b))
 	s.auth = append(s.auth, r.Header.Get("Authorization"))
+	s.ids = append(s.ids, r.Header.Get("X-Request-Id"))
 	status, answer := s.status, s.answer
 	s.mu.Unlock()
 	w.Header().Set("Content-Type", "application/json")
@@ -370,6 +372,21 @@ func TestRelayPassesAnswers(t *testing.T) {
 	}
 	if strings.Contains(logs.String(), "Hf2b") {
 		t.Error("the log holds the rotated pair")
+	}
+	// One id per request in both logs: generated, or a clean one kept.
+	id := rec.Header().Get("X-Request-Id")
+	if id == "" || !strings.Contains(logs.String(), `"request_id":"`+id+`"`) || stub.ids[len(stub.ids)-1] != id {
+		t.Errorf("request id %q: log %s, sidecar got %q", id, logs, stub.ids)
+	}
+	for _, tt := range []struct{ sent, kept string }{{"web-123.abc", "web-123.abc"}, {"bad id\nwith newline", ""}} {
+		req := httptest.NewRequest("GET", "http://example.test/healthz", nil)
+		req.Header.Set("X-Request-Id", tt.sent)
+		rec := httptest.NewRecorder()
+		s.Handler().ServeHTTP(rec, req)
+		got := rec.Header().Get("X-Request-Id")
+		if tt.kept != "" && got != tt.kept || tt.kept == "" && (got == "" || got == tt.sent) {
+			t.Errorf("sent X-Request-Id %q, answered %q", tt.sent, got)
+		}
 	}
 }
 
