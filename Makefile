@@ -9,7 +9,7 @@ WASMFLAGS := -trimpath -buildvcs=false -ldflags="-s -w -buildid=" -buildmode=c-s
 GUEST_SRC := $(shell find guest/wasm guest/executor internal/abi internal/jsonv -name '*.go' -not -name '*_test.go')
 HOSTILE   := $(patsubst %/main.go,%.wasm,$(wildcard host/testdata/hostile/*/main.go))
 
-.PHONY: all guest hostile build test demo bench check fuzz clean
+.PHONY: all guest hostile build test demo bench check fuzz clean web web-vendor
 
 all: build
 
@@ -36,6 +36,28 @@ test:
 ## demo: run ops of all five services against the local provider fake.
 demo: build
 	./bin/pinned demo
+
+## web: the member's catalog and the GitHub app against the local fakes
+## (provider fake, broker, sidecar and pinned web in one process).
+web: build
+	./bin/pinned demo --web
+
+## web-vendor: refresh the browser crypto (libsodium-wrappers, ISC) in
+## web/static/vendor/ through npm, and record versions and SHA-256 in
+## web/static/vendor/VENDOR (TestVendoredSHA256 checks them).
+SODIUM_VERSION ?= 0.8.4
+web-vendor:
+	rm -rf .web-vendor && mkdir -p .web-vendor web/static/vendor
+	cd .web-vendor && npm pack --silent libsodium@$(SODIUM_VERSION) libsodium-wrappers@$(SODIUM_VERSION) >/dev/null
+	cd .web-vendor && for p in libsodium libsodium-wrappers; do \
+	  mkdir -p $$p && tar xzf $$p-$(SODIUM_VERSION).tgz -C $$p && \
+	  cp $$p/package/dist/modules/$$p.js ../web/static/vendor/$$p.js && \
+	  cp $$p/package/LICENSE ../web/static/vendor/$$p.LICENSE; done
+	{ echo "# Vendored browser crypto: refreshed by 'make web-vendor' (npm pack from the npm registry)."; \
+	  echo "# package version file sha256"; \
+	  for p in libsodium libsodium-wrappers; do \
+	    echo "$$p $(SODIUM_VERSION) $$p.js $$(sha256sum web/static/vendor/$$p.js | cut -d' ' -f1)"; done; } > web/static/vendor/VENDOR
+	rm -rf .web-vendor
 
 ## bench: benchmarks and harnesses, written to docs/BENCHMARKS.md (see
 ## that file; ratios are against baselines measured in the same run).

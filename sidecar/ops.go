@@ -403,6 +403,20 @@ func (s *Server) handleRegistry(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, s.registryJSON)
 }
 
+// Identity is the answer of GET /v1/identity: who a member seals grants to.
+type Identity struct {
+	// PublicKey is the bot's X25519 public key, standard padded base64 (44
+	// characters), as grant.PublicKey.String writes it.
+	PublicKey string `json:"public_key"`
+	// Registry is the digest of the embedded registry ("sha256:…"), the
+	// snapshot this sidecar executes.
+	Registry string `json:"registry"`
+}
+
+func (s *Server) handleIdentity(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, s.identityJSON)
+}
+
 func (s *Server) handleHealth(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, []byte(`{"status":"ok"}`))
 }

@@ -9,6 +9,7 @@
 //	POST /v1/consent   validate args and render a write op's confirm sentence (no grant, nothing sent)
 //	GET  /v1/tools     the service_op tool (Anthropic or MCP shape)
 //	GET  /v1/registry  the embedded manifests and their digest
+//	GET  /v1/identity  the bot's public key (what members seal grants to)
 //	GET  /healthz      the process is up
 //	GET  /readyz       the engine is compiled and the server is not shutting down
 //	GET  /metrics      Prometheus
@@ -129,6 +130,10 @@ type Config struct {
 	// RefreshTimeout bounds one refresh, whatever the op's own context;
 	// default DefaultRefreshTimeout (20s).
 	RefreshTimeout time.Duration
+	// RefreshGrace is how long a fresh pair answers for the pair it
+	// replaced (an op arriving with the old pair gets the fresh one);
+	// default rotate.DefaultGrace (2 min).
+	RefreshGrace time.Duration
 }
 
 // Server is the sidecar. Create it with New, serve it with Serve (once).
@@ -150,6 +155,7 @@ type Server struct {
 	toolsAnthropic []byte
 	toolsMCP       []byte
 	registryJSON   []byte
+	identityJSON   []byte
 
 	ready    atomic.Bool
 	mu       sync.Mutex // guards draining and active.Add
@@ -236,7 +242,7 @@ func New(cfg Config) (*Server, error) {
 		// requests, and one grace cache.
 		rlog := s.log
 		s.rot = rotate.New(countingRefresher{next: cfg.Refresher, m: s.m.refreshes}, rotate.Options{
-			Margin: cfg.RefreshMargin, Timeout: cfg.RefreshTimeout, Now: cfg.Now, Logger: &rlog,
+			Margin: cfg.RefreshMargin, Grace: cfg.RefreshGrace, Timeout: cfg.RefreshTimeout, Now: cfg.Now, Logger: &rlog,
 		})
 	}
 	s.m.registerRotation(s.prom, s.rot)
@@ -260,6 +266,11 @@ func New(cfg Config) (*Server, error) {
 		Manifests map[string]json.RawMessage `json:"manifests"`
 	}{s.reg.Digest(), manifests}); err != nil {
 		return nil, fmt.Errorf("sidecar: registry: %w", err)
+	}
+	if s.identityJSON, err = json.Marshal(Identity{
+		PublicKey: s.key.Public().String(), Registry: s.reg.Digest(),
+	}); err != nil {
+		return nil, fmt.Errorf("sidecar: identity: %w", err)
 	}
 	s.handler = s.routes()
 	s.ready.Store(true) // the engine exists, so the guest is compiled
@@ -292,6 +303,7 @@ func (s *Server) routes() http.Handler {
 		r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(s.prom, promhttp.HandlerOpts{}))
 		r.Get("/v1/tools", s.handleTools)
 		r.Get("/v1/registry", s.handleRegistry)
+		r.Get("/v1/identity", s.handleIdentity)
 		r.With(s.requireJSON).Post("/v1/ops", s.handleOps)
 		r.With(s.requireJSON).Post("/v1/consent", s.handleConsent)
 	})

@@ -62,6 +62,7 @@ func TestEndpoints(t *testing.T) {
 		{name: "tools mcp", method: "GET", path: "/v1/tools?format=mcp", status: 200, contain: []string{`{"tools":[{"name":"service_op"`, `"inputSchema":{"type":"object"`}},
 		{name: "tools bad format", method: "GET", path: "/v1/tools?format=openai", status: 400, code: "bad_request"},
 		{name: "registry", method: "GET", path: "/v1/registry", status: 200, contain: []string{`"digest":"` + registry.Default().Digest() + `"`, `"github":{"manifest":1,"id":"github"`}},
+		{name: "identity", method: "GET", path: "/v1/identity", status: 200, contain: []string{`{"public_key":"` + env.key.Public().String() + `","registry":"` + registry.Default().Digest() + `"}`}},
 		{name: "metrics", method: "GET", path: "/metrics", status: 200, contain: []string{"pinned_sidecar_replay_cache_capacity 100000", "pinned_sidecar_in_flight 0"}},
 		{name: "not found", method: "GET", path: "/v2/ops", status: 404, code: "not_found"},
 		{name: "method not allowed", method: "GET", path: "/v1/ops", status: 405, code: "method_not_allowed"},
@@ -148,6 +149,7 @@ func TestCallerToken(t *testing.T) {
 		{name: "metrics without token", path: "/metrics", status: 401},
 		{name: "metrics with token", path: "/metrics", auth: "Bearer " + token, status: 200},
 		{name: "registry without token", path: "/v1/registry", status: 401},
+		{name: "identity without token", path: "/v1/identity", status: 401},
 		{name: "healthz is open", path: "/healthz", status: 200},
 		{name: "readyz is open", path: "/readyz", status: 200},
 	}

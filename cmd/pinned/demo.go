@@ -8,20 +8,28 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/elevenmessenger/pinned/host"
 	"github.com/elevenmessenger/pinned/internal/fakeapi"
 )
 
-const demoUsage = `Usage: pinned demo [--full]
+const demoUsage = `Usage: pinned demo [--full] | pinned demo --web [--listen ADDR]
 
 Starts the local HTTPS provider fake in-process (nothing leaves this
 machine), then runs, for each of the five services, its viewer op and a
 list op, plus one confirmed write, all through the WebAssembly sandbox. For
 each op it prints the bytes the provider sent, the bytes the manifest's
 pick let through, and the result.
+
+With --web it instead starts, in this one process and on loopback only,
+the provider fake, the OAuth broker with the fake's OAuth apps, a bot
+sidecar and pinned web, prints the catalog's URL and serves until Ctrl-C.
+Paste the fake's tokens it prints, or use Connect with X in a browser that
+reaches the fake through the printed proxy.
 
 Exit status: 0 every op succeeded, 1 an op failed, 2 bad usage.
 
@@ -50,8 +58,15 @@ var demoOps = []demoOp{
 func runDemo(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
 	full := fs.Bool("full", false, "print every result in full instead of a preview")
+	withWeb := fs.Bool("web", false, "serve the member's catalog and the GitHub app against the fakes (until Ctrl-C)")
+	listen := fs.String("listen", "127.0.0.1:8090", "with --web: pinned web's `address`")
 	if code, ok := parseFlags(fs, demoUsage, args, stdout, stderr); !ok {
 		return code
+	}
+	if *withWeb {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		return runDemoWeb(ctx, *listen, stdout, stderr)
 	}
 	fake, err := fakeapi.New()
 	if err != nil {

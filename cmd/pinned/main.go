@@ -5,7 +5,8 @@
 //	pinned sidecar   serve the bot-facing API (grants, scope, ops)
 //	pinned keygen    generate a bot's key pair
 //	pinned grant     seal a grant to a bot's public key
-//	pinned demo      run ops of every service against the local provider fake
+//	pinned demo      run ops of every service against the local provider fake (--web: the catalog too)
+//	pinned web       serve the member's catalog and companion apps
 //	pinned registry  check or list manifests
 //	pinned fakeapi   serve the local HTTPS provider fake
 //	pinned connect   connect a service for your own agent
@@ -37,6 +38,7 @@ func commands() []command {
 		{"grant", "seal a grant to a bot's public key (grant seal ...)", runGrant},
 		{"demo", "run ops of every service against the local provider fake", runDemo},
 		{"broker", "run the OAuth relay (code exchange, token refresh, GET /registry)", runBroker},
+		{"web", "serve the member's catalog and the GitHub app (relays sealed grants to bots)", runWeb},
 		{"registry", "check or list manifests (registry check FILE..., registry list)", runRegistry},
 		{"fakeapi", "serve the local HTTPS provider fake (tests and trials only)", runFakeAPI},
 		{"connect", "connect a service for your own agent (token verified, sealed locally)", runConnect},

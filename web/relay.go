@@ -1,0 +1,241 @@
+package web
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
+
+	"github.com/elevenmessenger/pinned/internal/jsonv"
+)
+
+// identity is a sidecar's GET /v1/identity answer.
+type identity struct {
+	PublicKey string `json:"public_key"`
+	Registry  string `json:"registry"`
+}
+
+// BotInfo is one element of GET /api/bots.
+type BotInfo struct {
+	Name string `json:"name"`
+	// PublicKey is the bot's X25519 key (base64) the page seals grants
+	// to; empty when the sidecar could not be asked (Error says why).
+	PublicKey string `json:"public_key,omitempty"`
+	// Registry is the digest of the registry the sidecar executes.
+	Registry string `json:"registry,omitempty"`
+	Error    string `json:"error,omitempty"`
+}
+
+// sealedBoxOverhead is an anonymous sealed box's overhead: an ephemeral
+// X25519 key and a Poly1305 tag.
+const sealedBoxOverhead = 32 + 16
+
+// identityOf asks a bot's sidecar for its public key (cached for
+// DefaultIdentityMaxAge).
+func (s *Server) identityOf(ctx context.Context, b Bot) (identity, error) {
+	s.mu.Lock()
+	if c, ok := s.identities[b.Name]; ok && time.Since(c.at) < DefaultIdentityMaxAge && c.err == nil {
+		s.mu.Unlock()
+		return c.id, nil
+	}
+	s.mu.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	status, body, _, err := s.call(ctx, b, http.MethodGet, "/v1/identity", nil)
+	if err != nil {
+		return identity{}, err
+	}
+	var id identity
+	if status != http.StatusOK {
+		return identity{}, fmt.Errorf("GET /v1/identity answered %d", status)
+	}
+	if err := json.Unmarshal(body, &id); err != nil {
+		return identity{}, fmt.Errorf("GET /v1/identity: %w", err)
+	}
+	if k, err := base64.StdEncoding.Strict().DecodeString(id.PublicKey); err != nil || len(k) != 32 {
+		return identity{}, errors.New("GET /v1/identity: public_key is not 32 bytes of base64")
+	}
+	s.mu.Lock()
+	s.identities[b.Name] = cachedIdentity{id: id, at: time.Now()}
+	s.mu.Unlock()
+	return id, nil
+}
+
+func (s *Server) handleBots(w http.ResponseWriter, r *http.Request) {
+	out := make([]BotInfo, len(s.order))
+	for i, name := range s.order {
+		out[i].Name = name
+		id, err := s.identityOf(r.Context(), s.bots[name])
+		if err != nil {
+			s.log.Warn().Str("event", "bot_identity").Str("bot", name).AnErr("cause", err).Msg("the bot's identity cannot be read")
+			out[i].Error = "the bot's sidecar cannot be reached"
+			continue
+		}
+		out[i].PublicKey, out[i].Registry = id.PublicKey, id.Registry
+	}
+	body, _ := json.Marshal(out)
+	writeJSON(w, http.StatusOK, body)
+}
+
+// opBody is the only body POST /api/bots/{name}/ops relays.
+type opBody struct {
+	Service string          `json:"service"`
+	Op      string          `json:"op"`
+	Args    json.RawMessage `json:"args,omitempty"`
+	Pages   json.RawMessage `json:"pages,omitempty"` // the sidecar checks it
+	Grant   string          `json:"grant"`
+}
+
+// consentBody is the only body POST /api/bots/{name}/consent relays.
+type consentBody struct {
+	Service string          `json:"service"`
+	Op      string          `json:"op"`
+	Args    json.RawMessage `json:"args,omitempty"`
+}
+
+// relay forwards a JSON body to the bot's sidecar path and passes its
+// answer back as it is (status and body). withGrant: the body is an op
+// request whose grant must be a sealed box.
+func (s *Server) relay(path string, withGrant bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		info := infoFrom(r)
+		name := chi.URLParam(r, "name")
+		b, ok := s.bots[name]
+		if !ok {
+			newError(CodeUnknownBot, "no bot of that name; GET /api/bots lists them").write(w)
+			return
+		}
+		info.bot = name
+		if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+			newError(CodeMediaType, "send the body as Content-Type: application/json").write(w)
+			return
+		}
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
+		if err != nil {
+			var mbe *http.MaxBytesError
+			if errors.As(err, &mbe) {
+				newError(CodeTooLarge, fmt.Sprintf("the body is larger than %d bytes", s.cfg.MaxBodyBytes)).write(w)
+				return
+			}
+			newError(CodeBadRequest, "the body could not be read").write(w)
+			return
+		}
+		if e := checkBody(body, withGrant, info); e != nil {
+			info.outcome = string(e.Code)
+			e.write(w)
+			return
+		}
+		status, answer, retryAfter, err := s.call(r.Context(), b, http.MethodPost, path, body)
+		if err != nil {
+			info.outcome, info.cause = string(CodeBotFailed), err.Error()
+			newError(CodeBotFailed, "the bot's sidecar could not be reached; try again").write(w)
+			return
+		}
+		info.outcome = outcomeOf(status, answer)
+		if retryAfter != "" {
+			w.Header().Set("Retry-After", retryAfter)
+		}
+		writeJSON(w, status, bytes.TrimRight(answer, "\n"))
+	}
+}
+
+// checkBody refuses anything but the endpoint's JSON object: strict JSON
+// (no duplicate keys), no unknown member, and for an op a grant that is
+// standard base64 of a sealed box. Names go to the access log.
+func checkBody(body []byte, withGrant bool, info *reqInfo) *Error {
+	if _, err := jsonv.Parse(body); err != nil {
+		return newError(CodeBadRequest, "the body is not one strict JSON object")
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if withGrant {
+		var ob opBody
+		if err := dec.Decode(&ob); err != nil {
+			return newError(CodeBadRequest, "the body must be {service, op, args, grant}")
+		}
+		info.service, info.op = clip(ob.Service, 32), clip(ob.Op, 48)
+		raw, err := base64.StdEncoding.Strict().DecodeString(ob.Grant)
+		if err != nil || len(raw) <= sealedBoxOverhead {
+			return newError(CodeBadRequest, "grant must be a sealed grant (standard base64 of a sealed box); pinned web relays nothing else")
+		}
+		return nil
+	}
+	var cb consentBody
+	if err := dec.Decode(&cb); err != nil {
+		return newError(CodeBadRequest, "the body must be {service, op, args}")
+	}
+	info.service, info.op = clip(cb.Service, 32), clip(cb.Op, 48)
+	return nil
+}
+
+// outcomeOf is "ok" or the sidecar's error code, for the access log.
+func outcomeOf(status int, answer []byte) string {
+	if status == http.StatusOK {
+		return "ok"
+	}
+	var e struct {
+		Error struct {
+			Code string `json:"code"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(answer, &e) == nil && e.Error.Code != "" {
+		return clip(e.Error.Code, 32)
+	}
+	return fmt.Sprintf("http_%d", status)
+}
+
+// call sends one request to a bot's sidecar with its caller token and
+// returns the status, the body (at most maxAnswerBytes; a JSON answer is
+// required) and its Retry-After (busy, rate_limited, refresh_unavailable).
+func (s *Server) call(ctx context.Context, b Bot, method, path string, body []byte) (int, []byte, string, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.BotTimeout)
+	defer cancel()
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, b.URL+path, rd)
+	if err != nil {
+		return 0, nil, "", err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if b.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+string(b.Token))
+	}
+	// The sidecar keeps the id, so one request is one id in both logs.
+	if id := middleware.GetReqID(ctx); id != "" && requestIDRe.MatchString(id) {
+		req.Header.Set(middleware.RequestIDHeader, id)
+	}
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return 0, nil, "", err
+	}
+	defer resp.Body.Close()
+	answer, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes+1))
+	if err != nil {
+		return 0, nil, "", err
+	}
+	if len(answer) > maxAnswerBytes {
+		return 0, nil, "", errors.New("the sidecar's answer is over 1 MiB")
+	}
+	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != "application/json" {
+		return 0, nil, "", fmt.Errorf("the sidecar answered %d with Content-Type %q", resp.StatusCode, clip(resp.Header.Get("Content-Type"), 64))
+	}
+	ra := resp.Header.Get("Retry-After")
+	if len(ra) > 8 || strings.Trim(ra, "0123456789") != "" {
+		ra = "" // delay-seconds only
+	}
+	return resp.StatusCode, answer, ra, nil
+}

@@ -1,0 +1,229 @@
+// apps/github.js: the GitHub companion app. Gated on a GitHub connection;
+// the member's repositories (every page), a repository's open issues and
+// pull requests, and "open an issue", whose form shows the confirm sentence
+// from /v1/consent: submitting it is the consent (a one-shot write grant
+// bound to exactly those args).
+//
+// Fetched results fold into the app's state as typed events kept in
+// IndexedDB, so a reload shows the last state at once:
+//   repos.listed   {repos, pages, paged_by}  replaces the repository list
+//   repo.selected  {repo}             the repository on screen
+//   issues.listed  {repo, items}      replaces that repository's issues
+//   issue.created  {repo, issue}      adds the new issue on top
+(function () {
+  'use strict';
+  const P = window.pinned;
+  const el = P.el;
+  const APP = 'github';
+  const PER_PAGE = 100;
+  const MAX_PAGES = 50;
+
+  // fold is the app's reducer: state from events, oldest first.
+  function fold(events) {
+    const st = { repos: null, pages: 0, fetchedAt: '', repo: '', issues: {} };
+    for (const ev of events) {
+      switch (ev.type) {
+        case 'repos.listed': st.repos = ev.repos; st.pages = ev.pages; st.pagedBy = ev.paged_by; st.fetchedAt = ev.at; break;
+        case 'repo.selected': st.repo = ev.repo; break;
+        case 'issues.listed': st.issues[ev.repo] = ev.items; break;
+        case 'issue.created':
+          st.issues[ev.repo] = [ev.issue].concat((st.issues[ev.repo] || []).filter((i) => i.number !== ev.issue.number));
+          break;
+      }
+    }
+    return st;
+  }
+
+  let state = fold([]);
+  let conn = null;
+  async function emit(ev, supersedes) {
+    await P.appendEvent(APP, ev, supersedes);
+    state = fold(await P.events(APP));
+    render();
+  }
+
+  const $ = (id) => document.getElementById(id);
+
+  function render() {
+    const list = $('repos');
+    list.textContent = '';
+    const repos = state.repos || [];
+    $('repo-count').textContent = state.repos ? '(' + repos.length + ')' : '';
+    $('fetched').textContent = state.fetchedAt ? 'fetched ' + new Date(state.fetchedAt).toLocaleString() + ' in ' + state.pages + ' pages' : '';
+    $('fetched').dataset.pagedBy = state.pagedBy || '';
+    for (const r of repos) {
+      list.append(el('li', {}, el('button', {
+        type: 'button', class: 'repo', 'data-repo': r.full_name, 'aria-pressed': r.full_name === state.repo ? 'true' : 'false',
+        onclick: () => select(r.full_name),
+      }, r.full_name + (r.private ? ' (private)' : ''))));
+    }
+    const panel = $('repo-panel');
+    panel.hidden = !state.repo;
+    if (!state.repo) return;
+    $('repo-h').textContent = state.repo;
+    const issues = $('issues');
+    issues.textContent = '';
+    const items = state.issues[state.repo];
+    if (!items) {
+      issues.append(el('li', { class: 'muted', text: 'Loading…' }));
+    } else if (!items.length) {
+      issues.append(el('li', { class: 'muted', text: 'No open issues or pull requests.' }));
+    }
+    for (const i of items || []) {
+      const pr = i.pull_request && i.pull_request.html_url;
+      issues.append(el('li', { class: 'issue', 'data-number': String(i.number) },
+        el('span', { class: 'tag ' + (pr ? 'write' : 'read'), text: pr ? 'PR' : 'issue' }), ' ',
+        el('a', { href: P.safeHref(i.html_url), rel: 'noopener noreferrer', target: '_blank' }, '#' + i.number + ' ' + i.title),
+        i.user && i.user.login ? el('span', { class: 'muted', text: ' by ' + i.user.login }) : null));
+    }
+  }
+
+  // listRepos reads every page of /user/repos, then folds one
+  // repos.listed event. It follows the answer's `next` (the next page's
+  // args) where the sidecar gives one; a sidecar that does not page gets
+  // page=1,2,… with per_page=100 until a short page.
+  async function listRepos() {
+    const status = $('page-status');
+    P.status(status, 'Fetching repositories…');
+    try {
+      const all = [];
+      let args = { per_page: PER_PAGE, page: 1 };
+      let pages = 0;
+      let sawNext = false;
+      while (pages < MAX_PAGES) {
+        const answer = await P.runOp('github', 'list_repos', args, { full: true });
+        pages++;
+        const got = Array.isArray(answer.data) ? answer.data : [];
+        all.push(...got);
+        if (answer.next && typeof answer.next === 'object') {
+          sawNext = true;
+          args = answer.next;
+          continue;
+        }
+        if (sawNext || got.length < PER_PAGE) break;
+        args = { per_page: PER_PAGE, page: args.page + 1 };
+      }
+      await emit({ type: 'repos.listed', repos: all, pages: pages, paged_by: sawNext ? 'next' : 'page' }, (old) => old.type === 'repos.listed');
+      P.status(status, all.length + ' repositories.', 'ok');
+    } catch (e) {
+      P.status(status, 'Repositories could not be fetched: ' + e.message, 'bad');
+    }
+  }
+
+  async function listIssues(full) {
+    const [owner, repo] = full.split('/');
+    try {
+      const data = await P.runOp('github', 'list_issues', { owner: owner, repo: repo, state: 'open', per_page: 100 });
+      await emit({ type: 'issues.listed', repo: full, items: Array.isArray(data) ? data : [] },
+        (old) => (old.type === 'issues.listed' || old.type === 'issue.created') && old.repo === full);
+    } catch (e) {
+      P.status($('page-status'), 'Issues could not be fetched: ' + e.message, 'bad');
+    }
+  }
+
+  async function select(full) {
+    pendingConsent = null;
+    $('confirm').textContent = '';
+    P.status($('issue-status'), '');
+    await emit({ type: 'repo.selected', repo: full }, (old) => old.type === 'repo.selected');
+    await listIssues(full);
+  }
+
+  // ---- open an issue ---------------------------------------------------------
+
+  let pendingConsent = null; // {key, args_sha256, confirm}
+  function issueArgs() {
+    const [owner, repo] = state.repo.split('/');
+    const args = { owner: owner, repo: repo, title: $('issue-title').value };
+    const body = $('issue-body').value;
+    if (body) args.body = body;
+    return args;
+  }
+  const keyOf = (args) => JSON.stringify(args);
+  const readOnlyMessage = 'This GitHub connection is read-only: opening an issue needs read & write. Change its access in Integrations.';
+
+  // showConsent asks the bot's sidecar to validate the args and render the
+  // confirm sentence; nothing is sent to GitHub.
+  async function showConsent() {
+    if (!state.repo) return null;
+    const args = issueArgs();
+    if (!args.title.trim()) { $('confirm').textContent = ''; pendingConsent = null; return null; }
+    if (!P.capAllows(conn.cap, 'write')) { $('confirm').textContent = ''; P.status($('issue-status'), readOnlyMessage, 'bad'); return null; }
+    const key = keyOf(args);
+    try {
+      const c = await P.consent('github', 'create_issue', args);
+      if (keyOf(issueArgs()) !== key) return null; // typed on meanwhile
+      pendingConsent = { key: key, args_sha256: c.args_sha256, confirm: c.confirm };
+      $('confirm').textContent = c.confirm;
+      P.status($('issue-status'), '');
+      return pendingConsent;
+    } catch (e) {
+      pendingConsent = null;
+      $('confirm').textContent = '';
+      P.status($('issue-status'), e.message, 'bad');
+      return null;
+    }
+  }
+
+  let typingTimer = null;
+  function onType() {
+    pendingConsent = null;
+    clearTimeout(typingTimer);
+    typingTimer = setTimeout(showConsent, 250);
+  }
+
+  async function submitIssue(ev) {
+    ev.preventDefault();
+    const st = $('issue-status');
+    conn = await P.getConnection('github');
+    if (!conn || !P.capAllows(conn.cap, 'write')) { P.status(st, readOnlyMessage, 'bad'); return; }
+    const args = issueArgs();
+    if (!args.title.trim()) { P.status(st, 'Give the issue a title.', 'bad'); return; }
+    if (!pendingConsent || pendingConsent.key !== keyOf(args)) {
+      // The member has not seen the sentence for these args yet.
+      if (await showConsent()) P.status(st, 'Read the sentence above; submitting again opens the issue.');
+      return;
+    }
+    const bound = pendingConsent;
+    pendingConsent = null;
+    $('issue-submit').disabled = true;
+    P.status(st, 'Opening…');
+    try {
+      const issue = await P.runOp('github', 'create_issue', args, { argsSha256: bound.args_sha256 });
+      await emit({ type: 'issue.created', repo: state.repo, issue: issue });
+      $('issue-title').value = '';
+      $('issue-body').value = '';
+      $('confirm').textContent = '';
+      P.status(st, 'Opened #' + issue.number + '.', 'ok');
+    } catch (e) {
+      P.status(st, 'Not opened: ' + e.message, 'bad');
+    } finally {
+      $('issue-submit').disabled = false;
+    }
+  }
+
+  async function main() {
+    await P.ready();
+    await P.catalog();
+    await P.fillBotSelect($('bot'));
+    conn = await P.getConnection('github');
+    if (!conn) {
+      $('gate').hidden = false;
+      await P.clearEvents(APP);
+      return;
+    }
+    $('app').hidden = false;
+    $('account').textContent = 'Connected as ' + (conn.account || 'GitHub') + ' · ' + (conn.cap === 'write' ? 'read & write' : 'read-only');
+    state = fold(await P.events(APP)); // the last state, at once
+    render();
+    $('refresh').addEventListener('click', listRepos);
+    $('issue-title').addEventListener('input', onType);
+    $('issue-body').addEventListener('input', onType);
+    $('new-issue').addEventListener('submit', submitIssue);
+    await listRepos();
+    if (state.repo) await listIssues(state.repo);
+    $('app').dataset.loaded = 'true'; // every fetch of the page load is done
+  }
+
+  main();
+})();

@@ -1,0 +1,431 @@
+// pinned.js: the member's client core, shared by the catalog and the apps.
+//
+// What it keeps, all in this origin's IndexedDB (database "pinned"):
+//   keys/member      the member's X25519 key pair (libsodium crypto_box_keypair)
+//   connections/ID   {service, sealed}: the connection (credential, cap, account)
+//                    as a crypto_box_seal box to the member's own public key
+//   events           the apps' typed events ({app, type, at, ...}), folded into app state
+// Nothing is kept in localStorage or sessionStorage. docs/WEB.md explains the
+// choices and how a messenger embedding this syncs the sealed blobs.
+//
+// Every op goes: the connection is opened (member present), the cap is
+// checked (capAllows), a one-shot grant bound to the op (and for a write, to
+// the exact args the member saw through /v1/consent) is sealed to the bot's
+// public key, and the relay carries it. A `rotated` pair on any answer, error
+// or not, is opened and re-stored before anything else happens.
+(function () {
+  'use strict';
+
+  const GRANT_TTL_MS = 2 * 60 * 1000; // one-shot grants live two minutes
+  const DB_NAME = 'pinned';
+  const DB_VERSION = 1;
+
+  class PinnedError extends Error {
+    constructor(code, message, extra) {
+      super(message);
+      this.code = code;
+      Object.assign(this, extra || {});
+    }
+  }
+
+  // ---- IndexedDB -----------------------------------------------------------
+
+  let dbPromise = null;
+  function db() {
+    if (!dbPromise) {
+      dbPromise = new Promise((resolve, reject) => {
+        const req = indexedDB.open(DB_NAME, DB_VERSION);
+        req.onupgradeneeded = () => {
+          const d = req.result;
+          d.createObjectStore('keys');
+          d.createObjectStore('connections');
+          d.createObjectStore('events', { autoIncrement: true });
+        };
+        req.onsuccess = () => resolve(req.result);
+        req.onerror = () => reject(req.error);
+      });
+    }
+    return dbPromise;
+  }
+
+  // withStore runs fn(store) in one transaction and resolves with the value
+  // of the request fn returns (if any) once the transaction completed.
+  async function withStore(name, mode, fn) {
+    const d = await db();
+    return new Promise((resolve, reject) => {
+      const t = d.transaction(name, mode);
+      let result;
+      const req = fn(t.objectStore(name));
+      if (req) req.onsuccess = () => { result = req.result; };
+      t.oncomplete = () => resolve(result);
+      t.onerror = () => reject(t.error);
+      t.onabort = () => reject(t.error);
+    });
+  }
+
+  const idb = {
+    get: (store, key) => withStore(store, 'readonly', (s) => s.get(key)),
+    put: (store, key, value) => withStore(store, 'readwrite', (s) => s.put(value, key)),
+    del: (store, key) => withStore(store, 'readwrite', (s) => s.delete(key)),
+    all: (store) => withStore(store, 'readonly', (s) => s.getAll()),
+  };
+
+  // ---- libsodium -------------------------------------------------------------
+
+  let sodium = null;
+  async function ready() {
+    if (!sodium) {
+      await window.sodium.ready;
+      sodium = window.sodium;
+    }
+    return sodium;
+  }
+  const b64 = (u8) => sodium.to_base64(u8, sodium.base64_variants.ORIGINAL);
+  const unb64 = (s) => sodium.from_base64(s, sodium.base64_variants.ORIGINAL);
+
+  // seal: JSON → crypto_box_seal to a base64 X25519 public key → base64.
+  function seal(obj, publicKeyB64) {
+    const plain = sodium.from_string(JSON.stringify(obj));
+    try {
+      return b64(sodium.crypto_box_seal(plain, unb64(publicKeyB64)));
+    } finally {
+      plain.fill(0);
+    }
+  }
+
+  // open: base64 sealed box → crypto_box_seal_open with a key pair → JSON.
+  function open(sealedB64, kp) {
+    const plain = sodium.crypto_box_seal_open(unb64(sealedB64), kp.publicKey, kp.privateKey);
+    try {
+      return JSON.parse(sodium.to_string(plain));
+    } finally {
+      plain.fill(0);
+    }
+  }
+
+  // ---- the member's key ----------------------------------------------------
+
+  // memberKey loads the member's key pair, generating it on first use; one
+  // promise, so two callers never generate two keys.
+  let memberKP = null;
+  function memberKey() {
+    if (!memberKP) {
+      memberKP = (async () => {
+        await ready();
+        let kp = await idb.get('keys', 'member');
+        if (!kp) {
+          const k = sodium.crypto_box_keypair();
+          kp = { publicKey: k.publicKey, privateKey: k.privateKey, created: new Date().toISOString() };
+          try {
+            await withStore('keys', 'readwrite', (st) => st.add(kp, 'member')); // never replaces a key
+          } catch (e) {
+            kp = await idb.get('keys', 'member'); // another tab made it first
+            if (!kp) throw e;
+          }
+        }
+        return kp;
+      })();
+      memberKP.catch(() => { memberKP = null; });
+    }
+    return memberKP;
+  }
+  async function memberPublicKey() { return b64((await memberKey()).publicKey); }
+
+  // ---- the catalog and the bots ------------------------------------------------
+
+  async function api(path, body) {
+    const init = { method: body === undefined ? 'GET' : 'POST', credentials: 'same-origin', cache: 'no-store', headers: {} };
+    if (body !== undefined) {
+      init.headers['Content-Type'] = 'application/json';
+      init.body = JSON.stringify(body);
+    }
+    const resp = await fetch(path, init);
+    let data = null;
+    try { data = await resp.json(); } catch (e) { data = null; }
+    return { ok: resp.ok, status: resp.status, body: data };
+  }
+
+  let catalogPromise = null;
+  function catalog() {
+    if (!catalogPromise) {
+      catalogPromise = api('/api/integrations').then((r) => {
+        if (!r.ok) throw new PinnedError('catalog_unavailable', 'The catalog could not be loaded.');
+        const byId = {};
+        for (const s of r.body.services) {
+          s.opsByName = {};
+          for (const op of s.ops) s.opsByName[op.name] = op;
+          byId[s.id] = s;
+        }
+        r.body.byId = byId;
+        return r.body;
+      });
+    }
+    return catalogPromise;
+  }
+
+  let botsPromise = null;
+  function bots() {
+    if (!botsPromise) {
+      botsPromise = api('/api/bots').then((r) => (r.ok ? r.body.filter((b) => b.public_key) : []));
+    }
+    return botsPromise;
+  }
+  let chosenBot = null;
+  async function currentBot() {
+    const list = await bots();
+    if (!list.length) throw new PinnedError('no_bot', 'No bot is reachable right now; try again later.');
+    if (!chosenBot) chosenBot = (await idb.get('keys', 'bot')) || list[0].name;
+    return list.find((b) => b.name === chosenBot) || list[0];
+  }
+  async function chooseBot(name) { chosenBot = name; await idb.put('keys', 'bot', name); }
+
+  // fillBotSelect fills the page's <select id="bot">.
+  async function fillBotSelect(select) {
+    const list = await bots();
+    const cur = list.length ? (await currentBot()).name : '';
+    select.textContent = '';
+    for (const b of list) {
+      const o = document.createElement('option');
+      o.value = b.name;
+      o.textContent = b.name;
+      o.selected = b.name === cur;
+      select.append(o);
+    }
+    if (!list.length) {
+      const o = document.createElement('option');
+      o.textContent = 'no bot reachable';
+      select.append(o);
+    }
+    select.addEventListener('change', () => chooseBot(select.value));
+  }
+
+  // ---- connections ----------------------------------------------------------
+
+  // A connection's plaintext, sealed to the member's key:
+  //   {v:1, service, kind:"pat"|"oauth", cap:"read"|"write", secret, refresh,
+  //    token_expires_at, account, connected_at}
+  async function storeConnection(conn) {
+    const pub = await memberPublicKey();
+    await idb.put('connections', conn.service, { service: conn.service, sealed: seal(conn, pub) });
+  }
+  async function getConnection(service) {
+    const rec = await idb.get('connections', service);
+    if (!rec) return null;
+    const conn = open(rec.sealed, await memberKey());
+    if (conn.v !== 1 || conn.service !== service) throw new PinnedError('connection_invalid', 'The stored connection is not valid; disconnect and connect again.');
+    return conn;
+  }
+  async function connections() {
+    const out = {};
+    const kp = await memberKey();
+    for (const rec of await idb.all('connections')) {
+      try {
+        const c = open(rec.sealed, kp);
+        if (c.v === 1 && c.service === rec.service) out[rec.service] = c;
+      } catch (e) { /* a blob this key cannot open is ignored */ }
+    }
+    return out;
+  }
+  async function disconnect(service) {
+    await idb.del('connections', service);
+    await clearEvents(service);
+  }
+
+  // capAllows: a read-only connection mints read grants only; a read & write
+  // connection mints both. Anything else mints nothing.
+  function capAllows(cap, access) {
+    if (access === 'read') return cap === 'read' || cap === 'write';
+    if (access === 'write') return cap === 'write';
+    return false;
+  }
+
+  async function setCap(service, cap) {
+    if (cap !== 'read' && cap !== 'write') throw new PinnedError('bad_cap', 'The cap is read or write.');
+    const conn = await getConnection(service);
+    if (!conn) throw new PinnedError('not_connected', 'Not connected.');
+    conn.cap = cap;
+    await storeConnection(conn); // re-sealed with the new cap inside
+    return conn;
+  }
+
+  function rfc3339(ms) { return new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z'); }
+
+  // mintGrant seals a one-shot grant for one op to a bot. It refuses any
+  // access beyond the connection's cap, whatever the caller asks.
+  async function mintGrant(conn, bot, opName, access, argsSha256) {
+    if (!capAllows(conn.cap, access)) {
+      throw new PinnedError('cap_refused', 'This connection is read-only: change its access to read & write in Integrations first.');
+    }
+    const g = {
+      v: 1, service: conn.service, access: access, kind: conn.kind, secret: conn.secret,
+      expires_at: rfc3339(Date.now() + GRANT_TTL_MS),
+      nonce: sodium.to_base64(sodium.randombytes_buf(16), sodium.base64_variants.URLSAFE_NO_PADDING),
+      member_key: await memberPublicKey(), op: opName,
+    };
+    if (conn.refresh) g.refresh = conn.refresh;
+    if (conn.token_expires_at) g.token_expires_at = conn.token_expires_at;
+    if (argsSha256) g.args_sha256 = argsSha256;
+    return seal(g, bot.public_key);
+  }
+
+  // adoptRotated opens a rotated pair (sealed to the member) and puts it in
+  // conn; persist stores the connection at once.
+  async function adoptRotated(conn, sealed, persist) {
+    const r = open(sealed, await memberKey());
+    if (r.v !== 1 || r.service !== conn.service || r.kind !== 'oauth' || typeof r.access !== 'string' || !r.access) {
+      throw new PinnedError('rotated_invalid', 'The bot sent back a token pair that is not valid.');
+    }
+    conn.kind = 'oauth';
+    conn.secret = r.access;
+    if (r.refresh) conn.refresh = r.refresh;
+    conn.token_expires_at = r.token_expires_at || '';
+    if (persist) await storeConnection(conn);
+    rotations++;
+  }
+  let rotations = 0;
+
+  async function consent(service, opName, args) {
+    const bot = await currentBot();
+    const r = await api('/api/bots/' + encodeURIComponent(bot.name) + '/consent', { service: service, op: opName, args: args || {} });
+    if (!r.ok) throw errorFrom(r);
+    return r.body; // {service, op, access, confirm, args_sha256}
+  }
+
+  function errorFrom(r) {
+    const e = (r.body && r.body.error) || {};
+    return new PinnedError(e.code || 'http_' + r.status, e.message || 'The request failed (HTTP ' + r.status + ').', { status: r.status, arg: e.arg });
+  }
+
+  // runWith runs one op with conn (opened), handling rotation. persist: the
+  // connection is stored (a rotated pair is re-stored at once).
+  async function runWith(conn, opName, args, opts) {
+    opts = opts || {};
+    const cat = await catalog();
+    const svc = cat.byId[conn.service];
+    const op = svc && svc.opsByName[opName];
+    if (!op) throw new PinnedError('unknown_op', 'No such op.');
+    if (!capAllows(conn.cap, op.access)) {
+      throw new PinnedError('cap_refused', 'This ' + svc.name + ' connection is read-only: change its access to read & write in Integrations to ' + op.summary.toLowerCase() + '.');
+    }
+    const bot = await currentBot();
+    let sha = opts.argsSha256 || '';
+    if (op.access === 'write' && !sha) sha = (await consent(conn.service, opName, args)).args_sha256;
+    const grant = await mintGrant(conn, bot, opName, op.access, sha);
+    const r = await api('/api/bots/' + encodeURIComponent(bot.name) + '/ops', { service: conn.service, op: opName, args: args || {}, grant: grant });
+    if (r.body && typeof r.body.rotated === 'string') await adoptRotated(conn, r.body.rotated, opts.persist !== false);
+    if (!r.ok) throw errorFrom(r);
+    return opts.full ? r.body : r.body.data;
+  }
+
+  // runOp runs an op of a stored connection and returns its data; with
+  // opts.full the whole answer ({status, data, next?}).
+  async function runOp(service, opName, args, opts) {
+    const conn = await getConnection(service);
+    if (!conn) throw new PinnedError('not_connected', 'Connect this service in Integrations first.');
+    return runWith(conn, opName, args, Object.assign({}, opts, { persist: true }));
+  }
+
+  // accountName says whose account a viewer op's data is.
+  function accountName(service, d) {
+    if (!d || typeof d !== 'object') return '';
+    const pick = (...v) => v.find((x) => x !== undefined && x !== null && x !== '');
+    switch (service) {
+      case 'hubspot': return d.portalId ? 'portal ' + d.portalId + (d.uiDomain ? ' (' + d.uiDomain + ')' : '') : '';
+      case 'dnsimple': return pick(d.account && d.account.email, d.user && d.user.email, '') || '';
+      case 'stripe': return pick(d.settings && d.settings.dashboard && d.settings.dashboard.display_name, d.business_profile && d.business_profile.name, d.email, d.id, '') || '';
+      default: return String(pick(d.login, d.displayName, d.name, d.email, d.id, '') || '');
+    }
+  }
+
+  // connect verifies a credential through the service's viewer op (a
+  // one-shot read grant bound to that op) and stores it sealed.
+  async function connect(service, cred) {
+    const cat = await catalog();
+    const svc = cat.byId[service];
+    if (!svc) throw new PinnedError('unknown_service', 'No such service.');
+    const conn = {
+      v: 1, service: service, kind: cred.kind, cap: cred.cap === 'write' ? 'write' : 'read',
+      secret: cred.secret, refresh: cred.refresh || '', token_expires_at: cred.token_expires_at || '',
+      account: '', connected_at: new Date().toISOString(),
+    };
+    if (!conn.secret) throw new PinnedError('no_secret', 'Paste the token first.');
+    if (svc.viewer) {
+      // Verification may rotate the pair: conn then holds the fresh one.
+      conn.account = accountName(service, await runWith(conn, svc.viewer, {}, { persist: false }));
+    }
+    await storeConnection(conn);
+    return conn;
+  }
+
+  // ---- app events -------------------------------------------------------------
+
+  // appendEvent adds a typed event; supersedes(old) says which earlier
+  // events of the app it replaces (compaction: a fresh listing makes older
+  // listings dead weight).
+  async function appendEvent(app, ev, supersedes) {
+    const d = await db();
+    ev = Object.assign({ app: app, at: new Date().toISOString() }, ev);
+    return new Promise((resolve, reject) => {
+      const t = d.transaction('events', 'readwrite');
+      const s = t.objectStore('events');
+      if (supersedes) {
+        s.openCursor().onsuccess = (e) => {
+          const cur = e.target.result;
+          if (!cur) { s.add(ev); return; }
+          if (cur.value.app === app && supersedes(cur.value)) cur.delete();
+          cur.continue();
+        };
+      } else {
+        s.add(ev);
+      }
+      t.oncomplete = () => resolve(ev);
+      t.onerror = () => reject(t.error);
+    });
+  }
+  async function events(app) { return (await idb.all('events')).filter((e) => e.app === app); }
+  async function clearEvents(app) {
+    const d = await db();
+    return new Promise((resolve, reject) => {
+      const t = d.transaction('events', 'readwrite');
+      t.objectStore('events').openCursor().onsuccess = (e) => {
+        const cur = e.target.result;
+        if (!cur) return;
+        if (cur.value.app === app) cur.delete();
+        cur.continue();
+      };
+      t.oncomplete = () => resolve();
+      t.onerror = () => reject(t.error);
+    });
+  }
+
+  // ---- small DOM helpers -------------------------------------------------------
+
+  function el(tag, attrs, ...children) {
+    const e = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs || {})) {
+      if (v === undefined || v === null || v === false) continue;
+      if (k === 'text') e.textContent = v;
+      else if (k.startsWith('on')) e.addEventListener(k.slice(2), v);
+      else e.setAttribute(k, v === true ? '' : v);
+    }
+    for (const c of children) if (c !== null && c !== undefined) e.append(c);
+    return e;
+  }
+  // safeHref keeps a URL that came from a provider only when it is https
+  // (never javascript:, data: or a relative path).
+  function safeHref(u) { return typeof u === 'string' && /^https:\/\/[^\s]+$/.test(u) ? u : undefined; }
+  function status(node, msg, kind) {
+    node.textContent = msg || '';
+    node.className = kind === 'bad' ? 'status-bad' : kind === 'ok' ? 'status-ok' : '';
+  }
+
+  window.pinned = {
+    PinnedError, ready, memberPublicKey, catalog, bots, currentBot, chooseBot, fillBotSelect,
+    connections, getConnection, connect, disconnect, setCap, capAllows, consent, runOp,
+    appendEvent, events, clearEvents, el, status, safeHref,
+    get rotations() { return rotations; },
+    // For the cross-language test: the member's sealed-box primitives.
+    _seal: (obj, pub) => seal(obj, pub),
+    _open: async (sealed) => open(sealed, await memberKey()),
+  };
+})();
