@@ -623,6 +623,66 @@ func (p *parser) checkOp(name string, o *Op) {
 	}
 }
 
+// MaxCursorLength bounds the max_length of a string paginate arg, in
+// code points: the provider chooses the cursor, and it reaches the caller
+// outside the pick (docs/MANIFEST.md, "Paginate").
+const MaxCursorLength = 1024
+
+// checkCursorUses refuses a paginate arg the request uses other than as
+// a whole value: every template naming it must be exactly "{arg}" (a
+// query value, a form value, or a body_json string such as a GraphQL
+// variable). The provider chooses the cursor, so it may replace one value
+// of the request, never be spliced into text that says what is asked. (A
+// path arg is required, and a paginate arg optional, so it is never in
+// the path; a read op has no confirm line.)
+func (p *parser) checkCursorUses(name string, o *Op, arg string) {
+	whole := "{" + arg + "}"
+	bad := func(field, s string) {
+		if s == whole {
+			return
+		}
+		uses := map[string]bool{}
+		for i := 0; ; {
+			open, end, _ := nextPlaceholder(s, i)
+			if open < 0 {
+				break
+			}
+			uses[s[open+1:end]] = true
+			i = end
+		}
+		if uses[arg] {
+			p.add(name, field, "uses paginate arg %q inside %q; the provider chooses the cursor, so it must be a whole value (%q), never part of one", arg, clip(s, 80), whole)
+		}
+	}
+	for _, k := range o.QueryKeys() {
+		bad("query."+k, o.Query[k])
+	}
+	for _, k := range o.FormKeys() {
+		bad("body_form."+k, o.BodyForm[k])
+	}
+	if o.BodyJSON != nil {
+		var v any
+		if json.Unmarshal(o.BodyJSON, &v) == nil {
+			var walk func(segs []string, v any)
+			walk = func(segs []string, v any) {
+				switch v := v.(type) {
+				case map[string]any:
+					for _, k := range slices.Sorted(maps.Keys(v)) {
+						walk(append(segs, k), v[k])
+					}
+				case []any:
+					for i, e := range v {
+						walk(append(segs, "["+strconv.Itoa(i)+"]"), e)
+					}
+				case string:
+					bad(locOf(segs).field, v)
+				}
+			}
+			walk([]string{"body_json"}, v)
+		}
+	}
+}
+
 // paginatePathWhat says what each paginate path names, for messages.
 var paginatePathWhat = map[string]string{
 	"cursor":      "next cursor in the body",
@@ -704,9 +764,12 @@ func (p *parser) checkPaginate(name string, o *Op) {
 		p.add(name, af, "arg %q is %q; a link page arg is a string or an integer", pg.Arg, a.Type)
 	case a.Type == TypeString && a.Pattern == "" && a.Enum == nil:
 		p.add(name, af, "arg %q declares no pattern; a cursor comes back outside the pick, so its pattern (with max_length) is its review, e.g. \"^[A-Za-z0-9_-]+$\"", pg.Arg)
+	case a.Type == TypeString && a.Enum == nil && (a.MaxLength == nil || *a.MaxLength > MaxCursorLength):
+		p.add(name, af, "arg %q needs a max_length of at most %d; a cursor comes back outside the pick, so bound how much provider text it can carry (without one it could carry %d)", pg.Arg, MaxCursorLength, DefaultMaxLength)
 	case a.Type == TypeInteger && a.Max == nil:
 		p.add(name, af, "arg %q declares no max; a page number comes back outside the pick, so bound it, e.g. \"max\": 1000", pg.Arg)
 	}
+	p.checkCursorUses(name, o, pg.Arg)
 	if pg.Style == PaginateLink {
 		var keys []string
 		for _, k := range o.QueryKeys() {

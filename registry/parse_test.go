@@ -91,6 +91,20 @@ func TestParseRefuses(t *testing.T) {
 			want: []string{`paginate.arg: arg "cursor" declares no max`}},
 		{name: "paginate link arg not a whole query value", edits: []string{`"cursor": "{cursor}" }`, `"cursor": "p{cursor}" }`, `"style": "cursor", "arg": "cursor", "cursor": "meta.next", "has_more": "meta.more"`, `"style": "link", "arg": "cursor"`},
 			want: []string{`paginate.arg: with style "link", arg "cursor" must be the whole template of exactly one query key`, "it is of 0"}},
+		// Red team (docs/SECURITY.md, "The red team"): a manifest by PR
+		// must not let the provider's cursor carry unbounded text or
+		// change what is asked.
+		{name: "redteam paginate cursor arg without max_length", edits: []string{`"cursor": { "type": "string", "pattern": "^[A-Za-z0-9]+$", "max_length": 64 }`, `"cursor": { "type": "string", "pattern": "^[A-Za-z0-9]+$" }`},
+			want: []string{`paginate.arg: arg "cursor" needs a max_length of at most 1024`, "could carry 4096"}},
+		{name: "redteam paginate cursor arg with a huge max_length", edits: []string{`"pattern": "^[A-Za-z0-9]+$", "max_length": 64 }`, `"pattern": "^[A-Za-z0-9]+$", "max_length": 65536 }`},
+			want: []string{`paginate.arg: arg "cursor" needs a max_length of at most 1024`}},
+		{name: "redteam paginate arg spliced into a query value", edits: []string{`"cursor": "{cursor}" }`, `"cursor": "{cursor}", "q": "project:x after:{cursor}" }`},
+			want: []string{`op "list_items": query.q: uses paginate arg "cursor" inside "project:x after:{cursor}"`, "whole value"}},
+		{name: "redteam paginate arg spliced into a GraphQL variable", edits: []string{
+			`"args": { "first": { "type": "integer", "min": 1, "max": 50, "default": 10 } },`, `"args": { "first": { "type": "integer", "min": 1, "max": 50, "default": 10 }, "after": { "type": "string", "pattern": "^[a-z]+$", "max_length": 32 } },`,
+			`"variables": { "first": "{first}" }`, `"variables": { "first": "{first}", "filter": "after:{after}" }`,
+			`"pick": { "root": "data.items.nodes", "fields": ["id", "title"] }`, `"pick": { "root": "data.items.nodes", "fields": ["id", "title"] }, "paginate": { "style": "cursor", "arg": "after", "cursor": "data.items.end", "max_pages": 3 }`},
+			want: []string{`op "search": body_json.variables.filter: uses paginate arg "after" inside "after:{after}"`}},
 		{name: "paginate cursor path missing", edits: []string{`"cursor": "meta.next", `, ``},
 			want: []string{`op "list_items": paginate.cursor: required with style "cursor"`}},
 		{name: "paginate field of another style", edits: []string{`"has_more": "meta.more"`, `"has_more": "meta.more", "total_pages": "meta.pages"`},
