@@ -115,6 +115,9 @@ type Config struct {
 	// code keyed by the module's hash and the wazero version, so a restart
 	// skips compilation. Empty means compile in memory every start.
 	CacheDir string
+	// PagesTimeout bounds a call with Pages end to end, all its pages
+	// together (each page has Timeout too); default DefaultPagesTimeout.
+	PagesTimeout time.Duration
 }
 
 // Credential is what the host presents upstream for an op.

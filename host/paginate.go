@@ -55,7 +55,25 @@ const (
 	// (not of the declared type, past the arg's bounds, missing where the
 	// provider says there is more).
 	StopCursorInvalid StopReason = "cursor_invalid"
+	// StopTimeLimit: the call's Config.PagesTimeout ran out before the
+	// next page was read (or while it was); Next is that page.
+	StopTimeLimit StopReason = "time_limit"
 )
+
+// DefaultPagesTimeout is Config.PagesTimeout's default: a call with
+// Pages takes at most this long in all, whatever its pages' own
+// Timeout, so it ends inside the sidecar's 60 s write timeout
+// (sidecar.DefaultWriteTimeout) instead of reading pages for an answer
+// nobody can receive.
+const DefaultPagesTimeout = 45 * time.Second
+
+// pagesTimeout returns Config.PagesTimeout or its default.
+func (e *Engine) pagesTimeout() time.Duration {
+	if e.cfg.PagesTimeout > 0 {
+		return e.cfg.PagesTimeout
+	}
+	return DefaultPagesTimeout
+}
 
 // maxLinkHeaderBytes bounds the Link header the host parses.
 const maxLinkHeaderBytes = 16 << 10
@@ -73,7 +91,9 @@ type pager struct {
 
 func newPager(m *registry.Manifest, op *registry.Op) *pager {
 	pg := op.Paginate
-	if pg == nil || op.Args[pg.Arg] == nil {
+	// A write op never pages, whatever reached the host: following pages
+	// repeats the request (the loader refuses it too).
+	if pg == nil || op.Access != registry.AccessRead || op.Args[pg.Arg] == nil {
 		return nil
 	}
 	return &pager{
@@ -296,7 +316,9 @@ func splitLinks(v string) []string {
 }
 
 // nextTarget returns the target of a link-value whose rel includes
-// "next" (case-insensitively; rel is a space-separated list).
+// "next" (case-insensitively; rel is a space-separated list). Parameters
+// split at the semicolons outside quoted strings, so a quoted value such
+// as title="a; rel=next" is one parameter, not a rel.
 func nextTarget(l string) (string, bool) {
 	l = strings.TrimSpace(l)
 	if !strings.HasPrefix(l, "<") {
@@ -307,7 +329,7 @@ func nextTarget(l string) (string, bool) {
 		return "", false
 	}
 	target := l[1:end]
-	for _, param := range strings.Split(l[end+1:], ";") {
+	for _, param := range splitParams(l[end+1:]) {
 		k, v, ok := strings.Cut(strings.TrimSpace(param), "=")
 		if !ok || !strings.EqualFold(strings.TrimSpace(k), "rel") {
 			continue
@@ -321,6 +343,27 @@ func nextTarget(l string) (string, bool) {
 		return "", false // the first rel parameter counts (RFC 8288 section 3.3)
 	}
 	return "", false
+}
+
+// splitParams splits a link-value's parameters at the semicolons outside
+// quoted strings (RFC 9110 section 5.6.4; a backslash escapes inside one).
+func splitParams(s string) []string {
+	var out []string
+	inQuote, start := false, 0
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case inQuote && c == '\\':
+			i++
+		case inQuote:
+			inQuote = c != '"'
+		case c == '"':
+			inQuote = true
+		case c == ';':
+			out = append(out, s[start:i])
+			start = i + 1
+		}
+	}
+	return append(out, s[start:])
 }
 
 // lookup returns the bytes of the value at path in doc, descending object
@@ -418,6 +461,12 @@ func (e *Engine) runPages(ctx context.Context, call Call, start time.Time) (*Res
 		}
 	}
 	args, aerr := argsObject(call.Args)
+	if call.Pages != 0 {
+		// The whole paged call, every page in it, ends by this deadline.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, start.Add(e.pagesTimeout()))
+		defer cancel()
+	}
 	res, err := e.run(ctx, call, start)
 	if err != nil {
 		return nil, err
@@ -485,6 +534,11 @@ func (e *Engine) follow(ctx context.Context, call Call, p *prepared, args jsonv.
 			out.Stopped, out.StopMessage = StopPages, fmt.Sprintf("read the %d pages asked for; next continues", page)
 			break
 		}
+		if ctx.Err() == context.DeadlineExceeded {
+			out.Next = next
+			out.Stopped, out.StopMessage = StopTimeLimit, fmt.Sprintf("the %s limit for the whole call ran out before page %d; next asks for it", e.pagesTimeout(), page+1)
+			break
+		}
 		v, _ := argValue(mustArgs(next), p.pager.pg.Arg)
 		seen[v] = true
 		args = mustArgs(next)
@@ -495,6 +549,9 @@ func (e *Engine) follow(ctx context.Context, call Call, p *prepared, args jsonv.
 		if err != nil {
 			out.Next = next
 			out.Stopped, out.StopMessage = StopPageFailed, fmt.Sprintf("page %d: %s: %s", page+1, err.Code, err.Message)
+			if ctx.Err() == context.DeadlineExceeded {
+				out.Stopped, out.StopMessage = StopTimeLimit, fmt.Sprintf("the %s limit for the whole call ran out while page %d was read; next asks for it", e.pagesTimeout(), page+1)
+			}
 			break
 		}
 	}
