@@ -61,11 +61,13 @@ const (
 )
 
 // DefaultPagesTimeout is Config.PagesTimeout's default: a call with
-// Pages takes at most this long in all, whatever its pages' own
-// Timeout, so it ends inside the sidecar's 60 s write timeout
-// (sidecar.DefaultWriteTimeout) instead of reading pages for an answer
-// nobody can receive.
-const DefaultPagesTimeout = 45 * time.Second
+// Pages takes at most this long in all, whatever its pages' own Timeout,
+// so it ends well inside the sidecar's 60 s write timeout
+// (sidecar.DefaultWriteTimeout; `pinned sidecar` checks --write-timeout
+// exceeds --pages-timeout, with a broker also plus --op-timeout and
+// --refresh-timeout for the retry after a refresh) instead of reading
+// pages for an answer nobody can receive.
+const DefaultPagesTimeout = 20 * time.Second
 
 // pagesTimeout returns Config.PagesTimeout or its default.
 func (e *Engine) pagesTimeout() time.Duration {

@@ -73,6 +73,7 @@ type sidecarFlags struct {
 	tokenFile         string
 	maxConcurrency    int
 	opTimeout         time.Duration
+	pagesTimeout      time.Duration
 	maxBodyBytes      int64
 	readHeaderTimeout time.Duration
 	readTimeout       time.Duration
@@ -148,6 +149,7 @@ func runSidecarContext(ctx context.Context, args []string, stdout, stderr io.Wri
 	fs.StringVar(&f.tokenFile, "token-file", env.str("token-file", ""), h("token-file", "`file` holding the caller bearer token (or set PINNED_SIDECAR_TOKEN); required beyond loopback"))
 	fs.IntVar(&f.maxConcurrency, "max-concurrency", int(env.int("max-concurrency", sidecar.DefaultMaxConcurrency)), h("max-concurrency", "ops and consent checks running at once; past it callers get 503 busy"))
 	fs.DurationVar(&f.opTimeout, "op-timeout", env.dur("op-timeout", host.DefaultTimeout), h("op-timeout", "deadline of one op: sandbox, connect, TLS, upstream answer"))
+	fs.DurationVar(&f.pagesTimeout, "pages-timeout", env.dur("pages-timeout", host.DefaultPagesTimeout), h("pages-timeout", "deadline of a whole paged call (pages in POST /v1/ops), every page in it; must be below --write-timeout"))
 	fs.Int64Var(&f.maxBodyBytes, "max-body-bytes", env.int("max-body-bytes", sidecar.DefaultMaxBodyBytes), h("max-body-bytes", "largest request body accepted"))
 	fs.DurationVar(&f.readHeaderTimeout, "read-header-timeout", env.dur("read-header-timeout", sidecar.DefaultReadHeaderTimeout), h("read-header-timeout", "HTTP server: time to read request headers"))
 	fs.DurationVar(&f.readTimeout, "read-timeout", env.dur("read-timeout", sidecar.DefaultReadTimeout), h("read-timeout", "HTTP server: time to read a whole request"))
@@ -186,7 +188,7 @@ func runSidecarContext(ctx context.Context, args []string, stdout, stderr io.Wri
 
 	prom := prometheus.NewRegistry()
 	prom.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	hcfg := host.Config{Timeout: f.opTimeout, CacheDir: f.cacheDir, Logger: &hostLog, Metrics: host.NewMetrics(prom)}
+	hcfg := host.Config{Timeout: f.opTimeout, PagesTimeout: f.pagesTimeout, CacheDir: f.cacheDir, Logger: &hostLog, Metrics: host.NewMetrics(prom)}
 	if f.connectTo != "" {
 		pem, err := os.ReadFile(f.caFile)
 		if err != nil {
@@ -247,7 +249,7 @@ func (f *sidecarFlags) check() (sidecar.Config, *grant.PrivateKey, host.Secret, 
 		name string
 		d    time.Duration
 	}{
-		{"--op-timeout", f.opTimeout}, {"--read-header-timeout", f.readHeaderTimeout}, {"--read-timeout", f.readTimeout},
+		{"--op-timeout", f.opTimeout}, {"--pages-timeout", f.pagesTimeout}, {"--read-header-timeout", f.readHeaderTimeout}, {"--read-timeout", f.readTimeout},
 		{"--write-timeout", f.writeTimeout}, {"--idle-timeout", f.idleTimeout}, {"--shutdown-grace", f.shutdownGrace},
 		{"--busy-retry-after", f.busyRetryAfter}, {"--max-grant-ttl", f.maxGrantTTL},
 		{"--refresh-margin", f.refreshMargin}, {"--refresh-timeout", f.refreshTimeout},
@@ -259,6 +261,9 @@ func (f *sidecarFlags) check() (sidecar.Config, *grant.PrivateKey, host.Secret, 
 	}
 	if f.writeTimeout <= f.opTimeout {
 		return cfg, nil, "", fmt.Errorf("--write-timeout (%s) must exceed --op-timeout (%s), or answers to slow ops are cut off", f.writeTimeout, f.opTimeout)
+	}
+	if f.writeTimeout <= f.pagesTimeout {
+		return cfg, nil, "", fmt.Errorf("--write-timeout (%s) must exceed --pages-timeout (%s), or answers to paged calls are cut off while pages are still read", f.writeTimeout, f.pagesTimeout)
 	}
 	if f.maxConcurrency <= 0 || f.maxBodyBytes <= 0 || f.replayCacheSize <= 0 {
 		return cfg, nil, "", errors.New("--max-concurrency, --max-body-bytes and --replay-cache-size must be positive")
@@ -324,6 +329,11 @@ func (f *sidecarFlags) broker() (*rotate.BrokerClient, error) {
 	// An op that rotates runs at most twice and refreshes once.
 	if need := 2*f.opTimeout + f.refreshTimeout; f.writeTimeout <= need {
 		return nil, fmt.Errorf("with --broker-url, --write-timeout (%s) must exceed twice --op-timeout plus --refresh-timeout (%s), or the answer carrying a rotated token pair could be cut off", f.writeTimeout, need)
+	}
+	// A paged call whose first page is refused (401) runs again after
+	// the refresh.
+	if need := f.opTimeout + f.refreshTimeout + f.pagesTimeout; f.writeTimeout <= need {
+		return nil, fmt.Errorf("with --broker-url, --write-timeout (%s) must exceed --op-timeout plus --refresh-timeout plus --pages-timeout (%s), or the answer to a paged call that rotated could be cut off", f.writeTimeout, need)
 	}
 	bc, err := rotate.NewBrokerClient(f.brokerURL, tok, rotate.BrokerOptions{Timeout: f.refreshTimeout})
 	if err != nil {
