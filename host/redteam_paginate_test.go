@@ -197,6 +197,11 @@ func TestRedteamPaginateHostileBody(t *testing.T) {
 		{"last_item: has_more a string", fakeapi.Stripe, "list_customers", "{}", stripe(`{"data":[{"id":"cus_` + marker + `"}],"has_more":"true"}`), StopCursorInvalid},
 		{"last_item: has_more a number", fakeapi.Stripe, "list_customers", "{}", stripe(`{"data":[{"id":"cus_` + marker + `"}],"has_more":1}`), StopCursorInvalid},
 		{"last_item: root is an object, not a list", fakeapi.Stripe, "list_customers", "{}", stripe(`{"data":{"id":"cus_` + marker + `"},"has_more":true}`), StopCursorInvalid},
+		{"last_item: has_more again under an escaped key", fakeapi.Stripe, "list_customers", "{}", stripe(`{"data":[{"id":"cus_` + marker + `"}],"has_more":false,"has\u005fmore":true}`), StopCursorInvalid},
+		{"cursor: after again under an escaped key", fakeapi.HubSpot, "list_contacts", "{}", func(w http.ResponseWriter, r *http.Request) bool {
+			_, _ = io.WriteString(w, `{"results":[{"id":"1"}],"paging":{"next":{"after":"c2","\u0061fter":"`+marker+`"}}}`)
+			return true
+		}, StopCursorInvalid},
 		{"last_item: id an object", fakeapi.Stripe, "list_customers", "{}", stripe(`{"data":[{"id":{"x":"cus_` + marker + `"}}],"has_more":true}`), StopCursorInvalid},
 		{"last_item: id off the pattern", fakeapi.Stripe, "list_customers", "{}", stripe(`{"data":[{"id":"cus_1"},{"id":"sk_live_` + marker + `"}],"has_more":true}`), StopCursorInvalid},
 		{"has_more: Linear hasNextPage a string", fakeapi.Linear, "list_issues", "{}", func(w http.ResponseWriter, r *http.Request) bool {
