@@ -352,3 +352,45 @@ func TestRedteamPaginateWriteOpNeverPages(t *testing.T) {
 		t.Fatal("a pager for a write op")
 	}
 }
+
+// TestRedteamPaginateHoldsNoSandboxSlot: a paged call waiting on a slow
+// provider holds no guest between its pages (the request is sent after
+// the guest has finished), so with a pool of one guest another op runs
+// and finishes while the paged call is still reading pages.
+func TestRedteamPaginateHoldsNoSandboxSlot(t *testing.T) {
+	env := newEnv(t, func(c *Config) { c.PoolSize = 1 })
+	const delay = 700 * time.Millisecond
+	env.fake.SetHandler(func(w http.ResponseWriter, r *http.Request) bool {
+		if r.URL.Path != "/crm/v3/objects/contacts" {
+			return false // the fake's own answer for the other op
+		}
+		select {
+		case <-time.After(delay):
+		case <-r.Context().Done():
+			return true
+		}
+		after := r.URL.Query().Get("after")
+		hubspotPage(w, []int{len(after) + 1}, after+"x")
+		return true
+	})
+	paged := make(chan time.Time, 1)
+	go func() {
+		_, err := env.eng.Run(context.Background(), Call{Service: fakeapi.HubSpot, Op: "list_contacts", Args: json.RawMessage(`{}`),
+			Credential: Credential{Secret: Secret(fakeapi.Token(fakeapi.HubSpot))}, Pages: 3})
+		if err != nil {
+			t.Error(err)
+		}
+		paged <- time.Now()
+	}()
+	time.Sleep(delay / 2) // the paged call is waiting on its first page
+	if _, err := env.run(fakeapi.GitHub, "get_viewer", `{}`); err != nil {
+		t.Fatalf("an op beside a paged call: %v", err)
+	}
+	other := time.Now()
+	select {
+	case done := <-paged:
+		t.Fatalf("the other op finished at %s, after the paged call (%s): the paged call held the only guest", other.Format(time.StampMilli), done.Format(time.StampMilli))
+	default:
+	}
+	<-paged
+}
