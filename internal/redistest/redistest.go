@@ -1,0 +1,144 @@
+// Package redistest starts a real redis-server for tests: on a free
+// loopback port, with no persistence (--save "" --appendonly no), stopped
+// when the test ends. Without the redis-server binary a test is skipped
+// with a clear message, except under CI=true, where it fails: CI
+// (.ci/run) installs Debian's redis-server.
+//
+// It imports only the standard library, so any package's tests may use
+// it.
+package redistest
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Server is a running (or stopped) redis-server of one test.
+type Server struct {
+	t    testing.TB
+	bin  string
+	port int
+	dir  string
+
+	mu  sync.Mutex
+	cmd *exec.Cmd
+}
+
+// Start starts a redis-server on 127.0.0.1 at a free port and stops it
+// when t ends.
+func Start(t testing.TB) *Server {
+	t.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("redistest: redis-server is not installed; CI must install it (.ci/run installs Debian's redis-server)")
+		}
+		t.Skip("redistest: redis-server is not installed (apt-get install redis-server); skipping a test that needs a real Redis")
+	}
+	s := &Server{t: t, bin: bin, port: freePort(t), dir: t.TempDir()}
+	s.Restart()
+	t.Cleanup(s.Stop)
+	return s
+}
+
+// Addr is host:port.
+func (s *Server) Addr() string { return "127.0.0.1:" + strconv.Itoa(s.port) }
+
+// URL is redis://127.0.0.1:port.
+func (s *Server) URL() string { return "redis://" + s.Addr() }
+
+// Stop kills the server (SIGKILL: as a crash, nothing flushed) and waits
+// for it. It is a no-op when the server is stopped.
+func (s *Server) Stop() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		return
+	}
+	_ = s.cmd.Process.Kill()
+	_ = s.cmd.Wait()
+	s.cmd = nil
+}
+
+// Restart starts the server again on the same port (empty: nothing was
+// persisted) and waits until it answers PING.
+func (s *Server) Restart() {
+	s.t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd != nil {
+		return
+	}
+	cmd := exec.Command(s.bin,
+		"--port", strconv.Itoa(s.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+		"--dir", s.dir, "--maxmemory-policy", "noeviction", "--loglevel", "warning", "--databases", "1")
+	cmd.Stdout, cmd.Stderr = nil, nil
+	if err := cmd.Start(); err != nil {
+		s.t.Fatalf("redistest: start redis-server: %v", err)
+	}
+	s.cmd = cmd
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if err := s.ping(); err == nil {
+			return
+		} else if time.Now().After(deadline) {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+			s.cmd = nil
+			s.t.Fatalf("redistest: redis-server on %s did not answer PING within 10s: %v", s.Addr(), err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Do sends one command (inline, arguments without spaces) and returns the
+// first line of the reply, for tests that set up ACL users or read keys
+// without a client library.
+func (s *Server) Do(args ...string) (string, error) {
+	c, err := net.DialTimeout("tcp", s.Addr(), time.Second)
+	if err != nil {
+		return "", err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	var b strings.Builder
+	fmt.Fprintf(&b, "*%d\r\n", len(args))
+	for _, a := range args {
+		fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
+	}
+	if _, err := c.Write([]byte(b.String())); err != nil {
+		return "", err
+	}
+	line, err := bufio.NewReader(c).ReadString('\n')
+	return strings.TrimRight(line, "\r\n"), err
+}
+
+func (s *Server) ping() error {
+	r, err := s.Do("PING")
+	if err != nil {
+		return err
+	}
+	if r != "+PONG" {
+		return fmt.Errorf("PING answered %q", r)
+	}
+	return nil
+}
+
+// freePort asks the kernel for a free loopback port.
+func freePort(t testing.TB) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
