@@ -62,9 +62,10 @@ const (
 
 	// The sidecar itself.
 
-	CodeBusy     Code = "busy"      // 503: every op slot is taken, or the replay cache is full of live grants (retry_after, Retry-After)
-	CodeNotReady Code = "not_ready" // 503: /readyz while starting or shutting down
-	CodeInternal Code = "internal"  // 500: a bug; the cause is logged
+	CodeBusy        Code = "busy"        // 503: every op slot is taken, or the replay cache is full of live grants (retry_after, Retry-After)
+	CodeUnavailable Code = "unavailable" // 503: the shared state store (Redis) is unreachable, slower than its bound or answered an error; nothing ran and the grant is not spent (retry_after, Retry-After)
+	CodeNotReady    Code = "not_ready"   // 503: /readyz while starting or shutting down, or while the shared state store is unreachable
+	CodeInternal    Code = "internal"    // 500: a bug; the cause is logged
 )
 
 // StatusClientClosed is the status logged when the caller went away
@@ -107,9 +108,10 @@ var codeStatus = map[Code]int{
 	CodeRateLimited:         http.StatusTooManyRequests,
 	CodeCanceled:            StatusClientClosed,
 
-	CodeBusy:     http.StatusServiceUnavailable,
-	CodeNotReady: http.StatusServiceUnavailable,
-	CodeInternal: http.StatusInternalServerError,
+	CodeBusy:        http.StatusServiceUnavailable,
+	CodeUnavailable: http.StatusServiceUnavailable,
+	CodeNotReady:    http.StatusServiceUnavailable,
+	CodeInternal:    http.StatusInternalServerError,
 }
 
 // Status returns the HTTP status the code is answered with (500 for a
@@ -140,7 +142,7 @@ type Error struct {
 	// Message is for humans: safe to show, never holding a grant, a
 	// secret, Go error text or an upstream body.
 	Message string
-	// RetryAfter is seconds to wait (rate_limited, busy,
+	// RetryAfter is seconds to wait (rate_limited, busy, unavailable,
 	// refresh_unavailable); also sent as the Retry-After header.
 	RetryAfter int
 	// UpstreamStatus is the provider's HTTP status, when there was one.

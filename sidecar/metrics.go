@@ -4,6 +4,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/elevenmessenger/pinned/sidecar/rotate"
+	"github.com/elevenmessenger/pinned/sidecar/state"
 )
 
 // metrics are the sidecar's Prometheus collectors. Labels hold only
@@ -21,6 +22,10 @@ type metrics struct {
 	// refreshes counts calls to the broker's refresh (each one a refresh
 	// at the provider), by service and outcome.
 	refreshes *prometheus.CounterVec
+	// stateDuration and stateErrors time and count the state store's
+	// operations (record, forget, lock, unlock, grace, put_grace, ping).
+	stateDuration *prometheus.HistogramVec
+	stateErrors   *prometheus.CounterVec
 }
 
 // Metric names, documented in docs/OPERATING.md.
@@ -36,12 +41,21 @@ const (
 	metricRefresh  = "pinned_sidecar_token_refreshes_total"
 	metricGrace    = "pinned_sidecar_token_grace_hits_total"
 	metricShared   = "pinned_sidecar_token_refresh_shared_total"
+	metricAdopted  = "pinned_sidecar_token_refresh_adopted_total"
+	metricStateDur = "pinned_sidecar_state_duration_seconds"
+	metricStateErr = "pinned_sidecar_state_errors_total"
 )
 
 // unknownLabel stands for a service or op not in the registry.
 const unknownLabel = "unknown"
 
-func newMetrics(reg prometheus.Registerer, replayLen func() float64, replayMax float64) *metrics {
+// replayGauges is what the in-memory store tells about its replay cache.
+type replayGauges interface {
+	ReplayLen() int
+	ReplayMax() int
+}
+
+func newMetrics(reg prometheus.Registerer, store state.Store) *metrics {
 	m := &metrics{
 		ops: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: metricOps,
@@ -72,18 +86,30 @@ func newMetrics(reg prometheus.Registerer, replayLen func() float64, replayMax f
 			Name: metricRefresh,
 			Help: "Token refreshes sent to the broker, by service and outcome: \"ok\", \"retryable\" (timeout, 5xx, rate limit, network), \"reconnect\" (invalid_grant) or \"failed\" (a configuration problem).",
 		}, []string{"service", "outcome"}),
+		stateDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    metricStateDur,
+			Help:    "Time of one state store operation (record, forget, lock, unlock, grace, put_grace, ping), by operation.",
+			Buckets: []float64{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1},
+		}, []string{"op"}),
+		stateErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: metricStateErr,
+			Help: "State store operations that failed (unreachable, past the bound, an error reply), by operation; ops refused for it answered unavailable.",
+		}, []string{"op"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.ops, m.consent, m.duration, m.inFlight, m.denials, m.requests, m.refreshes,
-			prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-				Name: metricReplay,
-				Help: "Grant nonces held by the replay cache (expired ones until the next grant).",
-			}, replayLen),
-			prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-				Name: metricReplayMx,
-				Help: "The replay cache's bound; at it, new grants are refused with busy.",
-			}, func() float64 { return replayMax }),
-		)
+		reg.MustRegister(m.ops, m.consent, m.duration, m.inFlight, m.denials, m.requests, m.refreshes, m.stateDuration, m.stateErrors)
+		if g, ok := store.(replayGauges); ok {
+			reg.MustRegister(
+				prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+					Name: metricReplay,
+					Help: "Grant nonces held by the in-memory replay cache (expired ones until the next grant).",
+				}, func() float64 { return float64(g.ReplayLen()) }),
+				prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+					Name: metricReplayMx,
+					Help: "The in-memory replay cache's bound; at it, new grants are refused with busy.",
+				}, func() float64 { return float64(g.ReplayMax()) }),
+			)
+		}
 	}
 	return m
 }
@@ -109,5 +135,9 @@ func (m *metrics) registerRotation(reg prometheus.Registerer, rot *rotate.Rotato
 			Name: metricShared,
 			Help: "Ops that waited on a refresh of the same credential together with other ops (single flight; the op that started it included).",
 		}, func() float64 { return float64(stats().Shared) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: metricAdopted,
+			Help: "Refreshes not made because another replica (or a flight that just ended) had rotated the credential first: its pair was used.",
+		}, func() float64 { return float64(stats().Adopted) }),
 	)
 }

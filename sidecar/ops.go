@@ -16,6 +16,7 @@ import (
 	"github.com/elevenmessenger/pinned/internal/jsonv"
 	"github.com/elevenmessenger/pinned/registry"
 	"github.com/elevenmessenger/pinned/sidecar/grant"
+	"github.com/elevenmessenger/pinned/sidecar/state"
 )
 
 // OpRequest is the body of POST /v1/ops.
@@ -194,9 +195,9 @@ func (s *Server) enforceOp(ctx context.Context, info *reqInfo, req *OpRequest) (
 	}
 	defer release()
 
-	g, e := s.checkGrant(info, req, op)
+	g, rec, e := s.checkGrant(r.Context(), info, req, op)
 	if e != nil {
-		if e.Code != CodeBusy {
+		if e.Code != CodeBusy && e.Code != CodeUnavailable {
 			s.m.denials.WithLabelValues("grant", string(e.Code)).Inc()
 		}
 		return nil, "", e
@@ -212,7 +213,7 @@ func (s *Server) enforceOp(ctx context.Context, info *reqInfo, req *OpRequest) (
 	if rot != nil {
 		if e := rot.before(ctx, info); e != nil {
 			// Nothing reached the provider's API: the grant is not spent.
-			s.replay.Forget(g.Nonce)
+			s.forget(ctx, rec)
 			return nil, "", e
 		}
 		cred = rot.credential()
@@ -223,7 +224,7 @@ func (s *Server) enforceOp(ctx context.Context, info *reqInfo, req *OpRequest) (
 		if re != nil {
 			// The provider answered 401: it did nothing, so the grant is
 			// not spent.
-			s.replay.Forget(g.Nonce)
+			s.forget(ctx, rec)
 			return nil, "", re
 		}
 		if retry {
@@ -238,7 +239,7 @@ func (s *Server) enforceOp(ctx context.Context, info *reqInfo, req *OpRequest) (
 		if he.Code == host.CodeBadArgs {
 			// Nothing left the sandbox: the grant is not spent, so the bot
 			// can correct the args and retry with it.
-			s.replay.Forget(g.Nonce)
+			s.forget(ctx, rec)
 		}
 		e = fromHost(he)
 	}
@@ -276,10 +277,13 @@ func (s *Server) run(ctx context.Context, info *reqInfo, req *OpRequest, args js
 // grant_invalid, grant_expired (and grant_invalid for an expiry too far
 // ahead), service_mismatch, access_denied, grant_mismatch, and last
 // grant_replayed — recording the nonce only when everything else passed.
-func (s *Server) checkGrant(info *reqInfo, req *OpRequest, op *registry.Op) (*grant.Grant, *Error) {
+//
+// The nonce's receipt lets the op forget it again (a refusal that did
+// not spend the grant).
+func (s *Server) checkGrant(ctx context.Context, info *reqInfo, req *OpRequest, op *registry.Op) (*grant.Grant, *state.Nonce, *Error) {
 	g, err := grant.Open(req.Grant, s.key)
 	if err != nil {
-		return nil, NewError(CodeGrantInvalid, "the grant cannot be opened by this bot").withCause(err)
+		return nil, nil, NewError(CodeGrantInvalid, "the grant cannot be opened by this bot").withCause(err)
 	}
 	sum := sha256.Sum256([]byte(g.Nonce))
 	info.grantID = hex.EncodeToString(sum[:8])
@@ -287,40 +291,44 @@ func (s *Server) checkGrant(info *reqInfo, req *OpRequest, op *registry.Op) (*gr
 	switch err := g.CheckTime(now, s.cfg.MaxGrantTTL); err {
 	case nil:
 	case grant.ErrExpired:
-		return nil, NewError(CodeGrantExpired, "the grant has expired; ask the member for a new one").withCause(err)
+		return nil, nil, NewError(CodeGrantExpired, "the grant has expired; ask the member for a new one").withCause(err)
 	default:
-		return nil, NewError(CodeGrantInvalid, fmt.Sprintf("the grant expires more than %s from now; grants must be short-lived", s.cfg.MaxGrantTTL)).withCause(err)
+		return nil, nil, NewError(CodeGrantInvalid, fmt.Sprintf("the grant expires more than %s from now; grants must be short-lived", s.cfg.MaxGrantTTL)).withCause(err)
 	}
 	if g.Service != req.Service {
-		return nil, NewError(CodeServiceMismatch, fmt.Sprintf("the grant is for service %q, not %q", g.Service, req.Service))
+		return nil, nil, NewError(CodeServiceMismatch, fmt.Sprintf("the grant is for service %q, not %q", g.Service, req.Service))
 	}
 	if !g.Allows(op.Access) {
 		what := "a read-only grant"
 		if g.Access == grant.AccessLegacy {
 			what = "a grant without access (legacy, read-only)"
 		}
-		return nil, NewError(CodeAccessDenied, fmt.Sprintf("%s.%s is a %s op; %s cannot run it", req.Service, req.Op, op.Access, what))
+		return nil, nil, NewError(CodeAccessDenied, fmt.Sprintf("%s.%s is a %s op; %s cannot run it", req.Service, req.Op, op.Access, what))
 	}
 	if err := g.CheckBinding(req.Op, ""); err == grant.ErrOpMismatch {
-		return nil, NewError(CodeGrantMismatch, fmt.Sprintf("the grant is bound to op %q", g.Op)).withCause(err)
+		return nil, nil, NewError(CodeGrantMismatch, fmt.Sprintf("the grant is bound to op %q", g.Op)).withCause(err)
 	}
 	if g.BindsArgs() {
 		hash, err := grant.ArgsSHA256(argsOrEmpty(req.Args))
 		if err != nil {
-			return nil, NewError(CodeGrantMismatch, "the args are not a strict JSON object, so they cannot match the args the grant is bound to").withCause(err)
+			return nil, nil, NewError(CodeGrantMismatch, "the args are not a strict JSON object, so they cannot match the args the grant is bound to").withCause(err)
 		}
 		if err := g.CheckBinding(req.Op, hash); err != nil {
-			return nil, NewError(CodeGrantMismatch, "the args differ from the args the member confirmed (args_sha256)").withCause(err)
+			return nil, nil, NewError(CodeGrantMismatch, "the args differ from the args the member confirmed (args_sha256)").withCause(err)
 		}
 	}
-	switch err := s.replay.Record(g.Nonce, g.ExpiresAt.Add(grant.ClockSkew), now); err {
-	case nil:
-	case grant.ErrReplayed:
-		return nil, NewError(CodeGrantReplayed, "the grant was already used; a grant runs once").withCause(err)
+	rec, err := s.store.RecordNonce(ctx, g.Nonce, g.ExpiresAt.Add(grant.ClockSkew), now)
+	switch {
+	case err == nil:
+	case errors.Is(err, state.ErrReplayed):
+		return nil, nil, NewError(CodeGrantReplayed, "the grant was already used; a grant runs once").withCause(err)
+	case errors.Is(err, state.ErrFull):
+		return nil, nil, s.busy("too many live grants are remembered; retry shortly").withCause(err)
 	default:
-		return nil, s.busy("too many live grants are remembered; retry shortly").withCause(err)
+		// Fail closed: a grant whose use cannot be recorded does not run.
+		return nil, nil, s.unavailable("the shared state store (Redis) did not answer, so the grant's use cannot be recorded; retry shortly (the grant is not spent)").withCause(err)
 	}
-	return g, nil
+	return g, &rec, nil
 }
 
 func (s *Server) handleConsent(w http.ResponseWriter, r *http.Request) {
@@ -422,8 +430,8 @@ func (s *Server) handleHealth(w http.ResponseWriter, _ *http.Request) {
 }
 
 func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
-	if !s.ready.Load() {
-		s.fail(w, r, NewError(CodeNotReady, "the sidecar is starting or shutting down"))
+	if e := s.readyErr(r.Context()); e != nil {
+		s.fail(w, r, e)
 		return
 	}
 	writeJSON(w, http.StatusOK, []byte(`{"status":"ready"}`))

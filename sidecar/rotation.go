@@ -12,6 +12,7 @@ import (
 	"github.com/elevenmessenger/pinned/host"
 	"github.com/elevenmessenger/pinned/sidecar/grant"
 	"github.com/elevenmessenger/pinned/sidecar/rotate"
+	"github.com/elevenmessenger/pinned/sidecar/state"
 )
 
 // Token rotation in the op path (DESIGN.md, "Expiring tokens"; the core is
@@ -84,7 +85,12 @@ func (r *rotation) before(ctx context.Context, info *reqInfo) *Error {
 		return nil // rotation is off: the pair runs as is
 	}
 	if r.memberKey == "" {
-		if _, ok := rot.Superseded(r.service, r.pair); ok || rot.Stale(r.pair) {
+		_, ok, err := rot.Superseded(ctx, r.service, r.pair)
+		if err != nil {
+			info.rotation = "failed"
+			return r.refreshError(ctx, err)
+		}
+		if ok || rot.Stale(r.pair) {
 			info.rotation = "refused"
 			return NewError(CodeRotationRefused, fmt.Sprintf(
 				"the %s token of this grant has expired and must be rotated, but this grant cannot carry a rotated token back; the member's client must include member_key", r.name))
@@ -145,6 +151,8 @@ func (r *rotation) refreshError(ctx context.Context, err error) *Error {
 		return NewError(CodeCanceled, "the caller went away").withCause(err)
 	}
 	switch {
+	case errors.Is(err, state.ErrUnavailable):
+		return r.s.unavailable("the shared state store (Redis) did not answer; retry shortly (the grant is not spent)").withCause(err)
 	case errors.Is(err, rotate.ErrReconnectRequired):
 		return NewError(CodeReconnectRequired, fmt.Sprintf(
 			"the connection to %s has expired or was revoked; reconnect it in Integrations", r.name)).withCause(err)

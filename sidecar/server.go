@@ -11,7 +11,7 @@
 //	GET  /v1/registry  the embedded manifests and their digest
 //	GET  /v1/identity  the bot's public key (what members seal grants to)
 //	GET  /healthz      the process is up
-//	GET  /readyz       the engine is compiled and the server is not shutting down
+//	GET  /readyz       the engine is compiled, the server is not shutting down and the state store answers
 //	GET  /metrics      Prometheus
 //
 // Concurrency is bounded: past the limit, ops and consent checks are
@@ -21,6 +21,12 @@
 // rotated in the op path — before the call when stale, once after a
 // surprise 401 — and the fresh pair goes back sealed to the grant's
 // member_key (rotation.go; the core is package sidecar/rotate).
+//
+// What must hold across replicas of one bot — a grant runs once, a
+// single-use refresh token is spent once — lives in a state.Store
+// (Config.Store): in memory for one process, or on Redis shared by the
+// replicas (docs/OPERATING.md, "Several replicas"). When the store cannot
+// answer, ops are refused with unavailable (503), never run unrecorded.
 package sidecar
 
 import (
@@ -49,6 +55,7 @@ import (
 	"github.com/elevenmessenger/pinned/registry"
 	"github.com/elevenmessenger/pinned/sidecar/grant"
 	"github.com/elevenmessenger/pinned/sidecar/rotate"
+	"github.com/elevenmessenger/pinned/sidecar/state"
 )
 
 // Defaults of Config.
@@ -67,6 +74,11 @@ const (
 	// DefaultRefreshRetryAfter is the Retry-After of refresh_unavailable
 	// when the broker sent none.
 	DefaultRefreshRetryAfter = 5 * time.Second
+	// DefaultUnavailableRetryAfter is the Retry-After of unavailable (the
+	// state store did not answer).
+	DefaultUnavailableRetryAfter = 2 * time.Second
+	// readyPingTimeout bounds /readyz's ping of the state store.
+	readyPingTimeout = time.Second
 )
 
 // Config configures a Server. Engine and Key are required; every other
@@ -96,9 +108,18 @@ type Config struct {
 	// BusyRetryAfter is the Retry-After of a busy answer, rounded up to
 	// whole seconds; default 1s.
 	BusyRetryAfter time.Duration
-	// ReplayCacheSize bounds the grant nonces remembered at once; default
-	// grant.DefaultReplayCacheSize (100000).
+	// ReplayCacheSize bounds the grant nonces remembered at once by the
+	// default in-memory store; default grant.DefaultReplayCacheSize
+	// (100000). Ignored with Store.
 	ReplayCacheSize int
+	// Store holds the state replicas share: grant nonces, refresh locks
+	// and the grace cache of just-rotated pairs. Default an in-memory store
+	// (one process); a *state.Redis for several replicas. The caller
+	// closes it after Serve returns.
+	Store state.Store
+	// UnavailableRetryAfter is the Retry-After of unavailable; default
+	// DefaultUnavailableRetryAfter (2s).
+	UnavailableRetryAfter time.Duration
 	// MaxGrantTTL refuses grants expiring further ahead than this (plus
 	// grant.ClockSkew); default grant.DefaultMaxTTL (24h).
 	MaxGrantTTL time.Duration
@@ -145,7 +166,7 @@ type Server struct {
 	log     zerolog.Logger
 	prom    *prometheus.Registry
 	m       *metrics
-	replay  *grant.ReplayCache
+	store   state.Store // instrumented
 	rot     *rotate.Rotator // nil: rotation is off
 	slots   chan struct{}
 	handler http.Handler
@@ -190,6 +211,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.ReplayCacheSize <= 0 {
 		cfg.ReplayCacheSize = grant.DefaultReplayCacheSize
 	}
+	if cfg.UnavailableRetryAfter <= 0 {
+		cfg.UnavailableRetryAfter = DefaultUnavailableRetryAfter
+	}
 	if cfg.MaxGrantTTL <= 0 {
 		cfg.MaxGrantTTL = grant.DefaultMaxTTL
 	}
@@ -214,6 +238,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.Store == nil {
+		cfg.Store = state.NewMemory(state.MemoryOptions{ReplayCacheSize: cfg.ReplayCacheSize, MaxGrace: rotate.DefaultMaxCached, Now: cfg.Now})
+	}
 	if cfg.RefreshMargin <= 0 {
 		cfg.RefreshMargin = rotate.DefaultMargin
 	}
@@ -227,7 +254,6 @@ func New(cfg Config) (*Server, error) {
 		key:    cfg.Key,
 		log:    zerolog.Nop(),
 		prom:   cfg.Prometheus,
-		replay: grant.NewReplayCache(cfg.ReplayCacheSize),
 		slots:  make(chan struct{}, cfg.MaxConcurrency),
 	}
 	if cfg.Logger != nil {
@@ -236,13 +262,14 @@ func New(cfg Config) (*Server, error) {
 	if cfg.CallerToken != "" {
 		s.tokenSum = sha256.Sum256([]byte(cfg.CallerToken))
 	}
-	s.m = newMetrics(s.prom, func() float64 { return float64(s.replay.Len()) }, float64(s.replay.Max()))
+	s.m = newMetrics(s.prom, cfg.Store)
+	s.store = instrumented{next: cfg.Store, m: s.m}
 	if cfg.Refresher != nil {
 		// One Rotator per process: single flight per credential across
 		// requests, and one grace cache.
 		rlog := s.log
 		s.rot = rotate.New(countingRefresher{next: cfg.Refresher, m: s.m.refreshes}, rotate.Options{
-			Margin: cfg.RefreshMargin, Grace: cfg.RefreshGrace, Timeout: cfg.RefreshTimeout, Now: cfg.Now, Logger: &rlog,
+			Margin: cfg.RefreshMargin, Grace: cfg.RefreshGrace, Timeout: cfg.RefreshTimeout, Now: cfg.Now, Logger: &rlog, Store: s.store,
 		})
 	}
 	s.m.registerRotation(s.prom, s.rot)
@@ -283,9 +310,23 @@ func (s *Server) Handler() http.Handler { return s.handler }
 // PublicKey is the bot's public key, the one members seal grants to.
 func (s *Server) PublicKey() grant.PublicKey { return s.key.Public() }
 
-// Ready reports what /readyz reports: the engine is compiled and the
-// server is not shutting down.
+// Ready reports that the engine is compiled and the server is not
+// shutting down. /readyz also requires the state store to answer a ping
+// (readyErr).
 func (s *Server) Ready() bool { return s.ready.Load() }
+
+// readyErr is /readyz's answer: nil when ready.
+func (s *Server) readyErr(ctx context.Context) *Error {
+	if !s.ready.Load() {
+		return NewError(CodeNotReady, "the sidecar is starting or shutting down")
+	}
+	ctx, cancel := context.WithTimeout(ctx, readyPingTimeout)
+	defer cancel()
+	if err := s.store.Ping(ctx); err != nil {
+		return NewError(CodeNotReady, "the shared state store (Redis) does not answer").withCause(err)
+	}
+	return nil
+}
 
 func (s *Server) routes() http.Handler {
 	r := chi.NewRouter()
@@ -333,7 +374,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	s.log.Info().Str("event", "listening").Str("addr", ln.Addr().String()).
 		Str("bot_key", s.key.Public().String()).Str("registry", s.reg.Digest()).
 		Int("max_concurrency", s.cfg.MaxConcurrency).Bool("caller_token", s.cfg.CallerToken != "").
-		Bool("rotation", s.rot != nil).
+		Bool("rotation", s.rot != nil).Str("state_store", s.store.Kind()).
 		Msg("sidecar listening")
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
@@ -388,6 +429,13 @@ func (s *Server) acquire() (release func(), e *Error) {
 	default:
 		return nil, s.busy("every op slot is taken; retry shortly")
 	}
+}
+
+// unavailable is the answer when the state store did not answer.
+func (s *Server) unavailable(msg string) *Error {
+	e := NewError(CodeUnavailable, msg)
+	e.RetryAfter = int((s.cfg.UnavailableRetryAfter + time.Second - 1) / time.Second)
+	return e
 }
 
 func (s *Server) busy(msg string) *Error {

@@ -37,8 +37,23 @@
 // 2 min) under the hash of the refresh token it replaced: an op that
 // arrives with the just-rotated pair (its device has not stored the fresh
 // one yet) gets the fresh pair instead of burning the old token again.
-// Chains (A→B, then B→C) are followed. Tokens are held only in memory and
-// only for the window; nothing is logged but a short hash prefix.
+// Chains (A→B, then B→C) are followed. Nothing is logged but a short hash
+// prefix.
+//
+// # Several replicas
+//
+// The grace cache and a refresh lock live in a state.Store (package
+// sidecar/state): in memory by default (one process), or on Redis shared
+// by the replicas of one bot. The in-process single flight stands in
+// front, so one replica asks the store once per credential. The flight
+// then takes the credential's lock in the store; after taking it — and
+// while waiting for it, up to Options.LockWait — it re-reads the grace
+// entry, and uses another replica's pair when that replica rotated
+// first. A holder paused past the lock's TTL cannot overwrite the pair a
+// later holder stored (the store compares fences). A store that cannot
+// answer fails the refresh with a retryable error matching
+// state.ErrUnavailable (never a reconnect); a lock not obtained in time is
+// retryable too (Code "refresh_in_progress").
 //
 // # Errors
 //
@@ -52,14 +67,16 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
 	"golang.org/x/sync/singleflight"
+
+	"github.com/elevenmessenger/pinned/sidecar/state"
 )
 
 // Defaults of Options.
@@ -70,8 +87,11 @@ const (
 	DefaultGrace = 2 * time.Minute
 	// DefaultTimeout bounds one refresh, whatever the callers' contexts.
 	DefaultTimeout = 30 * time.Second
-	// DefaultMaxCached bounds the grace cache.
+	// DefaultMaxCached bounds the (default, in-memory) grace cache.
 	DefaultMaxCached = 10000
+	// lockSlack is how much longer than Timeout a refresh lock is held: a
+	// holder's refresh ends within Timeout, its store writes within this.
+	lockSlack = 10 * time.Second
 	// maxChain bounds how many rotations Superseded follows.
 	maxChain = 8
 )
@@ -214,12 +234,23 @@ func (e *Error) Is(target error) bool {
 type Options struct {
 	// Margin: refresh before a call when the pair expires within it.
 	Margin time.Duration
-	// Grace: how long a fresh pair answers for the one it replaced.
+	// Grace: how long a fresh pair answers for the one it replaced
+	// (at most state.FenceLife).
 	Grace time.Duration
 	// Timeout bounds one Refresher call.
 	Timeout time.Duration
-	// MaxCached bounds the grace cache (entries).
+	// Store holds the grace cache and the refresh locks; default an
+	// in-memory store of MaxCached grace entries on Now's clock.
+	Store state.Store
+	// MaxCached bounds the default in-memory grace cache (entries).
 	MaxCached int
+	// LockTTL is how long a refresh lock is held at most; default Timeout
+	// plus 10 s. A holder paused past it loses the lock (and cannot
+	// overwrite a later holder's pair).
+	LockTTL time.Duration
+	// LockWait bounds the wait for another replica's refresh of the same
+	// credential; default Timeout.
+	LockWait time.Duration
 	// Now is the clock; nil is time.Now.
 	Now func() time.Time
 	// Logger receives one line per refresh (event "token_refresh":
@@ -238,42 +269,40 @@ type Stats struct {
 	GraceHits int64
 	// Shared counts callers that waited on another caller's refresh.
 	Shared int64
+	// Adopted counts refreshes this process did not make because another
+	// replica (or a flight that just ended) rotated the credential first.
+	Adopted int64
 }
 
 // Rotator refreshes pairs with single flight and a grace cache. It is safe
 // for concurrent use.
 type Rotator struct {
-	ref     Refresher
-	margin  time.Duration
-	grace   time.Duration
-	timeout time.Duration
-	max     int
-	now     func() time.Time
-	log     zerolog.Logger
-	group   singleflight.Group
+	ref      Refresher
+	margin   time.Duration
+	grace    time.Duration
+	timeout  time.Duration
+	lockTTL  time.Duration
+	lockWait time.Duration
+	store    state.Store
+	now      func() time.Time
+	log      zerolog.Logger
+	group    singleflight.Group
 
-	mu    sync.Mutex
-	cache map[string]graceEntry // old-credential key -> fresh pair
-
-	refreshes, failures, graceHits, shared atomic.Int64
-}
-
-type graceEntry struct {
-	fresh Pair
-	until time.Time
+	refreshes, failures, graceHits, shared, adopted atomic.Int64
 }
 
 // New returns a Rotator refreshing through ref.
 func New(ref Refresher, opts Options) *Rotator {
 	r := &Rotator{
-		ref:     ref,
-		margin:  opts.Margin,
-		grace:   opts.Grace,
-		timeout: opts.Timeout,
-		max:     opts.MaxCached,
-		now:     opts.Now,
-		log:     zerolog.Nop(),
-		cache:   map[string]graceEntry{},
+		ref:      ref,
+		margin:   opts.Margin,
+		grace:    opts.Grace,
+		timeout:  opts.Timeout,
+		lockTTL:  opts.LockTTL,
+		lockWait: opts.LockWait,
+		store:    opts.Store,
+		now:      opts.Now,
+		log:      zerolog.Nop(),
 	}
 	if r.margin <= 0 {
 		r.margin = DefaultMargin
@@ -281,14 +310,23 @@ func New(ref Refresher, opts Options) *Rotator {
 	if r.grace <= 0 {
 		r.grace = DefaultGrace
 	}
+	if r.grace > state.FenceLife {
+		r.grace = state.FenceLife
+	}
 	if r.timeout <= 0 {
 		r.timeout = DefaultTimeout
 	}
-	if r.max <= 0 {
-		r.max = DefaultMaxCached
+	if r.lockTTL <= 0 {
+		r.lockTTL = r.timeout + lockSlack
+	}
+	if r.lockWait <= 0 {
+		r.lockWait = r.timeout
 	}
 	if r.now == nil {
 		r.now = time.Now
+	}
+	if r.store == nil {
+		r.store = state.NewMemory(state.MemoryOptions{MaxGrace: opts.MaxCached, Now: r.now})
 	}
 	if opts.Logger != nil {
 		r.log = *opts.Logger // the caller's component; each line is event "token_refresh"
@@ -298,7 +336,7 @@ func New(ref Refresher, opts Options) *Rotator {
 
 // Stats returns the counters so far.
 func (r *Rotator) Stats() Stats {
-	return Stats{Refreshes: r.refreshes.Load(), Failures: r.failures.Load(), GraceHits: r.graceHits.Load(), Shared: r.shared.Load()}
+	return Stats{Refreshes: r.refreshes.Load(), Failures: r.failures.Load(), GraceHits: r.graceHits.Load(), Shared: r.shared.Load(), Adopted: r.adopted.Load()}
 }
 
 // Stale reports whether p must be refreshed before a call: it has a
@@ -322,63 +360,75 @@ func key(service, refresh string) string {
 }
 
 // Superseded returns the pair that replaced p within the grace window
-// (following chains of rotations), if any.
-func (r *Rotator) Superseded(service string, p Pair) (Pair, bool) {
+// (following chains of rotations), if any. An error is the store's
+// (retryable, matching state.ErrUnavailable).
+func (r *Rotator) Superseded(ctx context.Context, service string, p Pair) (Pair, bool, error) {
 	if p.Refresh == "" {
-		return Pair{}, false
+		return Pair{}, false, nil
 	}
-	return r.lookup(service, key(service, p.Refresh), p)
+	return r.lookup(ctx, service, key(service, p.Refresh), p)
 }
 
 // lookup follows the grace cache from credential k; a pair whose access
 // token is p's own (a provider that does not rotate refresh tokens, asked
 // again with the pair it already returned) does not count.
-func (r *Rotator) lookup(service, k string, p Pair) (Pair, bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	now := r.now()
+func (r *Rotator) lookup(ctx context.Context, service, k string, p Pair) (Pair, bool, error) {
 	var out Pair
 	found := false
 	for range maxChain {
-		e, ok := r.cache[k]
-		if !ok || !now.Before(e.until) {
+		v, ok, err := r.store.Grace(ctx, k)
+		if err != nil {
+			return Pair{}, false, storeError(err)
+		}
+		if !ok {
 			break
 		}
-		out, found = e.fresh, true
-		if e.fresh.Refresh == "" {
+		fresh, err := decodePair(v)
+		if err != nil {
+			return Pair{}, false, storeError(err)
+		}
+		out, found = fresh, true
+		if fresh.Refresh == "" {
 			break
 		}
-		next := key(service, e.fresh.Refresh)
+		next := key(service, fresh.Refresh)
 		if next == k {
 			break
 		}
 		k = next
 	}
 	if found && out.Access == p.Access {
-		return Pair{}, false
+		return Pair{}, false, nil
 	}
-	return out, found
+	return out, found, nil
 }
 
-// remember records fresh as the successor of the credential k.
-func (r *Rotator) remember(k string, fresh Pair) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	now := r.now()
-	if len(r.cache) >= r.max {
-		oldestK, oldest := "", time.Time{}
-		for ck, e := range r.cache {
-			if !now.Before(e.until) {
-				delete(r.cache, ck)
-			} else if oldestK == "" || e.until.Before(oldest) {
-				oldestK, oldest = ck, e.until
-			}
-		}
-		if len(r.cache) >= r.max {
-			delete(r.cache, oldestK)
-		}
+// storeError makes a store failure a retryable *Error that still matches
+// state.ErrUnavailable.
+func storeError(err error) error {
+	return &Error{Kind: KindRetryable, Code: "state_unavailable", Err: err}
+}
+
+// wirePair is a Pair as the grace cache stores it (sealed by the Redis
+// store).
+type wirePair struct {
+	Access    string    `json:"access"`
+	Refresh   string    `json:"refresh"`
+	ExpiresAt time.Time `json:"expires_at"`
+}
+
+func encodePair(p Pair) []byte {
+	b, _ := json.Marshal(wirePair(p))
+	return b
+}
+
+func decodePair(b []byte) (Pair, error) {
+	var w wirePair
+	if err := json.Unmarshal(b, &w); err != nil || w.Access == "" {
+		return Pair{}, errors.New("a grace entry is not a token pair")
 	}
-	r.cache[k] = graceEntry{fresh: fresh, until: now.Add(r.grace)}
+	w.ExpiresAt = w.ExpiresAt.UTC()
+	return Pair(w), nil
 }
 
 // Before prepares p for a call: the pair that superseded it within the
@@ -386,7 +436,11 @@ func (r *Rotator) remember(k string, fresh Pair) {
 // p itself. rotated reports whether the returned pair differs from p (the
 // op result must then carry it back to the member).
 func (r *Rotator) Before(ctx context.Context, service string, p Pair) (Pair, bool, error) {
-	if fresh, ok := r.Superseded(service, p); ok {
+	fresh, ok, err := r.Superseded(ctx, service, p)
+	if err != nil {
+		return Pair{}, false, err
+	}
+	if ok {
 		// Rotated within the grace window: use it as is, even if the
 		// provider gave it a lifetime shorter than the margin, so a
 		// short-lived pair can never start a chain of refreshes.
@@ -396,7 +450,7 @@ func (r *Rotator) Before(ctx context.Context, service string, p Pair) (Pair, boo
 	if !r.Stale(p) {
 		return p, false, nil
 	}
-	fresh, err := r.Rotate(ctx, service, p)
+	fresh, err = r.Rotate(ctx, service, p)
 	if err != nil {
 		return Pair{}, false, err
 	}
@@ -405,25 +459,25 @@ func (r *Rotator) Before(ctx context.Context, service string, p Pair) (Pair, boo
 
 // Rotate refreshes p: after a surprise 401, or through Before when p is
 // stale. A pair rotated within the grace window is answered from the cache
-// (no refresh); concurrent calls for one credential share one Refresher
-// call. If ctx ends first, Rotate returns a retryable error while the
-// refresh completes in the background and lands in the grace cache.
+// (no refresh); concurrent calls for one credential share one flight, and
+// flights of several replicas one lock. If ctx ends first, Rotate returns
+// a retryable error while the refresh completes in the background and
+// lands in the grace cache.
 func (r *Rotator) Rotate(ctx context.Context, service string, p Pair) (Pair, error) {
 	if p.Refresh == "" {
 		return Pair{}, ErrNoRefreshToken
 	}
-	if fresh, ok := r.Superseded(service, p); ok {
+	fresh, ok, err := r.Superseded(ctx, service, p)
+	if err != nil {
+		return Pair{}, err
+	}
+	if ok {
 		r.graceHits.Add(1)
 		return fresh, nil
 	}
 	k := key(service, p.Refresh)
 	ch := r.group.DoChan(k, func() (any, error) {
-		// A flight for this credential may have finished between the
-		// lookup above and this one starting: never refresh twice.
-		if fresh, ok := r.lookup(service, k, p); ok {
-			return fresh, nil
-		}
-		return r.refresh(context.WithoutCancel(ctx), service, k, p)
+		return r.flight(context.WithoutCancel(ctx), service, k, p)
 	})
 	select {
 	case res := <-ch:
@@ -439,7 +493,79 @@ func (r *Rotator) Rotate(ctx context.Context, service string, p Pair) (Pair, err
 	}
 }
 
-// refresh runs one Refresher call and remembers its result.
+// flight is one process's refresh of credential k: under the store's lock,
+// unless another flight (here or on another replica) rotated it first.
+func (r *Rotator) flight(ctx context.Context, service, k string, p Pair) (Pair, error) {
+	// A flight for this credential may have finished between the lookup
+	// in Rotate and this one starting: never refresh twice.
+	if fresh, ok, err := r.lookup(ctx, service, k, p); err != nil || ok {
+		if ok {
+			r.adopted.Add(1)
+		}
+		return fresh, err
+	}
+	deadline := time.Now().Add(r.lockWait)
+	wait := 10 * time.Millisecond
+	var l state.Lock
+	for {
+		var ok bool
+		var err error
+		l, ok, err = r.store.TryLock(ctx, k, r.lockTTL)
+		if err != nil {
+			return Pair{}, storeError(err)
+		}
+		// Taken or not: another replica may have rotated meanwhile.
+		if fresh, found, lerr := r.lookup(ctx, service, k, p); lerr != nil || found {
+			if ok {
+				r.unlock(ctx, l)
+			}
+			if found {
+				r.adopted.Add(1)
+			}
+			return fresh, lerr
+		}
+		if ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			return Pair{}, &Error{Kind: KindRetryable, Code: "refresh_in_progress",
+				Err: errors.New("another replica holds the refresh lock of this credential")}
+		}
+		time.Sleep(wait)
+		wait = min(2*wait, 200*time.Millisecond)
+	}
+	defer r.unlock(ctx, l)
+	fresh, err := r.refresh(ctx, service, k, p)
+	if err != nil {
+		return Pair{}, err
+	}
+	stored, err := r.store.PutGrace(ctx, l, encodePair(fresh), r.grace)
+	switch {
+	case err != nil:
+		// The provider rotated: the pair must reach the callers even if the
+		// other replicas cannot learn it.
+		r.log.Warn().Str("event", "token_refresh").Str("service", service).Str("credential", k[:16]).
+			AnErr("cause", err).Msg("the fresh pair could not be stored in the grace cache")
+	case !stored:
+		// A later holder (our lock expired while we were paused) stored a
+		// newer pair: that one is current.
+		if newer, ok, lerr := r.lookup(ctx, service, k, p); lerr == nil && ok {
+			r.log.Warn().Str("event", "token_refresh").Str("service", service).Str("credential", k[:16]).
+				Msg("the refresh lock expired mid-refresh; another replica's newer pair is used")
+			return newer, nil
+		}
+	}
+	return fresh, nil
+}
+
+func (r *Rotator) unlock(ctx context.Context, l state.Lock) {
+	if err := r.store.Unlock(ctx, l); err != nil {
+		// The lock expires by itself after LockTTL.
+		r.log.Warn().Str("event", "token_refresh").Str("credential", l.Key[:16]).AnErr("cause", err).Msg("the refresh lock could not be released")
+	}
+}
+
+// refresh runs one Refresher call.
 func (r *Rotator) refresh(ctx context.Context, service, k string, p Pair) (Pair, error) {
 	ctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
@@ -464,7 +590,9 @@ func (r *Rotator) refresh(ctx context.Context, service, k string, p Pair) (Pair,
 	if fresh.Refresh == "" {
 		fresh.Refresh = p.Refresh // the provider did not rotate it
 	}
-	r.remember(k, fresh)
+	// As the grace cache gives it back (UTC, no monotonic reading), so a
+	// pair compares equal whichever replica answers.
+	fresh.ExpiresAt = fresh.ExpiresAt.UTC().Round(0)
 	return fresh, nil
 }
 

@@ -13,6 +13,8 @@ import (
 
 	"github.com/rs/zerolog"
 	"go.uber.org/goleak"
+
+	"github.com/elevenmessenger/pinned/sidecar/state"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -172,7 +174,7 @@ func TestSingleFlightAndGrace(t *testing.T) {
 	}
 	// Another service with the same refresh token string is another
 	// credential.
-	if _, ok := r.Superseded("linear", old); ok {
+	if _, ok, _ := r.Superseded(context.Background(), "linear", old); ok {
 		t.Fatal("the grace cache crosses services")
 	}
 
@@ -320,7 +322,7 @@ func TestDetachedRefreshLands(t *testing.T) {
 	close(release)
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		if fresh, ok := r.Superseded("github", p); ok {
+		if fresh, ok, _ := r.Superseded(context.Background(), "github", p); ok {
 			got, err := r.Rotate(context.Background(), "github", p)
 			if err != nil || got != fresh || inner.calls.Load() != 1 {
 				t.Fatalf("%v %v (%d calls)", got, err, inner.calls.Load())
@@ -353,19 +355,17 @@ func TestGraceCacheBounded(t *testing.T) {
 	ref := newFakeRefresher()
 	ref.hook = func(_, rt string) (Pair, error) { return Pair{Access: "a-" + rt, Refresh: "n-" + rt}, nil }
 	r := New(ref, Options{MaxCached: 10, Now: clk.Now})
+	mem := r.store.(*state.Memory)
 	for i := range 25 {
 		clk.Advance(time.Millisecond)
 		if _, err := r.Rotate(context.Background(), "github", Pair{Access: "x", Refresh: fmt.Sprint("r", i)}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	r.mu.Lock()
-	n := len(r.cache)
-	r.mu.Unlock()
-	if n > 10 {
+	if n := mem.GraceLen(); n > 10 {
 		t.Fatalf("%d entries, bound 10", n)
 	}
-	if _, ok := r.Superseded("github", Pair{Access: "x", Refresh: "r24"}); !ok {
+	if _, ok, _ := r.Superseded(context.Background(), "github", Pair{Access: "x", Refresh: "r24"}); !ok {
 		t.Fatal("the newest entry was evicted")
 	}
 }

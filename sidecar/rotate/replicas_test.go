@@ -1,0 +1,186 @@
+package rotate
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/elevenmessenger/pinned/internal/redistest"
+	"github.com/elevenmessenger/pinned/sidecar/state"
+)
+
+// sharedStores are the stores replicas share in these tests: one
+// in-memory store (replicas in one process) and a real Redis.
+func sharedStores(t *testing.T) map[string]func(t *testing.T) (state.Store, state.Store) {
+	return map[string]func(t *testing.T) (state.Store, state.Store){
+		"memory": func(t *testing.T) (state.Store, state.Store) {
+			m := state.NewMemory(state.MemoryOptions{})
+			return m, m
+		},
+		"redis": func(t *testing.T) (state.Store, state.Store) {
+			srv := redistest.Start(t)
+			open := func() state.Store {
+				r, err := state.NewRedis(state.RedisOptions{URL: srv.URL(), StateKey: bytes.Repeat([]byte{3}, state.StateKeySize)})
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { _ = r.Close() })
+				return r
+			}
+			return open(), open()
+		},
+	}
+}
+
+// gatedRefresher answers with its own pair after gate is closed (nil gate:
+// at once), and says on entered when a call arrives.
+type gatedRefresher struct {
+	pair    Pair
+	gate    chan struct{}
+	entered chan struct{}
+	mu      sync.Mutex
+	calls   int
+}
+
+func (g *gatedRefresher) Refresh(ctx context.Context, _, _ string) (Pair, error) {
+	g.mu.Lock()
+	g.calls++
+	g.mu.Unlock()
+	if g.entered != nil {
+		close(g.entered)
+	}
+	if g.gate != nil {
+		select {
+		case <-g.gate:
+		case <-ctx.Done():
+			return Pair{}, ctx.Err()
+		}
+	}
+	return g.pair, nil
+}
+
+// TestPausedLockHolder: replica A takes the refresh lock and is paused
+// past its TTL mid-refresh; replica B takes the lock, refreshes and
+// stores its pair. When A resumes it must not overwrite B's pair: both
+// replicas' callers, and every later lookup, get B's.
+func TestPausedLockHolder(t *testing.T) {
+	for name, open := range sharedStores(t) {
+		t.Run(name, func(t *testing.T) {
+			sa, sb := open(t)
+			refA := &gatedRefresher{pair: Pair{Access: "access-A", Refresh: "refresh-A"}, gate: make(chan struct{}), entered: make(chan struct{})}
+			refB := &gatedRefresher{pair: Pair{Access: "access-B", Refresh: "refresh-B"}}
+			opts := func(s state.Store) Options {
+				return Options{Store: s, LockTTL: 100 * time.Millisecond, LockWait: 2 * time.Second, Timeout: 5 * time.Second}
+			}
+			a, b := New(refA, opts(sa)), New(refB, opts(sb))
+			old := Pair{Access: "access-0", Refresh: "refresh-0"}
+			ctx := context.Background()
+			type result struct {
+				p   Pair
+				err error
+			}
+			resA := make(chan result, 1)
+			go func() {
+				p, err := a.Rotate(ctx, "github", old)
+				resA <- result{p, err}
+			}()
+			<-refA.entered                     // A holds the lock and is refreshing
+			time.Sleep(250 * time.Millisecond) // ... past the lock's TTL
+			pb, err := b.Rotate(ctx, "github", old)
+			if err != nil || pb != refB.pair {
+				t.Fatalf("B: %v %v, want its own pair", pb, err)
+			}
+			close(refA.gate) // A resumes with its (older) pair
+			ra := <-resA
+			if ra.err != nil || ra.p != refB.pair {
+				t.Fatalf("A answered %v %v, want B's newer pair", ra.p, ra.err)
+			}
+			for _, r := range []*Rotator{a, b} {
+				got, ok, err := r.Superseded(ctx, "github", old)
+				if err != nil || !ok || got != refB.pair {
+					t.Fatalf("the grace entry is %v %v %v, want B's pair", got, ok, err)
+				}
+			}
+		})
+	}
+}
+
+// TestReplicasShareOneRefresh: two replicas, 20 concurrent rotations of
+// one credential each: one refresh in all, everybody gets its pair.
+func TestReplicasShareOneRefresh(t *testing.T) {
+	for name, open := range sharedStores(t) {
+		t.Run(name, func(t *testing.T) {
+			sa, sb := open(t)
+			gate := make(chan struct{})
+			fresh := Pair{Access: "access-1", Refresh: "refresh-1"}
+			refA := &gatedRefresher{pair: fresh, gate: gate}
+			refB := &gatedRefresher{pair: fresh, gate: gate}
+			reps := []*Rotator{New(refA, Options{Store: sa}), New(refB, Options{Store: sb})}
+			old := Pair{Access: "access-0", Refresh: "refresh-0"}
+			var wg sync.WaitGroup
+			errs := make(chan error, 40)
+			for i := range 40 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					p, err := reps[i%2].Rotate(context.Background(), "github", old)
+					if err == nil && p != fresh {
+						err = errors.New("another pair")
+					}
+					errs <- err
+				}()
+			}
+			time.Sleep(100 * time.Millisecond)
+			close(gate)
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			if n := refA.calls + refB.calls; n != 1 {
+				t.Fatalf("%d refreshes, want 1", n)
+			}
+		})
+	}
+}
+
+// TestLockWaitRetryable: a replica that cannot take the lock in time gets
+// a retryable error (never a reconnect); a store that cannot answer is
+// retryable and matches state.ErrUnavailable.
+func TestLockWaitRetryable(t *testing.T) {
+	m := state.NewMemory(state.MemoryOptions{})
+	if _, ok, _ := m.TryLock(context.Background(), key("github", "refresh-0"), time.Minute); !ok {
+		t.Fatal("lock")
+	}
+	ref := &gatedRefresher{pair: Pair{Access: "x", Refresh: "y"}}
+	r := New(ref, Options{Store: m, LockWait: 150 * time.Millisecond})
+	_, err := r.Rotate(context.Background(), "github", Pair{Access: "access-0", Refresh: "refresh-0"})
+	var e *Error
+	if !errors.Is(err, ErrRetryable) || errors.Is(err, ErrReconnectRequired) || !errors.As(err, &e) || e.Code != "refresh_in_progress" {
+		t.Fatalf("%v, want retryable refresh_in_progress", err)
+	}
+	if ref.calls != 0 {
+		t.Fatal("refreshed without the lock")
+	}
+
+	srv := redistest.Start(t)
+	rs, err := state.NewRedis(state.RedisOptions{URL: srv.URL(), StateKey: bytes.Repeat([]byte{3}, state.StateKeySize), Timeout: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rs.Close()
+	srv.Stop()
+	r = New(ref, Options{Store: rs})
+	_, err = r.Rotate(context.Background(), "github", Pair{Access: "access-0", Refresh: "refresh-0"})
+	if !errors.Is(err, ErrRetryable) || !errors.Is(err, state.ErrUnavailable) || errors.Is(err, ErrReconnectRequired) {
+		t.Fatalf("%v, want retryable and state.ErrUnavailable", err)
+	}
+	if ref.calls != 0 {
+		t.Fatal("refreshed without the store")
+	}
+}
