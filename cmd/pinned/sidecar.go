@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto/x509"
+	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -25,6 +26,7 @@ import (
 	"github.com/elevenmessenger/pinned/sidecar"
 	"github.com/elevenmessenger/pinned/sidecar/grant"
 	"github.com/elevenmessenger/pinned/sidecar/rotate"
+	"github.com/elevenmessenger/pinned/sidecar/state"
 )
 
 const sidecarUsage = `Usage: pinned sidecar --key-file FILE [flags]
@@ -46,6 +48,17 @@ from --broker-token-file or PINNED_SIDECAR_BROKER_TOKEN (never a flag
 value), the sidecar refreshes expiring OAuth pairs through the broker and
 hands the fresh pair back sealed to the member. Without a broker nothing
 is rotated.
+
+Several replicas (docs/OPERATING.md, "Several replicas"): with --redis-url
+(or PINNED_REDIS_URL) every replica of a bot records grant nonces, takes
+refresh locks and shares just-rotated pairs on one Redis, so a grant runs
+once and a single-use refresh token is spent once across all of them.
+The Redis password comes from --redis-password-file or
+PINNED_REDIS_PASSWORD (never the URL or a flag value), the key sealing
+the shared pairs from --state-key-file or PINNED_SIDECAR_STATE_KEY (64
+hex characters, the same on every replica: openssl rand -hex 32). Without
+--redis-url the state is in memory: one process only. When Redis does not
+answer, ops are refused with 503 unavailable, never run unrecorded.
 
 --connect-to and --cacert are for tests and trials only: they map every
 pinned host to a running "pinned fakeapi", as "pinned op" does.
@@ -91,6 +104,12 @@ type sidecarFlags struct {
 	brokerTokenFile   string
 	refreshMargin     time.Duration
 	refreshTimeout    time.Duration
+	redisURL          string
+	redisPasswordFile string
+	redisCAFile       string
+	redisPrefix       string
+	redisTimeout      time.Duration
+	stateKeyFile      string
 }
 
 // envDefaults reads the environment into the flags' defaults, so an
@@ -165,6 +184,12 @@ func runSidecarContext(ctx context.Context, args []string, stdout, stderr io.Wri
 	fs.StringVar(&f.brokerTokenFile, "broker-token-file", env.str("broker-token-file", ""), h("broker-token-file", "`file` holding the broker instance token (or set PINNED_SIDECAR_BROKER_TOKEN); required with --broker-url"))
 	fs.DurationVar(&f.refreshMargin, "refresh-margin", env.dur("refresh-margin", rotate.DefaultMargin), h("refresh-margin", "refresh a token pair before the call when it expires within this"))
 	fs.DurationVar(&f.refreshTimeout, "refresh-timeout", env.dur("refresh-timeout", sidecar.DefaultRefreshTimeout), h("refresh-timeout", "bound on one token refresh through the broker"))
+	fs.StringVar(&f.redisURL, "redis-url", envOr("PINNED_REDIS_URL", ""), "`URL` of the Redis holding the shared state of several replicas: redis://[user@]host:port[/db], rediss://... (TLS) or unix:///path; no password in it; empty: in memory, one process [$PINNED_REDIS_URL]")
+	fs.StringVar(&f.redisPasswordFile, "redis-password-file", env.str("redis-password-file", ""), h("redis-password-file", "`file` holding the Redis password (or set PINNED_REDIS_PASSWORD)"))
+	fs.StringVar(&f.redisCAFile, "redis-cacert", env.str("redis-cacert", ""), h("redis-cacert", "PEM `file` of the CA a rediss:// server's certificate chains to (default: the system's)"))
+	fs.StringVar(&f.redisPrefix, "redis-prefix", env.str("redis-prefix", state.DefaultRedisPrefix), h("redis-prefix", "`prefix` of every Redis key; the replicas of one bot share it, other bots on the same Redis use another"))
+	fs.DurationVar(&f.redisTimeout, "redis-timeout", env.dur("redis-timeout", state.DefaultRedisTimeout), h("redis-timeout", "bound on one Redis operation; past it the op is refused with unavailable"))
+	fs.StringVar(&f.stateKeyFile, "state-key-file", env.str("state-key-file", ""), h("state-key-file", "`file` holding the 64-hex-character key sealing token pairs shared on Redis (or set PINNED_SIDECAR_STATE_KEY); the same on every replica; required with --redis-url"))
 	fs.StringVar(&f.connectTo, "connect-to", "", "DEV/TEST ONLY: send every pinned host to this `ip:port` (a running pinned fakeapi); needs --cacert")
 	fs.StringVar(&f.caFile, "cacert", "", "DEV/TEST ONLY: PEM `file` of an extra CA to trust with --connect-to")
 	if code, ok := parseFlags(fs, sidecarUsage, args, stdout, stderr); !ok {
@@ -181,10 +206,21 @@ func runSidecarContext(ctx context.Context, args []string, stdout, stderr io.Wri
 	if err != nil {
 		return usage("%s", errText(err))
 	}
+	if cfg.Store != nil {
+		defer cfg.Store.Close()
+	}
 	level, _ := zerolog.ParseLevel(f.logLevel)
 	base := zerolog.New(stderr).Level(level).With().Timestamp()
 	log := base.Str("component", "sidecar").Logger()
 	hostLog := zerolog.New(stderr).Level(level).With().Timestamp().Str("component", "host").Logger()
+
+	if rs, ok := cfg.Store.(*state.Redis); ok {
+		if code := checkRedis(rs, f, log, stderr); code != 0 {
+			return code
+		}
+	} else {
+		log.Info().Str("event", "state_store").Str("store", "memory").Msg("state in memory: run one replica per bot key (docs/OPERATING.md)")
+	}
 
 	prom := prometheus.NewRegistry()
 	prom.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -252,7 +288,7 @@ func (f *sidecarFlags) check() (sidecar.Config, *grant.PrivateKey, host.Secret, 
 		{"--op-timeout", f.opTimeout}, {"--pages-timeout", f.pagesTimeout}, {"--read-header-timeout", f.readHeaderTimeout}, {"--read-timeout", f.readTimeout},
 		{"--write-timeout", f.writeTimeout}, {"--idle-timeout", f.idleTimeout}, {"--shutdown-grace", f.shutdownGrace},
 		{"--busy-retry-after", f.busyRetryAfter}, {"--max-grant-ttl", f.maxGrantTTL},
-		{"--refresh-margin", f.refreshMargin}, {"--refresh-timeout", f.refreshTimeout},
+		{"--refresh-margin", f.refreshMargin}, {"--refresh-timeout", f.refreshTimeout}, {"--redis-timeout", f.redisTimeout},
 	}
 	for _, p := range positive {
 		if p.d <= 0 {
@@ -308,7 +344,96 @@ func (f *sidecarFlags) check() (sidecar.Config, *grant.PrivateKey, host.Secret, 
 	if refresher != nil {
 		cfg.Refresher = refresher
 	}
+	store, err := f.redis()
+	if err != nil {
+		return cfg, nil, "", err
+	}
+	if store != nil {
+		cfg.Store = store
+	}
 	return cfg, key, token, nil
+}
+
+// envOr is the environment variable name's value, or def when unset.
+func envOr(name, def string) string {
+	if v, ok := os.LookupEnv(name); ok {
+		return v
+	}
+	return def
+}
+
+// redis builds the Redis state store, or nil without --redis-url. The
+// password and the state key come from files or the environment only.
+func (f *sidecarFlags) redis() (*state.Redis, error) {
+	pw, err := secretFromFileOrEnv("Redis password", "--redis-password-file", f.redisPasswordFile, "PINNED_REDIS_PASSWORD", 1)
+	if err != nil {
+		return nil, err
+	}
+	hexKey, err := secretFromFileOrEnv("state key", "--state-key-file", f.stateKeyFile, "PINNED_SIDECAR_STATE_KEY", 2*state.StateKeySize)
+	if err != nil {
+		return nil, err
+	}
+	if f.redisURL == "" {
+		if pw != "" || hexKey != "" || f.redisCAFile != "" {
+			return nil, errors.New("a Redis password, state key or --redis-cacert is set but --redis-url is empty: set --redis-url (several replicas) or none of them")
+		}
+		return nil, nil
+	}
+	if hexKey == "" {
+		return nil, errors.New("--redis-url needs the state key shared by the replicas: --state-key-file or PINNED_SIDECAR_STATE_KEY (create one with: openssl rand -hex 32)")
+	}
+	stateKey, err := hex.DecodeString(hexKey)
+	if err != nil || len(stateKey) != state.StateKeySize {
+		return nil, fmt.Errorf("the state key must be %d hex characters (%d bytes; openssl rand -hex 32)", 2*state.StateKeySize, state.StateKeySize)
+	}
+	if f.redisPrefix == "" {
+		return nil, errors.New("--redis-prefix must not be empty")
+	}
+	opt := state.RedisOptions{URL: f.redisURL, Password: pw, StateKey: stateKey, Prefix: f.redisPrefix, Timeout: f.redisTimeout}
+	if f.redisCAFile != "" {
+		pem, err := os.ReadFile(f.redisCAFile)
+		if err != nil {
+			return nil, fmt.Errorf("--redis-cacert: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("--redis-cacert %s: no PEM certificate in it", f.redisCAFile)
+		}
+		opt.RootCAs = pool
+	}
+	rs, err := state.NewRedis(opt)
+	if err != nil {
+		return nil, fmt.Errorf("--redis-url: %s", strings.TrimPrefix(err.Error(), "state: "))
+	}
+	return rs, nil
+}
+
+// checkRedis logs where the state is and refuses a Redis that may evict
+// replay records. A Redis that does not answer yet is only logged: the
+// sidecar serves not-ready (ops answer unavailable) until it answers.
+func checkRedis(rs *state.Redis, f sidecarFlags, log zerolog.Logger, stderr io.Writer) int {
+	ctx := context.Background()
+	addr := "?"
+	if o, err := state.ParseRedisURL(f.redisURL); err == nil {
+		addr = o.Network + ":" + o.Addr
+	}
+	if err := rs.Ping(ctx); err != nil {
+		log.Warn().Str("event", "state_store").Str("store", "redis").Str("addr", addr).AnErr("cause", err).
+			Msg("Redis does not answer yet: not ready, ops are refused with unavailable until it does")
+		return 0
+	}
+	policy, err := rs.EvictionPolicy(ctx)
+	switch {
+	case err != nil:
+		log.Warn().Str("event", "state_store").Str("store", "redis").Str("addr", addr).
+			Msg("cannot read Redis's maxmemory-policy (CONFIG GET is not allowed): make sure it is noeviction, or an evicted replay record lets a grant run twice")
+	case policy != "noeviction":
+		fmt.Fprintf(stderr, "pinned sidecar: Redis's maxmemory-policy is %q: it may evict replay records and let a grant run twice; set maxmemory-policy noeviction (docs/OPERATING.md)\n", policy)
+		return 1
+	}
+	log.Info().Str("event", "state_store").Str("store", "redis").Str("addr", addr).Str("prefix", f.redisPrefix).
+		Float64("timeout_ms", float64(f.redisTimeout.Milliseconds())).Msg("shared state on Redis")
+	return 0
 }
 
 // broker builds the broker client for token rotation, or nil when no

@@ -39,10 +39,11 @@ func (l *sidecarOutput) String() string {
 	return l.b.String()
 }
 
-// clearSidecarEnv unsets every PINNED_SIDECAR_* variable for the test.
+// clearSidecarEnv unsets every PINNED_SIDECAR_* and PINNED_REDIS_*
+// variable for the test.
 func clearSidecarEnv(t *testing.T) {
 	for _, kv := range os.Environ() {
-		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "PINNED_SIDECAR_") {
+		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "PINNED_SIDECAR_") || strings.HasPrefix(k, "PINNED_REDIS_") {
 			t.Setenv(k, "")
 			os.Unsetenv(k)
 		}
@@ -149,6 +150,36 @@ func TestRunSidecarRefuses(t *testing.T) {
 		{name: "zero refresh margin", args: []string{"--key-file", key, "--refresh-margin", "0s"}, code: 2, stderr: "--refresh-margin must be positive"},
 		{name: "bad env refresh timeout", env: map[string]string{"PINNED_SIDECAR_REFRESH_TIMEOUT": "soon"}, args: []string{"--key-file", key}, code: 2,
 			stderr: `PINNED_SIDECAR_REFRESH_TIMEOUT="soon" is not a duration`},
+	}
+	stateKey := filepath.Join(dir, "state.key")
+	_ = os.WriteFile(stateKey, []byte(strings.Repeat("ab", 32)+"\n"), 0o600)
+	shortKey := filepath.Join(dir, "short-state.key")
+	_ = os.WriteFile(shortKey, []byte(strings.Repeat("ab", 16)+strings.Repeat("zz", 16)+"\n"), 0o600)
+	redisCases := []struct {
+		name   string
+		env    map[string]string
+		args   []string
+		code   int
+		stderr string
+		stdout string
+	}{
+		{name: "help lists redis", args: []string{"--help"}, code: 0, stdout: "$PINNED_REDIS_URL]"},
+		{name: "help lists the state key", args: []string{"--help"}, code: 0, stdout: "-state-key-file file"},
+		{name: "redis without state key", args: []string{"--key-file", key, "--redis-url", "redis://127.0.0.1:6379"}, code: 2,
+			stderr: "--redis-url needs the state key shared by the replicas: --state-key-file or PINNED_SIDECAR_STATE_KEY"},
+		{name: "state key not hex", args: []string{"--key-file", key, "--redis-url", "redis://127.0.0.1:6379", "--state-key-file", shortKey}, code: 2,
+			stderr: "the state key must be 64 hex characters"},
+		{name: "state key readable by others", args: []string{"--key-file", key, "--redis-url", "redis://127.0.0.1:6379", "--state-key-file", openTok}, code: 2,
+			stderr: "--state-key-file " + openTok + " has mode 0644"},
+		{name: "password in the redis url", env: map[string]string{"PINNED_REDIS_URL": "redis://pinned:hunter2-secret@127.0.0.1:6379"},
+			args: []string{"--key-file", key, "--state-key-file", stateKey}, code: 2, stderr: "--redis-url: the Redis URL carries a password; remove it and pass the password from a file or the environment"},
+		{name: "redis url scheme", args: []string{"--key-file", key, "--state-key-file", stateKey, "--redis-url", "http://127.0.0.1:6379"}, code: 2, stderr: "want redis, rediss (TLS) or unix"},
+		{name: "state key without redis", args: []string{"--key-file", key, "--state-key-file", stateKey}, code: 2, stderr: "--redis-url is empty"},
+		{name: "redis password without redis", env: map[string]string{"PINNED_REDIS_PASSWORD": "pw"}, args: []string{"--key-file", key}, code: 2, stderr: "--redis-url is empty"},
+		{name: "zero redis timeout", args: []string{"--key-file", key, "--redis-timeout", "0s"}, code: 2, stderr: "--redis-timeout must be positive"},
+	}
+	for _, rc := range redisCases {
+		tests = append(tests, rc)
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

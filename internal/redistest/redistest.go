@@ -23,7 +23,12 @@ import (
 
 // Server is a running (or stopped) redis-server of one test.
 type Server struct {
+	// Password, when set, is sent (AUTH) before each Do: set it with the
+	// server's requirepass (StartArgs "--requirepass", pw).
+	Password string
+
 	t    testing.TB
+	args []string
 	bin  string
 	port int
 	dir  string
@@ -36,6 +41,13 @@ type Server struct {
 // when t ends.
 func Start(t testing.TB) *Server {
 	t.Helper()
+	return StartArgs(t)
+}
+
+// StartArgs is Start with extra redis-server arguments
+// ("--requirepass", "pw"; "--maxmemory-policy", "allkeys-lru").
+func StartArgs(t testing.TB, args ...string) *Server {
+	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
 		if os.Getenv("CI") == "true" {
@@ -43,7 +55,12 @@ func Start(t testing.TB) *Server {
 		}
 		t.Skip("redistest: redis-server is not installed (apt-get install redis-server); skipping a test that needs a real Redis")
 	}
-	s := &Server{t: t, bin: bin, port: freePort(t), dir: t.TempDir()}
+	s := &Server{t: t, bin: bin, port: freePort(t), dir: t.TempDir(), args: args}
+	for i := 0; i+1 < len(args); i++ {
+		if args[i] == "--requirepass" {
+			s.Password = args[i+1]
+		}
+	}
 	s.Restart()
 	t.Cleanup(s.Stop)
 	return s
@@ -77,9 +94,9 @@ func (s *Server) Restart() {
 	if s.cmd != nil {
 		return
 	}
-	cmd := exec.Command(s.bin,
+	cmd := exec.Command(s.bin, append([]string{
 		"--port", strconv.Itoa(s.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-		"--dir", s.dir, "--maxmemory-policy", "noeviction", "--loglevel", "warning", "--databases", "1")
+		"--dir", s.dir, "--maxmemory-policy", "noeviction", "--loglevel", "warning", "--databases", "1"}, s.args...)...)
 	cmd.Stdout, cmd.Stderr = nil, nil
 	if err := cmd.Start(); err != nil {
 		s.t.Fatalf("redistest: start redis-server: %v", err)
@@ -109,6 +126,17 @@ func (s *Server) Do(args ...string) (string, error) {
 	}
 	defer c.Close()
 	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	rd := bufio.NewReader(c)
+	if s.Password != "" {
+		if r, err := command(c, rd, "AUTH", s.Password); err != nil || r != "+OK" {
+			return r, fmt.Errorf("redistest: AUTH: %q %v", r, err)
+		}
+	}
+	return command(c, rd, args...)
+}
+
+// command writes one RESP command and reads the first line of its reply.
+func command(c net.Conn, rd *bufio.Reader, args ...string) (string, error) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "*%d\r\n", len(args))
 	for _, a := range args {
@@ -117,7 +145,7 @@ func (s *Server) Do(args ...string) (string, error) {
 	if _, err := c.Write([]byte(b.String())); err != nil {
 		return "", err
 	}
-	line, err := bufio.NewReader(c).ReadString('\n')
+	line, err := rd.ReadString('\n')
 	return strings.TrimRight(line, "\r\n"), err
 }
 
