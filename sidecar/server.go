@@ -166,7 +166,7 @@ type Server struct {
 	log     zerolog.Logger
 	prom    *prometheus.Registry
 	m       *metrics
-	store   state.Store // instrumented
+	store   state.Store     // instrumented
 	rot     *rotate.Rotator // nil: rotation is off
 	slots   chan struct{}
 	handler http.Handler
@@ -248,13 +248,13 @@ func New(cfg Config) (*Server, error) {
 		cfg.RefreshTimeout = DefaultRefreshTimeout
 	}
 	s := &Server{
-		cfg:    cfg,
-		eng:    cfg.Engine,
-		reg:    cfg.Registry,
-		key:    cfg.Key,
-		log:    zerolog.Nop(),
-		prom:   cfg.Prometheus,
-		slots:  make(chan struct{}, cfg.MaxConcurrency),
+		cfg:   cfg,
+		eng:   cfg.Engine,
+		reg:   cfg.Registry,
+		key:   cfg.Key,
+		log:   zerolog.Nop(),
+		prom:  cfg.Prometheus,
+		slots: make(chan struct{}, cfg.MaxConcurrency),
 	}
 	if cfg.Logger != nil {
 		s.log = *cfg.Logger

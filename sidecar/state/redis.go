@@ -13,6 +13,8 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -75,6 +77,10 @@ type Redis struct {
 	aead    cipher.AEAD
 	prefix  string
 	timeout time.Duration
+	// cleanups are the background deletes of records whose SET timed out
+	// (Close waits for them).
+	cleanups sync.WaitGroup
+	closed   atomic.Bool
 }
 
 // Scripts: each is atomic on the server.
@@ -196,6 +202,20 @@ func (r *Redis) RecordNonce(ctx context.Context, nonce string, until, _ time.Tim
 	case errors.Is(err, redis.Nil):
 		return Nonce{}, ErrReplayed
 	}
+	var reply redis.Error
+	if !errors.As(err, &reply) && !r.closed.Load() {
+		// No answer in time: the SET may still land. Delete it again (ours
+		// only) once it would have, so a retry of the grant is not refused
+		// as replayed. Best effort: a Redis that is down keeps nothing.
+		r.cleanups.Add(1)
+		go func() {
+			defer r.cleanups.Done()
+			time.Sleep(r.timeout)
+			ctx, cancel := context.WithTimeout(context.Background(), 2*r.timeout)
+			defer cancel()
+			_ = delIfOwner.Run(ctx, r.c, []string{n.key}, n.token).Err()
+		}()
+	}
 	return Nonce{}, unavailable("record", err)
 }
 
@@ -292,5 +312,10 @@ func (r *Redis) EvictionPolicy(ctx context.Context) (string, error) {
 	return m["maxmemory-policy"], nil
 }
 
-// Close implements Store.
-func (r *Redis) Close() error { return r.c.Close() }
+// Close implements Store: it waits for the background clean-ups (each
+// bounded by twice Timeout after Timeout), then closes the connections.
+func (r *Redis) Close() error {
+	r.closed.Store(true)
+	r.cleanups.Wait()
+	return r.c.Close()
+}

@@ -295,7 +295,10 @@ func TestRedisUnavailable(t *testing.T) {
 		{"lock", func() error { _, _, err := s.TryLock(ctx, "c", time.Second); return err }},
 		{"unlock", func() error { return s.Unlock(ctx, Lock{Key: "c", Token: "t"}) }},
 		{"grace", func() error { _, _, err := s.Grace(ctx, "c"); return err }},
-		{"put_grace", func() error { _, err := s.PutGrace(ctx, Lock{Key: "c", Fence: 1}, []byte("x"), time.Second); return err }},
+		{"put_grace", func() error {
+			_, err := s.PutGrace(ctx, Lock{Key: "c", Fence: 1}, []byte("x"), time.Second)
+			return err
+		}},
 	}
 	for _, op := range ops {
 		t.Run(op.name, func(t *testing.T) {
@@ -325,8 +328,8 @@ func TestRedisUnavailable(t *testing.T) {
 func TestParseRedisURL(t *testing.T) {
 	tests := []struct {
 		name, url, wantErr string
-		tls               bool
-		network           string
+		tls                bool
+		network            string
 	}{
 		{name: "tcp", url: "redis://127.0.0.1:6379/0", network: "tcp"},
 		{name: "user", url: "redis://pinned@redis.internal:6379", network: "tcp"},
