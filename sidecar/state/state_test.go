@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -39,7 +41,7 @@ func stores(t *testing.T) []struct {
 			// The ACL of docs/OPERATING.md ("Several replicas"): only the
 			// commands the store needs, only keys under its prefix.
 			srv := redistest.Start(t)
-			acl := append([]string{"ACL", "SETUSER", "pinned", "reset", "on", ">acl-test-password-0123456789", "~pinned:*", "-@all"}, strings.Fields(aclCommands)...)
+			acl := append([]string{"ACL", "SETUSER", "pinned", "reset", "on", ">acl-test-password-0123456789", "~pinned:*", "resetchannels", "-@all"}, strings.Fields(aclCommands)...)
 			if r, err := srv.Do(acl...); err != nil || r != "+OK" {
 				t.Fatalf("ACL SETUSER: %q %v", r, err)
 			}
@@ -359,5 +361,18 @@ func TestParseRedisURL(t *testing.T) {
 				t.Fatalf("tls %v network %q", o.TLSConfig != nil, o.Network)
 			}
 		})
+	}
+}
+
+// TestOperatingDocACL: the ACL docs/OPERATING.md gives operators is the
+// one TestStoreContract/redis_acl_user runs the store under.
+func TestOperatingDocACL(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "OPERATING.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "ACL SETUSER pinned on >PASSWORD ~pinned:* resetchannels -@all " + aclCommands + "\n"
+	if !strings.Contains(string(doc), want) {
+		t.Fatalf("docs/OPERATING.md lacks the tested ACL line %q", want)
 	}
 }
