@@ -187,6 +187,21 @@ func runReport(benchPath, extismPath, rssPath, readyPath, out string) error {
 			fmt.Sprintf("peak RSS %.0f MiB; answers %v; op %d: HTTP %d %s; %d ms", float64(rss.PeakRSS)/(1<<20), rss.Statuses, rss.InFlight+1, rss.ExtraStatus, rss.ExtraCode, rss.ElapsedMS),
 			fmt.Sprintf("RSS before the load %.0f MiB (%s)", float64(rss.BaselineRSS)/(1<<20), rss.Note), met(ok))
 	}
+	if ad, ok := st.get("BenchmarkStateOverhead", "added-p50-ns"); ok {
+		mem, _ := st.get("BenchmarkStateOverhead", "memory-p50-ns")
+		red, _ := st.get("BenchmarkStateOverhead", "redis-p50-ns")
+		base := fmt.Sprintf("op on the in-memory store p50 %s, on Redis p50 %s (the same op, alternating)", dur(mem.center), dur(red.center))
+		if rm, ok := st.get("BenchmarkStateRecord/memory", "p50-ns/op"); ok {
+			rr, _ := st.get("BenchmarkStateRecord/redis", "p50-ns/op")
+			base += fmt.Sprintf("; the replay record alone: in memory %s, Redis SET NX PXAT %s", dur(rm.center), dur(rr.center))
+		}
+		row("Redis state store on loopback, added per op, p50 (≤ 250 µs)", ad.dur(), base, met(ad.center <= 250e3))
+	}
+	if r3, ok := st.get("BenchmarkReplicas/3-redis", "ops/s"); ok {
+		r1, _ := st.get("BenchmarkReplicas/1-memory", "ops/s")
+		row("throughput of 3 replicas on one Redis, 2 cores, one process", fmt.Sprintf("%.0f ops/s (%.0f – %.0f, n=%d)", r3.center, r3.lo, r3.hi, r3.n),
+			fmt.Sprintf("1 sidecar on the in-memory store %.0f ops/s (the replicas share the same cores)", r1.center), "(context)")
+	}
 	if len(ready.WarmMS) > 0 {
 		w := median(append([]float64(nil), ready.WarmMS...))
 		c := median(append([]float64(nil), ready.ColdMS...))
@@ -228,6 +243,6 @@ func runReport(benchPath, extismPath, rssPath, readyPath, out string) error {
 		}
 	}
 	p("\n## Reproduce\n\n```\nmake bench            # BENCHCOUNT=6 BENCHTIME=1s by default\n```\n\n")
-	p("`make bench` runs the Go benchmarks of ./host (and bench/extism), then `go run ./internal/benchtool rss` and `ready`, then writes this file with `benchtool report`.\n")
+	p("`make bench` runs the Go benchmarks of ./host, the state store's of ./sidecar (a real redis-server on loopback; skipped without one) and bench/extism's, then `go run ./internal/benchtool rss` and `ready`, then writes this file with `benchtool report`.\n")
 	return os.WriteFile(out, []byte(w.String()), 0o644)
 }

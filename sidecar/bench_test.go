@@ -1,0 +1,172 @@
+package sidecar
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/elevenmessenger/pinned/internal/redistest"
+	"github.com/elevenmessenger/pinned/sidecar/grant"
+	"github.com/elevenmessenger/pinned/sidecar/state"
+)
+
+// The state store's benchmarks (make bench; docs/BENCHMARKS.md): what the
+// Redis store adds to an op next to the in-memory store, measured in the
+// same run, and the throughput of 3 replicas on one Redis next to one
+// in-memory sidecar.
+
+// BenchmarkStateRecord is the state work of a plain op alone: recording
+// one fresh nonce (the in-memory cache, or SET NX PXAT on a loopback
+// Redis).
+func BenchmarkStateRecord(b *testing.B) {
+	srv := redistest.Start(b)
+	stores := []struct {
+		name string
+		s    state.Store
+	}{
+		{"memory", state.NewMemory(state.MemoryOptions{ReplayCacheSize: 10_000_000})},
+		{"redis", redisState(b, srv, 0)},
+	}
+	for _, st := range stores {
+		b.Run(st.name, func(b *testing.B) {
+			ctx := context.Background()
+			nonces := make([]string, b.N)
+			for i := range nonces {
+				nonces[i], _ = grant.NewNonce()
+			}
+			lat := make([]time.Duration, 0, b.N)
+			until := time.Now().Add(time.Minute)
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				start := time.Now()
+				if _, err := st.s.RecordNonce(ctx, nonces[i], until, time.Now()); err != nil {
+					b.Fatal(err)
+				}
+				lat = append(lat, time.Since(start))
+			}
+			reportP50(b, lat, "p50-ns/op")
+		})
+	}
+}
+
+// BenchmarkStateOverhead runs the same read op end to end (HTTP, grant,
+// replay record, sandbox, loopback HTTPS fake) through a sidecar on the
+// in-memory store and one on Redis, alternating, and reports each p50 and
+// the p50 of the per-op difference: what Redis adds to an op.
+func BenchmarkStateOverhead(b *testing.B) {
+	srv := redistest.Start(b)
+	mem := newTestEnv(b, nil)
+	red := newTestEnv(b, func(c *Config) { c.Store = redisState(b, srv, 0) })
+	run := func(env *testEnv, sealed string) time.Duration {
+		start := time.Now()
+		if r := benchOp(b, env, sealed); r != http.StatusOK {
+			b.Fatalf("op: %d", r)
+		}
+		return time.Since(start)
+	}
+	memLat := make([]time.Duration, 0, b.N)
+	redLat := make([]time.Duration, 0, b.N)
+	diff := make([]time.Duration, 0, b.N)
+	for i := 0; i < b.N; i++ {
+		if i%1000 == 0 {
+			mem.fake.Reset()
+		}
+		gm := mem.seal(b, grant.Grant{Access: grant.AccessRead})
+		gr := red.seal(b, grant.Grant{Access: grant.AccessRead})
+		var m, r time.Duration
+		if i%2 == 0 {
+			m, r = run(mem, gm), run(red, gr)
+		} else {
+			r, m = run(red, gr), run(mem, gm)
+		}
+		memLat, redLat, diff = append(memLat, m), append(redLat, r), append(diff, r-m)
+	}
+	reportP50(b, memLat, "memory-p50-ns")
+	reportP50(b, redLat, "redis-p50-ns")
+	reportP50(b, diff, "added-p50-ns")
+}
+
+// BenchmarkReplicas is the throughput of ops spread over sidecars from
+// parallel clients: 1 sidecar on the in-memory store (the baseline) and 3
+// replicas on one Redis, all in this process on the machine's cores.
+func BenchmarkReplicas(b *testing.B) {
+	srv := redistest.Start(b)
+	for _, tc := range []struct {
+		name  string
+		n     int
+		redis bool
+	}{{"1-memory", 1, false}, {"3-redis", 3, true}} {
+		b.Run(tc.name, func(b *testing.B) {
+			key, _ := grant.GenerateKey(nil)
+			reps := make([]*testEnv, tc.n)
+			for i := range reps {
+				reps[i] = newTestEnv(b, func(c *Config) {
+					c.Key = key
+					c.MaxConcurrency = 256
+					if tc.redis {
+						c.Store = redisState(b, srv, 0)
+					}
+				})
+			}
+			grants := make(chan string, 4096)
+			done := make(chan struct{})
+			defer close(done)
+			go func() { // sealing is the member's work, not the sidecar's
+				for {
+					g := sealTo(b, grant.Grant{Access: grant.AccessRead}, key.Public())
+					select {
+					case grants <- g:
+					case <-done:
+						return
+					}
+				}
+			}()
+			var next atomic.Int64
+			b.SetParallelism(8)
+			b.ResetTimer()
+			start := time.Now()
+			b.RunParallel(func(pb *testing.PB) {
+				rep := reps[int(next.Add(1))%len(reps)]
+				for pb.Next() {
+					if r := benchOp(b, rep, <-grants); r != http.StatusOK {
+						b.Errorf("op: %d", r)
+						return
+					}
+				}
+			})
+			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "ops/s")
+			reps[0].fake.Reset()
+		})
+	}
+}
+
+// benchOp sends one get_viewer op and returns the status (no testing.TB
+// helpers in the hot path).
+func benchOp(b testing.TB, env *testEnv, sealed string) int {
+	body, _ := json.Marshal(OpRequest{Service: "github", Op: "get_viewer", Grant: sealed})
+	req, _ := http.NewRequest(http.MethodPost, env.base+"/v1/ops", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := env.client.Do(req)
+	if err != nil {
+		b.Error(err)
+		return 0
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+func reportP50(b *testing.B, l []time.Duration, unit string) {
+	if len(l) == 0 {
+		return
+	}
+	slices.Sort(l)
+	b.ReportMetric(float64(l[len(l)/2].Nanoseconds()), unit)
+}
+
