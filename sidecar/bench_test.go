@@ -169,4 +169,3 @@ func reportP50(b *testing.B, l []time.Duration, unit string) {
 	slices.Sort(l)
 	b.ReportMetric(float64(l[len(l)/2].Nanoseconds()), unit)
 }
-
