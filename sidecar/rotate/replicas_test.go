@@ -184,3 +184,17 @@ func TestLockWaitRetryable(t *testing.T) {
 		t.Fatal("refreshed without the store")
 	}
 }
+
+// FuzzDecodePair: a grace entry that is not a pair is an error, never a
+// panic or a pair without an access token.
+func FuzzDecodePair(f *testing.F) {
+	f.Add(encodePair(Pair{Access: "a", Refresh: "r", ExpiresAt: time.Unix(1700000000, 0)}))
+	f.Add([]byte(`{"access":""}`))
+	f.Add([]byte(`null`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		p, err := decodePair(b)
+		if err == nil && p.Access == "" {
+			t.Fatal("a pair without an access token")
+		}
+	})
+}

@@ -104,6 +104,15 @@ redis.call('PEXPIRE', KEYS[1], ARGV[3])
 return 1`)
 )
 
+// quietClient silences go-redis's own (process-wide) logger, which would
+// print pool errors on stderr beside the sidecar's JSON log: every failure
+// is returned to the caller, which logs it.
+var quietClient sync.Once
+
+type discardLogger struct{}
+
+func (discardLogger) Printf(context.Context, string, ...any) {}
+
 // NewRedis connects to the Redis at o.URL. It does not wait for Redis to
 // answer (a replica starts while Redis is away and is not ready until it
 // answers); call Ping for that.
@@ -141,6 +150,7 @@ func NewRedis(o RedisOptions) (*Redis, error) {
 	opt.ContextTimeoutEnabled = true
 	opt.PoolSize = o.PoolSize
 	opt.MinIdleConns = 0
+	quietClient.Do(func() { redis.SetLogger(discardLogger{}) })
 	aead, err := chacha20poly1305.NewX(o.StateKey)
 	if err != nil {
 		return nil, fmt.Errorf("state: %w", err)
@@ -195,7 +205,12 @@ func (r *Redis) RecordNonce(ctx context.Context, nonce string, until, _ time.Tim
 	ctx, cancel := r.ctx(ctx)
 	defer cancel()
 	n := Nonce{key: r.nonceKey(nonce), token: randomToken()}
-	err := r.c.SetArgs(ctx, n.key, n.token, redis.SetArgs{Mode: "NX", ExpireAt: until}).Err()
+	// PXAT in whole milliseconds, rounded up: never a millisecond early.
+	pxat := until.UnixMilli()
+	if until.After(time.UnixMilli(pxat)) {
+		pxat++
+	}
+	err := r.c.Do(ctx, "SET", n.key, n.token, "NX", "PXAT", pxat).Err()
 	switch {
 	case err == nil:
 		return n, nil

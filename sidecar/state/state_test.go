@@ -264,16 +264,18 @@ func TestRedisGraceSealed(t *testing.T) {
 	if _, _, err := other.Grace(ctx, "cred-s"); !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("another state key: %v, want ErrUnavailable", err)
 	}
-	// The nonce is stored as its hash only.
-	if _, err := s.RecordNonce(ctx, "nonce-in-the-clear?", time.Now().Add(time.Minute), time.Now()); err != nil {
+	// The nonce is stored as its hash only, until exactly the given time
+	// (PXAT, rounded up to the millisecond, never down).
+	until := time.Now().Add(time.Minute).Truncate(time.Millisecond).Add(500 * time.Microsecond)
+	if _, err := s.RecordNonce(ctx, "nonce-in-the-clear?", until, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	keys, _ = raw.Keys(ctx, "bot1:n:*").Result()
 	if len(keys) != 1 || strings.Contains(keys[0], "clear") || len(keys[0]) != len("bot1:n:")+64 {
 		t.Fatalf("nonce keys %q", keys)
 	}
-	if ttl := raw.PTTL(ctx, keys[0]).Val(); ttl <= 0 || ttl > time.Minute {
-		t.Fatalf("nonce TTL %s", ttl)
+	if at := raw.PExpireTime(ctx, keys[0]).Val(); at != time.Duration(until.UnixMilli()+1)*time.Millisecond {
+		t.Fatalf("the record expires at %d ms, want %d", at.Milliseconds(), until.UnixMilli()+1)
 	}
 }
 
@@ -374,5 +376,23 @@ func TestOperatingDocACL(t *testing.T) {
 	want := "ACL SETUSER pinned on >PASSWORD ~pinned:* resetchannels -@all " + aclCommands + "\n"
 	if !strings.Contains(string(doc), want) {
 		t.Fatalf("docs/OPERATING.md lacks the tested ACL line %q", want)
+	}
+}
+
+// TestRedisUnixSocket: unix:// URLs reach a Redis on a socket.
+func TestRedisUnixSocket(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "redis.sock")
+	srv := redistest.StartArgs(t, "--unixsocket", sock, "--unixsocketperm", "700")
+	_ = srv
+	s := newRedisStore(t, RedisOptions{URL: "unix://" + sock})
+	ctx := context.Background()
+	if err := s.Ping(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.RecordNonce(ctx, "nonce-over-a-socket", time.Now().Add(time.Minute), time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.RecordNonce(ctx, "nonce-over-a-socket", time.Now().Add(time.Minute), time.Now()); !errors.Is(err, ErrReplayed) {
+		t.Fatalf("%v, want ErrReplayed", err)
 	}
 }
