@@ -195,7 +195,11 @@ func (s *Server) enforceOp(ctx context.Context, info *reqInfo, req *OpRequest) (
 	}
 	defer release()
 
-	g, rec, e := s.checkGrant(r.Context(), info, req, op)
+	g, e := s.checkGrant(info, req, op)
+	var rec *state.Nonce
+	if e == nil {
+		rec, e = s.record(r.Context(), g)
+	}
 	if e != nil {
 		if e.Code != CodeBusy && e.Code != CodeUnavailable {
 			s.m.denials.WithLabelValues("grant", string(e.Code)).Inc()
@@ -275,15 +279,13 @@ func (s *Server) run(ctx context.Context, info *reqInfo, req *OpRequest, args js
 
 // checkGrant opens the grant and checks it against the call, in order:
 // grant_invalid, grant_expired (and grant_invalid for an expiry too far
-// ahead), service_mismatch, access_denied, grant_mismatch, and last
-// grant_replayed — recording the nonce only when everything else passed.
-//
-// The nonce's receipt lets the op forget it again (a refusal that did
-// not spend the grant).
-func (s *Server) checkGrant(ctx context.Context, info *reqInfo, req *OpRequest, op *registry.Op) (*grant.Grant, *state.Nonce, *Error) {
+// ahead), service_mismatch, access_denied, grant_mismatch. The last check,
+// grant_replayed, is record's: the nonce is recorded only when everything
+// else passed.
+func (s *Server) checkGrant(info *reqInfo, req *OpRequest, op *registry.Op) (*grant.Grant, *Error) {
 	g, err := grant.Open(req.Grant, s.key)
 	if err != nil {
-		return nil, nil, NewError(CodeGrantInvalid, "the grant cannot be opened by this bot").withCause(err)
+		return nil, NewError(CodeGrantInvalid, "the grant cannot be opened by this bot").withCause(err)
 	}
 	sum := sha256.Sum256([]byte(g.Nonce))
 	info.grantID = hex.EncodeToString(sum[:8])
@@ -291,44 +293,51 @@ func (s *Server) checkGrant(ctx context.Context, info *reqInfo, req *OpRequest, 
 	switch err := g.CheckTime(now, s.cfg.MaxGrantTTL); err {
 	case nil:
 	case grant.ErrExpired:
-		return nil, nil, NewError(CodeGrantExpired, "the grant has expired; ask the member for a new one").withCause(err)
+		return nil, NewError(CodeGrantExpired, "the grant has expired; ask the member for a new one").withCause(err)
 	default:
-		return nil, nil, NewError(CodeGrantInvalid, fmt.Sprintf("the grant expires more than %s from now; grants must be short-lived", s.cfg.MaxGrantTTL)).withCause(err)
+		return nil, NewError(CodeGrantInvalid, fmt.Sprintf("the grant expires more than %s from now; grants must be short-lived", s.cfg.MaxGrantTTL)).withCause(err)
 	}
 	if g.Service != req.Service {
-		return nil, nil, NewError(CodeServiceMismatch, fmt.Sprintf("the grant is for service %q, not %q", g.Service, req.Service))
+		return nil, NewError(CodeServiceMismatch, fmt.Sprintf("the grant is for service %q, not %q", g.Service, req.Service))
 	}
 	if !g.Allows(op.Access) {
 		what := "a read-only grant"
 		if g.Access == grant.AccessLegacy {
 			what = "a grant without access (legacy, read-only)"
 		}
-		return nil, nil, NewError(CodeAccessDenied, fmt.Sprintf("%s.%s is a %s op; %s cannot run it", req.Service, req.Op, op.Access, what))
+		return nil, NewError(CodeAccessDenied, fmt.Sprintf("%s.%s is a %s op; %s cannot run it", req.Service, req.Op, op.Access, what))
 	}
 	if err := g.CheckBinding(req.Op, ""); err == grant.ErrOpMismatch {
-		return nil, nil, NewError(CodeGrantMismatch, fmt.Sprintf("the grant is bound to op %q", g.Op)).withCause(err)
+		return nil, NewError(CodeGrantMismatch, fmt.Sprintf("the grant is bound to op %q", g.Op)).withCause(err)
 	}
 	if g.BindsArgs() {
 		hash, err := grant.ArgsSHA256(argsOrEmpty(req.Args))
 		if err != nil {
-			return nil, nil, NewError(CodeGrantMismatch, "the args are not a strict JSON object, so they cannot match the args the grant is bound to").withCause(err)
+			return nil, NewError(CodeGrantMismatch, "the args are not a strict JSON object, so they cannot match the args the grant is bound to").withCause(err)
 		}
 		if err := g.CheckBinding(req.Op, hash); err != nil {
-			return nil, nil, NewError(CodeGrantMismatch, "the args differ from the args the member confirmed (args_sha256)").withCause(err)
+			return nil, NewError(CodeGrantMismatch, "the args differ from the args the member confirmed (args_sha256)").withCause(err)
 		}
 	}
-	rec, err := s.store.RecordNonce(ctx, g.Nonce, g.ExpiresAt.Add(grant.ClockSkew), now)
+	return g, nil
+}
+
+// record records the grant's nonce in the state store, the last check
+// (grant_replayed). Its receipt lets the op forget the record again (a
+// refusal that did not spend the grant). A store that does not answer
+// refuses the op (unavailable): a grant whose use cannot be recorded does
+// not run.
+func (s *Server) record(ctx context.Context, g *grant.Grant) (*state.Nonce, *Error) {
+	rec, err := s.store.RecordNonce(ctx, g.Nonce, g.ExpiresAt.Add(grant.ClockSkew), s.cfg.Now())
 	switch {
 	case err == nil:
+		return &rec, nil
 	case errors.Is(err, state.ErrReplayed):
-		return nil, nil, NewError(CodeGrantReplayed, "the grant was already used; a grant runs once").withCause(err)
+		return nil, NewError(CodeGrantReplayed, "the grant was already used; a grant runs once").withCause(err)
 	case errors.Is(err, state.ErrFull):
-		return nil, nil, s.busy("too many live grants are remembered; retry shortly").withCause(err)
-	default:
-		// Fail closed: a grant whose use cannot be recorded does not run.
-		return nil, nil, s.unavailable("the shared state store (Redis) did not answer, so the grant's use cannot be recorded; retry shortly (the grant is not spent)").withCause(err)
+		return nil, s.busy("too many live grants are remembered; retry shortly").withCause(err)
 	}
-	return g, &rec, nil
+	return nil, s.unavailable("the shared state store (Redis) did not answer, so the grant's use cannot be recorded; retry shortly (the grant is not spent)").withCause(err)
 }
 
 func (s *Server) handleConsent(w http.ResponseWriter, r *http.Request) {
