@@ -274,8 +274,9 @@ func TestReplicasRedisFaults(t *testing.T) {
 					wasUnavailable = true
 				case r.status == 409 && r.err.Error.Code == "grant_replayed" && wasUnavailable:
 					// Redis recorded the nonce but answered past the bound,
-					// and the clean-up lost the race: fail closed, the grant
-					// is spent (docs/OPERATING.md). Rare; counted.
+					// and neither the take-over nor the clean-up caught it:
+					// fail closed, the grant is spent (docs/OPERATING.md).
+					// Rare (bounded below); counted.
 					replayedAfter.Add(1)
 					sealed = ""
 				default:

@@ -71,7 +71,7 @@ type RedisOptions struct {
 //
 // where k is the caller's credential key (rotate: a hash of the service
 // and refresh token). The commands used are SET, GET, HGET, EVALSHA and
-// EVAL (running DEL, INCR, PEXPIRE, HGET and HSET) and PING.
+// EVAL (running GET, SET, DEL, INCR, PEXPIRE, HGET and HSET) and PING.
 type Redis struct {
 	c       *redis.Client
 	aead    cipher.AEAD
@@ -81,6 +81,10 @@ type Redis struct {
 	// (Close waits for them).
 	cleanups sync.WaitGroup
 	closed   atomic.Bool
+	// abandoned holds, by record key, the owner token of a SET that timed
+	// out (the op was refused, never run) until its clean-up is done: a
+	// retry of the grant on this replica takes such a record over.
+	abandoned sync.Map
 }
 
 // Scripts: each is atomic on the server.
@@ -93,6 +97,13 @@ var (
   local f = redis.call('INCR', KEYS[2])
   redis.call('PEXPIRE', KEYS[2], ARGV[3])
   return f
+end
+return 0`)
+	// take over KEYS[1] when it holds ARGV[1] (an abandoned record of
+	// ours): set it to ARGV[2], expiring at ARGV[3] (ms); 1 if taken.
+	takeOver = redis.NewScript(`if redis.call('GET', KEYS[1]) == ARGV[1] then
+  redis.call('SET', KEYS[1], ARGV[2], 'PXAT', ARGV[3])
+  return 1
 end
 return 0`)
 	// store the grace entry KEYS[1] = {f: ARGV[1], v: ARGV[2]} for ARGV[3]
@@ -215,13 +226,28 @@ func (r *Redis) RecordNonce(ctx context.Context, nonce string, until, _ time.Tim
 	case err == nil:
 		return n, nil
 	case errors.Is(err, redis.Nil):
+		// Taken. If by a SET of ours that timed out (its op was refused and
+		// never ran), the record is this retry's.
+		if old, ok := r.abandoned.Load(n.key); ok {
+			took, terr := takeOver.Run(ctx, r.c, []string{n.key}, old.(string), n.token, pxat).Int64()
+			if terr != nil {
+				return Nonce{}, unavailable("record", terr)
+			}
+			if took == 1 {
+				r.abandoned.CompareAndDelete(n.key, old)
+				return n, nil
+			}
+		}
 		return Nonce{}, ErrReplayed
 	}
 	var reply redis.Error
 	if !errors.As(err, &reply) && !r.closed.Load() {
-		// No answer in time: the SET may still land. Delete it again (ours
-		// only) once it would have, so a retry of the grant is not refused
-		// as replayed. Best effort: a Redis that is down keeps nothing.
+		// No answer in time: the SET may still land. Remember it as
+		// abandoned (a retry here takes it over), and delete it again
+		// (ours only) once it would have landed, so a retry on another
+		// replica is not refused as replayed either. Best effort: a Redis
+		// that is down keeps nothing.
+		r.abandoned.Store(n.key, n.token)
 		r.cleanups.Add(1)
 		go func() {
 			defer r.cleanups.Done()
@@ -229,6 +255,7 @@ func (r *Redis) RecordNonce(ctx context.Context, nonce string, until, _ time.Tim
 			ctx, cancel := context.WithTimeout(context.Background(), 2*r.timeout)
 			defer cancel()
 			_ = delIfOwner.Run(ctx, r.c, []string{n.key}, n.token).Err()
+			r.abandoned.CompareAndDelete(n.key, n.token)
 		}()
 	}
 	return Nonce{}, unavailable("record", err)

@@ -396,3 +396,58 @@ func TestRedisUnixSocket(t *testing.T) {
 		t.Fatalf("%v, want ErrReplayed", err)
 	}
 }
+
+// TestRedisTimedOutRecord: a SET that timed out (the op was refused with
+// unavailable) but landed late does not spend the grant: a retry on the
+// same replica takes the record over, and on another replica the record
+// is gone once the clean-up ran.
+func TestRedisTimedOutRecord(t *testing.T) {
+	ctx := context.Background()
+	srv := redistest.Start(t)
+	const timeout = 300 * time.Millisecond
+	s1 := newRedisStore(t, RedisOptions{URL: srv.URL(), Timeout: timeout})
+	s2 := newRedisStore(t, RedisOptions{URL: srv.URL(), Timeout: timeout})
+	raw := redis.NewClient(&redis.Options{Addr: srv.Addr(), Protocol: 2, DisableIdentity: true})
+	defer raw.Close()
+	for _, s := range []*Redis{s1, s2} { // connections up before the pause
+		if err := s.Ping(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	late := func(nonce string) {
+		t.Helper()
+		srv.Pause()
+		_, err := s1.RecordNonce(ctx, nonce, time.Now().Add(time.Minute), time.Now())
+		srv.Resume()
+		if !errors.Is(err, ErrUnavailable) {
+			t.Fatalf("record against a frozen Redis: %v", err)
+		}
+		// The SET was in Redis's socket buffer: it lands now.
+		deadline := time.Now().Add(timeout / 2)
+		for raw.Exists(ctx, s1.nonceKey(nonce)).Val() != 1 {
+			if time.Now().After(deadline) {
+				t.Skip("the timed-out SET did not land; nothing to clean up")
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	late("nonce-late-same-replica")
+	if _, err := s2.RecordNonce(ctx, "nonce-late-same-replica", time.Now().Add(time.Minute), time.Now()); !errors.Is(err, ErrReplayed) {
+		t.Fatalf("another replica while the late record stands: %v, want ErrReplayed", err)
+	}
+	n, err := s1.RecordNonce(ctx, "nonce-late-same-replica", time.Now().Add(time.Minute), time.Now())
+	if err != nil {
+		t.Fatalf("the retry on the same replica: %v, want it to take its abandoned record over", err)
+	}
+	time.Sleep(2 * timeout) // the clean-up must not delete the retry's record
+	if _, err := s2.RecordNonce(ctx, "nonce-late-same-replica", time.Now().Add(time.Minute), time.Now()); !errors.Is(err, ErrReplayed) {
+		t.Fatalf("after the clean-up the retry's record is gone: %v", err)
+	}
+	_ = n
+
+	late("nonce-late-other-replica")
+	time.Sleep(3 * timeout) // the clean-up ran
+	if _, err := s2.RecordNonce(ctx, "nonce-late-other-replica", time.Now().Add(time.Minute), time.Now()); err != nil {
+		t.Fatalf("a retry on another replica after the clean-up: %v", err)
+	}
+}
