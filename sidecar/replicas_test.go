@@ -361,3 +361,61 @@ func TestReplicasRedisFaults(t *testing.T) {
 	srv.Stop()
 	goleak.VerifyNone(t, ignore)
 }
+
+// flakyGrace is an in-memory store whose grace cache and locks fail while
+// down is set (the replay records keep working): a store fault in the
+// middle of a refresh.
+type flakyGrace struct {
+	*state.Memory
+	down atomic.Bool
+}
+
+func (f *flakyGrace) err() error {
+	if f.down.Load() {
+		return &state.Error{Op: "grace", Err: context.DeadlineExceeded}
+	}
+	return nil
+}
+
+func (f *flakyGrace) Grace(ctx context.Context, key string) ([]byte, bool, error) {
+	if err := f.err(); err != nil {
+		return nil, false, err
+	}
+	return f.Memory.Grace(ctx, key)
+}
+
+func (f *flakyGrace) TryLock(ctx context.Context, key string, ttl time.Duration) (state.Lock, bool, error) {
+	if err := f.err(); err != nil {
+		return state.Lock{}, false, err
+	}
+	return f.Memory.TryLock(ctx, key, ttl)
+}
+
+// TestRefreshStoreFault: when the state store fails while an expired pair
+// is being rotated, the op is refused with unavailable (503, Retry-After)
+// — never reconnect_required, nothing refreshed — and the grant is not
+// spent: once the store is back, the same grant runs and rotates.
+func TestRefreshStoreFault(t *testing.T) {
+	st := &flakyGrace{Memory: state.NewMemory(state.MemoryOptions{})}
+	re := newRotEnv(t, brokerOpts{}, func(c *Config) { c.Store = st })
+	old := mintPair(t, re.fake, fakeapi.GitHub, 9*time.Hour)
+	sealed := re.oauthGrant(t, fakeapi.GitHub, old, true)
+	before := refreshes(re.fake, fakeapi.GitHub)
+	st.down.Store(true)
+	r := re.op(t, fakeapi.GitHub, "get_viewer", `{}`, sealed)
+	if r.status != http.StatusServiceUnavailable || r.err.Error.Code != string(CodeUnavailable) || r.header.Get("Retry-After") != "2" {
+		t.Fatalf("store down mid-refresh: %d %s (Retry-After %q)", r.status, r.body, r.header.Get("Retry-After"))
+	}
+	if got := refreshes(re.fake, fakeapi.GitHub) - before; got != 0 {
+		t.Fatalf("%d refreshes without the store", got)
+	}
+	st.down.Store(false)
+	r = re.op(t, fakeapi.GitHub, "get_viewer", `{}`, sealed)
+	if r.status != http.StatusOK {
+		t.Fatalf("the same grant once the store is back: %d %s", r.status, r.body)
+	}
+	re.openRotated(t, fakeapi.GitHub, rotatedOf(t, r.body))
+	if got := refreshes(re.fake, fakeapi.GitHub) - before; got != 1 {
+		t.Fatalf("%d refreshes, want 1", got)
+	}
+}
