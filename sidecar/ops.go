@@ -198,7 +198,7 @@ func (s *Server) enforceOp(ctx context.Context, info *reqInfo, req *OpRequest) (
 	g, e := s.checkGrant(info, req, op)
 	var rec *state.Nonce
 	if e == nil {
-		rec, e = s.record(r.Context(), g)
+		rec, e = s.record(ctx, g)
 	}
 	if e != nil {
 		if e.Code != CodeBusy && e.Code != CodeUnavailable {
