@@ -160,6 +160,9 @@ func TestHealthMetricsNotFound(t *testing.T) {
 			if hdr.Get("X-Content-Type-Options") != "nosniff" || hdr.Get("X-Request-Id") == "" {
 				t.Errorf("headers %v", hdr)
 			}
+			if status == 405 && hdr.Get("Allow") != "POST" {
+				t.Errorf("405 with Allow %q, want POST (RFC 9110 section 15.5.6)", hdr.Get("Allow"))
+			}
 		})
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
@@ -20,6 +19,7 @@ import (
 	"github.com/rs/zerolog"
 	"golang.org/x/oauth2"
 
+	"github.com/elevenmessenger/pinned/internal/httpallow"
 	"github.com/elevenmessenger/pinned/registry"
 )
 
@@ -213,7 +213,9 @@ func (b *Broker) Handler() http.Handler {
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, b.reqLog(r), errorf(http.StatusNotFound, CodeNotFound, "no such endpoint"))
 	})
+	mux := r
 	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
+		httpallow.Set(w, mux, r)
 		writeError(w, b.reqLog(r), errorf(http.StatusMethodNotAllowed, CodeMethodNotAllowed, "method %s not allowed here", r.Method))
 	})
 	r.Get("/healthz", b.health)
@@ -334,20 +336,8 @@ func (b *Broker) health(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 }
 
-// registryDoc is the body of GET /registry.
-type registryDoc struct {
-	// Digest is registry.Registry.Digest(), also the ETag.
-	Digest string `json:"digest"`
-	// Services are the manifests as embedded, sorted by id.
-	Services []json.RawMessage `json:"services"`
-}
-
 func (b *Broker) buildRegistryBody() error {
-	doc := registryDoc{Digest: b.reg.Digest()}
-	for _, m := range b.reg.Services() {
-		doc.Services = append(doc.Services, json.RawMessage(b.reg.Raw(m.ID)))
-	}
-	body, err := json.Marshal(doc)
+	body, err := b.reg.DocumentJSON()
 	if err != nil {
 		return fmt.Errorf("encoding the registry: %w", err)
 	}

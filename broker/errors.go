@@ -1,7 +1,6 @@
 package broker
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -9,6 +8,8 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"github.com/elevenmessenger/pinned/internal/jsonenc"
 )
 
 // Error codes of the broker's HTTP API. They are stable: clients (the
@@ -174,7 +175,7 @@ func writeError(w http.ResponseWriter, log *zerolog.Logger, err error) {
 // writeJSON answers v as JSON with no-store caching unless the caller set
 // Cache-Control.
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	b, err := json.Marshal(v)
+	b, err := jsonenc.Marshal(v)
 	if err != nil {
 		status, b = http.StatusInternalServerError, []byte(`{"error":{"code":"internal","message":"internal error"}}`)
 	}

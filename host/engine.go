@@ -269,6 +269,11 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
 
+	if cfg.CacheDir != "" {
+		if err := prepareCacheDir(cfg.CacheDir); err != nil {
+			return nil, err
+		}
+	}
 	// The guest is instrumented (or refused) before anything is compiled.
 	plan, perr := planGuestCached(cfg.Guest, guestSum, cfg.CacheDir)
 	if perr != nil {

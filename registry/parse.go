@@ -540,15 +540,25 @@ func (p *parser) checkOp(name string, o *Op) {
 		p.add(name, "confirm", "only write ops ask for confirmation; remove it or make the op \"write\"")
 	}
 	p.text(name, "confirm", o.Confirm, false)
-	hasBody := false
+	// hasBody: the method takes a body. methodKnown: the body checks below
+	// mean something (a refused method is one problem, not also "has no
+	// body").
+	hasBody, methodKnown := false, true
 	switch o.Method {
 	case "GET", "DELETE":
 	case "POST", "PUT", "PATCH":
 		hasBody = true
 	case "":
+		methodKnown = false
 		p.add(name, "method", "required: GET, POST, PUT, PATCH or DELETE")
 	default:
-		p.add(name, "method", "%q is not allowed; want GET, POST, PUT, PATCH or DELETE (upper case)", o.Method)
+		methodKnown = false
+		switch up := strings.ToUpper(o.Method); up {
+		case "GET", "DELETE", "POST", "PUT", "PATCH":
+			p.add(name, "method", "%q must be written in upper case: %q", o.Method, up)
+		default:
+			p.add(name, "method", "%q is not allowed; want GET, POST, PUT, PATCH or DELETE (upper case)", o.Method)
+		}
 	}
 
 	if len(o.Args) > maxArgs {
@@ -572,7 +582,7 @@ func (p *parser) checkOp(name string, o *Op) {
 		p.template(name, "query."+k, o.Query[k], o, used, false)
 	}
 	if o.BodyJSON != nil {
-		if !hasBody {
+		if !hasBody && methodKnown {
 			p.add(name, "body_json", "a %s request has no body; body_json goes only with POST, PUT or PATCH", o.Method)
 		}
 		var v any
@@ -589,7 +599,7 @@ func (p *parser) checkOp(name string, o *Op) {
 		switch {
 		case o.BodyJSON != nil:
 			p.add(name, "body_form", "an op has one body: body_json or body_form, never both")
-		case !hasBody:
+		case !hasBody && methodKnown:
 			p.add(name, "body_form", "a %s request has no body; body_form goes only with POST, PUT or PATCH", o.Method)
 		case len(o.BodyForm) == 0:
 			p.add(name, "body_form", "is empty; leave it out for no body")

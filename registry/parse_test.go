@@ -60,6 +60,7 @@ func TestParseRefuses(t *testing.T) {
 		doc     string   // the whole document instead of edits
 		fixture string   // a file under testdata instead of edits
 		want    []string // one problem line must contain all of these
+		only    bool     // and it is the only problem
 	}{
 		{name: "graphql brace slip in a Linear query", fixture: "bad/linear.json",
 			want: []string{"linear.json:65:18: ", `op "list_issues": `, "body_json.query: ", `"{nodes" starts a placeholder but "nodes" is not a declared arg`, `"{ nodes"`}},
@@ -248,6 +249,9 @@ func TestParseRefuses(t *testing.T) {
 			want: []string{`op "add_charge": confirm: shows secret arg "note"`}},
 		{name: "body_json on GET", edits: []string{`"pick": { "root": "data", "fields": ["id", "title", "labels.name"] }`, `"body_json": {}, "pick": { "root": "data", "fields": ["id", "title", "labels.name"] }`},
 			want: []string{`op "list_items": body_json: a GET request has no body; body_json goes only with POST, PUT or PATCH`}},
+		{name: "lower-case method is one problem", edits: []string{`"method": "POST",
+      "path": "/v1/charges"`, `"method": "post",
+      "path": "/v1/charges"`}, want: []string{`op "add_charge": method: "post" must be written in upper case: "POST"`}, only: true},
 		{name: "body_form on DELETE", edits: []string{`"method": "POST",
       "path": "/v1/charges"`, `"method": "DELETE",
       "path": "/v1/charges"`}, want: []string{`op "add_charge": body_form: a DELETE request has no body`}},
@@ -334,6 +338,9 @@ func TestParseRefuses(t *testing.T) {
 				file = "acme.json"
 			}
 			lines := problems(t, file, data)
+			if tt.only && len(lines) != 1 {
+				t.Errorf("%d problems, want only one:\n%s", len(lines), strings.Join(lines, "\n"))
+			}
 			for _, l := range lines {
 				if containsAll(l, tt.want) {
 					return

@@ -1,11 +1,11 @@
 package sidecar
 
 import (
-	"encoding/json"
 	"net/http"
 	"strconv"
 
 	"github.com/elevenmessenger/pinned/host"
+	"github.com/elevenmessenger/pinned/internal/jsonenc"
 )
 
 // Code is the stable, machine-readable kind of an API error. Codes are part
@@ -215,7 +215,7 @@ func (e *Error) body() []byte {
 	b.Error.UpstreamStatus = e.UpstreamStatus
 	b.Error.Arg = e.Arg
 	b.Rotated = e.Rotated
-	out, _ := json.Marshal(b)
+	out, _ := jsonenc.Marshal(b)
 	return out
 }
 

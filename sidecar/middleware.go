@@ -210,6 +210,13 @@ func (s *Server) requireJSON(next http.Handler) http.Handler {
 
 // fail answers with e and tells the access log.
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, e *Error) {
+	if e.Code == CodeCanceled && s.cut.Load() {
+		// The caller did not go away: the sidecar canceled the op at the
+		// end of --shutdown-grace. Say so, to the caller and in the log.
+		cut := NewError(CodeNotReady, "the sidecar shut down before the op finished; retry it")
+		cut.Rotated, cut.cause = e.Rotated, e.cause
+		e = cut
+	}
 	info := infoFrom(r)
 	info.outcome = string(e.Code)
 	info.retryAfter = e.RetryAfter

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/elevenmessenger/pinned/host"
+	"github.com/elevenmessenger/pinned/internal/jsonenc"
 	"github.com/elevenmessenger/pinned/internal/jsonv"
 	"github.com/elevenmessenger/pinned/registry"
 	"github.com/elevenmessenger/pinned/sidecar/grant"
@@ -145,7 +146,7 @@ func (s *Server) handleOps(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	infoFrom(r).outcome = "ok"
-	body, err := json.Marshal(OpResponse{Status: res.Status, Data: nullIfEmpty(res.Data), Rotated: rotated,
+	body, err := jsonenc.Marshal(OpResponse{Status: res.Status, Data: nullIfEmpty(res.Data), Rotated: rotated,
 		Next: res.Next, Pages: res.Pages, Stopped: string(res.Stopped), StopMessage: res.StopMessage})
 	if err != nil {
 		e := NewError(CodeInternal, "the result could not be encoded").withCause(err)
@@ -354,7 +355,7 @@ func (s *Server) handleConsent(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	infoFrom(r).outcome = "ok"
-	body, _ := json.Marshal(res)
+	body, _ := jsonenc.Marshal(res)
 	writeJSON(w, http.StatusOK, body)
 }
 

@@ -33,7 +33,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -52,6 +51,8 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/elevenmessenger/pinned/host"
+	"github.com/elevenmessenger/pinned/internal/httpallow"
+	"github.com/elevenmessenger/pinned/internal/jsonenc"
 	"github.com/elevenmessenger/pinned/registry"
 	"github.com/elevenmessenger/pinned/sidecar/grant"
 	"github.com/elevenmessenger/pinned/sidecar/rotate"
@@ -178,7 +179,10 @@ type Server struct {
 	registryJSON   []byte
 	identityJSON   []byte
 
-	ready    atomic.Bool
+	ready atomic.Bool
+	// cut is set when the shutdown grace is over and the requests still
+	// running are canceled: their canceled answers become not_ready.
+	cut      atomic.Bool
 	mu       sync.Mutex // guards draining and active.Add
 	draining bool
 	active   sync.WaitGroup
@@ -276,25 +280,18 @@ func New(cfg Config) (*Server, error) {
 
 	tool := registry.ServiceOpTool(s.reg)
 	var err error
-	if s.toolsAnthropic, err = json.Marshal(tool); err != nil {
+	if s.toolsAnthropic, err = jsonenc.Marshal(tool); err != nil {
 		return nil, fmt.Errorf("sidecar: tools: %w", err)
 	}
-	if s.toolsMCP, err = json.Marshal(struct {
+	if s.toolsMCP, err = jsonenc.Marshal(struct {
 		Tools []registry.MCPTool `json:"tools"`
 	}{[]registry.MCPTool{tool.MCP()}}); err != nil {
 		return nil, fmt.Errorf("sidecar: tools: %w", err)
 	}
-	manifests := map[string]json.RawMessage{}
-	for _, m := range s.reg.Services() {
-		manifests[m.ID] = s.reg.Raw(m.ID)
-	}
-	if s.registryJSON, err = json.Marshal(struct {
-		Digest    string                     `json:"digest"`
-		Manifests map[string]json.RawMessage `json:"manifests"`
-	}{s.reg.Digest(), manifests}); err != nil {
+	if s.registryJSON, err = s.reg.DocumentJSON(); err != nil {
 		return nil, fmt.Errorf("sidecar: registry: %w", err)
 	}
-	if s.identityJSON, err = json.Marshal(Identity{
+	if s.identityJSON, err = jsonenc.Marshal(Identity{
 		PublicKey: s.key.Public().String(), Registry: s.reg.Digest(),
 	}); err != nil {
 		return nil, fmt.Errorf("sidecar: identity: %w", err)
@@ -334,7 +331,9 @@ func (s *Server) routes() http.Handler {
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, NewError(CodeNotFound, "no such endpoint; see docs/API.md"))
 	})
+	mux := r
 	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
+		httpallow.Set(w, mux, r)
 		s.fail(w, r, NewError(CodeMethodNotAllowed, r.Method+" is not allowed here"))
 	})
 	r.Get("/healthz", s.handleHealth)
@@ -391,7 +390,15 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil {
 		s.log.Warn().Str("event", "shutdown").Msg("grace period over: canceling the requests still running")
+		// The ops still running are canceled and answer 503 not_ready
+		// (s.fail), on their connections, which stay open until the
+		// answers are written; only then is everything closed.
+		s.cut.Store(true)
 		cancelBase()
+		s.drain()
+		fctx, fcancel := context.WithTimeout(context.Background(), time.Second)
+		_ = srv.Shutdown(fctx)
+		fcancel()
 		_ = srv.Close()
 	}
 	s.drain()

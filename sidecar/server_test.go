@@ -7,6 +7,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -61,7 +62,7 @@ func TestEndpoints(t *testing.T) {
 		{name: "tools anthropic", method: "GET", path: "/v1/tools?format=anthropic", status: 200, contain: []string{`"input_schema"`}},
 		{name: "tools mcp", method: "GET", path: "/v1/tools?format=mcp", status: 200, contain: []string{`{"tools":[{"name":"service_op"`, `"inputSchema":{"type":"object"`}},
 		{name: "tools bad format", method: "GET", path: "/v1/tools?format=openai", status: 400, code: "bad_request"},
-		{name: "registry", method: "GET", path: "/v1/registry", status: 200, contain: []string{`"digest":"` + registry.Default().Digest() + `"`, `"github":{"manifest":1,"id":"github"`}},
+		{name: "registry", method: "GET", path: "/v1/registry", status: 200, contain: []string{`"digest":"` + registry.Default().Digest() + `"`, `"services":[{"manifest":1,"id":"dnsimple"`}},
 		{name: "identity", method: "GET", path: "/v1/identity", status: 200, contain: []string{`{"public_key":"` + env.key.Public().String() + `","registry":"` + registry.Default().Digest() + `"}`}},
 		{name: "metrics", method: "GET", path: "/metrics", status: 200, contain: []string{"pinned_sidecar_replay_cache_capacity 100000", "pinned_sidecar_in_flight 0"}},
 		{name: "not found", method: "GET", path: "/v2/ops", status: 404, code: "not_found"},
@@ -96,6 +97,9 @@ func TestEndpoints(t *testing.T) {
 			}
 			if ct := r.header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") && tt.path != "/metrics" {
 				t.Errorf("Content-Type %q", ct)
+			}
+			if tt.status == 405 && r.header.Get("Allow") != "POST" {
+				t.Errorf("405 with Allow %q, want POST (RFC 9110 section 15.5.6)", r.header.Get("Allow"))
 			}
 			if tt.status != 200 {
 				if r.err.Error.Code != tt.code || r.err.Error.Message == "" {
@@ -351,12 +355,23 @@ func TestGracefulShutdown(t *testing.T) {
 func TestShutdownGraceCancels(t *testing.T) {
 	env := newTestEnv(t, func(c *Config) { c.ShutdownGrace = 200 * time.Millisecond })
 	b := newBlockingFake(env) // never released: only cancellation ends it
+	type answer struct {
+		status int
+		body   string
+		err    error
+	}
+	got := make(chan answer, 1)
 	go func() {
 		req, _ := http.NewRequest("POST", env.base+"/v1/ops", strings.NewReader(`{"service":"github","op":"get_viewer","grant":"`+env.seal(t, grant.Grant{})+`"}`))
 		req.Header.Set("Content-Type", "application/json")
-		if resp, err := env.client.Do(req); err == nil {
-			resp.Body.Close()
+		resp, err := env.client.Do(req)
+		if err != nil {
+			got <- answer{err: err}
+			return
 		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		got <- answer{status: resp.StatusCode, body: string(body)}
 	}()
 	<-b.arrived
 	start := time.Now()
@@ -368,6 +383,15 @@ func TestShutdownGraceCancels(t *testing.T) {
 	}
 	if !strings.Contains(env.logs.String(), "grace period over") {
 		t.Fatal("no log of the canceled requests")
+	}
+	// The op cut at the deadline is answered (docs/API.md): 503 not_ready,
+	// and logged as such, not as 499 canceled ("the caller went away").
+	a := <-got
+	if a.err != nil || a.status != 503 || !strings.Contains(a.body, `"code":"not_ready"`) {
+		t.Fatalf("the op cut at the grace deadline: %d %q %v; want 503 not_ready", a.status, a.body, a.err)
+	}
+	if strings.Contains(env.logs.String(), `"status":499`) {
+		t.Fatalf("the cut op was logged as 499: %s", env.logs.String())
 	}
 }
 

@@ -5,7 +5,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
+	"time"
 )
 
 // The conventions every subcommand follows:
@@ -31,12 +33,101 @@ func parseFlags(fs *flag.FlagSet, help string, args []string, stdout, stderr io.
 		printHelp(stdout, help, fs)
 		return 0, false
 	case err != nil:
-		return flagError(stderr, fs.Name(), err.Error()), false
+		return flagError(stderr, fs.Name(), explainFlagError(fs, err)), false
 	case fs.NArg() > 0:
 		fmt.Fprintf(stderr, "pinned %s: unexpected argument %q (flags only; see --help)\n", fs.Name(), fs.Arg(0))
 		return 2, false
 	}
 	return 0, true
+}
+
+// explainFlagError rewrites the flag package's errors into ones that say
+// what to do: an unknown flag gets "did you mean --x?" when a defined
+// flag is close, and a duration without a unit ("--timeout 5") the
+// spelling that works ("use 5s").
+func explainFlagError(fs *flag.FlagSet, err error) string {
+	msg := err.Error()
+	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
+		var names []string
+		fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
+		if s := suggest(name, names); s != "" {
+			msg += " (did you mean --" + s + "?)"
+		}
+		return msg
+	}
+	// invalid value "5" for flag -timeout: parse error
+	var val, name string
+	if n, _ := fmt.Sscanf(msg, "invalid value %q for flag -%s", &val, &name); n == 2 {
+		name = strings.TrimSuffix(name, ":")
+		if f := fs.Lookup(name); f != nil && isDurationFlag(f) {
+			if _, perr := strconv.ParseFloat(val, 64); perr == nil {
+				return fmt.Sprintf("--%s %s: a duration needs a unit: use %ss (or e.g. 500ms, 2m, 1h)", name, val, val)
+			}
+			return fmt.Sprintf("--%s %q is not a duration: use e.g. 500ms, 15s, 2m or 1h", name, val)
+		}
+	}
+	return msg
+}
+
+// isDurationFlag reports whether f holds a time.Duration.
+func isDurationFlag(f *flag.Flag) bool {
+	g, ok := f.Value.(flag.Getter)
+	if !ok {
+		return false
+	}
+	_, ok = g.Get().(time.Duration)
+	return ok
+}
+
+// unknownWord is the message for an unknown subcommand word of cmd
+// ("pinned", "grant"), with a "did you mean" among known when one is close.
+func unknownWord(kind, word string, known []string) string {
+	msg := fmt.Sprintf("unknown %s %q", kind, word)
+	if s := suggest(word, known); s != "" {
+		msg += fmt.Sprintf(" (did you mean %q?)", s)
+	}
+	return msg
+}
+
+// suggest returns the name of names closest to word when it is close
+// enough to be a typo (an edit distance of at most 2, and less than half
+// the word), else "".
+func suggest(word string, names []string) string {
+	best, bestD := "", 3
+	for _, n := range names {
+		d := editDistance(strings.ToLower(word), n)
+		if d < bestD && 2*d < max(len(word), len(n)) {
+			best, bestD = n, d
+		}
+	}
+	return best
+}
+
+// editDistance is the optimal string alignment distance of a and b, in
+// bytes: insertions, deletions, substitutions and transpositions of two
+// neighbours ("shwo" is one edit from "show") each count one.
+func editDistance(a, b string) int {
+	d := make([][]int, len(a)+1)
+	for i := range d {
+		d[i] = make([]int, len(b)+1)
+		d[i][0] = i
+	}
+	for j := range d[0] {
+		d[0][j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
+			}
+		}
+	}
+	return d[len(a)][len(b)]
 }
 
 // printHelp prints a command's help text and then its flags.

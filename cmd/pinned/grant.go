@@ -14,7 +14,10 @@ import (
 	"github.com/elevenmessenger/pinned/sidecar/grant"
 )
 
-const grantUsage = `Usage: pinned grant seal --bot-key PUB --service S --access read|write --ttl 2m [flags]
+const grantUsage = `Usage: pinned grant seal ...   seal a grant to a bot (below)
+       pinned grant open ...   open a rotated token pair (pinned grant open --help)
+
+Usage: pinned grant seal --bot-key PUB --service S --access read|write --ttl 2m [flags]
 
 Seals a grant to a bot's public key and prints it (base64) on stdout: what
 a member's device does when it grants a bot access to a service. For
@@ -46,28 +49,37 @@ missing or malformed flag value, args the op refuses).
 Flags:
 `
 
+// credentialHint is the fix for a credential the host would refuse.
+const credentialHint = "strip the spaces and line breaks around the token (read -r, or $(cat FILE), drop a trailing newline)"
+
+// grantSubcommands are the words after "pinned grant".
+var grantSubcommands = []string{"seal", "open"}
+
 func runGrant(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		return flagError(stderr, "grant", "missing subcommand: want seal")
+		return flagError(stderr, "grant", "missing subcommand: want seal or open")
 	}
 	switch args[0] {
 	case "seal":
 		return runGrantSeal(args[1:], stdout, stderr)
+	case "open":
+		return runGrantOpen(args[1:], stdout, stderr)
 	case "-h", "-help", "--help", "help":
 		fs, _ := grantSealFlags()
 		printHelp(stdout, grantUsage, fs)
+		fmt.Fprint(stdout, "\n"+grantOpenSummary)
 		return 0
 	}
 	if strings.HasPrefix(args[0], "-") {
 		return flagError(stderr, "grant", undefinedFlag(args[0]))
 	}
-	return flagError(stderr, "grant", fmt.Sprintf("unknown subcommand %q: want seal", args[0]))
+	return flagError(stderr, "grant", unknownWord("subcommand", args[0], grantSubcommands)+": want seal or open")
 }
 
 // sealFlags are the flags of grant seal.
 type sealFlags struct {
-	botKey, service, access, opName, argsJSON, tokenEnv, kind, memberKey, refreshEnv string
-	ttl, tokenExpiresIn                                                              time.Duration
+	botKey, service, access, opName, argsJSON, tokenEnv, kind, memberKey, refreshEnv, tokenExpiresAt string
+	ttl, tokenExpiresIn                                                                              time.Duration
 }
 
 func grantSealFlags() (*flag.FlagSet, *sealFlags) {
@@ -85,6 +97,7 @@ func grantSealFlags() (*flag.FlagSet, *sealFlags) {
 	fs.StringVar(&f.memberKey, "member-key", "", "the member's public `key` (base64), to which rotated tokens are sealed back")
 	fs.StringVar(&f.refreshEnv, "refresh-env", "", "environment `variable` holding the pair's refresh token (with --kind oauth and --member-key)")
 	fs.DurationVar(&f.tokenExpiresIn, "token-expires-in", 0, "the credential expires this `duration` from now (0: unknown; negative: already expired, to try rotation)")
+	fs.StringVar(&f.tokenExpiresAt, "token-expires-at", "", "the credential expires at this `time` (RFC 3339, as pinned grant open prints it; empty: unknown)")
 	return fs, &f
 }
 
@@ -178,6 +191,11 @@ func runGrantSeal(args []string, stdout, stderr io.Writer) int {
 	if secret == "" {
 		return usage("no credential: set %s to the token to seal", f.tokenEnv)
 	}
+	// What the host would refuse when the op runs is refused now, by the
+	// host's own check: the bot would otherwise get credential_invalid.
+	if herr := host.CheckCredential(host.Credential{Kind: f.kind, Secret: host.Secret(secret)}); herr != nil {
+		return usage("%s: %s in %s: %s", herr.Code, herr.Message, f.tokenEnv, credentialHint)
+	}
 	g.Secret = grant.Secret(secret)
 	if f.refreshEnv != "" {
 		if f.kind != grant.KindOAuth {
@@ -190,10 +208,22 @@ func runGrantSeal(args []string, stdout, stderr io.Writer) int {
 		if refresh == "" {
 			return usage("no refresh token: set %s", f.refreshEnv)
 		}
+		if herr := host.CheckCredential(host.Credential{Kind: grant.KindOAuth, Secret: host.Secret(refresh)}); herr != nil {
+			return usage("%s: %s in %s: %s", herr.Code, herr.Message, f.refreshEnv, credentialHint)
+		}
 		g.Refresh = grant.Secret(refresh)
 	}
-	if f.tokenExpiresIn != 0 {
+	switch {
+	case f.tokenExpiresIn != 0 && f.tokenExpiresAt != "":
+		return usage("--token-expires-in and --token-expires-at exclude each other")
+	case f.tokenExpiresIn != 0:
 		g.TokenExpiresAt = time.Now().Add(f.tokenExpiresIn).UTC().Truncate(time.Second).Format(time.RFC3339)
+	case f.tokenExpiresAt != "":
+		t, err := time.Parse(time.RFC3339, f.tokenExpiresAt)
+		if err != nil {
+			return usage("--token-expires-at %q: want RFC 3339, e.g. 2026-05-11T16:40:00Z (what pinned grant open prints)", f.tokenExpiresAt)
+		}
+		g.TokenExpiresAt = t.UTC().Format(time.RFC3339)
 	}
 	if f.ttl > grant.DefaultMaxTTL {
 		fmt.Fprintf(stderr, "pinned grant seal: warning: --ttl %s is longer than the sidecar's default --max-grant-ttl (%s); it will refuse this grant unless configured otherwise\n", f.ttl, grant.DefaultMaxTTL)

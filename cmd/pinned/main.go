@@ -73,7 +73,11 @@ func dispatch(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "pinned: %s\nrun 'pinned --help' for usage\n", undefinedFlag(args[0]))
 		return 2
 	}
-	fmt.Fprintf(stderr, "pinned: unknown command %q\nrun 'pinned --help' for usage\n", args[0])
+	var names []string
+	for _, c := range commands() {
+		names = append(names, c.name)
+	}
+	fmt.Fprintf(stderr, "pinned: %s\nrun 'pinned --help' for usage\n", unknownWord("command", args[0], names))
 	return 2
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/x509"
@@ -12,6 +13,8 @@ import (
 	"net/http"
 	"net/netip"
 	"os"
+	"strings"
+	"testing/fstest"
 	"time"
 
 	"github.com/elevenmessenger/pinned/host"
@@ -27,6 +30,13 @@ projected result as JSON on stdout.
 The credential is read from the environment variable named by --token-env
 (default PINNED_TOKEN); it is never accepted on the command line, where it
 would land in shell history and process listings.
+
+A write op first prints its confirm sentence, rendered from the args (what
+a member's consent chip shows), and asks on a terminal; without a
+terminal it runs only with --yes.
+
+--args takes the JSON object inline, from a file (--args @args.json) or
+from stdin (--args -).
 
 Examples:
   PINNED_TOKEN=ghp_... pinned op --service github --op list_repos --args '{"per_page":100}'
@@ -50,14 +60,17 @@ Flags:
 func runOp(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("op", flag.ContinueOnError)
 	service := fs.String("service", "", "`id` of the service, e.g. github (see pinned registry list)")
-	opName := fs.String("op", "", "`name` of the op, e.g. list_repos (see pinned registry list)")
-	argsJSON := fs.String("args", "{}", "op arguments as a `JSON` object")
+	opName := fs.String("op", "", "`name` of the op, e.g. list_repos (see pinned registry show SERVICE)")
+	argsFlag := fs.String("args", "{}", "op arguments: a `JSON` object, @FILE to read it from a file, or - for stdin")
 	tokenEnv := fs.String("token-env", "PINNED_TOKEN", "environment `variable` holding the credential")
 	kind := fs.String("kind", "pat", "credential kind: `pat|oauth` (pat: a pasted token, sent as the manifest's scheme says; oauth: always Bearer)")
 	useFake := fs.Bool("fake", false, "run against an in-process provider fake (uses its token when the env var is unset)")
 	connectTo := fs.String("connect-to", "", "send every pinned host to this `ip:port` (a running pinned fakeapi); needs --cacert")
 	caFile := fs.String("cacert", "", "PEM `file` of an extra CA to trust with --connect-to")
-	timeout := fs.Duration("timeout", host.DefaultTimeout, "deadline for the whole op")
+	timeout := fs.Duration("timeout", host.DefaultTimeout, "deadline for the whole op, with a unit (e.g. 30s, 2m); 0 means no deadline")
+	yes := fs.Bool("yes", false, "run a write op without asking (needed for writes when stdin is not a terminal)")
+	manifestFile := fs.String("manifest", "", "MANIFEST AUTHORS ONLY: use this manifest `file` instead of (or besides) the embedded one of its id; the sidecar has no such flag")
+	cacheDir := fs.String("cache-dir", defaultCacheDir(), "compiled-code cache `directory`, writable by you only (empty: compile in memory)")
 	verbose := fs.Bool("v", false, "print the status and the raw and projected sizes on stderr")
 	pretty := fs.Bool("pretty", false, "indent the JSON output")
 	pages := fs.Int("pages", 0, "follow next in the host for up to `N` pages (1 to the op's max_pages) and print all their items; 0 reads one page")
@@ -71,17 +84,18 @@ func runOp(args []string, stdout, stderr io.Writer) int {
 	if *service == "" || *opName == "" {
 		return usage("--service and --op are required (see pinned registry list)")
 	}
-	if !json.Valid([]byte(*argsJSON)) {
-		return usage("--args is not valid JSON: %s", *argsJSON)
-	}
-	if !isJSONObject(*argsJSON) {
-		return usage("--args must be a JSON object, e.g. '{\"per_page\":100}', not %s", *argsJSON)
+	argsJSON, err := readArgs(*argsFlag)
+	if err != nil {
+		return usage("--args %s", err)
 	}
 	if *pages < 0 {
 		return usage("--pages must be 1 or more (0, the default, reads one page), not %d", *pages)
 	}
 	if *kind != "pat" && *kind != "oauth" {
 		return usage("--kind must be pat or oauth, not %q", *kind)
+	}
+	if *timeout < 0 {
+		return usage("--timeout must not be negative (0 means no deadline)")
 	}
 	if *useFake && *connectTo != "" {
 		return usage("--fake and --connect-to exclude each other")
@@ -96,19 +110,33 @@ func runOp(args []string, stdout, stderr io.Writer) int {
 	} else if *caFile != "" {
 		return usage("--cacert needs --connect-to (it is the CA of the pinned fakeapi --connect-to names; --fake and real providers need none)")
 	}
-	if m, ok := registry.Default().Service(*service); !ok {
+	reg := registry.Default()
+	if *manifestFile != "" {
+		r, code := registryWithManifest(*manifestFile, stderr)
+		if r == nil {
+			return code
+		}
+		reg = r
+	}
+	m, ok := reg.Service(*service)
+	if !ok {
 		var ids []string
-		for _, s := range registry.Default().Services() {
+		for _, s := range reg.Services() {
 			ids = append(ids, s.ID)
 		}
-		fmt.Fprintf(stderr, "pinned op: unknown_service: unknown service %q (services: %s)\n", *service, joinList(ids))
+		fmt.Fprintf(stderr, "pinned op: unknown_service: %s (services: %s)\n", unknownWord("service", *service, ids), joinList(ids))
 		return 1
-	} else if _, ok := m.Op(*opName); !ok {
-		fmt.Fprintf(stderr, "pinned op: unknown_op: service %s has no op %q (ops: %s)\n", *service, *opName, joinList(m.OpNames()))
+	}
+	op, ok := m.Op(*opName)
+	if !ok {
+		fmt.Fprintf(stderr, "pinned op: unknown_op: service %s has %s (ops: %s)\n", *service, strings.TrimPrefix(unknownWord("op", *opName, m.OpNames()), "unknown "), joinList(m.OpNames()))
 		return 1
 	}
 
-	cfg := host.Config{Timeout: *timeout, CacheDir: defaultCacheDir()}
+	cfg := host.Config{Timeout: *timeout, CacheDir: *cacheDir, Registry: reg}
+	if *timeout == 0 {
+		cfg.Timeout = noDeadline
+	}
 	secret := os.Getenv(*tokenEnv)
 	fromEnv := secret != ""
 	switch {
@@ -137,6 +165,11 @@ func runOp(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	if secret == "" {
+		if *useFake {
+			// The fake has no token of a service it does not serve (a new
+			// manifest under --manifest).
+			return usage("no credential: the provider fake has no token for service %s; set %s", *service, *tokenEnv)
+		}
 		return usage("no credential: set %s (or use --fake)", *tokenEnv)
 	}
 
@@ -144,32 +177,34 @@ func runOp(args []string, stdout, stderr io.Writer) int {
 	eng, err := host.New(ctx, cfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "pinned op: %s\n", errText(err))
+		if errors.Is(err, host.ErrCacheDir) {
+			fmt.Fprintln(stderr, "pinned op: choose another --cache-dir (a directory only you can write), or --cache-dir '' to compile in memory")
+		}
 		return 1
 	}
 	defer eng.Close(ctx)
+	if op.Access == registry.AccessWrite {
+		if code, ok := confirmWrite(ctx, eng, *service, *opName, argsJSON, *yes, stderr); !ok {
+			return code
+		}
+	}
 	res, err := eng.Run(ctx, host.Call{
-		Service: *service, Op: *opName, Args: json.RawMessage(*argsJSON),
+		Service: *service, Op: *opName, Args: json.RawMessage(argsJSON),
 		Credential: host.Credential{Kind: *kind, Secret: host.Secret(secret)},
 		Pages:      *pages,
 	})
 	if err != nil {
 		var he *host.Error
 		if errors.As(err, &he) {
-			fmt.Fprintf(stderr, "pinned op: %s: %s", he.Code, he.Message)
-			if he.Status != 0 {
-				fmt.Fprintf(stderr, " (HTTP %d)", he.Status)
-			}
-			if he.RetryAfter != 0 {
-				fmt.Fprintf(stderr, " (retry after %ds)", he.RetryAfter)
-			}
-			fmt.Fprintln(stderr)
-			// The cause is for the operator at this terminal only (a sidecar
-			// logs it and never sends it); it names no credential.
-			if *verbose && he.Cause() != nil {
-				fmt.Fprintf(stderr, "pinned op: cause: %s\n", he.Cause())
-			}
-			if he.Status == http.StatusUnauthorized && *useFake && fromEnv {
-				fmt.Fprintf(stderr, "pinned op: the credential came from %s; unset it to use the fake's own token\n", *tokenEnv)
+			printOpError(stderr, he, *verbose)
+			if he.Status == http.StatusUnauthorized {
+				switch {
+				case *useFake && fromEnv:
+					fmt.Fprintf(stderr, "pinned op: the credential came from %s; unset it to use the fake's own token\n", *tokenEnv)
+				case !*useFake:
+					fmt.Fprintf(stderr, "pinned op: %s refused the credential in %s: is it a %s token, unexpired, with the scopes the op needs? (--kind %s sends it %s)\n",
+						m.Host, *tokenEnv, m.Name, *kind, authDescription(m, *kind))
+				}
 			}
 			return 1
 		}
@@ -198,4 +233,165 @@ func runOp(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "%s\n", out)
 	return 0
+}
+
+// noDeadline is the op timeout for --timeout 0: no deadline of its own (a
+// hundred years; the host needs a positive one).
+const noDeadline = 100 * 365 * 24 * time.Hour
+
+// printOpError prints an op failure: "pinned op: CODE: message (HTTP n)",
+// and with verbose the internal cause, which is for the operator at this
+// terminal only (a sidecar logs it and never sends it; it names no
+// credential).
+func printOpError(w io.Writer, he *host.Error, verbose bool) {
+	fmt.Fprintf(w, "pinned op: %s: %s", he.Code, he.Message)
+	if he.Status != 0 {
+		fmt.Fprintf(w, " (HTTP %d)", he.Status)
+	}
+	if he.RetryAfter != 0 {
+		fmt.Fprintf(w, " (retry after %ds)", he.RetryAfter)
+	}
+	fmt.Fprintln(w)
+	if verbose && he.Cause() != nil {
+		fmt.Fprintf(w, "pinned op: cause: %s\n", he.Cause())
+	}
+}
+
+// authDescription says how the credential is sent, for a 401 hint.
+func authDescription(m *registry.Manifest, kind string) string {
+	switch {
+	case kind == "oauth":
+		return "as Authorization: Bearer"
+	case m.Auth.Scheme == registry.SchemeNone:
+		return "as the bare Authorization value"
+	case m.Auth.Scheme == registry.SchemeHeader:
+		return "in the " + m.Auth.Header + " header"
+	}
+	return "as Authorization: Bearer"
+}
+
+// confirmWrite shows a write op's confirm sentence, rendered from the
+// validated args by the sandbox (host.Engine.Check, what a member's
+// consent chip shows), and asks at a terminal; without one it needs
+// --yes. ok is false when the op must not run, with the exit code.
+func confirmWrite(ctx context.Context, eng *host.Engine, service, opName, args string, yes bool, stderr io.Writer) (code int, ok bool) {
+	chk, err := eng.Check(ctx, service, opName, json.RawMessage(args))
+	if err != nil {
+		var he *host.Error
+		if errors.As(err, &he) {
+			printOpError(stderr, he, false)
+		} else {
+			fmt.Fprintf(stderr, "pinned op: %s\n", errText(err))
+		}
+		return 1, false
+	}
+	fmt.Fprintf(stderr, "pinned op: %s.%s writes: %s\n", service, opName, chk.Confirm)
+	if yes {
+		return 0, true
+	}
+	if !console.isTerminal() {
+		fmt.Fprintln(stderr, "pinned op: not run: a write op needs confirmation; add --yes to run it without a terminal")
+		return 2, false
+	}
+	fmt.Fprint(stderr, "Run it? [y/N] ")
+	line, _ := bufio.NewReader(console.in).ReadString('\n')
+	switch strings.ToLower(strings.TrimSpace(line)) {
+	case "y", "yes":
+		return 0, true
+	}
+	fmt.Fprintln(stderr, "pinned op: not run")
+	return 1, false
+}
+
+// readArgs reads --args: inline JSON, @FILE, or - (stdin). The args must be
+// one JSON object; the error says where the JSON breaks and how to fix it.
+func readArgs(v string) (string, error) {
+	src := "JSON"
+	switch {
+	case v == "-":
+		b, err := io.ReadAll(io.LimitReader(stdinReader(), 1<<20))
+		if err != nil {
+			return "", fmt.Errorf("-: read stdin: %v", err)
+		}
+		v, src = string(b), "on stdin"
+	case strings.HasPrefix(v, "@"):
+		b, err := os.ReadFile(v[1:])
+		if err != nil {
+			return "", fmt.Errorf("%s: %v", v, errText(err))
+		}
+		v, src = string(b), "in "+v[1:]
+	}
+	if err := jsonArgsError(v); err != "" {
+		return "", fmt.Errorf("%s: %s", src, err)
+	}
+	return v, nil
+}
+
+// jsonArgsError explains why s is not a JSON object ("" when it is): the
+// byte offset and the text around a syntax error, a hint for the usual
+// shell mistake (unquoted keys: {per_page:100}).
+func jsonArgsError(s string) string {
+	var v any
+	dec := json.NewDecoder(strings.NewReader(s))
+	err := dec.Decode(&v)
+	if err == nil && dec.More() {
+		err = errors.New("more than one JSON value")
+	}
+	if err == nil && !json.Valid([]byte(s)) {
+		err = errors.New("trailing data after the object")
+	}
+	if err != nil {
+		var se *json.SyntaxError
+		msg := err.Error()
+		if errors.As(err, &se) {
+			at := int(se.Offset)
+			lo, hi := max(0, at-10), min(len(s), at+10)
+			msg = fmt.Sprintf("not valid JSON at byte %d (near %q): %s", at, s[lo:hi], se.Error())
+			if strings.Contains(se.Error(), "looking for beginning of object key string") {
+				msg += `; object keys need double quotes, e.g. '{"per_page":100}'`
+			}
+		} else if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			msg = "not valid JSON: it ends early (a missing } or \")"
+		}
+		return msg
+	}
+	if _, ok := v.(map[string]any); !ok {
+		return fmt.Sprintf(`must be a JSON object, e.g. '{"per_page":100}', not %.40s`, strings.TrimSpace(s))
+	}
+	return ""
+}
+
+// registryWithManifest is the embedded registry with the manifest in file
+// added, or replacing the embedded one of its id: for manifest authors
+// trying a manifest before it is embedded (pinned op --manifest). It warns
+// on stderr every time. nil and the exit code when the file is refused.
+func registryWithManifest(file string, stderr io.Writer) (*registry.Registry, int) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		fmt.Fprintf(stderr, "pinned op: --manifest: %s\n", errText(err))
+		return nil, 2
+	}
+	m, err := registry.Parse(file, data)
+	if err != nil {
+		printProblems(stderr, file, err)
+		fmt.Fprintln(stderr, "pinned op: --manifest: the manifest is refused (pinned registry check shows the same)")
+		return nil, 1
+	}
+	fsys := fstest.MapFS{}
+	def := registry.Default()
+	for _, s := range def.Services() {
+		fsys[s.ID+".json"] = &fstest.MapFile{Data: def.Raw(s.ID)}
+	}
+	verb := "adds"
+	if _, ok := def.Service(m.ID); ok {
+		verb = "replaces the embedded"
+	}
+	fsys[m.ID+".json"] = &fstest.MapFile{Data: data}
+	reg, err := registry.Load(fsys)
+	if err != nil {
+		printProblems(stderr, file, err)
+		return nil, 1
+	}
+	fmt.Fprintf(stderr, "pinned op: WARNING: --manifest %s %s service %s for this run only; the sidecar runs only embedded manifests (registry %s)\n", file, verb, m.ID, reg.Digest())
+	return reg, 0
 }

@@ -2,9 +2,11 @@ package main
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 
@@ -12,17 +14,19 @@ import (
 )
 
 const registryUsage = `Usage:
-  pinned registry check FILE...   check manifests with the loader's rules
-  pinned registry list            list the services and ops of the embedded registry
+  pinned registry check FILE|DIR...           check manifests with the loader's rules
+  pinned registry list [--output table|json]  list the services and ops of the embedded registry
+  pinned registry show SERVICE [OP] [--output text|json]
+                                              what an op takes, renders, asks and returns
 
-check parses each FILE as a manifest (format v1, docs/MANIFEST.md) with the
-same fail-closed loader the binary runs on its embedded registry: unknown
-fields, repeated keys, a placeholder that is not a declared arg (such as
-GraphQL text written "{nodes" instead of "{ nodes"), and every other rule
-of the format refuse the file. A file's id must equal its name without
-.json, and ids must be unique across the files given. When every file
-passes it prints "ok: N manifests"; otherwise it prints one line per
-problem on stderr:
+check parses each FILE (or every *.json file directly in DIR) as a
+manifest (format v1, docs/MANIFEST.md) with the same fail-closed loader
+the binary runs on its embedded registry: unknown fields, repeated keys, a
+placeholder that is not a declared arg (such as GraphQL text written
+"{nodes" instead of "{ nodes"), and every other rule of the format refuse
+the file. A file's id must equal its name without .json, and ids must be
+unique across the files given. When every file passes it prints
+"ok: N manifests"; otherwise it prints one line per problem on stderr:
 
   FILE:LINE:COL: op "NAME": FIELD: what is wrong and what would be right
 
@@ -38,12 +42,25 @@ one service, for example:
 
   pinned registry list | awk '$1 == "github" {print $3}'
 
+list --output json (or --json) prints the registry document, the shape the
+sidecar's GET /v1/registry and the broker's GET /registry serve
+(docs/API.md): {"digest": "sha256:…", "services": [<manifest>, …]}.
+
+show SERVICE lists the service's host, auth and ops; show SERVICE OP shows
+the op: its args with their rules, the confirm sentence of a write, the
+request it renders (method, path, query and body templates) and the fields
+the pick lets back. --output json prints the manifest (or the op) as
+embedded.
+
 Exit status: 0 all manifests pass (or the list was printed), 1 a manifest
 was refused, 2 bad usage.
 `
 
-// runRegistry implements "pinned registry check FILE..." and
-// "pinned registry list"; args excludes "registry".
+// registrySubcommands are the words after "pinned registry".
+var registrySubcommands = []string{"check", "list", "show"}
+
+// runRegistry implements "pinned registry check|list|show"; args excludes
+// "registry".
 func runRegistry(args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && isHelp(args[0]) {
 		fmt.Fprint(stdout, registryUsage)
@@ -53,7 +70,7 @@ func runRegistry(args []string, stdout, stderr io.Writer) int {
 		return flagError(stderr, "registry", fmt.Sprintf(format, a...))
 	}
 	if len(args) == 0 {
-		return bad("missing subcommand: check or list")
+		return bad("missing subcommand: check, list or show")
 	}
 	switch sub, rest := args[0], args[1:]; sub {
 	case "check":
@@ -79,21 +96,75 @@ func runRegistry(args []string, stdout, stderr io.Writer) int {
 		}
 		return registryCheck(files, stdout, stderr)
 	case "list":
-		if len(rest) > 0 {
-			if isHelp(rest[0]) {
-				fmt.Fprint(stdout, registryUsage)
-				return 0
-			}
+		format, pos, code, ok := outputFlag("registry list", "table", []string{"table", "json"}, rest, stdout, stderr)
+		if !ok {
+			return code
+		}
+		if len(pos) > 0 {
 			return bad("list takes no arguments")
+		}
+		if format == "json" {
+			b, err := registry.Default().DocumentJSON()
+			if err != nil {
+				fmt.Fprintf(stderr, "pinned registry list: %v\n", err)
+				return 1
+			}
+			fmt.Fprintf(stdout, "%s\n", b)
+			return 0
 		}
 		registryList(stdout, registry.Default())
 		return 0
+	case "show":
+		format, pos, code, ok := outputFlag("registry show", "text", []string{"text", "json"}, rest, stdout, stderr)
+		if !ok {
+			return code
+		}
+		return registryShow(pos, format, stdout, stderr)
 	default:
 		if strings.HasPrefix(sub, "-") {
 			return bad("%s", undefinedFlag(sub))
 		}
-		return bad("unknown subcommand %q: want check or list", sub)
+		return bad("%s: want check, list or show", unknownWord("subcommand", sub, registrySubcommands))
 	}
+}
+
+// outputFlag parses the flags of a registry subcommand that takes
+// positional words and --output FORMAT (--json is --output json). ok is
+// false when the command is done (help, or a usage error, with its code).
+func outputFlag(cmd, def string, formats []string, args []string, stdout, stderr io.Writer) (format string, pos []string, code int, ok bool) {
+	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
+	out := fs.String("output", def, "output `format`: "+strings.Join(formats, " or "))
+	asJSON := fs.Bool("json", false, "the same as --output json")
+	// Flags may come before or after the words: pinned registry show github --json.
+	var flags []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			pos = append(pos, args[i+1:]...)
+			i = len(args)
+		case strings.HasPrefix(a, "-"):
+			flags = append(flags, a)
+			if (a == "--output" || a == "-output") && i+1 < len(args) {
+				flags = append(flags, args[i+1])
+				i++
+			}
+		default:
+			pos = append(pos, a)
+		}
+	}
+	if c, ok := parseFlags(fs, registryUsage, flags, stdout, stderr); !ok {
+		return "", nil, c, false
+	}
+	if *asJSON {
+		*out = "json"
+	}
+	for _, f := range formats {
+		if *out == f {
+			return *out, pos, 0, true
+		}
+	}
+	return "", nil, flagError(stderr, cmd, fmt.Sprintf("--output %q: want %s", *out, strings.Join(formats, " or "))), false
 }
 
 // registryList prints one line per op: service, host, op, access and
@@ -112,27 +183,43 @@ func registryList(w io.Writer, reg *registry.Registry) {
 
 func isHelp(a string) bool { return a == "-h" || a == "-help" || a == "--help" || a == "help" }
 
-// registryCheck parses files as manifests, printing every problem on
-// stderr, one per line.
-func registryCheck(files []string, stdout, stderr io.Writer) int {
-	failed := false
+// manifestFiles expands the arguments of registry check: a directory
+// stands for the *.json files directly in it, sorted.
+func manifestFiles(args []string, stderr io.Writer) ([]string, bool) {
+	var files []string
+	ok := true
+	for _, a := range args {
+		st, err := os.Stat(a)
+		if err != nil || !st.IsDir() {
+			files = append(files, a)
+			continue
+		}
+		matches, _ := filepath.Glob(filepath.Join(a, "*.json"))
+		if len(matches) == 0 {
+			fmt.Fprintf(stderr, "%s: a directory without *.json files\n", a)
+			ok = false
+		}
+		files = append(files, matches...)
+	}
+	return files, ok
+}
+
+// registryCheck parses files (or the *.json files of directories) as
+// manifests, printing every problem on stderr, one per line.
+func registryCheck(args []string, stdout, stderr io.Writer) int {
+	files, ok := manifestFiles(args, stderr)
+	failed := !ok
 	byID := map[string]string{} // id -> first file
 	for _, f := range files {
 		data, err := os.ReadFile(f)
 		if err != nil {
-			fmt.Fprintf(stderr, "%s: cannot read: %v\n", f, err)
+			fmt.Fprintf(stderr, "%s: cannot read: %v\n", f, unwrapPath(err))
 			failed = true
 			continue
 		}
 		m, err := registry.Parse(f, data)
 		if err != nil {
-			var e *registry.Error
-			if !errors.As(err, &e) {
-				e = &registry.Error{Problems: []registry.Problem{{File: f, Msg: err.Error()}}}
-			}
-			for _, p := range e.Problems {
-				fmt.Fprintln(stderr, p.String())
-			}
+			printProblems(stderr, f, err)
 			failed = true
 			continue
 		}
@@ -146,6 +233,34 @@ func registryCheck(files []string, stdout, stderr io.Writer) int {
 	if failed {
 		return 1
 	}
-	fmt.Fprintf(stdout, "ok: %d manifests\n", len(files))
+	fmt.Fprintf(stdout, "ok: %s\n", plural(len(files), "manifest"))
 	return 0
+}
+
+// printProblems prints the problems of a refused manifest, one per line.
+func printProblems(w io.Writer, file string, err error) {
+	var e *registry.Error
+	if !errors.As(err, &e) {
+		e = &registry.Error{Problems: []registry.Problem{{File: file, Msg: err.Error()}}}
+	}
+	for _, p := range e.Problems {
+		fmt.Fprintln(w, p.String())
+	}
+}
+
+// unwrapPath drops the path of an *os.PathError (the line names it).
+func unwrapPath(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// plural is "1 manifest", "2 manifests".
+func plural(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return fmt.Sprintf("%d %ss", n, word)
 }

@@ -1,0 +1,192 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/elevenmessenger/pinned/internal/jsonenc"
+	"github.com/elevenmessenger/pinned/registry"
+)
+
+// registryShow implements "pinned registry show SERVICE [OP]".
+func registryShow(pos []string, format string, stdout, stderr io.Writer) int {
+	if len(pos) == 0 || len(pos) > 2 {
+		return flagError(stderr, "registry", "show takes SERVICE and optionally OP, e.g. pinned registry show github create_issue")
+	}
+	reg := registry.Default()
+	m, ok := reg.Service(pos[0])
+	if !ok {
+		var ids []string
+		for _, s := range reg.Services() {
+			ids = append(ids, s.ID)
+		}
+		fmt.Fprintf(stderr, "pinned registry show: %s (services: %s)\n", unknownWord("service", pos[0], ids), joinList(ids))
+		return 1
+	}
+	if len(pos) == 1 {
+		if format == "json" {
+			var b bytes.Buffer
+			_ = json.Indent(&b, reg.Raw(m.ID), "", "  ")
+			fmt.Fprintf(stdout, "%s\n", bytes.TrimSpace(b.Bytes()))
+			return 0
+		}
+		showService(stdout, m)
+		return 0
+	}
+	op, ok := m.Op(pos[1])
+	if !ok {
+		fmt.Fprintf(stderr, "pinned registry show: service %s has %s (ops: %s)\n", m.ID, strings.TrimPrefix(unknownWord("op", pos[1], m.OpNames()), "unknown "), joinList(m.OpNames()))
+		return 1
+	}
+	if format == "json" {
+		b, err := jsonenc.MarshalIndent(op, "", "  ")
+		if err != nil {
+			fmt.Fprintf(stderr, "pinned registry show: %v\n", err)
+			return 1
+		}
+		fmt.Fprintf(stdout, "%s\n", b)
+		return 0
+	}
+	showOp(stdout, m, pos[1], op)
+	return 0
+}
+
+func showService(w io.Writer, m *registry.Manifest) {
+	fmt.Fprintf(w, "%s (%s): %s\n", m.Name, m.ID, m.Description)
+	fmt.Fprintf(w, "host:  https://%s (every op; nothing else is reachable)\n", m.Host)
+	fmt.Fprintf(w, "auth:  %s", m.Auth.Scheme)
+	if m.Auth.Header != "" {
+		fmt.Fprintf(w, " (header %s)", m.Auth.Header)
+	}
+	if m.Auth.OAuth != nil {
+		fmt.Fprint(w, "; OAuth through the broker")
+	}
+	fmt.Fprintln(w)
+	if m.Auth.PATHelp != "" {
+		fmt.Fprintf(w, "token: %s\n", m.Auth.PATHelp)
+	}
+	if m.Docs != "" {
+		fmt.Fprintf(w, "docs:  %s\n", m.Docs)
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "OP\tACCESS\tREQUEST\tSUMMARY")
+	for _, name := range m.OpNames() {
+		op, _ := m.Op(name)
+		fmt.Fprintf(tw, "%s\t%s\t%s %s\t%s\n", name, op.Access, op.Method, op.Path, op.Summary)
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "\npinned registry show %s OP shows an op's args, request and result fields.\n", m.ID)
+}
+
+func showOp(w io.Writer, m *registry.Manifest, name string, op *registry.Op) {
+	fmt.Fprintf(w, "%s.%s (%s): %s\n", m.ID, name, op.Access, op.Summary)
+	if op.Description != "" {
+		fmt.Fprintf(w, "  %s\n", op.Description)
+	}
+	if op.Confirm != "" {
+		fmt.Fprintf(w, "\nconfirm (shown to the member before it runs):\n  %s\n", op.Confirm)
+	}
+	fmt.Fprintf(w, "\nrequest:\n  %s https://%s%s\n", op.Method, m.Host, op.Path)
+	for _, k := range op.QueryKeys() {
+		fmt.Fprintf(w, "  query %s=%s\n", k, op.Query[k])
+	}
+	if len(op.BodyJSON) > 0 {
+		fmt.Fprintf(w, "  body (application/json): %s\n", op.BodyJSON)
+	}
+	for _, k := range op.FormKeys() {
+		fmt.Fprintf(w, "  form %s=%s\n", k, op.BodyForm[k])
+	}
+	fmt.Fprintln(w, "  (an absent optional arg leaves its query key or form key out)")
+	fmt.Fprintln(w, "\nargs:")
+	if len(op.Args) == 0 {
+		fmt.Fprintln(w, "  none")
+	}
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	for _, a := range op.ArgNames() {
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", a, op.Args[a].Type, argRules(op.Args[a]), op.Args[a].Description)
+	}
+	tw.Flush()
+	fmt.Fprintln(w, "\nreturns (pick; nothing else comes back):")
+	if op.Pick.Root != "" {
+		fmt.Fprintf(w, "  root %s\n", op.Pick.Root)
+	}
+	if len(op.Pick.Fields) == 0 {
+		fmt.Fprintln(w, "  no fields")
+	} else {
+		fmt.Fprintf(w, "  fields %s\n", joinList(op.Pick.Fields))
+	}
+	fmt.Fprintf(w, "\nrun it: pinned op --service %s --op %s --args '%s'\n", m.ID, name, exampleArgs(op))
+}
+
+// argRules is an arg's rules in one cell: "required, 1..100, default 30".
+func argRules(a *registry.Arg) string {
+	var r []string
+	if a.Required {
+		r = append(r, "required")
+	} else {
+		r = append(r, "optional")
+	}
+	num := func(f *float64) string { return strconv.FormatFloat(*f, 'f', -1, 64) }
+	switch {
+	case a.Min != nil && a.Max != nil:
+		r = append(r, num(a.Min)+".."+num(a.Max))
+	case a.Min != nil:
+		r = append(r, ">= "+num(a.Min))
+	case a.Max != nil:
+		r = append(r, "<= "+num(a.Max))
+	}
+	if len(a.Enum) > 0 {
+		r = append(r, "one of "+strings.Join(a.Enum, "|"))
+	}
+	if a.Pattern != "" {
+		r = append(r, "pattern "+a.Pattern)
+	}
+	if a.Type == registry.TypeString {
+		n := registry.DefaultMaxLength
+		if a.MaxLength != nil {
+			n = *a.MaxLength
+		}
+		r = append(r, "max_length "+strconv.Itoa(n))
+	}
+	if len(a.Default) > 0 {
+		r = append(r, "default "+string(a.Default))
+	}
+	if a.Secret {
+		r = append(r, "secret (never logged)")
+	}
+	return strings.Join(r, ", ")
+}
+
+// exampleArgs is a JSON object of the op's required args with
+// placeholder values of their type.
+func exampleArgs(op *registry.Op) string {
+	ex := map[string]any{}
+	for _, a := range op.ArgNames() {
+		arg := op.Args[a]
+		if !arg.Required {
+			continue
+		}
+		switch {
+		case len(arg.Enum) > 0:
+			ex[a] = arg.Enum[0]
+		case arg.Type == registry.TypeInteger || arg.Type == registry.TypeNumber:
+			if arg.Min != nil {
+				ex[a] = *arg.Min
+			} else {
+				ex[a] = 1
+			}
+		case arg.Type == registry.TypeBoolean:
+			ex[a] = true
+		default:
+			ex[a] = "…"
+		}
+	}
+	b, _ := jsonenc.Marshal(ex)
+	return string(b)
+}

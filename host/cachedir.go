@@ -1,0 +1,83 @@
+package host
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// ErrCacheDir is wrapped by the error New returns when Config.CacheDir
+// cannot be used: it cannot be created, or someone other than this user
+// (and root) could write machine code into it.
+var ErrCacheDir = errors.New("compilation cache directory refused")
+
+// cacheDirError is a refused cache directory: the message says what is
+// wrong and the fix; Unwrap gives ErrCacheDir.
+type cacheDirError struct{ msg string }
+
+func (e *cacheDirError) Error() string { return "host: cache directory " + e.msg }
+func (e *cacheDirError) Unwrap() error { return ErrCacheDir }
+
+// prepareCacheDir creates dir (mode 0700) if needed and refuses it when
+// it is not safe to execute code from: the directory holds wazero's
+// compiled machine code and the instrumented guest, which the host runs
+// (docs/OPERATING.md: it MUST be writable by the sidecar's user only;
+// checksums catch a damaged file, not a hostile writer). Refused, with the
+// fix in the message, like a key file others can read:
+//
+//   - dir writable by group or others, or owned by another user;
+//   - a parent directory writable by others without the sticky bit (such
+//     as a world-writable /srv/shared: anyone could rename dir away and put
+//     their own in its place), or owned by another user than this one or
+//     root.
+//
+// A sticky, world-writable parent such as /tmp is accepted: nobody else
+// can rename or delete what this user created there.
+func prepareCacheDir(dir string) error {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return &cacheDirError{msg: fmt.Sprintf("%s: %v", dir, err)}
+	}
+	if err := os.MkdirAll(abs, 0o700); err != nil {
+		return &cacheDirError{msg: fmt.Sprintf("%s cannot be created: %v", dir, unwrapPathError(err))}
+	}
+	st, err := os.Stat(abs)
+	if err != nil {
+		return &cacheDirError{msg: fmt.Sprintf("%s: %v", dir, unwrapPathError(err))}
+	}
+	if !st.IsDir() {
+		return &cacheDirError{msg: fmt.Sprintf("%s is not a directory", dir)}
+	}
+	if st.Mode().Perm()&0o022 != 0 {
+		return &cacheDirError{msg: fmt.Sprintf("%s has mode %04o: group or others can write the machine code it holds; run `chmod 700 %s`", dir, st.Mode().Perm(), dir)}
+	}
+	if owner, ok := fileOwner(st); ok && owner != os.Geteuid() {
+		return &cacheDirError{msg: fmt.Sprintf("%s belongs to user %d, not to this user (%d), who runs the code in it; use a directory of your own", dir, owner, os.Geteuid())}
+	}
+	for p := filepath.Dir(abs); ; p = filepath.Dir(p) {
+		pst, err := os.Stat(p)
+		if err != nil {
+			return &cacheDirError{msg: fmt.Sprintf("%s: parent %s: %v", dir, p, unwrapPathError(err))}
+		}
+		if pst.Mode().Perm()&0o002 != 0 && pst.Mode()&os.ModeSticky == 0 {
+			return &cacheDirError{msg: fmt.Sprintf("%s: its parent %s has mode %04o: anyone can replace the directory; run `chmod o-w %s` or choose a cache directory elsewhere", dir, p, pst.Mode().Perm(), p)}
+		}
+		if owner, ok := fileOwner(pst); ok && owner != 0 && owner != os.Geteuid() {
+			return &cacheDirError{msg: fmt.Sprintf("%s: its parent %s belongs to user %d, who could replace the directory; choose a cache directory under one of your own or root's", dir, p, owner)}
+		}
+		if filepath.Dir(p) == p {
+			return nil
+		}
+	}
+}
+
+// unwrapPathError drops the path of an *os.PathError (the message names
+// it already).
+func unwrapPathError(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return fmt.Errorf("%s: %w", pe.Op, pe.Err)
+	}
+	return err
+}
