@@ -72,13 +72,16 @@ func TestTLS(t *testing.T) {
 		srv  *tls.Config
 		ca   []byte
 		ok   bool
+		// why is the message's reason: the step that failed, which points
+		// at the fix (a certificate, not the network).
+		why string
 	}{
-		{"TLS 1.2 with a trusted certificate works", &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12, MaxVersion: tls.VersionTLS12}, certPEM, true},
-		{"TLS 1.3 works", &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS13}, certPEM, true},
-		{"TLS 1.1 is refused", &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS10, MaxVersion: tls.VersionTLS11}, certPEM, false},
-		{"an untrusted certificate is refused", &tls.Config{Certificates: []tls.Certificate{cert}}, nil, false},
-		{"a certificate for another name is refused", &tls.Config{Certificates: []tls.Certificate{other}}, otherPEM, false},
-		{"plain HTTP is refused", nil, certPEM, false},
+		{"TLS 1.2 with a trusted certificate works", &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12, MaxVersion: tls.VersionTLS12}, certPEM, true, ""},
+		{"TLS 1.3 works", &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS13}, certPEM, true, ""},
+		{"TLS 1.1 is refused", &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS10, MaxVersion: tls.VersionTLS11}, certPEM, false, "TLS: the handshake with api.github.com failed"},
+		{"an untrusted certificate is refused", &tls.Config{Certificates: []tls.Certificate{cert}}, nil, false, "TLS: api.github.com was reached but its certificate was not accepted"},
+		{"a certificate for another name is refused", &tls.Config{Certificates: []tls.Certificate{other}}, otherPEM, false, "TLS: api.github.com was reached but its certificate was not accepted"},
+		{"plain HTTP is refused", nil, certPEM, false, "TLS: the handshake with api.github.com failed"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -98,7 +101,8 @@ func TestTLS(t *testing.T) {
 				t.Fatalf("got %v, want upstream_unreachable", herr)
 			}
 			// The message is the host's own sentence, never Go error text.
-			if herr.Message != "the provider could not be reached" || strings.Contains(herr.Error(), "x509") || strings.Contains(herr.Error(), "tls:") {
+			if !strings.HasPrefix(herr.Message, "the provider could not be reached: "+tt.why) || strings.Contains(herr.Error(), "x509") || strings.Contains(herr.Error(), "tls:") ||
+				strings.Contains(herr.Message, "127.0.0.1") {
 				t.Fatalf("message %q", herr.Message)
 			}
 		})

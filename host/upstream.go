@@ -4,12 +4,16 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -43,7 +47,7 @@ func (e *Engine) send(ctx context.Context, p *prepared, r *checkedRequest, cred 
 
 	resp, err := e.client.Do(req)
 	if err != nil {
-		return nil, 0, transportError(ctx, err)
+		return nil, 0, transportError(ctx, err, p.m.Host)
 	}
 	defer resp.Body.Close()
 
@@ -52,7 +56,7 @@ func (e *Engine) send(ctx context.Context, p *prepared, r *checkedRequest, cred 
 	if rerr != nil {
 		rerr.Status = resp.StatusCode
 		if rerr.Code == "" {
-			rerr = transportError(ctx, rerr.cause)
+			rerr = transportError(ctx, rerr.cause, p.m.Host)
 		}
 		return nil, n, rerr
 	}
@@ -108,7 +112,7 @@ func authHeader(m *registry.Manifest, c Credential) (string, string) {
 	return "Authorization", "Bearer " + secret
 }
 
-func transportError(ctx context.Context, err error) *Error {
+func transportError(ctx context.Context, err error, host string) *Error {
 	var denied *DialDeniedError
 	switch {
 	case errors.As(err, &denied):
@@ -118,7 +122,53 @@ func transportError(ctx context.Context, err error) *Error {
 	case ctx.Err() == context.Canceled:
 		return &Error{Code: CodeCanceled, Message: "the op was canceled", cause: err}
 	}
-	return &Error{Code: CodeUnreachable, Message: "the provider could not be reached", cause: err}
+	return &Error{Code: CodeUnreachable, Message: "the provider could not be reached: " + unreachableReason(err, host), cause: err}
+}
+
+// unreachableReason says which step of reaching the pinned host failed —
+// DNS, connect, TLS or a network timeout — so the message points at the
+// fix. It names the pinned host (public, in the manifest) and never an
+// address, a port other than 443, or Go error text.
+func unreachableReason(err error, host string) string {
+	var (
+		dnsErr   *net.DNSError
+		verify   *tls.CertificateVerificationError
+		unknown  x509.UnknownAuthorityError
+		hostname x509.HostnameError
+		invalid  x509.CertificateInvalidError
+		record   tls.RecordHeaderError
+		alert    tls.AlertError
+		opErr    *net.OpError
+		netErr   net.Error
+	)
+	switch {
+	case errors.As(err, &dnsErr):
+		if dnsErr.IsNotFound {
+			return "DNS: " + host + " does not resolve (no such host); check this machine's resolver"
+		}
+		return "DNS: the lookup of " + host + " failed; check this machine's resolver and network"
+	case errors.As(err, &verify), errors.As(err, &unknown), errors.As(err, &hostname), errors.As(err, &invalid):
+		return "TLS: " + host + " was reached but its certificate was not accepted (an unknown authority, another name, or expired); a TLS-intercepting proxy or a wrong system clock does this"
+	case errors.As(err, &record), errors.As(err, &alert), strings.Contains(err.Error(), "tls: "),
+		strings.Contains(err.Error(), "server gave HTTP response to HTTPS client"):
+		// crypto/tls reports a refused version or a non-TLS answer as a
+		// plain error; its text is matched here and never sent.
+		return "TLS: the handshake with " + host + " failed (the other end does not speak TLS 1.2+ as " + host + ")"
+	case errors.As(err, &opErr) && opErr.Op == "dial":
+		switch {
+		case errors.Is(err, syscall.ECONNREFUSED):
+			return "connect: " + host + ":443 refused the connection"
+		case opErr.Timeout():
+			return "connect: connecting to " + host + ":443 timed out; check the network or firewall"
+		}
+		return "connect: no connection to " + host + ":443 (network unreachable?); check the network or firewall"
+	case errors.As(err, &netErr) && netErr.Timeout():
+		if strings.Contains(err.Error(), "TLS handshake timeout") {
+			return "timeout: the TLS handshake with " + host + " timed out"
+		}
+		return "timeout: " + host + " stopped answering (a network timeout)"
+	}
+	return "the connection to " + host + " failed"
 }
 
 // readCapped reads the decoded body, at most max bytes. Content-Encoding

@@ -133,7 +133,7 @@ func rotatedFromInput(data []byte) (string, error) {
 	return a.Rotated, nil
 }
 
-// shellQuote quotes s for a POSIX shell: 'it'\''s'.
+// shellQuote quotes s for a POSIX shell: 'it'\”s'.
 func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -14,6 +15,8 @@ func TestRunGrantSeal(t *testing.T) {
 	const token = "ghp_fake_pinned_github_token_000000000000"
 	t.Setenv("PINNED_TOKEN", token)
 	t.Setenv("PINNED_TEST_EMPTY", "")
+	t.Setenv("PINNED_TEST_NEWLINE", "ghp_pasted_with_a_newline_0000000000000\n")
+	t.Setenv("PINNED_TEST_REFRESH_SPACE", "refresh token")
 	const refresh = "fake_refresh_token_from_env_0000"
 	t.Setenv("PINNED_TEST_REFRESH", refresh)
 	bot, err := grant.GenerateKey(nil)
@@ -66,8 +69,8 @@ func TestRunGrantSeal(t *testing.T) {
 				}
 			}},
 		{name: "long ttl warns", args: []string{"seal", "--bot-key", pub, "--service", "github", "--access", "read", "--ttl", "48h"}, stderr: "warning: --ttl 48h0m0s is longer"},
-		{name: "no subcommand", args: nil, code: 2, stderr: "pinned grant: missing subcommand: want seal\nrun 'pinned grant --help' for usage\n"},
-		{name: "unknown subcommand", args: []string{"open"}, code: 2, stderr: `pinned grant: unknown subcommand "open": want seal` + "\nrun 'pinned grant --help' for usage\n"},
+		{name: "no subcommand", args: nil, code: 2, stderr: "pinned grant: missing subcommand: want seal or open\nrun 'pinned grant --help' for usage\n"},
+		{name: "unknown subcommand", args: []string{"close"}, code: 2, stderr: `pinned grant: unknown subcommand "close": want seal or open` + "\nrun 'pinned grant --help' for usage\n"},
 		{name: "flag before the subcommand", args: []string{"--bogus"}, code: 2, stderr: "pinned grant: flag provided but not defined: -bogus\nrun 'pinned grant --help' for usage\n"},
 		{name: "unknown flag", args: []string{"seal", "--bogus"}, code: 2, stderr: "pinned grant seal: flag provided but not defined: -bogus\nrun 'pinned grant seal --help' for usage\n"},
 		{name: "help shows the seal flags", args: []string{"--help"}, code: 0,
@@ -136,6 +139,20 @@ func TestRunGrantSeal(t *testing.T) {
 		{name: "negative ttl", args: []string{"seal", "--bot-key", pub, "--service", "github", "--access", "read", "--ttl", "-1m"}, code: 2, stderr: "--ttl must be positive"},
 		{name: "bad member key", args: []string{"seal", "--bot-key", pub, "--service", "github", "--access", "read", "--member-key", "x"}, code: 2, stderr: "--member-key"},
 		{name: "empty token", args: []string{"seal", "--bot-key", pub, "--service", "github", "--access", "read", "--token-env", "PINNED_TEST_EMPTY"}, code: 2, stderr: "no credential: set PINNED_TEST_EMPTY"},
+		{name: "a token with a newline is refused as the host would", args: []string{"seal", "--bot-key", pub, "--service", "github", "--access", "read", "--token-env", "PINNED_TEST_NEWLINE"}, code: 2,
+			stderr: "pinned grant seal: credential_invalid: the credential holds characters an HTTP header cannot carry in PINNED_TEST_NEWLINE: strip the spaces and line breaks"},
+		{name: "a refresh token with a space is refused", args: []string{"seal", "--bot-key", pub, "--service", "hubspot", "--access", "read", "--kind", "oauth",
+			"--refresh-env", "PINNED_TEST_REFRESH_SPACE", "--member-key", member.Public().String()}, code: 2,
+			stderr: "credential_invalid: the credential holds characters an HTTP header cannot carry in PINNED_TEST_REFRESH_SPACE"},
+		{name: "--token-expires-at", args: []string{"seal", "--bot-key", pub, "--service", "hubspot", "--access", "read", "--kind", "oauth",
+			"--refresh-env", "PINNED_TEST_REFRESH", "--token-expires-at", "2030-01-02T03:04:05+01:00", "--member-key", member.Public().String()},
+			check: func(t *testing.T, g *grant.Grant) {
+				if g.TokenExpiresAt != "2030-01-02T02:04:05Z" {
+					t.Fatalf("token_expires_at %q", g.TokenExpiresAt)
+				}
+			}},
+		{name: "--token-expires-at not RFC 3339", args: []string{"seal", "--bot-key", pub, "--service", "github", "--access", "read", "--token-expires-at", "tomorrow"}, code: 2,
+			stderr: `--token-expires-at "tomorrow": want RFC 3339`},
 		{name: "stray argument", args: []string{"seal", "--bot-key", pub, "--service", "github", "--access", "read", "now"}, code: 2, stderr: `unexpected argument "now"`},
 	}
 	for _, tt := range tests {
@@ -165,6 +182,69 @@ func TestRunGrantSeal(t *testing.T) {
 				t.Fatalf("the bot cannot open the sealed grant: %v", err)
 			}
 			tt.check(t, g)
+		})
+	}
+}
+
+// TestRunGrantOpen: the member opens the rotated pair an op answer
+// carried, and the printed assignments seal the next grant.
+func TestRunGrantOpen(t *testing.T) {
+	dir := t.TempDir()
+	member, _ := grant.GenerateKey(nil)
+	memberFile := filepath.Join(dir, "member.key")
+	if err := grant.WriteKeyFile(memberFile, member, false); err != nil {
+		t.Fatal(err)
+	}
+	other, _ := grant.GenerateKey(nil)
+	otherFile := filepath.Join(dir, "other.key")
+	if err := grant.WriteKeyFile(otherFile, other, false); err != nil {
+		t.Fatal(err)
+	}
+	sealed, err := grant.SealRotated(&grant.Rotated{Service: "hubspot", Kind: "oauth", Access: "fresh-access-'1", Refresh: "fresh-refresh-2", TokenExpiresAt: "2030-01-02T03:04:05Z"}, member.Public(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	answer := filepath.Join(dir, "answer.json")
+	if err := os.WriteFile(answer, []byte(`{"status":200,"data":{"id":1},"rotated":"`+sealed+`"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	errAnswer := filepath.Join(dir, "error.json")
+	if err := os.WriteFile(errAnswer, []byte(`{"error":{"code":"upstream_error","message":"x"},"rotated":"`+sealed+`"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	plain := filepath.Join(dir, "plain.json")
+	if err := os.WriteFile(plain, []byte(`{"status":200,"data":{}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := "export PINNED_TOKEN='fresh-access-'\\''1'\nexport PINNED_REFRESH='fresh-refresh-2'\nexport PINNED_TOKEN_EXPIRES_AT='2030-01-02T03:04:05Z'\n"
+	tests := []struct {
+		name   string
+		args   []string
+		stdin  string
+		code   int
+		stdout string // whole stdout
+		stderr string // fragment
+	}{
+		{name: "an op answer", args: []string{"--key", memberFile, "--in", answer}, stdout: env},
+		{name: "an error answer", args: []string{"--key", memberFile, "--in", errAnswer}, stdout: env},
+		{name: "the sealed pair on stdin", args: []string{"--key", memberFile}, stdin: sealed + "\n", stdout: env},
+		{name: "json", args: []string{"--key", memberFile, "--in", answer, "--output", "json"},
+			stdout: `{"service":"hubspot","kind":"oauth","access_token":"fresh-access-'1","refresh_token":"fresh-refresh-2","expires_at":"2030-01-02T03:04:05Z"}` + "\n"},
+		{name: "another key", args: []string{"--key", otherFile, "--in", answer}, code: 1, stderr: "is --key the member key the grant named with --member-key?"},
+		{name: "no rotated", args: []string{"--key", memberFile, "--in", plain}, code: 1, stderr: `the op answer has no "rotated"`},
+		{name: "no key", args: []string{"--in", answer}, code: 2, stderr: "--key FILE is required"},
+		{name: "bad output", args: []string{"--key", memberFile, "--output", "yaml"}, code: 2, stderr: `--output must be env or json, not "yaml"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			old := console.in
+			console.in = strings.NewReader(tt.stdin)
+			defer func() { console.in = old }()
+			var stdout, stderr bytes.Buffer
+			code := runGrant(append([]string{"open"}, tt.args...), &stdout, &stderr)
+			if code != tt.code || (tt.code == 0 && stdout.String() != tt.stdout) || !strings.Contains(stderr.String(), tt.stderr) {
+				t.Fatalf("exit %d, stdout %q, stderr %q; want %d, %q, %q", code, &stdout, &stderr, tt.code, tt.stdout, tt.stderr)
+			}
 		})
 	}
 }

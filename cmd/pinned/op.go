@@ -86,7 +86,7 @@ func runOp(args []string, stdout, stderr io.Writer) int {
 	}
 	argsJSON, err := readArgs(*argsFlag)
 	if err != nil {
-		return usage("--args %s", err)
+		return usage("--args%s", err)
 	}
 	if *pages < 0 {
 		return usage("--pages must be 1 or more (0, the default, reads one page), not %d", *pages)
@@ -129,7 +129,7 @@ func runOp(args []string, stdout, stderr io.Writer) int {
 	}
 	op, ok := m.Op(*opName)
 	if !ok {
-		fmt.Fprintf(stderr, "pinned op: unknown_op: service %s has %s (ops: %s)\n", *service, strings.TrimPrefix(unknownWord("op", *opName, m.OpNames()), "unknown "), joinList(m.OpNames()))
+		fmt.Fprintf(stderr, "pinned op: unknown_op: service %s has %s (ops: %s)\n", *service, noSuchOp(*opName, m), joinList(m.OpNames()))
 		return 1
 	}
 
@@ -235,6 +235,11 @@ func runOp(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
+// noSuchOp is `no op "x"`, with "(did you mean "y"?)" for a typo.
+func noSuchOp(name string, m *registry.Manifest) string {
+	return "no " + strings.TrimPrefix(unknownWord("op", name, m.OpNames()), "unknown ")
+}
+
 // noDeadline is the op timeout for --timeout 0: no deadline of its own (a
 // hundred years; the host needs a positive one).
 const noDeadline = 100 * 365 * 24 * time.Hour
@@ -306,20 +311,20 @@ func confirmWrite(ctx context.Context, eng *host.Engine, service, opName, args s
 // readArgs reads --args: inline JSON, @FILE, or - (stdin). The args must be
 // one JSON object; the error says where the JSON breaks and how to fix it.
 func readArgs(v string) (string, error) {
-	src := "JSON"
+	src := ""
 	switch {
 	case v == "-":
 		b, err := io.ReadAll(io.LimitReader(stdinReader(), 1<<20))
 		if err != nil {
-			return "", fmt.Errorf("-: read stdin: %v", err)
+			return "", fmt.Errorf(" -: read stdin: %v", err)
 		}
-		v, src = string(b), "on stdin"
+		v, src = string(b), " on stdin"
 	case strings.HasPrefix(v, "@"):
 		b, err := os.ReadFile(v[1:])
 		if err != nil {
-			return "", fmt.Errorf("%s: %v", v, errText(err))
+			return "", fmt.Errorf(" %s: %v", v, errText(err))
 		}
-		v, src = string(b), "in "+v[1:]
+		v, src = string(b), " in "+v[1:]
 	}
 	if err := jsonArgsError(v); err != "" {
 		return "", fmt.Errorf("%s: %s", src, err)

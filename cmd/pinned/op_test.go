@@ -132,11 +132,11 @@ func TestRunOp(t *testing.T) {
 		t.Setenv("PINNED_TEST_OTHER_TOKEN", fakeapi.Token("github"))
 		args := []string{"--connect-to", addr, "--cacert", ca, "--token-env", "PINNED_TEST_OTHER_TOKEN", "--service", "github", "--op", "get_viewer"}
 		code, _, stderr := run(t, args...)
-		if code != 1 || stderr != "pinned op: upstream_unreachable: the provider could not be reached\n" {
+		if code != 1 || stderr != "pinned op: upstream_unreachable: the provider could not be reached: connect: api.github.com:443 refused the connection\n" {
 			t.Fatalf("without -v: exit %d stderr %q", code, stderr)
 		}
 		code, _, stderr = run(t, append(args, "-v")...)
-		if code != 1 || !strings.HasPrefix(stderr, "pinned op: upstream_unreachable: the provider could not be reached\npinned op: cause: ") ||
+		if code != 1 || !strings.HasPrefix(stderr, "pinned op: upstream_unreachable: the provider could not be reached: connect: api.github.com:443 refused the connection\npinned op: cause: ") ||
 			!strings.Contains(stderr, "connection refused") {
 			t.Fatalf("with -v: exit %d stderr %q", code, stderr)
 		}
@@ -192,10 +192,10 @@ func TestRunOp(t *testing.T) {
 		{name: "unknown service lists the services", code: 1,
 			args:  []string{"--token-env", "PINNED_TEST_OTHER_TOKEN", "--service", "gitlab", "--op", "list_repos"},
 			token: "some-token",
-			exact: `pinned op: unknown_service: unknown service "gitlab" (services: dnsimple, github, hubspot, linear, stripe)` + "\n"},
+			exact: `pinned op: unknown_service: unknown service "gitlab" (did you mean "github"?) (services: dnsimple, github, hubspot, linear, stripe)` + "\n"},
 		{name: "unknown service with --fake lists the services", code: 1,
 			args:  []string{"--fake", "--service", "gitlab", "--op", "list_repos"},
-			exact: `pinned op: unknown_service: unknown service "gitlab" (services: dnsimple, github, hubspot, linear, stripe)` + "\n"},
+			exact: `pinned op: unknown_service: unknown service "gitlab" (did you mean "github"?) (services: dnsimple, github, hubspot, linear, stripe)` + "\n"},
 		{name: "unknown op lists the ops", code: 1,
 			args:  []string{"--fake", "--service", "github", "--op", "delete_repo"},
 			exact: `pinned op: unknown_op: service github has no op "delete_repo" (ops: create_issue, get_repo, get_viewer, list_issues, list_repos)` + "\n"},
@@ -210,7 +210,19 @@ func TestRunOp(t *testing.T) {
 			exact: "pinned op: --service and --op are required (see pinned registry list)\n"},
 		{name: "invalid --args JSON", code: 2,
 			args:  []string{"--fake", "--service", "github", "--op", "list_repos", "--args", `{"per_page":}`},
-			exact: `pinned op: --args is not valid JSON: {"per_page":}` + "\n"},
+			exact: `pinned op: --args: not valid JSON at byte 13 (near "er_page\":}"): invalid character '}' looking for beginning of value` + "\n"},
+		{name: "--args with unquoted keys says so", code: 2,
+			args:  []string{"--fake", "--service", "github", "--op", "list_repos", "--args", `{per_page:100}`},
+			exact: `pinned op: --args: not valid JSON at byte 2 (near "{per_page:10"): invalid character 'p' looking for beginning of object key string; object keys need double quotes, e.g. '{"per_page":100}'` + "\n"},
+		{name: "--args @file that is missing", code: 2,
+			args:   []string{"--fake", "--service", "github", "--op", "list_repos", "--args", "@/nonexistent/args.json"},
+			stderr: []string{"pinned op: --args @/nonexistent/args.json: open: no such file or directory"}},
+		{name: "a write op without a terminal needs --yes", code: 2,
+			args:  []string{"--fake", "--service", "github", "--op", "create_issue", "--args", `{"owner":"pinned-tester","repo":"notes","title":"<b>Hi</b> & bye"}`},
+			exact: "pinned op: github.create_issue writes: Open an issue titled \"<b>Hi</b> & bye\" in pinned-tester/notes?\npinned op: not run: a write op needs confirmation; add --yes to run it without a terminal\n"},
+		{name: "--timeout negative", code: 2,
+			args:  []string{"--fake", "--timeout", "-1s", "--service", "github", "--op", "get_viewer"},
+			exact: "pinned op: --timeout must not be negative (0 means no deadline)\n"},
 		{name: "no token and no --fake names the env var", code: 2,
 			args:  []string{"--service", "github", "--op", "get_viewer"},
 			exact: "pinned op: no credential: set PINNED_TOKEN (or use --fake)\n"},
@@ -231,13 +243,13 @@ func TestRunOp(t *testing.T) {
 			exact: "pinned op: flag provided but not defined: -token\nrun 'pinned op --help' for usage\n"},
 		{name: "bad flag value", code: 2,
 			args:  []string{"--timeout", "soon", "--service", "github", "--op", "get_viewer"},
-			exact: "pinned op: invalid value \"soon\" for flag -timeout: parse error\nrun 'pinned op --help' for usage\n"},
+			exact: "pinned op: --timeout \"soon\" is not a duration: use e.g. 500ms, 15s, 2m or 1h\nrun 'pinned op --help' for usage\n"},
 		{name: "--args valid JSON but not an object", code: 2,
 			args:  []string{"--fake", "--service", "github", "--op", "list_repos", "--args", `[1]`},
-			exact: `pinned op: --args must be a JSON object, e.g. '{"per_page":100}', not [1]` + "\n"},
+			exact: `pinned op: --args: must be a JSON object, e.g. '{"per_page":100}', not [1]` + "\n"},
 		{name: "--args a JSON string", code: 2,
 			args:  []string{"--fake", "--service", "github", "--op", "list_repos", "--args", ` "x"`},
-			exact: `pinned op: --args must be a JSON object, e.g. '{"per_page":100}', not  "x"` + "\n"},
+			exact: `pinned op: --args: must be a JSON object, e.g. '{"per_page":100}', not "x"` + "\n"},
 		{name: "unknown --kind", code: 2,
 			args:  []string{"--fake", "--kind", "bogus", "--service", "github", "--op", "get_viewer"},
 			exact: `pinned op: --kind must be pat or oauth, not "bogus"` + "\n"},

@@ -40,7 +40,7 @@ func registryShow(pos []string, format string, stdout, stderr io.Writer) int {
 	}
 	op, ok := m.Op(pos[1])
 	if !ok {
-		fmt.Fprintf(stderr, "pinned registry show: service %s has %s (ops: %s)\n", m.ID, strings.TrimPrefix(unknownWord("op", pos[1], m.OpNames()), "unknown "), joinList(m.OpNames()))
+		fmt.Fprintf(stderr, "pinned registry show: service %s has %s (ops: %s)\n", m.ID, noSuchOp(pos[1], m), joinList(m.OpNames()))
 		return 1
 	}
 	if format == "json" {

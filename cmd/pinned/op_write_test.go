@@ -1,0 +1,96 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/elevenmessenger/pinned/internal/fakeapi"
+)
+
+// TestRunOpWrites: a write op shows its confirm sentence and runs only
+// after a yes at a terminal, or with --yes; --args reads files and stdin;
+// --manifest runs a manifest that is not embedded, with a warning; a 401
+// on the real path says what to check.
+func TestRunOpWrites(t *testing.T) {
+	t.Setenv("XDG_CACHE_HOME", filepath.Join(os.TempDir(), "pinned-test-cmd-xdg-cache"))
+	t.Setenv("PINNED_TOKEN", "")
+	t.Setenv("PINNED_TEST_WRONG_TOKEN", "ghp_not_the_fake_token_00000000000000000")
+	const issue = `{"owner":"pinned-tester","repo":"notes","title":"From the test"}`
+	const confirm = "pinned op: github.create_issue writes: Open an issue titled \"From the test\" in pinned-tester/notes?\n"
+	dir := t.TempDir()
+	argsFile := filepath.Join(dir, "args.json")
+	if err := os.WriteFile(argsFile, []byte(issue+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// A copy of the embedded GitHub manifest under a new id, as an author
+	// would try it before it is embedded.
+	data, err := os.ReadFile(filepath.Join("..", "..", "registry", "manifests", "github.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	newManifest := filepath.Join(dir, "ghcopy.json")
+	if err := os.WriteFile(newManifest, bytes.Replace(data, []byte(`"id": "github"`), []byte(`"id": "ghcopy"`), 1), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fake, err := fakeapi.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fake.Close()
+	ca := filepath.Join(dir, "ca.pem")
+	if err := os.WriteFile(ca, fake.CACertPEM(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	tests := []struct {
+		name     string
+		args     []string
+		terminal bool
+		stdin    string
+		code     int
+		stdout   string // fragment
+		stderr   string // whole stderr
+		stderrIn string // fragment of stderr, when stderr is ""
+	}{
+		{name: "--yes runs it", args: []string{"--fake", "--service", "github", "--op", "create_issue", "--args", issue, "--yes"},
+			stdout: `"title":"From the test"`, stderr: confirm},
+		{name: "yes at a terminal runs it", args: []string{"--fake", "--service", "github", "--op", "create_issue", "--args", issue},
+			terminal: true, stdin: "y\n", stdout: `"title":"From the test"`, stderr: confirm + "Run it? [y/N] "},
+		{name: "anything else at a terminal does not", args: []string{"--fake", "--service", "github", "--op", "create_issue", "--args", issue},
+			terminal: true, stdin: "\n", code: 1, stderr: confirm + "Run it? [y/N] pinned op: not run\n"},
+		{name: "bad args of a write are refused before asking", args: []string{"--fake", "--service", "github", "--op", "create_issue", "--args", `{"owner":"pinned-tester","repo":"notes"}`},
+			terminal: true, code: 1, stderr: "pinned op: bad_args: arg \"title\" is required\n"},
+		{name: "--args @file", args: []string{"--fake", "--service", "github", "--op", "create_issue", "--args", "@" + argsFile, "--yes"},
+			stdout: `"title":"From the test"`, stderr: confirm},
+		{name: "--args - reads stdin", args: []string{"--fake", "--service", "github", "--op", "list_repos", "--args", "-"},
+			stdin: `{"per_page":2}`, stdout: `"full_name"`},
+		{name: "--args - with bad JSON", args: []string{"--fake", "--service", "github", "--op", "list_repos", "--args", "-"},
+			stdin: `{"per_page":2`, code: 2, stderr: "pinned op: --args on stdin: not valid JSON: it ends early (a missing } or \")\n"},
+		{name: "--manifest adds a service, with a warning", args: []string{"--connect-to", fake.Addr(), "--cacert", ca, "--token-env", "PINNED_TEST_FAKE_TOKEN", "--service", "ghcopy", "--op", "get_viewer", "--manifest", newManifest},
+			stdout: `"login":"pinned-tester"`, stderrIn: "pinned op: WARNING: --manifest " + newManifest + " adds service ghcopy for this run only; the sidecar runs only embedded manifests"},
+		{name: "--fake with a new manifest names the missing token", args: []string{"--fake", "--service", "ghcopy", "--op", "get_viewer", "--manifest", newManifest},
+			code: 2, stderrIn: "pinned op: no credential: the provider fake has no token for service ghcopy; set PINNED_TOKEN\n"},
+		{name: "a 401 on the real path says what to check", args: []string{"--connect-to", fake.Addr(), "--cacert", ca, "--token-env", "PINNED_TEST_WRONG_TOKEN", "--service", "github", "--op", "get_viewer"},
+			code: 1, stderrIn: "pinned op: api.github.com refused the credential in PINNED_TEST_WRONG_TOKEN: is it a GitHub token, unexpired, with the scopes the op needs? (--kind pat sends it as Authorization: Bearer)\n"},
+	}
+	t.Setenv("PINNED_TEST_FAKE_TOKEN", fakeapi.Token("github"))
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			old := console
+			console.in = strings.NewReader(tt.stdin)
+			console.isTerminal = func() bool { return tt.terminal }
+			defer func() { console = old }()
+			var stdout, stderr bytes.Buffer
+			code := runOp(tt.args, &stdout, &stderr)
+			if code != tt.code || !strings.Contains(stdout.String(), tt.stdout) {
+				t.Fatalf("exit %d, stdout %.200q, stderr %q; want %d and %q", code, &stdout, &stderr, tt.code, tt.stdout)
+			}
+			if (tt.stderr != "" && stderr.String() != tt.stderr) || !strings.Contains(stderr.String(), tt.stderrIn) {
+				t.Fatalf("stderr\n got %q\nwant %q%q", &stderr, tt.stderr, tt.stderrIn)
+			}
+		})
+	}
+}
