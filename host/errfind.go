@@ -133,3 +133,62 @@ func (s *scanner) errorsArray() (present, rateLimited bool) {
 	}
 	return true, false
 }
+
+// maxDetailsBytes bounds the error details value decoded for the message:
+// past it the details are left out (the message still comes back).
+const maxDetailsBytes = 64 << 10
+
+// findValue returns the raw JSON value at path in doc, descending objects
+// by key (an array on the way is entered at its first element, as in
+// findString). ok is false when there is no value there or doc is not
+// JSON along the way.
+func findValue(doc []byte, path []string) ([]byte, bool) {
+	s := scanner{b: doc}
+	s.ws()
+	for depth := 0; ; depth++ {
+		if depth >= maxPickDepth || s.i >= len(s.b) {
+			return nil, false
+		}
+		if len(path) == 0 {
+			start := s.i
+			if s.skip(depth) != nil {
+				return nil, false
+			}
+			return s.b[start:s.i], true
+		}
+		switch s.b[s.i] {
+		case '[':
+			s.i++
+			s.ws()
+			if s.i >= len(s.b) || s.b[s.i] == ']' {
+				return nil, false
+			}
+			continue
+		case '{':
+		default:
+			return nil, false
+		}
+		s.i++
+		s.ws()
+		if s.i < len(s.b) && s.b[s.i] == '}' {
+			return nil, false
+		}
+		for {
+			key, err := s.key()
+			if err != nil {
+				return nil, false
+			}
+			if string(key) == path[0] {
+				path = path[1:]
+				break
+			}
+			if s.skip(depth+1) != nil {
+				return nil, false
+			}
+			done, err := s.next('}')
+			if err != nil || done {
+				return nil, false
+			}
+		}
+	}
+}

@@ -6,11 +6,14 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -269,18 +272,81 @@ func graphQLError(raw []byte, p *prepared) (string, bool) {
 }
 
 // errorMessage projects the human message of an error body through the
-// manifest's error_message path, capped at MaxErrorMessageBytes. The raw
-// body never comes back.
+// manifest's error_message path, followed by the field-level details at
+// its error_details path in parentheses ("Validation failed
+// (registrant_id: is invalid)"), capped together at MaxErrorMessageBytes.
+// The raw body never comes back.
 func errorMessage(p *prepared, raw []byte, status int) string {
-	if msg, ok := findString(raw, p.errMsg); ok {
-		if msg = capMessage(msg); msg != "" {
-			return msg
+	msg, _ := findString(raw, p.errMsg)
+	if msg = capMessage(msg); msg == "" {
+		if msg = http.StatusText(status); msg == "" {
+			msg = "HTTP " + strconv.Itoa(status)
 		}
 	}
-	if t := http.StatusText(status); t != "" {
-		return t
+	if p.m.ErrorDetails != "" {
+		if d := errorDetails(raw, splitPath(p.m.ErrorDetails)); d != "" {
+			msg += " (" + d + ")"
+		}
 	}
-	return "HTTP " + strconv.Itoa(status)
+	return capMessage(msg)
+}
+
+// errorDetails renders the value at path of an error body as
+// "key: text; key: text": every string, number or boolean in it after the
+// nearest object key above it (object keys sorted), for example
+// {"registrant_id": ["is invalid"], "name": ["is too long"]} →
+// "name: is too long; registrant_id: is invalid", and GitHub's
+// [{"resource": "Issue", "field": "title", "code": "missing_field"}] →
+// "code: missing_field; field: title; resource: Issue". "" when there is
+// nothing there or it is over maxDetailsBytes; the caller caps the text.
+func errorDetails(raw []byte, path []string) string {
+	v, ok := findValue(raw, path)
+	if !ok || len(v) > maxDetailsBytes {
+		return ""
+	}
+	dec := json.NewDecoder(bytes.NewReader(v))
+	dec.UseNumber()
+	var tree any
+	if dec.Decode(&tree) != nil {
+		return ""
+	}
+	key := ""
+	if len(path) > 0 {
+		key = path[len(path)-1]
+	}
+	var parts []string
+	var walk func(v any, key string, depth int)
+	walk = func(v any, key string, depth int) {
+		if depth > maxPickDepth || len(parts) >= 64 {
+			return
+		}
+		var text string
+		switch t := v.(type) {
+		case map[string]any:
+			for _, k := range slices.Sorted(maps.Keys(t)) {
+				walk(t[k], k, depth+1)
+			}
+			return
+		case []any:
+			for _, e := range t {
+				walk(e, key, depth+1)
+			}
+			return
+		case string:
+			text = strings.TrimSpace(t)
+		case json.Number:
+			text = t.String()
+		case bool:
+			text = strconv.FormatBool(t)
+		default:
+			return
+		}
+		if text != "" {
+			parts = append(parts, key+": "+text)
+		}
+	}
+	walk(tree, key, 0)
+	return strings.Join(parts, "; ")
 }
 
 // redactedWord replaces a word of an upstream message that echoes the

@@ -85,6 +85,12 @@ type Manifest struct {
 	// (default "message"; "errors.message" for GraphQL services). A path
 	// through an array takes its first element.
 	ErrorMessage string `json:"error_message,omitempty"`
+	// ErrorDetails is the dot path of the field-level details in an error
+	// body, e.g. "errors" for DNSimple's {"message": "Validation failed",
+	// "errors": {"registrant_id": ["is invalid"]}}. Optional. The host
+	// adds the strings found there (by their keys) to the message, within
+	// the same cap: "Validation failed (registrant_id: is invalid)".
+	ErrorDetails string `json:"error_details,omitempty"`
 	// Viewer names the read op that identifies the credential's owner; the
 	// catalog runs it to verify a pasted token.
 	Viewer string `json:"viewer,omitempty"`

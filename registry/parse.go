@@ -26,7 +26,7 @@ const (
 	maxOps        = 64
 	maxArgs       = 32
 	maxFields     = 64
-	maxSegments   = 8     // per dot path (pick.root, pick.fields, error_message)
+	maxSegments   = 8     // per dot path (pick.root, pick.fields, error_message, error_details)
 	maxNameLen    = 64    // name, in characters
 	maxSummaryLen = 200   // op summary, in characters
 	maxMaxLength  = 65536 // arg max_length, in code points
@@ -271,6 +271,9 @@ func (p *parser) check(m *Manifest) {
 	if m.ErrorMessage != "" {
 		p.dotPath("", "error_message", m.ErrorMessage)
 	}
+	if m.ErrorDetails != "" {
+		p.dotPath("", "error_details", m.ErrorDetails)
+	}
 	switch {
 	case len(m.Ops) == 0:
 		p.add("", "ops", "required: at least one op")
@@ -474,7 +477,8 @@ func printableASCII(s string) bool {
 	return !strings.ContainsFunc(s, func(r rune) bool { return r < ' ' || r > '~' })
 }
 
-// dotPath checks a dot path (pick.root, pick.fields, error_message).
+// dotPath checks a dot path (pick.root, pick.fields, error_message,
+// error_details).
 func (p *parser) dotPath(op, field, s string) {
 	segs := strings.Split(s, ".")
 	if len(segs) > maxSegments {

@@ -322,7 +322,7 @@ func readArgs(v string) (string, error) {
 	case strings.HasPrefix(v, "@"):
 		b, err := os.ReadFile(v[1:])
 		if err != nil {
-			return "", fmt.Errorf(" %s: %v", v, errText(err))
+			return "", fmt.Errorf(" %s: %v", v, unwrapPath(err))
 		}
 		v, src = string(b), " in "+v[1:]
 	}

@@ -216,7 +216,7 @@ func TestRunOp(t *testing.T) {
 			exact: `pinned op: --args: not valid JSON at byte 2 (near "{per_page:10"): invalid character 'p' looking for beginning of object key string; object keys need double quotes, e.g. '{"per_page":100}'` + "\n"},
 		{name: "--args @file that is missing", code: 2,
 			args:   []string{"--fake", "--service", "github", "--op", "list_repos", "--args", "@/nonexistent/args.json"},
-			stderr: []string{"pinned op: --args @/nonexistent/args.json: open: no such file or directory"}},
+			stderr: []string{"pinned op: --args @/nonexistent/args.json: no such file or directory\n"}},
 		{name: "a write op without a terminal needs --yes", code: 2,
 			args:  []string{"--fake", "--service", "github", "--op", "create_issue", "--args", `{"owner":"pinned-tester","repo":"notes","title":"<b>Hi</b> & bye"}`},
 			exact: "pinned op: github.create_issue writes: Open an issue titled \"<b>Hi</b> & bye\" in pinned-tester/notes?\npinned op: not run: a write op needs confirmation; add --yes to run it without a terminal\n"},
