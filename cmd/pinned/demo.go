@@ -60,6 +60,7 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 	full := fs.Bool("full", false, "print every result in full instead of a preview")
 	withWeb := fs.Bool("web", false, "serve the member's catalog and the GitHub app against the fakes (until Ctrl-C)")
 	listen := fs.String("listen", "127.0.0.1:8090", "with --web: pinned web's `address`")
+	cacheDir := fs.String("cache-dir", defaultCacheDir(), "compiled-code cache `directory`, writable by you only (empty: compile in memory)")
 	if code, ok := parseFlags(fs, demoUsage, args, stdout, stderr); !ok {
 		return code
 	}
@@ -79,11 +80,10 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 	start := time.Now()
 	eng, err := host.New(ctx, host.Config{
 		Override: &host.Override{Addr: fake.Addr(), CAPEM: fake.CACertPEM()},
-		CacheDir: defaultCacheDir(),
+		CacheDir: *cacheDir,
 	})
 	if err != nil {
-		fmt.Fprintf(stderr, "pinned demo: %s\n", errText(err))
-		return 1
+		return engineFailed(stderr, "demo", err)
 	}
 	defer eng.Close(ctx)
 

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -56,6 +57,16 @@ func runFakeAPIContext(ctx context.Context, args []string, stdout, stderr io.Wri
 		return code
 	}
 	addr := fakeListenAddr(*listen)
+	if _, _, err := net.SplitHostPort(addr); err != nil {
+		// "30444" or "localhost": the address is incomplete, which is not
+		// the same as off loopback.
+		if _, nerr := strconv.ParseUint(*listen, 10, 16); nerr == nil {
+			fmt.Fprintf(stderr, "pinned fakeapi: --listen %s: a port alone is not an address: use 127.0.0.1:%s\n", *listen, *listen)
+		} else {
+			fmt.Fprintf(stderr, "pinned fakeapi: --listen %s: want host:port on loopback, e.g. 127.0.0.1:8443 (port 0 picks a free one)\n", *listen)
+		}
+		return 2
+	}
 	if err := fakeapi.CheckLoopback(addr); err != nil {
 		fmt.Fprintf(stderr, "pinned fakeapi: refusing --listen %s: the fake serves fixed credentials and listens on loopback only (e.g. 127.0.0.1:8443 or localhost:8443)\n", *listen)
 		return 2

@@ -43,7 +43,8 @@ func TestRunFakeAPIListen(t *testing.T) {
 		{name: "every interface", listen: "0.0.0.0:8443", code: 2, stderr: "pinned fakeapi: refusing --listen 0.0.0.0:8443" + refused},
 		{name: "empty host", listen: ":8443", code: 2, stderr: "pinned fakeapi: refusing --listen :8443" + refused},
 		{name: "host name", listen: "example.com:8443", code: 2, stderr: "pinned fakeapi: refusing --listen example.com:8443" + refused},
-		{name: "localhost without a port", listen: "localhost", code: 2, stderr: "pinned fakeapi: refusing --listen localhost" + refused},
+		{name: "localhost without a port", listen: "localhost", code: 2, stderr: "pinned fakeapi: --listen localhost: want host:port on loopback, e.g. 127.0.0.1:8443 (port 0 picks a free one)\n"},
+		{name: "a port alone", listen: "30444", code: 2, stderr: "pinned fakeapi: --listen 30444: a port alone is not an address: use 127.0.0.1:30444\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 
 	"github.com/elevenmessenger/pinned/sidecar/grant"
 )
@@ -47,10 +48,18 @@ func runKeygen(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "pinned keygen: %s\n", errText(err))
 		if _, serr := os.Stat(*out); serr == nil && !*force {
 			fmt.Fprintln(stderr, "pinned keygen: choose another --out, or add --force to replace it")
+		} else if dir := filepath.Dir(*out); !isDir(dir) {
+			fmt.Fprintf(stderr, "pinned keygen: the directory %s does not exist: create it first (mkdir -p %s; chmod 700 %s)\n", dir, dir, dir)
 		}
 		return 1
 	}
 	fmt.Fprintf(stderr, "pinned keygen: private key written to %s (mode 0600); the public key follows on stdout\n", *out)
 	fmt.Fprintln(stdout, k.Public().String())
 	return 0
+}
+
+// isDir reports whether path is an existing directory.
+func isDir(path string) bool {
+	st, err := os.Stat(path)
+	return err == nil && st.IsDir()
 }

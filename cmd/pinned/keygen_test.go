@@ -52,7 +52,7 @@ func TestRunKeygen(t *testing.T) {
 		{name: "missing --out", args: nil, code: 2, stderr: "--out FILE is required"},
 		{name: "stray argument", args: []string{"--out", key, "extra"}, code: 2, stderr: `unexpected argument "extra"`},
 		{name: "unknown flag", args: []string{"--bits", "4096"}, code: 2, stderr: "pinned keygen: flag provided but not defined: -bits\nrun 'pinned keygen --help' for usage\n"},
-		{name: "directory missing", args: []string{"--out", filepath.Join(dir, "no", "such", "bot.key")}, code: 1, stderr: "pinned keygen: write key file: open "},
+		{name: "directory missing", args: []string{"--out", filepath.Join(dir, "no", "such", "bot.key")}, code: 1, stderr: "does not exist: create it first (mkdir -p " + filepath.Join(dir, "no", "such")},
 		{name: "help", args: []string{"--help"}, code: 0, stdout: "Usage: pinned keygen --out FILE"},
 		{name: "help lists the flags", args: []string{"-h"}, code: 0, stdout: "  -out file\n"},
 	}

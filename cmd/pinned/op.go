@@ -176,11 +176,7 @@ func runOp(args []string, stdout, stderr io.Writer) int {
 	ctx := context.Background()
 	eng, err := host.New(ctx, cfg)
 	if err != nil {
-		fmt.Fprintf(stderr, "pinned op: %s\n", errText(err))
-		if errors.Is(err, host.ErrCacheDir) {
-			fmt.Fprintln(stderr, "pinned op: choose another --cache-dir (a directory only you can write), or --cache-dir '' to compile in memory")
-		}
-		return 1
+		return engineFailed(stderr, "op", err)
 	}
 	defer eng.Close(ctx)
 	if op.Access == registry.AccessWrite {

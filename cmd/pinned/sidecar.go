@@ -248,8 +248,7 @@ func runSidecarContext(ctx context.Context, args []string, stdout, stderr io.Wri
 	start := time.Now()
 	eng, err := host.New(context.Background(), hcfg)
 	if err != nil {
-		fmt.Fprintf(stderr, "pinned sidecar: %s\n", errText(err))
-		return 1
+		return engineFailed(stderr, "sidecar", err)
 	}
 	defer eng.Close(context.Background())
 	log.Info().Str("event", "engine_ready").Float64("took_ms", float64(time.Since(start).Microseconds())/1000).Msg("sandbox compiled")
