@@ -84,6 +84,7 @@ type brokerFlags struct {
 	proxy, providerAddr, providerCA  string
 	logLevel, logFormat              string
 	genStateKey                      bool
+	addrFile                         string
 }
 
 // runBrokerContext runs the broker until ctx is done.
@@ -113,6 +114,7 @@ func runBrokerContext(ctx context.Context, args []string, bio brokerIO) int {
 	fs.StringVar(&f.logLevel, "log-level", "info", "log `level`: debug, info, warn or error")
 	fs.StringVar(&f.logFormat, "log-format", "json", "log `format`: json or console")
 	fs.BoolVar(&f.genStateKey, "gen-state-key", false, "print a fresh random state key (base64) and exit")
+	fs.StringVar(&f.addrFile, "addr-file", "", addrFileHelp)
 	if code, ok := parseFlags(fs, brokerUsage, args, bio.stdout, stderr); !ok {
 		return code
 	}
@@ -126,7 +128,7 @@ func runBrokerContext(ctx context.Context, args []string, bio brokerIO) int {
 	var envErr error
 	fs.VisitAll(func(fl *flag.Flag) {
 		name := brokerEnvPrefix + strings.ToUpper(strings.ReplaceAll(fl.Name, "-", "_"))
-		if v, ok := env[name]; ok && !given[fl.Name] && fl.Name != "gen-state-key" && envErr == nil {
+		if v, ok := env[name]; ok && !given[fl.Name] && fl.Name != "gen-state-key" && fl.Name != "addr-file" && envErr == nil {
 			if err := fs.Set(fl.Name, v); err != nil {
 				envErr = fmt.Errorf("%s: %v", name, err)
 			}
@@ -186,6 +188,12 @@ func runBrokerContext(ctx context.Context, args []string, bio brokerIO) int {
 	if cfg.Override != nil {
 		log.Warn().Str("provider_addr", cfg.Override.Addr).Msg("provider override active: every provider call goes to a local server (tests and trials only)")
 	}
+	removeAddr, err := writeAddrFile(f.addrFile, ln.Addr().String())
+	if err != nil {
+		fmt.Fprintf(stderr, "pinned broker: %s\n", errText(err))
+		return 1
+	}
+	defer removeAddr()
 	if bio.ready != nil {
 		bio.ready(ln.Addr().String())
 	}

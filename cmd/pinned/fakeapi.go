@@ -15,7 +15,7 @@ import (
 	"github.com/elevenmessenger/pinned/internal/fakeapi"
 )
 
-const fakeAPIUsage = `Usage: pinned fakeapi [--listen 127.0.0.1:0] [--ca-out FILE]
+const fakeAPIUsage = `Usage: pinned fakeapi [--listen 127.0.0.1:0] [--ca-out FILE] [--addr-file FILE]
 
 Serves the local HTTPS fake of the providers (GitHub, DNSimple, Stripe,
 HubSpot, Linear) until interrupted (SIGINT or SIGTERM). It is for tests and
@@ -53,6 +53,7 @@ func runFakeAPIContext(ctx context.Context, args []string, stdout, stderr io.Wri
 	fs := flag.NewFlagSet("fakeapi", flag.ContinueOnError)
 	listen := fs.String("listen", "127.0.0.1:0", "loopback `address` to listen on: 127.0.0.1, [::1] or localhost (127.0.0.1), with a port; port 0 picks a free one")
 	caOut := fs.String("ca-out", "", "write the generated CA certificate (PEM) to this `file`")
+	addrFile := fs.String("addr-file", "", addrFileHelp)
 	if code, ok := parseFlags(fs, fakeAPIUsage, args, stdout, stderr); !ok {
 		return code
 	}
@@ -87,6 +88,13 @@ func runFakeAPIContext(ctx context.Context, args []string, stdout, stderr io.Wri
 		caName = *caOut
 	}
 	printFakeAPIBanner(stdout, srv, caName, *caOut != "")
+	// Last: once the file exists, the CA file is complete too.
+	removeAddr, err := writeAddrFile(*addrFile, srv.Addr())
+	if err != nil {
+		fmt.Fprintf(stderr, "pinned fakeapi: %s\n", errText(err))
+		return 1
+	}
+	defer removeAddr()
 
 	<-ctx.Done()
 	fmt.Fprintln(stdout, "pinned fakeapi: stopping")

@@ -4,15 +4,16 @@
 //	pinned op        run one op through the sandbox
 //	pinned sidecar   serve the bot-facing API (grants, scope, ops)
 //	pinned keygen    generate a bot's key pair
-//	pinned grant     seal a grant to a bot's public key
+//	pinned grant     seal a grant to a bot's public key, open a rotated pair
 //	pinned demo      run ops of every service against the local provider fake (--web: the catalog too)
 //	pinned web       serve the member's catalog and companion apps
-//	pinned registry  check or list manifests
+//	pinned registry  check, list or show manifests
 //	pinned fakeapi   serve the local HTTPS provider fake
 //	pinned connect   connect a service for your own agent
 //	pinned connections  list or remove your connections
 //	pinned mcp       serve your connections to your agent over MCP
 //	pinned version   print the version and the embedded registry digest
+//	pinned completion  print a shell completion script
 //
 // Run "pinned <command> --help" for each command's flags.
 package main
@@ -35,16 +36,17 @@ func commands() []command {
 		{"op", "run one op through the sandbox", runOp},
 		{"sidecar", "serve the bot-facing API: open grants, enforce scope, run ops", runSidecar},
 		{"keygen", "generate a bot's key pair (private key file, public key on stdout)", runKeygen},
-		{"grant", "seal a grant to a bot's public key (grant seal ...)", runGrant},
+		{"grant", "seal a grant to a bot's public key (grant seal), open a rotated pair (grant open)", runGrant},
 		{"demo", "run ops of every service against the local provider fake", runDemo},
 		{"broker", "run the OAuth relay (code exchange, token refresh, GET /registry)", runBroker},
 		{"web", "serve the member's catalog and the GitHub app (relays sealed grants to bots)", runWeb},
-		{"registry", "check or list manifests (registry check FILE..., registry list)", runRegistry},
+		{"registry", "check, list or show manifests (registry check|list|show)", runRegistry},
 		{"fakeapi", "serve the local HTTPS provider fake (tests and trials only)", runFakeAPI},
 		{"connect", "connect a service for your own agent (token verified, sealed locally)", runConnect},
 		{"connections", "list your connections (connections remove SERVICE deletes one)", runConnections},
 		{"mcp", "serve your connections to your agent over MCP (stdio or --listen)", runMCP},
 		{"version", "print the version and the embedded registry digest", runVersion},
+		{"completion", "print a shell completion script (completion bash|zsh)", runCompletion},
 	}
 }
 
@@ -87,8 +89,12 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w, "Usage: pinned <command> [flags]")
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Commands:")
+	width := 0
 	for _, c := range commands() {
-		fmt.Fprintf(w, "  %-11s %s\n", c.name, c.summary)
+		width = max(width, len(c.name))
+	}
+	for _, c := range commands() {
+		fmt.Fprintf(w, "  %-*s  %s\n", width, c.name, c.summary)
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, `Run "pinned <command> --help" for a command's flags.`)

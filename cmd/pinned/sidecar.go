@@ -192,6 +192,7 @@ func runSidecarContext(ctx context.Context, args []string, stdout, stderr io.Wri
 	fs.StringVar(&f.stateKeyFile, "state-key-file", env.str("state-key-file", ""), h("state-key-file", "`file` holding the 64-hex-character key sealing token pairs shared on Redis (or set PINNED_SIDECAR_STATE_KEY); the same on every replica; required with --redis-url"))
 	fs.StringVar(&f.connectTo, "connect-to", "", "DEV/TEST ONLY: send every pinned host to this `ip:port` (a running pinned fakeapi); needs --cacert")
 	fs.StringVar(&f.caFile, "cacert", "", "DEV/TEST ONLY: PEM `file` of an extra CA to trust with --connect-to")
+	addrFile := fs.String("addr-file", "", addrFileHelp)
 	if code, ok := parseFlags(fs, sidecarUsage, args, stdout, stderr); !ok {
 		return code
 	}
@@ -267,6 +268,12 @@ func runSidecarContext(ctx context.Context, args []string, stdout, stderr io.Wri
 		return 1
 	}
 	fmt.Fprintf(stdout, "pinned sidecar: listening on http://%s (bot public key %s)\n", ln.Addr(), key.Public())
+	removeAddr, err := writeAddrFile(*addrFile, ln.Addr().String())
+	if err != nil {
+		fmt.Fprintf(stderr, "pinned sidecar: %s\n", errText(err))
+		return 1
+	}
+	defer removeAddr()
 	if err := srv.Serve(ctx, ln); err != nil {
 		fmt.Fprintf(stderr, "pinned sidecar: %s\n", errText(err))
 		return 1

@@ -13,24 +13,91 @@ import (
 	"github.com/elevenmessenger/pinned/registry"
 )
 
-const versionUsage = `Usage: pinned version
+const versionUsage = `Usage: pinned version [--json]
 
 Prints the build, the embedded registry digest and the guest module digest.
 
+The version is, in order: the one stamped at build time (make build sets
+-ldflags "-X main.version=$(git describe --tags --always --dirty)"), the
+module version of a "go install ...@v1.2.3" build, or the VCS revision
+Go records in the binary ("devel+3f2a9c1e0b4d", "+dirty" for uncommitted
+changes); "devel" when none is known.
+
+--json prints {"version", "go", "revision", "revision_time", "modified",
+"registry": {"digest", "services"}, "guest": "sha256:…"}.
+
 Exit status: 0 success, 2 bad usage.
+
+Flags:
 `
+
+// version is stamped by the linker: -ldflags "-X main.version=v1.2.3".
+var version = ""
+
+// buildInfo is what the binary knows about its build.
+type buildInfo struct {
+	Version      string `json:"version"`
+	Go           string `json:"go"`
+	Revision     string `json:"revision,omitempty"`
+	RevisionTime string `json:"revision_time,omitempty"`
+	Modified     bool   `json:"modified,omitempty"`
+	Registry     struct {
+		Digest   string `json:"digest"`
+		Services int    `json:"services"`
+	} `json:"registry"`
+	Guest string `json:"guest"`
+}
+
+func readBuildInfo() buildInfo {
+	b := buildInfo{Version: version, Go: runtime.Version()}
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range bi.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				b.Revision = s.Value
+			case "vcs.time":
+				b.RevisionTime = s.Value
+			case "vcs.modified":
+				b.Modified = s.Value == "true"
+			}
+		}
+		if b.Version == "" && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+			b.Version = bi.Main.Version
+		}
+	}
+	if b.Version == "" {
+		b.Version = "devel"
+		if b.Revision != "" {
+			b.Version += "+" + b.Revision[:min(12, len(b.Revision))]
+			if b.Modified {
+				b.Version += "+dirty"
+			}
+		}
+	}
+	reg := registry.Default()
+	b.Registry.Digest, b.Registry.Services = reg.Digest(), len(reg.Services())
+	sum := sha256.Sum256(guest.Wasm())
+	b.Guest = "sha256:" + hex.EncodeToString(sum[:])
+	return b
+}
 
 func runVersion(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("version", flag.ContinueOnError)
+	asJSON := fs.Bool("json", false, "print the build information as one JSON object")
+	output := fs.String("output", "text", "output `format`: text or json (--json is --output json)")
 	if code, ok := parseFlags(fs, versionUsage, args, stdout, stderr); !ok {
 		return code
 	}
-	v := "devel"
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
-		v = bi.Main.Version
+	if *output != "text" && *output != "json" {
+		return flagError(stderr, "version", fmt.Sprintf("--output %q: want text or json", *output))
 	}
-	sum := sha256.Sum256(guest.Wasm())
-	fmt.Fprintf(stdout, "pinned %s (%s)\nregistry %s (%d services)\nguest    sha256:%s\n",
-		v, runtime.Version(), registry.Default().Digest(), len(registry.Default().Services()), hex.EncodeToString(sum[:]))
+	b := readBuildInfo()
+	if *asJSON || *output == "json" {
+		out, _ := marshalJSON(b)
+		fmt.Fprintf(stdout, "%s\n", out)
+		return 0
+	}
+	fmt.Fprintf(stdout, "pinned %s (%s)\nregistry %s (%d services)\nguest    %s\n",
+		b.Version, b.Go, b.Registry.Digest, b.Registry.Services, b.Guest)
 	return 0
 }
