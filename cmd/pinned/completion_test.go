@@ -61,8 +61,7 @@ func TestCompletion(t *testing.T) {
 		t.Fatalf("zsh: %.80q", zsh.String())
 	}
 	var stderr bytes.Buffer
-	if code := runCompletion([]string{"fsh"}, &bytes.Buffer{}, &stderr); code != 2 || !strings.Contains(stderr.String(), `pinned completion: unknown shell "fsh": want bash or zsh`) {
+	if code := runCompletion([]string{"fsh"}, &bytes.Buffer{}, &stderr); code != 2 || !strings.Contains(stderr.String(), `pinned completion: unknown shell "fsh" (did you mean "zsh"?): want bash or zsh`) {
 		t.Fatalf("exit %d %q", code, &stderr)
 	}
 }
-
