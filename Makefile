@@ -4,12 +4,18 @@ FUZZTIME  ?= 10s
 BENCHTIME ?= 1s
 BENCHCOUNT ?= 6
 
+# VERSION is stamped into bin/pinned (pinned version).
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
+PREFIX    ?= /usr/local
+DESTDIR   ?=
+UNITDIR   ?= /etc/systemd/system
+
 # The guest is built reproducibly: no paths, no VCS stamp, no build id.
 WASMFLAGS := -trimpath -buildvcs=false -ldflags="-s -w -buildid=" -buildmode=c-shared
 GUEST_SRC := $(shell find guest/wasm guest/executor internal/abi internal/jsonv -name '*.go' -not -name '*_test.go')
 HOSTILE   := $(patsubst %/main.go,%.wasm,$(wildcard host/testdata/hostile/*/main.go))
 
-.PHONY: all guest hostile build test demo bench check fuzz clean web web-vendor
+.PHONY: all guest hostile build install walkthrough test demo bench check fuzz clean web web-vendor
 
 all: build
 
@@ -26,7 +32,21 @@ host/testdata/hostile/%.wasm: host/testdata/hostile/%/main.go $(wildcard host/te
 
 ## build: the one binary, bin/pinned (guest and registry embedded).
 build:
-	$(GO) build -o bin/pinned ./cmd/pinned
+	$(GO) build -ldflags "-X main.version=$(VERSION)" -o bin/pinned ./cmd/pinned
+
+## install: bin/pinned to $(PREFIX)/bin, the systemd unit to $(UNITDIR), bash
+## completion; DESTDIR for packaging (make install DESTDIR=/tmp/pkg).
+install: build
+	install -D -m 0755 bin/pinned $(DESTDIR)$(PREFIX)/bin/pinned
+	install -D -m 0644 deploy/pinned-sidecar.service $(DESTDIR)$(UNITDIR)/pinned-sidecar.service
+	install -d -m 0755 $(DESTDIR)$(PREFIX)/share/bash-completion/completions
+	bin/pinned completion bash > $(DESTDIR)$(PREFIX)/share/bash-completion/completions/pinned
+	@echo "installed; then: install -d -m 0700 /etc/pinned, put bot.key and caller.token there (mode 0600), systemctl enable --now pinned-sidecar"
+
+## walkthrough: run README's and docs/OAUTH.md's command blocks as written
+## (also part of make test).
+walkthrough:
+	$(GO) test -count=1 -run 'TestWalkthroughs' ./cmd/pinned/
 
 ## test: every test, with the race detector. Uses the committed .wasm files;
 ## TestWasmUpToDate fails if they are stale against their source.

@@ -13,6 +13,7 @@
 //	pinned connections  list or remove your connections
 //	pinned mcp       serve your connections to your agent over MCP
 //	pinned version   print the version and the embedded registry digest
+//	pinned healthcheck  exit 0 when a local sidecar is ready
 //	pinned completion  print a shell completion script
 //
 // Run "pinned <command> --help" for each command's flags.
@@ -46,6 +47,7 @@ func commands() []command {
 		{"connections", "list your connections (connections remove SERVICE deletes one)", runConnections},
 		{"mcp", "serve your connections to your agent over MCP (stdio or --listen)", runMCP},
 		{"version", "print the version and the embedded registry digest", runVersion},
+		{"healthcheck", "exit 0 when a local sidecar is ready (a container HEALTHCHECK)", runHealthcheck},
 		{"completion", "print a shell completion script (completion bash|zsh)", runCompletion},
 	}
 }
