@@ -13,8 +13,10 @@ import (
 	"net/http"
 	"net/netip"
 	"os"
+	"sort"
 	"strings"
 	"testing/fstest"
+	"text/tabwriter"
 	"time"
 
 	"github.com/elevenmessenger/pinned/host"
@@ -74,6 +76,7 @@ func runOp(args []string, stdout, stderr io.Writer) int {
 	verbose := fs.Bool("v", false, "print the status and the raw and projected sizes on stderr")
 	pretty := fs.Bool("pretty", false, "indent the JSON output")
 	pages := fs.Int("pages", 0, "follow next in the host for up to `N` pages (1 to the op's max_pages) and print all their items; 0 reads one page")
+	output := fs.String("output", "json", "output `format`: json (the projected result, one line; --pretty indents it) or table (a list as rows, an object as KEY VALUE lines)")
 	if code, ok := parseFlags(fs, opUsage, args, stdout, stderr); !ok {
 		return code
 	}
@@ -83,6 +86,9 @@ func runOp(args []string, stdout, stderr io.Writer) int {
 	}
 	if *service == "" || *opName == "" {
 		return usage("--service and --op are required (see pinned registry list)")
+	}
+	if *output != "json" && *output != "table" {
+		return usage("--output must be json or table, not %q", *output)
 	}
 	argsJSON, err := readArgs(*argsFlag)
 	if err != nil {
@@ -221,6 +227,10 @@ func runOp(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "stopped: %s: %s\n", res.Stopped, res.StopMessage)
 	}
 	out := []byte(res.Data)
+	if *output == "table" {
+		printTable(stdout, out)
+		return 0
+	}
 	if *pretty {
 		var b bytes.Buffer
 		if json.Indent(&b, out, "", "  ") == nil {
@@ -395,4 +405,96 @@ func registryWithManifest(file string, stderr io.Writer) (*registry.Registry, in
 	}
 	fmt.Fprintf(stderr, "pinned op: WARNING: --manifest %s %s service %s for this run only; the sidecar runs only embedded manifests (registry %s)\n", file, verb, m.ID, reg.Digest())
 	return reg, 0
+}
+
+// printTable prints a projected result for a person: an array of objects
+// as rows under a header of their keys (in first-seen order), an object
+// as KEY VALUE lines, anything else as JSON. Nested values are compact
+// JSON; strings are printed bare, with control characters as spaces.
+func printTable(w io.Writer, data []byte) {
+	var v any
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	if dec.Decode(&v) != nil {
+		fmt.Fprintf(w, "%s\n", data)
+		return
+	}
+	cell := func(x any) string {
+		if s, ok := x.(string); ok {
+			return strings.Map(func(r rune) rune {
+				if r < 0x20 || r == 0x7f {
+					return ' '
+				}
+				return r
+			}, s)
+		}
+		if x == nil {
+			return ""
+		}
+		b, _ := marshalJSON(x)
+		return string(b)
+	}
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	defer tw.Flush()
+	switch t := v.(type) {
+	case []any:
+		var cols []string
+		seen := map[string]bool{}
+		for _, e := range t {
+			if o, ok := e.(map[string]any); ok {
+				for _, k := range orderedKeys(data, o) {
+					if !seen[k] {
+						seen[k] = true
+						cols = append(cols, k)
+					}
+				}
+			}
+		}
+		if len(cols) == 0 {
+			for _, e := range t {
+				fmt.Fprintln(tw, cell(e))
+			}
+			return
+		}
+		fmt.Fprintln(tw, strings.ToUpper(strings.Join(cols, "\t")))
+		for _, e := range t {
+			o, _ := e.(map[string]any)
+			row := make([]string, len(cols))
+			for i, c := range cols {
+				row[i] = cell(o[c])
+			}
+			fmt.Fprintln(tw, strings.Join(row, "\t"))
+		}
+	case map[string]any:
+		for _, k := range orderedKeys(data, t) {
+			fmt.Fprintf(tw, "%s\t%s\n", k, cell(t[k]))
+		}
+	default:
+		fmt.Fprintln(tw, cell(v))
+	}
+}
+
+// orderedKeys are o's keys in the order the pick wrote them: the order of
+// their first appearance in data (the projection keeps the manifest's
+// field order), with any not found at the end, sorted.
+func orderedKeys(data []byte, o map[string]any) []string {
+	keys := make([]string, 0, len(o))
+	for k := range o {
+		keys = append(keys, k)
+	}
+	pos := func(k string) int {
+		kb, _ := marshalJSON(k)
+		if i := bytes.Index(data, append(kb, ':')); i >= 0 {
+			return i
+		}
+		return len(data)
+	}
+	sort.SliceStable(keys, func(i, j int) bool {
+		pi, pj := pos(keys[i]), pos(keys[j])
+		if pi != pj {
+			return pi < pj
+		}
+		return keys[i] < keys[j]
+	})
+	return keys
 }

@@ -79,6 +79,12 @@ func TestRunOpWrites(t *testing.T) {
 			code: 2, stderrIn: "pinned op: no credential: the provider fake has no token for service ghcopy; set PINNED_TOKEN\n"},
 		{name: "a 401 on the real path says what to check", args: []string{"--connect-to", fake.Addr(), "--cacert", ca, "--token-env", "PINNED_TEST_WRONG_TOKEN", "--service", "github", "--op", "get_viewer"},
 			code: 1, stderrIn: "pinned op: api.github.com refused the credential in PINNED_TEST_WRONG_TOKEN: is it a GitHub token, unexpired, with the scopes the op needs? (--kind pat sends it as Authorization: Bearer)\n"},
+		{name: "--output table", args: []string{"--fake", "--service", "github", "--op", "get_viewer", "--output", "table"},
+			stdout: "login       pinned-tester\nid          90210001\n", stderr: ""},
+		{name: "--output table of a list", args: []string{"--fake", "--service", "github", "--op", "list_repos", "--args", `{"per_page":2}`, "--output", "table"},
+			stdout: "FULL_NAME  ", stderr: ""},
+		{name: "--output yaml", args: []string{"--fake", "--service", "github", "--op", "get_viewer", "--output", "yaml"},
+			code: 2, stderr: "pinned op: --output must be json or table, not \"yaml\"\n"},
 		{name: "a cache directory others can write is refused", args: []string{"--fake", "--service", "github", "--op", "get_viewer", "--cache-dir", openCache},
 			code: 1, stderr: "pinned op: cache directory " + openCache + " has mode 0777: group or others can write the machine code it holds; run `chmod 700 " + openCache + "`\n" +
 				"pinned op: set --cache-dir to a directory only this user can write (or --cache-dir '' to compile in memory at every start)\n"},
