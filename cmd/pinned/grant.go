@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -91,7 +90,7 @@ func grantSealFlags() (*flag.FlagSet, *sealFlags) {
 	fs.DurationVar(&f.ttl, "ttl", 2*time.Minute, "how long the grant is valid; a sidecar refuses grants living longer than its --max-grant-ttl, "+
 		shortDuration(grant.DefaultMaxTTL)+" unless configured")
 	fs.StringVar(&f.opName, "op", "", "bind the grant to the op of this `name` only")
-	fs.StringVar(&f.argsJSON, "args", "", "with --op: bind the grant to exactly these args (a `JSON` object), checked as the op will check them")
+	fs.StringVar(&f.argsJSON, "args", "", "with --op: bind the grant to exactly these args (a `JSON` object, @FILE, or - for stdin), checked as the op will check them")
 	fs.StringVar(&f.tokenEnv, "token-env", "PINNED_TOKEN", "environment `variable` holding the credential")
 	fs.StringVar(&f.kind, "kind", "pat", "credential kind: `pat|oauth` (pat: a pasted token, sent as the manifest's scheme says; oauth: always Bearer)")
 	fs.StringVar(&f.memberKey, "member-key", "", "the member's public `key` (base64), to which rotated tokens are sealed back")
@@ -167,9 +166,11 @@ func runGrantSeal(args []string, stdout, stderr io.Writer) int {
 		}
 		g.Op = f.opName
 		if f.argsJSON != "" {
-			if !json.Valid([]byte(f.argsJSON)) {
-				return usage("--args is not valid JSON: %s", f.argsJSON)
+			args, err := readArgs(f.argsJSON)
+			if err != nil {
+				return usage("--args%s", err)
 			}
+			f.argsJSON = args
 			h, err := grant.ArgsSHA256([]byte(f.argsJSON))
 			if err != nil {
 				return usage("--args: %s", errText(err))

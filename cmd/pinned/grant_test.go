@@ -113,8 +113,10 @@ func TestRunGrantSeal(t *testing.T) {
 			stderr: `pinned grant seal: service github has no op "delete_repo" (ops: create_issue, get_repo, get_viewer, list_issues, list_repos)` + "\n"},
 		{name: "write op under read", args: []string{"seal", "--bot-key", pub, "--service", "github", "--access", "read", "--op", "create_issue"}, code: 2, stderr: "needs --access write"},
 		{name: "args without op", args: []string{"seal", "--bot-key", pub, "--service", "github", "--access", "write", "--args", args}, code: 2, stderr: "give --op too"},
-		{name: "args not JSON", args: []string{"seal", "--bot-key", pub, "--service", "github", "--access", "write", "--op", "create_issue", "--args", "{title:1}"}, code: 2, stderr: "--args is not valid JSON"},
+		{name: "args not JSON", args: []string{"seal", "--bot-key", pub, "--service", "github", "--access", "write", "--op", "create_issue", "--args", "{title:1}"}, code: 2, stderr: "--args: not valid JSON at byte 2"},
 		{name: "args not an object", args: []string{"seal", "--bot-key", pub, "--service", "github", "--access", "write", "--op", "create_issue", "--args", "[1]"}, code: 2,
+			stderr: "pinned grant seal: --args: must be a JSON object, e.g. '{\"per_page\":100}', not [1]\n"},
+		{name: "args with a repeated key", args: []string{"seal", "--bot-key", pub, "--service", "github", "--access", "write", "--op", "create_issue", "--args", `{"title":"a","title":"b"}`}, code: 2,
 			stderr: "pinned grant seal: --args: args are not a JSON object (strict: unique keys, valid UTF-8)\n"},
 		// Args the op refuses: the sidecar would answer bad_args to every
 		// use of the grant, so it is not sealed.
