@@ -79,6 +79,8 @@ func TestEndpoints(t *testing.T) {
 		{name: "consent missing op", method: "POST", path: "/v1/consent", body: `{"service":"github"}`, status: 400, code: "bad_request"},
 		{name: "ops missing grant", method: "POST", path: "/v1/ops", body: `{"service":"github","op":"get_viewer"}`, status: 400, code: "bad_request"},
 		{name: "ops unknown member", method: "POST", path: "/v1/ops", body: `{"service":"github","op":"get_viewer","grant":"x","extra":1}`, status: 400, code: "bad_request"},
+		{name: "consent is plain UTF-8", method: "POST", path: "/v1/consent", body: `{"service":"github","op":"create_issue","args":{"owner":"pinned-tester","repo":"notes","title":"<b> & </b>"}}`,
+			status: 200, contain: []string{`"confirm":"Open an issue titled \"<b> & </b>\" in pinned-tester/notes?"`}},
 		{name: "ops duplicate member", method: "POST", path: "/v1/ops", body: `{"service":"github","op":"get_viewer","grant":"x","grant":"y"}`, status: 400, code: "bad_request"},
 		{name: "ops not JSON", method: "POST", path: "/v1/ops", body: `service=github`, status: 400, code: "bad_request"},
 		{name: "ops trailing data", method: "POST", path: "/v1/ops", body: `{"service":"github","op":"get_viewer","grant":"x"} {}`, status: 400, code: "bad_request"},

@@ -79,6 +79,8 @@ func TestRunOpWrites(t *testing.T) {
 			code: 2, stderrIn: "pinned op: no credential: the provider fake has no token for service ghcopy; set PINNED_TOKEN\n"},
 		{name: "a 401 on the real path says what to check", args: []string{"--connect-to", fake.Addr(), "--cacert", ca, "--token-env", "PINNED_TEST_WRONG_TOKEN", "--service", "github", "--op", "get_viewer"},
 			code: 1, stderrIn: "pinned op: api.github.com refused the credential in PINNED_TEST_WRONG_TOKEN: is it a GitHub token, unexpired, with the scopes the op needs? (--kind pat sends it as Authorization: Bearer)\n"},
+		{name: "a cache directory that cannot be created names --cache-dir", args: []string{"--fake", "--service", "github", "--op", "get_viewer", "--cache-dir", filepath.Join(argsFile, "pinned", "wazero")},
+			code: 1, stderrIn: "cannot be created: mkdir: not a directory\npinned op: set --cache-dir to a directory only this user can write"},
 		{name: "--output table", args: []string{"--fake", "--service", "github", "--op", "get_viewer", "--output", "table"},
 			stdout: "login       pinned-tester\nid          90210001\n", stderr: ""},
 		{name: "--output table of a list", args: []string{"--fake", "--service", "github", "--op", "list_repos", "--args", `{"per_page":2}`, "--output", "table"},
