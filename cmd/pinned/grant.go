@@ -79,6 +79,12 @@ func runGrant(args []string, stdout, stderr io.Writer) int {
 type sealFlags struct {
 	botKey, service, access, opName, argsJSON, tokenEnv, kind, memberKey, refreshEnv, tokenExpiresAt string
 	ttl, tokenExpiresIn                                                                              time.Duration
+
+	// pair, when set, is the credential instead of the environment: the
+	// rotated pair pinned grant open re-seals.
+	pair *grant.Rotated
+	// cmd names the command in messages ("grant seal", "grant open").
+	cmd string
 }
 
 func grantSealFlags() (*flag.FlagSet, *sealFlags) {
@@ -117,11 +123,22 @@ func runGrantSeal(args []string, stdout, stderr io.Writer) int {
 	if code, ok := parseFlags(fs, grantUsage, args, stdout, stderr); !ok {
 		return code
 	}
+	f.cmd = "grant seal"
+	return sealGrant(f, stdout, stderr)
+}
+
+// sealGrant checks the flags of a grant, seals it and prints it: grant
+// seal with the credential from the environment, grant open --bot-key
+// with the rotated pair (f.pair).
+func sealGrant(f *sealFlags, stdout, stderr io.Writer) int {
 	usage := func(format string, a ...any) int {
-		fmt.Fprintf(stderr, "pinned grant seal: "+format+"\n", a...)
+		fmt.Fprintf(stderr, "pinned "+f.cmd+": "+format+"\n", a...)
 		return 2
 	}
 	if f.botKey == "" || f.service == "" || f.access == "" {
+		if f.pair != nil {
+			return usage("re-sealing needs --access too (read or write; the service is the pair's, %s)", f.service)
+		}
 		return usage("--bot-key, --service and --access are required")
 	}
 	pub, err := grant.ParsePublicKey(f.botKey)
@@ -179,7 +196,7 @@ func runGrantSeal(args []string, stdout, stderr io.Writer) int {
 			// refuse them now with the message the sidecar would answer.
 			msg, err := checkArgs(m, f.opName, op, []byte(f.argsJSON))
 			if err != nil {
-				fmt.Fprintf(stderr, "pinned grant seal: check --args: %s\n", errText(err))
+				fmt.Fprintf(stderr, "pinned %s: check --args: %s\n", f.cmd, errText(err))
 				return 1
 			}
 			if msg != "" {
@@ -189,6 +206,9 @@ func runGrantSeal(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	secret := os.Getenv(f.tokenEnv)
+	if f.pair != nil {
+		secret = string(f.pair.Access)
+	}
 	if secret == "" {
 		return usage("no credential: set %s to the token to seal", f.tokenEnv)
 	}
@@ -206,6 +226,9 @@ func runGrantSeal(args []string, stdout, stderr io.Writer) int {
 			return usage("--refresh-env needs --member-key: the sidecar seals the rotated pair back to the member, and refuses to rotate without one")
 		}
 		refresh := os.Getenv(f.refreshEnv)
+		if f.pair != nil {
+			refresh = string(f.pair.Refresh)
+		}
 		if refresh == "" {
 			return usage("no refresh token: set %s", f.refreshEnv)
 		}
@@ -227,11 +250,11 @@ func runGrantSeal(args []string, stdout, stderr io.Writer) int {
 		g.TokenExpiresAt = t.UTC().Format(time.RFC3339)
 	}
 	if f.ttl > grant.DefaultMaxTTL {
-		fmt.Fprintf(stderr, "pinned grant seal: warning: --ttl %s is longer than the sidecar's default --max-grant-ttl (%s); it will refuse this grant unless configured otherwise\n", f.ttl, grant.DefaultMaxTTL)
+		fmt.Fprintf(stderr, "pinned "+f.cmd+": warning: --ttl %s is longer than the sidecar's default --max-grant-ttl (%s); it will refuse this grant unless configured otherwise\n", f.ttl, grant.DefaultMaxTTL)
 	}
 	sealed, err := grant.Seal(g, pub, nil)
 	if err != nil {
-		fmt.Fprintf(stderr, "pinned grant seal: %s\n", errText(err))
+		fmt.Fprintf(stderr, "pinned %s: %s\n", f.cmd, errText(err))
 		return 1
 	}
 	fmt.Fprintln(stdout, sealed)

@@ -8,16 +8,19 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/elevenmessenger/pinned/sidecar/grant"
 )
 
-const grantOpenSummary = `pinned grant open --key MEMBER_KEY_FILE [--in FILE] [--output env|json]
+const grantOpenSummary = `pinned grant open --key MEMBER_KEY_FILE [--in FILE] [--output env|json | --bot-key PUB --access A]
   opens the rotated token pair an op answer carried ("rotated", sealed to
-  the grant's --member-key) and prints it for the next pinned grant seal.
+  the grant's --member-key) and prints it for the next pinned grant seal,
+  or (--bot-key) seals the next grant with it.
 `
 
 const grantOpenUsage = `Usage: pinned grant open --key FILE [--in FILE|-] [--output env|json]
+       pinned grant open --key FILE [--in FILE|-] --bot-key PUB --access read|write [--ttl 2m] [--op O [--args JSON]]
 
 Opens a rotated token pair with the member's private key (the key file
 pinned keygen wrote for the public key given to grant seal --member-key).
@@ -43,6 +46,13 @@ so the next grant is sealed with
 
 (PINNED_TOKEN_EXPIRES_AT is empty when the provider did not say: unknown).
 --output json prints {"service","kind","access_token","refresh_token","expires_at"}.
+
+With --bot-key it re-seals instead, printing nothing secret: the next grant
+(as pinned grant seal would print it) for the pair's service, carrying the
+fresh pair and its expiry, with this key's public half as --member-key so
+the turn after works the same way:
+
+  GRANT=$(pinned grant open --key member.key --in answer.json --bot-key "$PUB" --access read)
 The tokens are the member's own secrets: print them only where the member
 is.
 
@@ -57,6 +67,11 @@ func runGrantOpen(args []string, stdout, stderr io.Writer) int {
 	keyFile := fs.String("key", "", "the member's private key `file` (pinned keygen --out); required")
 	in := fs.String("in", "-", "`file` holding the op answer or the sealed pair; - is stdin")
 	output := fs.String("output", "env", "`format`: env (shell export lines) or json")
+	botKey := fs.String("bot-key", "", "re-seal: seal the next grant with the pair to this bot public `key` and print it (instead of the pair)")
+	access := fs.String("access", "", "with --bot-key: `read|write` access of the next grant")
+	ttl := fs.Duration("ttl", 2*time.Minute, "with --bot-key: how long the next grant is valid")
+	opName := fs.String("op", "", "with --bot-key: bind the next grant to the op of this `name`")
+	argsJSON := fs.String("args", "", "with --bot-key and --op: bind it to these args (a `JSON` object, @FILE or -)")
 	if code, ok := parseFlags(fs, grantOpenUsage, args, stdout, stderr); !ok {
 		return code
 	}
@@ -93,6 +108,24 @@ func runGrantOpen(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintf(stderr, "pinned grant open: %s (is --key the member key the grant named with --member-key?)\n", errText(err))
 		return 1
+	}
+	if *botKey != "" {
+		// Re-seal: the next grant carries the fresh pair, its expiry, and
+		// the same member key (this key's public half) for the next turn.
+		f := &sealFlags{
+			cmd: "grant open", botKey: *botKey, service: r.Service, access: *access, ttl: *ttl,
+			opName: *opName, argsJSON: *argsJSON, kind: grant.KindOAuth, memberKey: key.Public().String(),
+			tokenEnv: "the rotated access token", tokenExpiresAt: r.TokenExpiresAt, pair: r,
+		}
+		if r.Refresh != "" {
+			f.refreshEnv = "the rotated refresh token"
+		}
+		return sealGrant(f, stdout, stderr)
+	}
+	for _, name := range []string{"access", "op", "args"} {
+		if fl := fs.Lookup(name); fl.Value.String() != fl.DefValue {
+			return usage("--%s belongs to re-sealing: give --bot-key too", name)
+		}
 	}
 	if *output == "json" {
 		b, _ := marshalJSON(struct {

@@ -235,6 +235,7 @@ func TestRunGrantOpen(t *testing.T) {
 		{name: "another key", args: []string{"--key", otherFile, "--in", answer}, code: 1, stderr: "is --key the member key the grant named with --member-key?"},
 		{name: "no rotated", args: []string{"--key", memberFile, "--in", plain}, code: 1, stderr: `the op answer has no "rotated"`},
 		{name: "no key", args: []string{"--in", answer}, code: 2, stderr: "--key FILE is required"},
+		{name: "--access without --bot-key", args: []string{"--key", memberFile, "--in", answer, "--access", "read"}, code: 2, stderr: "--access belongs to re-sealing: give --bot-key too"},
 		{name: "bad output", args: []string{"--key", memberFile, "--output", "yaml"}, code: 2, stderr: `--output must be env or json, not "yaml"`},
 	}
 	for _, tt := range tests {
@@ -249,4 +250,32 @@ func TestRunGrantOpen(t *testing.T) {
 			}
 		})
 	}
+
+	t.Run("--bot-key re-seals the next grant", func(t *testing.T) {
+		bot, _ := grant.GenerateKey(nil)
+		var stdout, stderr bytes.Buffer
+		code := runGrant([]string{"open", "--key", memberFile, "--in", answer, "--bot-key", bot.Public().String(), "--access", "read", "--ttl", "5m"}, &stdout, &stderr)
+		if code != 0 || strings.Count(stdout.String(), "\n") != 1 || strings.Contains(stdout.String()+stderr.String(), "fresh-") {
+			t.Fatalf("exit %d, stdout %q, stderr %q", code, &stdout, &stderr)
+		}
+		g, err := grant.Open(strings.TrimSpace(stdout.String()), bot)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g.Service != "hubspot" || g.Access != "read" || g.Kind != "oauth" || string(g.Secret) != "fresh-access-'1" || string(g.Refresh) != "fresh-refresh-2" ||
+			g.TokenExpiresAt != "2030-01-02T03:04:05Z" || g.MemberKey != member.Public().String() {
+			t.Fatalf("grant %+v", g)
+		}
+		if d := time.Until(g.ExpiresAt); d < 4*time.Minute || d > 5*time.Minute {
+			t.Fatalf("expires in %s, want about 5m", d)
+		}
+	})
+	t.Run("--bot-key needs --access", func(t *testing.T) {
+		bot, _ := grant.GenerateKey(nil)
+		var stdout, stderr bytes.Buffer
+		code := runGrant([]string{"open", "--key", memberFile, "--in", answer, "--bot-key", bot.Public().String()}, &stdout, &stderr)
+		if code != 2 || !strings.Contains(stderr.String(), "pinned grant open: re-sealing needs --access too (read or write; the service is the pair's, hubspot)") {
+			t.Fatalf("exit %d, stderr %q", code, &stderr)
+		}
+	})
 }
