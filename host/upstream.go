@@ -156,7 +156,7 @@ func unreachableReason(err error, host string) string {
 		strings.Contains(err.Error(), "server gave HTTP response to HTTPS client"):
 		// crypto/tls reports a refused version or a non-TLS answer as a
 		// plain error; its text is matched here and never sent.
-		return "TLS: the handshake with " + host + " failed (the other end does not speak TLS 1.2+ as " + host + ")"
+		return "TLS: the handshake with " + host + " failed (no TLS 1.2 or later there, or not an HTTPS server)"
 	case errors.As(err, &opErr) && opErr.Op == "dial":
 		switch {
 		case errors.Is(err, syscall.ECONNREFUSED):

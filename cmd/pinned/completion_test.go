@@ -34,7 +34,7 @@ func TestCompletion(t *testing.T) {
 		{name: "grant subcommands", words: "pinned grant ", want: "seal open"},
 		{name: "registry subcommands", words: "pinned registry s", want: "show"},
 		{name: "flags from --help", words: "pinned op --serv", want: "--service"},
-		{name: "flags of a subcommand", words: "pinned grant open --o", want: "--output"},
+		{name: "flags of a subcommand", words: "pinned grant open --ou", want: "--output"},
 		{name: "services", words: "pinned op --service gi", want: "github"},
 		{name: "ops of the service", words: "pinned op --service github --op list_", want: "list_issues list_repos"},
 		{name: "registry show OP", words: "pinned registry show dnsimple reg", want: "register_domain"},
