@@ -3,6 +3,8 @@ package host
 import (
 	"strings"
 	"testing"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/elevenmessenger/pinned/internal/jsonv"
 )
@@ -90,6 +92,50 @@ func FuzzFindString(f *testing.F) {
 		want, wok := refFindString(doc, segs)
 		if got != want || ok != wok {
 			t.Fatalf("findString = %q %v, reference %q %v", got, ok, want, wok)
+		}
+	})
+}
+
+// TestFindValue: the raw value at a path, arrays entered at their first
+// element, as findString does.
+func TestFindValue(t *testing.T) {
+	tests := []struct {
+		name, doc, path, want string
+		ok                    bool
+	}{
+		{name: "object", doc: `{"message":"m","errors":{"a":["x"]}}`, path: "errors", want: `{"a":["x"]}`, ok: true},
+		{name: "array", doc: `{"errors":[{"field":"title"}]}`, path: "errors", want: `[{"field":"title"}]`, ok: true},
+		{name: "through an array", doc: `[{"e":{"f":1}},{"e":2}]`, path: "e.f", want: `1`, ok: true},
+		{name: "missing", doc: `{"message":"m"}`, path: "errors", ok: false},
+		{name: "broken value", doc: `{"errors":{"a":[1,}`, path: "errors", ok: false},
+		{name: "not JSON", doc: `<html>`, path: "errors", ok: false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, ok := findValue([]byte(tt.doc), strings.Split(tt.path, "."))
+			if string(got) != tt.want || ok != tt.ok {
+				t.Fatalf("findValue = %q %v, want %q %v", got, ok, tt.want, tt.ok)
+			}
+		})
+	}
+}
+
+// FuzzErrorDetails: on any body the details lookup never panics and, once
+// capped as errorMessage caps it, is valid UTF-8 without control
+// characters and within MaxErrorMessageBytes.
+func FuzzErrorDetails(f *testing.F) {
+	f.Add([]byte(`{"message":"Validation failed","errors":{"registrant_id":["is invalid"]}}`), "errors")
+	f.Add([]byte(`{"errors":[{"resource":"Issue","code":"missing_field","field":"title"}]}`), "errors")
+	f.Add([]byte(`{"errors":{"a":[[[[[[[[[[[["deep"]]]]]]]]]]]]}}`), "errors")
+	f.Fuzz(func(t *testing.T, doc []byte, path string) {
+		d := capMessage("m (" + errorDetails(doc, strings.Split(path, ".")) + ")")
+		if len(d) > MaxErrorMessageBytes || !utf8.ValidString(d) {
+			t.Fatalf("capped details %q", d)
+		}
+		for _, r := range d {
+			if unicode.IsControl(r) {
+				t.Fatalf("control character in %q", d)
+			}
 		}
 	})
 }
