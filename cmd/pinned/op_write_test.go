@@ -109,3 +109,15 @@ func TestRunOpWrites(t *testing.T) {
 		})
 	}
 }
+
+// TestManifestFlagIsCLIOnly: the sidecar runs only embedded manifests;
+// --manifest exists on pinned op alone.
+func TestManifestFlagIsCLIOnly(t *testing.T) {
+	for _, c := range commands() {
+		var stdout bytes.Buffer
+		dispatch([]string{c.name, "--help"}, &stdout, &bytes.Buffer{})
+		if has := strings.Contains(stdout.String(), "\n  -manifest "); has != (c.name == "op") {
+			t.Errorf("pinned %s --help: has --manifest = %v", c.name, has)
+		}
+	}
+}
