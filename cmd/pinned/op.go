@@ -178,6 +178,9 @@ func runOp(args []string, stdout, stderr io.Writer) int {
 		}
 		return usage("no credential: set %s (or use --fake)", *tokenEnv)
 	}
+	if herr := host.CheckCredential(host.Credential{Kind: *kind, Secret: host.Secret(secret)}); herr != nil {
+		return usage("%s: %s in %s: %s", herr.Code, herr.Message, *tokenEnv, credentialHint)
+	}
 
 	ctx := context.Background()
 	eng, err := host.New(ctx, cfg)

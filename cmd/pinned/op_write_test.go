@@ -18,6 +18,7 @@ func TestRunOpWrites(t *testing.T) {
 	t.Setenv("XDG_CACHE_HOME", filepath.Join(os.TempDir(), "pinned-test-cmd-xdg-cache"))
 	t.Setenv("PINNED_TOKEN", "")
 	t.Setenv("PINNED_TEST_WRONG_TOKEN", "ghp_not_the_fake_token_00000000000000000")
+	t.Setenv("PINNED_TEST_NEWLINE_TOKEN", "ghp_pasted_with_a_newline\n")
 	const issue = `{"owner":"pinned-tester","repo":"notes","title":"From the test"}`
 	const confirm = "pinned op: github.create_issue writes: Open an issue titled \"From the test\" in pinned-tester/notes?\n"
 	dir := t.TempDir()
@@ -81,6 +82,8 @@ func TestRunOpWrites(t *testing.T) {
 			code: 1, stderrIn: "pinned op: api.github.com refused the credential in PINNED_TEST_WRONG_TOKEN: is it a GitHub token, unexpired, with the scopes the op needs? (--kind pat sends it as Authorization: Bearer)\n"},
 		{name: "a cache directory that cannot be created names --cache-dir", args: []string{"--fake", "--service", "github", "--op", "get_viewer", "--cache-dir", filepath.Join(argsFile, "pinned", "wazero")},
 			code: 1, stderrIn: "cannot be created: mkdir: not a directory\npinned op: set --cache-dir to a directory only this user can write"},
+		{name: "a token the host would refuse", args: []string{"--token-env", "PINNED_TEST_NEWLINE_TOKEN", "--service", "github", "--op", "get_viewer"},
+			code: 2, stderr: "pinned op: credential_invalid: the credential holds characters an HTTP header cannot carry in PINNED_TEST_NEWLINE_TOKEN: " + credentialHint + "\n"},
 		{name: "--output table", args: []string{"--fake", "--service", "github", "--op", "get_viewer", "--output", "table"},
 			stdout: "login       pinned-tester\nid          90210001\n", stderr: ""},
 		{name: "--output table of a list", args: []string{"--fake", "--service", "github", "--op", "list_repos", "--args", `{"per_page":2}`, "--output", "table"},
