@@ -10,6 +10,7 @@ import (
 	"hash/crc32"
 	"os"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -73,6 +74,9 @@ type pool struct {
 	done     chan struct{}  // closed with the pool
 	sem      chan struct{}  // one token per instance in use or being reset
 	closed   atomic.Bool
+	// filling is the background fill; close waits for it, so no instance
+	// is being created from a template (or a runtime) that close releases.
+	filling sync.WaitGroup
 	// resets and discards count what put did, for tests and metrics.
 	resets, discards atomic.Int64
 	// restoredPages counts the 4 KiB pages resets copied back or dropped.
@@ -227,7 +231,11 @@ func newPool(ctx context.Context, e *Engine, plan *guestPlan, compiled wazero.Co
 	}
 	p.free <- inst
 	go p.resetLoop()
-	go p.fill(size - 1)
+	p.filling.Add(1)
+	go func() {
+		defer p.filling.Done()
+		p.fill(size - 1)
+	}()
 	return p, nil
 }
 
@@ -502,6 +510,7 @@ func (p *pool) close() {
 		return
 	}
 	close(p.done)
+	p.filling.Wait()
 	p.drain()
 	if p.tmpl != nil {
 		p.tmpl.image.close() // the pool's reference; instances hold theirs
