@@ -24,8 +24,9 @@ Exit status: 0 success, 2 bad usage.
 // subcommands are the second words of commands that have them, for
 // completion. A command with subcommands adds its list here.
 var subcommands = map[string][]string{
-	"grant":    grantSubcommands,
-	"registry": registrySubcommands,
+	"grant":       grantSubcommands,
+	"registry":    registrySubcommands,
+	"connections": {"remove"},
 }
 
 func runCompletion(args []string, stdout, stderr io.Writer) int {
