@@ -189,7 +189,9 @@ func runOp(args []string, stdout, stderr io.Writer) int {
 	}
 	defer eng.Close(ctx)
 	if op.Access == registry.AccessWrite {
-		if code, ok := confirmWrite(ctx, eng, *service, *opName, argsJSON, *yes, stderr); !ok {
+		// With --args -, stdin held the args: it cannot answer the question.
+		interactive := *argsFlag != "-"
+		if code, ok := confirmWrite(ctx, eng, *service, *opName, argsJSON, *yes, interactive, stderr); !ok {
 			return code
 		}
 	}
@@ -288,7 +290,7 @@ func authDescription(m *registry.Manifest, kind string) string {
 // validated args by the sandbox (host.Engine.Check, what a member's
 // consent chip shows), and asks at a terminal; without one it needs
 // --yes. ok is false when the op must not run, with the exit code.
-func confirmWrite(ctx context.Context, eng *host.Engine, service, opName, args string, yes bool, stderr io.Writer) (code int, ok bool) {
+func confirmWrite(ctx context.Context, eng *host.Engine, service, opName, args string, yes, interactive bool, stderr io.Writer) (code int, ok bool) {
 	chk, err := eng.Check(ctx, service, opName, json.RawMessage(args))
 	if err != nil {
 		var he *host.Error
@@ -302,6 +304,10 @@ func confirmWrite(ctx context.Context, eng *host.Engine, service, opName, args s
 	fmt.Fprintf(stderr, "pinned op: %s.%s writes: %s\n", service, opName, chk.Confirm)
 	if yes {
 		return 0, true
+	}
+	if !interactive {
+		fmt.Fprintln(stderr, "pinned op: not run: the args came on stdin, which cannot also confirm the write; add --yes")
+		return 2, false
 	}
 	if !console.isTerminal() {
 		fmt.Fprintln(stderr, "pinned op: not run: a write op needs confirmation; add --yes to run it without a terminal")

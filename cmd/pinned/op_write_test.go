@@ -70,6 +70,8 @@ func TestRunOpWrites(t *testing.T) {
 			terminal: true, code: 1, stderr: "pinned op: bad_args: arg \"title\" is required\n"},
 		{name: "--args @file", args: []string{"--fake", "--service", "github", "--op", "create_issue", "--args", "@" + argsFile, "--yes"},
 			stdout: `"title":"From the test"`, stderr: confirm},
+		{name: "--args - for a write needs --yes even at a terminal", args: []string{"--fake", "--service", "github", "--op", "create_issue", "--args", "-"},
+			terminal: true, stdin: issue, code: 2, stderr: confirm + "pinned op: not run: the args came on stdin, which cannot also confirm the write; add --yes\n"},
 		{name: "--args - reads stdin", args: []string{"--fake", "--service", "github", "--op", "list_repos", "--args", "-"},
 			stdin: `{"per_page":2}`, stdout: `"full_name"`},
 		{name: "--args - with bad JSON", args: []string{"--fake", "--service", "github", "--op", "list_repos", "--args", "-"},
