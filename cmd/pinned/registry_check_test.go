@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -47,7 +48,7 @@ func TestRunRegistry(t *testing.T) {
 		{name: "check unknown flag", args: []string{"check", "-x", github}, code: 2,
 			stderr: []string{"pinned registry: check: flag provided but not defined: -x\nrun 'pinned registry --help' for usage\n"}, stderrRows: 2},
 		{name: "check file after --", args: []string{"check", "--", github}, code: 0, stdout: []string{"ok: 1 manifest\n"}},
-		{name: "check a directory", args: []string{"check", filepath.Join("..", "..", "registry", "manifests")}, code: 0, stdout: []string{"ok: 5 manifests\n"}},
+		{name: "check a directory", args: []string{"check", filepath.Join("..", "..", "registry", "manifests")}, code: 0, stdout: []string{fmt.Sprintf("ok: %d manifests\n", len(registry.Default().Services()))}},
 		{name: "help", args: []string{"--help"}, code: 0, stdout: []string{"pinned registry check FILE|DIR...", "Exit status"}},
 		{name: "list --json is the registry document", args: []string{"list", "--json"}, code: 0, stdout: []string{`{"digest":"sha256:`, `"services":[{"manifest":1,"id":"dnsimple"`}},
 		{name: "list --output json", args: []string{"list", "--output", "json"}, code: 0, stdout: []string{`"services":[`}},
