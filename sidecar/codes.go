@@ -62,6 +62,11 @@ const (
 
 	// The sidecar itself.
 
+	// Research sessions (POST /v1/research).
+
+	CodeModelNotConfigured Code = "model_not_configured" // 503: the sidecar has no model for research sessions
+	CodeModelError         Code = "model_error"          // 502: the model API failed (unreachable, non-2xx, a bad answer); the log has the cause
+
 	CodeBusy        Code = "busy"        // 503: every op slot is taken, or the replay cache is full of live grants (retry_after, Retry-After)
 	CodeUnavailable Code = "unavailable" // 503: the shared state store (Redis) is unreachable, slower than its bound or answered an error; nothing ran and the grant is not spent (retry_after, Retry-After)
 	CodeNotReady    Code = "not_ready"   // 503: /readyz while starting or shutting down, or while the shared state store is unreachable
@@ -107,6 +112,9 @@ var codeStatus = map[Code]int{
 	CodeResultTooLarge:      http.StatusBadGateway,
 	CodeRateLimited:         http.StatusTooManyRequests,
 	CodeCanceled:            StatusClientClosed,
+
+	CodeModelNotConfigured: http.StatusServiceUnavailable,
+	CodeModelError:         http.StatusBadGateway,
 
 	CodeBusy:        http.StatusServiceUnavailable,
 	CodeUnavailable: http.StatusServiceUnavailable,

@@ -26,6 +26,10 @@ type metrics struct {
 	// operations (record, forget, lock, unlock, grace, put_grace, ping).
 	stateDuration *prometheus.HistogramVec
 	stateErrors   *prometheus.CounterVec
+	// research counts research sessions by stop reason or error code;
+	// researchSteps their tool calls by service, op and outcome.
+	research      *prometheus.CounterVec
+	researchSteps *prometheus.CounterVec
 }
 
 // Metric names, documented in docs/OPERATING.md.
@@ -44,6 +48,8 @@ const (
 	metricAdopted  = "pinned_sidecar_token_refresh_adopted_total"
 	metricStateDur = "pinned_sidecar_state_duration_seconds"
 	metricStateErr = "pinned_sidecar_state_errors_total"
+	metricResearch = "pinned_sidecar_research_total"
+	metricResSteps = "pinned_sidecar_research_steps_total"
 )
 
 // unknownLabel stands for a service or op not in the registry.
@@ -95,9 +101,17 @@ func newMetrics(reg prometheus.Registerer, store state.Store) *metrics {
 			Name: metricStateErr,
 			Help: "State store operations that failed (unreachable, past the bound, an error reply), by operation; ops refused for it answered unavailable.",
 		}, []string{"op"}),
+		research: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: metricResearch,
+			Help: "POST /v1/research sessions by outcome: the stop reason (end_turn, tool_calls, turns, result_bytes, wall_time) or the error code.",
+		}, []string{"outcome"}),
+		researchSteps: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: metricResSteps,
+			Help: "Research tool calls that reached the enforcement path, by service, op and outcome (\"ok\" or the error code).",
+		}, []string{"service", "op", "outcome"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.ops, m.consent, m.duration, m.inFlight, m.denials, m.requests, m.refreshes, m.stateDuration, m.stateErrors)
+		reg.MustRegister(m.ops, m.consent, m.duration, m.inFlight, m.denials, m.requests, m.refreshes, m.stateDuration, m.stateErrors, m.research, m.researchSteps)
 		if g, ok := store.(replayGauges); ok {
 			reg.MustRegister(
 				prometheus.NewGaugeFunc(prometheus.GaugeOpts{

@@ -30,6 +30,10 @@ type OpRequest struct {
 	// to this many pages (1 to the op's paginate.max_pages) under the
 	// one grant, merged into one list. Absent or 0 reads one page.
 	Pages int `json:"pages,omitempty"`
+
+	// held, for a research session's tool call, is the session's grant
+	// for the service (opened once; see enforceOp); Grant is then empty.
+	held *heldGrant
 }
 
 // OpResponse is the answer of a successful POST /v1/ops.
@@ -54,11 +58,16 @@ type OpResponse struct {
 	StopMessage string `json:"stop_message,omitempty"`
 }
 
-// ConsentRequest is the body of POST /v1/consent.
+// ConsentRequest is the body of POST /v1/consent: service, op and args
+// for an op's consent, or services (and optionally question) for a
+// research session's.
 type ConsentRequest struct {
 	Service string          `json:"service"`
 	Op      string          `json:"op"`
 	Args    json.RawMessage `json:"args,omitempty"`
+
+	Services []string `json:"services,omitempty"`
+	Question string   `json:"question,omitempty"`
 }
 
 // ConsentResponse is the answer of POST /v1/consent.
@@ -181,9 +190,16 @@ func (s *Server) serveOp(w http.ResponseWriter, r *http.Request, req *OpRequest)
 }
 
 // enforceOp is serveOp after the body is decoded: the one enforcement path
-// (cap → grant → sandbox → pick) of POST /v1/ops and RunOp.
+// (cap → grant → sandbox → pick) of POST /v1/ops, RunOp and each tool call
+// of a research session.
+//
+// With req.held (a research session) the grant was opened and its nonce
+// recorded once when the session started: every other check runs again on
+// every call, the nonce is neither recorded again nor ever forgotten (rec
+// stays nil: the session spent the grant), and a rotated pair replaces the
+// held one so the next call runs with it.
 func (s *Server) enforceOp(ctx context.Context, info *reqInfo, req *OpRequest) (*host.Result, string, *Error) {
-	if req.Service == "" || req.Op == "" || req.Grant == "" {
+	if req.Service == "" || req.Op == "" || (req.Grant == "" && req.held == nil) {
 		return nil, "", NewError(CodeBadRequest, "service, op and grant are required")
 	}
 	op, e := s.lookup(info, req.Service, req.Op)
@@ -198,7 +214,7 @@ func (s *Server) enforceOp(ctx context.Context, info *reqInfo, req *OpRequest) (
 
 	g, e := s.checkGrant(info, req, op)
 	var rec *state.Nonce
-	if e == nil {
+	if e == nil && req.held == nil {
 		rec, e = s.record(ctx, g)
 	}
 	if e != nil {
@@ -236,6 +252,9 @@ func (s *Server) enforceOp(ctx context.Context, info *reqInfo, req *OpRequest) (
 			res, he, e = s.run(ctx, info, req, args, rot.credential())
 		}
 	}
+	if req.held != nil && rot != nil && rot.rotated {
+		req.held.rotated(rot.pair)
+	}
 	rotated, se := rot.seal()
 	if se != nil {
 		return nil, "", se
@@ -256,6 +275,12 @@ func (s *Server) enforceOp(ctx context.Context, info *reqInfo, req *OpRequest) (
 	}
 	info.upstreamStatus = res.Status
 	return res, rotated, nil
+}
+
+// grantID is what logs say of a grant: a digest of its nonce.
+func grantID(g *grant.Grant) string {
+	sum := sha256.Sum256([]byte(g.Nonce))
+	return hex.EncodeToString(sum[:8])
 }
 
 // run runs the op once in the engine. A failure of the op is he; e is a
@@ -284,19 +309,27 @@ func (s *Server) run(ctx context.Context, info *reqInfo, req *OpRequest, args js
 // grant_replayed, is record's: the nonce is recorded only when everything
 // else passed.
 func (s *Server) checkGrant(info *reqInfo, req *OpRequest, op *registry.Op) (*grant.Grant, *Error) {
-	g, err := grant.Open(req.Grant, s.key)
-	if err != nil {
-		return nil, NewError(CodeGrantInvalid, "the grant cannot be opened by this bot").withCause(err)
+	var g *grant.Grant
+	if req.held != nil {
+		g = req.held.get() // opened, and its nonce recorded, when the session started
+	} else {
+		var err error
+		if g, err = grant.Open(req.Grant, s.key); err != nil {
+			return nil, NewError(CodeGrantInvalid, "the grant cannot be opened by this bot").withCause(err)
+		}
 	}
-	sum := sha256.Sum256([]byte(g.Nonce))
-	info.grantID = hex.EncodeToString(sum[:8])
+	info.grantID = grantID(g)
 	now := s.cfg.Now()
-	switch err := g.CheckTime(now, s.cfg.MaxGrantTTL); err {
+	maxTTL := s.cfg.MaxGrantTTL
+	if req.held != nil {
+		maxTTL = s.cfg.ResearchGrantTTL
+	}
+	switch err := g.CheckTime(now, maxTTL); err {
 	case nil:
 	case grant.ErrExpired:
 		return nil, NewError(CodeGrantExpired, "the grant has expired; ask the member for a new one").withCause(err)
 	default:
-		return nil, NewError(CodeGrantInvalid, fmt.Sprintf("the grant expires more than %s from now; grants must be short-lived", s.cfg.MaxGrantTTL)).withCause(err)
+		return nil, NewError(CodeGrantInvalid, fmt.Sprintf("the grant expires more than %s from now; grants must be short-lived", maxTTL)).withCause(err)
 	}
 	if g.Service != req.Service {
 		return nil, NewError(CodeServiceMismatch, fmt.Sprintf("the grant is for service %q, not %q", g.Service, req.Service))
@@ -359,13 +392,16 @@ func (s *Server) handleConsent(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, body)
 }
 
-func (s *Server) serveConsent(w http.ResponseWriter, r *http.Request, req *ConsentRequest) (*ConsentResponse, *Error) {
+func (s *Server) serveConsent(w http.ResponseWriter, r *http.Request, req *ConsentRequest) (any, *Error) {
 	body, e := s.readBody(w, r)
 	if e != nil {
 		return nil, e
 	}
 	if e := decode(body, req); e != nil {
 		return nil, e
+	}
+	if req.Services != nil {
+		return s.researchConsent(req)
 	}
 	return s.checkConsent(r.Context(), infoFrom(r), req)
 }

@@ -6,7 +6,8 @@
 // Endpoints (docs/API.md has bodies, examples and every code):
 //
 //	POST /v1/ops       run an op under a grant
-//	POST /v1/consent   validate args and render a write op's confirm sentence (no grant, nothing sent)
+//	POST /v1/consent   validate args and render a write op's confirm sentence, or a research session's (no grant, nothing sent)
+//	POST /v1/research  a bounded tool loop: a model answers a question from the granted services' read ops (research.go)
 //	GET  /v1/tools     the service_op tool (Anthropic or MCP shape)
 //	GET  /v1/registry  the embedded manifests and their digest
 //	GET  /v1/identity  the bot's public key (what members seal grants to)
@@ -55,6 +56,7 @@ import (
 	"github.com/elevenmessenger/pinned/internal/jsonenc"
 	"github.com/elevenmessenger/pinned/registry"
 	"github.com/elevenmessenger/pinned/sidecar/grant"
+	"github.com/elevenmessenger/pinned/sidecar/research"
 	"github.com/elevenmessenger/pinned/sidecar/rotate"
 	"github.com/elevenmessenger/pinned/sidecar/state"
 )
@@ -156,6 +158,17 @@ type Config struct {
 	// replaced (an op arriving with the old pair gets the fresh one);
 	// default rotate.DefaultGrace (2 min).
 	RefreshGrace time.Duration
+
+	// Model answers research sessions (POST /v1/research): in production a
+	// *claude.Client (package sidecar/research/claude). nil: the endpoint
+	// answers model_not_configured.
+	Model research.Model
+	// ResearchGrantTTL refuses research grants expiring further ahead than
+	// this (plus grant.ClockSkew); default DefaultResearchGrantTTL (15m).
+	ResearchGrantTTL time.Duration
+	// MaxResearch bounds the research sessions running at once; past it
+	// they get 503 busy. Default DefaultMaxResearch (4).
+	MaxResearch int
 }
 
 // Server is the sidecar. Create it with New, serve it with Serve (once).
@@ -171,6 +184,8 @@ type Server struct {
 	rot     *rotate.Rotator // nil: rotation is off
 	slots   chan struct{}
 	handler http.Handler
+
+	researchSlots chan struct{}
 
 	tokenSum [sha256.Size]byte // sha256 of CallerToken, when set
 
@@ -251,6 +266,12 @@ func New(cfg Config) (*Server, error) {
 	if cfg.RefreshTimeout <= 0 {
 		cfg.RefreshTimeout = DefaultRefreshTimeout
 	}
+	if cfg.ResearchGrantTTL <= 0 {
+		cfg.ResearchGrantTTL = DefaultResearchGrantTTL
+	}
+	if cfg.MaxResearch <= 0 {
+		cfg.MaxResearch = DefaultMaxResearch
+	}
 	s := &Server{
 		cfg:   cfg,
 		eng:   cfg.Engine,
@@ -259,6 +280,8 @@ func New(cfg Config) (*Server, error) {
 		log:   zerolog.Nop(),
 		prom:  cfg.Prometheus,
 		slots: make(chan struct{}, cfg.MaxConcurrency),
+
+		researchSlots: make(chan struct{}, cfg.MaxResearch),
 	}
 	if cfg.Logger != nil {
 		s.log = *cfg.Logger
@@ -346,6 +369,7 @@ func (s *Server) routes() http.Handler {
 		r.Get("/v1/identity", s.handleIdentity)
 		r.With(s.requireJSON).Post("/v1/ops", s.handleOps)
 		r.With(s.requireJSON).Post("/v1/consent", s.handleConsent)
+		r.With(s.requireJSON).Post("/v1/research", s.handleResearch)
 	})
 	return r
 }

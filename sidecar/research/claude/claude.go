@@ -1,0 +1,193 @@
+// Package claude is the shipped research.Model: the Anthropic Messages API
+// (https://docs.anthropic.com/en/api/messages) with tool use, through the
+// official Go SDK (github.com/anthropics/anthropic-sdk-go).
+//
+// It may import package research, the SDK and the standard library. The
+// API key is the only secret it holds; it goes in the x-api-key header
+// (the SDK's), never in a log or an error.
+package claude
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/anthropics/anthropic-sdk-go"
+	"github.com/anthropics/anthropic-sdk-go/option"
+
+	"github.com/elevenmessenger/pinned/sidecar/research"
+)
+
+// DefaultModel is the model asked for when Config.Model is empty.
+const DefaultModel = "claude-sonnet-4-5"
+
+// DefaultTimeout bounds one Messages API request.
+const DefaultTimeout = 60 * time.Second
+
+// EnvKey is the environment variable the key is read from when no key
+// file is given (the SDK's own default name).
+const EnvKey = "ANTHROPIC_API_KEY"
+
+// Config configures a Client.
+type Config struct {
+	// APIKey is the Anthropic API key. Required.
+	APIKey string
+	// BaseURL is the API's base URL; default the SDK's
+	// (https://api.anthropic.com). Tests point it at a fake.
+	BaseURL string
+	// Model is the model id; default DefaultModel.
+	Model string
+	// HTTPClient, if set, is the client requests go through.
+	HTTPClient *http.Client
+	// Timeout bounds one request; default DefaultTimeout.
+	Timeout time.Duration
+	// MaxRetries is the SDK's retry count on 429/5xx; default 2 (the
+	// SDK's). Negative turns retries off.
+	MaxRetries int
+}
+
+// Client is a research.Model over the Messages API.
+type Client struct {
+	c     anthropic.Client
+	model string
+}
+
+// New builds a Client.
+func New(cfg Config) (*Client, error) {
+	if strings.TrimSpace(cfg.APIKey) == "" {
+		return nil, errors.New("claude: an API key is required (a key file or " + EnvKey + ")")
+	}
+	if cfg.Model == "" {
+		cfg.Model = DefaultModel
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = DefaultTimeout
+	}
+	opts := []option.RequestOption{option.WithAPIKey(strings.TrimSpace(cfg.APIKey)), option.WithRequestTimeout(cfg.Timeout)}
+	if cfg.BaseURL != "" {
+		opts = append(opts, option.WithBaseURL(cfg.BaseURL))
+	}
+	if cfg.HTTPClient != nil {
+		opts = append(opts, option.WithHTTPClient(cfg.HTTPClient))
+	}
+	switch {
+	case cfg.MaxRetries < 0:
+		opts = append(opts, option.WithMaxRetries(0))
+	case cfg.MaxRetries > 0:
+		opts = append(opts, option.WithMaxRetries(cfg.MaxRetries))
+	}
+	return &Client{c: anthropic.NewClient(opts...), model: cfg.Model}, nil
+}
+
+// KeyFromFile reads an API key file (one line; surrounding white space
+// is dropped). An empty path reads EnvKey instead.
+func KeyFromFile(path string) (string, error) {
+	if path == "" {
+		k := strings.TrimSpace(os.Getenv(EnvKey))
+		if k == "" {
+			return "", errors.New("claude: no API key: give a key file or set " + EnvKey)
+		}
+		return k, nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("claude: key file: %w", err)
+	}
+	k := strings.TrimSpace(string(b))
+	if k == "" || strings.ContainsAny(k, "\r\n") {
+		return "", fmt.Errorf("claude: key file %s must hold one line, the key", path)
+	}
+	return k, nil
+}
+
+// Turn sends one Messages API request and maps the reply.
+func (c *Client) Turn(ctx context.Context, req *research.TurnRequest) (*research.TurnResponse, error) {
+	p := anthropic.MessageNewParams{
+		Model:     anthropic.Model(c.model),
+		MaxTokens: int64(req.MaxTokens),
+	}
+	if req.System != "" {
+		p.System = []anthropic.TextBlockParam{{Text: req.System}}
+	}
+	for _, t := range req.Tools {
+		var schema struct {
+			Properties any      `json:"properties"`
+			Required   []string `json:"required"`
+		}
+		extra := map[string]any{}
+		if err := json.Unmarshal(t.InputSchema, &schema); err != nil {
+			return nil, fmt.Errorf("claude: tool %s: schema: %w", t.Name, err)
+		}
+		var all map[string]any
+		_ = json.Unmarshal(t.InputSchema, &all)
+		for k, v := range all {
+			if k != "type" && k != "properties" && k != "required" {
+				extra[k] = v
+			}
+		}
+		tp := anthropic.ToolParam{
+			Name:        t.Name,
+			Description: anthropic.String(t.Description),
+			InputSchema: anthropic.ToolInputSchemaParam{Properties: schema.Properties, Required: schema.Required, ExtraFields: extra},
+		}
+		p.Tools = append(p.Tools, anthropic.ToolUnionParam{OfTool: &tp})
+	}
+	if req.NoTools {
+		none := anthropic.NewToolChoiceNoneParam()
+		p.ToolChoice = anthropic.ToolChoiceUnionParam{OfNone: &none}
+	}
+	for _, m := range req.Messages {
+		var blocks []anthropic.ContentBlockParamUnion
+		for _, b := range m.Content {
+			switch b.Type {
+			case research.BlockText:
+				blocks = append(blocks, anthropic.NewTextBlock(b.Text))
+			case research.BlockToolUse:
+				input := b.Input
+				if len(input) == 0 {
+					input = json.RawMessage("{}")
+				}
+				blocks = append(blocks, anthropic.NewToolUseBlock(b.ID, input, b.Name))
+			case research.BlockToolResult:
+				blocks = append(blocks, anthropic.NewToolResultBlock(b.ToolUseID, b.Content, b.IsError))
+			}
+		}
+		if m.Role == research.RoleAssistant {
+			p.Messages = append(p.Messages, anthropic.NewAssistantMessage(blocks...))
+		} else {
+			p.Messages = append(p.Messages, anthropic.NewUserMessage(blocks...))
+		}
+	}
+	msg, err := c.c.Messages.New(ctx, p)
+	if err != nil {
+		return nil, safeError(err)
+	}
+	out := &research.TurnResponse{StopReason: string(msg.StopReason)}
+	for _, b := range msg.Content {
+		switch b.Type {
+		case "text":
+			out.Content = append(out.Content, research.Block{Type: research.BlockText, Text: b.Text})
+		case "tool_use":
+			out.Content = append(out.Content, research.Block{Type: research.BlockToolUse, ID: b.ID, Name: b.Name, Input: b.Input})
+		}
+	}
+	return out, nil
+}
+
+// safeError keeps an API error's status and type, never a request dump
+// (the SDK's error text includes the request URL and body).
+func safeError(err error) error {
+	var ae *anthropic.Error
+	if errors.As(err, &ae) {
+		return fmt.Errorf("the Messages API answered HTTP %d", ae.StatusCode)
+	}
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return err
+	}
+	return errors.New("the Messages API could not be reached")
+}
