@@ -284,6 +284,7 @@ func New(opts ...Option) (*Server, error) {
 	s.stripe = newStripe()
 	s.hubspot = newHubSpot()
 	s.linear = newLinear()
+	addResearchData(s)
 
 	protos := new(http.Protocols)
 	protos.SetHTTP1(true)

@@ -15,7 +15,8 @@ import (
 // GitHub fake: REST API v3 at api.github.com, version 2022-11-28.
 //
 // Routes: GET /user, GET /user/repos, GET /repos/{owner}/{repo},
-// GET /repos/{owner}/{repo}/issues, POST /repos/{owner}/{repo}/issues.
+// GET /repos/{owner}/{repo}/issues, POST /repos/{owner}/{repo}/issues,
+// GET /repos/{owner}/{repo}/pages (research.go).
 
 // GitHubViewer is the login of the fake GitHub user the tokens belong to.
 const GitHubViewer = "pinned-tester"
@@ -294,6 +295,7 @@ type githubAPI struct {
 	repos   []*ghRepo
 	byName  map[string]*ghRepo // lower-case full name
 	issues  map[int64][]*ghIssue
+	pages   map[string]*ghPages // lower-case full name -> Pages site (research.go)
 	nextID  int64
 	created time.Time
 }
@@ -637,6 +639,10 @@ func (g *githubAPI) serve(c *call) {
 	}
 	if v, ok := match(segs, "repos", "*", "*"); ok && m == http.MethodGet {
 		g.getRepo(c, v[0], v[1])
+		return
+	}
+	if v, ok := match(segs, "repos", "*", "*", "pages"); ok && m == http.MethodGet {
+		g.getPages(c, v[0], v[1])
 		return
 	}
 	if v, ok := match(segs, "repos", "*", "*", "issues"); ok {
