@@ -154,8 +154,7 @@ func TestResearchEndToEnd(t *testing.T) {
 		return false
 	})
 
-	r, ans := re.research(t, ResearchRequest{Question: pagesQuestion, Grants: []string{gh, dns},
-		Limits: &research.Limits{ToolCalls: 20}})
+	r, ans := re.research(t, ResearchRequest{Question: pagesQuestion, Grants: []string{gh, dns}}) // default limits
 	if r.status != http.StatusOK {
 		t.Fatalf("research: %d %s", r.status, r.body)
 	}

@@ -15,6 +15,8 @@ import (
 
 	"github.com/elevenmessenger/pinned/host"
 	"github.com/elevenmessenger/pinned/internal/fakeapi"
+	"github.com/elevenmessenger/pinned/internal/fakemodel"
+	"github.com/elevenmessenger/pinned/sidecar/research"
 )
 
 const demoUsage = `Usage: pinned demo [--full] | pinned demo --web [--listen ADDR]
@@ -24,6 +26,11 @@ machine), then runs, for each of the five services, its viewer op and a
 list op, plus one confirmed write, all through the WebAssembly sandbox. For
 each op it prints the bytes the provider sent, the bytes the manifest's
 pick let through, and the result.
+
+Then one research session (POST /v1/research) asks "Which of my DNSimple
+domains point at GitHub Pages?" under a GitHub and a DNSimple read grant,
+answered by a SCRIPTED model (a program replaying tool calls against a
+local fake of the Messages API, not a language model).
 
 With --web it instead starts, in this one process and on loopback only,
 the provider fake, the OAuth broker with the fake's OAuth apps, a bot
@@ -115,6 +122,9 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	fmt.Fprintf(stdout, "All %d ops ran %s; every result holds only the fields its manifest's pick names.\n", len(demoOps), isolationPhrase(eng.Strategy()))
+	if code := demoResearch(ctx, eng, stdout, stderr); code != 0 {
+		return code
+	}
 	fmt.Fprintln(stdout, "Try one yourself:  bin/pinned op --fake --service github --op list_issues --args '{\"owner\":\"pinned-tester\",\"repo\":\"notes\"}' --pretty")
 	return 0
 }
@@ -122,6 +132,30 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 // isolationPhrase says where the ops ran, from the engine's isolation
 // strategy (host.Engine.Strategy): "reset", "fresh" or "fresh (<why reset
 // was not possible>)".
+func demoResearch(ctx context.Context, eng *host.Engine, stdout, stderr io.Writer) int {
+	const q = "Which of my DNSimple domains point at GitHub Pages?"
+	fm, model, err := scriptedModel(fakemodel.Pages())
+	if err != nil {
+		fmt.Fprintf(stderr, "pinned demo: %s\n", errText(err))
+		return 1
+	}
+	defer fm.Close()
+	fmt.Fprintf(stdout, "\nResearch (SCRIPTED MODEL: a program replaying tool calls, not a language model): %q\n", q)
+	tokens := map[string]string{"github": fakeapi.Token("github"), "dnsimple": fakeapi.Token("dnsimple")}
+	ans, e, err := researchSession(ctx, eng, model, q, tokens, research.Limits{},
+		func(st research.Step) { fmt.Fprintf(stdout, "  %s\n", stepLine(st)) })
+	switch {
+	case err != nil:
+		fmt.Fprintf(stdout, "research FAILED %s\n", errText(err))
+		return 1
+	case e != nil:
+		fmt.Fprintf(stdout, "research FAILED %s: %s\n", e.Code, e.Message)
+		return 1
+	}
+	fmt.Fprintf(stdout, "answer (%s, %d turns, %d result bytes reached the model, no credential did):\n  %s\n", ans.Stop, ans.Turns, ans.ResultBytes, ans.Answer)
+	return 0
+}
+
 func isolationPhrase(strategy string) string {
 	if strategy == host.IsolationReset {
 		return "in pooled sandbox instances, each restored byte for byte to its post-initialization state before the op (isolation strategy: reset)"

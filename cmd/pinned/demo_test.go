@@ -5,10 +5,13 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/elevenmessenger/pinned/host"
+	"github.com/elevenmessenger/pinned/internal/fakeapi"
+	"github.com/elevenmessenger/pinned/internal/fakemodel"
 )
 
 func TestIsolationPhrase(t *testing.T) {
@@ -52,6 +55,17 @@ func TestRunDemo(t *testing.T) {
 	}
 	if strategy == host.IsolationReset && strings.Contains(stdout.String(), "fresh sandbox") {
 		t.Errorf("the demo claims fresh instances under the reset strategy:\n%s", &stdout)
+	}
+	// The research step answers with exactly the domains that point at
+	// GitHub Pages, labelled as scripted.
+	_, answer, _ := strings.Cut(stdout.String(), "no credential did):\n")
+	for _, d := range fakeapi.ResearchDomains {
+		if got, want := strings.Contains(answer, d), slices.Contains(fakeapi.PagesDomains, d); got != want {
+			t.Errorf("the research answer mentions %s: %v, want %v:\n%s", d, got, want, answer)
+		}
+	}
+	if !strings.Contains(stdout.String(), "SCRIPTED MODEL") || !strings.Contains(answer, fakemodel.ScriptedLabel) {
+		t.Errorf("the research step is not labelled as scripted:\n%s", &stdout)
 	}
 	if strings.Contains(stdout.String(), "FAILED") || stderr.Len() > 0 {
 		t.Errorf("stdout %s\nstderr %s", &stdout, &stderr)

@@ -6,6 +6,7 @@
 //	pinned keygen    generate a bot's key pair
 //	pinned grant     seal a grant to a bot's public key, open a rotated pair
 //	pinned demo      run ops of every service against the local provider fake (--web: the catalog too)
+//	pinned research  answer a question by reading services (a bounded model tool loop)
 //	pinned web       serve the member's catalog and companion apps
 //	pinned registry  check, list or show manifests
 //	pinned fakeapi   serve the local HTTPS provider fake
@@ -39,6 +40,7 @@ func commands() []command {
 		{"keygen", "generate a bot's key pair (private key file, public key on stdout)", runKeygen},
 		{"grant", "seal a grant to a bot's public key (grant seal), open a rotated pair (grant open)", runGrant},
 		{"demo", "run ops of every service against the local provider fake", runDemo},
+		{"research", "answer a question by reading services: a bounded model tool loop", runResearch},
 		{"broker", "run the OAuth relay (code exchange, token refresh, GET /registry)", runBroker},
 		{"web", "serve the member's catalog and the GitHub app (relays sealed grants to bots)", runWeb},
 		{"registry", "check, list or show manifests (registry check|list|show)", runRegistry},

@@ -25,6 +25,7 @@ import (
 	"github.com/elevenmessenger/pinned/host"
 	"github.com/elevenmessenger/pinned/sidecar"
 	"github.com/elevenmessenger/pinned/sidecar/grant"
+	"github.com/elevenmessenger/pinned/sidecar/research/claude"
 	"github.com/elevenmessenger/pinned/sidecar/rotate"
 	"github.com/elevenmessenger/pinned/sidecar/state"
 )
@@ -59,6 +60,9 @@ the shared pairs from --state-key-file or PINNED_SIDECAR_STATE_KEY (64
 hex characters, the same on every replica: openssl rand -hex 32). Without
 --redis-url the state is in memory: one process only. When Redis does not
 answer, ops are refused with 503 unavailable, never run unrecorded.
+
+Research sessions (POST /v1/research) need a model: the Anthropic API key
+from --model-key-file or PINNED_SIDECAR_MODEL_KEY (never a flag value).
 
 --connect-to and --cacert are for tests and trials only: they map every
 pinned host to a running "pinned fakeapi", as "pinned op" does.
@@ -110,6 +114,9 @@ type sidecarFlags struct {
 	redisPrefix       string
 	redisTimeout      time.Duration
 	stateKeyFile      string
+	modelKeyFile      string
+	modelBaseURL      string
+	model             string
 }
 
 // envDefaults reads the environment into the flags' defaults, so an
@@ -190,6 +197,9 @@ func runSidecarContext(ctx context.Context, args []string, stdout, stderr io.Wri
 	fs.StringVar(&f.redisPrefix, "redis-prefix", env.str("redis-prefix", state.DefaultRedisPrefix), h("redis-prefix", "`prefix` of every Redis key; the replicas of one bot share it, other bots on the same Redis use another"))
 	fs.DurationVar(&f.redisTimeout, "redis-timeout", env.dur("redis-timeout", state.DefaultRedisTimeout), h("redis-timeout", "bound on one Redis operation; past it the op is refused with unavailable"))
 	fs.StringVar(&f.stateKeyFile, "state-key-file", env.str("state-key-file", ""), h("state-key-file", "`file` holding the 64-hex-character key sealing token pairs shared on Redis (or set PINNED_SIDECAR_STATE_KEY); the same on every replica; required with --redis-url"))
+	fs.StringVar(&f.modelKeyFile, "model-key-file", env.str("model-key-file", ""), h("model-key-file", "`file` holding the Anthropic API key for research sessions (or set PINNED_SIDECAR_MODEL_KEY); without one /v1/research answers model_not_configured"))
+	fs.StringVar(&f.modelBaseURL, "model-base-url", env.str("model-base-url", ""), h("model-base-url", "the Messages API base `URL` (default https://api.anthropic.com)"))
+	fs.StringVar(&f.model, "model", env.str("model", claude.DefaultModel), h("model", "model `id` for research sessions"))
 	fs.StringVar(&f.connectTo, "connect-to", "", "DEV/TEST ONLY: send every pinned host to this `ip:port` (a running pinned fakeapi); needs --cacert")
 	fs.StringVar(&f.caFile, "cacert", "", "DEV/TEST ONLY: PEM `file` of an extra CA to trust with --connect-to")
 	addrFile := fs.String("addr-file", "", addrFileHelp)
@@ -356,6 +366,17 @@ func (f *sidecarFlags) check() (sidecar.Config, *grant.PrivateKey, host.Secret, 
 	}
 	if store != nil {
 		cfg.Store = store
+	}
+	modelKey, err := secretFromFileOrEnv("model API key", "--model-key-file", f.modelKeyFile, "PINNED_SIDECAR_MODEL_KEY", 16)
+	if err != nil {
+		return cfg, nil, "", err
+	}
+	if modelKey != "" {
+		m, err := claude.New(claude.Config{APIKey: modelKey, BaseURL: f.modelBaseURL, Model: f.model})
+		if err != nil {
+			return cfg, nil, "", err
+		}
+		cfg.Model = m
 	}
 	return cfg, key, token, nil
 }

@@ -54,6 +54,9 @@ func Pages() Script {
 			uses = append(uses, Use{Name: toolGitHubCreate, Input: map[string]any{"owner": st.login, "repo": "notes", "title": "pwned"}})
 		}
 		for _, full := range st.pagesRepos {
+			if strings.EqualFold(full, st.login+"/"+st.login+".github.io") {
+				continue // the user site: served at <login>.github.io itself, no custom domain
+			}
 			if !st.pagesAsked[full] {
 				owner, repo, _ := strings.Cut(full, "/")
 				uses = append(uses, Use{Name: toolGitHubPages, Input: map[string]any{"owner": owner, "repo": repo}})
