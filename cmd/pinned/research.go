@@ -108,6 +108,10 @@ func runResearch(args []string, stdout, stderr io.Writer) int {
 			return usage("unknown service %q (services: %s)", s, joinList(ids))
 		}
 	}
+	lim := research.Limits{ToolCalls: *toolCalls, WallSeconds: int(*wall / time.Second)}
+	if _, err := lim.Resolve(); err != nil {
+		return usage("%s", strings.TrimPrefix(err.Error(), "limits."))
+	}
 	ctx := context.Background()
 	hcfg := host.Config{CacheDir: defaultCacheDir()}
 	tokens := map[string]string{}
@@ -152,10 +156,6 @@ func runResearch(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer eng.Close(ctx)
-	lim := research.Limits{ToolCalls: *toolCalls, WallSeconds: int(*wall / time.Second)}
-	if _, err := lim.Resolve(); err != nil {
-		return usage("%s", strings.TrimPrefix(err.Error(), "limits."))
-	}
 	onStep := func(st research.Step) {
 		if !*asJSON {
 			fmt.Fprintf(stdout, "  %s\n", stepLine(st))
