@@ -369,10 +369,14 @@ func TestResearchGrants(t *testing.T) {
 	re := newResearchEnv(t, fakemodel.Forever(), nil)
 	mk := re.member.Public().String()
 	in := func(d time.Duration) time.Time { return time.Now().Add(d) }
+	// The first session's only call has bad args: POST /v1/ops would give
+	// such a grant back (nothing left the sandbox); a session never does.
 	spent := re.readGrant(t, fakeapi.GitHub)
-	if r, _ := re.research(t, ResearchRequest{Question: "q", Grants: []string{spent}, Limits: &research.Limits{ToolCalls: 1}}); r.status != http.StatusOK {
+	re.model.SetScript(fakemodel.Named("github__get_repo", map[string]any{"owner": "-bad-", "repo": "notes"}))
+	if r, ans := re.research(t, ResearchRequest{Question: "q", Grants: []string{spent}}); r.status != http.StatusOK || len(ans.Steps) != 1 || ans.Steps[0].Outcome != "bad_args" {
 		t.Fatalf("first session: %d %s", r.status, r.body)
 	}
+	re.model.SetScript(fakemodel.Forever())
 	tests := []struct {
 		name   string
 		body   any
@@ -483,5 +487,20 @@ func TestResearchNoModel(t *testing.T) {
 	r := env.do(t, http.MethodPost, "/v1/research", `{"question":"q","grants":["x"]}`)
 	if r.status != http.StatusServiceUnavailable || r.err.Error.Code != "model_not_configured" {
 		t.Fatalf("%d %s", r.status, r.body)
+	}
+}
+
+// TestResearchOutlivesWriteTimeout: a session longer than the server's
+// write timeout still gets its whole answer (the handler extends its own
+// write deadline to the session's bounds).
+func TestResearchOutlivesWriteTimeout(t *testing.T) {
+	re := newResearchEnv(t, fakemodel.Slow(600*time.Millisecond, fakemodel.Forever()), func(c *Config) { c.WriteTimeout = time.Second })
+	start := time.Now()
+	r, ans := re.research(t, ResearchRequest{Question: "q", Grants: []string{re.readGrant(t, "github")}, Limits: &research.Limits{ToolCalls: 3}})
+	if r.status != http.StatusOK || ans.Stop != research.StopToolCalls || len(ans.Steps) != 3 {
+		t.Fatalf("%d %s", r.status, r.body)
+	}
+	if took := time.Since(start); took < 2*time.Second {
+		t.Fatalf("the session took %s, not past the 1s write timeout", took)
 	}
 }
