@@ -110,7 +110,7 @@ func TestRunGrantSeal(t *testing.T) {
 		{name: "bad kind", args: []string{"seal", "--bot-key", pub, "--service", "github", "--access", "read", "--kind", "basic"}, code: 2, stderr: "--kind must be pat or oauth"},
 		{name: "unknown service", args: []string{"seal", "--bot-key", pub, "--service", "gitlab", "--access", "read"}, code: 2, stderr: `unknown service "gitlab"`},
 		{name: "unknown op", args: []string{"seal", "--bot-key", pub, "--service", "github", "--access", "write", "--op", "delete_repo"}, code: 2,
-			stderr: `pinned grant seal: service github has no op "delete_repo" (ops: create_issue, get_repo, get_viewer, list_issues, list_repos)` + "\n"},
+			stderr: `pinned grant seal: service github has no op "delete_repo" (ops: create_issue, get_pages, get_repo, get_viewer, list_issues, list_repos)` + "\n"},
 		{name: "write op under read", args: []string{"seal", "--bot-key", pub, "--service", "github", "--access", "read", "--op", "create_issue"}, code: 2, stderr: "needs --access write"},
 		{name: "args without op", args: []string{"seal", "--bot-key", pub, "--service", "github", "--access", "write", "--args", args}, code: 2, stderr: "give --op too"},
 		{name: "args not JSON", args: []string{"seal", "--bot-key", pub, "--service", "github", "--access", "write", "--op", "create_issue", "--args", "{title:1}"}, code: 2, stderr: "--args: not valid JSON at byte 2"},

@@ -198,7 +198,7 @@ func TestRunOp(t *testing.T) {
 			exact: `pinned op: unknown_service: unknown service "gitlab" (did you mean "github"?) (services: dnsimple, github, hubspot, linear, stripe)` + "\n"},
 		{name: "unknown op lists the ops", code: 1,
 			args:  []string{"--fake", "--service", "github", "--op", "delete_repo"},
-			exact: `pinned op: unknown_op: service github has no op "delete_repo" (ops: create_issue, get_repo, get_viewer, list_issues, list_repos)` + "\n"},
+			exact: `pinned op: unknown_op: service github has no op "delete_repo" (ops: create_issue, get_pages, get_repo, get_viewer, list_issues, list_repos)` + "\n"},
 		{name: "bad args", code: 1,
 			args:  []string{"--fake", "--service", "github", "--op", "list_repos", "--args", `{"per_page":101}`},
 			exact: `pinned op: bad_args: arg "per_page" must be at most 100` + "\n"},

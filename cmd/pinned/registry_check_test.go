@@ -149,7 +149,7 @@ func TestRegistryList(t *testing.T) {
 			github = append(github, f[2]+":"+f[3])
 		}
 	}
-	if g := strings.Join(github, " "); g != "create_issue:write get_repo:read get_viewer:read list_issues:read list_repos:read" {
+	if g := strings.Join(github, " "); g != "create_issue:write get_pages:read get_repo:read get_viewer:read list_issues:read list_repos:read" {
 		t.Errorf("github ops %q", g)
 	}
 }
