@@ -132,6 +132,20 @@ func TestOpRequests(t *testing.T) {
 		{name: "github get_repo dots and mixed case stay literal", service: "github", op: "get_repo",
 			args:   `{"owner":"Pinned-Tester","repo":"pinned-tester.github.io"}`,
 			method: "GET", path: "/repos/Pinned-Tester/pinned-tester.github.io"},
+		{name: "github get_pages", service: "github", op: "get_pages", args: `{"owner":"pinned-tester","repo":"notes"}`,
+			method: "GET", path: "/repos/pinned-tester/notes/pages",
+			check: func(t *testing.T, res *Result) {
+				var p struct {
+					CNAME  string `json:"cname"`
+					Source struct {
+						Branch string `json:"branch"`
+					} `json:"source"`
+				}
+				mustUnmarshal(t, res.Data, &p)
+				if p.CNAME != "www.pinned-notes.dev" || p.Source.Branch == "" {
+					t.Errorf("data %s", res.Data)
+				}
+			}},
 		{name: "github list_issues defaults", service: "github", op: "list_issues", args: `{"owner":"pinned-tester","repo":"notes"}`,
 			method: "GET", path: "/repos/pinned-tester/notes/issues", query: "per_page=30&state=open"},
 		{name: "github list_issues every arg", service: "github", op: "list_issues",

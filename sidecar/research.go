@@ -174,7 +174,7 @@ func (s *Server) handleResearch(w http.ResponseWriter, r *http.Request) {
 	}
 	held, services, e := s.openResearchGrants(r.Context(), info, req.Grants)
 	if e != nil {
-		if e.Code != CodeBusy {
+		if strings.HasPrefix(string(e.Code), "grant_") || e.Code == CodeAccessDenied {
 			s.m.denials.WithLabelValues("grant", string(e.Code)).Inc()
 		}
 		s.researchFail(w, r, e, nil)
