@@ -240,7 +240,7 @@ func (s *Server) handleResearch(w http.ResponseWriter, r *http.Request) {
 			}
 			return research.Result{Err: &research.ToolError{Code: string(e.Code), Message: e.Message, UpstreamStatus: e.UpstreamStatus}}
 		}
-		return research.Result{Status: res.Status, Data: nullIfEmpty(res.Data)}
+		return research.Result{Status: res.Status, Data: nullIfEmpty(res.Data), Next: res.Next}
 	}
 
 	stream := wantsEventStream(r)

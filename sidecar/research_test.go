@@ -286,6 +286,7 @@ func TestResearchBounds(t *testing.T) {
 		outcomes []string // of the steps, in order (prefix)
 		answer   string
 		maxTime  time.Duration
+		results  string // in the last request's tool results
 	}{
 		{name: "never stops: tool-call bound", script: fakemodel.Forever(), limits: research.Limits{ToolCalls: 3},
 			stop: research.StopToolCalls, steps: 3, outcomes: []string{"ok", "ok", "ok"}, answer: "stopped after 3 tool calls"},
@@ -296,7 +297,8 @@ func TestResearchBounds(t *testing.T) {
 		{name: "page after page: result bytes", script: fakemodel.PageAfterPage(), limits: research.Limits{ResultBytes: 48 << 10},
 			stop: research.StopResultBytes, steps: 2, outcomes: []string{"ok", "limit_reached"}, answer: "I read 1 pages"},
 		{name: "page after page: tool calls", script: fakemodel.PageAfterPage(), limits: research.Limits{ToolCalls: 4},
-			stop: research.StopToolCalls, steps: 4, outcomes: []string{"ok", "ok", "ok", "ok"}, answer: "I read 4 pages"},
+			stop: research.StopToolCalls, steps: 4, outcomes: []string{"ok", "ok", "ok", "ok"}, answer: "I read 4 pages",
+			results: `"next":{"page":2,"per_page":100}`},
 		{name: "write op", script: fakemodel.WriteOp(), stop: research.StopEndTurn, steps: 1, outcomes: []string{"access_denied"},
 			answer: "github__create_issue was answered access_denied"},
 		{name: "unknown op", script: fakemodel.UnknownOp(), stop: research.StopEndTurn, steps: 1, outcomes: []string{"unknown_op"},
@@ -342,6 +344,9 @@ func TestResearchBounds(t *testing.T) {
 				}
 			}
 			checkFences(t, reqs)
+			if tt.results != "" && !strings.Contains(strings.Join(lastReq.toolResults(), "\n"), tt.results) {
+				t.Errorf("the results lack %s", tt.results)
+			}
 			upstream := 0
 			for _, fr := range re.fake.Requests() {
 				if fr.Method != http.MethodGet {

@@ -363,6 +363,7 @@ type Fenced struct {
 	} `json:"provenance"`
 	Status int             `json:"status"`
 	Data   json.RawMessage `json:"data"`
+	Next   json.RawMessage `json:"next"`
 	Error  *struct {
 		Code    string `json:"code"`
 		Message string `json:"message"`

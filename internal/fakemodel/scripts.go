@@ -248,14 +248,25 @@ func ran(c *Conversation) int {
 	return n
 }
 
-// PageAfterPage asks for page after page of github__list_repos (page 1,
-// 2, 3, …) and never answers on its own.
+// PageAfterPage asks for page after page of github__list_repos (the
+// result's next when it has one, else page 1, 2, 3, …) and never answers
+// on its own.
 func PageAfterPage() Script {
 	return func(c *Conversation) Reply {
 		if c.NoTools {
 			return Reply{Text: fmt.Sprintf("%sI read %d pages.", ScriptedLabel, ran(c))}
 		}
-		return Reply{Uses: []Use{{Name: toolGitHubRepos, Input: map[string]any{"per_page": 100, "page": len(c.Calls) + 1}}}}
+		input := map[string]any{"per_page": 100, "page": len(c.Calls) + 1}
+		if n := len(c.Calls); n > 0 {
+			// Follow the result's next (the next page's args) when it has one.
+			if f, _, ok := c.Calls[n-1].Fence(); ok && len(f.Next) > 0 {
+				var next map[string]any
+				if json.Unmarshal(f.Next, &next) == nil {
+					input = next
+				}
+			}
+		}
+		return Reply{Uses: []Use{{Name: toolGitHubRepos, Input: input}}}
 	}
 }
 

@@ -14,12 +14,13 @@ import (
 // The fence: every tool_result of a session is exactly three lines,
 //
 //	BEGIN-DATA pinned-<32 hex>
-//	{"provenance":{"service":…,"op":…,"args":…},"status":200,"data":…}
+//	{"provenance":{"service":…,"op":…,"args":…},"status":200,"data":…,"next":…}
 //	END-DATA pinned-<32 hex>
 //
 // where the token (pinned-<32 hex>) is 128 random bits drawn when the
 // session starts and the middle line is one JSON object: the result's
-// provenance, then the projected data or the error. Why nothing inside can
+// provenance, then the projected data (and, for an op that pages, next:
+// the args of the next page) or the error. Why nothing inside can
 // end the fence early or pass for the session's own text:
 //
 //   - The middle line is JSON: a newline in any string is written \n, so
@@ -76,6 +77,7 @@ type fenced struct {
 	Provenance Provenance      `json:"provenance"`
 	Status     int             `json:"status,omitempty"`
 	Data       json.RawMessage `json:"data,omitempty"`
+	Next       json.RawMessage `json:"next,omitempty"`
 	Error      *ToolError      `json:"error,omitempty"`
 }
 
@@ -83,7 +85,16 @@ type fenced struct {
 // te. The bool reports whether the text is the withheld-result error
 // (fence_collision) instead.
 func (f *Fence) Wrap(p Provenance, status int, data json.RawMessage, te *ToolError) (string, bool) {
-	body := f.body(fenced{Provenance: p, Status: status, Data: data, Error: te})
+	return f.WrapNext(p, status, data, nil, te)
+}
+
+// WrapNext is Wrap with the args of the result's next page (host.Result.Next),
+// which the model passes back to read it.
+func (f *Fence) WrapNext(p Provenance, status int, data, next json.RawMessage, te *ToolError) (string, bool) {
+	if len(next) > 0 && !json.Valid(next) {
+		next = nil
+	}
+	body := f.body(fenced{Provenance: p, Status: status, Data: data, Next: next, Error: te})
 	if body == nil || bytes.Contains(body, []byte(f.token)) {
 		body = f.body(fenced{
 			Provenance: Provenance{Service: p.Service, Op: p.Op},

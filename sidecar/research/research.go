@@ -127,7 +127,9 @@ func (l Limits) Wall() time.Duration { return time.Duration(l.WallSeconds) * tim
 type Result struct {
 	Status int
 	Data   json.RawMessage
-	Err    *ToolError
+	// Next, for an op that pages, is the args of the next page.
+	Next json.RawMessage
+	Err  *ToolError
 }
 
 // Executor runs one read op of a granted service with the model's args.
@@ -355,7 +357,7 @@ func call(ctx context.Context, cfg Config, fence *Fence, b Block) (string, Step)
 		if len(data) == 0 {
 			data = json.RawMessage("null")
 		}
-		text, withheld = fence.Wrap(p, res.Status, data, nil)
+		text, withheld = fence.WrapNext(p, res.Status, data, res.Next, nil)
 	}
 	if withheld {
 		step.Outcome = CodeFenceCollision
