@@ -93,7 +93,9 @@ func addResearchData(s *Server) {
 			continue
 		}
 		repo.HasPages = true
-		repo.PushedAt = iso(dataNow.Add(-time.Duration(i+1) * time.Hour))
+		// After every generated repository (those are pushed before
+		// dataNow), so sort=pushed lists these first, in this order.
+		repo.PushedAt = iso(dataNow.Add(time.Duration(len(sites)-i) * time.Minute))
 		if t, ok := InjectionTexts[site.repo]; ok {
 			repo.Description = strptr(t)
 		}
