@@ -509,3 +509,25 @@ func TestResearchOutlivesWriteTimeout(t *testing.T) {
 		t.Fatalf("the session took %s, not past the 1s write timeout", took)
 	}
 }
+
+// TestResearchModelError: a failing Messages API ends the session with
+// model_error; the grants stay spent.
+func TestResearchModelError(t *testing.T) {
+	re := newResearchEnv(t, func(c *fakemodel.Conversation) fakemodel.Reply {
+		if len(c.Calls) == 0 {
+			return fakemodel.Reply{Uses: []fakemodel.Use{{Name: "github__get_viewer", Input: map[string]any{}}}}
+		}
+		return fakemodel.Reply{Status: http.StatusInternalServerError}
+	}, nil)
+	g := re.readGrant(t, "github")
+	r, _ := re.research(t, ResearchRequest{Question: "q", Grants: []string{g}})
+	if r.status != http.StatusBadGateway || r.err.Error.Code != "model_error" || strings.Contains(r.err.Error.Message, "500") {
+		t.Fatalf("%d %s", r.status, r.body)
+	}
+	if !strings.Contains(re.logs.String(), "the Messages API answered HTTP 500") {
+		t.Errorf("the log lacks the cause")
+	}
+	if r, _ := re.research(t, ResearchRequest{Question: "q", Grants: []string{g}}); r.err.Error.Code != "grant_replayed" {
+		t.Errorf("after a failed session: %d %s", r.status, r.body)
+	}
+}
