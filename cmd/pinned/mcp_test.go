@@ -180,7 +180,7 @@ func TestConnectAndMCPStdio(t *testing.T) {
 			for _, tl := range lt.Tools {
 				names = append(names, tl.Name)
 			}
-			want := "github_create_issue github_get_repo github_get_viewer github_list_issues github_list_repos stripe_get_balance stripe_get_viewer stripe_list_charges stripe_list_customers"
+			want := "github_create_issue github_get_pages github_get_repo github_get_viewer github_list_issues github_list_repos stripe_get_balance stripe_get_viewer stripe_list_charges stripe_list_customers"
 			if strings.Join(names, " ") != want {
 				t.Errorf("tools %v, want %s", names, want)
 			}
@@ -403,7 +403,7 @@ func TestMCPListen(t *testing.T) {
 		t.Fatalf("connect: %v\n%s", err, stderr.String())
 	}
 	lt, err := cs.ListTools(ctx, nil)
-	if err != nil || len(lt.Tools) != 4 { // github read-only: no write tool
+	if err != nil || len(lt.Tools) != 5 { // github read-only: no write tool
 		t.Fatalf("tools: %v %d", err, len(lt.Tools))
 	}
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "github_get_viewer", Arguments: map[string]any{}})
