@@ -30,10 +30,10 @@ import (
 //     Cf: zero-width, bidi controls, tag characters; variation selectors;
 //     private use; anything not graphic) is written as a \u escape, so no
 //     text inside is hidden from a reader.
-//   - The data cannot hold the token: it is drawn after nothing the
-//     provider saw, and a result that contains it anyway (an arg the model
-//     copied it into, echoed back) is withheld whole and replaced by the
-//     error fence_collision, without its args.
+//   - The data cannot guess the token: it is drawn fresh for each session
+//     and no provider is ever sent it by the sidecar. A result that holds
+//     it anyway (an arg the model copied it into, echoed back) is withheld
+//     whole and replaced by the error fence_collision, without its args.
 
 // Fence is one session's fence.
 type Fence struct {
