@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -47,7 +48,7 @@ func newMemImage(mem []byte) (*memImage, error) {
 		}
 		off += n
 	}
-	if _, err := unix.FcntlInt(uintptr(fd), unix.F_ADD_SEALS, unix.F_SEAL_WRITE|unix.F_SEAL_GROW|unix.F_SEAL_SHRINK|unix.F_SEAL_SEAL); err != nil {
+	if err := sealImage(fd); err != nil {
 		unix.Close(fd)
 		return nil, fmt.Errorf("seal memory image: %w", err)
 	}
@@ -57,6 +58,23 @@ func newMemImage(mem []byte) (*memImage, error) {
 		return nil, fmt.Errorf("map memory image: %w", err)
 	}
 	return &memImage{fd: fd, size: len(mem), view: view, refs: 1}, nil
+}
+
+// sealImage adds the image's seals. F_SEAL_WRITE fails with EBUSY while a
+// page of the file holds a reference beyond its mappings (memfd(2);
+// mm/memfd.c memfd_wait_for_pins): on a loaded machine a page just written
+// can sit for a moment in another CPU's LRU batch, which holds one. That
+// is transient, so EBUSY is tried again for up to about a second; any other
+// error, or EBUSY past that, is returned and the pool is not built.
+func sealImage(fd int) error {
+	const seals = unix.F_SEAL_WRITE | unix.F_SEAL_GROW | unix.F_SEAL_SHRINK | unix.F_SEAL_SEAL
+	for attempt := 1; ; attempt++ {
+		_, err := unix.FcntlInt(uintptr(fd), unix.F_ADD_SEALS, seals)
+		if err != unix.EBUSY || attempt == 20 {
+			return err
+		}
+		time.Sleep(time.Duration(attempt) * 5 * time.Millisecond)
+	}
 }
 
 // acquire takes a reference; false once the image is released for good.

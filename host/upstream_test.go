@@ -409,7 +409,8 @@ func TestUpstreamRateLimits(t *testing.T) {
 			hook: func() func(http.ResponseWriter, *http.Request) bool {
 				return answer(400, `{"message":"Bad","errors":[{"extensions":{"code":"RATELIMITED"}}]}`)
 			},
-			code: CodeUpstream, status: 400, msg: "Bad"},
+			// GitHub's manifest names "errors" as its error_details path.
+			code: CodeUpstream, status: 400, msg: "Bad (code: RATELIMITED)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

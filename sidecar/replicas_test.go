@@ -50,7 +50,7 @@ func TestReplicasReplay(t *testing.T) {
 	}
 	reps := make([]*testEnv, n)
 	for i := range reps {
-		reps[i] = newTestEnv(t, func(c *Config) { c.Key, c.Store = key, redisState(t, srv, 0) })
+		reps[i] = newTestEnv(t, func(c *Config) { c.Key, c.Store = key, redisState(t, srv, 10*time.Second) })
 	}
 	fake := reps[0].fake
 	for round := range rounds {
@@ -111,13 +111,13 @@ func TestReplicasRefresh(t *testing.T) {
 	}
 	var refresher rotate.Refresher
 	re := newRotEnv(t, brokerOpts{}, func(c *Config) {
-		c.Key, c.Store, refresher = key, redisState(t, srv, 0), c.Refresher
+		c.Key, c.Store, refresher = key, redisState(t, srv, 10*time.Second), c.Refresher
 	})
 	_, _, hm, hostLogs := sharedEngine(t)
 	reps := []*testEnv{re.testEnv}
 	for len(reps) < n {
 		reps = append(reps, startEnv(t, re.fake, re.eng, hm, hostLogs, false, func(c *Config) {
-			c.Key, c.Store, c.Refresher = key, redisState(t, srv, 0), refresher
+			c.Key, c.Store, c.Refresher = key, redisState(t, srv, 10*time.Second), refresher
 		}))
 	}
 	old := mintPair(t, re.fake, fakeapi.GitHub, 9*time.Hour) // expired an hour ago
