@@ -20,9 +20,16 @@
 // from a process running as the same user, which can read both files.
 //
 // Writes replace the file atomically (a temporary file in the same
-// directory, then rename), under a process-wide lock. Two processes
-// writing at once (a `pinned connect` while `pinned mcp` re-seals a
-// rotated pair) are last-writer-wins for the whole file.
+// directory, then rename). A write is a read-modify-write under a
+// process-wide mutex and, on unix, an exclusive flock(2) on <dir>/.lock,
+// so two processes writing at once (a `pinned connect` while `pinned mcp`
+// re-seals a rotated pair, or two agents' `pinned mcp`) each re-read the
+// other's change before sealing theirs: none is lost.
+//
+// The directory, the key and the store file must be the user's own
+// (owner checked on unix), not open to group or others, and the key and
+// store file must be regular files, not symbolic links: a directory
+// someone else can write is a store they can swap.
 //
 // The local key is also the "member key" rotated token pairs are sealed
 // back to ([Store.Key], grant.Rotated): a pair the sidecar rotates during
@@ -60,6 +67,7 @@ import (
 const (
 	KeyFile   = "key"
 	StoreFile = "connections.sealed"
+	lockFile  = ".lock"
 )
 
 // Caps a connection can have.
@@ -183,7 +191,13 @@ func Open(dir string) (*Store, error) {
 	if err := os.MkdirAll(dir, DirMode); err != nil {
 		return nil, fmt.Errorf("connstore: %w", err)
 	}
+	if err := checkDir(dir); err != nil {
+		return nil, err
+	}
 	kp := filepath.Join(dir, KeyFile)
+	if err := checkFile(kp); err != nil {
+		return nil, err
+	}
 	key, err := grant.LoadKeyFile(kp)
 	if errors.Is(err, fs.ErrNotExist) {
 		if key, err = grant.GenerateKey(nil); err == nil {
@@ -284,9 +298,49 @@ func (s *Store) PutRotated(sealed string) error {
 	})
 }
 
+// checkDir refuses a store directory that is not a directory, is open to
+// group or others, or (unix) is another user's. A symbolic link to the
+// directory is followed (dotfile managers link ~/.config/pinned) and the
+// target checked.
+func checkDir(dir string) error {
+	st, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("connstore: %w", err)
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("connstore: %s is not a directory", dir)
+	}
+	if perm := st.Mode().Perm(); perm&0o077 != 0 {
+		return fmt.Errorf("connstore: %s has mode %04o: group or others can reach it; run `chmod 700 %s`", dir, perm, dir)
+	}
+	return checkOwner(dir, st)
+}
+
+// checkFile refuses a key or store path that is a symbolic link or not a
+// regular file, or (unix) another user's; a missing file passes (it is
+// created).
+func checkFile(path string) error {
+	st, err := os.Lstat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("connstore: %w", err)
+	}
+	if !st.Mode().IsRegular() {
+		return fmt.Errorf("connstore: %s is not a regular file (a symbolic link?): refusing it; remove it and connect again", path)
+	}
+	return checkOwner(path, st)
+}
+
 func (s *Store) update(f func([]Connection) ([]Connection, error)) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	unlock, err := lockDir(s.dir)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	all, err := s.load()
 	if err != nil {
 		return err
@@ -300,7 +354,10 @@ func (s *Store) update(f func([]Connection) ([]Connection, error)) error {
 
 // load reads and opens the file; a missing file is no connections.
 func (s *Store) load() ([]Connection, error) {
-	f, err := os.Open(s.Path())
+	if err := checkFile(s.Path()); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(s.Path(), os.O_RDONLY|openNoFollow, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -311,6 +368,12 @@ func (s *Store) load() ([]Connection, error) {
 	st, err := f.Stat()
 	if err != nil {
 		return nil, fmt.Errorf("connstore: %w", err)
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("connstore: %s is not a regular file: refusing it", s.Path())
+	}
+	if err := checkOwner(s.Path(), st); err != nil {
+		return nil, err
 	}
 	if perm := st.Mode().Perm(); perm&0o077 != 0 {
 		return nil, fmt.Errorf("connstore: %s has mode %04o: it is accessible by group or others; run `chmod 600 %s`", s.Path(), perm, s.Path())
