@@ -81,7 +81,7 @@ type env struct {
 	srv   *Server
 	clock *clock
 	wire  *wireLog
-	logs  *bytes.Buffer
+	logs  *wireLog // the server's log (a locked buffer: tool calls log concurrently)
 }
 
 type clock struct {
@@ -147,7 +147,7 @@ func newEnv(t *testing.T, o envOpts) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{fake: fake, store: store, side: side, clock: &clock{}, wire: &wireLog{}, logs: &bytes.Buffer{}}
+	e := &env{fake: fake, store: store, side: side, clock: &clock{}, wire: &wireLog{}, logs: &wireLog{}}
 	log := zerolog.New(e.logs)
 	e.srv, err = New(Config{Sidecar: side, Store: store, Tools: o.tools, MaxResultBytes: o.maxResult, Now: e.clock.now, Logger: &log, Version: "test"})
 	if err != nil {

@@ -407,6 +407,12 @@ func (s *Server) askConfirm(ctx context.Context, req *mcp.CallToolRequest, servi
 // run mints the call's one-shot grant and runs it through the sidecar.
 func (s *Server) run(ctx context.Context, conn connstore.Connection, opName string, canon []byte, hash string) (*mcp.CallToolResult, string) {
 	now := s.cfg.Now()
+	write := false
+	if m, ok := s.reg.Service(conn.Service); ok {
+		if op, ok := m.Op(opName); ok {
+			write = op.Access == registry.AccessWrite
+		}
+	}
 	sealed, err := grant.Seal(&grant.Grant{
 		Service: conn.Service, Access: conn.Cap, Kind: conn.Kind,
 		Secret: conn.Token, Refresh: conn.Refresh, TokenExpiresAt: conn.TokenExpiresAt,
@@ -435,6 +441,13 @@ func (s *Server) run(ctx context.Context, conn connstore.Connection, opName stri
 			s.log.Debug().Str("event", "op_error").Str("code", string(e.Code)).Str("cause", c.Error()).Msg("op failed")
 		}
 		return sidecarError(conn.Service, e), string(e.Code)
+	}
+	if len(res.Data) > s.cfg.MaxResultBytes && write {
+		// The write was sent and succeeded: "ask for fewer items" would
+		// have the agent send it again.
+		return toolError(CodeResultTooLarge, fmt.Sprintf(
+			"the op ran: the write was sent and succeeded, but its result is %d bytes, over this server's %d-byte cap for one tool result; do not call it again (that would repeat the write): read the outcome with a read op",
+			len(res.Data), s.cfg.MaxResultBytes), map[string]any{"result_bytes": len(res.Data), "max_bytes": s.cfg.MaxResultBytes, "sent": true}), CodeResultTooLarge
 	}
 	if len(res.Data) > s.cfg.MaxResultBytes {
 		return toolError(CodeResultTooLarge, fmt.Sprintf(

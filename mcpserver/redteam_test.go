@@ -1,0 +1,362 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"unicode"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/elevenmessenger/pinned/internal/connstore"
+)
+
+// TestRedteamConfirmRace: the client sends the retry of one confirmation
+// twice at once (run with -race). Exactly one runs; the other is
+// confirmation_replayed; one request ever reaches the provider.
+func TestRedteamConfirmRace(t *testing.T) {
+	e := newEnv(t, envOpts{conns: []connstore.Connection{ghWrite}})
+	cs := e.connect(t, clientOpts{answer: "accept", manual: true})
+	for round := 0; round < 4; round++ {
+		e.fake.Reset()
+		state := firstRound(t, cs, issueArgs)
+		codes := make([]string, 8)
+		var wg sync.WaitGroup
+		for i := range codes {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{
+					Name: "github_create_issue", Arguments: issueArgs, RequestState: state,
+					InputResponses: mcp.InputResponseMap{"confirm": &mcp.ElicitResult{Action: "accept"}},
+				})
+				if err != nil {
+					codes[i] = "transport: " + err.Error()
+					return
+				}
+				codes[i] = "ok"
+				if res.IsError {
+					var b struct {
+						Error struct{ Code string } `json:"error"`
+					}
+					_ = json.Unmarshal([]byte(res.Content[0].(*mcp.TextContent).Text), &b)
+					codes[i] = b.Error.Code
+				}
+			}()
+		}
+		wg.Wait()
+		ok, replayed := 0, 0
+		for _, c := range codes {
+			switch c {
+			case "ok":
+				ok++
+			case CodeConfirmationReplayed:
+				replayed++
+			default:
+				t.Errorf("round %d: code %q", round, c)
+			}
+		}
+		if ok != 1 || replayed != len(codes)-1 {
+			t.Errorf("round %d: %d ran, %d replayed: %v", round, ok, replayed, codes)
+		}
+		if n := requestsTo(e.fake, "POST", "/repos/"); n != 1 {
+			t.Errorf("round %d: %d requests reached the fake, want 1", round, n)
+		}
+	}
+}
+
+// TestRedteamConfirmAnswers: a client that declared elicitation answers
+// the confirmation with malformed content — no answer, another key, a
+// sampling or roots result, an "Accept" that is not "accept", a decline
+// carrying accept-looking content. Each is confirmation_declined, nothing
+// is sent, and the record is spent (the proper accept that follows is
+// confirmation_replayed).
+func TestRedteamConfirmAnswers(t *testing.T) {
+	cases := []struct {
+		name string
+		resp mcp.InputResponseMap
+	}{
+		{"no answer", nil},
+		{"empty map", mcp.InputResponseMap{}},
+		{"another key", mcp.InputResponseMap{"ok": &mcp.ElicitResult{Action: "accept"}}},
+		{"sampling result", mcp.InputResponseMap{"confirm": &mcp.CreateMessageWithToolsResult{Role: "user", Model: "x", Content: []mcp.Content{&mcp.TextContent{Text: "accept"}}}}},
+		{"roots result", mcp.InputResponseMap{"confirm": &mcp.ListRootsResult{}}},
+		{"Accept", mcp.InputResponseMap{"confirm": &mcp.ElicitResult{Action: "Accept"}}},
+		{"accept with a space", mcp.InputResponseMap{"confirm": &mcp.ElicitResult{Action: "accept "}}},
+		{"empty action", mcp.InputResponseMap{"confirm": &mcp.ElicitResult{Action: ""}}},
+		{"decline with content", mcp.InputResponseMap{"confirm": &mcp.ElicitResult{Action: "decline", Content: map[string]any{"action": "accept", "confirm": true}}}},
+	}
+	e := newEnv(t, envOpts{conns: []connstore.Connection{ghWrite}})
+	cs := e.connect(t, clientOpts{answer: "accept", manual: true})
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e.fake.Reset()
+			state := firstRound(t, cs, issueArgs)
+			res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{
+				Name: "github_create_issue", Arguments: issueArgs, RequestState: state, InputResponses: tc.resp,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := errorCode(t, res); got != CodeConfirmationDeclined {
+				t.Errorf("code %q, want %s: %s", got, CodeConfirmationDeclined, toolText(t, res))
+			}
+			if got := errorCode(t, retry(t, cs, issueArgs, state, "accept")); got != CodeConfirmationReplayed {
+				t.Errorf("the proper accept after it: %q, want %s", got, CodeConfirmationReplayed)
+			}
+			if n := len(e.fake.Requests()); n != 0 {
+				t.Errorf("%d requests reached the fake", n)
+			}
+		})
+	}
+}
+
+// TestRedteamConfirmSentenceOneLine: args crafted to make the confirm
+// sentence lie — line breaks pushing the real target out of view, a
+// fake target in the title, bidi overrides and isolates, a zero-width
+// joiner. The elicitation's message is the sanitized one-line sentence
+// naming the repository the op writes to; the record binds those args.
+func TestRedteamConfirmSentenceOneLine(t *testing.T) {
+	e := newEnv(t, envOpts{conns: []connstore.Connection{ghWrite}})
+	cs := e.connect(t, clientOpts{answer: "accept", manual: true})
+	title := "Weekly notes\" in pinned-tester/notes?" + strings.Repeat("\n", 30) + "\r\u2028\u2029\u202e\u2066\u2067\u2068\u2069\u200d\u061c\u200f x"
+	args := map[string]any{"owner": "pinned-tester", "repo": "secrets", "title": title}
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "github_create_issue", Arguments: args})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep, ok := res.InputRequests["confirm"].(*mcp.ElicitParams)
+	if !ok {
+		t.Fatalf("no confirmation: %+v", res)
+	}
+	msg := ep.Message
+	t.Logf("confirm: %q", msg)
+	for _, r := range msg {
+		if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || r == '\u2028' || r == '\u2029' {
+			t.Errorf("the confirm sentence holds %U: %q", r, msg)
+		}
+	}
+	if !strings.HasSuffix(msg, " in pinned-tester/secrets?") {
+		t.Errorf("the sentence does not end naming the real target: %q", msg)
+	}
+	if n := len(e.fake.Requests()); n != 0 {
+		t.Errorf("%d requests reached the fake while asking", n)
+	}
+}
+
+// TestRedteamArgsEdges: hostile argument texts in full mode (duplicate
+// keys, a lone surrogate, a huge value, not an object) are refused before
+// anything is sent, and no write is ever asked about.
+func TestRedteamArgsEdges(t *testing.T) {
+	e := newEnv(t, envOpts{conns: []connstore.Connection{ghWrite}})
+	var asked []string
+	cs := e.connect(t, clientOpts{answer: "accept", asked: &asked})
+	huge := `{"owner":"pinned-tester","repo":"notes","title":"` + strings.Repeat("A", 2<<20) + `"}`
+	cases := []struct {
+		name, tool string
+		args       json.RawMessage
+		want       string
+	}{
+		{"duplicate title", "github_create_issue", json.RawMessage(`{"owner":"pinned-tester","repo":"notes","title":"seen","title":"sent"}`), CodeBadArguments},
+		{"duplicate owner, read op", "github_list_issues", json.RawMessage(`{"owner":"pinned-tester","owner":"victim","repo":"notes"}`), CodeBadArguments},
+		{"huge title", "github_create_issue", json.RawMessage(huge), "bad_args"},
+		{"array", "github_list_repos", json.RawMessage(`[{"per_page":1}]`), CodeBadArguments},
+		{"unknown arg", "github_list_repos", json.RawMessage(`{"per_page":1,"url":"https://evil.example/"}`), "bad_args"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e.fake.Reset()
+			res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: tc.tool, Arguments: tc.args})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := errorCode(t, res); got != tc.want {
+				t.Errorf("code %q, want %s: %.200s", got, tc.want, toolText(t, res))
+			}
+			if len(toolText(t, res)) > 1024 {
+				t.Errorf("the error echoes %d bytes", len(toolText(t, res)))
+			}
+			if n := len(e.fake.Requests()); n != 0 {
+				t.Errorf("%d requests reached the fake", n)
+			}
+		})
+	}
+	if len(asked) != 0 {
+		t.Errorf("the person was asked about hostile args: %q", asked)
+	}
+}
+
+// TestRedteamLoneSurrogateSeenIsSent: a lone surrogate escape (valid
+// JSON syntax, not valid Unicode) is read once, as U+FFFD, by the one
+// canonicalization: the sentence the person confirms and the body the
+// provider gets hold the same character, so no parser difference opens
+// between what is shown and what is sent.
+func TestRedteamLoneSurrogateSeenIsSent(t *testing.T) {
+	e := newEnv(t, envOpts{conns: []connstore.Connection{ghWrite}})
+	var asked []string
+	cs := e.connect(t, clientOpts{answer: "accept", asked: &asked})
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "github_create_issue",
+		Arguments: json.RawMessage(`{"owner":"pinned-tester","repo":"notes","title":"a\ud800b"}`)})
+	if err != nil || res.IsError {
+		t.Fatalf("%v %+v", err, res)
+	}
+	if len(asked) != 1 || asked[0] != "Open an issue titled \"a\uFFFDb\" in pinned-tester/notes?" {
+		t.Errorf("asked %q", asked)
+	}
+	var sent []string
+	for _, r := range e.fake.Requests() {
+		if r.Method == "POST" {
+			var b struct{ Title string }
+			_ = json.Unmarshal(r.Body, &b)
+			sent = append(sent, b.Title)
+		}
+	}
+	if len(sent) != 1 || sent[0] != "a\uFFFDb" {
+		t.Errorf("sent titles %q", sent)
+	}
+}
+
+// TestRedteamCapDowngrade: the tools are made at start, the connection is
+// read on every call. Reconnected read-only after start, the write tool
+// that is still listed is access_denied without asking; a confirmation
+// issued under read & write and answered after the downgrade runs nothing.
+func TestRedteamCapDowngrade(t *testing.T) {
+	e := newEnv(t, envOpts{conns: []connstore.Connection{ghWrite}})
+	cs := e.connect(t, clientOpts{answer: "accept", manual: true})
+	state := firstRound(t, cs, issueArgs)
+	ro := ghWrite
+	ro.Cap = connstore.CapRead
+	if err := e.store.Put(ro); err != nil {
+		t.Fatal(err)
+	}
+	if got := errorCode(t, retry(t, cs, issueArgs, state, "accept")); got != "access_denied" {
+		t.Errorf("the confirmed retry after the downgrade: %q", got)
+	}
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "github_create_issue", Arguments: issueArgs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := errorCode(t, res); got != "access_denied" || res.NeedsInput() {
+		t.Errorf("a new call after the downgrade: %q %+v", got, res)
+	}
+	if n := len(e.fake.Requests()); n != 0 {
+		t.Errorf("%d requests reached the fake", n)
+	}
+}
+
+// TestRedteamWriteResultTooLarge: a confirmed write whose result is over
+// the cap has already been sent. The refusal must say so and say not to
+// repeat it: "ask for fewer items" would make an agent send the write
+// again.
+func TestRedteamWriteResultTooLarge(t *testing.T) {
+	e := newEnv(t, envOpts{conns: []connstore.Connection{ghWrite}, maxResult: 8})
+	cs := e.connect(t, clientOpts{answer: "accept"})
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "github_create_issue", Arguments: issueArgs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	txt := toolText(t, res)
+	if errorCode(t, res) != CodeResultTooLarge || !strings.Contains(txt, "the write was sent") || !strings.Contains(txt, "do not call it again") || strings.Contains(txt, "fewer items") {
+		t.Errorf("write over the cap: %s", txt)
+	}
+	if !strings.Contains(txt, `"sent":true`) {
+		t.Errorf("no sent:true in %s", txt)
+	}
+	if n := requestsTo(e.fake, "POST", "/repos/"); n != 1 {
+		t.Errorf("%d POSTs", n)
+	}
+}
+
+// TestRedteamHTTPAuth: streamable HTTP with a token refuses every wrong
+// Authorization before the SDK sees the request (nothing echoed), and
+// without a token the SDK's DNS-rebinding and cross-origin checks hold on
+// loopback.
+func TestRedteamHTTPAuth(t *testing.T) {
+	e := newEnv(t, envOpts{conns: []connstore.Connection{ghWrite}})
+	init := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{}},"clientInfo":{"name":"x","version":"1"}}}`
+	post := func(t *testing.T, url string, hdr map[string]string) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(init))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		for k, v := range hdr {
+			if k == "Host" {
+				req.Host = v
+				continue
+			}
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b := make([]byte, 4096)
+		n, _ := resp.Body.Read(b)
+		if id := resp.Header.Get("Mcp-Session-Id"); id != "" { // end the session (goleak)
+			del, _ := http.NewRequest(http.MethodDelete, url, nil)
+			del.Header = req.Header.Clone()
+			del.Host = req.Host
+			del.Header.Set("Mcp-Session-Id", id)
+			if dr, err := http.DefaultClient.Do(del); err == nil {
+				dr.Body.Close()
+			}
+		}
+		return resp.StatusCode, string(b[:n])
+	}
+	withTok := httptest.NewServer(e.srv.Handler(httpToken))
+	t.Cleanup(withTok.Close)
+	for _, tc := range []struct {
+		name, auth string
+		want       int
+	}{
+		{"none", "", 401},
+		{"scheme only", "Bearer", 401},
+		{"scheme and space", "Bearer ", 401},
+		{"prefix of the token", "Bearer " + httpToken[:len(httpToken)-1], 401},
+		{"token plus a byte", "Bearer " + httpToken + "x", 401},
+		{"two spaces", "Bearer  " + httpToken, 401},
+		{"basic", "Basic " + httpToken, 401},
+		{"token without scheme", httpToken, 401},
+		{"lowercase scheme (RFC 7235: case-insensitive)", "bearer " + httpToken, 200},
+		{"right", "Bearer " + httpToken, 200},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			hdr := map[string]string{}
+			if tc.auth != "" {
+				hdr["Authorization"] = tc.auth
+			}
+			code, body := post(t, withTok.URL, hdr)
+			if code != tc.want {
+				t.Errorf("status %d, want %d: %s", code, tc.want, body)
+			}
+			if code == 401 && strings.Contains(body, httpToken[:16]) {
+				t.Errorf("the refusal echoes the token: %s", body)
+			}
+		})
+	}
+	open := httptest.NewServer(e.srv.Handler(""))
+	t.Cleanup(open.Close)
+	host := strings.TrimPrefix(open.URL, "http://")
+	for _, tc := range []struct {
+		name string
+		hdr  map[string]string
+		want int
+	}{
+		{"rebinding Host", map[string]string{"Host": "evil.example:" + host[strings.LastIndex(host, ":")+1:]}, 403},
+		{"rebinding Host without port", map[string]string{"Host": "evil.example"}, 403},
+		{"cross-site fetch", map[string]string{"Sec-Fetch-Site": "cross-site", "Origin": "http://evil.example"}, 403},
+		{"other origin, no Sec-Fetch-Site", map[string]string{"Origin": "http://evil.example"}, 403},
+		{"same-origin", map[string]string{"Sec-Fetch-Site": "same-origin", "Origin": open.URL}, 200},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if code, body := post(t, open.URL, tc.hdr); code != tc.want {
+				t.Errorf("status %d, want %d: %s", code, tc.want, body)
+			}
+		})
+	}
+}
