@@ -39,9 +39,9 @@ clients that can ask you (elicitation), and run only after you confirm the
 manifest's sentence.
 
 With --listen, a bearer token (--token-file or PINNED_MCP_TOKEN, never a
-flag value) is required unless ADDR is loopback. Token rotation of
-expiring OAuth pairs needs a broker: --broker-url with --broker-token-file
-or PINNED_MCP_BROKER_TOKEN.
+flag value) is required, on loopback too: every local user can reach it.
+Token rotation of expiring OAuth pairs needs a broker: --broker-url with
+--broker-token-file or PINNED_MCP_BROKER_TOKEN.
 
 Examples:
   pinned mcp                                  # stdio, for the agent to start
@@ -94,8 +94,15 @@ func runMCP(args []string, stdout, stderr io.Writer) int {
 		if err != nil {
 			return usage("%s", err)
 		}
-		if !loopback && token == "" {
-			return usage("--listen %s is not a loopback address: set a bearer token (--token-file or PINNED_MCP_TOKEN) so only your agent can use your connections", *listen)
+		// Loopback is no boundary between users: every local account and
+		// process can reach 127.0.0.1, and an MCP client answers its own
+		// confirmations. The token is what makes the port yours.
+		if token == "" {
+			where := "a loopback port is open to every user and process on this machine"
+			if !loopback {
+				where = *listen + " is not a loopback address"
+			}
+			return usage("--listen needs a bearer token (--token-file or PINNED_MCP_TOKEN, e.g. openssl rand -hex 32): %s, and your connections are behind it", where)
 		}
 	} else if token != "" && *tokenFile != "" {
 		return usage("--token-file is for --listen (stdio needs no token)")
