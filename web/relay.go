@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
@@ -165,7 +166,7 @@ func checkBody(body []byte, withGrant bool, info *reqInfo) *Error {
 		}
 		info.service, info.op = clip(ob.Service, 32), clip(ob.Op, 48)
 		raw, err := base64.StdEncoding.Strict().DecodeString(ob.Grant)
-		if err != nil || len(raw) <= sealedBoxOverhead {
+		if err != nil || len(raw) <= sealedBoxOverhead || isText(raw) {
 			return newError(CodeBadRequest, "grant must be a sealed grant (standard base64 of a sealed box); pinned web relays nothing else")
 		}
 		return nil
@@ -176,6 +177,23 @@ func checkBody(body []byte, withGrant bool, info *reqInfo) *Error {
 	}
 	info.service, info.op = clip(cb.Service, 32), clip(cb.Op, 48)
 	return nil
+}
+
+// isText reports whether b reads as text: valid UTF-8 without a control
+// byte other than tab, CR and LF. A sealed box (an ephemeral X25519 key,
+// a Poly1305 tag and ciphertext, all uniform bytes) of more than 48 bytes
+// is text with a probability below 2^-48; a grant (or a token) a page
+// base64-encoded in the clear is text, and is not relayed.
+func isText(b []byte) bool {
+	if !utf8.Valid(b) {
+		return false
+	}
+	for _, c := range b {
+		if c < 0x20 && c != '\t' && c != '\n' && c != '\r' || c == 0x7f {
+			return false
+		}
+	}
+	return true
 }
 
 // outcomeOf is "ok" or the sidecar's error code, for the access log.

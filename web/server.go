@@ -9,6 +9,7 @@ import (
 	"log"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"regexp"
 	"strings"
@@ -81,6 +82,12 @@ type Config struct {
 	MaxBodyBytes int64
 	// BotTimeout bounds one relayed call; default 60s.
 	BotTimeout time.Duration
+	// Hosts are the host names (without a port) pinned web answers to
+	// when it is reached over loopback, besides localhost and loopback
+	// IPs: a reverse proxy on the same machine that keeps the public
+	// Host. Any other Host on a loopback connection is a DNS-rebinding
+	// page and is refused (cross_origin).
+	Hosts []string
 }
 
 // Server is pinned web. Build it with New.
@@ -235,9 +242,54 @@ func crossOrigin(r *http.Request) string {
 	return ""
 }
 
+// loopbackHost is DNS-rebinding protection (as the MCP SDK's): a request
+// that arrived on a loopback address must name a loopback host (localhost,
+// 127.0.0.0/8, ::1) or one of Config.Hosts. A page of another site whose
+// name was rebound to 127.0.0.1 is same-origin to the browser (its Origin
+// and Host agree), so only the Host tells it from this server's own pages.
+func (s *Server) loopbackHost(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if la, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && la != nil && isLoopbackHost(la.String()) &&
+			!isLoopbackHost(r.Host) && !s.hostAllowed(r.Host) {
+			info := infoFrom(r)
+			info.outcome, info.cause = string(CodeCrossOrigin), "a non-loopback Host on a loopback connection"
+			newError(CodeCrossOrigin, "refused: the Host header names another site on this loopback server (DNS rebinding?); open pinned web by its own address").write(w)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// isLoopbackHost reports whether a host or host:port is localhost or a
+// loopback IP.
+func isLoopbackHost(hostport string) bool {
+	h, _, err := net.SplitHostPort(hostport)
+	if err != nil {
+		h = strings.Trim(hostport, "[]")
+	}
+	if strings.EqualFold(h, "localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(h)
+	return err == nil && ip.Unmap().IsLoopback()
+}
+
+func (s *Server) hostAllowed(hostport string) bool {
+	h, _, err := net.SplitHostPort(hostport)
+	if err != nil {
+		h = hostport
+	}
+	for _, a := range s.cfg.Hosts {
+		if strings.EqualFold(h, a) {
+			return true
+		}
+	}
+	return false
+}
+
 func (s *Server) routes() http.Handler {
 	r := chi.NewRouter()
-	r.Use(sanitizeRequestID, middleware.RequestID, s.accessLog, s.recoverer, securityHeaders)
+	r.Use(sanitizeRequestID, middleware.RequestID, s.accessLog, s.recoverer, securityHeaders, s.loopbackHost)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		newError(CodeNotFound, "no such page or endpoint").write(w)
 	})

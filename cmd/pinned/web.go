@@ -73,6 +73,14 @@ func runWebContext(ctx context.Context, args []string, stdout, stderr io.Writer)
 	tokens := &pairFlag{what: "FILE"}
 	fs.Var(tokens, "bot-token-file", "`NAME=FILE`: the file holding that bot's sidecar caller token (mode 0600)")
 	brokerURL := fs.String("broker-url", "", "the broker's public base `URL`, for Connect with OAuth; empty: paste-a-token only")
+	var hosts []string
+	fs.Func("public-host", "a `NAME` this server answers to behind a reverse proxy on the same machine (repeat); other non-loopback Hosts on loopback are refused (DNS rebinding)", func(v string) error {
+		if v == "" || strings.ContainsAny(v, ":/ ") {
+			return fmt.Errorf("want a host name without port or scheme, got %q", v)
+		}
+		hosts = append(hosts, v)
+		return nil
+	})
 	logLevel := fs.String("log-level", "info", "log `level`: debug, info, warn or error")
 	logFormat := fs.String("log-format", "json", "log `format`: json or console")
 	if code, ok := parseFlags(fs, webUsage, args, stdout, stderr); !ok {
@@ -97,7 +105,7 @@ func runWebContext(ctx context.Context, args []string, stdout, stderr io.Writer)
 	default:
 		return usage("--log-format %q: use json or console", *logFormat)
 	}
-	cfg := web.Config{BrokerURL: *brokerURL}
+	cfg := web.Config{BrokerURL: *brokerURL, Hosts: hosts}
 	for _, b := range bots.pairs {
 		cfg.Bots = append(cfg.Bots, web.Bot{Name: b[0], URL: b[1]})
 	}
