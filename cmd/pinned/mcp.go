@@ -97,12 +97,11 @@ func runMCP(args []string, stdout, stderr io.Writer) int {
 		// Loopback is no boundary between users: every local account and
 		// process can reach 127.0.0.1, and an MCP client answers its own
 		// confirmations. The token is what makes the port yours.
-		if token == "" {
-			where := "a loopback port is open to every user and process on this machine"
-			if !loopback {
-				where = *listen + " is not a loopback address"
-			}
-			return usage("--listen needs a bearer token (--token-file or PINNED_MCP_TOKEN, e.g. openssl rand -hex 32): %s, and your connections are behind it", where)
+		switch {
+		case !loopback && token == "":
+			return usage("--listen %s is not a loopback address: set a bearer token (--token-file or PINNED_MCP_TOKEN) so only your agent can use your connections", *listen)
+		case token == "":
+			return usage("--listen %s needs a bearer token too: every user and process on this machine can reach a loopback port; set --token-file or PINNED_MCP_TOKEN so only your agent can use your connections", *listen)
 		}
 	} else if token != "" && *tokenFile != "" {
 		return usage("--token-file is for --listen (stdio needs no token)")

@@ -15,11 +15,17 @@ import (
 func TestRedteamMCPListenNeedsToken(t *testing.T) {
 	t.Setenv("PINNED_MCP_TOKEN", "x")
 	os.Unsetenv("PINNED_MCP_TOKEN")
-	for _, addr := range []string{"127.0.0.1:0", "[::1]:0", "localhost:0", "0.0.0.0:0", ":0"} {
-		t.Run(addr, func(t *testing.T) {
+	for _, tc := range []struct{ addr, want string }{
+		{"127.0.0.1:0", "--listen 127.0.0.1:0 needs a bearer token too: every user and process on this machine can reach a loopback port"},
+		{"[::1]:0", "--listen [::1]:0 needs a bearer token too"},
+		{"localhost:0", "--listen localhost:0 needs a bearer token too"},
+		{"0.0.0.0:0", "--listen 0.0.0.0:0 is not a loopback address: set a bearer token"},
+		{":0", "--listen :0 is not a loopback address: set a bearer token"},
+	} {
+		t.Run(tc.addr, func(t *testing.T) {
 			var out, errs bytes.Buffer
-			code := runMCP([]string{"--listen", addr}, &out, &errs)
-			if code != 2 || !strings.Contains(errs.String(), "--listen needs a bearer token") || strings.Count(strings.TrimSpace(errs.String()), "\n") != 0 {
+			code := runMCP([]string{"--listen", tc.addr}, &out, &errs)
+			if code != 2 || !strings.Contains(errs.String(), tc.want) || strings.Count(strings.TrimSpace(errs.String()), "\n") != 0 {
 				t.Errorf("exit %d, stderr %q", code, errs.String())
 			}
 			if out.Len() != 0 {
