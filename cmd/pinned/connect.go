@@ -322,10 +322,7 @@ func viewerIdentity(m *registry.Manifest, data json.RawMessage) string {
 	}
 	for _, f := range append(prefer, op.Pick.Fields...) {
 		if s := get(f); s != "" {
-			if len(s) > connstore.MaxViewerLen {
-				s = s[:connstore.MaxViewerLen]
-			}
-			return strings.ToValidUTF8(s, "?")
+			return connstore.CleanViewer(s) // the provider's text, printed on a terminal
 		}
 	}
 	return ""

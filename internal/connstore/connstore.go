@@ -56,6 +56,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"golang.org/x/crypto/nacl/box"
 
@@ -119,6 +121,25 @@ type Connection struct {
 }
 
 var serviceRe = regexp.MustCompile(`^[a-z][a-z0-9]{1,30}$`)
+
+// CleanViewer makes a provider-reported identity safe to print on one
+// terminal line: control and format characters (escape sequences, tabs,
+// line breaks, bidi overrides) become "?", invalid UTF-8 too, and it is
+// cut to MaxViewerLen bytes on a rune boundary. The provider chooses the
+// string; `pinned connect` and `pinned connections` print it.
+func CleanViewer(v string) string {
+	var b strings.Builder
+	for _, r := range strings.ToValidUTF8(v, "?") {
+		if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || r == '\u2028' || r == '\u2029' {
+			r = '?'
+		}
+		if b.Len()+utf8.RuneLen(r) > MaxViewerLen {
+			break
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
 
 // Validate checks a connection's fields.
 func (c *Connection) Validate() error {
@@ -244,6 +265,7 @@ func (s *Store) Get(service string) (Connection, error) {
 // Put stores c, replacing the service's connection if there is one.
 // ConnectedAt is set to now.
 func (s *Store) Put(c Connection) error {
+	c.Viewer = CleanViewer(c.Viewer)
 	c.ConnectedAt = s.now().UTC().Truncate(time.Second)
 	c.RotatedAt = time.Time{}
 	if err := c.Validate(); err != nil {

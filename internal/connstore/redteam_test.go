@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/elevenmessenger/pinned/sidecar/grant"
 )
@@ -170,5 +171,28 @@ func TestRedteamCorruptStoreNotOverwritten(t *testing.T) {
 				t.Errorf("a secret in the error: %v", err)
 			}
 		})
+	}
+}
+
+// TestRedteamViewerEscapes: the viewer identity is the provider's text,
+// printed by `pinned connect` and `pinned connections`. Terminal escape
+// sequences, tabs (the table's columns), line breaks and bidi overrides
+// are stored as "?", and a long one is cut on a rune boundary.
+func TestRedteamViewerEscapes(t *testing.T) {
+	s := newStore(t)
+	hostile := "\x1b]0;owned\x07\x1b[2Jevil\tcol\nline\r\u202egnp.exe\u2066\u200b\xff"
+	if err := s.Put(Connection{Service: "github", Cap: CapRead, Kind: grant.KindPAT, Token: tok, Viewer: hostile}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := s.Get("github")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "?]0;owned??[2Jevil?col?line??gnp.exe???"; c.Viewer != want {
+		t.Errorf("viewer %q, want %q", c.Viewer, want)
+	}
+	long := strings.Repeat("é", MaxViewerLen)
+	if got := CleanViewer(long); len(got) > MaxViewerLen || !utf8.ValidString(got) || len(got) != MaxViewerLen {
+		t.Errorf("cut %d bytes, valid %v", len(got), utf8.ValidString(got))
 	}
 }
