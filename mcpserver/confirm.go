@@ -65,8 +65,9 @@ func newLedger(ttl time.Duration, max int) *ledger {
 }
 
 // issue records a confirmation and returns its id (the requestState): 16
-// random bytes, unpadded base64url. ok is false when max live records are
-// held (answered busy).
+// random bytes, unpadded base64url. ok is false when max records are held,
+// or when the session holds max/16 (at least 1) unanswered live ones
+// (answered busy).
 func (l *ledger) issue(session *mcp.ServerSession, service, op, argsHash string, now time.Time) (id string, ok bool) {
 	var b [16]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
@@ -79,6 +80,18 @@ func (l *ledger) issue(session *mcp.ServerSession, service, op, argsHash string,
 		}
 	}
 	if len(l.m) >= l.max {
+		return "", false
+	}
+	// One session (an agent looping on a write tool without answering)
+	// must not fill the ledger for the others: at most a sixteenth of it
+	// each, at least one.
+	n := 0
+	for _, c := range l.m {
+		if c.session == session && !c.used && !now.After(c.expires) {
+			n++
+		}
+	}
+	if n >= max(1, l.max/16) {
 		return "", false
 	}
 	l.m[id] = &confirmation{session: session, service: service, op: op, argsHash: argsHash, expires: now.Add(l.ttl)}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 	"unicode"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -358,5 +359,39 @@ func TestRedteamHTTPAuth(t *testing.T) {
 				t.Errorf("status %d, want %d: %s", code, tc.want, body)
 			}
 		})
+	}
+}
+
+// TestRedteamLedgerPerSession: one session that opens write calls and
+// never answers them (a looping agent, or a hostile client on a shared
+// server) fills at most a sixteenth of the ledger; another session can
+// still be asked. Before, 1024 unanswered calls made every session's
+// writes busy for four minutes.
+func TestRedteamLedgerPerSession(t *testing.T) {
+	now := time.Now()
+	l := newLedger(time.Minute, 64)
+	a, b := &mcp.ServerSession{}, &mcp.ServerSession{}
+	var ids []string
+	for i := 0; i < 4; i++ {
+		id, ok := l.issue(a, "github", "create_issue", "h", now)
+		if !ok {
+			t.Fatalf("record %d refused", i)
+		}
+		ids = append(ids, id)
+	}
+	if _, ok := l.issue(a, "github", "create_issue", "h", now); ok {
+		t.Error("a fifth unanswered record of one session was accepted (cap 64/16)")
+	}
+	if _, ok := l.issue(b, "github", "create_issue", "h", now); !ok {
+		t.Error("another session was refused")
+	}
+	if got := l.consume(ids[0], a, "github", "create_issue", "h", now); got != "" {
+		t.Fatal(got)
+	}
+	if _, ok := l.issue(a, "github", "create_issue", "h", now); !ok {
+		t.Error("an answered record still counts against its session")
+	}
+	if _, ok := l.issue(a, "github", "create_issue", "h", now.Add(time.Minute+time.Second)); !ok {
+		t.Error("expired records still count against their session")
 	}
 }

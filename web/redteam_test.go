@@ -272,3 +272,33 @@ func TestRedteamRelayTokenOnlyToBot(t *testing.T) {
 }
 
 func bufioReader(s string) *bufio.Reader { return bufio.NewReader(strings.NewReader(s)) }
+
+// TestRedteamBotURLPlainHTTP: the page seals members' credentials to the
+// key a bot's /v1/identity answers, so a plain-http bot URL off loopback
+// (anyone on the path could swap that key, and read the caller token) is
+// refused at start; loopback http and https are accepted.
+func TestRedteamBotURLPlainHTTP(t *testing.T) {
+	for _, tc := range []struct {
+		url string
+		ok  bool
+	}{
+		{"http://sidecar.internal:8080", false},
+		{"http://10.0.0.5:8080", false},
+		{"http://[fd00::1]:8080", false},
+		{"http://127.0.0.1.evil.example:8080", false},
+		{"http://localhost:8080", true},
+		{"http://127.0.0.1:8080", true},
+		{"http://[::1]:8080", true},
+		{"https://sidecar.internal:8080", true},
+	} {
+		t.Run(tc.url, func(t *testing.T) {
+			_, err := New(Config{Bots: []Bot{{Name: "eleven", URL: tc.url}}})
+			if (err == nil) != tc.ok {
+				t.Errorf("err %v, want ok=%v", err, tc.ok)
+			}
+			if err != nil && !strings.Contains(err.Error(), "plain http is allowed on loopback only") {
+				t.Errorf("error %v", err)
+			}
+		})
+	}
+}

@@ -52,8 +52,8 @@ type Bot struct {
 	// Name is how the page names the bot: 1–32 of [a-z0-9_-], starting
 	// with a letter or digit.
 	Name string
-	// URL is the sidecar's base URL (http or https), e.g.
-	// "http://127.0.0.1:8080".
+	// URL is the sidecar's base URL: https, or http on loopback only
+	// (localhost, a loopback IP), e.g. "http://127.0.0.1:8080".
 	URL string
 	// Token is the sidecar's caller token, sent as Bearer; empty when the
 	// sidecar has none. The browser never sees it.
@@ -145,6 +145,12 @@ func New(cfg Config) (*Server, error) {
 		u, err := url.Parse(b.URL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
 			return nil, fmt.Errorf("web: bot %q: the URL must be http(s)://host[:port][/path], got %q", b.Name, b.URL)
+		}
+		// Over plain http anyone on the path could swap the public key
+		// /v1/identity answers, and members would seal their credentials
+		// to it; the caller token would travel in the clear too.
+		if u.Scheme == "http" && !isLoopbackHost(u.Host) {
+			return nil, fmt.Errorf("web: bot %q: plain http is allowed on loopback only (the page seals credentials to the key this URL answers); use https://, got %q", b.Name, b.URL)
 		}
 		b.URL = strings.TrimRight(u.String(), "/")
 		s.bots[b.Name] = b

@@ -108,7 +108,7 @@ func TestNewRefusesBadConfig(t *testing.T) {
 		{name: "twice", cfg: Config{Bots: []Bot{{Name: "a", URL: "http://127.0.0.1:1"}, {Name: "a", URL: "http://127.0.0.1:2"}}}, want: "twice"},
 		{name: "bad url", cfg: Config{Bots: []Bot{{Name: "a", URL: "ftp://x"}}}, want: "URL must be"},
 		{name: "url with userinfo", cfg: Config{Bots: []Bot{{Name: "a", URL: "http://u:p@x"}}}, want: "URL must be"},
-		{name: "bad broker", cfg: Config{Bots: []Bot{{Name: "a", URL: "http://x"}}, BrokerURL: "javascript:alert(1)"}, want: "broker URL"},
+		{name: "bad broker", cfg: Config{Bots: []Bot{{Name: "a", URL: "https://x"}}, BrokerURL: "javascript:alert(1)"}, want: "broker URL"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
