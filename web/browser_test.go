@@ -266,6 +266,7 @@ func TestBrowser(t *testing.T) {
 	run("read & write opens exactly one issue", func(t *testing.T) { testOpenIssue(t, e) })
 	var oauthTokens []string
 	run("hubspot with OAuth rotates and re-stores", func(t *testing.T) { oauthTokens = testHubSpotOAuth(t, e) })
+	run("an OAuth result from a link is refused", func(t *testing.T) { testRedteamForgedOAuthResult(t, e) })
 	run("reload keeps connections and app state", func(t *testing.T) { testReload(t, e) })
 	run("labels and keyboard", func(t *testing.T) { testKeyboard(t, e) })
 	run("no token in the clear", func(t *testing.T) { testNoSecrets(t, e, append([]string{pat}, oauthTokens...)) })
@@ -537,6 +538,40 @@ func testHubSpotOAuth(t *testing.T, e *browserEnv) []string {
 		t.Fatalf("HubSpot access tokens seen = %d, want the first and the rotated one", len(tokens))
 	}
 	return tokens
+}
+
+// testRedteamForgedOAuthResult: the OAuth result rides in the fragment
+// of a URL anyone can write. A link to the catalog carrying another
+// account's token (which the fake accepts) — without a flow id, or with a
+// made-up one — must connect nothing: before the flow binding it replaced
+// the member's GitHub connection with the attacker's account, read &
+// write, and the member's bots wrote into it.
+func testRedteamForgedOAuthResult(t *testing.T, e *browserEnv) {
+	forged := fakeapi.OAuthToken(fakeapi.GitHub)
+	e.openCatalog()
+	before := e.text("#connected-github")
+	if before == "" {
+		t.Fatal("github is not connected before the attack")
+	}
+	for _, path := range []string{
+		"/#service=github&access_token=" + forged + "&cap=write&token_type=Bearer",
+		"/?flow=AAAAAAAAAAAAAAAAAAAAAA#service=github&access_token=" + forged + "&cap=write&token_type=Bearer",
+	} {
+		e.do(chromedp.Navigate("about:blank")) // a link opens a new document
+		e.open(path)
+		e.waitFor("the refusal", `document.getElementById('page-status').textContent.startsWith('Refused an OAuth result')`)
+		if loc := eval[string](e, `location.href`); loc != e.st.WebURL+"/" {
+			t.Errorf("the forged result stays in the URL: %q", loc)
+		}
+		if got := e.text("#connected-github"); got != before {
+			t.Errorf("the GitHub connection changed: %q, was %q", got, before)
+		}
+	}
+	for _, r := range e.st.Fake.Requests() {
+		if strings.Contains(r.Header.Get("Authorization"), forged) {
+			t.Errorf("the forged token reached the provider: %s %s", r.Method, r.Path)
+		}
+	}
 }
 
 func testReload(t *testing.T, e *browserEnv) {

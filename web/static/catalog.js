@@ -12,13 +12,17 @@
 
   // takeFragment reads an OAuth result the broker put in the fragment and
   // clears it at once, before anything else runs.
+  // The flow id (beginOAuth) comes back in the query; both are cleared.
   function takeFragment() {
+    const flow = new URLSearchParams(location.search).get('flow');
+    if (location.search) history.replaceState(null, '', location.pathname + location.hash);
     if (!location.hash || location.hash.length < 2) return null;
     const params = new URLSearchParams(location.hash.slice(1));
-    history.replaceState(null, '', location.pathname + location.search);
+    history.replaceState(null, '', location.pathname);
     if (!params.get('service')) return null;
     const out = {};
     for (const [k, v] of params) out[k] = v;
+    out.flow = flow || '';
     return out;
   }
 
@@ -100,8 +104,8 @@
       el('p', {},
         el('button', { type: 'submit', class: 'primary', id: 'save-' + id }, 'Save and verify'),
         svc.oauth_enabled && cat.broker ? ' ' : null,
-        svc.oauth_enabled && cat.broker ? el('button', { type: 'button', id: 'oauth-' + id, onclick: () => {
-          const ret = location.origin + location.pathname;
+        svc.oauth_enabled && cat.broker ? el('button', { type: 'button', id: 'oauth-' + id, onclick: async () => {
+          const ret = location.origin + location.pathname + '?flow=' + encodeURIComponent(await P.beginOAuth(id));
           location.assign(cat.broker + '/oauth/' + encodeURIComponent(id) + '/start?cap=' + chosenCap(section, id) + '&return=' + encodeURIComponent(ret));
         } }, 'Connect with ' + svc.name) : null));
     form.addEventListener('submit', async (ev) => {
@@ -191,6 +195,10 @@
     await P.fillBotSelect(document.getElementById('bot'));
     await refresh();
     if (!frag) return;
+    if (!(await P.endOAuth(frag.service, frag.flow))) {
+      P.status(pageStatus, 'Refused an OAuth result this page did not start (a link from elsewhere?): nothing was connected or changed.', 'bad');
+      return;
+    }
     if (frag.error) {
       const n = document.getElementById('status-' + frag.service);
       P.status(n || pageStatus, 'The connection was not made: ' + frag.error + '.', 'bad');

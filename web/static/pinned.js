@@ -411,6 +411,29 @@
     for (const c of children) if (c !== null && c !== undefined) e.append(c);
     return e;
   }
+  // ---- OAuth flows ------------------------------------------------------------
+
+  // An OAuth result arrives in the fragment of a URL anyone can write: a
+  // link to this page with #service=github&access_token=<theirs> would
+  // otherwise replace the member's connection with an attacker's account
+  // (the member's bots then write into it). beginOAuth records a one-time
+  // flow id before the page leaves for the broker, carried in the return
+  // URL's query; endOAuth accepts a result only for that id and service,
+  // within FLOW_TTL_MS, and spends the record whatever the outcome.
+  const FLOW_TTL_MS = 15 * 60 * 1000;
+  async function beginOAuth(service) {
+    await ready();
+    const id = sodium.to_base64(sodium.randombytes_buf(16), sodium.base64_variants.URLSAFE_NO_PADDING);
+    await idb.put('keys', 'oauth_flow', { service: service, id: id, at: Date.now() });
+    return id;
+  }
+  async function endOAuth(service, id) {
+    const rec = await idb.get('keys', 'oauth_flow');
+    await idb.del('keys', 'oauth_flow');
+    return !!rec && typeof id === 'string' && id.length >= 22 && rec.id === id && rec.service === service &&
+      Date.now() - rec.at >= 0 && Date.now() - rec.at < FLOW_TTL_MS;
+  }
+
   // safeHref keeps a URL that came from a provider only when it is https
   // (never javascript:, data: or a relative path).
   function safeHref(u) { return typeof u === 'string' && /^https:\/\/[^\s]+$/.test(u) ? u : undefined; }
@@ -422,7 +445,7 @@
   window.pinned = {
     PinnedError, ready, memberPublicKey, catalog, bots, currentBot, chooseBot, fillBotSelect,
     connections, getConnection, connect, disconnect, setCap, capAllows, consent, runOp,
-    appendEvent, events, clearEvents, el, status, safeHref,
+    appendEvent, events, clearEvents, el, status, safeHref, beginOAuth, endOAuth,
     get rotations() { return rotations; },
     // For the cross-language test: the member's sealed-box primitives.
     _seal: (obj, pub) => seal(obj, pub),
