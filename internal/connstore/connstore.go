@@ -221,6 +221,11 @@ func Open(dir string) (*Store, error) {
 	}
 	key, err := grant.LoadKeyFile(kp)
 	if errors.Is(err, fs.ErrNotExist) {
+		// A store without its key is a key lost or not restored: a new key
+		// would never open it and would stand in the old one's place.
+		if _, serr := os.Lstat(filepath.Join(dir, StoreFile)); serr == nil {
+			return nil, fmt.Errorf("connstore: %s is missing but %s exists: restore the key file (from the backup the store came from) or remove the store and connect again", kp, filepath.Join(dir, StoreFile))
+		}
 		if key, err = grant.GenerateKey(nil); err == nil {
 			err = grant.WriteKeyFile(kp, key, false)
 		}

@@ -196,3 +196,20 @@ func TestRedteamViewerEscapes(t *testing.T) {
 		t.Errorf("cut %d bytes, valid %v", len(got), utf8.ValidString(got))
 	}
 }
+
+// TestRedteamMissingKeyWithStore: a store whose key is gone (a backup
+// restored without it) is refused; no new key is made in its place.
+func TestRedteamMissingKeyWithStore(t *testing.T) {
+	s := newStore(t)
+	if err := s.Put(Connection{Service: "github", Cap: CapRead, Kind: grant.KindPAT, Token: tok}); err != nil {
+		t.Fatal(err)
+	}
+	kp := filepath.Join(s.Dir(), KeyFile)
+	os.Remove(kp)
+	if _, err := Open(s.Dir()); err == nil || !strings.Contains(err.Error(), "restore the key file") {
+		t.Errorf("open: %v", err)
+	}
+	if _, err := os.Stat(kp); !os.IsNotExist(err) {
+		t.Errorf("a new key was written: %v", err)
+	}
+}
