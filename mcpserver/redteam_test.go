@@ -395,3 +395,24 @@ func TestRedteamLedgerPerSession(t *testing.T) {
 		t.Error("expired records still count against their session")
 	}
 }
+
+// TestRedteamResourcesFixed: only the manifests are resources; any other
+// URI (the store, the key, a path out of pinned://registry/, a file) is
+// an error with no content.
+func TestRedteamResourcesFixed(t *testing.T) {
+	e := newEnv(t, envOpts{conns: []connstore.Connection{ghWrite}})
+	cs := e.connect(t, clientOpts{})
+	for _, uri := range []string{
+		"pinned://registry/../key", "pinned://registry/github/../../connections.sealed", "pinned://registry/",
+		"pinned://registry/GITHUB", "file:///etc/passwd", "file://" + e.store.Path(), "pinned://connections",
+	} {
+		res, err := cs.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: uri})
+		if err == nil {
+			t.Errorf("%s: read %d contents", uri, len(res.Contents))
+		}
+	}
+	res, err := cs.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: "pinned://registry/github"})
+	if err != nil || len(res.Contents) != 1 || !strings.Contains(res.Contents[0].Text, `"api.github.com"`) {
+		t.Errorf("the github manifest: %v %+v", err, res)
+	}
+}
