@@ -416,3 +416,21 @@ func TestRedteamResourcesFixed(t *testing.T) {
 		t.Errorf("the github manifest: %v %+v", err, res)
 	}
 }
+
+// TestRedteamLedgerCrossTool: a confirmation of one tool presented with
+// another (same args, another op or service) is confirmation_mismatch and
+// spent, so the right tool cannot follow with it.
+func TestRedteamLedgerCrossTool(t *testing.T) {
+	now := time.Now()
+	l := newLedger(time.Minute, 64)
+	a := &mcp.ServerSession{}
+	for _, tc := range []struct{ service, op string }{{"linear", "create_issue"}, {"github", "create_comment"}} {
+		id, _ := l.issue(a, "github", "create_issue", "h", now)
+		if got := l.consume(id, a, tc.service, tc.op, "h", now); got != CodeConfirmationMismatch {
+			t.Errorf("%s.%s: %q", tc.service, tc.op, got)
+		}
+		if got := l.consume(id, a, "github", "create_issue", "h", now); got != CodeConfirmationReplayed {
+			t.Errorf("%s.%s then the right tool: %q", tc.service, tc.op, got)
+		}
+	}
+}
