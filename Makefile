@@ -12,7 +12,7 @@ UNITDIR   ?= /etc/systemd/system
 
 # The guest is built reproducibly: no paths, no VCS stamp, no build id.
 WASMFLAGS := -trimpath -buildvcs=false -ldflags="-s -w -buildid=" -buildmode=c-shared
-GUEST_SRC := $(shell find guest/wasm guest/executor internal/abi internal/jsonv -name '*.go' -not -name '*_test.go')
+GUEST_SRC := $(shell find guest/wasm guest/executor internal/abi internal/argrules internal/jsonv -name '*.go' -not -name '*_test.go')
 HOSTILE   := $(patsubst %/main.go,%.wasm,$(wildcard host/testdata/hostile/*/main.go))
 
 .PHONY: all guest hostile build install walkthrough test demo bench check fuzz clean web web-vendor

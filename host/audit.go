@@ -47,10 +47,14 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 }
 
 // audit writes the one event of an egress attempt (accepted or denied):
-// service, op, method, host, path template, status, bytes raw and
-// projected, duration and deny reason. It never logs the credential, the
-// rendered URL or argument values.
-func (e *Engine) audit(ctx context.Context, call Call, p *prepared, res *Result, err *Error, status int, raw int64, start time.Time) {
+// service, op, method, host, path template, the request target as sent
+// (path and query; target is empty for a denied request, which was not
+// sent), status, bytes raw and projected, duration, deny reason and, on a
+// write that failed after it was sent, applied. The target is the bound
+// request's (bind.go: exactly what was sent) with the value of every arg
+// the manifest marks secret replaced by "[redacted]"; the event never
+// holds the credential or a body.
+func (e *Engine) audit(ctx context.Context, call Call, p *prepared, res *Result, err *Error, status int, raw int64, start time.Time, target string) {
 	log := e.logger(ctx)
 	outcome := "ok"
 	var deny DenyReason
@@ -77,8 +81,14 @@ func (e *Engine) audit(ctx context.Context, call Call, p *prepared, res *Result,
 		Int("bytes_projected", projected).
 		Float64("duration_ms", float64(time.Since(start).Microseconds())/1000).
 		Str("outcome", outcome)
+	if target != "" {
+		ev = ev.Str("target", target)
+	}
 	if deny != "" {
 		ev = ev.Str("deny", string(deny))
+	}
+	if err != nil && err.Applied != "" {
+		ev = ev.Str("applied", string(err.Applied))
 	}
 	if err != nil && err.cause != nil {
 		ev = ev.Str("cause", redactCause(err.cause))

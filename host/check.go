@@ -6,7 +6,6 @@ import (
 	"strings"
 	"unicode"
 
-	"github.com/elevenmessenger/pinned/guest/executor"
 	"github.com/elevenmessenger/pinned/registry"
 )
 
@@ -43,13 +42,10 @@ func (e *Engine) Check(ctx context.Context, service, op string, args json.RawMes
 	}
 	c := &Checked{Service: service, Op: op, Access: p.op.Access}
 	if p.op.Confirm != "" {
-		// The sandbox accepted these exact args; the native executor only
-		// recomputes their canonical text (defaults applied).
-		vals, rej, ierr := executor.Validate(st.input)
-		if ierr != nil || rej != nil {
-			return nil, &Error{Code: CodeSandbox, Message: "the args could not be rendered for confirmation"}
-		}
-		c.Confirm = renderConfirm(p.op.Confirm, vals)
+		// The host validated these exact args and the guest's request is
+		// bound to them; the sentence shows their canonical text
+		// (defaults applied).
+		c.Confirm = renderConfirm(p.op.Confirm, p.bind.confirmValues(st.want))
 	}
 	return c, nil
 }

@@ -423,6 +423,7 @@ type prepared struct {
 	op     *registry.Op
 	name   string
 	policy *opPolicy
+	bind   *binding
 	prefix []byte // the op input up to the args string
 	proj   *Projection
 	errMsg []string // error_message path
@@ -457,7 +458,11 @@ func (e *Engine) prepare(service, opName string) (*prepared, *Error) {
 	if err != nil {
 		return nil, &Error{Code: CodeSandbox, Message: "op cannot be prepared", cause: err}
 	}
-	p = &prepared{m: m, op: op, name: opName, policy: pol, prefix: prefix, proj: NewProjection(op.Pick.Root, op.Pick.Fields)}
+	bind, err := newBinding(m, op, prefix)
+	if err != nil {
+		return nil, &Error{Code: CodeSandbox, Message: "op cannot be prepared", cause: err}
+	}
+	p = &prepared{m: m, op: op, name: opName, policy: pol, bind: bind, prefix: prefix, proj: NewProjection(op.Pick.Root, op.Pick.Fields)}
 	p.errMsg = splitPath(m.ErrorMessagePath())
 	p.pager = newPager(m, op)
 	e.mu.Lock()
@@ -499,6 +504,12 @@ func inputPrefix(m *registry.Manifest, op *registry.Op) ([]byte, error) {
 	return append(head, '\n'), nil
 }
 
+// inputHook, when set, may change the guest's op input after the host
+// bound the caller's args. Only this package's tests set it (to hand a
+// hostile test guest its instructions outside the args, which the host
+// validates); it is nil in every build of the program.
+var inputHook func(ctx context.Context, input []byte) []byte
+
 // Run runs one op: it checks the call, renders the request in a fresh
 // guest instance, checks it, sends it with the credential, and projects the
 // answer. The error, when not nil, is an *Error.
@@ -533,7 +544,16 @@ func (e *Engine) run(ctx context.Context, call Call, start time.Time) (*Result, 
 	if herr := e.outcomeError(ctx, call, p, st); herr != nil {
 		return nil, herr
 	}
-	res, raw, err := e.send(ctx, p, st.req, call.Credential)
+	write := p.op.Access == "write"
+	var sent sentTracker
+	sendCtx := ctx
+	if write {
+		sendCtx = sent.trace(ctx)
+	}
+	res, raw, err := e.send(sendCtx, p, st.req, call.Credential)
+	if write {
+		markApplied(err, sent.wrote.Load())
+	}
 	status := 0
 	if res != nil {
 		status = res.Status
@@ -541,7 +561,7 @@ func (e *Engine) run(ctx context.Context, call Call, start time.Time) (*Result, 
 	} else if err != nil {
 		status = err.Status
 	}
-	e.audit(ctx, call, p, res, err, status, raw, start)
+	e.audit(ctx, call, p, res, err, status, raw, start, p.bind.target(st.want))
 	return res, err
 }
 
@@ -554,10 +574,23 @@ func (e *Engine) execute(ctx context.Context, p *prepared, args json.RawMessage)
 	if len(args) > e.cfg.MaxArgsBytes {
 		return nil, &Error{Code: CodeBadArgs, Message: fmt.Sprintf("args are larger than %d bytes", e.cfg.MaxArgsBytes)}
 	}
+	// The host checks the caller's args itself (package argrules, the
+	// rules the guest also runs) and renders the request they bind the op
+	// to: bad args fail here, before any guest runs, and the guest's
+	// request must be exactly this one (bind.go).
+	want, rej := p.bind.bind(args)
+	if rej != nil {
+		return nil, badArgs(p, rej.Reason, rej.Arg)
+	}
 	input := append(append(make([]byte, 0, len(p.prefix)+len(args)), p.prefix...), args...)
+	if inputHook != nil {
+		input = inputHook(ctx, input)
+	}
 	st := &opState{
 		input:     input,
 		policy:    p.policy,
+		bind:      p.bind,
+		want:      want,
 		op:        p.op,
 		maxCall:   e.cfg.MaxHostCalls,
 		start:     time.Now(),
@@ -582,7 +615,7 @@ func (e *Engine) outcomeError(ctx context.Context, call Call, p *prepared, st *o
 		return badArgs(p, st.rejReason, st.rejArg)
 	case outcomeDenied:
 		err := &Error{Code: CodeEgressDenied, Message: "the request broke the egress policy (" + string(st.deny) + ")", Deny: st.deny}
-		e.audit(ctx, call, p, nil, err, 0, 0, st.start)
+		e.audit(ctx, call, p, nil, err, 0, 0, st.start, "")
 		return err
 	}
 	return newError(CodeSandbox, "the executor finished without a request")

@@ -40,6 +40,11 @@ type Error struct {
 	Arg string
 	// Deny is the rule the request broke (CodeEgressDenied).
 	Deny DenyReason
+	// Applied is set on a write op's failure once its request was sent:
+	// AppliedYes (the provider answered 2xx, e.g. a result over the cap),
+	// AppliedMaybe or AppliedNo; see Applied. Status carries the
+	// provider's status when it answered.
+	Applied Applied
 
 	cause error
 }
@@ -48,6 +53,9 @@ func (e *Error) Error() string {
 	s := string(e.Code) + ": " + e.Message
 	if e.Status != 0 {
 		s += " (HTTP " + strconv.Itoa(e.Status) + ")"
+	}
+	if e.Applied != "" {
+		s += " (applied: " + string(e.Applied) + ")"
 	}
 	return s
 }

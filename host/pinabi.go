@@ -9,8 +9,8 @@ import (
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 
-	"github.com/elevenmessenger/pinned/guest/executor"
 	"github.com/elevenmessenger/pinned/internal/abi"
+	"github.com/elevenmessenger/pinned/internal/argrules"
 	"github.com/elevenmessenger/pinned/internal/jsonv"
 	"github.com/elevenmessenger/pinned/registry"
 )
@@ -20,8 +20,8 @@ type outcome uint8
 
 const (
 	outcomeNone     outcome = iota
-	outcomeAccepted         // request passed the policy; the host will send it
-	outcomeDenied           // request refused by the policy
+	outcomeAccepted         // request passed the policy and is bound to the args; the host will send it
+	outcomeDenied           // request refused by the policy or the binding
 	outcomeRejected         // the guest refused the args
 )
 
@@ -31,6 +31,8 @@ type opState struct {
 	running bool // false during _initialize: pin_v1 calls get ESTATE
 	input   []byte
 	policy  *opPolicy
+	bind    *binding // the op's request template (nil: no request is bound)
+	want    *bound   // the request the caller's validated args render
 	op      *registry.Op
 	calls   int
 	maxCall int
@@ -165,7 +167,8 @@ func pinInputRead(ctx context.Context, mod api.Module, stack []uint64) {
 // outcome is not yet fixed (ESTATE); buf_len <= abi.MaxRequestBytes
 // (ETOOBIG); the bytes are inside memory (EFAULT); they decode as the
 // request encoding (EINVAL); the request passes the egress policy
-// (EDENIED). The check runs on a copy of the guest's bytes. ETOOBIG,
+// (EDENIED) and is exactly the request the caller's args bind the op to
+// (EDENIED, DenyNotBound). The check runs on a copy of the guest's bytes. ETOOBIG,
 // EINVAL and EDENIED fix the op's outcome as denied; OK fixes it as
 // accepted. Results: OK, ETOOBIG, EFAULT, EINVAL, EDENIED, ESTATE, ELIMIT.
 func pinRequest(ctx context.Context, mod api.Module, stack []uint64) {
@@ -197,6 +200,11 @@ func pinRequest(ctx context.Context, mod api.Module, stack []uint64) {
 	}
 	if deny := st.policy.check(req); deny != "" {
 		st.outcome, st.deny = outcomeDenied, deny
+		result(stack, abi.EDENIED)
+		return
+	}
+	if st.bind == nil || !st.bind.check(st.want, req, st.policy.host) {
+		st.outcome, st.deny = outcomeDenied, DenyNotBound
 		result(stack, abi.EDENIED)
 		return
 	}
@@ -286,7 +294,7 @@ func (st *opState) callerSent(name string) bool {
 		if err != nil {
 			return false
 		}
-		if _, declared := st.op.Args[k.S]; !declared && executor.ClipName(k.S) == name {
+		if _, declared := st.op.Args[k.S]; !declared && argrules.ClipName(k.S) == name {
 			return true
 		}
 		if i = ws(i + n); i >= len(raw) || raw[i] != ':' {

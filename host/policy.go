@@ -17,34 +17,30 @@ type DenyReason string
 // Deny reasons of the request check (ABI invariant 2), the dial policy
 // (invariant 4) and the response handling.
 const (
-	DenyMalformed       DenyReason = "request_malformed"  // not the documented request encoding
-	DenyTooLarge        DenyReason = "request_too_large"  // over abi.MaxRequestBytes
-	DenyMethod          DenyReason = "method"             // method other than the op's
-	DenyScheme          DenyReason = "scheme"             // not https://
-	DenyHost            DenyReason = "host"               // authority is not exactly the manifest's host
-	DenyPort            DenyReason = "port"               // a port in the URL
-	DenyUserinfo        DenyReason = "userinfo"           // user@host
-	DenyFragment        DenyReason = "fragment"           // #fragment
-	DenyURLChar         DenyReason = "url_char"           // a byte outside printable ASCII (CR, LF, space, NUL, non-ASCII)
-	DenyPath            DenyReason = "path_template"      // path does not match the op's template
-	DenyDotSegment      DenyReason = "dot_segment"        // "." or ".." (also percent-encoded) in a segment
-	DenyEncodedSlash    DenyReason = "encoded_slash"      // %2F or %5C in a segment
-	DenyPathEncoding    DenyReason = "path_encoding"      // malformed percent-encoding in the path
-	DenyQueryKey        DenyReason = "query_key"          // a query key the op does not declare
-	DenyQueryDuplicate  DenyReason = "query_duplicate"    // a query key twice
-	DenyQuerySyntax     DenyReason = "query_syntax"       // malformed query
-	DenyBodyNotAllowed  DenyReason = "body_not_allowed"   // a body where the op declares none
-	DenyBodyMissing     DenyReason = "body_missing"       // no body where the op declares one
-	DenyBodyInvalid     DenyReason = "body_invalid"       // body not of the op's kind (JSON object, form of declared keys)
-	DenyBodyShape       DenyReason = "body_shape"         // body not the op's body_json/body_form template with values in the {arg} places
-	DenyQueryValue      DenyReason = "query_value"        // a query value not the op's template with a value in the {arg} places, or a fixed key missing
-	DenyHeaderForbidden DenyReason = "header_forbidden"   // a header the host owns (Authorization, Cookie, Host, Proxy-*, ...)
-	DenyHeaderInvalid   DenyReason = "header_invalid"     // bad header name, or CR/LF/NUL in a value
-	DenyHeaderNotAllow  DenyReason = "header_not_allowed" // a header the manifest does not declare
-	DenyHeaderValue     DenyReason = "header_value"       // a declared header with another value
-	DenyHeaderDuplicate DenyReason = "header_duplicate"   // a header twice
-	DenyDial            DenyReason = "dial_address"       // the host resolved to a non-public address
-	DenyRedirect        DenyReason = "redirect"           // upstream answered 3xx; not followed
+	DenyMalformed       DenyReason = "request_malformed" // not the documented request encoding
+	DenyTooLarge        DenyReason = "request_too_large" // over abi.MaxRequestBytes
+	DenyMethod          DenyReason = "method"            // method other than the op's
+	DenyScheme          DenyReason = "scheme"            // not https://
+	DenyHost            DenyReason = "host"              // authority is not exactly the manifest's host
+	DenyPort            DenyReason = "port"              // a port in the URL
+	DenyUserinfo        DenyReason = "userinfo"          // user@host
+	DenyFragment        DenyReason = "fragment"          // #fragment
+	DenyURLChar         DenyReason = "url_char"          // a byte outside printable ASCII (CR, LF, space, NUL, non-ASCII)
+	DenyPath            DenyReason = "path_template"     // path does not match the op's template
+	DenyDotSegment      DenyReason = "dot_segment"       // "." or ".." (also percent-encoded) in a segment
+	DenyEncodedSlash    DenyReason = "encoded_slash"     // %2F or %5C in a segment
+	DenyPathEncoding    DenyReason = "path_encoding"     // malformed percent-encoding in the path
+	DenyQueryDuplicate  DenyReason = "query_duplicate"   // a query key twice
+	DenyQuerySyntax     DenyReason = "query_syntax"      // malformed query
+	DenyBodyNotAllowed  DenyReason = "body_not_allowed"  // a body where the op declares none
+	DenyBodyMissing     DenyReason = "body_missing"      // no body where the op declares one
+	DenyBodyInvalid     DenyReason = "body_invalid"      // body not of the op's kind (a JSON object; form pairs in the executor's alphabet, each key once)
+	DenyHeaderForbidden DenyReason = "header_forbidden"  // a header the host owns (Authorization, Cookie, Host, Proxy-*, ...)
+	DenyHeaderInvalid   DenyReason = "header_invalid"    // bad header name, or CR/LF/NUL in a value
+	DenyHeaderDuplicate DenyReason = "header_duplicate"  // a header twice
+	DenyNotBound        DenyReason = "not_bound"         // not exactly the request the op's templates render from the caller's validated args (bind.go)
+	DenyDial            DenyReason = "dial_address"      // the host resolved to a non-public address
+	DenyRedirect        DenyReason = "redirect"          // upstream answered 3xx; not followed
 )
 
 // checkedRequest is a request that passed the policy.
@@ -54,21 +50,20 @@ type checkedRequest struct {
 	headers [][2]string
 	body    []byte
 	hasBody bool
+	json    *jsonv.Value // the parsed body of a body_json op (set by the policy)
 }
 
-// opPolicy is what the request check needs of one op, precomputed.
+// opPolicy is what the request check needs of one op, precomputed. It
+// holds every request to the shape any request must have (the pinned
+// host, the path's literal segments, well-formed encodings, no header the
+// host owns); bind.go then holds it to the exact request the caller's
+// args render.
 type opPolicy struct {
 	host        string
 	method      string
 	segments    []pathSeg
-	queryKeys   map[string]bool
-	queryTmpl   map[string]glob
 	bodyKind    string // "", "json", "form"
-	formKeys    map[string]bool
-	formTmpl    map[string]glob
-	bodyShape   *shape
-	headers     map[string]string // canonical name → value
-	authHeader  string            // canonical name of the credential header
+	authHeader  string // canonical name of the credential header
 	contentType string
 }
 
@@ -81,10 +76,7 @@ func newOpPolicy(m *registry.Manifest, op *registry.Op) (*opPolicy, error) {
 	p := &opPolicy{
 		host:       m.Host,
 		method:     op.Method,
-		queryKeys:  map[string]bool{},
 		bodyKind:   op.BodyKind(),
-		formKeys:   map[string]bool{},
-		headers:    map[string]string{},
 		authHeader: "Authorization",
 	}
 	if m.Auth.Scheme == registry.SchemeHeader {
@@ -100,35 +92,6 @@ func newOpPolicy(m *registry.Manifest, op *registry.Op) (*opPolicy, error) {
 		} else {
 			p.segments = append(p.segments, pathSeg{lit: seg})
 		}
-	}
-	p.queryTmpl, p.formTmpl = map[string]glob{}, map[string]glob{}
-	for k, v := range op.Query {
-		p.queryKeys[k] = true
-		g, err := newGlob(v)
-		if err != nil {
-			return nil, err
-		}
-		p.queryTmpl[k] = g
-	}
-	for k, v := range op.BodyForm {
-		p.formKeys[k] = true
-		g, err := newGlob(v)
-		if err != nil {
-			return nil, err
-		}
-		p.formTmpl[k] = g
-	}
-	if len(op.BodyJSON) > 0 {
-		tv, err := jsonv.Parse(op.BodyJSON)
-		if err != nil {
-			return nil, err
-		}
-		if p.bodyShape, err = newShape(&tv, op.Args); err != nil {
-			return nil, err
-		}
-	}
-	for k, v := range m.Headers {
-		p.headers[textproto.CanonicalMIMEHeaderKey(k)] = v
 	}
 	switch p.bodyKind {
 	case "json":
@@ -188,8 +151,9 @@ func decodeRequest(b []byte) (*checkedRequest, DenyReason) {
 	return r, ""
 }
 
-// check applies ABI invariant 2 to a decoded request. It returns "" when
-// the request may be sent.
+// check applies ABI invariant 2 to a decoded request: the request's
+// shape. It returns "" when the request may go on to the binding check
+// (bind.go), which decides whether it is sent.
 func (p *opPolicy) check(r *checkedRequest) DenyReason {
 	if r.method != p.method {
 		return DenyMethod
@@ -242,7 +206,7 @@ func (p *opPolicy) checkURL(u string) DenyReason {
 	if hasQuery {
 		return p.checkQuery(query)
 	}
-	return p.fixedKeysPresent(p.queryTmpl, nil, DenyQueryValue)
+	return ""
 }
 
 // hasPort reports whether an authority ends in ":digits" (after any
@@ -357,14 +321,13 @@ func unhex(c byte) (byte, bool) {
 
 // checkQuery: pairs of key=value joined by "&", in the executor's
 // alphabet only (unreserved characters and %XX: no ";", which some
-// servers also split on), valid encoding, declared keys, each once, each
-// value the key's template with text in the {arg} places, and every key
-// whose template names no arg present (the executor always sends those).
+// servers also split on), valid encoding, no key twice. Which keys and
+// values is the binding's check (bind.go).
 func (p *opPolicy) checkQuery(q string) DenyReason {
-	seen := map[string]bool{}
 	if q == "" {
 		return DenyQuerySyntax
 	}
+	seen := make(map[string]bool, 4)
 	for _, pair := range strings.Split(q, "&") {
 		k, v, ok := strings.Cut(pair, "=")
 		if !ok || k == "" {
@@ -376,30 +339,14 @@ func (p *opPolicy) checkQuery(q string) DenyReason {
 			}
 		}
 		key, ok1 := percentDecode(k)
-		val, ok2 := percentDecode(v)
+		_, ok2 := percentDecode(v)
 		if !ok1 || !ok2 {
 			return DenyQuerySyntax
-		}
-		if !p.queryKeys[key] {
-			return DenyQueryKey
 		}
 		if seen[key] {
 			return DenyQueryDuplicate
 		}
 		seen[key] = true
-		if !p.queryTmpl[key].match(val) {
-			return DenyQueryValue
-		}
-	}
-	return p.fixedKeysPresent(p.queryTmpl, seen, DenyQueryValue)
-}
-
-// fixedKeysPresent requires every key whose template names no arg.
-func (p *opPolicy) fixedKeysPresent(tmpl map[string]glob, seen map[string]bool, deny DenyReason) DenyReason {
-	for k, g := range tmpl {
-		if !g.hasArg() && !seen[k] {
-			return deny
-		}
 	}
 	return ""
 }
@@ -415,36 +362,39 @@ func (p *opPolicy) checkBody(r *checkedRequest) DenyReason {
 		if err != nil || v.Kind != jsonv.Object {
 			return DenyBodyInvalid
 		}
-		if p.bodyShape != nil && !p.bodyShape.match(&v) {
-			return DenyBodyShape
-		}
+		r.json = &v
 	case p.bodyKind == "form":
-		seen := map[string]bool{}
-		if len(r.body) > 0 {
-			for _, pair := range strings.Split(string(r.body), "&") {
-				k, v, ok := strings.Cut(pair, "=")
-				if !ok || k == "" {
+		if len(r.body) == 0 {
+			return ""
+		}
+		seen := make(map[string]bool, 4)
+		for _, pair := range strings.Split(string(r.body), "&") {
+			k, v, ok := strings.Cut(pair, "=")
+			if !ok || k == "" {
+				return DenyBodyInvalid
+			}
+			for i := 0; i < len(pair); i++ {
+				if c := pair[i]; !isExecutorByte(c) && c != '+' && c != '=' {
 					return DenyBodyInvalid
-				}
-				for i := 0; i < len(pair); i++ {
-					if c := pair[i]; !isExecutorByte(c) && c != '+' && c != '=' {
-						return DenyBodyInvalid
-					}
-				}
-				key, ok1 := percentDecode(strings.ReplaceAll(k, "+", " "))
-				val, ok2 := percentDecode(strings.ReplaceAll(v, "+", " "))
-				if !ok1 || !ok2 || !p.formKeys[key] || seen[key] {
-					return DenyBodyInvalid
-				}
-				seen[key] = true
-				if !p.formTmpl[key].match(val) {
-					return DenyBodyShape
 				}
 			}
+			key, ok1 := percentDecode(strings.ReplaceAll(k, "+", " "))
+			_, ok2 := percentDecode(strings.ReplaceAll(v, "+", " "))
+			if !ok1 || !ok2 || seen[key] {
+				return DenyBodyInvalid
+			}
+			seen[key] = true
 		}
-		return p.fixedKeysPresent(p.formTmpl, seen, DenyBodyShape)
 	}
 	return ""
+}
+
+// isExecutorByte reports whether c may appear in a percent-encoded value
+// the executor renders: RFC 3986 unreserved characters and "%" (of %XX).
+// The executor encodes every other byte, so anything else in an
+// argument's place is not its output.
+func isExecutorByte(c byte) bool {
+	return isUnreserved(c) || c == '%'
 }
 
 // hostOwned are headers only the host sets (ABI invariant 2); the guest
@@ -486,13 +436,6 @@ func (p *opPolicy) checkHeaders(hs [][2]string) DenyReason {
 			if c := h[1][i]; (c < 0x20 && c != '\t') || c == 0x7f {
 				return DenyHeaderInvalid
 			}
-		}
-		want, ok := p.headers[name]
-		if !ok {
-			return DenyHeaderNotAllow
-		}
-		if h[1] != want {
-			return DenyHeaderValue
 		}
 		if seen[name] {
 			return DenyHeaderDuplicate

@@ -208,26 +208,30 @@ func newPool(ctx context.Context, e *Engine, plan *guestPlan, compiled wazero.Co
 		return nil, err
 	}
 	// The canonical page state: run the warm-up ops on a fresh copy of the
-	// template and see which pages they wrote and read. That instance,
-	// reset, is the first in the pool; the rest are made in the background, so the engine is ready
-	// as soon as the template is (get creates instances on demand).
-	inst, err := p.create()
+	// template and see which pages they wrote and read. That instance has
+	// run every warm-up op a second time (a guest keeping state per run
+	// may have grown its memory past the template's), so it is closed,
+	// never pooled: every pooled instance, the first included, is made by
+	// create, the same way (TestPoolFirstInstanceIsTemplate). The rest
+	// are made in the background, so the engine is ready as soon as the
+	// template is (get creates instances on demand).
+	probe, err := p.create()
 	if err != nil {
 		return nil, err
 	}
-	if err := p.warm(ctx, e, inst); err != nil {
-		inst.mod.Close(context.Background())
+	err = p.warm(ctx, e, probe)
+	if err == nil {
+		if p.class, err = probe.mem.pageClasses(); err != nil {
+			p.class, err = nil, nil // no pagemap: reset drops everything
+		}
+	}
+	probe.mod.Close(context.Background())
+	if err != nil {
 		return nil, err
 	}
-	if p.class, err = inst.mem.pageClasses(); err != nil {
-		p.class = nil // no pagemap: reset drops everything
-	}
-	if _, err := inst.mem.reset(p.class); err != nil {
-		inst.mod.Close(context.Background())
+	inst, err := p.create()
+	if err != nil {
 		return nil, err
-	}
-	for i, g := range inst.globals {
-		g.Set(p.tmpl.globals[i])
 	}
 	p.free <- inst
 	go p.resetLoop()

@@ -5,21 +5,20 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/elevenmessenger/pinned/guest/executor"
 	"github.com/elevenmessenger/pinned/registry"
 )
 
-// ValidateArgs checks args for the op opName of m as the executor will
-// when the op runs, but with the executor's code compiled natively: no
-// sandbox is built, so it takes microseconds. It is for tools that want to
-// refuse args early (`pinned grant seal` does, before sealing a grant
-// that could never run); nothing relies on it — Run validates again in
-// the sandbox. maxArgsBytes is the engine's Config.MaxArgsBytes (0 means
-// DefaultMaxArgsBytes); empty args are {}.
+// ValidateArgs checks args for the op opName of m with the host's own
+// argument rules (package argrules, the rules the guest also runs) and
+// renders the request they bind the op to, as Run does before any guest
+// runs: no sandbox is built, so it takes microseconds. It is for tools
+// that want to refuse args early (`pinned grant seal` does, before sealing
+// a grant that could never run). maxArgsBytes is the engine's
+// Config.MaxArgsBytes (0 means DefaultMaxArgsBytes); empty args are {}.
 //
 // It returns nil when the args pass, else an *Error with CodeUnknownOp or
 // CodeBadArgs (Arg and Message as Run would give them), or CodeSandbox if
-// the op cannot be rendered at all.
+// the op cannot be prepared at all.
 func ValidateArgs(m *registry.Manifest, opName string, args json.RawMessage, maxArgsBytes int) *Error {
 	op, ok := m.Op(opName)
 	if !ok {
@@ -38,11 +37,11 @@ func ValidateArgs(m *registry.Manifest, opName string, args json.RawMessage, max
 	if err != nil {
 		return &Error{Code: CodeSandbox, Message: "op cannot be prepared", cause: err}
 	}
-	_, rej, err := executor.Render(append(prefix, args...))
+	b, err := newBinding(m, op, prefix)
 	if err != nil {
-		return &Error{Code: CodeSandbox, Message: "the args could not be checked", cause: err}
+		return &Error{Code: CodeSandbox, Message: "op cannot be prepared", cause: err}
 	}
-	if rej != nil {
+	if _, rej := b.bind(args); rej != nil {
 		return badArgs(&prepared{m: m, op: op, name: opName}, rej.Reason, rej.Arg)
 	}
 	return nil

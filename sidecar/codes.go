@@ -157,6 +157,10 @@ type Error struct {
 	UpstreamStatus int
 	// Arg names the offending argument (bad_args).
 	Arg string
+	// Applied is set on a write op that failed after its request was
+	// sent: "yes" (the provider answered 2xx: the write happened), "maybe"
+	// or "no" (host.Applied). A caller never retries a "yes" or "maybe".
+	Applied string
 	// Rotated is the fresh token pair sealed to the grant's member_key
 	// (base64), when the op rotated the grant's pair and then failed: the
 	// member must get the fresh pair whatever became of the op, because
@@ -197,6 +201,7 @@ func fromHost(he *host.Error) *Error {
 	e.UpstreamStatus = he.Status
 	e.RetryAfter = he.RetryAfter
 	e.Arg = he.Arg
+	e.Applied = string(he.Applied)
 	if e.Code == CodeRateLimited && e.RetryAfter <= 0 {
 		e.RetryAfter = 1
 	}
@@ -211,6 +216,7 @@ type errorBody struct {
 		RetryAfter     int    `json:"retry_after,omitempty"`
 		UpstreamStatus int    `json:"upstream_status,omitempty"`
 		Arg            string `json:"arg,omitempty"`
+		Applied        string `json:"applied,omitempty"`
 	} `json:"error"`
 	Rotated string `json:"rotated,omitempty"`
 }
@@ -222,6 +228,7 @@ func (e *Error) body() []byte {
 	b.Error.RetryAfter = e.RetryAfter
 	b.Error.UpstreamStatus = e.UpstreamStatus
 	b.Error.Arg = e.Arg
+	b.Error.Applied = e.Applied
 	b.Rotated = e.Rotated
 	out, _ := jsonenc.Marshal(b)
 	return out

@@ -268,6 +268,16 @@ func printOpError(w io.Writer, he *host.Error, verbose bool) {
 		fmt.Fprintf(w, " (retry after %ds)", he.RetryAfter)
 	}
 	fmt.Fprintln(w)
+	// A write that was sent says whether it took effect, so nobody
+	// retries a write that happened (docs/API.md, "Writes that happened").
+	switch he.Applied {
+	case host.AppliedYes:
+		fmt.Fprintln(w, "pinned op: applied: yes — the provider accepted the write; do not run it again")
+	case host.AppliedMaybe:
+		fmt.Fprintln(w, "pinned op: applied: maybe — the write may have taken effect; check the provider before running it again")
+	case host.AppliedNo:
+		fmt.Fprintln(w, "pinned op: applied: no — the provider refused the write")
+	}
 	if verbose && he.Cause() != nil {
 		fmt.Fprintf(w, "pinned op: cause: %s\n", he.Cause())
 	}

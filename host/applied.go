@@ -1,0 +1,59 @@
+package host
+
+import (
+	"context"
+	"net/http/httptrace"
+	"sync/atomic"
+)
+
+// Applied says whether a write op's request took effect upstream, on an
+// op that failed after its request was sent (Error.Applied). A caller MUST
+// NOT retry a write whose Applied is AppliedYes or AppliedMaybe without
+// first looking at the provider's state: the answer looked like a failure
+// but the write happened (or may have).
+type Applied string
+
+// Values of Error.Applied. Empty means the op is a read, or nothing was
+// sent (the failure came before the request was written).
+const (
+	// AppliedYes: the provider answered 2xx; the failure is in what the
+	// host did with the answer (over the result cap, invalid JSON, over
+	// the raw cap).
+	AppliedYes Applied = "yes"
+	// AppliedMaybe: the request was written but no answer says whether it
+	// took effect: the connection failed or the deadline passed after
+	// the request went out, a 3xx or 5xx answer, or GraphQL errors in a
+	// 2xx answer (a mutation may have partly run).
+	AppliedMaybe Applied = "maybe"
+	// AppliedNo: the provider answered 4xx (including 429): it refused
+	// the request.
+	AppliedNo Applied = "no"
+)
+
+// sentTracker records whether the request's headers were written to a
+// connection (net/http/httptrace WroteHeaders): from then on the provider
+// may act on it.
+type sentTracker struct{ wrote atomic.Bool }
+
+func (s *sentTracker) trace(ctx context.Context) context.Context {
+	return httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		WroteHeaders: func() { s.wrote.Store(true) },
+	})
+}
+
+// markApplied fills err.Applied for a write op whose request was sent.
+func markApplied(err *Error, sent bool) {
+	if err == nil || !sent {
+		return
+	}
+	switch s := err.Status; {
+	case s >= 200 && s < 300 && err.Code == CodeUpstream:
+		err.Applied = AppliedMaybe // GraphQL errors in a 2xx answer
+	case s >= 200 && s < 300:
+		err.Applied = AppliedYes
+	case s >= 400 && s < 500:
+		err.Applied = AppliedNo
+	default: // no answer, 3xx, 5xx
+		err.Applied = AppliedMaybe
+	}
+}

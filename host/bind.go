@@ -1,0 +1,546 @@
+package host
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"net/textproto"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/elevenmessenger/pinned/internal/abi"
+	"github.com/elevenmessenger/pinned/internal/argrules"
+	"github.com/elevenmessenger/pinned/internal/jsonv"
+	"github.com/elevenmessenger/pinned/registry"
+)
+
+// Request binding (docs/SECURITY.md, rule 2b; docs/RATIONALE.md, "Why
+// does the host verify every request if the guest renders it?"). The host
+// sends a request only if it is exactly the request the op's manifest
+// templates render from the caller's args after validation and defaults:
+//
+//   - the path: every segment equal, an {arg} segment in one canonical
+//     percent-encoding (RFC 3986 unreserved characters as they are, every
+//     other byte %XX with upper-case hex);
+//   - the query: exactly the declared keys whose templates are complete,
+//     each once with its canonical value; the ORDER of the pairs is free
+//     (the set of pairs is compared), every pair's bytes are not;
+//   - the body: body_json compared structurally with typed values
+//     (member order free, no member or element more or less, a string
+//     equal after decoding, an integer arg as an integer literal of that
+//     value, a number by its float64 value); body_form field by field like
+//     the query (form encoding: a space is "+");
+//   - the headers: every header the manifest declares exactly once with
+//     its exact value, and no other.
+//
+// Anything else is DenyNotBound. The expected request is built here from
+// the manifest (registry.ParseTemplate and this file's own encoder), never
+// by running the executor's renderer: a renderer bug cannot pass its own
+// check. The argument rules are package argrules, which the guest runs as
+// well: one implementation, read once by a reviewer, run on both sides.
+
+// bindPiece is a template piece: literal text, or the arg at index arg.
+type bindPiece struct {
+	lit string
+	arg int // -1 for literal text
+}
+
+// bindKV is a query or form entry: its canonical encoded key and its value
+// template.
+type bindKV struct {
+	key    string
+	pieces []bindPiece
+}
+
+// bindNode is a compiled body_json template value.
+type bindNode struct {
+	kind   jsonv.Kind
+	pieces []bindPiece // strings
+	exact  int         // a string exactly "{arg}": the arg's index; else -1
+	num    float64     // number literals
+	b      bool        // boolean literals
+	keys   []string    // objects
+	vals   []*bindNode // objects (by keys) and arrays
+}
+
+// binding is what the binding check needs of one op, compiled once.
+type binding struct {
+	args    []*argrules.Arg // in the op spec's order
+	secret  []bool          // by arg index: registry Arg.Secret
+	path    [][]bindPiece   // segments after the leading "/"
+	query   []bindKV
+	form    []bindKV
+	hasForm bool
+	body    *bindNode
+	headers []bindHeader // canonical name, exact value; sorted by name
+}
+
+type bindHeader struct{ name, value string }
+
+// bound is the request one op's args bind the guest to.
+type bound struct {
+	vals  []argrules.Value
+	path  string   // as it must be sent, from the leading "/"
+	query []string // "key=value" pairs, canonical, in template order
+	form  []string // the same for body_form
+}
+
+func newBinding(m *registry.Manifest, op *registry.Op, prefix []byte) (*binding, error) {
+	// The declarations are read from the op spec line the guest receives
+	// (the host built it from the manifest), so both sides apply the
+	// rules to exactly the same declarations.
+	nl := strings.IndexByte(string(prefix), '\n')
+	if nl < 0 {
+		return nil, errors.New("op input prefix has no newline")
+	}
+	spec, err := jsonv.Parse(prefix[:nl])
+	if err != nil {
+		return nil, err
+	}
+	var argsJSON *jsonv.Value
+	if o := spec.Get("op"); o != nil {
+		argsJSON = o.Get("args")
+	}
+	b := &binding{}
+	if b.args, err = argrules.DecodeAll(argsJSON); err != nil {
+		return nil, err
+	}
+	if len(b.args) != len(op.Args) {
+		return nil, errors.New("op spec args differ from the manifest's")
+	}
+	b.secret = make([]bool, len(b.args))
+	for i, a := range b.args {
+		ra := op.Args[a.Name]
+		if ra == nil {
+			return nil, fmt.Errorf("op spec arg %q not in the manifest", a.Name)
+		}
+		b.secret[i] = ra.Secret
+	}
+	if !strings.HasPrefix(op.Path, "/") {
+		return nil, errors.New("path does not start with /")
+	}
+	for _, seg := range strings.Split(op.Path[1:], "/") {
+		ps, err := b.template(seg)
+		if err != nil {
+			return nil, err
+		}
+		b.path = append(b.path, ps)
+	}
+	for _, k := range op.QueryKeys() {
+		ps, err := b.template(op.Query[k])
+		if err != nil {
+			return nil, err
+		}
+		b.query = append(b.query, bindKV{key: string(pctEncode(nil, k, false)), pieces: ps})
+	}
+	b.hasForm = op.BodyForm != nil
+	for _, k := range op.FormKeys() {
+		ps, err := b.template(op.BodyForm[k])
+		if err != nil {
+			return nil, err
+		}
+		b.form = append(b.form, bindKV{key: string(pctEncode(nil, k, true)), pieces: ps})
+	}
+	if len(op.BodyJSON) > 0 {
+		tv, err := jsonv.Parse(op.BodyJSON)
+		if err != nil {
+			return nil, err
+		}
+		if tv.Kind != jsonv.Object {
+			return nil, errors.New("body_json is not an object")
+		}
+		if b.body, err = b.node(&tv); err != nil {
+			return nil, err
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(m.Headers)) {
+		b.headers = append(b.headers, bindHeader{textproto.CanonicalMIMEHeaderKey(k), m.Headers[k]})
+	}
+	return b, nil
+}
+
+// template compiles a template; a placeholder must name a declared arg
+// (the loader guarantees it; fail closed anyway).
+func (b *binding) template(t string) ([]bindPiece, error) {
+	pieces, err := registry.ParseTemplate(t)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]bindPiece, 0, len(pieces))
+	for _, p := range pieces {
+		if p.Arg == "" {
+			out = append(out, bindPiece{lit: p.Text, arg: -1})
+			continue
+		}
+		i := argrules.Index(b.args, p.Arg)
+		if i < 0 {
+			return nil, fmt.Errorf("template names undeclared arg %q", p.Arg)
+		}
+		out = append(out, bindPiece{arg: i})
+	}
+	return out, nil
+}
+
+func (b *binding) node(v *jsonv.Value) (*bindNode, error) {
+	n := &bindNode{kind: v.Kind, exact: -1}
+	switch v.Kind {
+	case jsonv.String:
+		ps, err := b.template(v.S)
+		if err != nil {
+			return nil, err
+		}
+		n.pieces = ps
+		if len(ps) == 1 && ps[0].arg >= 0 {
+			n.exact = ps[0].arg
+		}
+	case jsonv.Number:
+		f, err := strconv.ParseFloat(v.S, 64)
+		if err != nil {
+			return nil, err
+		}
+		n.num = f
+	case jsonv.Bool:
+		n.b = v.B
+	case jsonv.Array:
+		for i := range v.A {
+			e, err := b.node(&v.A[i])
+			if err != nil {
+				return nil, err
+			}
+			n.vals = append(n.vals, e)
+		}
+	case jsonv.Object:
+		for i := range v.O {
+			e, err := b.node(&v.O[i].Value)
+			if err != nil {
+				return nil, err
+			}
+			n.keys = append(n.keys, v.O[i].Key)
+			n.vals = append(n.vals, e)
+		}
+	}
+	return n, nil
+}
+
+// bind validates the caller's args (package argrules: the same rules the
+// guest runs) and renders the request they bind the op to. A reject is
+// the caller's bad args: the op fails with bad_args and no guest runs.
+func (b *binding) bind(raw []byte) (*bound, *argrules.Reject) {
+	vals, rej := argrules.Validate(b.args, raw)
+	if rej != nil {
+		return nil, rej
+	}
+	out := &bound{vals: vals}
+	path := make([]byte, 0, 64)
+	for _, seg := range b.path {
+		path = append(path, '/')
+		for _, p := range seg {
+			if p.arg < 0 {
+				path = append(path, p.lit...)
+				continue
+			}
+			v := vals[p.arg]
+			if !v.Set {
+				return nil, &argrules.Reject{Reason: abi.RejectMissing, Arg: b.args[p.arg].Name}
+			}
+			text := v.Text()
+			if !argrules.PathSegmentOK(text) {
+				return nil, &argrules.Reject{Reason: abi.RejectValue, Arg: b.args[p.arg].Name}
+			}
+			path = pctEncode(path, text, false)
+		}
+	}
+	out.path = string(path)
+	out.query = b.pairs(b.query, vals, false)
+	if b.hasForm {
+		out.form = b.pairs(b.form, vals, true)
+	}
+	return out, nil
+}
+
+// pairs renders the complete entries (every arg their template names is
+// set) as canonical "key=value" pairs.
+func (b *binding) pairs(kvs []bindKV, vals []argrules.Value, form bool) []string {
+	var out []string
+	for _, kv := range kvs {
+		if !complete(kv.pieces, vals) {
+			continue
+		}
+		s := append(make([]byte, 0, len(kv.key)+16), kv.key...)
+		s = append(s, '=')
+		for _, p := range kv.pieces {
+			if p.arg < 0 {
+				s = pctEncode(s, p.lit, form)
+			} else {
+				s = pctEncode(s, vals[p.arg].Text(), form)
+			}
+		}
+		out = append(out, string(s))
+	}
+	return out
+}
+
+func complete(ps []bindPiece, vals []argrules.Value) bool {
+	for _, p := range ps {
+		if p.arg >= 0 && !vals[p.arg].Set {
+			return false
+		}
+	}
+	return true
+}
+
+// text renders a string template with the values as text.
+func text(ps []bindPiece, vals []argrules.Value) string {
+	if len(ps) == 1 && ps[0].arg < 0 {
+		return ps[0].lit
+	}
+	var s []byte
+	for _, p := range ps {
+		if p.arg < 0 {
+			s = append(s, p.lit...)
+		} else {
+			s = vals[p.arg].AppendText(s)
+		}
+	}
+	return string(s)
+}
+
+// pctEncode appends s percent-encoded in the one canonical form the host
+// accepts (RFC 3986 section 2.1 and 6.2.2): unreserved characters (ALPHA,
+// DIGIT, "-", ".", "_", "~") as they are, every other byte as %XX with
+// upper-case hex digits; with form, a space is "+"
+// (application/x-www-form-urlencoded, WHATWG URL section 5).
+func pctEncode(dst []byte, s string, form bool) []byte {
+	const hexDigits = "0123456789ABCDEF"
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case isUnreserved(c):
+			dst = append(dst, c)
+		case form && c == ' ':
+			dst = append(dst, '+')
+		default:
+			dst = append(dst, '%', hexDigits[c>>4], hexDigits[c&15])
+		}
+	}
+	return dst
+}
+
+// check reports whether the request (already through the egress policy:
+// the pinned host, a well-formed path and query, a body of the op's kind,
+// no forbidden header) is exactly the bound request.
+func (b *binding) check(want *bound, r *checkedRequest, host string) bool {
+	if want == nil {
+		return false // no args were bound (fail closed)
+	}
+	const scheme = "https://"
+	rest := r.url[len(scheme)+len(host):]
+	path, query, hasQuery := strings.Cut(rest, "?")
+	if path != want.path {
+		return false
+	}
+	if hasQuery != (len(want.query) > 0) || (hasQuery && !samePairs(query, want.query)) {
+		return false
+	}
+	switch {
+	case b.body != nil:
+		if r.json == nil || !b.body.equal(r.json, want.vals) {
+			return false
+		}
+	case b.hasForm:
+		if len(r.body) == 0 {
+			if len(want.form) != 0 {
+				return false
+			}
+		} else if !samePairs(string(r.body), want.form) {
+			return false
+		}
+	}
+	return b.sameHeaders(r.headers)
+}
+
+// samePairs reports whether the "&"-joined pairs of s are exactly want, in
+// any order, each once.
+func samePairs(s string, want []string) bool {
+	if len(want) > 64 {
+		return false
+	}
+	if s == "" {
+		return len(want) == 0
+	}
+	var used uint64
+	n := 0
+	for more := true; more; {
+		var pair string
+		pair, s, more = strings.Cut(s, "&")
+		n++
+		found := false
+		for i, w := range want {
+			if used&(1<<i) == 0 && w == pair {
+				used |= 1 << i
+				found = true
+				break
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return n == len(want)
+}
+
+// sameHeaders: every declared header exactly once with its exact value,
+// and no other header.
+func (b *binding) sameHeaders(hs [][2]string) bool {
+	if len(hs) != len(b.headers) || len(hs) > 64 {
+		return false
+	}
+	var seen uint64
+	for _, h := range hs {
+		i := b.headerIndex(h[0])
+		if i < 0 {
+			i = b.headerIndex(textproto.CanonicalMIMEHeaderKey(h[0]))
+		}
+		if i < 0 || h[1] != b.headers[i].value || seen&(1<<i) != 0 {
+			return false
+		}
+		seen |= 1 << i
+	}
+	return true
+}
+
+func (b *binding) headerIndex(canonical string) int {
+	for i, h := range b.headers {
+		if h.name == canonical {
+			return i
+		}
+	}
+	return -1
+}
+
+// present reports whether a template value renders: a string naming an
+// absent arg does not (containers and literals always do).
+func (n *bindNode) present(vals []argrules.Value) bool {
+	return n.kind != jsonv.String || complete(n.pieces, vals)
+}
+
+// equal compares a body value with the template rendered from vals,
+// structurally (see the comment at the top of the file).
+func (n *bindNode) equal(v *jsonv.Value, vals []argrules.Value) bool {
+	if n.exact >= 0 {
+		a := vals[n.exact]
+		switch a.Kind {
+		case jsonv.String:
+			return v.Kind == jsonv.String && v.S == a.S
+		case jsonv.Bool:
+			return v.Kind == jsonv.Bool && v.B == a.B
+		case jsonv.Number:
+			if v.Kind != jsonv.Number {
+				return false
+			}
+			if a.IsInt {
+				i, err := strconv.ParseInt(v.S, 10, 64)
+				return err == nil && i == a.I
+			}
+			f, err := strconv.ParseFloat(v.S, 64)
+			return err == nil && f == a.F
+		}
+		return false
+	}
+	if v.Kind != n.kind {
+		return false
+	}
+	switch n.kind {
+	case jsonv.String:
+		return v.S == text(n.pieces, vals)
+	case jsonv.Number:
+		f, err := strconv.ParseFloat(v.S, 64)
+		return err == nil && f == n.num
+	case jsonv.Bool:
+		return v.B == n.b
+	case jsonv.Null:
+		return true
+	case jsonv.Array:
+		j := 0
+		for _, e := range n.vals {
+			if !e.present(vals) {
+				continue
+			}
+			if j >= len(v.A) || !e.equal(&v.A[j], vals) {
+				return false
+			}
+			j++
+		}
+		return j == len(v.A)
+	case jsonv.Object:
+		want := 0
+		for i, e := range n.vals {
+			if !e.present(vals) {
+				continue
+			}
+			want++
+			m := v.Get(n.keys[i])
+			if m == nil || !e.equal(m, vals) {
+				return false
+			}
+		}
+		return want == len(v.O) // jsonv refuses duplicate keys
+	}
+	return false
+}
+
+// target is the request target as sent (path and query), with the value
+// of every arg the manifest marks secret replaced by "[redacted]": what
+// the audit event records.
+func (b *binding) target(want *bound) string {
+	if want == nil {
+		return ""
+	}
+	hasSecret := false
+	for i, s := range b.secret {
+		if s && want.vals[i].Set {
+			hasSecret = true
+		}
+	}
+	if !hasSecret {
+		if len(want.query) == 0 {
+			return want.path
+		}
+		return want.path + "?" + strings.Join(want.query, "&")
+	}
+	vals := append([]argrules.Value(nil), want.vals...)
+	for i, s := range b.secret {
+		if s && vals[i].Set {
+			vals[i] = argrules.Value{Set: true, Kind: jsonv.String, S: "[redacted]"}
+		}
+	}
+	var path []byte
+	for _, seg := range b.path {
+		path = append(path, '/')
+		for _, p := range seg {
+			if p.arg < 0 {
+				path = append(path, p.lit...)
+			} else {
+				path = pctEncode(path, vals[p.arg].Text(), false)
+			}
+		}
+	}
+	q := b.pairs(b.query, vals, false)
+	if len(q) == 0 {
+		return string(path)
+	}
+	return string(path) + "?" + strings.Join(q, "&")
+}
+
+// confirmValues are the effective values as text by arg name (what a
+// confirm sentence shows).
+func (b *binding) confirmValues(want *bound) map[string]string {
+	out := make(map[string]string, len(b.args))
+	for i, v := range want.vals {
+		if v.Set {
+			out[b.args[i].Name] = v.Text()
+		}
+	}
+	return out
+}
