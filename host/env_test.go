@@ -85,12 +85,52 @@ func newEnv(t testing.TB, mod func(*Config)) *testEnv {
 	return env
 }
 
+// harnessKey carries a hostile test guest's instruction line in the op's
+// context; the test-only inputHook appends it to the guest's op input
+// after the args (hpin.Input). The args themselves are bound by the host,
+// so a hostile guest's instructions cannot ride in them.
+type harnessKey struct{}
+
+func init() {
+	inputHook = func(ctx context.Context, in []byte) []byte {
+		if h, ok := ctx.Value(harnessKey{}).(string); ok {
+			return append(append(in, '\n'), h...)
+		}
+		return in
+	}
+}
+
+// honestArgs are valid args for the ops the hostile guests attack: a
+// hostile test passes its instructions as {"attack":...} to run, which
+// moves them to the harness line and runs the op with these args.
+var honestArgs = map[string]string{
+	"github.list_issues":  `{"owner":"octo","repo":"hello"}`,
+	"github.create_issue": `{"owner":"octo","repo":"hello","title":"t"}`,
+}
+
 // run runs an op with the fake's valid token for the service.
 func (env *testEnv) run(service, op, args string) (*Result, *Error) {
 	return env.runWith(context.Background(), service, op, args, Credential{Secret: Secret(fakeapi.Token(service))})
 }
 
+// runHarness runs an op with the given (bound) args and harness line.
+func (env *testEnv) runHarness(service, op, args, harness string) (*Result, *Error) {
+	ctx := context.WithValue(context.Background(), harnessKey{}, harness)
+	return env.runWith(ctx, service, op, args, Credential{Secret: Secret(fakeapi.Token(service))})
+}
+
+// runWith runs an op. Args with a top-level "attack" member are a hostile
+// guest's instructions: they go to the harness line (harnessKey) and the
+// op runs with honestArgs.
 func (env *testEnv) runWith(ctx context.Context, service, op, args string, cred Credential) (*Result, *Error) {
+	var probe map[string]json.RawMessage
+	if json.Unmarshal([]byte(args), &probe) == nil && probe["attack"] != nil && ctx.Value(harnessKey{}) == nil {
+		ctx = context.WithValue(ctx, harnessKey{}, args)
+		args = honestArgs[service+"."+op]
+		if args == "" {
+			args = "{}"
+		}
+	}
 	res, err := env.eng.Run(ctx, Call{Service: service, Op: op, Args: json.RawMessage(args), Credential: cred})
 	if err != nil {
 		var he *Error

@@ -2,6 +2,7 @@ package host
 
 import (
 	"context"
+	"encoding/json"
 	"runtime"
 	"strconv"
 	"strings"
@@ -68,6 +69,10 @@ func TestHostileEgress(t *testing.T) {
 		op        string // default list_issues
 		guestCode int32
 		deny      DenyReason
+		// mut, when set, runs the "mut" attack: the honest request with
+		// these mutations (host/testdata/hostile/egress); the expected
+		// result is EDENIED / not_bound.
+		mut []string
 	}{
 		{attack: "other_host", guestCode: abi.EDENIED, deny: DenyHost},
 		{attack: "host_upper_case", guestCode: abi.EDENIED, deny: DenyHost},
@@ -95,7 +100,7 @@ func TestHostileEgress(t *testing.T) {
 		{attack: "path_encoded_backslash", guestCode: abi.EDENIED, deny: DenyEncodedSlash},
 		{attack: "path_bad_escape", guestCode: abi.EDENIED, deny: DenyPathEncoding},
 		{attack: "path_empty_segment", guestCode: abi.EDENIED, deny: DenyPath},
-		{attack: "query_undeclared_key", guestCode: abi.EDENIED, deny: DenyQueryKey},
+		{attack: "query_undeclared_key", guestCode: abi.EDENIED, deny: DenyNotBound},
 		{attack: "query_duplicate_key", guestCode: abi.EDENIED, deny: DenyQueryDuplicate},
 		{attack: "query_empty", guestCode: abi.EDENIED, deny: DenyQuerySyntax},
 		{attack: "body_on_get", guestCode: abi.EDENIED, deny: DenyBodyNotAllowed},
@@ -114,8 +119,8 @@ func TestHostileEgress(t *testing.T) {
 		{attack: "set_content_length", guestCode: abi.EDENIED, deny: DenyHeaderForbidden},
 		{attack: "set_transfer_encoding", guestCode: abi.EDENIED, deny: DenyHeaderForbidden},
 		{attack: "set_x_forwarded_for", guestCode: abi.EDENIED, deny: DenyHeaderForbidden},
-		{attack: "header_undeclared", guestCode: abi.EDENIED, deny: DenyHeaderNotAllow},
-		{attack: "header_value_changed", guestCode: abi.EDENIED, deny: DenyHeaderValue},
+		{attack: "header_undeclared", guestCode: abi.EDENIED, deny: DenyNotBound},
+		{attack: "header_value_changed", guestCode: abi.EDENIED, deny: DenyNotBound},
 		{attack: "header_duplicate", guestCode: abi.EDENIED, deny: DenyHeaderDuplicate},
 		{attack: "header_bad_name", guestCode: abi.EDENIED, deny: DenyHeaderInvalid},
 		{attack: "oversized", guestCode: abi.ETOOBIG, deny: DenyTooLarge},
@@ -124,6 +129,37 @@ func TestHostileEgress(t *testing.T) {
 		{attack: "deny_then_retry", guestCode: abi.ESTATE, deny: DenyHost},
 		{attack: "create_body_not_json", op: "create_issue", guestCode: abi.EDENIED, deny: DenyBodyInvalid},
 		{attack: "create_body_missing", op: "create_issue", guestCode: abi.EDENIED, deny: DenyBodyMissing},
+
+		// Request binding (issue 10's red-team findings): the honest
+		// request for the args owner=octo, repo=hello (create_issue: title
+		// "t") with one thing changed. Each passes the shape checks above
+		// and is refused because it is not what the args render.
+		{attack: "create_issue_retargeted", op: "create_issue", mut: []string{"path:1:acme-fake", "path:2:amber-beacon"}},
+		{attack: "create_issue_title_swapped", op: "create_issue", mut: []string{`bset:title="Q3 layoffs list"`}},
+		{attack: "create_issue_body_added", op: "create_issue", mut: []string{`bset:body="names: ..."`}},
+		{attack: "list_issues_other_repo", mut: []string{"path:2:secret-repo"}},
+		{attack: "list_issues_other_owner", mut: []string{"path:1:acme-fake"}},
+		{attack: "state_all_per_page_100", mut: []string{"qset:state=all", "qset:per_page=100"}},
+		{attack: "per_page_100000", mut: []string{"qset:per_page=100000"}},
+		{attack: "per_page_abc", mut: []string{"qset:per_page=abc"}},
+		{attack: "state_everything", mut: []string{"qset:state=everything"}},
+		{attack: "state_empty", mut: []string{"qset:state="}},
+		{attack: "query_default_dropped", mut: []string{"qdel:per_page"}},
+		{attack: "query_key_added", mut: []string{"qadd:page=2"}},
+		{attack: "owner_breaks_pattern", mut: []string{"path:1:-octo"}},
+		{attack: "owner_over_max_length", mut: []string{"path:1:" + strings.Repeat("a", 40)}},
+		{attack: "segment_nul", mut: []string{"path:1:octo%00"}},
+		{attack: "segment_crlf", mut: []string{"path:1:octo%0D%0Aevil"}},
+		{attack: "segment_double_encoded_slash", mut: []string{"path:1:octo%252Fevil"}},
+		{attack: "segment_double_encoded_dots", mut: []string{"path:1:%252e%252e"}},
+		{attack: "segment_overlong_slash", mut: []string{"path:1:%C0%AF"}},
+		{attack: "segment_fullwidth_slash", mut: []string{"path:1:octo%EF%BC%8Fevil"}},
+		{attack: "segment_lower_case_escape", mut: []string{"path:1:oct%6f"}},
+		{attack: "segment_needless_escape", mut: []string{"path:1:%6Fcto"}},
+		{attack: "no_headers", mut: []string{"hnone"}},
+		{attack: "no_accept", mut: []string{"hdel:Accept"}},
+		{attack: "no_api_version", mut: []string{"hdel:X-GitHub-Api-Version"}},
+		{attack: "api_version_changed", mut: []string{"hz:X-GitHub-Api-Version"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.attack, func(t *testing.T) {
@@ -133,7 +169,13 @@ func TestHostileEgress(t *testing.T) {
 				op = "list_issues"
 			}
 			before := len(env.guestOutput())
-			res, err := env.run("github", op, `{"attack":"`+tt.attack+`"}`)
+			harness := `{"attack":"` + tt.attack + `"}`
+			if tt.mut != nil {
+				m, _ := json.Marshal(tt.mut)
+				harness = `{"attack":"mut","mut":` + string(m) + `}`
+				tt.guestCode, tt.deny = abi.EDENIED, DenyNotBound
+			}
+			res, err := env.runHarness("github", op, honestArgs["github."+op], harness)
 			if err == nil {
 				t.Fatalf("attack succeeded: %s", res.Data)
 			}
@@ -152,7 +194,7 @@ func TestHostileEgress(t *testing.T) {
 	t.Run("control: a valid request goes through", func(t *testing.T) {
 		env.fake.Reset()
 		before := len(env.guestOutput())
-		res, err := env.run("github", "list_issues", `{"attack":"valid"}`)
+		res, err := env.run("github", "list_issues", `{"attack":"honest"}`)
 		if err != nil && err.Code != CodeUpstream {
 			t.Fatalf("valid request refused: %v", err)
 		}
@@ -352,20 +394,36 @@ func equalCodes(a, b []int32) bool {
 	return true
 }
 
+// isolationFinding runs the isolation guest with a harness line and
+// returns what it reported ("marker=<found|absent>" in the op's log); the
+// op's request must be the honest one and reach the fake.
+func isolationFinding(t *testing.T, env *testEnv, harness string) string {
+	t.Helper()
+	env.fake.Reset()
+	before := len(env.guestOutput())
+	if _, err := env.run("github", "list_issues", harness); err != nil && err.Code != CodeUpstream {
+		t.Fatal(err)
+	}
+	if reqs := env.fake.Requests(); len(reqs) != 1 || reqs[0].Path != "/repos/octo/hello/issues" {
+		t.Fatalf("requests %+v, want the honest one", reqs)
+	}
+	out := env.guestOutput()[before:]
+	i := strings.Index(out, "marker=")
+	if i < 0 {
+		t.Fatalf("guest reported nothing: %q", out)
+	}
+	f := out[i+len("marker="):]
+	if j := strings.IndexAny(f, " \n"); j >= 0 {
+		f = f[:j]
+	}
+	return f
+}
+
 func TestHostileIsolation(t *testing.T) {
 	env := newEnv(t, func(c *Config) { c.Guest = hostileGuest(t, "isolation") })
 	owner := func(t *testing.T, attack string) string {
 		t.Helper()
-		env.fake.Reset()
-		_, err := env.run("github", "list_issues", `{"attack":"`+attack+`"}`)
-		if err != nil && err.Code != CodeUpstream {
-			t.Fatal(err)
-		}
-		reqs := env.fake.Requests()
-		if len(reqs) != 1 {
-			t.Fatalf("%d requests", len(reqs))
-		}
-		return strings.Split(reqs[0].Path, "/")[2]
+		return isolationFinding(t, env, `{"attack":"`+attack+`"}`)
 	}
 	t.Run("control: the scan finds a marker in its own op", func(t *testing.T) {
 		if got := owner(t, "write_then_read"); got != "found" {
@@ -405,6 +463,7 @@ func TestHostileIsolation(t *testing.T) {
 		}
 	})
 	t.Run("concurrent ops do not see each other", func(t *testing.T) {
+		before := len(env.guestOutput())
 		done := make(chan string, 20)
 		for i := 0; i < 20; i++ {
 			attack := "write"
@@ -425,17 +484,15 @@ func TestHostileIsolation(t *testing.T) {
 				t.Fatal(e)
 			}
 		}
-		for _, r := range env.fake.Requests() {
-			if strings.Contains(r.Path, "/found/") {
-				t.Fatalf("a concurrent op observed another's marker: %s", r.Path)
-			}
+		if strings.Contains(env.guestOutput()[before:], "marker=found") {
+			t.Fatal("a concurrent op observed another's marker")
 		}
 	})
 }
 
 func TestHostileWASI(t *testing.T) {
 	env := newEnv(t, func(c *Config) { c.Guest = hostileGuest(t, "wasiprobe") })
-	_, err := env.run("github", "list_issues", `{}`)
+	_, err := env.run("github", "list_issues", honestArgs["github.list_issues"])
 	if err != nil && err.Code != CodeUpstream {
 		t.Fatal(err)
 	}
@@ -473,15 +530,7 @@ func TestCredentialNeverInGuestMemory(t *testing.T) {
 	token := fakeapi.Token("github")
 	owner := func(args string) string {
 		t.Helper()
-		env.fake.Reset()
-		if _, err := env.run("github", "list_issues", args); err != nil && err.Code != CodeUpstream {
-			t.Fatal(err)
-		}
-		reqs := env.fake.Requests()
-		if len(reqs) != 1 {
-			t.Fatalf("%d requests", len(reqs))
-		}
-		return strings.Split(reqs[0].Path, "/")[2]
+		return isolationFinding(t, env, args)
 	}
 	if got := owner(`{"attack":"scan_token"}`); got != "absent" {
 		t.Fatalf("the credential was found in guest memory")

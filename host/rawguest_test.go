@@ -11,8 +11,11 @@ import (
 // a mutable global the code writes directly, and a table the code
 // mutates. Each is a complete guest (imports pin_v1.request, exports
 // _initialize, run and memory) that reports what it found through the
-// one channel that leaves the sandbox: the request it submits (owner
-// segment "found" or "absent").
+// one channel that leaves the sandbox: the request it submits. The
+// caller's args say owner "absent", so the request for owner "absent" is
+// the bound one and goes out, and the request for owner "found" is
+// refused as not_bound (request binding leaves the guest one bit: send
+// the bound request or not).
 
 // leb and sleb are the (U)LEB128 encoders of the module builder in
 // redteam_wasmgen_test.go, at the widths these guests use.
@@ -39,10 +42,18 @@ func fnBody(code ...byte) []byte {
 	return append(leb(uint32(len(b))), b...)
 }
 
-// rawRequest is the request for list_issues with the given owner.
+// rawRequest is the honest request for list_issues with the given owner
+// and repo "hello" (defaults per_page=30, state=open).
 func rawRequest(owner string) string {
-	return `{"method":"GET","url":"https://api.github.com/repos/` + owner + `/hello/issues","headers":[["Accept","application/vnd.github+json"]]}`
+	return `{"method":"GET","url":"https://api.github.com/repos/` + owner + `/hello/issues?per_page=30&state=open","headers":[["Accept","application/vnd.github+json"],["X-GitHub-Api-Version","2022-11-28"]]}`
 }
+
+// Args of the raw guests: the same bound request (owner "absent"); a space
+// before the closing brace tells the guest to write its marker.
+const (
+	rawArgsLook  = `{"owner":"absent","repo":"hello"}`
+	rawArgsWrite = `{"owner":"absent","repo":"hello" }`
+)
 
 const (
 	foundAt  = 1024
@@ -104,8 +115,8 @@ func rawGuest(globals []byte, table bool, run []byte) []byte {
 }
 
 // readsWrite emits: input_read the op input to 4096 and push whether the
-// caller's args end in `1}` (args {"w":1}: this op writes the marker;
-// args {}: it only looks). The template's warm-up runs with {}.
+// caller's args end in ` }` (rawArgsWrite: this op writes the marker;
+// rawArgsLook: it only looks). The template's warm-up runs with {}.
 func readsWrite() []byte {
 	b := []byte{0x41}
 	b = append(b, sleb(4096)...)
@@ -113,7 +124,7 @@ func readsWrite() []byte {
 	b = append(b, 0x10, 0x01, 0x41)             // input_len + 4096 - 2: the byte before the closing brace
 	b = append(b, sleb(4094)...)
 	b = append(b, 0x6a, 0x2d, 0x00, 0x00) // i32.add; i32.load8_u
-	b = append(b, 0x41, '1', 0x46)        // == '1'
+	b = append(b, 0x41, ' ', 0x46)        // == ' '
 	return b
 }
 
@@ -177,17 +188,28 @@ func TestRawGuestIsolation(t *testing.T) {
 			t.Fatal(herr)
 		}
 		owners := []string{}
-		for _, args := range []string{`{"w":1}`, `{}`} {
+		for _, args := range []string{rawArgsWrite, rawArgsLook} {
 			inst, err := env.eng.pool.get(context.Background())
 			if err != nil {
 				t.Fatal(err)
 			}
-			st := &opState{input: append(append([]byte(nil), p.prefix...), args...), policy: p.policy, op: p.op,
-				maxCall: 16, start: time.Now(), clockBase: env.eng.pool.tmpl.clock, log: logBuffer{max: 64}, running: true}
-			if _, err := inst.run().Call(context.WithValue(context.Background(), stateKey{}, st)); err != nil || st.req == nil {
-				t.Fatalf("%v %v", err, st.outcome)
+			want, rej := p.bind.bind([]byte(args))
+			if rej != nil {
+				t.Fatal(rej)
 			}
-			owners = append(owners, strings.Split(st.req.url, "/")[4])
+			st := &opState{input: append(append([]byte(nil), p.prefix...), args...), policy: p.policy, bind: p.bind, want: want, op: p.op,
+				maxCall: 16, start: time.Now(), clockBase: env.eng.pool.tmpl.clock, log: logBuffer{max: 64}, running: true}
+			if _, err := inst.run().Call(context.WithValue(context.Background(), stateKey{}, st)); err != nil {
+				t.Fatal(err)
+			}
+			switch {
+			case st.outcome == outcomeAccepted:
+				owners = append(owners, strings.Split(st.req.url, "/")[4])
+			case st.outcome == outcomeDenied && st.deny == DenyNotBound:
+				owners = append(owners, "found") // the unbound request
+			default:
+				t.Fatalf("outcome %v %s", st.outcome, st.deny)
+			}
 			inst.mem.setBusy(false) // back into the pool WITHOUT a reset
 			<-env.eng.pool.sem
 			env.eng.pool.free <- inst
@@ -204,11 +226,15 @@ func TestRawGuestIsolation(t *testing.T) {
 			}
 			for i := 0; i < 4; i++ {
 				env.fake.Reset()
-				args := `{}`
+				args := rawArgsLook
 				if i%2 == 0 {
-					args = `{"w":1}` // this op leaves the marker; the next one looks
+					args = rawArgsWrite // this op leaves the marker; the next one looks
 				}
-				if _, err := env.run("github", "list_issues", args); err != nil && err.Code != CodeUpstream {
+				_, err := env.run("github", "list_issues", args)
+				if err != nil && err.Deny == DenyNotBound {
+					t.Fatalf("op %d observed the marker op %d left (it sent the request for owner found)", i, i-1)
+				}
+				if err != nil && err.Code != CodeUpstream {
 					t.Fatal(err)
 				}
 				reqs := env.fake.Requests()

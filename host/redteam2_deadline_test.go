@@ -77,7 +77,7 @@ func rt2Deadline(t *testing.T, guest []byte, timeout time.Duration) (time.Durati
 		}
 	}()
 	start := time.Now()
-	_, err := env.run("github", "list_issues", `{}`)
+	_, err := env.run("github", "list_issues", honestArgs["github.list_issues"])
 	d := time.Since(start)
 	close(stop)
 	<-done

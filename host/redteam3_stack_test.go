@@ -57,7 +57,7 @@ func TestRedteam3PooledStackRetained(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if _, err := env.run("github", "list_issues", `{}`); err == nil || err.Code != CodeSandbox {
+			if _, err := env.run("github", "list_issues", honestArgs["github.list_issues"]); err == nil || err.Code != CodeSandbox {
 				failed.Add(1)
 				t.Errorf("op: %v, want %s", err, CodeSandbox)
 			}
@@ -92,7 +92,7 @@ func TestRedteam3OpStackOutsideMemoryLimit(t *testing.T) {
 		var before, after runtime.MemStats
 		runtime.GC()
 		runtime.ReadMemStats(&before)
-		_, err := env.run("github", "list_issues", `{}`)
+		_, err := env.run("github", "list_issues", honestArgs["github.list_issues"])
 		runtime.ReadMemStats(&after)
 		alloc := after.TotalAlloc - before.TotalAlloc
 		t.Logf("one op: %v; Go heap allocated: %d MiB (memory limit 1 MiB)", err, alloc>>20)
@@ -136,7 +136,7 @@ func TestRedteam3OpStackOutsideMemoryLimit(t *testing.T) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					if _, err := env.run("github", "list_issues", `{}`); err == nil || err.Code != CodeSandbox {
+					if _, err := env.run("github", "list_issues", honestArgs["github.list_issues"]); err == nil || err.Code != CodeSandbox {
 						t.Errorf("op: %v, want %s", err, CodeSandbox)
 					}
 				}()

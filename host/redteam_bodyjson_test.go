@@ -13,8 +13,9 @@ import (
 // guest running linear.get_viewer, a read op, sent a GraphQL mutation with
 // the member's credential, and aliased an issue's description into a field
 // the pick keeps — the policy checked only that the body was a JSON
-// object. The host now holds the body to the op's body_json template
-// (shape.go): both attempts are refused before anything is sent.
+// object. The host now holds the body to exactly the op's body_json
+// template rendered from the caller's args (bind.go): both attempts are
+// refused before anything is sent.
 func TestRedteamBodyJSONUnconstrained(t *testing.T) {
 	env := newEnv(t, func(c *Config) { c.Guest = hostileGuest(t, "redteam_bodyjson") })
 	token := fakeapi.Token("linear")
@@ -47,8 +48,8 @@ func TestRedteamBodyJSONUnconstrained(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			env.fake.Reset()
 			res, herr := env.run("linear", "get_viewer", tt.args)
-			if herr == nil || herr.Code != CodeEgressDenied || herr.Deny != DenyBodyShape {
-				t.Fatalf("got %v %v, want egress_denied/%s", res, herr, DenyBodyShape)
+			if herr == nil || herr.Code != CodeEgressDenied || herr.Deny != DenyNotBound {
+				t.Fatalf("got %v %v, want egress_denied/%s", res, herr, DenyNotBound)
 			}
 			if n := len(env.fake.Requests()); n != 0 {
 				t.Fatalf("the fake received %d requests", n)

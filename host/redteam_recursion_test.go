@@ -60,7 +60,7 @@ func TestRedteamRecursionEscapesDeadline(t *testing.T) {
 			t.Logf("strategy %s", env.eng.Strategy())
 			time.Sleep(time.Until(armAt) + 50*time.Millisecond)
 			start := time.Now()
-			_, err := env.run("github", "list_issues", `{}`)
+			_, err := env.run("github", "list_issues", honestArgs["github.list_issues"])
 			d := time.Since(start)
 			t.Logf("op: %v after %v (deadline %v)", err, d, timeout)
 			if err == nil || err.Code != CodeTimeout {

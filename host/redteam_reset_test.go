@@ -87,15 +87,7 @@ func pageFaultAttempt(t *testing.T, iso string, poolSize int) bool {
 		}
 		got := 0
 		for i := 0; i < receivers; i++ {
-			env.fake.Reset()
-			if _, err := env.run("github", "list_issues", `{"attack":"probe:`+strconv.Itoa(r)+`"}`); err != nil && err.Code != CodeUpstream {
-				t.Fatalf("receiver: %v", err)
-			}
-			reqs := env.fake.Requests()
-			if len(reqs) != 1 {
-				t.Fatalf("%d requests", len(reqs))
-			}
-			if strings.Split(reqs[0].Path, "/")[2] == "one" { // what left the sandbox
+			if leakFinding(t, env, `{"attack":"probe:`+strconv.Itoa(r)+`"}`) == "one" { // what the guest learned
 				got = 1
 			}
 		}
@@ -125,15 +117,7 @@ func TestRedteamResetRandomState(t *testing.T) {
 			})
 			seen := map[string]int{}
 			for i := 0; i < 3; i++ {
-				env.fake.Reset()
-				if _, err := env.run("github", "list_issues", `{"attack":"rand"}`); err != nil && err.Code != CodeUpstream {
-					t.Fatal(err)
-				}
-				reqs := env.fake.Requests()
-				if len(reqs) != 1 {
-					t.Fatalf("%d requests", len(reqs))
-				}
-				seen[strings.Split(reqs[0].Path, "/")[2]]++
+				seen[leakFinding(t, env, `{"attack":"rand"}`)]++
 			}
 			t.Logf("%s: first rand.Uint64 of three ops: %v", iso, seen)
 			switch {
@@ -144,4 +128,29 @@ func TestRedteamResetRandomState(t *testing.T) {
 			}
 		})
 	}
+}
+
+// leakFinding runs the redteam_pagefault guest with a harness line and
+// returns what it reported ("leak=<word>" in the op's log); its request
+// must be the honest one and reach the fake.
+func leakFinding(t *testing.T, env *testEnv, harness string) string {
+	t.Helper()
+	env.fake.Reset()
+	before := len(env.guestOutput())
+	if _, err := env.run("github", "list_issues", harness); err != nil && err.Code != CodeUpstream {
+		t.Fatalf("%s: %v", harness, err)
+	}
+	if n := len(env.fake.Requests()); n != 1 {
+		t.Fatalf("%d requests", n)
+	}
+	out := env.guestOutput()[before:]
+	i := strings.Index(out, "leak=")
+	if i < 0 {
+		t.Fatalf("guest reported nothing: %q", out)
+	}
+	f := out[i+len("leak="):]
+	if j := strings.IndexAny(f, " \n"); j >= 0 {
+		f = f[:j]
+	}
+	return f
 }

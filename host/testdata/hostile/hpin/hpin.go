@@ -8,6 +8,7 @@ package hpin
 import (
 	"unsafe"
 
+	"github.com/elevenmessenger/pinned/guest/executor"
 	"github.com/elevenmessenger/pinned/internal/jsonv"
 )
 
@@ -37,32 +38,69 @@ func Request(s string) int32 {
 	return RequestRaw(Ptr(b), uint32(len(b)))
 }
 
-// Attack reads the op input (the op spec, a newline, the caller's args)
-// and returns the caller's "attack" arg and the decoded args object.
-func Attack() (string, *jsonv.Value) {
+// Input reads the op input and splits it: the op spec line, the caller's
+// args (which the host has validated and bound the op to), and the test
+// harness's instruction line, if any. The host's tests append that line
+// (a JSON object such as {"attack":"..."}) after the args through a
+// test-only hook, because the args themselves must be valid for the op;
+// their args never hold a raw newline, so the last newline starts it.
+func Input() (spec, args, harness []byte) {
 	n := InputLen()
 	if n <= 0 {
-		return "", nil
+		return nil, nil, nil
 	}
 	buf := make([]byte, n)
 	if InputRead(Ptr(buf), uint32(n)) != n {
-		return "", nil
+		return nil, nil, nil
 	}
 	nl := 0
 	for nl < len(buf) && buf[nl] != '\n' {
 		nl++
 	}
 	if nl == len(buf) {
+		return buf, nil, nil
+	}
+	spec, rest := buf[:nl], buf[nl+1:]
+	last := -1
+	for i := range rest {
+		if rest[i] == '\n' {
+			last = i
+		}
+	}
+	if last < 0 {
+		return spec, rest, nil
+	}
+	return spec, rest[:last], rest[last+1:]
+}
+
+// Attack returns the harness's "attack" member and the decoded harness
+// object (nil when there is none).
+func Attack() (string, *jsonv.Value) {
+	_, _, h := Input()
+	if h == nil {
 		return "", nil
 	}
-	args, err := jsonv.Parse(buf[nl+1:])
+	v, err := jsonv.Parse(h)
 	if err != nil {
 		return "", nil
 	}
-	if a := args.Get("attack"); a != nil {
-		return a.S, &args
+	if a := v.Get("attack"); a != nil {
+		return a.S, &v
 	}
-	return "", &args
+	return "", &v
+}
+
+// Honest renders the request the shipped executor renders from the op
+// spec and the args (what the host binds the op to), or "" when the
+// executor rejects the args.
+func Honest() string {
+	spec, args, _ := Input()
+	in := append(append(append([]byte(nil), spec...), '\n'), args...)
+	req, rej, err := executor.Render(in)
+	if err != nil || rej != nil {
+		return ""
+	}
+	return string(req)
 }
 
 // Itoa formats n without strconv, to keep the guests small.

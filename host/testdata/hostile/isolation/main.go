@@ -6,8 +6,9 @@
 // new page; "scribble" flips a byte in every page; "read" and "pages" scan
 // all of linear memory (memory.size) for the marker; "write_then_read"
 // does both in one op (the positive control: it must find it). The finding is reported on stdout
-// ("marker=found" / "marker=absent") and smuggled into the request (owner
-// segment "found" / "absent"), the one channel that leaves the sandbox.
+// ("marker=found" / "marker=absent"), which the tests read from the op's
+// log; the request is the honest one for the args (request binding leaves
+// a guest no other channel into the request).
 package main
 
 import (
@@ -73,7 +74,7 @@ func request(found bool) int32 {
 		owner = "found"
 	}
 	hpin.Print("marker=" + owner + " counter=" + hpin.Itoa(counter) + "\n")
-	return hpin.Request(`{"method":"GET","url":"https://api.github.com/repos/` + owner + `/hello/issues","headers":[["Accept","application/vnd.github+json"]]}`)
+	return hpin.Request(hpin.Honest())
 }
 
 //go:wasmexport run

@@ -8,13 +8,14 @@
 // The guest times the faults with nothing but the millisecond clock the
 // host gives it (clock-edge counting gives sub-millisecond resolution).
 //
-// "rand" puts the guest's first math/rand value into the request.
+// "rand" reports the guest's first math/rand value ("leak=r<n>").
 //
 // "send:<round>:<bit>" writes one byte in every page of region 2*round
 // when bit is 1 (and nothing otherwise). "probe:<round>" times writing
 // region 2*round and region 2*round+1 (a control region no op touched)
-// and smuggles its verdict into the request's owner segment ("one" or
-// "zero"); it prints the timings.
+// and reports its verdict ("leak=one" or "leak=zero") with the timings.
+// Findings go to stdout, which the tests read from the op's log (request
+// binding leaves the guest no channel into the request).
 package main
 
 import (
@@ -149,8 +150,12 @@ func split(s string) []string {
 	return append(out, s[start:])
 }
 
-func request(owner string) int32 {
-	return hpin.Request(`{"method":"GET","url":"https://api.github.com/repos/` + owner + `/hello/issues","headers":[["Accept","application/vnd.github+json"]]}`)
+// request reports what the guest learned ("leak=<word>" on stdout, which
+// the tests read from the op's log: request binding leaves a guest no
+// channel into the request) and sends the honest request.
+func request(word string) int32 {
+	hpin.Print("leak=" + word + "\n")
+	return hpin.Request(hpin.Honest())
 }
 
 //go:wasmexport run

@@ -30,7 +30,9 @@ func pollOneoff(in, out, n, nevents uint32) int32
 //go:wasmimport wasi_snapshot_preview1 fd_write
 func fdWrite(fd int32, iovs, n, nwritten uint32) int32
 
-const valid = `{"method":"GET","url":"https://api.github.com/repos/octo/hello/issues?state=open","headers":[["Accept","application/vnd.github+json"]]}`
+// valid is the honest request for the op's args (the one the host binds
+// the op to), rendered by the shipped executor.
+func valid() string { return hpin.Honest() }
 
 // oob is an address far past any memory the guest has.
 const oob = 0xFFFFFF00
@@ -72,7 +74,7 @@ func run() int32 {
 				limited++
 			}
 		}
-		code := hpin.Request(valid)
+		code := hpin.Request(valid())
 		report(last, code)
 		return code
 	case "log_flood":
@@ -84,16 +86,16 @@ func run() int32 {
 			hpin.FdWrite(1, chunk)
 			hpin.FdWrite(2, chunk)
 		}
-		return hpin.Request(valid)
+		return hpin.Request(valid())
 	case "trap":
 		var p *int64
 		sink = *p
 	case "panic":
 		panic("hostile guest panics")
 	case "after_result":
-		c1 := hpin.Request(valid)
+		c1 := hpin.Request(valid())
 		c2 := hpin.InputLen()
-		c3 := hpin.Request(valid)
+		c3 := hpin.Request(valid())
 		c4 := hpin.RejectRaw(3, 0, 0)
 		report(c1, c2, c3, c4)
 		return 0
