@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"testing/fstest"
 
 	"github.com/rs/zerolog"
 
 	"github.com/elevenmessenger/pinned/internal/fakeapi"
+	"github.com/elevenmessenger/pinned/registry"
 )
 
 // egressEvents returns the audit events in the captured log.
@@ -31,8 +33,8 @@ func egressEvents(t *testing.T, logs string) []map[string]any {
 }
 
 // TestAuditTrail: one event per egress attempt, sent or denied, with the
-// documented fields; never the credential, the rendered URL or any arg
-// value.
+// documented fields and the request target as sent (path and query);
+// never the credential or a body value.
 func TestAuditTrail(t *testing.T) {
 	env := newEnv(t, nil)
 	const marker = "AUDIT-ARG-VALUE-7d1e"
@@ -50,8 +52,10 @@ func TestAuditTrail(t *testing.T) {
 		t.Fatalf("%d egress events, want 2: %v", len(evs), evs)
 	}
 	want := []map[string]any{
-		{"service": "github", "op": "create_issue", "method": "POST", "host": "api.github.com", "path": "/repos/{owner}/{repo}/issues", "status": 201.0, "outcome": "ok"},
-		{"service": "github", "op": "get_repo", "method": "GET", "host": "api.github.com", "path": "/repos/{owner}/{repo}", "status": 404.0, "outcome": "upstream_error"},
+		{"service": "github", "op": "create_issue", "method": "POST", "host": "api.github.com", "path": "/repos/{owner}/{repo}/issues",
+			"target": "/repos/pinned-tester/notes/issues", "status": 201.0, "outcome": "ok"},
+		{"service": "github", "op": "get_repo", "method": "GET", "host": "api.github.com", "path": "/repos/{owner}/{repo}",
+			"target": "/repos/pinned-tester/no-such-repo-" + strings.ToLower(marker), "status": 404.0, "outcome": "upstream_error"},
 	}
 	for i, w := range want {
 		for k, v := range w {
@@ -69,10 +73,46 @@ func TestAuditTrail(t *testing.T) {
 		t.Errorf("byte counts look wrong: %v", evs[0])
 	}
 	logs := env.logs.String() + env.metricsText(t)
-	for _, s := range []string{marker, strings.ToLower(marker), fakeapi.Token("github"), "no-such-repo"} {
+	for _, s := range []string{marker, fakeapi.Token("github")} { // the title and body, the credential
 		if strings.Contains(logs, s) {
 			t.Errorf("logs or metrics contain %q", s)
 		}
+	}
+}
+
+// TestAuditTargetRedactsSecretArgs: the audit target is the request as
+// sent with the value of every arg the manifest marks secret replaced by
+// "[redacted]" (a registry where list_issues' repo and state are secret).
+func TestAuditTargetRedactsSecretArgs(t *testing.T) {
+	var m map[string]any
+	if err := json.Unmarshal(registry.Default().Raw("github"), &m); err != nil {
+		t.Fatal(err)
+	}
+	args := m["ops"].(map[string]any)["list_issues"].(map[string]any)["args"].(map[string]any)
+	args["repo"].(map[string]any)["secret"] = true
+	args["state"].(map[string]any)["secret"] = true
+	raw, _ := json.Marshal(m)
+	reg, err := registry.Load(fstest.MapFS{"github.json": {Data: raw}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := newEnv(t, func(c *Config) { c.Registry = reg })
+	const secretRepo, secretState = "hidden-repo-4c1b", "closed"
+	if _, err := env.run("github", "list_issues", `{"owner":"pinned-tester","repo":"`+secretRepo+`","state":"`+secretState+`","per_page":7}`); err != nil && err.Code != CodeUpstream {
+		t.Fatal(err)
+	}
+	evs := egressEvents(t, env.logs.String())
+	if len(evs) != 1 {
+		t.Fatalf("%d events", len(evs))
+	}
+	if got, want := evs[0]["target"], "/repos/pinned-tester/%5Bredacted%5D/issues?per_page=7&state=%5Bredacted%5D"; got != want {
+		t.Fatalf("target %v, want %v", got, want)
+	}
+	if reqs := env.fake.Requests(); len(reqs) != 1 || !strings.Contains(reqs[0].Path, secretRepo) {
+		t.Fatalf("the request sent was not the caller's: %+v", reqs)
+	}
+	if strings.Contains(env.logs.String(), secretRepo) || strings.Contains(env.logs.String(), "state=closed") {
+		t.Fatal("a secret arg's value reached the log")
 	}
 }
 
