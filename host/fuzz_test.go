@@ -16,6 +16,7 @@ type fuzzOp struct {
 	m      *registry.Manifest
 	op     *registry.Op
 	policy *opPolicy
+	bind   *binding
 	prefix []byte
 }
 
@@ -33,17 +34,24 @@ func allOps(t testing.TB) []fuzzOp {
 			if err != nil {
 				t.Fatal(err)
 			}
-			ops = append(ops, fuzzOp{m, op, pol, prefix})
+			b, err := newBinding(m, op, prefix)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ops = append(ops, fuzzOp{m, op, pol, b, prefix})
 		}
 	}
 	return ops
 }
 
 // FuzzRender drives the executor (natively: the same code the guest runs)
-// with arbitrary args for every op of every manifest: it never panics, and
-// whatever request it renders passes the host's own decoding and egress
-// policy — the guest and the host agree on the rules, so an honest guest is
-// never refused and a refusal always means a dishonest one.
+// with arbitrary args for every op of every manifest: it never panics,
+// the host's own binding (bind.go: the arg rules, then its independent
+// rendering of the manifest's templates) rejects exactly the args the
+// executor rejects, with the same reason and arg, and whatever request the
+// executor renders passes the host's decoding, egress policy and binding
+// check — the guest and the host agree, so an honest guest is never
+// refused and a refusal always means a dishonest one.
 func FuzzRender(f *testing.F) {
 	ops := allOps(f)
 	seeds := []string{
@@ -62,6 +70,10 @@ func FuzzRender(f *testing.F) {
 		req, rej, err := executor.Render(input)
 		if err != nil {
 			t.Fatalf("%s.%s: the host's input was refused: %v", o.m.ID, o.op.Method, err)
+		}
+		want, hrej := o.bind.bind([]byte(args))
+		if (rej == nil) != (hrej == nil) || (rej != nil && *rej != *hrej) {
+			t.Fatalf("%s %s %s: the executor says %+v, the host's binding says %+v", o.m.ID, o.op.Path, args, rej, hrej)
 		}
 		if rej != nil {
 			if rej.Reason < abi.RejectSyntax || rej.Reason > abi.RejectValue || len(rej.Arg) > abi.MaxNameBytes || !printableName(rej.Arg) {
@@ -84,14 +96,18 @@ func FuzzRender(f *testing.F) {
 		if deny := o.policy.check(dec); deny != "" {
 			t.Fatalf("%s %s: the policy refuses the executor's request (%s): %s", o.m.ID, o.op.Path, deny, req)
 		}
+		if !o.bind.check(want, dec, o.policy.host) {
+			t.Fatalf("%s %s: the binding refuses the executor's request for %s: %s", o.m.ID, o.op.Path, args, req)
+		}
 	})
 }
 
 // FuzzRequestCheck feeds arbitrary bytes to pin_v1.request's decoding and
 // policy for every op: it never panics, and every request it accepts is,
 // by net/url's independent reading, https to exactly the pinned host on
-// the default port, without userinfo, fragment, dot segments or encoded
-// slashes.
+// the default port, without userinfo, fragment, dot segments, encoded
+// slashes or a repeated query key; one the binding also accepts for the
+// args {} has only declared query keys.
 func FuzzRequestCheck(f *testing.F) {
 	ops := allOps(f)
 	for i, s := range []string{
@@ -130,8 +146,10 @@ func FuzzRequestCheck(f *testing.F) {
 		if err != nil {
 			t.Fatalf("accepted a query net/url cannot parse: %q", u.RawQuery)
 		}
+		want, rej := o.bind.bind([]byte(`{}`))
+		bound := rej == nil && o.bind.check(want, r, o.policy.host)
 		for k, vs := range q {
-			if _, ok := o.op.Query[k]; !ok || len(vs) != 1 {
+			if _, ok := o.op.Query[k]; (bound && !ok) || len(vs) != 1 {
 				t.Fatalf("accepted query key %q (%d values) in %q", k, len(vs), r.url)
 			}
 		}

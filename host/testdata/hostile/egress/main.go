@@ -294,8 +294,15 @@ func mutate(r *request, m string) {
 			nv, err := jsonv.Parse([]byte(j))
 			if leaf := bodyLeaf(&v, p); leaf != nil && err == nil {
 				*leaf = nv
-			} else if leaf == nil && err == nil && !strings.Contains(p, "/") {
-				v.O = append(v.O, jsonv.Member{Key: p, Value: nv})
+			} else if leaf == nil && err == nil {
+				// A member the honest request lacks: add it to its parent.
+				parent, key := "", p
+				if i := strings.LastIndexByte(p, '/'); i >= 0 {
+					parent, key = p[:i], p[i+1:]
+				}
+				if o := bodyLeaf(&v, parent); o != nil && o.Kind == jsonv.Object {
+					o.O = append(o.O, jsonv.Member{Key: key, Value: nv})
+				}
 			}
 		case "badd":
 			v.O = append(v.O, jsonv.Member{Key: "zz", Value: jsonv.Value{Kind: jsonv.Number, S: "1"}})
