@@ -3,6 +3,8 @@ package host
 import (
 	"bytes"
 	"context"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -70,4 +72,38 @@ func returnUnreset(p *pool, inst *instance) {
 	inst.mem.setBusy(false)
 	p.free <- inst
 	<-p.sem
+}
+
+// TestPoolFirstInstanceIsTemplate: the first pooled instance starts from
+// the template like every other (issue 10: it once ran the warm-up ops a
+// second time and was pooled without the size check, so a guest keeping
+// 64 KiB per run saw 112 pages and twice the leftovers in op 0 and 88
+// pages in every later op). With one instance, op 0 runs on the first
+// instance the pool made and op N on the same instance after N resets:
+// each starts from the same memory size and the same bytes.
+func TestPoolFirstInstanceIsTemplate(t *testing.T) {
+	env := newEnv(t, func(c *Config) { c.Guest = hostileGuest(t, "keepstate"); c.PoolSize = 1 })
+	if env.eng.Strategy() != IsolationReset {
+		t.Fatalf("strategy %s", env.eng.Strategy())
+	}
+	var lines []string
+	for i := 0; i < 4; i++ {
+		before := len(env.guestOutput())
+		if _, err := env.run("github", "list_issues", honestArgs["github.list_issues"]); err != nil && err.Code != CodeUpstream {
+			t.Fatal(err)
+		}
+		lines = append(lines, strings.TrimSpace(env.guestOutput()[before:]))
+	}
+	t.Logf("op 0: %s", lines[0])
+	if !strings.HasPrefix(lines[0], "pages=") {
+		t.Fatalf("guest reported %q", lines[0])
+	}
+	for i, l := range lines[1:] {
+		if l != lines[0] {
+			t.Fatalf("op %d started from %q, op 0 from %q", i+1, l, lines[0])
+		}
+	}
+	if want := "pages=" + strconv.Itoa(int(env.eng.pool.tmpl.pages)) + " "; !strings.HasPrefix(lines[0], want) {
+		t.Fatalf("op 0 started from %q, the template has %d pages", lines[0], env.eng.pool.tmpl.pages)
+	}
 }
