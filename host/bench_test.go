@@ -263,6 +263,53 @@ func mustOp(service, op string) (*registry.Op, bool) {
 	return m.Op(op)
 }
 
+// bindingCost returns a function timing, once, the work request binding
+// added to an op (bind.go): the host's own argument rules and rendering
+// of the bound request before the guest runs, the comparison of the
+// guest's request with it, and the audit target. BenchmarkOverhead calls
+// it in every iteration, so its median ("bind-p50-ns") is measured in the
+// same run and machine state as the sandbox's overhead.
+func bindingCost(b *testing.B, e *Engine, call Call) func() time.Duration {
+	p, herr := e.prepare(call.Service, call.Op)
+	if herr != nil {
+		b.Fatal(herr)
+	}
+	req, rej, err := executor.Render(append(append([]byte(nil), p.prefix...), call.Args...))
+	if err != nil || rej != nil {
+		b.Fatal("render", err, rej)
+	}
+	return func() time.Duration {
+		r, deny := decodeRequest(req) // a fresh copy, as pin_v1.request has
+		if deny != "" || p.policy.check(r) != "" {
+			b.Fatal("policy")
+		}
+		t := time.Now() // decoding and the policy are not binding's cost
+		want, rej := p.bind.bind(call.Args)
+		if rej != nil || !p.bind.check(want, r, p.policy.host) || p.bind.target(want) == "" {
+			b.Fatal("binding refused the honest request")
+		}
+		return time.Since(t)
+	}
+}
+
+// BenchmarkBinding is the binding check alone, per op (see bindingCost).
+func BenchmarkBinding(b *testing.B) {
+	env := benchEnv(b, IsolationReset)
+	for _, o := range benchOps {
+		call := Call{Service: o.service, Op: o.op, Args: json.RawMessage(o.args)}
+		b.Run(o.name, func(b *testing.B) {
+			cost := bindingCost(b, env.eng, call)
+			d := make([]time.Duration, 0, b.N)
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				d = append(d, cost())
+			}
+			slices.Sort(d)
+			b.ReportMetric(float64(d[len(d)/2].Nanoseconds()), "bind-p50-ns")
+		})
+	}
+}
+
 // BenchmarkOverhead measures the sandbox's overhead per op as the median of
 // paired differences: each iteration runs the op natively and then through
 // the sandbox (reset strategy) against the same fake, so both halves of a
@@ -277,6 +324,8 @@ func BenchmarkOverhead(b *testing.B) {
 			native := make(latencies, 0, b.N)
 			sandbox := make(latencies, 0, b.N)
 			diff := make([]time.Duration, 0, b.N)
+			bind := make([]time.Duration, 0, b.N)
+			bindCost := bindingCost(b, env.eng, call)
 			runNative := func() time.Duration {
 				t := time.Now()
 				if _, herr := env.eng.runNative(ctx, call); herr != nil {
@@ -303,6 +352,7 @@ func BenchmarkOverhead(b *testing.B) {
 				native = append(native, n)
 				sandbox = append(sandbox, s)
 				diff = append(diff, s-n)
+				bind = append(bind, bindCost())
 			}
 			slices.Sort(native)
 			slices.Sort(sandbox)
@@ -310,6 +360,8 @@ func BenchmarkOverhead(b *testing.B) {
 			b.ReportMetric(float64(native[len(native)/2].Nanoseconds()), "native-p50-ns")
 			b.ReportMetric(float64(sandbox[len(sandbox)/2].Nanoseconds()), "sandbox-p50-ns")
 			b.ReportMetric(float64(diff[len(diff)/2].Nanoseconds()), "overhead-p50-ns")
+			slices.Sort(bind)
+			b.ReportMetric(float64(bind[len(bind)/2].Nanoseconds()), "bind-p50-ns")
 		})
 	}
 }
