@@ -220,6 +220,7 @@ type apiError struct {
 		RetryAfter     int    `json:"retry_after"`
 		UpstreamStatus int    `json:"upstream_status"`
 		Arg            string `json:"arg"`
+		Applied        string `json:"applied"`
 	} `json:"error"`
 }
 
