@@ -80,10 +80,12 @@ type bindHeader struct{ name, value string }
 
 // bound is the request one op's args bind the guest to.
 type bound struct {
-	vals  []argrules.Value
-	path  string   // as it must be sent, from the leading "/"
-	query []string // "key=value" pairs, canonical, in template order
-	form  []string // the same for body_form
+	vals   []argrules.Value
+	target string   // path and query as they must be sent, canonical query order
+	path   string   // target up to the query
+	query  []string // target's "key=value" pairs (substrings of target)
+	form   []string // the body_form's pairs, canonical
+	qbuf   [8]string
 }
 
 func newBinding(m *registry.Manifest, op *registry.Op, prefix []byte) (*binding, error) {
@@ -232,31 +234,74 @@ func (b *binding) bind(raw []byte) (*bound, *argrules.Reject) {
 		return nil, rej
 	}
 	out := &bound{vals: vals}
-	path := make([]byte, 0, 64)
+	buf := make([]byte, 0, 128)
+	var scratch [32]byte
 	for _, seg := range b.path {
-		path = append(path, '/')
+		buf = append(buf, '/')
 		for _, p := range seg {
 			if p.arg < 0 {
-				path = append(path, p.lit...)
+				buf = append(buf, p.lit...)
 				continue
 			}
 			v := vals[p.arg]
 			if !v.Set {
 				return nil, &argrules.Reject{Reason: abi.RejectMissing, Arg: b.args[p.arg].Name}
 			}
-			text := v.Text()
-			if !argrules.PathSegmentOK(text) {
+			text := v.AppendText(scratch[:0])
+			if !argrules.PathSegmentOK(string(text)) {
 				return nil, &argrules.Reject{Reason: abi.RejectValue, Arg: b.args[p.arg].Name}
 			}
-			path = pctEncode(path, text, false)
+			buf = pctEncode(buf, text, false)
 		}
 	}
-	out.path = string(path)
-	out.query = b.pairs(b.query, vals, false)
+	pathEnd := len(buf)
+	var starts, stops [len(out.qbuf)]int // each pair's bytes in buf, while they fit
+	n := 0
+	sep := byte('?')
+	for _, kv := range b.query {
+		if !complete(kv.pieces, vals) {
+			continue
+		}
+		buf = append(buf, sep)
+		sep = '&'
+		start := len(buf)
+		buf = b.appendPair(buf, kv, vals, false)
+		if n < len(starts) {
+			starts[n], stops[n] = start, len(buf)
+		}
+		n++
+	}
+	out.target = string(buf)
+	out.path = out.target[:pathEnd]
+	if n <= len(out.qbuf) {
+		out.query = out.qbuf[:0]
+		for i := 0; i < n; i++ {
+			out.query = append(out.query, out.target[starts[i]:stops[i]])
+		}
+	} else {
+		out.query = b.pairs(b.query, vals, false)
+	}
 	if b.hasForm {
 		out.form = b.pairs(b.form, vals, true)
 	}
 	return out, nil
+}
+
+// appendPair appends kv's canonical "key=value".
+func (b *binding) appendPair(dst []byte, kv bindKV, vals []argrules.Value, form bool) []byte {
+	dst = append(dst, kv.key...)
+	dst = append(dst, '=')
+	var scratch [32]byte
+	for _, p := range kv.pieces {
+		if p.arg < 0 {
+			dst = pctEncode(dst, p.lit, form)
+		} else if v := vals[p.arg]; v.Kind == jsonv.String {
+			dst = pctEncode(dst, v.S, form)
+		} else {
+			dst = pctEncode(dst, v.AppendText(scratch[:0]), form)
+		}
+	}
+	return dst
 }
 
 // pairs renders the complete entries (every arg their template names is
@@ -264,19 +309,9 @@ func (b *binding) bind(raw []byte) (*bound, *argrules.Reject) {
 func (b *binding) pairs(kvs []bindKV, vals []argrules.Value, form bool) []string {
 	var out []string
 	for _, kv := range kvs {
-		if !complete(kv.pieces, vals) {
-			continue
+		if complete(kv.pieces, vals) {
+			out = append(out, string(b.appendPair(nil, kv, vals, form)))
 		}
-		s := append(make([]byte, 0, len(kv.key)+16), kv.key...)
-		s = append(s, '=')
-		for _, p := range kv.pieces {
-			if p.arg < 0 {
-				s = pctEncode(s, p.lit, form)
-			} else {
-				s = pctEncode(s, vals[p.arg].Text(), form)
-			}
-		}
-		out = append(out, string(s))
 	}
 	return out
 }
@@ -311,7 +346,7 @@ func text(ps []bindPiece, vals []argrules.Value) string {
 // DIGIT, "-", ".", "_", "~") as they are, every other byte as %XX with
 // upper-case hex digits; with form, a space is "+"
 // (application/x-www-form-urlencoded, WHATWG URL section 5).
-func pctEncode(dst []byte, s string, form bool) []byte {
+func pctEncode[T string | []byte](dst []byte, s T, form bool) []byte {
 	const hexDigits = "0123456789ABCDEF"
 	for i := 0; i < len(s); i++ {
 		c := s[i]
@@ -399,9 +434,6 @@ func (b *binding) sameHeaders(hs [][2]string) bool {
 	var seen uint64
 	for _, h := range hs {
 		i := b.headerIndex(h[0])
-		if i < 0 {
-			i = b.headerIndex(textproto.CanonicalMIMEHeaderKey(h[0]))
-		}
 		if i < 0 || h[1] != b.headers[i].value || seen&(1<<i) != 0 {
 			return false
 		}
@@ -410,9 +442,11 @@ func (b *binding) sameHeaders(hs [][2]string) bool {
 	return true
 }
 
-func (b *binding) headerIndex(canonical string) int {
+// headerIndex finds a declared header by name, in any ASCII case (the
+// policy has checked that the name is an RFC 9110 token: ASCII only).
+func (b *binding) headerIndex(name string) int {
 	for i, h := range b.headers {
-		if h.name == canonical {
+		if strings.EqualFold(h.name, name) {
 			return i
 		}
 	}
@@ -504,10 +538,7 @@ func (b *binding) target(want *bound) string {
 		}
 	}
 	if !hasSecret {
-		if len(want.query) == 0 {
-			return want.path
-		}
-		return want.path + "?" + strings.Join(want.query, "&")
+		return want.target
 	}
 	vals := append([]argrules.Value(nil), want.vals...)
 	for i, s := range b.secret {
