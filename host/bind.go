@@ -85,7 +85,11 @@ type bound struct {
 	path   string   // target up to the query
 	query  []string // target's "key=value" pairs (substrings of target)
 	form   []string // the body_form's pairs, canonical
+	// Inline storage, so that binding an op usually allocates only this
+	// struct and the target string.
 	qbuf   [8]string
+	valBuf [8]argrules.Value
+	buf    [256]byte
 }
 
 func newBinding(m *registry.Manifest, op *registry.Op, prefix []byte) (*binding, error) {
@@ -229,12 +233,13 @@ func (b *binding) node(v *jsonv.Value) (*bindNode, error) {
 // guest runs) and renders the request they bind the op to. A reject is
 // the caller's bad args: the op fails with bad_args and no guest runs.
 func (b *binding) bind(raw []byte) (*bound, *argrules.Reject) {
-	vals, rej := argrules.Validate(b.args, raw)
+	out := &bound{}
+	vals, rej := argrules.ValidateInto(out.valBuf[:0], b.args, raw)
 	if rej != nil {
 		return nil, rej
 	}
-	out := &bound{vals: vals}
-	buf := make([]byte, 0, 128)
+	out.vals = vals
+	buf := out.buf[:0]
 	var scratch [32]byte
 	for _, seg := range b.path {
 		buf = append(buf, '/')

@@ -3,7 +3,8 @@
 // gives every op an instance in the state of a fresh one (a pooled
 // instance reset byte for byte, or a new one; see Config.Isolation and
 // docs/RATIONALE.md), checks the request the guest renders
-// against the op (egress policy), dials only public addresses of the ONE
+// against the op (egress policy) and against the request the caller's args
+// bind the op to (request binding), dials only public addresses of the ONE
 // pinned host, injects the credential after the checks, caps and projects
 // the response, and maps failures to stable codes.
 //
@@ -11,7 +12,10 @@
 // hostile guest:
 //
 //  1. The guest's imports are exactly pin_v1 plus a WASI subset.
-//  2. All egress goes through pin_v1.request and its checks.
+//  2. All egress goes through pin_v1.request and its checks, and is
+//     exactly the request the op's manifest templates render from the
+//     caller's args, which the host validates itself (request binding,
+//     bind.go).
 //  3. The credential is injected after the checks and never enters guest
 //     memory, logs, errors or metrics.
 //  4. Only public addresses are dialed; no proxy, no redirects, TLS only,

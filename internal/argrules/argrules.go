@@ -264,6 +264,12 @@ func indexBytes(args []*Arg, name []byte) int {
 // caller's key order. raw must be valid JSON text as far as the object
 // goes; anything else is RejectSyntax.
 func Validate(args []*Arg, raw []byte) ([]Value, *Reject) {
+	return ValidateInto(nil, args, raw)
+}
+
+// ValidateInto is Validate writing the values into dst when it has room
+// (a caller's buffer spares an allocation per op).
+func ValidateInto(dst []Value, args []*Arg, raw []byte) ([]Value, *Reject) {
 	if len(args) > MaxArgs {
 		return nil, &Reject{Reason: abi.RejectSyntax}
 	}
@@ -330,7 +336,13 @@ func Validate(args []*Arg, raw []byte) ([]Value, *Reject) {
 	if undeclared != nil {
 		return nil, undeclared
 	}
-	vals := make([]Value, len(args))
+	var vals []Value
+	if cap(dst) >= len(args) {
+		vals = dst[:len(args)]
+		clear(vals)
+	} else {
+		vals = make([]Value, len(args))
+	}
 	for k, a := range args {
 		if at[k] == 0 {
 			if a.Required {
