@@ -20,10 +20,10 @@ type cowMemory struct{ image *memImage }
 
 func newCowMemory(uint64) (*cowMemory, error) { return nil, errNoCow }
 
-func (*cowMemory) Reallocate(uint64) []byte  { return nil }
-func (*cowMemory) Free()                     {}
-func (*cowMemory) adopt(*memImage) error     { return errNoCow }
-func (*cowMemory) setBusy(bool) bool         { return false }
-func (*cowMemory) reset([]bool) (int, error) { return 0, errNoCow }
-func (*cowMemory) touched() ([]bool, error)  { return nil, errNoCow }
-func (*cowMemory) prime([]bool)              {}
+func (*cowMemory) Reallocate(uint64) []byte     { return nil }
+func (*cowMemory) Free()                        {}
+func (*cowMemory) adopt(*memImage) error        { return errNoCow }
+func (*cowMemory) setBusy(bool) bool            { return false }
+func (*cowMemory) reset([]byte) (int, error)    { return 0, errNoCow }
+func (*cowMemory) pageClasses() ([]byte, error) { return nil, errNoCow }
+func (*cowMemory) prime([]byte)                 {}
