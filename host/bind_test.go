@@ -36,7 +36,7 @@ var bindArgs = map[string]string{
 	"linear.create_issue":        `{"team_id":"0f0e0d0c-0b0a-4909-8807-060504030201","title":"T","description":"D"}`,
 	"linear.get_issue":           `{"id":"ENG-1"}`,
 	"linear.get_viewer":          `{}`,
-	"linear.list_issues":         `{"first":5,"team":"ENG"}`,
+	"linear.list_issues":         `{"first":5,"team":"ENG","after":"abc"}`,
 	"linear.list_teams":          `{"first":5}`,
 	"stripe.create_customer":     `{"email":"a.b@example.org","name":"A B","description":"d"}`,
 	"stripe.get_balance":         `{}`,
@@ -146,6 +146,7 @@ func TestBindingEveryOp(t *testing.T) {
 			token := fakeapi.Token(m.ID)
 			t.Run(key+"/honest", func(t *testing.T) {
 				env.fake.Reset()
+				env.logs.Reset()
 				res, err := env.runHarness(m.ID, name, args, `{"attack":"honest"}`)
 				if err != nil && err.Code != CodeUpstream {
 					t.Fatalf("the honest request was refused: %v", err)
@@ -168,6 +169,7 @@ func TestBindingEveryOp(t *testing.T) {
 			for _, mut := range bindMutations(t, m, op) {
 				t.Run(key+"/"+mut, func(t *testing.T) {
 					env.fake.Reset()
+					env.logs.Reset() // each case scans only its own op's log
 					mj, _ := json.Marshal([]string{mut})
 					before := len(env.guestOutput())
 					res, err := env.runHarness(m.ID, name, args, `{"attack":"mut","mut":`+string(mj)+`}`)
