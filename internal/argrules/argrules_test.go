@@ -1,0 +1,145 @@
+package argrules
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/elevenmessenger/pinned/internal/abi"
+	"github.com/elevenmessenger/pinned/internal/jsonv"
+)
+
+// testArgs is a declaration set in the op spec's JSON, as the host writes
+// it (sorted names).
+const testArgs = `{
+ "n": {"type": "integer", "min": 1, "max": 100, "default": 30},
+ "name": {"type": "string", "required": true, "pattern": "^[a-z]+$", "max_length": 5},
+ "ok": {"type": "boolean"},
+ "ratio": {"type": "number", "min": 0.5},
+ "state": {"type": "string", "enum": ["open", "closed"], "default": "open"},
+ "text": {"type": "string", "max_length": 3}
+}`
+
+func decodeTestArgs(t testing.TB) []*Arg {
+	t.Helper()
+	v, err := jsonv.Parse([]byte(testArgs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	args, err := DecodeAll(&v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return args
+}
+
+func TestValidate(t *testing.T) {
+	args := decodeTestArgs(t)
+	for _, tt := range []struct {
+		name, raw string
+		reason    int32
+		arg       string
+		texts     map[string]string // effective values on success
+	}{
+		{name: "defaults applied", raw: `{"name":"abc"}`, texts: map[string]string{"name": "abc", "n": "30", "state": "open"}},
+		{name: "every arg", raw: `{"name":"ab","n":7.0,"ok":true,"ratio":0.75,"state":"closed","text":"héé"}`,
+			texts: map[string]string{"name": "ab", "n": "7", "ok": "true", "ratio": "0.75", "state": "closed", "text": "héé"}},
+		{name: "integer written 1e1", raw: `{"name":"a","n":1e1}`, texts: map[string]string{"name": "a", "n": "10", "state": "open"}},
+		{name: "not an object", raw: `[1]`, reason: abi.RejectSyntax},
+		{name: "trailing data", raw: `{"name":"a"} x`, reason: abi.RejectSyntax},
+		{name: "duplicate key", raw: `{"name":"a","name":"b"}`, reason: abi.RejectSyntax},
+		{name: "undeclared", raw: `{"name":"a","zz":1}`, reason: abi.RejectUndeclared, arg: "zz"},
+		{name: "missing", raw: `{}`, reason: abi.RejectMissing, arg: "name"},
+		{name: "type", raw: `{"name":1}`, reason: abi.RejectType, arg: "name"},
+		{name: "integer with a fraction", raw: `{"name":"a","n":1.5}`, reason: abi.RejectType, arg: "n"},
+		{name: "integer past 2^53", raw: `{"name":"a","n":9007199254740993}`, reason: abi.RejectType, arg: "n"},
+		{name: "enum", raw: `{"name":"a","state":"everything"}`, reason: abi.RejectEnum, arg: "state"},
+		{name: "enum empty", raw: `{"name":"a","state":""}`, reason: abi.RejectEnum, arg: "state"},
+		{name: "pattern", raw: `{"name":"A"}`, reason: abi.RejectPattern, arg: "name"},
+		{name: "min", raw: `{"name":"a","n":0}`, reason: abi.RejectMin, arg: "n"},
+		{name: "max", raw: `{"name":"a","n":100000}`, reason: abi.RejectMax, arg: "n"},
+		{name: "number min", raw: `{"name":"a","ratio":0.25}`, reason: abi.RejectMin, arg: "ratio"},
+		{name: "length in code points", raw: `{"name":"a","text":"héé!"}`, reason: abi.RejectLength, arg: "text"},
+		{name: "a control character", raw: `{"name":"a","text":"a\u0000"}`, reason: abi.RejectValue, arg: "text"},
+		{name: "a boolean as a string", raw: `{"name":"a","ok":"true"}`, reason: abi.RejectType, arg: "ok"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			vals, rej := Validate(args, []byte(tt.raw))
+			if tt.reason != 0 {
+				if rej == nil || rej.Reason != tt.reason || rej.Arg != tt.arg {
+					t.Fatalf("got %+v, want reason %d arg %q", rej, tt.reason, tt.arg)
+				}
+				return
+			}
+			if rej != nil {
+				t.Fatalf("rejected: %+v", rej)
+			}
+			got := map[string]string{}
+			for i, v := range vals {
+				if v.Set {
+					got[args[i].Name] = v.Text()
+				}
+			}
+			if len(got) != len(tt.texts) {
+				t.Fatalf("values %v, want %v", got, tt.texts)
+			}
+			for k, v := range tt.texts {
+				if got[k] != v {
+					t.Fatalf("values %v, want %v", got, tt.texts)
+				}
+			}
+		})
+	}
+}
+
+func TestClipName(t *testing.T) {
+	for in, want := range map[string]string{
+		"":                      "?",
+		"a\nb":                  "a?b",
+		strings.Repeat("é", 40): strings.Repeat("é", 32),
+	} {
+		if got := ClipName(in); got != want {
+			t.Errorf("ClipName(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestPathSegmentOK(t *testing.T) {
+	for s, want := range map[string]bool{"": false, ".": false, "..": false, "...": true, "a": true, "%2e": true} {
+		if PathSegmentOK(s) != want {
+			t.Errorf("PathSegmentOK(%q) != %v", s, want)
+		}
+	}
+}
+
+// FuzzValidate feeds arbitrary args to the rules: they never panic, a
+// value is never accepted from text encoding/json cannot read as an
+// object, and an accepted string is within its declaration.
+func FuzzValidate(f *testing.F) {
+	args := decodeTestArgs(f)
+	for _, s := range []string{`{}`, `{"name":"abc","n":5}`, `{"name":"a","text":"\u00e9\u00e9"}`, `{"name":"a","n":1e400}`, `{"a":`, `{"name":"a","name":"a"}`, `{"\u006eame":"x"}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		vals, rej := Validate(args, raw)
+		if rej != nil {
+			if rej.Reason < abi.RejectSyntax || rej.Reason > abi.RejectValue {
+				t.Fatalf("reason %d", rej.Reason)
+			}
+			return
+		}
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &m); err != nil {
+			t.Fatalf("accepted %q, which encoding/json refuses: %v", raw, err)
+		}
+		for i, v := range vals {
+			a := args[i]
+			if a.Required && !v.Set {
+				t.Fatalf("required %s not set", a.Name)
+			}
+			if v.Set && a.Type == "string" && (a.Pattern != nil && !a.Pattern.MatchString(v.S)) {
+				t.Fatalf("%s = %q breaks its pattern", a.Name, v.S)
+			}
+		}
+	})
+}
