@@ -24,6 +24,7 @@ var bindArgs = map[string]string{
 	"dnsimple.list_zone_records": `{"account":1385,"zone":"example.com","name":"www","page":1,"per_page":5,"type":"A"}`,
 	"dnsimple.register_domain":   `{"account":1385,"domain":"member-wanted-two.com","registrant_id":2715,"whois_privacy":false,"auto_renew":false}`,
 	"github.create_issue":        `{"owner":"pinned-tester","repo":"notes","title":"Q3 plan","body":"some text"}`,
+	"github.get_pages":           `{"owner":"pinned-tester","repo":"notes"}`,
 	"github.get_repo":            `{"owner":"pinned-tester","repo":"notes"}`,
 	"github.get_viewer":          `{}`,
 	"github.list_issues":         `{"owner":"pinned-tester","repo":"notes","page":1,"per_page":5,"state":"open"}`,
