@@ -43,6 +43,42 @@ func parseFlags(fs *flag.FlagSet, help string, args []string, stdout, stderr io.
 	return 0, true
 }
 
+// parseFlagsWords is parseFlags for a command that takes up to max
+// positional words besides its flags (pinned connect SERVICE): the words
+// may come before, between or after the flags ("connect --fake github"
+// and "connect github --fake" are the same), and everything after "--"
+// is a word. A word past max is refused as a stray argument (exit 2).
+func parseFlagsWords(fs *flag.FlagSet, help string, args []string, max int, stdout, stderr io.Writer) (words []string, code int, ok bool) {
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	for {
+		err := fs.Parse(args)
+		switch {
+		case errors.Is(err, flag.ErrHelp):
+			printHelp(stdout, help, fs)
+			return nil, 0, false
+		case err != nil:
+			return nil, flagError(stderr, fs.Name(), explainFlagError(fs, err)), false
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			break
+		}
+		// The flag package stops at the first word, or after "--".
+		if n := len(args) - len(rest); n > 0 && args[n-1] == "--" {
+			words = append(words, rest...)
+			break
+		}
+		words = append(words, rest[0])
+		args = rest[1:]
+	}
+	if len(words) > max {
+		fmt.Fprintf(stderr, "pinned %s: unexpected argument %q (see --help)\n", fs.Name(), words[max])
+		return nil, 2, false
+	}
+	return words, 0, true
+}
+
 // explainFlagError rewrites the flag package's errors into ones that say
 // what to do: an unknown flag gets "did you mean --x?" when a defined
 // flag is close, and a duration without a unit ("--timeout 5") the

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"errors"
+	"flag"
 	"fmt"
 	"regexp"
 	"strings"
@@ -125,6 +126,40 @@ func TestErrText(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := errText(tt.err); got != tt.want {
 				t.Errorf("errText = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestParseFlagsWords: positional words may come before, between or after
+// the flags; "--" ends the flags; a word past the limit is refused.
+func TestParseFlagsWords(t *testing.T) {
+	cases := []struct {
+		name  string
+		args  []string
+		max   int
+		words []string
+		fake  bool
+		code  int
+		ok    bool
+	}{
+		{name: "word first", args: []string{"github", "--fake"}, max: 1, words: []string{"github"}, fake: true, ok: true},
+		{name: "word last", args: []string{"--fake", "github"}, max: 1, words: []string{"github"}, fake: true, ok: true},
+		{name: "words around a flag", args: []string{"github", "--fake", "list_repos"}, max: 2, words: []string{"github", "list_repos"}, fake: true, ok: true},
+		{name: "after --, a dash word is a word", args: []string{"--fake", "--", "-x"}, max: 1, words: []string{"-x"}, fake: true, ok: true},
+		{name: "no words", args: []string{"--fake"}, max: 1, fake: true, ok: true},
+		{name: "one word too many", args: []string{"a", "--fake", "b"}, max: 1, code: 2},
+		{name: "unknown flag after a word", args: []string{"github", "--nope"}, max: 1, code: 2},
+		{name: "help after a word", args: []string{"github", "--help"}, max: 1, code: 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			fs := flag.NewFlagSet("connect", flag.ContinueOnError)
+			fake := fs.Bool("fake", false, "")
+			var stdout, stderr bytes.Buffer
+			words, code, ok := parseFlagsWords(fs, "help\n", tc.args, tc.max, &stdout, &stderr)
+			if ok != tc.ok || code != tc.code || strings.Join(words, " ") != strings.Join(tc.words, " ") || (ok && *fake != tc.fake) {
+				t.Errorf("words %q code %d ok %v fake %v, want %q %d %v %v (stderr %q)", words, code, ok, *fake, tc.words, tc.code, tc.ok, tc.fake, stderr.String())
 			}
 		})
 	}

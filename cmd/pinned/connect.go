@@ -101,18 +101,23 @@ func hostOverride(cmd string, useFake bool, connectTo, caFile string) (*host.Ove
 	return nil, func() {}, nil
 }
 
-// splitService takes a leading SERVICE argument off args ("github --cap
-// write"); "" when the first argument is a flag or missing.
-func splitService(args []string) (string, []string) {
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		return args[0], args[1:]
+// firstWord is words[0], or "" when there is none.
+func firstWord(words []string) string {
+	if len(words) == 0 {
+		return ""
 	}
-	return "", args
+	return words[0]
+}
+
+// unknownService is the message for a SERVICE word no manifest has, with
+// "did you mean" for a typo and the list of services.
+func unknownService(service string) string {
+	return fmt.Sprintf("%s (services: %s)", unknownWord("service", service, serviceIDs()), joinList(serviceIDs()))
 }
 
 func runConnect(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("connect", flag.ContinueOnError)
-	capFlag := fs.String("cap", connstore.CapRead, "what the agent may do: `read` (read-only) or write (read & write; every write still waits for your confirmation)")
+	capFlag := fs.String("cap", connstore.CapRead, "what the agent may do: `read|write` (read: read-only; write: read & write, every write still waiting for your confirmation)")
 	kind := fs.String("kind", grant.KindPAT, "credential kind: `pat|oauth` (pat: a pasted token, sent as the manifest's scheme says; oauth: always Bearer)")
 	tokenEnv := fs.String("token-env", "", "read the token from this environment `variable` instead of the terminal or stdin")
 	refreshEnv := fs.String("refresh-env", "", "environment `variable` holding the refresh token of an expiring OAuth pair (needs --kind oauth)")
@@ -121,10 +126,12 @@ func runConnect(args []string, stdout, stderr io.Writer) int {
 	connectTo := fs.String("connect-to", "", "verify against a running pinned fakeapi at this `ip:port`; needs --cacert")
 	caFile := fs.String("cacert", "", "PEM `file` of the CA to trust with --connect-to")
 	timeout := fs.Duration("timeout", host.DefaultTimeout, "deadline for the viewer op")
-	service, rest := splitService(args)
-	if code, ok := parseFlags(fs, connectUsage, rest, stdout, stderr); !ok {
+	// SERVICE may come before or after the flags.
+	words, code, ok := parseFlagsWords(fs, connectUsage, args, 1, stdout, stderr)
+	if !ok {
 		return code
 	}
+	service := firstWord(words)
 	usage := func(format string, a ...any) int {
 		fmt.Fprintf(stderr, "pinned connect: "+format+"\n", a...)
 		return 2
@@ -134,7 +141,7 @@ func runConnect(args []string, stdout, stderr io.Writer) int {
 	}
 	m, ok := registry.Default().Service(service)
 	if !ok {
-		return usage("unknown service %q (services: %s)", service, joinList(serviceIDs()))
+		return usage("%s", unknownService(service))
 	}
 	if m.Viewer == "" {
 		fmt.Fprintf(stderr, "pinned connect: the %s manifest declares no viewer op, so a token cannot be verified\n", service)
@@ -331,10 +338,11 @@ func viewerIdentity(m *registry.Manifest, data json.RawMessage) string {
 func runConnections(args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == "remove" {
 		fs := flag.NewFlagSet("connections remove", flag.ContinueOnError)
-		service, rest := splitService(args[1:])
-		if code, ok := parseFlags(fs, connectionsUsage, rest, stdout, stderr); !ok {
+		words, code, ok := parseFlagsWords(fs, connectionsUsage, args[1:], 1, stdout, stderr)
+		if !ok {
 			return code
 		}
+		service := firstWord(words)
 		if service == "" {
 			fmt.Fprintln(stderr, "pinned connections remove: which service? e.g. pinned connections remove github")
 			return 2

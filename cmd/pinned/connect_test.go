@@ -21,11 +21,17 @@ func TestConnectMCPUsage(t *testing.T) {
 		stderr string
 	}{
 		{"no service", []string{"connect"}, "pinned connect: which service? e.g. pinned connect github (services: dnsimple, github, hubspot, linear, stripe)\n"},
-		{"unknown service", []string{"connect", "gitlab"}, "pinned connect: unknown service \"gitlab\" (services: dnsimple, github, hubspot, linear, stripe)\n"},
+		{"unknown service", []string{"connect", "gitlab"}, "pinned connect: unknown service \"gitlab\" (did you mean \"github\"?) (services: dnsimple, github, hubspot, linear, stripe)\n"},
+		{"unknown service far from any", []string{"connect", "jira"}, "pinned connect: unknown service \"jira\" (services: dnsimple, github, hubspot, linear, stripe)\n"},
+		{"service after the flags", []string{"connect", "--cap", "admin", "github"}, "pinned connect: --cap must be read or write, not \"admin\"\n"},
+		{"service between the flags", []string{"connect", "--fake", "gitlab", "--cap", "write"}, "pinned connect: unknown service \"gitlab\" (did you mean \"github\"?) (services: dnsimple, github, hubspot, linear, stripe)\n"},
+		{"two services", []string{"connect", "github", "stripe"}, "pinned connect: unexpected argument \"stripe\" (see --help)\n"},
+		{"two services around a flag", []string{"connect", "github", "--fake", "stripe"}, "pinned connect: unexpected argument \"stripe\" (see --help)\n"},
 		{"bad cap", []string{"connect", "github", "--cap", "admin"}, "pinned connect: --cap must be read or write, not \"admin\"\n"},
 		{"refresh without oauth", []string{"connect", "github", "--refresh-env", "R", "--token-expires-in", "1h"}, "pinned connect: --refresh-env needs --kind oauth (a refresh token belongs to an OAuth pair)\n"},
 		{"fake and connect-to", []string{"connect", "github", "--fake", "--connect-to", "127.0.0.1:1", "--cacert", "x"}, "pinned connect: --fake and --connect-to exclude each other\n"},
 		{"remove without service", []string{"connections", "remove"}, "pinned connections remove: which service? e.g. pinned connections remove github\n"},
+		{"remove two services", []string{"connections", "remove", "github", "stripe"}, "pinned connections remove: unexpected argument \"stripe\" (see --help)\n"},
 		{"stray argument", []string{"connections", "github"}, "pinned connections: unexpected argument \"github\" (flags only; see --help)\n"},
 		{"bad tools", []string{"mcp", "--tools", "some"}, "pinned mcp: --tools must be full or compact, not \"some\"\n"},
 		{"listen beyond loopback without a token", []string{"mcp", "--listen", "0.0.0.0:8765"}, "pinned mcp: --listen 0.0.0.0:8765 is not a loopback address: set a bearer token (--token-file or PINNED_MCP_TOKEN) so only your agent can use your connections\n"},

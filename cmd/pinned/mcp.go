@@ -57,7 +57,7 @@ Flags:
 
 func runMCP(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("mcp", flag.ContinueOnError)
-	tools := fs.String("tools", mcpserver.ToolsFull, "`full` (one tool per op) or compact (one tool per service)")
+	tools := fs.String("tools", mcpserver.ToolsFull, "tool mode: `full|compact` (full: one tool per op; compact: one tool per service)")
 	listen := fs.String("listen", "", "serve streamable HTTP on this `host:port` instead of stdio")
 	tokenFile := fs.String("token-file", "", "`file` holding the bearer token HTTP clients must send (or set PINNED_MCP_TOKEN)")
 	useFake := fs.Bool("fake", false, "run every op against an in-process provider fake (tests and trials)")

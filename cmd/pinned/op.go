@@ -84,8 +84,14 @@ func runOp(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "pinned op: "+format+"\n", a...)
 		return 2
 	}
-	if *service == "" || *opName == "" {
-		return usage("--service and --op are required (see pinned registry list)")
+	if *service == "" {
+		return usage("--service is required: one of %s (pinned registry list shows their ops)", joinList(serviceIDs()))
+	}
+	if *opName == "" {
+		if m, ok := registry.Default().Service(*service); ok {
+			return usage("--op is required: %s's ops are %s (pinned registry show %s explains each)", *service, joinList(m.OpNames()), *service)
+		}
+		return usage("--op is required (see pinned registry list)")
 	}
 	if *output != "json" && *output != "table" {
 		return usage("--output must be json or table, not %q", *output)

@@ -204,10 +204,13 @@ func TestRunOp(t *testing.T) {
 			exact: `pinned op: bad_args: arg "per_page" must be at most 100` + "\n"},
 		{name: "missing --service", code: 2,
 			args:  []string{"--fake", "--op", "list_repos"},
-			exact: "pinned op: --service and --op are required (see pinned registry list)\n"},
-		{name: "missing --op", code: 2,
+			exact: "pinned op: --service is required: one of dnsimple, github, hubspot, linear, stripe (pinned registry list shows their ops)\n"},
+		{name: "missing --op lists the service's ops", code: 2,
 			args:  []string{"--fake", "--service", "github"},
-			exact: "pinned op: --service and --op are required (see pinned registry list)\n"},
+			exact: "pinned op: --op is required: github's ops are " + joinList(githubOps()) + " (pinned registry show github explains each)\n"},
+		{name: "missing --op of an unknown service", code: 2,
+			args:  []string{"--fake", "--service", "gitlab"},
+			exact: "pinned op: --op is required (see pinned registry list)\n"},
 		{name: "invalid --args JSON", code: 2,
 			args:  []string{"--fake", "--service", "github", "--op", "list_repos", "--args", `{"per_page":}`},
 			exact: `pinned op: --args: not valid JSON at byte 13 (near "er_page\":}"): invalid character '}' looking for beginning of value` + "\n"},
@@ -309,4 +312,10 @@ func TestRunOp(t *testing.T) {
 			}
 		})
 	}
+}
+
+// githubOps is the embedded GitHub manifest's op names, sorted.
+func githubOps() []string {
+	m, _ := registry.Default().Service("github")
+	return m.OpNames()
 }
