@@ -145,7 +145,7 @@ func runBrokerContext(ctx context.Context, args []string, bio brokerIO) int {
 	}
 	ln, err := net.Listen("tcp", f.listen)
 	if err != nil {
-		fmt.Fprintf(stderr, "pinned broker: listen: %s\n", errText(err))
+		fmt.Fprintf(stderr, "pinned broker: listen: %s\n", listenFailed(err))
 		return 1
 	}
 	defer ln.Close()

@@ -7,6 +7,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/elevenmessenger/pinned/host"
@@ -199,6 +200,16 @@ var internalPrefixes = []string{"grant", "host", "broker", "fakeapi", "sidecar",
 // start or after a ": " (wrapped errors repeat them): "grant: key file
 // k: grant: a private key is ..." reads "key file k: a private key is ...".
 // The CLI puts its own "pinned <cmd>: " in front.
+// listenFailed is errText(err) for an address that could not be bound,
+// and, when another program holds it (EADDRINUSE), what to do about it.
+func listenFailed(err error) string {
+	msg := errText(err)
+	if errors.Is(err, syscall.EADDRINUSE) {
+		msg += " (another program holds this address: choose another with --listen, or port 0 for a free one)"
+	}
+	return msg
+}
+
 func errText(err error) string {
 	if err == nil {
 		return ""

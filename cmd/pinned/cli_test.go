@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net"
 	"regexp"
 	"strings"
 	"testing"
@@ -162,5 +163,37 @@ func TestParseFlagsWords(t *testing.T) {
 				t.Errorf("words %q code %d ok %v fake %v, want %q %d %v %v (stderr %q)", words, code, ok, *fake, tc.words, tc.code, tc.ok, tc.fake, stderr.String())
 			}
 		})
+	}
+}
+
+// TestListenTaken: a command whose --listen address another program holds
+// exits 1 and says what to do, not only the kernel's "address already in
+// use".
+func TestListenTaken(t *testing.T) {
+	held, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	addr := held.Addr().String()
+	hint := "(another program holds this address: choose another with --listen, or port 0 for a free one)\n"
+	cases := []struct {
+		name string
+		args []string
+	}{
+		{name: "web", args: []string{"web", "--bot", "eleven=http://127.0.0.1:1", "--listen", addr}},
+		{name: "fakeapi", args: []string{"fakeapi", "--listen", addr}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := dispatch(tc.args, &stdout, &stderr)
+			if code != 1 || !strings.Contains(stderr.String(), "address already in use "+hint) {
+				t.Errorf("exit %d, stderr %q; want 1 and the hint %q", code, stderr.String(), hint)
+			}
+		})
+	}
+	if got := listenFailed(errors.New("listen tcp: lookup nohost: no such host")); strings.Contains(got, "another program") {
+		t.Errorf("a lookup failure got the address-in-use hint: %q", got)
 	}
 }

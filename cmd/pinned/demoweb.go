@@ -16,7 +16,7 @@ import (
 func runDemoWeb(ctx context.Context, listen string, stdout, stderr io.Writer) int {
 	st, err := webstack.Start(ctx, webstack.Options{WebListen: listen, CacheDir: defaultCacheDir()})
 	if err != nil {
-		fmt.Fprintf(stderr, "pinned demo: %s\n", errText(err))
+		fmt.Fprintf(stderr, "pinned demo: %s\n", listenFailed(err))
 		return 1
 	}
 	defer st.Close()

@@ -74,7 +74,7 @@ func runFakeAPIContext(ctx context.Context, args []string, stdout, stderr io.Wri
 	}
 	srv, err := fakeapi.New(fakeapi.WithListen(addr))
 	if err != nil {
-		fmt.Fprintf(stderr, "pinned fakeapi: %s\n", errText(err))
+		fmt.Fprintf(stderr, "pinned fakeapi: %s\n", listenFailed(err))
 		return 1
 	}
 	defer srv.Close()

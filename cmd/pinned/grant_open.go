@@ -53,6 +53,7 @@ fresh pair and its expiry, with this key's public half as --member-key so
 the turn after works the same way:
 
   GRANT=$(pinned grant open --key member.key --in answer.json --bot-key "$PUB" --access read)
+
 The tokens are the member's own secrets: print them only where the member
 is.
 

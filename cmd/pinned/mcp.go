@@ -171,7 +171,7 @@ func runMCP(args []string, stdout, stderr io.Writer) int {
 	}
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
-		fmt.Fprintf(stderr, "pinned mcp: %s\n", err)
+		fmt.Fprintf(stderr, "pinned mcp: %s\n", listenFailed(err))
 		return 1
 	}
 	hs := &http.Server{Handler: srv.Handler(token), ReadHeaderTimeout: 5 * time.Second, IdleTimeout: 2 * time.Minute}

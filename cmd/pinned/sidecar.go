@@ -252,7 +252,7 @@ func runSidecarContext(ctx context.Context, args []string, stdout, stderr io.Wri
 	// sandbox is built. Connections wait in the backlog until Serve.
 	ln, err := net.Listen("tcp", f.listen)
 	if err != nil {
-		fmt.Fprintf(stderr, "pinned sidecar: %s\n", errText(err))
+		fmt.Fprintf(stderr, "pinned sidecar: %s\n", listenFailed(err))
 		return 1
 	}
 	defer ln.Close()

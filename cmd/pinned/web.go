@@ -34,6 +34,9 @@ Example, with a sidecar on 127.0.0.1:8080 and a broker on 127.0.0.1:8081:
 The broker must list pinned web's origin in --allow-return. To try it all
 against the local fakes in one process: pinned demo --web.
 
+Exit status: 0 after a clean shutdown (SIGINT or SIGTERM), 1 pinned web
+could not listen or serve, 2 bad usage or configuration.
+
 Flags:
 `
 
@@ -133,7 +136,7 @@ func runWebContext(ctx context.Context, args []string, stdout, stderr io.Writer)
 	}
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
-		fmt.Fprintf(stderr, "pinned web: %s\n", errText(err))
+		fmt.Fprintf(stderr, "pinned web: %s\n", listenFailed(err))
 		return 1
 	}
 	defer ln.Close()
