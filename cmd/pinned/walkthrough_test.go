@@ -110,7 +110,8 @@ func holdPorts(t *testing.T, ports ...string) {
 }
 
 // TestWalkthroughs runs the command blocks of README.md's "Running the
-// sidecar" and docs/OAUTH.md's "Trying it locally" as written (bin/pinned
+// sidecar", docs/OAUTH.md's "Trying it locally" and docs/OPERATING.md's
+// "Trying several replicas on one machine" as written (bin/pinned
 // from a build of this package), twice in a row, with the ports the old
 // walkthroughs hard-coded held by another listener. Each run must pass,
 // show the answers the docs show, and leave nothing behind: its scratch
@@ -126,15 +127,21 @@ func TestWalkthroughs(t *testing.T) {
 		want []string
 		// count: fragment -> how many times it must appear.
 		count map[string]int
+		// tools the blocks need besides bash and curl.
+		tools []string
 	}{
 		{name: "README sidecar", doc: "../../README.md", heading: "## Running the sidecar",
 			want: []string{`"name":"service_op"`, `{"tools":[{"name":"service_op"`, `"confirm":"Open an issue titled \"Hi\" in pinned-tester/notes?"`}},
 		{name: "OAUTH trying it locally", doc: "../../docs/OAUTH.md", heading: "## Trying it locally",
 			want:  []string{`"rotated":"`},
 			count: map[string]int{`{"status":200,"data":{`: 2, `"rotated":"`: 1, "export PINNED_": 0}},
+		{name: "OPERATING replicas", doc: "../../docs/OPERATING.md", heading: "## Trying several replicas on one machine",
+			tools: []string{"redis-server"},
+			count: map[string]int{`{"status":201,`: 1, `"code":"grant_replayed"`: 1}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			needTools(t, tt.tools...)
 			sh, jsonBlocks := docBlocks(t, tt.doc, tt.heading)
 			script := "set -eu\n" + strings.Join(sh, "\n")
 			for run := 1; run <= 2; run++ {
