@@ -43,7 +43,7 @@ install: build
 	bin/pinned completion bash > $(DESTDIR)$(PREFIX)/share/bash-completion/completions/pinned
 	@echo "installed; then: install -d -m 0700 /etc/pinned, put bot.key and caller.token there (mode 0600), systemctl enable --now pinned-sidecar"
 
-## walkthrough: run README's and docs/OAUTH.md's command blocks as written
+## walkthrough: run the command blocks of README, docs/OAUTH.md and docs/OPERATING.md (replicas) as written
 ## (also part of make test).
 walkthrough:
 	$(GO) test -count=1 -run 'TestWalkthroughs' ./cmd/pinned/
