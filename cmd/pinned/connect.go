@@ -212,6 +212,16 @@ func runConnect(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	store, err := connstore.Open(dir)
+	var prev connstore.Connection
+	replaced := false
+	if err == nil {
+		// A service has one connection: say so when this one replaces it.
+		if prev, err = store.Get(service); err == nil {
+			replaced = true
+		} else if errors.Is(err, connstore.ErrNotConnected) {
+			err = nil
+		}
+	}
 	if err == nil {
 		err = store.Put(conn)
 	}
@@ -223,7 +233,15 @@ func runConnect(args []string, stdout, stderr io.Writer) int {
 	if conn.Cap == connstore.CapWrite {
 		what = "read & write (every write waits for your confirmation)"
 	}
-	fmt.Fprintf(stdout, "connected %s as %s, %s; stored in %s\nnext: pinned mcp (docs/MCP.md configures your agent)\n", service, orDash(conn.Viewer), what, store.Path())
+	fmt.Fprintf(stdout, "connected %s as %s, %s; stored in %s\n", service, orDash(conn.Viewer), what, store.Path())
+	if replaced {
+		was := "read-only"
+		if prev.Cap == connstore.CapWrite {
+			was = "read & write"
+		}
+		fmt.Fprintf(stdout, "replaced the earlier %s connection (%s as %s, connected %s)\n", service, was, orDash(prev.Viewer), prev.ConnectedAt.UTC().Format(time.RFC3339))
+	}
+	fmt.Fprintln(stdout, "next: pinned mcp (docs/MCP.md configures your agent)")
 	return 0
 }
 

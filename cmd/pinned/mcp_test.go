@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strings"
 	"sync"
@@ -132,6 +133,11 @@ func TestConnectAndMCPStdio(t *testing.T) {
 	}
 	if code, out, errs = p.run(t, stTok, append([]string{"connect", "stripe"}, p.fakeFlags()...)...); code != 0 {
 		t.Fatalf("stripe: exit %d %s %s", code, out, errs)
+	}
+	// Connecting a connected service again replaces it, and says so.
+	if code, out, errs = p.run(t, stTok, append([]string{"connect", "stripe"}, p.fakeFlags()...)...); code != 0 ||
+		!regexp.MustCompile(`\nreplaced the earlier stripe connection \(read-only as [^ ]+, connected 20\d\d-\d\d-\d\dT[0-9:]+Z\)\n`).MatchString(out) {
+		t.Fatalf("stripe again: exit %d\nstdout %s\nstderr %s", code, out, errs)
 	}
 	store := filepath.Join(p.dir, "pinned", "connections.sealed")
 	st, err := os.Stat(store)
