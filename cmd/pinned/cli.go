@@ -5,6 +5,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -200,6 +202,17 @@ var internalPrefixes = []string{"grant", "host", "broker", "fakeapi", "sidecar",
 // start or after a ": " (wrapped errors repeat them): "grant: key file
 // k: grant: a private key is ..." reads "key file k: a private key is ...".
 // The CLI puts its own "pinned <cmd>: " in front.
+// invokedAs is this binary as the person ran it, for the commands a
+// command prints to copy: os.Args[0] when it is pinned by a path
+// ("bin/pinned", "./bin/pinned", "/usr/local/bin/pinned", or "pinned" from
+// PATH), else "pinned" (a test binary, a renamed copy).
+func invokedAs() string {
+	if a := os.Args[0]; filepath.Base(a) == "pinned" && !strings.ContainsAny(a, " \t'\"$`\\") {
+		return a
+	}
+	return "pinned"
+}
+
 // listenFailed is errText(err) for an address that could not be bound,
 // and, when another program holds it (EADDRINUSE), what to do about it.
 func listenFailed(err error) string {

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"net"
+	"os"
 	"regexp"
 	"strings"
 	"testing"
@@ -195,5 +196,26 @@ func TestListenTaken(t *testing.T) {
 	}
 	if got := listenFailed(errors.New("listen tcp: lookup nohost: no such host")); strings.Contains(got, "another program") {
 		t.Errorf("a lookup failure got the address-in-use hint: %q", got)
+	}
+}
+
+// TestInvokedAs: the commands a command prints to copy name the binary as
+// it was run, and plain "pinned" when that is not a pinned binary or could
+// not be pasted into a shell as is.
+func TestInvokedAs(t *testing.T) {
+	saved := os.Args[0]
+	t.Cleanup(func() { os.Args[0] = saved })
+	for _, tc := range []struct{ arg0, want string }{
+		{"bin/pinned", "bin/pinned"},
+		{"./bin/pinned", "./bin/pinned"},
+		{"/usr/local/bin/pinned", "/usr/local/bin/pinned"},
+		{"pinned", "pinned"},
+		{"/tmp/go-build1/b001/pinned.test", "pinned"},
+		{"/home/a b/pinned", "pinned"},
+	} {
+		os.Args[0] = tc.arg0
+		if got := invokedAs(); got != tc.want {
+			t.Errorf("os.Args[0] %q: invokedAs() = %q, want %q", tc.arg0, got, tc.want)
+		}
 	}
 }

@@ -125,7 +125,7 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 	if code := demoResearch(ctx, eng, stdout, stderr); code != 0 {
 		return code
 	}
-	fmt.Fprintln(stdout, "Try one yourself:  bin/pinned op --fake --service github --op list_issues --args '{\"owner\":\"pinned-tester\",\"repo\":\"notes\"}' --pretty")
+	fmt.Fprintln(stdout, "Try one yourself:  "+invokedAs()+" op --fake --service github --op list_issues --args '{\"owner\":\"pinned-tester\",\"repo\":\"notes\"}' --pretty")
 	return 0
 }
 

@@ -152,6 +152,6 @@ func printFakeAPIBanner(w io.Writer, srv *fakeapi.Server, caName string, caWritt
 			fmt.Fprintf(w, "  %s -H \"Authorization: %s\" -H 'Content-Type: application/json' -d '{\"query\":\"query { viewer { id name email } }\"}' https://%s:%d/graphql\n", base, fakeapi.Token(svc), h, port)
 		}
 	}
-	fmt.Fprintf(w, "\nRun ops through the sandbox against it:\n  PINNED_TOKEN=%s pinned op --connect-to %s --cacert %s --service github --op list_repos\n", fakeapi.Token(fakeapi.GitHub), addr, caName)
+	fmt.Fprintf(w, "\nRun ops through the sandbox against it:\n  PINNED_TOKEN=%s %s op --connect-to %s --cacert %s --service github --op list_repos\n", fakeapi.Token(fakeapi.GitHub), invokedAs(), addr, caName)
 	fmt.Fprintln(w, "\nPress Ctrl-C to stop.")
 }

@@ -189,6 +189,9 @@
     try {
       cat = await P.catalog();
     } catch (e) {
+      const root = document.getElementById('services');
+      root.textContent = '';
+      root.setAttribute('aria-busy', 'false');
       P.status(pageStatus, e.message, 'bad');
       return;
     }
