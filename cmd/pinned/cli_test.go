@@ -81,6 +81,8 @@ func TestDispatch(t *testing.T) {
 		{name: "a typo of a registry subcommand", args: []string{"registry", "lsit"}, code: 2, stderr: "pinned registry: unknown subcommand \"lsit\" (did you mean \"list\"?): want check, list or show\nrun 'pinned registry --help' for usage\n"},
 		{name: "unknown flag", args: []string{"--bogus"}, code: 2, stderr: "pinned: flag provided but not defined: -bogus\nrun 'pinned --help' for usage\n"},
 		{name: "demo rejects a stray argument", args: []string{"demo", "extra"}, code: 2, stderr: "pinned demo: unexpected argument \"extra\" (flags only; see --help)\n"},
+		{name: "demo --listen without --web", args: []string{"demo", "--listen", "127.0.0.1:9999"}, code: 2, stderr: "pinned demo: --listen is pinned web's address, for --web only (pinned demo --web --listen 127.0.0.1:9999)\nrun 'pinned demo --help' for usage\n"},
+		{name: "demo --full with --web", args: []string{"demo", "--web", "--full"}, code: 2, stderr: "pinned demo: --full prints the results of the ops run without --web; --web serves the catalog instead\nrun 'pinned demo --help' for usage\n"},
 		{name: "version rejects a stray argument", args: []string{"version", "extra"}, code: 2, stderr: "pinned version: unexpected argument \"extra\" (flags only; see --help)\n"},
 		{name: "fakeapi rejects a stray argument", args: []string{"fakeapi", "extra"}, code: 2, stderr: "pinned fakeapi: unexpected argument \"extra\" (flags only; see --help)\n"},
 		{name: "version", args: []string{"version"}, code: 0, stdout: []string{"pinned ", "registry sha256:"}},

@@ -71,6 +71,16 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 	if code, ok := parseFlags(fs, demoUsage, args, stdout, stderr); !ok {
 		return code
 	}
+	// --listen and --full belong to one mode each: a flag of the other is a
+	// mistake, not something to ignore.
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if set["listen"] && !*withWeb {
+		return flagError(stderr, "demo", "--listen is pinned web's address, for --web only (pinned demo --web --listen "+*listen+")")
+	}
+	if *full && *withWeb {
+		return flagError(stderr, "demo", "--full prints the results of the ops run without --web; --web serves the catalog instead")
+	}
 	if *withWeb {
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
