@@ -100,6 +100,9 @@ _pinned() {
       return 0 ;;
     --access) COMPREPLY=($(compgen -W "read write" -- "$cur")); return 0 ;;
     --kind) COMPREPLY=($(compgen -W "pat oauth" -- "$cur")); return 0 ;;
+    --cap) COMPREPLY=($(compgen -W "read write" -- "$cur")); return 0 ;;
+    --tools) COMPREPLY=($(compgen -W "full compact" -- "$cur")); return 0 ;;
+    --token-env|--refresh-env) COMPREPLY=($(compgen -v -- "$cur")); return 0 ;;
     --output) COMPREPLY=($(compgen -W "text table json env" -- "$cur")); return 0 ;;
     --cache-dir) COMPREPLY=($(compgen -d -- "$cur")); return 0 ;;
     --key|--key-file|--out|--in|--cacert|--ca-out|--manifest|--token-file|--broker-token-file|--state-key-file|--instance-tokens-file|--provider-ca)
@@ -111,6 +114,14 @@ _pinned() {
     elif [ "$COMP_CWORD" -eq 4 ]; then
       COMPREPLY=($(compgen -W "$("$bin" registry list 2>/dev/null | awk -v s="${COMP_WORDS[3]}" 'NR > 1 && $1 == s {print $3}')" -- "$cur"))
     fi
+    return 0
+  fi
+  if [ "$cmd" = connect ] && [[ "$cur" != -* ]]; then
+    COMPREPLY=($(compgen -W "$("$bin" registry list 2>/dev/null | awk 'NR > 1 {print $1}' | sort -u)" -- "$cur"))
+    return 0
+  fi
+  if [ "$cmd" = connections ] && [ "$sub" = remove ] && [[ "$cur" != -* ]]; then
+    COMPREPLY=($(compgen -W "$("$bin" connections 2>/dev/null | awk 'NR > 1 && $1 != "no" {print $1}')" -- "$cur"))
     return 0
   fi
   if [ "$cmd" = registry ] && [ "$sub" = check ]; then

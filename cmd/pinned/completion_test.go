@@ -39,6 +39,11 @@ func TestCompletion(t *testing.T) {
 		{name: "ops of the service", words: "pinned op --service github --op list_", want: "list_issues list_repos"},
 		{name: "registry show OP", words: "pinned registry show dnsimple reg", want: "register_domain"},
 		{name: "access", words: "pinned grant seal --access w", want: "write"},
+		{name: "connect SERVICE", words: "pinned connect st", want: "stripe"},
+		{name: "connect SERVICE after a flag", words: "pinned connect --fake gi", want: "github"},
+		{name: "connect --cap", words: "pinned connect github --cap ", want: "read write"},
+		{name: "mcp --tools", words: "pinned mcp --tools c", want: "compact"},
+		{name: "connections remove with nothing connected", words: "pinned connections remove ", want: ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -49,7 +54,7 @@ func TestCompletion(t *testing.T) {
 			}
 			sh := "source " + f + "\nCOMP_WORDS=(" + strings.Join(quoted, " ") + ")\nCOMP_CWORD=" + strconv.Itoa(len(words)-1) + "\n_pinned\necho \"${COMPREPLY[*]}\"\n"
 			cmd := exec.Command("bash", "-c", sh)
-			cmd.Env = []string{"PATH=" + filepath.Dir(bin) + ":" + os.Getenv("PATH")}
+			cmd.Env = []string{"PATH=" + filepath.Dir(bin) + ":" + os.Getenv("PATH"), "XDG_CONFIG_HOME=" + t.TempDir()}
 			out, err := cmd.CombinedOutput()
 			if err != nil || strings.TrimSpace(string(out)) != tt.want {
 				t.Fatalf("completing %q: %q %v; want %q", tt.words, out, err, tt.want)
