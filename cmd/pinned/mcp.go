@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -145,11 +144,8 @@ func runMCP(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "pinned mcp: %s\n", errText(err))
 		return 1
 	}
-	version := "devel"
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
-		version = bi.Main.Version
-	}
-	srv, err := mcpserver.New(mcpserver.Config{Sidecar: side, Store: store, Tools: *tools, MaxResultBytes: *maxResult, Logger: &log, Version: version})
+	// serverInfo.version is what pinned version prints (the stamped one first).
+	srv, err := mcpserver.New(mcpserver.Config{Sidecar: side, Store: store, Tools: *tools, MaxResultBytes: *maxResult, Logger: &log, Version: readBuildInfo().Version})
 	if err != nil {
 		fmt.Fprintf(stderr, "pinned mcp: %s\n", errText(err))
 		return 1

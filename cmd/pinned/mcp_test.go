@@ -13,7 +13,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -59,14 +58,7 @@ func newPinnedEnv(t *testing.T) *pinnedEnv {
 		t.Skip("builds the pinned binary")
 	}
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "pinned")
-	if runtime.GOOS == "windows" {
-		bin += ".exe"
-	}
-	build := exec.Command("go", "build", "-o", bin, ".")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := pinnedBinary(t) // built once per test run, stamped testBinaryVersion
 	fake, err := fakeapi.New()
 	if err != nil {
 		t.Fatal(err)
@@ -177,6 +169,12 @@ func TestConnectAndMCPStdio(t *testing.T) {
 			}
 			if ir := cs.InitializeResult(); ir.ServerInfo.Name != "pinned" || ir.Capabilities.Tools == nil || ir.ProtocolVersion != version {
 				t.Errorf("initialize: %+v", ir)
+			}
+			// serverInfo.version is the binary's own version, as pinned version prints it.
+			vout, verr := exec.Command(p.bin, "version", "--json").Output()
+			var vj struct{ Version string }
+			if verr != nil || json.Unmarshal(vout, &vj) != nil || vj.Version != testBinaryVersion || cs.InitializeResult().ServerInfo.Version != vj.Version {
+				t.Errorf("serverInfo.version %q, pinned version says %q (%v)", cs.InitializeResult().ServerInfo.Version, vj.Version, verr)
 			}
 			lt, err := cs.ListTools(ctx, nil)
 			if err != nil {

@@ -46,6 +46,9 @@ func docBlocks(t *testing.T, doc, heading string) (sh, jsonBlocks []string) {
 	return sh, jsonBlocks
 }
 
+// testBinaryVersion is the version pinnedBinary stamps into its build.
+const testBinaryVersion = "v0.0.0-test"
+
 var (
 	buildOnce sync.Once
 	binDir    string
@@ -62,7 +65,9 @@ func pinnedBinary(t *testing.T) string {
 		if buildErr != nil {
 			return
 		}
-		cmd := exec.Command("go", "build", "-o", filepath.Join(binDir, "pinned"), ".")
+		// Stamped as make build stamps it, so what reports the version
+		// (pinned version, pinned mcp's serverInfo) is tested as shipped.
+		cmd := exec.Command("go", "build", "-ldflags", "-X main.version="+testBinaryVersion, "-o", filepath.Join(binDir, "pinned"), ".")
 		buildOut, buildErr = cmd.CombinedOutput()
 	})
 	if buildErr != nil {
