@@ -367,6 +367,10 @@ func readArgs(v string) (string, error) {
 // byte offset and the text around a syntax error, a hint for the usual
 // shell mistake (unquoted keys: {per_page:100}).
 func jsonArgsError(s string) string {
+	if strings.TrimSpace(s) == "" {
+		// An unset shell variable (--args "$ARGS"), an empty file or stdin.
+		return "empty: give a JSON object, e.g. '{}' or '{\"per_page\":100}'"
+	}
 	var v any
 	dec := json.NewDecoder(strings.NewReader(s))
 	err := dec.Decode(&v)
