@@ -86,7 +86,7 @@ func newDNSimple() *dnsimpleAPI {
 	tlds := []string{"com", "io", "dev", "net", "org", "app", "co"}
 	seen := map[string]bool{}
 	for len(d.domains) < 30 {
-		name := pick(r, adjectives) + pick(r, nouns) + "-fake." + pick(r, tlds)
+		name := choose(r, adjectives) + choose(r, nouns) + "-fake." + choose(r, tlds)
 		if seen[name] {
 			continue
 		}

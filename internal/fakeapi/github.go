@@ -357,7 +357,7 @@ func newGitHub() *githubAPI {
 			desc = strptr(sentence(r))
 		}
 		var lang *string
-		if l := pick(r, langs); l != "" {
+		if l := choose(r, langs); l != "" {
 			lang = &l
 		}
 		stars := r.IntN(400)
@@ -402,11 +402,11 @@ func newGitHub() *githubAPI {
 		repo.ForksCount, repo.Forks = forks, forks
 		repo.Archived = i%23 == 22
 		repo.OpenIssuesCount, repo.OpenIssues = open, open
-		repo.License = pick(r, licenses)
+		repo.License = choose(r, licenses)
 		repo.AllowForking = true
 		repo.Topics = topics
 		repo.Visibility = visibility
-		repo.DefaultBranch = pick(r, []string{"main", "main", "main", "master", "trunk"})
+		repo.DefaultBranch = choose(r, []string{"main", "main", "main", "master", "trunk"})
 		admin := owner.Login == GitHubViewer || r.IntN(3) == 0
 		repo.Permissions.Admin = admin
 		repo.Permissions.Maintain = admin
@@ -420,7 +420,7 @@ func newGitHub() *githubAPI {
 				DependabotSecurityUpdates         ghStatus `json:"dependabot_security_updates"`
 				SecretScanningNonProviderPatterns ghStatus `json:"secret_scanning_non_provider_patterns"`
 				SecretScanningValidityChecks      ghStatus `json:"secret_scanning_validity_checks"`
-			}{ghStatus{"enabled"}, ghStatus{"enabled"}, ghStatus{pick(r, []string{"enabled", "disabled"})}, ghStatus{"disabled"}, ghStatus{"disabled"}}
+			}{ghStatus{"enabled"}, ghStatus{"enabled"}, ghStatus{choose(r, []string{"enabled", "disabled"})}, ghStatus{"disabled"}, ghStatus{"disabled"}}
 		}
 		g.repos = append(g.repos, repo)
 		g.byName[strings.ToLower(repo.FullName)] = repo
@@ -521,9 +521,9 @@ func (g *githubAPI) repoIssues(repo *ghRepo) []*ghIssue {
 	open := 0
 	for n := 1; n <= total; n++ {
 		c := randTime(r, created)
-		title := pick(r, verbs) + " " + pick(r, objects)
-		body := fmt.Sprintf("Steps to reproduce:\n\n1. Open %s\n2. Try the %s\n\nExpected it to work; it did not.", repo.FullName, pick(r, objects))
-		is := g.newIssue(repo, n, title, &body, pick(r, g.users), c)
+		title := choose(r, verbs) + " " + choose(r, objects)
+		body := fmt.Sprintf("Steps to reproduce:\n\n1. Open %s\n2. Try the %s\n\nExpected it to work; it did not.", repo.FullName, choose(r, objects))
+		is := g.newIssue(repo, n, title, &body, choose(r, g.users), c)
 		is.Comments = r.IntN(12)
 		for _, l := range labels {
 			if r.IntN(5) == 0 {
@@ -531,7 +531,7 @@ func (g *githubAPI) repoIssues(repo *ghRepo) []*ghIssue {
 			}
 		}
 		if r.IntN(3) == 0 {
-			a := pick(r, g.users[:4])
+			a := choose(r, g.users[:4])
 			is.Assignee = &a
 			is.Assignees = []ghUser{a}
 		}

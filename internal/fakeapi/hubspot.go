@@ -78,11 +78,11 @@ func newHubSpot() *hubspotAPI {
 	industries := []string{"COMPUTER_SOFTWARE", "FINANCIAL_SERVICES", "RETAIL", "HOSPITAL_HEALTH_CARE", "LOGISTICS_AND_SUPPLY_CHAIN", "MARKETING_AND_ADVERTISING"}
 	for i, name := range companies {
 		for j := range 5 {
-			c := pick(r, cities)
+			c := choose(r, cities)
 			created := randTime(r, epoch)
 			n := name
 			if j > 0 {
-				n = fmt.Sprintf("%s %s", name, pick(r, []string{"GmbH", "Ltd", "Inc", "BV", "SAS"}))
+				n = fmt.Sprintf("%s %s", name, choose(r, []string{"GmbH", "Ltd", "Inc", "BV", "SAS"}))
 			}
 			dom := slug(n) + ".example"
 			if j > 0 {
@@ -103,14 +103,14 @@ func newHubSpot() *hubspotAPI {
 	stages := []string{"subscriber", "lead", "marketingqualifiedlead", "salesqualifiedlead", "opportunity", "customer"}
 	titles := []string{"CTO", "Head of Operations", "Software Engineer", "Product Manager", "Founder", "Account Executive", "Designer"}
 	for range 180 {
-		first, last := pick(r, firstNames), pick(r, lastNames)
-		co := pick(r, h.companies)
-		c := pick(r, cities)
+		first, last := choose(r, firstNames), choose(r, lastNames)
+		co := choose(r, h.companies)
+		c := choose(r, cities)
 		created := randTime(r, epoch)
 		props := map[string]string{
 			"email":     strings.ToLower(first+"."+last) + fmt.Sprintf("%d@", r.IntN(1000)) + co.props["domain"],
 			"firstname": first, "lastname": last, "company": co.props["name"],
-			"jobtitle": pick(r, titles), "lifecyclestage": pick(r, stages), "city": c.city, "country": c.country,
+			"jobtitle": choose(r, titles), "lifecyclestage": choose(r, stages), "city": c.city, "country": c.country,
 			"website": "https://" + co.props["domain"],
 		}
 		if r.IntN(3) != 0 {

@@ -41,12 +41,12 @@ func newStripe() *stripeAPI {
 	}
 	sort.Slice(created, func(i, j int) bool { return created[i].After(created[j]) })
 	for _, t := range created {
-		first, last := pick(r, firstNames), pick(r, lastNames)
+		first, last := choose(r, firstNames), choose(r, lastNames)
 		name := first + " " + last
 		email := strings.ToLower(first+"."+last) + fmt.Sprintf("%d@example.com", r.IntN(100))
 		var desc any
 		if r.IntN(2) == 0 {
-			desc = pick(r, []string{"Annual plan", "Trial converted", "Imported from CRM", "Enterprise lead", "Referred by partner"})
+			desc = choose(r, []string{"Annual plan", "Trial converted", "Imported from CRM", "Enterprise lead", "Referred by partner"})
 		}
 		s.customers = append(s.customers, stripeCustomer(r, "cus_"+randString(r, 14, alnum), email, name, desc, "+1555"+randString(r, 7, "0123456789"), t))
 	}
@@ -63,7 +63,7 @@ func newStripe() *stripeAPI {
 }
 
 func stripeCustomer(r *rand.Rand, id, email, name string, desc any, phone string, t time.Time) map[string]any {
-	city := pick(r, cities)
+	city := choose(r, cities)
 	var currency any
 	if r.IntN(3) != 0 {
 		currency = "usd"
@@ -72,7 +72,7 @@ func stripeCustomer(r *rand.Rand, id, email, name string, desc any, phone string
 		"id":     id,
 		"object": "customer",
 		"address": map[string]any{
-			"city": city.city, "country": city.cc, "line1": fmt.Sprintf("%d %s Street", 1+r.IntN(300), pick(r, lastNames)),
+			"city": city.city, "country": city.cc, "line1": fmt.Sprintf("%d %s Street", 1+r.IntN(300), choose(r, lastNames)),
 			"line2": nil, "postal_code": city.zip, "state": nilIfEmpty(city.state),
 		},
 		"balance":               0,
@@ -118,7 +118,7 @@ func stripeCharge(r *rand.Rand, cust map[string]any, t time.Time) map[string]any
 	if paid && r.IntN(10) == 0 {
 		refunded = amount
 	}
-	brand := pick(r, []string{"visa", "mastercard", "amex"})
+	brand := choose(r, []string{"visa", "mastercard", "amex"})
 	last4 := randString(r, 4, "0123456789")
 	addr := cust["address"]
 	pi := "pi_3" + randString(r, 23, alnum)
@@ -136,7 +136,7 @@ func stripeCharge(r *rand.Rand, cust map[string]any, t time.Time) map[string]any
 		"created":                         t.Unix(),
 		"currency":                        "usd",
 		"customer":                        cust["id"],
-		"description":                     pick(r, []string{"Subscription update", "Invoice payment", "One-time purchase", "Seat upgrade"}),
+		"description":                     choose(r, []string{"Subscription update", "Invoice payment", "One-time purchase", "Seat upgrade"}),
 		"destination":                     nil, "dispute": nil, "disputed": false,
 		"failure_balance_transaction": nil, "failure_code": failureCode, "failure_message": failureMsg,
 		"fraud_details": map[string]any{}, "invoice": nil, "livemode": false, "metadata": map[string]any{},

@@ -85,8 +85,8 @@ func (o ordered) get(k string) (any, bool) {
 // newRand returns a deterministic generator for one service's data.
 func newRand(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, 0x70696e6e6564)) }
 
-// pick returns one element of xs.
-func pick[T any](r *rand.Rand, xs []T) T { return xs[r.IntN(len(xs))] }
+// choose returns one element of xs, chosen by r (not the manifest's pick).
+func choose[T any](r *rand.Rand, xs []T) T { return xs[r.IntN(len(xs))] }
 
 const alnum = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 
@@ -202,5 +202,5 @@ var (
 
 // sentence returns a short deterministic description.
 func sentence(r *rand.Rand) string {
-	return fmt.Sprintf("%s %s %s %s, built for the pinned demo data set.", pick(r, phrases), pick(r, adjectives), pick(r, nouns), pick(r, []string{"workflows", "pipelines", "records", "events", "reports", "deployments"}))
+	return fmt.Sprintf("%s %s %s %s, built for the pinned demo data set.", choose(r, phrases), choose(r, adjectives), choose(r, nouns), choose(r, []string{"workflows", "pipelines", "records", "events", "reports", "deployments"}))
 }
