@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -81,6 +82,14 @@ func (o ordered) get(k string) (any, bool) {
 	}
 	return nil, false
 }
+
+// get1 returns the value of member k, or nil.
+func (o ordered) get1(k string) any {
+	v, _ := o.get(k)
+	return v
+}
+
+func strptr(s string) *string { return &s }
 
 // newRand returns a deterministic generator for one service's data.
 func newRand(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, 0x70696e6e6564)) }
@@ -203,4 +212,88 @@ var (
 // sentence returns a short deterministic description.
 func sentence(r *rand.Rand) string {
 	return fmt.Sprintf("%s %s %s %s, built for the pinned demo data set.", choose(r, phrases), choose(r, adjectives), choose(r, nouns), choose(r, []string{"workflows", "pipelines", "records", "events", "reports", "deployments"}))
+}
+
+// decodeOrdered decodes JSON keeping object member order (as [ordered])
+// and numbers as json.Number.
+func decodeOrdered(b []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var val func() (any, error)
+	val = func() (any, error) {
+		t, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		switch t {
+		case json.Delim('{'):
+			o := ordered{}
+			for dec.More() {
+				k, err := dec.Token()
+				if err != nil {
+					return nil, err
+				}
+				v, err := val()
+				if err != nil {
+					return nil, err
+				}
+				o = append(o, kv{k.(string), v})
+			}
+			_, err = dec.Token()
+			return o, err
+		case json.Delim('['):
+			l := []any{}
+			for dec.More() {
+				v, err := val()
+				if err != nil {
+					return nil, err
+				}
+				l = append(l, v)
+			}
+			_, err = dec.Token()
+			return l, err
+		}
+		return t, nil
+	}
+	return val()
+}
+
+// fill instantiates a template: a string "${name}" becomes vals[name] (any
+// value; a member whose name is not in vals is dropped), and ${name}
+// inside a longer string becomes its text.
+func fill(t any, vals map[string]any) any {
+	switch x := t.(type) {
+	case ordered:
+		out := make(ordered, 0, len(x))
+		for _, m := range x {
+			if s, ok := m.v.(string); ok && isPlaceholder(s) {
+				if _, ok := vals[s[2:len(s)-1]]; !ok {
+					continue
+				}
+			}
+			out = append(out, kv{m.k, fill(m.v, vals)})
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = fill(e, vals)
+		}
+		return out
+	case string:
+		if isPlaceholder(x) {
+			return vals[x[2:len(x)-1]]
+		}
+		if !strings.Contains(x, "${") {
+			return x
+		}
+		return tmplVar.ReplaceAllStringFunc(x, func(m string) string { return fmt.Sprint(vals[m[2:len(m)-1]]) })
+	}
+	return t
+}
+
+var tmplVar = regexp.MustCompile(`\$\{[a-z_]+\}`)
+
+func isPlaceholder(s string) bool {
+	return strings.HasPrefix(s, "${") && strings.IndexByte(s, '}') == len(s)-1
 }
