@@ -274,6 +274,17 @@ func fill(t any, vals map[string]any) any {
 			out = append(out, kv{m.k, fill(m.v, vals)})
 		}
 		return out
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			if s, ok := e.(string); ok && isPlaceholder(s) {
+				if _, ok := vals[s[2:len(s)-1]]; !ok {
+					continue
+				}
+			}
+			out[k] = fill(e, vals)
+		}
+		return out
 	case []any:
 		out := make([]any, len(x))
 		for i, e := range x {
