@@ -206,7 +206,7 @@ func TestManifestsAgainstFake(t *testing.T) {
 	// Arguments for required args, per service; page sizes go to their max.
 	samples := map[string]map[string]any{
 		GitHub:   {"owner": "pinned-tester", "repo": "notes", "title": "Conformance issue", "body": "Filed by the manifest test."},
-		DNSimple: {"account": int64(DNSimpleAccountID), "zone": s.dnsimple.domains[0].Name, "domain": "pinned-conformance-test.com", "registrant_id": int64(DNSimpleRegistrantID)},
+		DNSimple: {"account": int64(DNSimpleAccountID), "zone": s.dnsimple.domains[0]["name"], "domain": "pinned-conformance-test.com", "registrant_id": int64(DNSimpleRegistrantID)},
 		Stripe:   {"email": "conformance@example.com", "name": "Conformance Test"},
 		HubSpot:  {"contact_id": strconv.FormatInt(s.hubspot.contacts[0].id, 10), "email": "conformance@example.org", "firstname": "Con", "lastname": "Formance"},
 		Linear:   {"id": "ENG-1", "team_id": s.linear.teams[0].id, "title": "Conformance issue"},

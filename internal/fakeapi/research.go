@@ -106,20 +106,19 @@ func addResearchData(s *Server) {
 			continue
 		}
 		dom := d.domains[k]
-		delete(d.records, dom.Name)
-		dom.Name, dom.UnicodeName = name, name
+		delete(d.records, dom["name"].(string))
+		dom["name"] = name
 		recs := d.zoneRecords(dom)
 		rec := cnames[name]
 		found := false
 		for _, r := range recs {
-			if r.Type == "CNAME" && r.Name == rec[0] {
-				r.Content, found = rec[1], true
+			if r["type"] == "CNAME" && r["name"] == rec[0] {
+				r["content"], found = rec[1], true
 			}
 		}
 		if !found {
-			id := recs[len(recs)-1].ID + 1
-			d.records[name] = append(recs, &dnsRecord{ID: id, ZoneID: name, Name: rec[0], Content: rec[1], TTL: 3600,
-				Type: "CNAME", Regions: []string{"global"}, CreatedAt: dom.CreatedAt, UpdatedAt: dom.UpdatedAt})
+			d.records[name] = append(recs, dnsRecord{"id": recs[len(recs)-1]["id"].(int64) + 1, "zone": name, "name": rec[0], "content": rec[1],
+				"ttl": 3600, "priority": nil, "type": "CNAME", "system_record": false, "created_at": dom["created_at"], "updated_at": dom["updated_at"]})
 		}
 	}
 }
