@@ -67,7 +67,7 @@ func (s *stripeAPI) customer(r *rand.Rand, id string, email, name, desc any, pho
 	if r.IntN(3) != 0 {
 		currency = "usd"
 	}
-	addr := map[string]any{"city": city.city, "cc": city.cc, "zip": city.zip, "state": nilIfEmpty(city.state)}
+	addr := map[string]any{"city": city.City, "cc": city.CC, "zip": city.Zip, "state": nilIfEmpty(city.State)}
 	addr["line1"] = fmt.Sprintf("%d %s Street", 1+r.IntN(300), choose(r, lastNames))
 	v := map[string]any{"id": id, "address": fill(s.tmpl["address"], addr), "created": t.Unix(), "currency": currency,
 		"delinquent": r.IntN(15) == 0, "description": desc, "email": email, "invoice_prefix": randString(r, 8, "0123456789ABCDEF"),

@@ -73,6 +73,20 @@ func (o ordered) MarshalJSON() ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+// UnmarshalJSON implements json.Unmarshaler, keeping the members' order.
+func (o *ordered) UnmarshalJSON(b []byte) error {
+	v, err := decodeOrdered(b)
+	if err != nil {
+		return err
+	}
+	m, ok := v.(ordered)
+	if !ok {
+		return fmt.Errorf("fakeapi: not a JSON object: %.40s", b)
+	}
+	*o = m
+	return nil
+}
+
 // get returns the value of member k.
 func (o ordered) get(k string) (any, bool) {
 	for _, m := range o {
@@ -175,38 +189,19 @@ func slug(s string) string {
 	return strings.TrimSuffix(b.String(), "-")
 }
 
-// words used to generate names and sentences.
+// words used to generate names and sentences (testdata/words.json).
 var (
-	adjectives = []string{"amber", "brisk", "cobalt", "dusky", "eager", "fuzzy", "gentle", "hollow", "ivory", "jolly",
-		"keen", "lunar", "mellow", "nimble", "opal", "polar", "quiet", "rapid", "silver", "tidal"}
-	nouns = []string{"atlas", "beacon", "comet", "delta", "ember", "falcon", "grove", "harbor", "island", "junction",
-		"kernel", "lantern", "meadow", "nebula", "orbit"}
-	firstNames = []string{"Ada", "Bruno", "Chiara", "Dmitri", "Elena", "Farid", "Greta", "Hiro", "Ines", "Jonas",
-		"Kenji", "Lena", "Mateo", "Nadia", "Omar", "Priya", "Quentin", "Rosa", "Sven", "Tariq", "Uma", "Viktor",
-		"Wen", "Ximena", "Yusuf", "Zofia"}
-	lastNames = []string{"Abbott", "Brandt", "Castillo", "Dubois", "Eriksen", "Fischer", "Garcia", "Horvat", "Ivanova",
-		"Jansen", "Kowalski", "Lindqvist", "Moreau", "Novak", "Okafor", "Petrov", "Quinn", "Rossi", "Schmidt",
-		"Tanaka", "Ueda", "Varga", "Weber", "Yilmaz", "Zhang"}
-	companies = []string{"Acme Fake Corp", "Globex Example", "Initech Test", "Umbrella Sample", "Hooli Demo",
-		"Vandelay Imports (fake)", "Stark Example Industries", "Wayne Test Enterprises", "Soylent Demo Co",
-		"Tyrell Sample Corp", "Cyberdyne Fake Systems", "Wonka Example Works"}
-	cities = []struct{ city, country, cc, state, zip string }{
-		{"Berlin", "Germany", "DE", "BE", "10115"}, {"Lisbon", "Portugal", "PT", "", "1100-148"},
-		{"Austin", "United States", "US", "TX", "73301"}, {"Toronto", "Canada", "CA", "ON", "M5H 2N2"},
-		{"Lyon", "France", "FR", "", "69001"}, {"Osaka", "Japan", "JP", "", "530-0001"},
-		{"Melbourne", "Australia", "AU", "VIC", "3000"}, {"Denver", "United States", "US", "CO", "80202"},
-		{"Utrecht", "Netherlands", "NL", "", "3511"}, {"Nairobi", "Kenya", "KE", "", "00100"},
-	}
-	verbs   = []string{"Fix", "Add", "Improve", "Refactor", "Document", "Remove", "Speed up", "Investigate", "Support", "Handle"}
-	objects = []string{"login redirect loop", "flaky integration test", "CSV export", "dark mode colors",
-		"retry logic on timeouts", "webhook signature check", "pagination of search results",
-		"memory growth in worker", "error message when the token expired", "onboarding checklist",
-		"rate limit handling", "timezone bug in reports", "keyboard shortcuts", "broken link in README",
-		"slow query on dashboard"}
-	phrases = []string{"A small tool for", "Experiments with", "Library for", "Service that handles", "CLI to manage",
-		"Prototype of", "Config and scripts for", "Reference implementation of"}
-	topicsList = []string{"api", "automation", "cli", "database", "devops", "docker", "golang", "graphql",
-		"kubernetes", "python", "react", "rust", "security", "testing", "typescript", "webhooks"}
+	words = func() (w struct {
+		Adjectives, Nouns, FirstNames, LastNames, Companies []string
+		Verbs, Objects, Phrases, TopicsList                 []string
+		Cities                                              []struct{ City, Country, CC, State, Zip string }
+	}) {
+		loadData("words.json", &w)
+		return w
+	}()
+	adjectives, nouns, firstNames, lastNames = words.Adjectives, words.Nouns, words.FirstNames, words.LastNames
+	companies, verbs, objects, phrases       = words.Companies, words.Verbs, words.Objects, words.Phrases
+	topicsList, cities                       = words.TopicsList, words.Cities
 )
 
 // sentence returns a short deterministic description.
