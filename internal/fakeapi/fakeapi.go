@@ -15,8 +15,13 @@
 //     personal key, Bearer for a Linear OAuth token) and a wrong or missing
 //     credential gets 401 with the provider's own error envelope;
 //   - responses use the real envelopes, field sets and sizes (a 100-repo
-//     GitHub /user/repos page is 500–600 KB), generated deterministically in
-//     code;
+//     GitHub /user/repos page is 500–600 KB). They are data, embedded from
+//     testdata/: recorded-shape JSON templates per provider
+//     (testdata/<provider>/), filled with values a seeded generator picks
+//     and ids filled deterministically; Linear's GraphQL answers are canned,
+//     keyed by the exact query text the manifests send
+//     (testdata/linear/queries.json). The code is left for auth, routing,
+//     paging, quirks and write state;
 //   - writes are accepted and reflected in later reads (state per Server);
 //   - unknown routes get 404 in the provider's envelope; request bodies are
 //     capped at 1 MiB.
