@@ -48,16 +48,7 @@ type dnsimpleAPI struct {
 
 func newDNSimple() *dnsimpleAPI {
 	r := newRand(2)
-	d := &dnsimpleAPI{records: map[string][]dnsRecord{}, nextID: 181984, regID: 5001}
-	b, err := dataFS.ReadFile("testdata/dnsimple/templates.json")
-	t, _ := decodeOrdered(b)
-	if err != nil || t == nil {
-		panic(fmt.Sprintf("fakeapi: testdata/dnsimple/templates.json: %v", err))
-	}
-	d.tmpl = map[string]any{}
-	for _, m := range t.(ordered) {
-		d.tmpl[m.k] = m.v
-	}
+	d := &dnsimpleAPI{records: map[string][]dnsRecord{}, nextID: 181984, regID: 5001, tmpl: loadTemplates("dnsimple/templates.json")}
 	tlds := []string{"com", "io", "dev", "net", "org", "app", "co"}
 	seen := map[string]bool{}
 	for len(d.domains) < 30 {

@@ -71,21 +71,13 @@ func ghUserVals(login string, id int64, typ string) map[string]any {
 }
 
 func newGitHub() *githubAPI {
-	b, err := dataFS.ReadFile("testdata/github/templates.json")
-	t, _ := decodeOrdered(b)
-	if err != nil || t == nil {
-		panic(fmt.Sprintf("fakeapi: testdata/github/templates.json: %v", err))
-	}
 	g := &githubAPI{
-		tmpl:    map[string]any{},
+		tmpl:    loadTemplates("github/templates.json"),
 		viewer:  ghUserVals(GitHubViewer, 90210001, "User"),
 		byName:  map[string]*ghRepo{},
 		issues:  map[int64][]*ghIssue{},
 		nextID:  3100000000,
 		created: time.Date(2017, 8, 21, 13, 5, 44, 0, time.UTC),
-	}
-	for _, m := range t.(ordered) {
-		g.tmpl[m.k] = m.v
 	}
 	g.users = []map[string]any{g.viewer, ghUserVals("alice-fake", 90210002, "User"), ghUserVals("bob-fake", 90210003, "User"),
 		ghUserVals("carol-fake", 90210004, "User"), ghUserVals("dependabot[bot]", 49699333, "Bot")}

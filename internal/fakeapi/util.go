@@ -209,6 +209,18 @@ func sentence(r *rand.Rand) string {
 	return fmt.Sprintf("%s %s %s %s, built for the pinned demo data set.", choose(r, phrases), choose(r, adjectives), choose(r, nouns), choose(r, []string{"workflows", "pipelines", "records", "events", "reports", "deployments"}))
 }
 
+// loadTemplates decodes an embedded template file (testdata/<path>, a JSON
+// object) into its members, keeping the order of every object in it.
+func loadTemplates(path string) map[string]any {
+	var o ordered
+	loadData(path, &o)
+	out := make(map[string]any, len(o))
+	for _, m := range o {
+		out[m.k] = m.v
+	}
+	return out
+}
+
 // decodeOrdered decodes JSON keeping object member order (as [ordered])
 // and numbers as json.Number.
 func decodeOrdered(b []byte) (any, error) {
