@@ -30,131 +30,89 @@ const DNSimpleAccountID = 1385
 // DNSimpleRegistrantID is a contact id that exists in the fake account.
 const DNSimpleRegistrantID = 2715
 
-type dnsDomain struct {
-	ID           int64   `json:"id"`
-	AccountID    int64   `json:"account_id"`
-	RegistrantID *int64  `json:"registrant_id"`
-	Name         string  `json:"name"`
-	UnicodeName  string  `json:"unicode_name"`
-	State        string  `json:"state"`
-	AutoRenew    bool    `json:"auto_renew"`
-	PrivateWhois bool    `json:"private_whois"`
-	ExpiresAt    *string `json:"expires_at"`
-	ExpiresOn    *string `json:"expires_on"`
-	CreatedAt    string  `json:"created_at"`
-	UpdatedAt    string  `json:"updated_at"`
-}
-
-type dnsRecord struct {
-	ID           int64    `json:"id"`
-	ZoneID       string   `json:"zone_id"`
-	ParentID     *int64   `json:"parent_id"`
-	Name         string   `json:"name"`
-	Content      string   `json:"content"`
-	TTL          int      `json:"ttl"`
-	Priority     *int     `json:"priority"`
-	Type         string   `json:"type"`
-	Regions      []string `json:"regions"`
-	SystemRecord bool     `json:"system_record"`
-	CreatedAt    string   `json:"created_at"`
-	UpdatedAt    string   `json:"updated_at"`
-}
-
-type dnsRegistration struct {
-	ID           int64  `json:"id"`
-	DomainID     int64  `json:"domain_id"`
-	RegistrantID int64  `json:"registrant_id"`
-	Period       int    `json:"period"`
-	State        string `json:"state"`
-	AutoRenew    bool   `json:"auto_renew"`
-	WhoisPrivacy bool   `json:"whois_privacy"`
-	CreatedAt    string `json:"created_at"`
-	UpdatedAt    string `json:"updated_at"`
-}
+// A domain and a record are the values their templates
+// (testdata/dnsimple/templates.json) are filled with.
+type (
+	dnsDomain = map[string]any
+	dnsRecord = map[string]any
+)
 
 type dnsimpleAPI struct {
 	mu      sync.Mutex
-	domains []*dnsDomain
-	records map[string][]*dnsRecord // zone name -> records
+	tmpl    map[string]any
+	domains []dnsDomain
+	records map[string][]dnsRecord // zone name -> records
 	nextID  int64
 	regID   int64
 }
 
 func newDNSimple() *dnsimpleAPI {
 	r := newRand(2)
-	d := &dnsimpleAPI{records: map[string][]*dnsRecord{}, nextID: 181984, regID: 5001}
+	d := &dnsimpleAPI{records: map[string][]dnsRecord{}, nextID: 181984, regID: 5001, tmpl: loadTemplates("dnsimple/templates.json")}
 	tlds := []string{"com", "io", "dev", "net", "org", "app", "co"}
 	seen := map[string]bool{}
 	for len(d.domains) < 30 {
-		name := pick(r, adjectives) + pick(r, nouns) + "-fake." + pick(r, tlds)
+		name := choose(r, adjectives) + choose(r, nouns) + "-fake." + choose(r, tlds)
 		if seen[name] {
 			continue
 		}
 		seen[name] = true
 		created := randTime(r, epoch)
-		dom := &dnsDomain{
-			ID: d.nextID, AccountID: DNSimpleAccountID, Name: name, UnicodeName: name,
-			CreatedAt: iso(created), UpdatedAt: iso(randTime(r, created)),
-		}
+		dom := dnsDomain{"id": d.nextID, "name": name, "created_at": iso(created), "updated_at": iso(randTime(r, created)),
+			"registrant_id": nil, "state": "hosted", "auto_renew": false, "private_whois": false, "expires_at": nil, "expires_on": nil}
 		d.nextID++
 		if r.IntN(4) != 0 {
-			rid := int64(DNSimpleRegistrantID)
 			exp := time.Date(dataNow.Year()+1, time.Month(1+r.IntN(12)), 1+r.IntN(28), created.Hour(), created.Minute(), 0, 0, time.UTC)
-			dom.RegistrantID = &rid
-			dom.State = "registered"
-			dom.AutoRenew = r.IntN(3) != 0
-			dom.PrivateWhois = r.IntN(2) == 0
-			dom.ExpiresAt = strptr(iso(exp))
-			dom.ExpiresOn = strptr(exp.Format("2006-01-02"))
-		} else {
-			dom.State = "hosted"
+			dom["registrant_id"], dom["state"], dom["auto_renew"] = DNSimpleRegistrantID, "registered", r.IntN(3) != 0
+			dom["private_whois"], dom["expires_at"], dom["expires_on"] = r.IntN(2) == 0, iso(exp), exp.Format("2006-01-02")
 		}
 		d.domains = append(d.domains, dom)
 	}
 	return d
 }
 
-// zoneRecords returns the records of a zone, generating them on first use.
-// Caller holds d.mu.
-func (d *dnsimpleAPI) zoneRecords(dom *dnsDomain) []*dnsRecord {
-	if rs, ok := d.records[dom.Name]; ok {
+// zoneRecords returns the records of a zone, generating them on first use
+// from the templates' record set. Caller holds d.mu.
+func (d *dnsimpleAPI) zoneRecords(dom dnsDomain) []dnsRecord {
+	name := dom["name"].(string)
+	if rs, ok := d.records[name]; ok {
 		return rs
 	}
-	r := newRand(uint64(dom.ID))
-	var out []*dnsRecord
-	id := dom.ID * 100
-	add := func(name, typ, content string, ttl int, prio *int, system bool) {
+	r := newRand(uint64(dom["id"].(int64)))
+	var out []dnsRecord
+	id := dom["id"].(int64) * 100
+	add := func(t any) {
+		rec := dnsRecord{}
+		for _, m := range t.(ordered) {
+			rec[m.k] = m.v
+		}
+		content := rec["content"].(string)
+		switch {
+		case strings.Contains(content, "${ip}"):
+			content = fmt.Sprintf("203.0.113.%d", 1+r.IntN(254))
+		case strings.Contains(content, "${ip6}"):
+			content = fmt.Sprintf("2001:db8::%x", 1+r.IntN(0xfffe))
+		}
 		id++
-		out = append(out, &dnsRecord{ID: id, ZoneID: dom.Name, Name: name, Content: content, TTL: ttl,
-			Priority: prio, Type: typ, Regions: []string{"global"}, SystemRecord: system,
-			CreatedAt: dom.CreatedAt, UpdatedAt: dom.UpdatedAt})
+		rec["id"], rec["zone"], rec["created_at"], rec["updated_at"] = id, name, dom["created_at"], dom["updated_at"]
+		rec["content"] = strings.ReplaceAll(content, "${zone}", name)
+		out = append(out, rec)
 	}
-	add("", "SOA", "ns1.dnsimple.com admin.dnsimple.com 1458642070 86400 7200 604800 300", 3600, nil, true)
-	for i := 1; i <= 4; i++ {
-		add("", "NS", fmt.Sprintf("ns%d.dnsimple.com", i), 3600, nil, true)
+	for _, t := range d.tmpl["records"].([]any) {
+		add(t)
 	}
-	ip := func() string { return fmt.Sprintf("203.0.113.%d", 1+r.IntN(254)) }
-	add("", "A", ip(), 3600, nil, false)
-	add("", "AAAA", fmt.Sprintf("2001:db8::%x", 1+r.IntN(0xfffe)), 3600, nil, false)
-	add("www", "CNAME", dom.Name, 3600, nil, false)
-	for i, mx := range []string{"mx1.mail.example.net", "mx2.mail.example.net"} {
-		p := 10 * (i + 1)
-		add("", "MX", mx, 3600, &p, false)
-	}
-	add("", "TXT", "v=spf1 include:_spf.mail.example.net ~all", 3600, nil, false)
-	add("_dmarc", "TXT", "v=DMARC1; p=quarantine; rua=mailto:dmarc@"+dom.Name, 3600, nil, false)
-	for _, sub := range []string{"api", "app", "status", "docs", "staging"} {
+	for _, t := range d.tmpl["optional_records"].([]any) {
 		if r.IntN(2) == 0 {
-			add(sub, "A", ip(), 600, nil, false)
+			add(t)
 		}
 	}
-	d.records[dom.Name] = out
+	d.records[name] = out
 	return out
 }
 
-func (d *dnsimpleAPI) findDomain(name string) *dnsDomain {
+func (d *dnsimpleAPI) findDomain(name string) dnsDomain {
 	for _, dom := range d.domains {
-		if strings.EqualFold(dom.Name, name) || strconv.FormatInt(dom.ID, 10) == name {
+		if strings.EqualFold(dom["name"].(string), name) || strconv.FormatInt(dom["id"].(int64), 10) == name {
 			return dom
 		}
 	}
@@ -182,14 +140,7 @@ func (d *dnsimpleAPI) serve(c *call) {
 	}
 	m := c.r.Method
 	if _, ok := match(segs, "v2", "whoami"); ok && m == http.MethodGet {
-		writeJSON(c.w, http.StatusOK, map[string]any{"data": ordered{
-			{"user", nil},
-			{"account", ordered{
-				{"id", DNSimpleAccountID}, {"email", "pinned-tester@example.org"},
-				{"plan_identifier", "dnsimple-professional"},
-				{"created_at", "2019-03-04T09:12:00Z"}, {"updated_at", "2026-01-15T10:00:00Z"},
-			}},
-		}})
+		writeJSON(c.w, http.StatusOK, d.tmpl["whoami"])
 		return
 	}
 	// Everything else is under /v2/{account}.
@@ -217,7 +168,7 @@ func (d *dnsimpleAPI) serve(c *call) {
 }
 
 // dnsPage writes DNSimple's {data, pagination} envelope.
-func dnsPage[T any](c *call, items []T) {
+func dnsPage(c *call, items []any) {
 	q := c.r.URL.Query()
 	perPage, ok := intParam(q, "per_page", 30)
 	if !ok || perPage < 1 || perPage > 100 {
@@ -238,15 +189,12 @@ func dnsPage[T any](c *call, items []T) {
 func (d *dnsimpleAPI) listDomains(c *call) {
 	like := strings.ToLower(c.r.URL.Query().Get("name_like"))
 	d.mu.Lock()
-	var out []dnsDomain
+	defer d.mu.Unlock()
+	out := []any{}
 	for _, dom := range d.domains {
-		if like == "" || strings.Contains(dom.Name, like) {
-			out = append(out, *dom)
+		if like == "" || strings.Contains(dom["name"].(string), like) {
+			out = append(out, fill(d.tmpl["domain"], dom))
 		}
-	}
-	d.mu.Unlock()
-	if out == nil {
-		out = []dnsDomain{}
 	}
 	dnsPage(c, out)
 }
@@ -254,27 +202,23 @@ func (d *dnsimpleAPI) listDomains(c *call) {
 func (d *dnsimpleAPI) listRecords(c *call, zone string) {
 	q := c.r.URL.Query()
 	d.mu.Lock()
+	defer d.mu.Unlock()
 	dom := d.findDomain(zone)
 	if dom == nil {
-		d.mu.Unlock()
 		dnsimpleError(c.w, http.StatusNotFound, fmt.Sprintf("Zone `%s` not found", zone))
 		return
 	}
-	out := []dnsRecord{}
+	out := []any{}
 	_, hasName := q["name"]
 	for _, rec := range d.zoneRecords(dom) {
-		if hasName && rec.Name != q.Get("name") {
-			continue
+		switch {
+		case hasName && rec["name"] != q.Get("name"):
+		case q.Get("type") != "" && !strings.EqualFold(rec["type"].(string), q.Get("type")):
+		case q.Get("name_like") != "" && !strings.Contains(rec["name"].(string), q.Get("name_like")):
+		default:
+			out = append(out, fill(d.tmpl["record"], rec))
 		}
-		if t := q.Get("type"); t != "" && !strings.EqualFold(rec.Type, t) {
-			continue
-		}
-		if l := q.Get("name_like"); l != "" && !strings.Contains(rec.Name, l) {
-			continue
-		}
-		out = append(out, *rec)
 	}
-	d.mu.Unlock()
 	dnsPage(c, out)
 }
 
@@ -368,19 +312,12 @@ func (d *dnsimpleAPI) register(c *call, name string) {
 	}
 	now := time.Now().UTC()
 	exp := now.AddDate(1, 0, 0)
-	dom := &dnsDomain{
-		ID: d.nextID, AccountID: DNSimpleAccountID, RegistrantID: &rid, Name: name, UnicodeName: name,
-		State: "registered", AutoRenew: in.AutoRenew != nil && *in.AutoRenew,
-		PrivateWhois: in.WhoisPrivacy != nil && *in.WhoisPrivacy,
-		ExpiresAt:    strptr(iso(exp)), ExpiresOn: strptr(exp.Format("2006-01-02")),
-		CreatedAt: iso(now), UpdatedAt: iso(now),
-	}
+	dom := dnsDomain{"id": d.nextID, "registrant_id": rid, "name": name, "state": "registered",
+		"auto_renew": in.AutoRenew != nil && *in.AutoRenew, "private_whois": in.WhoisPrivacy != nil && *in.WhoisPrivacy,
+		"expires_at": iso(exp), "expires_on": exp.Format("2006-01-02"), "created_at": iso(now), "updated_at": iso(now)}
 	d.nextID++
 	d.domains = append(d.domains, dom)
-	reg := dnsRegistration{
-		ID: d.regID, DomainID: dom.ID, RegistrantID: rid, Period: 1, State: "new",
-		AutoRenew: dom.AutoRenew, WhoisPrivacy: dom.PrivateWhois, CreatedAt: iso(now), UpdatedAt: iso(now),
-	}
+	writeJSON(c.w, http.StatusCreated, fill(d.tmpl["registration"], map[string]any{"id": d.regID, "domain_id": dom["id"],
+		"registrant_id": rid, "auto_renew": dom["auto_renew"], "whois_privacy": dom["private_whois"], "now": iso(now)}))
 	d.regID++
-	writeJSON(c.w, http.StatusCreated, map[string]any{"data": reg})
 }

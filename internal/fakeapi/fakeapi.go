@@ -15,8 +15,13 @@
 //     personal key, Bearer for a Linear OAuth token) and a wrong or missing
 //     credential gets 401 with the provider's own error envelope;
 //   - responses use the real envelopes, field sets and sizes (a 100-repo
-//     GitHub /user/repos page is 500–600 KB), generated deterministically in
-//     code;
+//     GitHub /user/repos page is 500–600 KB). They are data, embedded from
+//     testdata/: recorded-shape JSON templates per provider
+//     (testdata/<provider>/), filled with values a seeded generator picks
+//     and ids filled deterministically; Linear's GraphQL answers are canned,
+//     keyed by the exact query text the manifests send
+//     (testdata/linear/queries.json). The code is left for auth, routing,
+//     paging, quirks and write state;
 //   - writes are accepted and reflected in later reads (state per Server);
 //   - unknown routes get 404 in the provider's envelope; request bodies are
 //     capped at 1 MiB.
@@ -69,30 +74,41 @@ const (
 	HostLinear   = "api.linear.app"
 )
 
-// apiHosts maps each API host to its service, in a stable order.
-var apiHosts = []struct{ host, service string }{
-	{HostGitHub, GitHub},
-	{HostDNSimple, DNSimple},
-	{HostStripe, Stripe},
-	{HostHubSpot, HubSpot},
-	{HostLinear, Linear},
+// provider is one entry of testdata/providers.json.
+type provider struct {
+	Service    string
+	Host       string         // API host
+	OAuthHost  string         `json:"oauth_host"` // host of the authorization page
+	Token      string         // the fixed pasted credential
+	OAuthToken string         `json:"oauth_token"` // the fixed OAuth access token
+	OAuth      *oauthProvider // the OAuth side (oauth.go)
 }
 
-// oauthHosts are the hosts of the providers' OAuth authorization pages
-// (token endpoints of DNSimple, HubSpot and Linear live on the API hosts).
-var oauthHosts = []struct{ host, service string }{
-	{"github.com", GitHub},
-	{"dnsimple.com", DNSimple},
-	{"connect.stripe.com", Stripe},
-	{"app.hubspot.com", HubSpot},
-	{"linear.app", Linear},
+// providers are the services the fake serves, in a stable order.
+var providers = func() []*provider {
+	var d struct{ Providers []*provider }
+	loadData("providers.json", &d)
+	for _, p := range d.Providers {
+		p.OAuth.Service = p.Service
+	}
+	return d.Providers
+}()
+
+// providerOf returns a service's provider, or nil.
+func providerOf(service string) *provider {
+	for _, p := range providers {
+		if p.Service == service {
+			return p
+		}
+	}
+	return nil
 }
 
 // Services lists the service ids the fake serves.
 func Services() []string {
-	out := make([]string, len(apiHosts))
-	for i, h := range apiHosts {
-		out[i] = h.service
+	out := make([]string, len(providers))
+	for i, p := range providers {
+		out[i] = p.Service
 	}
 	return out
 }
@@ -100,30 +116,10 @@ func Services() []string {
 // Host returns the API host of a service ("api.github.com" for "github"),
 // or "" for an unknown service.
 func Host(service string) string {
-	for _, h := range apiHosts {
-		if h.service == service {
-			return h.host
-		}
+	if p := providerOf(service); p != nil {
+		return p.Host
 	}
 	return ""
-}
-
-// fixed credentials. They are obviously fake and valid only against this
-// package's Server.
-var patTokens = map[string]string{
-	GitHub:   "ghp_fake_pinned_github_token_000000000000",
-	DNSimple: "dnsimple_fake_pinned_account_token_0000",
-	Stripe:   "sk_test_fake_pinned_stripe_key_000000000",
-	HubSpot:  "pat-na1-fake-pinned-hubspot-token-0000",
-	Linear:   "lin_api_fake_pinned_linear_key_00000000",
-}
-
-var oauthTokens = map[string]string{
-	GitHub:   "ghu_fake_pinned_github_oauth_token_00000",
-	DNSimple: "dnsimple_fake_pinned_oauth_token_000000",
-	Stripe:   "sk_test_fake_pinned_connect_token_00000",
-	HubSpot:  "fake-pinned-hubspot-oauth-token-000000",
-	Linear:   "lin_oauth_fake_pinned_linear_token_0000",
 }
 
 // Token returns the fixed valid pasted credential (personal access token,
@@ -131,12 +127,22 @@ var oauthTokens = map[string]string{
 // service's manifest scheme says: "Authorization: Bearer <token>" for
 // GitHub, DNSimple, Stripe and HubSpot, the bare "Authorization: <token>"
 // for Linear. It returns "" for an unknown service.
-func Token(service string) string { return patTokens[service] }
+func Token(service string) string {
+	if p := providerOf(service); p != nil {
+		return p.Token
+	}
+	return ""
+}
 
 // OAuthToken returns the fixed valid OAuth access token of a service,
 // always presented as "Authorization: Bearer <token>" (RFC 6750). It
 // returns "" for an unknown service.
-func OAuthToken(service string) string { return oauthTokens[service] }
+func OAuthToken(service string) string {
+	if p := providerOf(service); p != nil {
+		return p.OAuthToken
+	}
+	return ""
+}
 
 // maxBody caps every request body the fake reads.
 const maxBody = 1 << 20
@@ -253,11 +259,8 @@ func New(opts ...Option) (*Server, error) {
 		return nil, err
 	}
 	var names []string
-	for _, h := range apiHosts {
-		names = append(names, h.host)
-	}
-	for _, h := range oauthHosts {
-		names = append(names, h.host)
+	for _, p := range providers {
+		names = append(names, p.Host, p.OAuthHost)
 	}
 	names = append(names, "localhost")
 	c, err := newCerts(names)
@@ -276,8 +279,8 @@ func New(opts ...Option) (*Server, error) {
 		tokenExp: map[string]map[string]time.Time{},
 		oauth:    newOAuthState(),
 	}
-	for svc, t := range patTokens {
-		s.tokens[svc] = map[string]tokenKind{t: kindPAT, oauthTokens[svc]: kindOAuth}
+	for _, p := range providers {
+		s.tokens[p.Service] = map[string]tokenKind{p.Token: kindPAT, p.OAuthToken: kindOAuth}
 	}
 	s.github = newGitHub()
 	s.dnsimple = newDNSimple()
@@ -328,9 +331,9 @@ func (s *Server) CACertPEM() []byte { return bytes.Clone(s.certs.caPEM) }
 
 // Hosts returns the API hosts the fake serves, one per service.
 func (s *Server) Hosts() []string {
-	out := make([]string, len(apiHosts))
-	for i, h := range apiHosts {
-		out[i] = h.host
+	out := make([]string, len(providers))
+	for i, p := range providers {
+		out[i] = p.Host
 	}
 	return out
 }
@@ -507,15 +510,15 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 
 	svc := ""
-	for _, h := range apiHosts {
-		if h.host == host {
-			svc = h.service
+	for _, p := range providers {
+		if p.Host == host {
+			svc = p.Service
 		}
 	}
 	if svc == "" {
-		for _, h := range oauthHosts {
-			if h.host == host {
-				s.routeOAuth(w, r, h.service)
+		for _, p := range providers {
+			if p.OAuthHost == host {
+				s.routeOAuth(w, r, p.Service)
 				return
 			}
 		}

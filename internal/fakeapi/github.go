@@ -17,6 +17,12 @@ import (
 // Routes: GET /user, GET /user/repos, GET /repos/{owner}/{repo},
 // GET /repos/{owner}/{repo}/issues, POST /repos/{owner}/{repo}/issues,
 // GET /repos/{owner}/{repo}/pages (research.go).
+//
+// Every answer is a recorded-shape template of testdata/github/templates.json
+// (users, repositories with their ~80 members, issues, labels, Pages
+// sites) filled with values generated here deterministically (seeded
+// choices of names, dates, counts); the code keeps only auth, routing,
+// paging (per_page/page, Link headers), sorting and the issue write.
 
 // GitHubViewer is the login of the fake GitHub user the tokens belong to.
 const GitHubViewer = "pinned-tester"
@@ -30,49 +36,127 @@ const (
 	ghDocs = "https://docs.github.com/rest"
 )
 
-type ghUser struct {
-	Login             string `json:"login"`
-	ID                int64  `json:"id"`
-	NodeID            string `json:"node_id"`
-	AvatarURL         string `json:"avatar_url"`
-	GravatarID        string `json:"gravatar_id"`
-	URL               string `json:"url"`
-	HTMLURL           string `json:"html_url"`
-	FollowersURL      string `json:"followers_url"`
-	FollowingURL      string `json:"following_url"`
-	GistsURL          string `json:"gists_url"`
-	StarredURL        string `json:"starred_url"`
-	SubscriptionsURL  string `json:"subscriptions_url"`
-	OrganizationsURL  string `json:"organizations_url"`
-	ReposURL          string `json:"repos_url"`
-	EventsURL         string `json:"events_url"`
-	ReceivedEventsURL string `json:"received_events_url"`
-	Type              string `json:"type"`
-	UserViewType      string `json:"user_view_type"`
-	SiteAdmin         bool   `json:"site_admin"`
+// ghRepo is one repository: the values its template is filled with, and
+// the ones the code reads.
+type ghRepo struct {
+	vals      map[string]any
+	id        int64
+	full      string
+	created   time.Time
+	hasIssues bool
+	archived  bool
+	open      int
+	pages     ordered // the Pages site (research.go), or nil
 }
 
-func newGHUser(login string, id int64, typ string) ghUser {
-	u := ghAPI + "/users/" + login
-	return ghUser{
-		Login:             login,
-		ID:                id,
-		NodeID:            nodeID("U_kgDO", id),
-		AvatarURL:         fmt.Sprintf("https://avatars.githubusercontent.com/u/%d?v=4", id),
-		URL:               u,
-		HTMLURL:           ghWeb + "/" + login,
-		FollowersURL:      u + "/followers",
-		FollowingURL:      u + "/following{/other_user}",
-		GistsURL:          u + "/gists{/gist_id}",
-		StarredURL:        u + "/starred{/owner}{/repo}",
-		SubscriptionsURL:  u + "/subscriptions",
-		OrganizationsURL:  u + "/orgs",
-		ReposURL:          u + "/repos",
-		EventsURL:         u + "/events{/privacy}",
-		ReceivedEventsURL: u + "/received_events",
-		Type:              typ,
-		UserViewType:      "public",
+type ghIssue struct {
+	vals  map[string]any
+	state string
+}
+
+type githubAPI struct {
+	mu      sync.Mutex
+	tmpl    map[string]any
+	viewer  map[string]any
+	users   []map[string]any
+	repos   []*ghRepo
+	byName  map[string]*ghRepo // lower-case full name
+	issues  map[int64][]*ghIssue
+	nextID  int64
+	created time.Time
+}
+
+func ghUserVals(login string, id int64, typ string) map[string]any {
+	return map[string]any{"login": login, "id": id, "node_id": nodeID("U_kgDO", id), "type": typ, "user_view_type": "public"}
+}
+
+func newGitHub() *githubAPI {
+	g := &githubAPI{
+		tmpl:    loadTemplates("github/templates.json"),
+		viewer:  ghUserVals(GitHubViewer, 90210001, "User"),
+		byName:  map[string]*ghRepo{},
+		issues:  map[int64][]*ghIssue{},
+		nextID:  3100000000,
+		created: time.Date(2017, 8, 21, 13, 5, 44, 0, time.UTC),
 	}
+	g.users = []map[string]any{g.viewer, ghUserVals("alice-fake", 90210002, "User"), ghUserVals("bob-fake", 90210003, "User"),
+		ghUserVals("carol-fake", 90210004, "User"), ghUserVals("dependabot[bot]", 49699333, "Bot")}
+	orgs := []map[string]any{ghUserVals("fake-org-labs", 90220001, "Organization"), ghUserVals("acme-fake", 90220002, "Organization")}
+
+	r := newRand(1)
+	// Unique names: every adjective-noun pair, shuffled, plus a few
+	// names with dots and underscores as real accounts have.
+	names := []string{GitHubViewer + ".github.io", "dotfiles", "hello-world", "api_client.py", "notes"}
+	for _, a := range adjectives {
+		for _, n := range nouns {
+			names = append(names, a+"-"+n)
+		}
+	}
+	r.Shuffle(len(names)-5, func(i, j int) { names[i+5], names[j+5] = names[j+5], names[i+5] })
+	langs := []any{"Go", "Go", "TypeScript", "Python", "Rust", "Shell", "JavaScript", "HCL", nil}
+	licenses := g.tmpl["licenses"].([]any)
+	for i := range GitHubRepoCount {
+		owner := g.viewer
+		switch {
+		case i < 5:
+		case i%5 == 3:
+			owner = orgs[0]
+		case i%7 == 6:
+			owner = orgs[1]
+		}
+		name := names[i]
+		id := int64(612000000 + i*7919)
+		created := randTime(r, g.created)
+		updated, pushed := randTime(r, created), randTime(r, created)
+		var desc any
+		if r.IntN(6) != 0 {
+			desc = sentence(r)
+		}
+		lang := choose(r, langs)
+		stars := r.IntN(400)
+		if r.IntN(10) == 0 {
+			stars += r.IntN(12000)
+		}
+		forks := stars / (3 + r.IntN(8))
+		open := r.IntN(25)
+		private := r.IntN(3) == 0
+		var homepage any
+		if r.IntN(4) == 0 {
+			homepage = "https://" + strings.ReplaceAll(name, "_", "-") + ".example.org"
+		}
+		topics := []any{}
+		for _, t := range topicsList {
+			if r.IntN(8) == 0 {
+				topics = append(topics, t)
+			}
+		}
+		full := owner["login"].(string) + "/" + name
+		v := map[string]any{
+			"id": id, "node_id": nodeID("R_kgDO", id), "name": name, "full": full, "private": private,
+			"owner": fill(g.tmpl["user"], owner), "description": desc, "fork": r.IntN(9) == 0,
+			"created_at": iso(created), "updated_at": iso(updated), "pushed_at": iso(pushed), "homepage": homepage,
+			"size": r.IntN(90000), "stargazers_count": stars, "watchers_count": stars, "watchers": stars, "language": lang,
+			"has_issues": i%17 != 16, "has_wiki": r.IntN(2) == 0, "has_pages": i == 0, "has_discussions": r.IntN(6) == 0,
+			"forks_count": forks, "forks": forks, "archived": i%23 == 22, "open_issues_count": open, "open_issues": open,
+		}
+		v["license"] = choose(r, licenses)
+		v["topics"] = topics
+		v["visibility"] = map[bool]string{true: "private", false: "public"}[private]
+		v["default_branch"] = choose(r, []string{"main", "main", "main", "master", "trunk"})
+		admin := owner["login"] == GitHubViewer || r.IntN(3) == 0
+		push := admin || r.IntN(2) == 0
+		v["permissions"] = ordered{{"admin", admin}, {"maintain", admin}, {"push", push}, {"triage", push}, {"pull", true}}
+		if !private {
+			v["security_and_analysis"] = fill(g.tmpl["security_and_analysis"], map[string]any{
+				"secret_scanning": "enabled", "secret_scanning_push_protection": "enabled",
+				"dependabot_security_updates":           choose(r, []string{"enabled", "disabled"}),
+				"secret_scanning_non_provider_patterns": "disabled", "secret_scanning_validity_checks": "disabled"})
+		}
+		repo := &ghRepo{vals: v, id: id, full: full, created: created, hasIssues: v["has_issues"].(bool), archived: v["archived"].(bool), open: open}
+		g.repos = append(g.repos, repo)
+		g.byName[strings.ToLower(full)] = repo
+	}
+	return g
 }
 
 // nodeID makes a GraphQL-style global id.
@@ -91,418 +175,14 @@ func nodeID(prefix string, id int64) string {
 	return b.String()
 }
 
-type ghLicense struct {
-	Key    string  `json:"key"`
-	Name   string  `json:"name"`
-	SPDXID string  `json:"spdx_id"`
-	URL    *string `json:"url"`
-	NodeID string  `json:"node_id"`
-}
-
-type ghStatus struct {
-	Status string `json:"status"`
-}
-
-type ghRepo struct {
-	ID                       int64      `json:"id"`
-	NodeID                   string     `json:"node_id"`
-	Name                     string     `json:"name"`
-	FullName                 string     `json:"full_name"`
-	Private                  bool       `json:"private"`
-	Owner                    ghUser     `json:"owner"`
-	HTMLURL                  string     `json:"html_url"`
-	Description              *string    `json:"description"`
-	Fork                     bool       `json:"fork"`
-	URL                      string     `json:"url"`
-	ForksURL                 string     `json:"forks_url"`
-	KeysURL                  string     `json:"keys_url"`
-	CollaboratorsURL         string     `json:"collaborators_url"`
-	TeamsURL                 string     `json:"teams_url"`
-	HooksURL                 string     `json:"hooks_url"`
-	IssueEventsURL           string     `json:"issue_events_url"`
-	EventsURL                string     `json:"events_url"`
-	AssigneesURL             string     `json:"assignees_url"`
-	BranchesURL              string     `json:"branches_url"`
-	TagsURL                  string     `json:"tags_url"`
-	BlobsURL                 string     `json:"blobs_url"`
-	GitTagsURL               string     `json:"git_tags_url"`
-	GitRefsURL               string     `json:"git_refs_url"`
-	TreesURL                 string     `json:"trees_url"`
-	StatusesURL              string     `json:"statuses_url"`
-	LanguagesURL             string     `json:"languages_url"`
-	StargazersURL            string     `json:"stargazers_url"`
-	ContributorsURL          string     `json:"contributors_url"`
-	SubscribersURL           string     `json:"subscribers_url"`
-	SubscriptionURL          string     `json:"subscription_url"`
-	CommitsURL               string     `json:"commits_url"`
-	GitCommitsURL            string     `json:"git_commits_url"`
-	CommentsURL              string     `json:"comments_url"`
-	IssueCommentURL          string     `json:"issue_comment_url"`
-	ContentsURL              string     `json:"contents_url"`
-	CompareURL               string     `json:"compare_url"`
-	MergesURL                string     `json:"merges_url"`
-	ArchiveURL               string     `json:"archive_url"`
-	DownloadsURL             string     `json:"downloads_url"`
-	IssuesURL                string     `json:"issues_url"`
-	PullsURL                 string     `json:"pulls_url"`
-	MilestonesURL            string     `json:"milestones_url"`
-	NotificationsURL         string     `json:"notifications_url"`
-	LabelsURL                string     `json:"labels_url"`
-	ReleasesURL              string     `json:"releases_url"`
-	DeploymentsURL           string     `json:"deployments_url"`
-	CreatedAt                string     `json:"created_at"`
-	UpdatedAt                string     `json:"updated_at"`
-	PushedAt                 string     `json:"pushed_at"`
-	GitURL                   string     `json:"git_url"`
-	SSHURL                   string     `json:"ssh_url"`
-	CloneURL                 string     `json:"clone_url"`
-	SVNURL                   string     `json:"svn_url"`
-	Homepage                 *string    `json:"homepage"`
-	Size                     int        `json:"size"`
-	StargazersCount          int        `json:"stargazers_count"`
-	WatchersCount            int        `json:"watchers_count"`
-	Language                 *string    `json:"language"`
-	HasIssues                bool       `json:"has_issues"`
-	HasProjects              bool       `json:"has_projects"`
-	HasDownloads             bool       `json:"has_downloads"`
-	HasWiki                  bool       `json:"has_wiki"`
-	HasPages                 bool       `json:"has_pages"`
-	HasDiscussions           bool       `json:"has_discussions"`
-	ForksCount               int        `json:"forks_count"`
-	MirrorURL                *string    `json:"mirror_url"`
-	Archived                 bool       `json:"archived"`
-	Disabled                 bool       `json:"disabled"`
-	OpenIssuesCount          int        `json:"open_issues_count"`
-	License                  *ghLicense `json:"license"`
-	AllowForking             bool       `json:"allow_forking"`
-	IsTemplate               bool       `json:"is_template"`
-	WebCommitSignoffRequired bool       `json:"web_commit_signoff_required"`
-	Topics                   []string   `json:"topics"`
-	Visibility               string     `json:"visibility"`
-	Forks                    int        `json:"forks"`
-	OpenIssues               int        `json:"open_issues"`
-	Watchers                 int        `json:"watchers"`
-	DefaultBranch            string     `json:"default_branch"`
-	Permissions              struct {
-		Admin    bool `json:"admin"`
-		Maintain bool `json:"maintain"`
-		Push     bool `json:"push"`
-		Triage   bool `json:"triage"`
-		Pull     bool `json:"pull"`
-	} `json:"permissions"`
-	SecurityAndAnalysis *struct {
-		SecretScanning                    ghStatus `json:"secret_scanning"`
-		SecretScanningPushProtection      ghStatus `json:"secret_scanning_push_protection"`
-		DependabotSecurityUpdates         ghStatus `json:"dependabot_security_updates"`
-		SecretScanningNonProviderPatterns ghStatus `json:"secret_scanning_non_provider_patterns"`
-		SecretScanningValidityChecks      ghStatus `json:"secret_scanning_validity_checks"`
-	} `json:"security_and_analysis,omitempty"`
-}
-
-// ghRepoFull is the single-repository representation: the list fields
-// plus merge settings and counts.
-type ghRepoFull struct {
-	*ghRepo
-	TempCloneToken            string         `json:"temp_clone_token"`
-	AllowSquashMerge          bool           `json:"allow_squash_merge"`
-	AllowMergeCommit          bool           `json:"allow_merge_commit"`
-	AllowRebaseMerge          bool           `json:"allow_rebase_merge"`
-	AllowAutoMerge            bool           `json:"allow_auto_merge"`
-	DeleteBranchOnMerge       bool           `json:"delete_branch_on_merge"`
-	AllowUpdateBranch         bool           `json:"allow_update_branch"`
-	UseSquashPRTitleAsDefault bool           `json:"use_squash_pr_title_as_default"`
-	SquashMergeCommitMessage  string         `json:"squash_merge_commit_message"`
-	SquashMergeCommitTitle    string         `json:"squash_merge_commit_title"`
-	MergeCommitMessage        string         `json:"merge_commit_message"`
-	MergeCommitTitle          string         `json:"merge_commit_title"`
-	CustomProperties          map[string]any `json:"custom_properties"`
-	Organization              *ghUser        `json:"organization,omitempty"`
-	NetworkCount              int            `json:"network_count"`
-	SubscribersCount          int            `json:"subscribers_count"`
-}
-
-type ghLabel struct {
-	ID          int64  `json:"id"`
-	NodeID      string `json:"node_id"`
-	URL         string `json:"url"`
-	Name        string `json:"name"`
-	Color       string `json:"color"`
-	Default     bool   `json:"default"`
-	Description string `json:"description"`
-}
-
-type ghReactions struct {
-	URL        string `json:"url"`
-	TotalCount int    `json:"total_count"`
-	PlusOne    int    `json:"+1"`
-	MinusOne   int    `json:"-1"`
-	Laugh      int    `json:"laugh"`
-	Hooray     int    `json:"hooray"`
-	Confused   int    `json:"confused"`
-	Heart      int    `json:"heart"`
-	Rocket     int    `json:"rocket"`
-	Eyes       int    `json:"eyes"`
-}
-
-type ghPullRef struct {
-	URL      string  `json:"url"`
-	HTMLURL  string  `json:"html_url"`
-	DiffURL  string  `json:"diff_url"`
-	PatchURL string  `json:"patch_url"`
-	MergedAt *string `json:"merged_at"`
-}
-
-type ghIssue struct {
-	URL               string      `json:"url"`
-	RepositoryURL     string      `json:"repository_url"`
-	LabelsURL         string      `json:"labels_url"`
-	CommentsURL       string      `json:"comments_url"`
-	EventsURL         string      `json:"events_url"`
-	HTMLURL           string      `json:"html_url"`
-	ID                int64       `json:"id"`
-	NodeID            string      `json:"node_id"`
-	Number            int         `json:"number"`
-	Title             string      `json:"title"`
-	User              ghUser      `json:"user"`
-	Labels            []ghLabel   `json:"labels"`
-	State             string      `json:"state"`
-	Locked            bool        `json:"locked"`
-	Assignee          *ghUser     `json:"assignee"`
-	Assignees         []ghUser    `json:"assignees"`
-	Milestone         any         `json:"milestone"`
-	Comments          int         `json:"comments"`
-	CreatedAt         string      `json:"created_at"`
-	UpdatedAt         string      `json:"updated_at"`
-	ClosedAt          *string     `json:"closed_at"`
-	AuthorAssociation string      `json:"author_association"`
-	Type              any         `json:"type"`
-	ActiveLockReason  *string     `json:"active_lock_reason"`
-	Draft             *bool       `json:"draft,omitempty"`
-	PullRequest       *ghPullRef  `json:"pull_request,omitempty"`
-	Body              *string     `json:"body"`
-	ClosedBy          *ghUser     `json:"closed_by,omitempty"`
-	Reactions         ghReactions `json:"reactions"`
-	TimelineURL       string      `json:"timeline_url"`
-	PerformedViaApp   any         `json:"performed_via_github_app"`
-	StateReason       *string     `json:"state_reason"`
-}
-
-type githubAPI struct {
-	mu      sync.Mutex
-	viewer  ghUser
-	users   []ghUser
-	orgs    map[string]ghUser
-	repos   []*ghRepo
-	byName  map[string]*ghRepo // lower-case full name
-	issues  map[int64][]*ghIssue
-	pages   map[string]*ghPages // lower-case full name -> Pages site (research.go)
-	nextID  int64
-	created time.Time
-}
-
-func newGitHub() *githubAPI {
-	r := newRand(1)
-	g := &githubAPI{
-		viewer:  newGHUser(GitHubViewer, 90210001, "User"),
-		orgs:    map[string]ghUser{},
-		byName:  map[string]*ghRepo{},
-		issues:  map[int64][]*ghIssue{},
-		nextID:  3100000000,
-		created: time.Date(2017, 8, 21, 13, 5, 44, 0, time.UTC),
-	}
-	g.users = []ghUser{g.viewer,
-		newGHUser("alice-fake", 90210002, "User"),
-		newGHUser("bob-fake", 90210003, "User"),
-		newGHUser("carol-fake", 90210004, "User"),
-		newGHUser("dependabot[bot]", 49699333, "Bot"),
-	}
-	g.orgs["fake-org-labs"] = newGHUser("fake-org-labs", 90220001, "Organization")
-	g.orgs["acme-fake"] = newGHUser("acme-fake", 90220002, "Organization")
-
-	// Unique names: every adjective-noun pair, shuffled, plus a few
-	// names with dots and underscores as real accounts have.
-	var names []string
-	names = append(names, GitHubViewer+".github.io", "dotfiles", "hello-world", "api_client.py", "notes")
-	for _, a := range adjectives {
-		for _, n := range nouns {
-			names = append(names, a+"-"+n)
-		}
-	}
-	r.Shuffle(len(names)-5, func(i, j int) { names[i+5], names[j+5] = names[j+5], names[i+5] })
-	langs := []string{"Go", "Go", "TypeScript", "Python", "Rust", "Shell", "JavaScript", "HCL", ""}
-	licenses := []*ghLicense{
-		nil,
-		{Key: "mit", Name: "MIT License", SPDXID: "MIT", URL: strptr(ghAPI + "/licenses/mit"), NodeID: "MDc6TGljZW5zZTEz"},
-		{Key: "apache-2.0", Name: "Apache License 2.0", SPDXID: "Apache-2.0", URL: strptr(ghAPI + "/licenses/apache-2.0"), NodeID: "MDc6TGljZW5zZTI="},
-		{Key: "bsd-3-clause", Name: "BSD 3-Clause \"New\" or \"Revised\" License", SPDXID: "BSD-3-Clause", URL: strptr(ghAPI + "/licenses/bsd-3-clause"), NodeID: "MDc6TGljZW5zZTU="},
-	}
-	for i := range GitHubRepoCount {
-		owner := g.viewer
-		switch {
-		case i%5 == 3:
-			owner = g.orgs["fake-org-labs"]
-		case i%7 == 6:
-			owner = g.orgs["acme-fake"]
-		}
-		name := names[i]
-		if i < 5 {
-			owner = g.viewer
-		}
-		id := int64(612000000 + i*7919)
-		created := randTime(r, g.created)
-		updated := randTime(r, created)
-		pushed := randTime(r, created)
-		var desc *string
-		if r.IntN(6) != 0 {
-			desc = strptr(sentence(r))
-		}
-		var lang *string
-		if l := pick(r, langs); l != "" {
-			lang = &l
-		}
-		stars := r.IntN(400)
-		if r.IntN(10) == 0 {
-			stars += r.IntN(12000)
-		}
-		forks := stars / (3 + r.IntN(8))
-		open := r.IntN(25)
-		private := r.IntN(3) == 0
-		visibility := "public"
-		if private {
-			visibility = "private"
-		}
-		var homepage *string
-		if r.IntN(4) == 0 {
-			homepage = strptr("https://" + strings.ReplaceAll(name, "_", "-") + ".example.org")
-		}
-		var topics []string
-		for _, t := range topicsList {
-			if r.IntN(8) == 0 {
-				topics = append(topics, t)
-			}
-		}
-		if topics == nil {
-			topics = []string{}
-		}
-		repo := newGHRepo(owner, name, id)
-		repo.Private = private
-		repo.Description = desc
-		repo.Fork = r.IntN(9) == 0
-		repo.CreatedAt, repo.UpdatedAt, repo.PushedAt = iso(created), iso(updated), iso(pushed)
-		repo.Homepage = homepage
-		repo.Size = r.IntN(90000)
-		repo.StargazersCount, repo.WatchersCount, repo.Watchers = stars, stars, stars
-		repo.Language = lang
-		repo.HasIssues = i%17 != 16
-		repo.HasProjects = true
-		repo.HasDownloads = true
-		repo.HasWiki = r.IntN(2) == 0
-		repo.HasPages = i == 0
-		repo.HasDiscussions = r.IntN(6) == 0
-		repo.ForksCount, repo.Forks = forks, forks
-		repo.Archived = i%23 == 22
-		repo.OpenIssuesCount, repo.OpenIssues = open, open
-		repo.License = pick(r, licenses)
-		repo.AllowForking = true
-		repo.Topics = topics
-		repo.Visibility = visibility
-		repo.DefaultBranch = pick(r, []string{"main", "main", "main", "master", "trunk"})
-		admin := owner.Login == GitHubViewer || r.IntN(3) == 0
-		repo.Permissions.Admin = admin
-		repo.Permissions.Maintain = admin
-		repo.Permissions.Push = admin || r.IntN(2) == 0
-		repo.Permissions.Triage = repo.Permissions.Push
-		repo.Permissions.Pull = true
-		if !private {
-			repo.SecurityAndAnalysis = &struct {
-				SecretScanning                    ghStatus `json:"secret_scanning"`
-				SecretScanningPushProtection      ghStatus `json:"secret_scanning_push_protection"`
-				DependabotSecurityUpdates         ghStatus `json:"dependabot_security_updates"`
-				SecretScanningNonProviderPatterns ghStatus `json:"secret_scanning_non_provider_patterns"`
-				SecretScanningValidityChecks      ghStatus `json:"secret_scanning_validity_checks"`
-			}{ghStatus{"enabled"}, ghStatus{"enabled"}, ghStatus{pick(r, []string{"enabled", "disabled"})}, ghStatus{"disabled"}, ghStatus{"disabled"}}
-		}
-		g.repos = append(g.repos, repo)
-		g.byName[strings.ToLower(repo.FullName)] = repo
-	}
-	return g
-}
-
-func strptr(s string) *string { return &s }
-
-func newGHRepo(owner ghUser, name string, id int64) *ghRepo {
-	full := owner.Login + "/" + name
-	u := ghAPI + "/repos/" + full
-	return &ghRepo{
-		ID:               id,
-		NodeID:           nodeID("R_kgDO", id),
-		Name:             name,
-		FullName:         full,
-		Owner:            owner,
-		HTMLURL:          ghWeb + "/" + full,
-		URL:              u,
-		ForksURL:         u + "/forks",
-		KeysURL:          u + "/keys{/key_id}",
-		CollaboratorsURL: u + "/collaborators{/collaborator}",
-		TeamsURL:         u + "/teams",
-		HooksURL:         u + "/hooks",
-		IssueEventsURL:   u + "/issues/events{/number}",
-		EventsURL:        u + "/events",
-		AssigneesURL:     u + "/assignees{/user}",
-		BranchesURL:      u + "/branches{/branch}",
-		TagsURL:          u + "/tags",
-		BlobsURL:         u + "/git/blobs{/sha}",
-		GitTagsURL:       u + "/git/tags{/sha}",
-		GitRefsURL:       u + "/git/refs{/sha}",
-		TreesURL:         u + "/git/trees{/sha}",
-		StatusesURL:      u + "/statuses/{sha}",
-		LanguagesURL:     u + "/languages",
-		StargazersURL:    u + "/stargazers",
-		ContributorsURL:  u + "/contributors",
-		SubscribersURL:   u + "/subscribers",
-		SubscriptionURL:  u + "/subscription",
-		CommitsURL:       u + "/commits{/sha}",
-		GitCommitsURL:    u + "/git/commits{/sha}",
-		CommentsURL:      u + "/comments{/number}",
-		IssueCommentURL:  u + "/issues/comments{/number}",
-		ContentsURL:      u + "/contents/{+path}",
-		CompareURL:       u + "/compare/{base}...{head}",
-		MergesURL:        u + "/merges",
-		ArchiveURL:       u + "/{archive_format}{/ref}",
-		DownloadsURL:     u + "/downloads",
-		IssuesURL:        u + "/issues{/number}",
-		PullsURL:         u + "/pulls{/number}",
-		MilestonesURL:    u + "/milestones{/number}",
-		NotificationsURL: u + "/notifications{?since,all,participating}",
-		LabelsURL:        u + "/labels{/name}",
-		ReleasesURL:      u + "/releases{/id}",
-		DeploymentsURL:   u + "/deployments",
-		GitURL:           "git://github.com/" + full + ".git",
-		SSHURL:           "git@github.com:" + full + ".git",
-		CloneURL:         ghWeb + "/" + full + ".git",
-		SVNURL:           ghWeb + "/" + full,
-		Topics:           []string{},
-		Visibility:       "public",
-		DefaultBranch:    "main",
-	}
-}
-
-// ghLabels is the label set every repository has (GitHub's defaults).
-var ghLabelDefs = []struct{ name, color, desc string }{
-	{"bug", "d73a4a", "Something isn't working"},
-	{"documentation", "0075ca", "Improvements or additions to documentation"},
-	{"enhancement", "a2eeef", "New feature or request"},
-	{"good first issue", "7057ff", "Good for newcomers"},
-	{"help wanted", "008672", "Extra attention is needed"},
-	{"question", "d876e3", "Further information is requested"},
-}
-
-func (g *githubAPI) labels(repo *ghRepo) []ghLabel {
-	out := make([]ghLabel, len(ghLabelDefs))
-	for i, d := range ghLabelDefs {
-		id := repo.ID*10 + int64(i)
-		out[i] = ghLabel{ID: id, NodeID: nodeID("LA_kwDO", id), URL: repo.URL + "/labels/" + url.PathEscape(d.name),
-			Name: d.name, Color: d.color, Default: true, Description: d.desc}
+// labels is the label set every repository has (GitHub's defaults).
+func (g *githubAPI) labels(repo *ghRepo) []any {
+	var out []any
+	for i, d := range g.tmpl["labels"].([]any) {
+		d := d.([]any)
+		id := repo.id*10 + int64(i)
+		out = append(out, fill(g.tmpl["label"], map[string]any{"id": id, "node_id": nodeID("LA_kwDO", id),
+			"repo_url": ghAPI + "/repos/" + repo.full, "escaped": url.PathEscape(d[0].(string)), "name": d[0], "color": d[1], "description": d[2]}))
 	}
 	return out
 }
@@ -510,89 +190,72 @@ func (g *githubAPI) labels(repo *ghRepo) []ghLabel {
 // repoIssues returns the issues of a repository, generating them on first
 // use (deterministically from the repository id). Caller holds g.mu.
 func (g *githubAPI) repoIssues(repo *ghRepo) []*ghIssue {
-	if is, ok := g.issues[repo.ID]; ok {
+	if is, ok := g.issues[repo.id]; ok {
 		return is
 	}
-	r := newRand(uint64(repo.ID))
+	r := newRand(uint64(repo.id))
 	labels := g.labels(repo)
-	total := repo.OpenIssuesCount + r.IntN(30)
-	created, _ := time.Parse(time.RFC3339, repo.CreatedAt)
+	total := repo.open + r.IntN(30)
 	var out []*ghIssue
 	open := 0
 	for n := 1; n <= total; n++ {
-		c := randTime(r, created)
-		title := pick(r, verbs) + " " + pick(r, objects)
-		body := fmt.Sprintf("Steps to reproduce:\n\n1. Open %s\n2. Try the %s\n\nExpected it to work; it did not.", repo.FullName, pick(r, objects))
-		is := g.newIssue(repo, n, title, &body, pick(r, g.users), c)
-		is.Comments = r.IntN(12)
+		c := randTime(r, repo.created)
+		title := choose(r, verbs) + " " + choose(r, objects)
+		body := fmt.Sprintf("Steps to reproduce:\n\n1. Open %s\n2. Try the %s\n\nExpected it to work; it did not.", repo.full, choose(r, objects))
+		is := g.newIssue(repo, n, title, body, choose(r, g.users), c)
+		is.vals["comments"] = r.IntN(12)
+		var ls []any
 		for _, l := range labels {
 			if r.IntN(5) == 0 {
-				is.Labels = append(is.Labels, l)
+				ls = append(ls, l)
 			}
+		}
+		if ls != nil {
+			is.vals["labels"] = ls
 		}
 		if r.IntN(3) == 0 {
-			a := pick(r, g.users[:4])
-			is.Assignee = &a
-			is.Assignees = []ghUser{a}
+			a := fill(g.tmpl["user"], choose(r, g.users[:4]))
+			is.vals["assignee"], is.vals["assignees"] = a, []any{a}
 		}
-		if r.IntN(4) == 0 {
-			is.PullRequest = &ghPullRef{
-				URL:      repo.URL + "/pulls/" + strconv.Itoa(n),
-				HTMLURL:  repo.HTMLURL + "/pull/" + strconv.Itoa(n),
-				DiffURL:  repo.HTMLURL + "/pull/" + strconv.Itoa(n) + ".diff",
-				PatchURL: repo.HTMLURL + "/pull/" + strconv.Itoa(n) + ".patch",
-			}
-			is.Draft = new(bool)
+		pr := r.IntN(4) == 0
+		if pr {
+			is.vals["draft"] = false
+			is.vals["merged_at"] = nil
 		}
-		if open < repo.OpenIssuesCount && (total-n < repo.OpenIssuesCount-open || r.IntN(2) == 0) {
+		if open < repo.open && (total-n < repo.open-open || r.IntN(2) == 0) {
 			open++
 		} else {
 			closed := iso(randTime(r, c))
-			is.State = "closed"
-			is.ClosedAt = &closed
-			is.UpdatedAt = closed
-			is.StateReason = strptr("completed")
-			if is.PullRequest != nil {
-				is.PullRequest.MergedAt = &closed
-				is.StateReason = nil
+			is.state = "closed"
+			is.vals["state"], is.vals["closed_at"], is.vals["updated_at"], is.vals["state_reason"] = "closed", closed, closed, "completed"
+			if pr {
+				is.vals["merged_at"], is.vals["state_reason"] = closed, nil
 			}
+		}
+		if pr {
+			is.vals["pull_request"] = fill(g.tmpl["pull_request"], is.vals)
 		}
 		out = append(out, is)
 	}
-	g.issues[repo.ID] = out
+	g.issues[repo.id] = out
 	return out
 }
 
-func (g *githubAPI) newIssue(repo *ghRepo, n int, title string, body *string, user ghUser, created time.Time) *ghIssue {
+func (g *githubAPI) newIssue(repo *ghRepo, n int, title string, body any, user map[string]any, created time.Time) *ghIssue {
 	g.nextID++
 	id := g.nextID
-	u := repo.URL + "/issues/" + strconv.Itoa(n)
+	ru := ghAPI + "/repos/" + repo.full
 	assoc := "CONTRIBUTOR"
-	if user.Login == repo.Owner.Login || user.Login == GitHubViewer {
+	if user["login"] == repo.vals["owner"].(ordered).get1("login") || user["login"] == GitHubViewer {
 		assoc = "OWNER"
 	}
-	return &ghIssue{
-		URL:               u,
-		RepositoryURL:     repo.URL,
-		LabelsURL:         u + "/labels{/name}",
-		CommentsURL:       u + "/comments",
-		EventsURL:         u + "/events",
-		HTMLURL:           repo.HTMLURL + "/issues/" + strconv.Itoa(n),
-		ID:                id,
-		NodeID:            nodeID("I_kwDO", id),
-		Number:            n,
-		Title:             title,
-		User:              user,
-		Labels:            []ghLabel{},
-		State:             "open",
-		Assignees:         []ghUser{},
-		CreatedAt:         iso(created),
-		UpdatedAt:         iso(created),
-		AuthorAssociation: assoc,
-		Body:              body,
-		Reactions:         ghReactions{URL: u + "/reactions"},
-		TimelineURL:       u + "/timeline",
-	}
+	return &ghIssue{state: "open", vals: map[string]any{
+		"u": ru + "/issues/" + strconv.Itoa(n), "repo_url": ru, "repo_html": ghWeb + "/" + repo.full,
+		"id": id, "node_id": nodeID("I_kwDO", id), "number": n, "title": title, "user": fill(g.tmpl["user"], user),
+		"labels": []any{}, "state": "open", "assignee": nil, "assignees": []any{}, "comments": 0,
+		"created_at": iso(created), "updated_at": iso(created), "closed_at": nil, "author_association": assoc,
+		"body": body, "state_reason": nil,
+	}}
 }
 
 // githubError writes GitHub's error envelope.
@@ -659,24 +322,13 @@ func (g *githubAPI) serve(c *call) {
 }
 
 func (g *githubAPI) getUser(c *call) {
-	v := g.viewer
-	writeJSON(c.w, http.StatusOK, ordered{
-		{"login", v.Login}, {"id", v.ID}, {"node_id", v.NodeID}, {"avatar_url", v.AvatarURL},
-		{"gravatar_id", ""}, {"url", v.URL}, {"html_url", v.HTMLURL}, {"followers_url", v.FollowersURL},
-		{"following_url", v.FollowingURL}, {"gists_url", v.GistsURL}, {"starred_url", v.StarredURL},
-		{"subscriptions_url", v.SubscriptionsURL}, {"organizations_url", v.OrganizationsURL},
-		{"repos_url", v.ReposURL}, {"events_url", v.EventsURL}, {"received_events_url", v.ReceivedEventsURL},
-		{"type", "User"}, {"user_view_type", "private"}, {"site_admin", false},
-		{"name", "Pinned Tester"}, {"company", "@fake-org-labs"}, {"blog", "https://pinned.example.org"},
-		{"location", "Berlin"}, {"email", "pinned-tester@example.org"}, {"hireable", nil},
-		{"bio", "Fake account served by pinned's fakeapi."}, {"twitter_username", nil},
-		{"notification_email", "pinned-tester@example.org"},
-		{"public_repos", 161}, {"public_gists", 3}, {"followers", 42}, {"following", 7},
-		{"created_at", iso(g.created)}, {"updated_at", iso(dataNow)},
-		{"private_gists", 1}, {"total_private_repos", 89}, {"owned_private_repos", 52},
-		{"disk_usage", 812345}, {"collaborators", 4}, {"two_factor_authentication", true},
-		{"plan", ordered{{"name", "pro"}, {"space", 976562499}, {"collaborators", 0}, {"private_repos", 9999}}},
-	})
+	v := append(fill(g.tmpl["user"], g.viewer).(ordered), fill(g.tmpl["viewer"], map[string]any{"created_at": iso(g.created), "updated_at": iso(dataNow)}).(ordered)...)
+	for i := range v {
+		if v[i].k == "user_view_type" {
+			v[i].v = "private"
+		}
+	}
+	writeJSON(c.w, http.StatusOK, v)
 }
 
 // pageParams reads GitHub's per_page (default 30, capped at 100) and page
@@ -732,45 +384,43 @@ func pageSlice[T any](xs []T, perPage, page int) []T {
 func (g *githubAPI) listRepos(c *call) {
 	q := c.r.URL.Query()
 	perPage, page := pageParams(q)
-	g.mu.Lock()
-	repos := make([]*ghRepo, 0, len(g.repos))
 	vis := q.Get("visibility")
 	switch vis {
 	case "", "all", "public", "private":
 	default:
-		g.mu.Unlock()
 		githubError(c.w, http.StatusUnprocessableEntity, "Validation Failed", ghDocs+"/repos/repos#list-repositories-for-the-authenticated-user")
 		return
 	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	repos := make([]*ghRepo, 0, len(g.repos))
 	for _, r := range g.repos {
-		if vis == "public" && r.Private || vis == "private" && !r.Private {
+		if p := r.vals["private"] == true; vis == "public" && p || vis == "private" && !p {
 			continue
 		}
-		cp := *r // a copy: writes change counts under g.mu
-		repos = append(repos, &cp)
+		repos = append(repos, r)
 	}
-	g.mu.Unlock()
 	sortKey := q.Get("sort")
 	desc := q.Get("direction") == "desc" || (q.Get("direction") == "" && sortKey != "" && sortKey != "full_name")
-	less := func(a, b *ghRepo) bool {
+	key := func(r *ghRepo) string {
 		switch sortKey {
-		case "created":
-			return a.CreatedAt < b.CreatedAt
-		case "updated":
-			return a.UpdatedAt < b.UpdatedAt
-		case "pushed":
-			return a.PushedAt < b.PushedAt
+		case "created", "updated", "pushed":
+			return r.vals[sortKey+"_at"].(string)
 		}
-		return strings.ToLower(a.FullName) < strings.ToLower(b.FullName)
+		return strings.ToLower(r.full)
 	}
 	sort.SliceStable(repos, func(i, j int) bool {
 		if desc {
-			return less(repos[j], repos[i])
+			return key(repos[j]) < key(repos[i])
 		}
-		return less(repos[i], repos[j])
+		return key(repos[i]) < key(repos[j])
 	})
 	setLink(c.w, "/user/repos", q, perPage, page, len(repos))
-	writeJSON(c.w, http.StatusOK, pageSlice(repos, perPage, page))
+	out := []any{}
+	for _, r := range pageSlice(repos, perPage, page) {
+		out = append(out, fill(g.tmpl["repo"], r.vals))
+	}
+	writeJSON(c.w, http.StatusOK, out)
 }
 
 // findRepo looks a repository up case-insensitively, as GitHub does.
@@ -780,35 +430,29 @@ func (g *githubAPI) findRepo(owner, name string) *ghRepo {
 
 func (g *githubAPI) getRepo(c *call, owner, name string) {
 	g.mu.Lock()
-	var repo *ghRepo
-	if r := g.findRepo(owner, name); r != nil {
-		cp := *r
-		repo = &cp
-	}
-	g.mu.Unlock()
+	defer g.mu.Unlock()
+	repo := g.findRepo(owner, name)
 	if repo == nil {
 		githubError(c.w, http.StatusNotFound, "Not Found", ghDocs+"/repos/repos#get-a-repository")
 		return
 	}
-	full := ghRepoFull{
-		ghRepo:                   repo,
-		AllowSquashMerge:         true,
-		AllowMergeCommit:         true,
-		AllowRebaseMerge:         true,
-		DeleteBranchOnMerge:      repo.ID%2 == 0,
-		SquashMergeCommitMessage: "COMMIT_MESSAGES",
-		SquashMergeCommitTitle:   "COMMIT_OR_PR_TITLE",
-		MergeCommitMessage:       "PR_TITLE",
-		MergeCommitTitle:         "MERGE_MESSAGE",
-		CustomProperties:         map[string]any{},
-		NetworkCount:             repo.ForksCount,
-		SubscribersCount:         repo.WatchersCount/10 + 1,
+	v := map[string]any{"delete_branch_on_merge": repo.id%2 == 0, "network_count": repo.vals["forks_count"],
+		"subscribers_count": repo.vals["watchers_count"].(int)/10 + 1}
+	if o := repo.vals["owner"].(ordered); o.get1("type") == "Organization" {
+		v["organization"] = o
 	}
-	if repo.Owner.Type == "Organization" {
-		o := repo.Owner
-		full.Organization = &o
+	writeJSON(c.w, http.StatusOK, append(fill(g.tmpl["repo"], repo.vals).(ordered), fill(g.tmpl["repo_full"], v).(ordered)...))
+}
+
+// getPages serves GET /repos/{owner}/{repo}/pages.
+func (g *githubAPI) getPages(c *call, owner, name string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if repo := g.findRepo(owner, name); repo != nil && repo.pages != nil {
+		writeJSON(c.w, http.StatusOK, repo.pages)
+		return
 	}
-	writeJSON(c.w, http.StatusOK, full)
+	githubError(c.w, http.StatusNotFound, "Not Found", ghDocs+"/pages/pages#get-a-apiname-pages-site")
 }
 
 func (g *githubAPI) listIssues(c *call, owner, name string) {
@@ -824,38 +468,36 @@ func (g *githubAPI) listIssues(c *call, owner, name string) {
 		return
 	}
 	g.mu.Lock()
+	defer g.mu.Unlock()
 	repo := g.findRepo(owner, name)
 	if repo == nil {
-		g.mu.Unlock()
 		githubError(c.w, http.StatusNotFound, "Not Found", ghDocs+"/issues/issues#list-repository-issues")
 		return
 	}
 	var list []*ghIssue
-	if repo.HasIssues {
+	if repo.hasIssues {
 		all := g.repoIssues(repo)
 		// Newest first (sort=created, direction=desc is GitHub's default).
 		for i := len(all) - 1; i >= 0; i-- {
-			if state == "all" || all[i].State == state {
-				cp := *all[i]
-				list = append(list, &cp)
+			if state == "all" || all[i].state == state {
+				list = append(list, all[i])
 			}
 		}
 	}
-	g.mu.Unlock()
-	if list == nil {
-		list = []*ghIssue{}
-	}
 	setLink(c.w, c.r.URL.EscapedPath(), q, perPage, page, len(list))
-	writeJSON(c.w, http.StatusOK, pageSlice(list, perPage, page))
+	out := []any{}
+	for _, is := range pageSlice(list, perPage, page) {
+		out = append(out, fill(g.tmpl["issue"], is.vals))
+	}
+	writeJSON(c.w, http.StatusOK, out)
 }
 
 func (g *githubAPI) createIssue(c *call, owner, name string) {
 	const doc = ghDocs + "/issues/issues#create-an-issue"
 	var in struct {
-		Title     json.RawMessage `json:"title"`
-		Body      *string         `json:"body"`
-		Labels    []string        `json:"labels"`
-		Assignees []string        `json:"assignees"`
+		Title  json.RawMessage `json:"title"`
+		Body   *string         `json:"body"`
+		Labels []string        `json:"labels"`
 	}
 	if err := json.Unmarshal(c.body, &in); err != nil {
 		githubError(c.w, http.StatusBadRequest, "Problems parsing JSON", doc)
@@ -871,38 +513,41 @@ func (g *githubAPI) createIssue(c *call, owner, name string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	repo := g.findRepo(owner, name)
-	if repo == nil {
+	switch {
+	case repo == nil:
 		githubError(c.w, http.StatusNotFound, "Not Found", doc)
-		return
-	}
-	if repo.Archived {
+	case repo.archived:
 		githubError(c.w, http.StatusForbidden, "Repository was archived so is read-only.", doc)
-		return
-	}
-	if !repo.HasIssues {
+	case !repo.hasIssues:
 		githubError(c.w, http.StatusGone, "Issues are disabled for this repo", doc)
-		return
-	}
-	if strings.TrimSpace(title) == "" {
+	case strings.TrimSpace(title) == "":
 		writeJSON(c.w, http.StatusUnprocessableEntity, ordered{
 			{"message", "Validation Failed"},
 			{"errors", []ordered{{{"resource", "Issue"}, {"code", "missing_field"}, {"field", "title"}}}},
 			{"documentation_url", doc}, {"status", "422"},
 		})
-		return
-	}
-	all := g.repoIssues(repo)
-	is := g.newIssue(repo, len(all)+1, title, in.Body, g.viewer, time.Now())
-	for _, want := range in.Labels {
-		for _, l := range g.labels(repo) {
-			if strings.EqualFold(l.Name, want) {
-				is.Labels = append(is.Labels, l)
+	default:
+		all := g.repoIssues(repo)
+		var body any
+		if in.Body != nil {
+			body = *in.Body
+		}
+		is := g.newIssue(repo, len(all)+1, title, body, g.viewer, time.Now())
+		var ls []any
+		for _, want := range in.Labels {
+			for _, l := range g.labels(repo) {
+				if n, _ := l.(ordered).get("name"); strings.EqualFold(n.(string), want) {
+					ls = append(ls, l)
+				}
 			}
 		}
+		if ls != nil {
+			is.vals["labels"] = ls
+		}
+		g.issues[repo.id] = append(all, is)
+		repo.open++
+		repo.vals["open_issues_count"], repo.vals["open_issues"] = repo.open, repo.open
+		c.w.Header().Set("Location", is.vals["u"].(string))
+		writeJSON(c.w, http.StatusCreated, fill(g.tmpl["issue"], is.vals))
 	}
-	g.issues[repo.ID] = append(all, is)
-	repo.OpenIssuesCount++
-	repo.OpenIssues++
-	c.w.Header().Set("Location", is.URL)
-	writeJSON(c.w, http.StatusCreated, is)
 }

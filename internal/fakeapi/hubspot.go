@@ -29,32 +29,31 @@ type hsObject struct {
 	updatedAt time.Time
 }
 
-// hsKind is one CRM object type.
+// hsKind is one CRM object type (testdata/hubspot/crm.json).
 type hsKind struct {
 	name     string          // "contacts"
 	schema   map[string]bool // known property names
-	defaults []string        // properties returned when none are asked for
-	always   []string        // properties returned whatever is asked for
-	modified string          // the last-modified property name
+	Schema   []string        // known property names, as listed
+	Defaults []string        // properties returned when none are asked for
+	Always   []string        // properties returned whatever is asked for
+	Modified string          // the last-modified property name
 }
 
-var hsContacts = &hsKind{
-	name: "contacts",
-	schema: setOf("email", "firstname", "lastname", "company", "phone", "jobtitle", "lifecyclestage", "website",
-		"city", "country", "createdate", "lastmodifieddate", "hs_object_id", "hs_lead_status", "mobilephone"),
-	defaults: []string{"createdate", "email", "firstname", "hs_object_id", "lastmodifieddate", "lastname"},
-	always:   []string{"createdate", "hs_object_id", "lastmodifieddate"},
-	modified: "lastmodifieddate",
-}
+// hsData is testdata/hubspot/crm.json.
+var hsData = func() (d struct {
+	Account                    ordered
+	Contacts, Companies        *hsKind
+	Industries, Stages, Titles []string
+	CompanySuffixes            []string `json:"company_suffixes"`
+}) {
+	loadData("hubspot/crm.json", &d)
+	for name, k := range map[string]*hsKind{"contacts": d.Contacts, "companies": d.Companies} {
+		k.name, k.schema = name, setOf(k.Schema...)
+	}
+	return d
+}()
 
-var hsCompanies = &hsKind{
-	name: "companies",
-	schema: setOf("name", "domain", "industry", "city", "country", "numberofemployees", "phone", "annualrevenue",
-		"createdate", "hs_lastmodifieddate", "hs_object_id", "description"),
-	defaults: []string{"createdate", "domain", "hs_lastmodifieddate", "hs_object_id", "name"},
-	always:   []string{"createdate", "hs_lastmodifieddate", "hs_object_id"},
-	modified: "hs_lastmodifieddate",
-}
+var hsContacts, hsCompanies = hsData.Contacts, hsData.Companies
 
 func setOf(xs ...string) map[string]bool {
 	m := map[string]bool{}
@@ -75,14 +74,14 @@ type hubspotAPI struct {
 func newHubSpot() *hubspotAPI {
 	r := newRand(4)
 	h := &hubspotAPI{rnd: newRand(44), nextID: 51}
-	industries := []string{"COMPUTER_SOFTWARE", "FINANCIAL_SERVICES", "RETAIL", "HOSPITAL_HEALTH_CARE", "LOGISTICS_AND_SUPPLY_CHAIN", "MARKETING_AND_ADVERTISING"}
+	industries := hsData.Industries
 	for i, name := range companies {
 		for j := range 5 {
-			c := pick(r, cities)
+			c := choose(r, cities)
 			created := randTime(r, epoch)
 			n := name
 			if j > 0 {
-				n = fmt.Sprintf("%s %s", name, pick(r, []string{"GmbH", "Ltd", "Inc", "BV", "SAS"}))
+				n = fmt.Sprintf("%s %s", name, choose(r, hsData.CompanySuffixes))
 			}
 			dom := slug(n) + ".example"
 			if j > 0 {
@@ -94,23 +93,21 @@ func newHubSpot() *hubspotAPI {
 				updatedAt: randTime(r, created),
 				props: map[string]string{
 					"name": n, "domain": dom, "industry": industries[(i+j)%len(industries)],
-					"city": c.city, "country": c.country, "numberofemployees": strconv.Itoa(5 + r.IntN(5000)),
+					"city": c.City, "country": c.Country, "numberofemployees": strconv.Itoa(5 + r.IntN(5000)),
 					"phone": "+1 555 " + randString(r, 7, "0123456789"),
 				},
 			})
 		}
 	}
-	stages := []string{"subscriber", "lead", "marketingqualifiedlead", "salesqualifiedlead", "opportunity", "customer"}
-	titles := []string{"CTO", "Head of Operations", "Software Engineer", "Product Manager", "Founder", "Account Executive", "Designer"}
 	for range 180 {
-		first, last := pick(r, firstNames), pick(r, lastNames)
-		co := pick(r, h.companies)
-		c := pick(r, cities)
+		first, last := choose(r, firstNames), choose(r, lastNames)
+		co := choose(r, h.companies)
+		c := choose(r, cities)
 		created := randTime(r, epoch)
 		props := map[string]string{
 			"email":     strings.ToLower(first+"."+last) + fmt.Sprintf("%d@", r.IntN(1000)) + co.props["domain"],
 			"firstname": first, "lastname": last, "company": co.props["name"],
-			"jobtitle": pick(r, titles), "lifecyclestage": pick(r, stages), "city": c.city, "country": c.country,
+			"jobtitle": choose(r, hsData.Titles), "lifecyclestage": choose(r, hsData.Stages), "city": c.City, "country": c.Country,
 			"website": "https://" + co.props["domain"],
 		}
 		if r.IntN(3) != 0 {
@@ -129,9 +126,9 @@ func (h *hubspotAPI) id() int64 {
 
 // view renders an object as HubSpot does with the asked-for properties.
 func (k *hsKind) view(o *hsObject, asked []string) ordered {
-	want := k.defaults
+	want := k.Defaults
 	if len(asked) > 0 {
-		want = append([]string{}, k.always...)
+		want = append([]string{}, k.Always...)
 		for _, a := range asked {
 			if k.schema[a] {
 				want = append(want, a)
@@ -193,11 +190,7 @@ func (h *hubspotAPI) serve(c *call) {
 	switch {
 	case !ok:
 	case m == http.MethodGet && eqPath(segs, "account-info", "v3", "details"):
-		writeJSON(c.w, http.StatusOK, ordered{
-			{"portalId", HubSpotPortalID}, {"accountType", "STANDARD"}, {"timeZone", "Europe/Berlin"},
-			{"companyCurrency", "EUR"}, {"additionalCurrencies", []string{"USD"}}, {"utcOffset", "+01:00"},
-			{"utcOffsetMilliseconds", 3600000}, {"uiDomain", "app-eu1.hubspot.com"}, {"dataHostingLocation", "eu1"},
-		})
+		writeJSON(c.w, http.StatusOK, hsData.Account)
 		return
 	case len(segs) >= 4 && segs[0] == "crm" && segs[1] == "v3" && segs[2] == "objects":
 		var kind *hsKind

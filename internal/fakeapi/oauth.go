@@ -50,87 +50,80 @@ import (
 // single-use (HubSpot's real ones are reusable), which is the behaviour a
 // client must survive.
 
-// oauthProvider describes one provider's OAuth endpoints and quirks.
+// oauthProvider describes one provider's OAuth endpoints and quirks
+// (testdata/providers.json).
 type oauthProvider struct {
-	service       string
-	authorizeHost string
-	authorizePath string
-	tokenHost     string
-	tokenPath     string
-	pkce          bool          // accepts RFC 7636 S256 challenges
-	refresh       bool          // issues refresh tokens
-	lifetime      time.Duration // default access-token lifetime; 0 = does not expire
-	scopeSep      string        // separator of the scope parameter
-	scopes        []string      // the scopes it knows; nil = any
+	Service       string            `json:"-"`
+	AuthorizeHost string            `json:"authorize_host"`
+	AuthorizePath string            `json:"authorize_path"`
+	TokenHost     string            `json:"token_host"`
+	TokenPath     string            `json:"token_path"`
+	PKCE          bool              // accepts RFC 7636 S256 challenges
+	Refresh       bool              // issues refresh tokens
+	Lifetime      int               // default access-token lifetime in seconds; 0 = does not expire
+	ScopeSep      string            `json:"scope_sep"` // separator of the scope parameter
+	Scopes        []string          // the scopes it knows; nil = any
+	ClientID      string            `json:"client_id"`      // the default client
+	ClientSecret  string            `json:"client_secret"`  // (for Stripe a platform secret key)
+	AccessFormat  []any             `json:"access_format"`  // [prefix, "alnum"|"hex"|"uuid", length]
+	RefreshFormat []any             `json:"refresh_format"` // the same; nil = no refresh tokens
+	Answer        ordered           // the token answer template
+	Errors        map[string]string // the provider's names of the token errors, when it has its own
 }
 
-var oauthProviders = map[string]*oauthProvider{
-	GitHub: {
-		service: GitHub, authorizeHost: "github.com", authorizePath: "/login/oauth/authorize",
-		tokenHost: "github.com", tokenPath: "/login/oauth/access_token",
-		pkce: true, refresh: true, lifetime: 8 * time.Hour, scopeSep: " ",
-	},
-	DNSimple: {
-		service: DNSimple, authorizeHost: "dnsimple.com", authorizePath: "/oauth/authorize",
-		tokenHost: HostDNSimple, tokenPath: "/v2/oauth/access_token", scopeSep: " ",
-	},
-	Stripe: {
-		service: Stripe, authorizeHost: "connect.stripe.com", authorizePath: "/oauth/authorize",
-		tokenHost: "connect.stripe.com", tokenPath: "/oauth/token",
-		refresh: true, scopeSep: " ", scopes: []string{"read_write"},
-	},
-	HubSpot: {
-		service: HubSpot, authorizeHost: "app.hubspot.com", authorizePath: "/oauth/authorize",
-		tokenHost: HostHubSpot, tokenPath: "/oauth/v1/token",
-		refresh: true, lifetime: 30 * time.Minute, scopeSep: " ",
-		scopes: []string{"oauth", "crm.objects.contacts.read", "crm.objects.contacts.write",
-			"crm.objects.companies.read", "crm.objects.companies.write", "crm.objects.deals.read"},
-	},
-	Linear: {
-		service: Linear, authorizeHost: "linear.app", authorizePath: "/oauth/authorize",
-		tokenHost: HostLinear, tokenPath: "/oauth/token",
-		pkce: true, refresh: true, lifetime: 24*time.Hour - time.Second, scopeSep: ",",
-		scopes: []string{"read", "write", "issues:create", "comments:create", "timeSchedule:write", "admin"},
-	},
+func (p *oauthProvider) lifetime() time.Duration { return time.Duration(p.Lifetime) * time.Second }
+
+// mint returns a fresh token in format f.
+func mint(f []any) string {
+	if len(f) != 3 {
+		return ""
+	}
+	prefix, n := f[0].(string), int(f[2].(float64))
+	switch f[1] {
+	case "hex":
+		return prefix + randHex(n/2)
+	case "uuid":
+		return prefix + uuidRand()
+	}
+	return randToken(prefix, n)
+}
+
+func oauthOf(service string) *oauthProvider {
+	if p := providerOf(service); p != nil {
+		return p.OAuth
+	}
+	return nil
 }
 
 // OAuthEndpoints returns the authorization and token endpoint URLs the
 // fake serves for a service (equal to its manifest's auth.oauth URLs), or
 // empty strings for an unknown service.
 func OAuthEndpoints(service string) (authorizeURL, tokenURL string) {
-	p := oauthProviders[service]
+	p := oauthOf(service)
 	if p == nil {
 		return "", ""
 	}
-	return "https://" + p.authorizeHost + p.authorizePath, "https://" + p.tokenHost + p.tokenPath
+	return "https://" + p.AuthorizeHost + p.AuthorizePath, "https://" + p.TokenHost + p.TokenPath
 }
-
-// The fixed OAuth clients every new Server knows. They are obviously fake.
-var (
-	oauthClientIDs = map[string]string{
-		GitHub:   "Iv1.fakepinnedgithub0",
-		DNSimple: "fake-pinned-dnsimple-client",
-		Stripe:   "ca_FakePinnedStripeClient0000000",
-		HubSpot:  "fake-pinned-hubspot-client-0000",
-		Linear:   "fake-pinned-linear-client-00000",
-	}
-	oauthClientSecrets = map[string]string{
-		GitHub:   "fake_pinned_github_client_secret_000000",
-		DNSimple: "fake_pinned_dnsimple_client_secret_0000",
-		Stripe:   "sk_test_fake_pinned_platform_key_0000000",
-		HubSpot:  "fake-pinned-hubspot-client-secret-00000",
-		Linear:   "fake_pinned_linear_client_secret_0000000",
-	}
-)
 
 // OAuthClientID returns the fixed OAuth client id of a service's default
 // client, or "" for an unknown service.
-func OAuthClientID(service string) string { return oauthClientIDs[service] }
+func OAuthClientID(service string) string {
+	if p := oauthOf(service); p != nil {
+		return p.ClientID
+	}
+	return ""
+}
 
 // OAuthClientSecret returns the fixed client secret of a service's default
 // OAuth client (for Stripe, like the real one, it is a platform secret
 // key), or "" for an unknown service.
-func OAuthClientSecret(service string) string { return oauthClientSecrets[service] }
+func OAuthClientSecret(service string) string {
+	if p := oauthOf(service); p != nil {
+		return p.ClientSecret
+	}
+	return ""
+}
 
 // TokenFault makes a service's token endpoint fail ([Server.SetTokenFault]).
 type TokenFault int
@@ -213,8 +206,8 @@ func newOAuthState() *oauthState {
 		authorizes: map[string][]AuthorizeRequest{},
 		stop:       make(chan struct{}),
 	}
-	for svc, id := range oauthClientIDs {
-		o.clients[svc] = &oauthClient{id: id, secret: oauthClientSecrets[svc]}
+	for _, p := range providers {
+		o.clients[p.Service] = &oauthClient{id: p.OAuth.ClientID, secret: p.OAuth.ClientSecret}
 	}
 	return o
 }
@@ -334,15 +327,15 @@ func cloneValues(v url.Values) url.Values {
 // serveOAuth answers r if it is for service's authorize or token endpoint
 // on host, and reports whether it did.
 func (s *Server) serveOAuth(w http.ResponseWriter, r *http.Request, service, host string) bool {
-	p := oauthProviders[service]
+	p := oauthOf(service)
 	if p == nil {
 		return false
 	}
 	switch {
-	case host == p.authorizeHost && r.URL.Path == p.authorizePath:
+	case host == p.AuthorizeHost && r.URL.Path == p.AuthorizePath:
 		s.serveAuthorize(w, r, p)
 		return true
-	case host == p.tokenHost && r.URL.Path == p.tokenPath:
+	case host == p.TokenHost && r.URL.Path == p.TokenPath:
 		s.serveToken(w, r, p)
 		return true
 	}
@@ -460,8 +453,8 @@ func (s *Server) serveAuthorize(w http.ResponseWriter, r *http.Request, p *oauth
 	}
 	o := s.oauth
 	o.mu.Lock()
-	client := o.clients[p.service]
-	denied := o.denied[p.service]
+	client := o.clients[p.Service]
+	denied := o.denied[p.Service]
 	o.mu.Unlock()
 	clientID, redirectURI := q.Get("client_id"), q.Get("redirect_uri")
 	if client == nil || clientID == "" || subtle.ConstantTimeCompare([]byte(clientID), []byte(client.id)) != 1 {
@@ -479,10 +472,10 @@ func (s *Server) serveAuthorize(w http.ResponseWriter, r *http.Request, p *oauth
 		Query: cloneValues(q),
 	}
 	o.mu.Lock()
-	if len(o.authorizes[p.service]) >= maxRecorded {
-		o.authorizes[p.service] = slices.Delete(o.authorizes[p.service], 0, 1)
+	if len(o.authorizes[p.Service]) >= maxRecorded {
+		o.authorizes[p.Service] = slices.Delete(o.authorizes[p.Service], 0, 1)
 	}
-	o.authorizes[p.service] = append(o.authorizes[p.service], ar)
+	o.authorizes[p.Service] = append(o.authorizes[p.Service], ar)
 	o.mu.Unlock()
 
 	fail := func(code, desc string) {
@@ -501,7 +494,7 @@ func (s *Server) serveAuthorize(w http.ResponseWriter, r *http.Request, p *oauth
 		return
 	}
 	challenge := ""
-	if p.pkce && (ar.CodeChallenge != "" || ar.CodeChallengeMethod != "") {
+	if p.PKCE && (ar.CodeChallenge != "" || ar.CodeChallengeMethod != "") {
 		if ar.CodeChallengeMethod != "S256" {
 			fail("invalid_request", "code_challenge_method must be S256")
 			return
@@ -513,9 +506,9 @@ func (s *Server) serveAuthorize(w http.ResponseWriter, r *http.Request, p *oauth
 		challenge = ar.CodeChallenge
 	}
 	if ar.Scope != "" {
-		for _, sc := range strings.Split(ar.Scope, p.scopeSep) {
-			if sc == "" || strings.ContainsAny(sc, " ,") || (p.scopes != nil && !slices.Contains(p.scopes, sc)) {
-				fail("invalid_scope", fmt.Sprintf("unknown scope %q (scopes are separated by %q)", sc, p.scopeSep))
+		for _, sc := range strings.Split(ar.Scope, p.ScopeSep) {
+			if sc == "" || strings.ContainsAny(sc, " ,") || (p.Scopes != nil && !slices.Contains(p.Scopes, sc)) {
+				fail("invalid_scope", fmt.Sprintf("unknown scope %q (scopes are separated by %q)", sc, p.ScopeSep))
 				return
 			}
 		}
@@ -525,7 +518,7 @@ func (s *Server) serveAuthorize(w http.ResponseWriter, r *http.Request, p *oauth
 		return
 	}
 	code := randHex(10)
-	if p.service == Stripe {
+	if p.Service == Stripe {
 		code = randToken("ac_", 32)
 	}
 	now := s.now()
@@ -538,27 +531,28 @@ func (s *Server) serveAuthorize(w http.ResponseWriter, r *http.Request, p *oauth
 		}
 	}
 	o.codes[code] = &authCode{
-		service: p.service, clientID: clientID, redirectURI: redirectURI, scope: ar.Scope,
+		service: p.Service, clientID: clientID, redirectURI: redirectURI, scope: ar.Scope,
 		challenge: challenge, expires: now.Add(10 * time.Minute),
 	}
 	o.mu.Unlock()
 	v := url.Values{"code": {code}, "state": {ar.State}}
-	if p.service == Stripe {
+	if p.Service == Stripe {
 		v.Set("scope", ar.Scope)
 	}
 	redirectWith(w, redirectURI, v)
 }
 
-// tokenError kinds, mapped to each provider's own error answer.
-type tokenErr int
+// tokenError kinds, mapped to each provider's own error answer (the keys
+// of testdata/providers.json's "errors").
+type tokenErr string
 
 const (
-	errInvalidRequest tokenErr = iota
-	errBadClient
-	errBadCode     // unknown, used, expired or mismatched code; PKCE failure
-	errBadRefresh  // unknown or used refresh token
-	errBadRedirect // redirect_uri differs from the authorization request's
-	errBadGrantType
+	errInvalidRequest tokenErr = "invalid_request"
+	errBadClient      tokenErr = "bad_client"
+	errBadCode        tokenErr = "bad_code"     // unknown, used, expired or mismatched code; PKCE failure
+	errBadRefresh     tokenErr = "bad_refresh"  // unknown or used refresh token
+	errBadRedirect    tokenErr = "bad_redirect" // redirect_uri differs from the authorization request's
+	errBadGrantType   tokenErr = "bad_grant_type"
 )
 
 // rfcCode is the RFC 6749 section 5.2 code of a tokenErr.
@@ -577,25 +571,16 @@ func (e tokenErr) rfcCode() string {
 // tokenFail answers a token-endpoint error the way p does.
 func (s *Server) tokenFail(w http.ResponseWriter, r *http.Request, p *oauthProvider, e tokenErr, desc string) {
 	w.Header().Set("Cache-Control", "no-store")
-	switch p.service {
+	switch p.Service {
 	case GitHub:
 		// GitHub: HTTP 200 with an error field, form-encoded by default.
-		code := map[tokenErr]string{
-			errInvalidRequest: "invalid_request", errBadClient: "incorrect_client_credentials",
-			errBadCode: "bad_verification_code", errBadRefresh: "bad_refresh_token",
-			errBadRedirect: "redirect_uri_mismatch", errBadGrantType: "unsupported_grant_type",
-		}[e]
 		githubTokenAnswer(w, r, ordered{
-			{"error", code}, {"error_description", desc},
+			{"error", p.Errors[string(e)]}, {"error_description", desc},
 			{"error_uri", "https://docs.github.com/apps/managing-oauth-apps/troubleshooting-oauth-app-access-token-request-errors"},
 		})
 	case HubSpot:
-		status := map[tokenErr]string{
-			errInvalidRequest: "BAD_REQUEST", errBadClient: "BAD_CLIENT_ID", errBadCode: "BAD_AUTH_CODE",
-			errBadRefresh: "BAD_REFRESH_TOKEN", errBadRedirect: "BAD_REDIRECT_URI", errBadGrantType: "BAD_GRANT_TYPE",
-		}[e]
 		writeJSON(w, http.StatusBadRequest, ordered{
-			{"status", status}, {"message", desc}, {"correlationId", uuidRand()},
+			{"status", p.Errors[string(e)]}, {"message", desc}, {"correlationId", uuidRand()},
 		})
 	default:
 		status := http.StatusBadRequest
@@ -699,13 +684,13 @@ func (s *Server) serveToken(w http.ResponseWriter, r *http.Request, p *oauthProv
 	o.mu.Lock()
 	switch grant {
 	case "authorization_code":
-		o.codeCount[p.service]++
+		o.codeCount[p.Service]++
 	case "refresh_token":
-		o.refCount[p.service]++
+		o.refCount[p.Service]++
 	}
 	o.mu.Unlock()
 
-	switch o.takeFault(p.service) {
+	switch o.takeFault(p.Service) {
 	case FaultInvalidGrant:
 		e := errBadRefresh
 		if grant == "authorization_code" {
@@ -732,7 +717,7 @@ func (s *Server) serveToken(w http.ResponseWriter, r *http.Request, p *oauthProv
 	}
 	id, secret, ok := clientAuth(r, form)
 	o.mu.Lock()
-	client := o.clients[p.service]
+	client := o.clients[p.Service]
 	o.mu.Unlock()
 	if !ok || client == nil || id != client.id || subtle.ConstantTimeCompare([]byte(secret), []byte(client.secret)) != 1 {
 		s.tokenFail(w, r, p, errBadClient, "the client_id and/or client_secret passed are incorrect")
@@ -742,7 +727,7 @@ func (s *Server) serveToken(w http.ResponseWriter, r *http.Request, p *oauthProv
 	case "authorization_code":
 		s.exchangeCode(w, r, p, form, id)
 	case "refresh_token":
-		if !p.refresh {
+		if !p.Refresh {
 			s.tokenFail(w, r, p, errBadGrantType, "this provider issues no refresh tokens")
 			return
 		}
@@ -761,7 +746,7 @@ func (s *Server) exchangeCode(w http.ResponseWriter, r *http.Request, p *oauthPr
 	o.mu.Unlock()
 	now := s.now()
 	switch {
-	case code == "" || c == nil || c.service != p.service || c.clientID != clientID:
+	case code == "" || c == nil || c.service != p.Service || c.clientID != clientID:
 		s.tokenFail(w, r, p, errBadCode, "the code passed is incorrect or expired")
 		return
 	case !now.Before(c.expires):
@@ -788,7 +773,7 @@ func (s *Server) refreshGrant(w http.ResponseWriter, r *http.Request, p *oauthPr
 	o := s.oauth
 	o.mu.Lock()
 	g := o.refresh[rt]
-	if g != nil && g.service == p.service && g.clientID == clientID {
+	if g != nil && g.service == p.Service && g.clientID == clientID {
 		delete(o.refresh, rt) // single use: rotated below
 	} else {
 		g = nil
@@ -806,78 +791,47 @@ func (s *Server) refreshGrant(w http.ResponseWriter, r *http.Request, p *oauthPr
 func (s *Server) issue(w http.ResponseWriter, r *http.Request, p *oauthProvider, clientID, scope string) {
 	o := s.oauth
 	o.mu.Lock()
-	lifetime := p.lifetime
-	if d, ok := o.lifetimes[p.service]; ok {
+	lifetime := p.lifetime()
+	if d, ok := o.lifetimes[p.Service]; ok {
 		lifetime = d
 	}
 	o.mu.Unlock()
 
-	var access, refresh string
-	switch p.service {
-	case GitHub:
-		access, refresh = randToken("ghu_", 36), randToken("ghr_", 76)
-	case HubSpot:
-		access, refresh = randToken("CNa", 60), uuidRand()
-	case Linear:
-		access, refresh = "lin_oauth_"+randHex(32), "lin_refresh_"+randHex(32)
-	case DNSimple:
-		access = randToken("dnsimple_oauth_", 32)
-	case Stripe:
-		access, refresh = randToken("sk_test_", 40), randToken("rt_", 40)
-	}
-	if !p.refresh {
+	access, refresh := mint(p.AccessFormat), mint(p.RefreshFormat)
+	if !p.Refresh {
 		refresh = ""
 	}
 
 	s.mu.Lock()
-	if s.tokens[p.service] == nil {
-		s.tokens[p.service] = map[string]tokenKind{}
+	if s.tokens[p.Service] == nil {
+		s.tokens[p.Service] = map[string]tokenKind{}
 	}
-	s.tokens[p.service][access] = kindOAuth
+	s.tokens[p.Service][access] = kindOAuth
 	if lifetime > 0 {
-		if s.tokenExp[p.service] == nil {
-			s.tokenExp[p.service] = map[string]time.Time{}
+		if s.tokenExp[p.Service] == nil {
+			s.tokenExp[p.Service] = map[string]time.Time{}
 		}
-		s.tokenExp[p.service][access] = s.nowLocked().Add(lifetime)
+		s.tokenExp[p.Service][access] = s.nowLocked().Add(lifetime)
 	}
 	s.mu.Unlock()
 	if refresh != "" {
 		o.mu.Lock()
-		o.refresh[refresh] = &refreshGrant{service: p.service, clientID: clientID, scope: scope}
+		o.refresh[refresh] = &refreshGrant{service: p.Service, clientID: clientID, scope: scope}
 		o.mu.Unlock()
 	}
 
 	expiresIn := int(lifetime / time.Second)
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("Pragma", "no-cache")
-	switch p.service {
-	case GitHub:
-		githubTokenAnswer(w, r, ordered{
-			{"access_token", access}, {"expires_in", expiresIn}, {"refresh_token", refresh},
-			{"refresh_token_expires_in", 15897600}, {"scope", scope}, {"token_type", "bearer"},
-		})
-	case HubSpot:
-		writeJSON(w, http.StatusOK, ordered{
-			{"token_type", "bearer"}, {"refresh_token", refresh}, {"access_token", access}, {"expires_in", expiresIn},
-		})
-	case Linear:
-		scopes := []string{}
-		if scope != "" {
-			scopes = strings.Split(scope, p.scopeSep)
-		}
-		writeJSON(w, http.StatusOK, ordered{
-			{"access_token", access}, {"token_type", "Bearer"}, {"expires_in", expiresIn},
-			{"scope", scopes}, {"refresh_token", refresh},
-		})
-	case DNSimple:
-		writeJSON(w, http.StatusOK, ordered{
-			{"access_token", access}, {"token_type", "bearer"}, {"scope", nil}, {"account_id", 1385},
-		})
-	case Stripe:
-		writeJSON(w, http.StatusOK, ordered{
-			{"access_token", access}, {"livemode", false}, {"refresh_token", refresh}, {"token_type", "bearer"},
-			{"stripe_publishable_key", randToken("pk_test_", 40)}, {"stripe_user_id", "acct_1FakePinnedConnect"},
-			{"scope", scope},
-		})
+	scopes := []string{}
+	if scope != "" {
+		scopes = strings.Split(scope, p.ScopeSep)
 	}
+	answer := fill(p.Answer, map[string]any{"access": access, "refresh": refresh, "expires_in": expiresIn,
+		"scope": scope, "scopes": scopes, "publishable_key": randToken("pk_test_", 40)}).(ordered)
+	if p.Service == GitHub {
+		githubTokenAnswer(w, r, answer)
+		return
+	}
+	writeJSON(w, http.StatusOK, answer)
 }

@@ -147,9 +147,9 @@ func TestOAuthEndpointsMatchManifests(t *testing.T) {
 			if a != m.Auth.OAuth.AuthorizeURL || tok != m.Auth.OAuth.TokenURL {
 				t.Errorf("fake serves %s %s, manifest says %s %s", a, tok, m.Auth.OAuth.AuthorizeURL, m.Auth.OAuth.TokenURL)
 			}
-			p := oauthProviders[m.ID]
-			if p.pkce != m.Auth.OAuth.PKCE || p.refresh != m.Auth.OAuth.Refresh {
-				t.Errorf("fake pkce=%v refresh=%v, manifest pkce=%v refresh=%v", p.pkce, p.refresh, m.Auth.OAuth.PKCE, m.Auth.OAuth.Refresh)
+			p := oauthOf(m.ID)
+			if p.PKCE != m.Auth.OAuth.PKCE || p.Refresh != m.Auth.OAuth.Refresh {
+				t.Errorf("fake pkce=%v refresh=%v, manifest pkce=%v refresh=%v", p.PKCE, p.Refresh, m.Auth.OAuth.PKCE, m.Auth.OAuth.Refresh)
 			}
 		})
 	}

@@ -1,7 +1,6 @@
 package fakeapi
 
 import (
-	"net/http"
 	"strings"
 	"time"
 )
@@ -59,27 +58,8 @@ func tagged(s string) string {
 	return b.String()
 }
 
-// ghPages is GitHub's Pages site object.
-type ghPages struct {
-	URL           string        `json:"url"`
-	Status        string        `json:"status"`
-	CNAME         *string       `json:"cname"`
-	Custom404     bool          `json:"custom_404"`
-	HTMLURL       string        `json:"html_url"`
-	BuildType     string        `json:"build_type"`
-	Source        ghPagesSource `json:"source"`
-	Public        bool          `json:"public"`
-	HTTPSEnforced bool          `json:"https_enforced"`
-}
-
-type ghPagesSource struct {
-	Branch string `json:"branch"`
-	Path   string `json:"path"`
-}
-
 func addResearchData(s *Server) {
 	g, d := s.github, s.dnsimple
-	g.pages = map[string]*ghPages{}
 	sites := []struct{ repo, cname string }{
 		{GitHubViewer + ".github.io", ""},
 		{"notes", "www.pinned-notes.dev"},
@@ -92,27 +72,25 @@ func addResearchData(s *Server) {
 		if repo == nil {
 			continue
 		}
-		repo.HasPages = true
+		v := repo.vals
+		v["has_pages"] = true
 		// After every generated repository (those are pushed before
 		// dataNow), so sort=pushed lists these first, in this order.
-		repo.PushedAt = iso(dataNow.Add(time.Duration(len(sites)-i) * time.Minute))
+		v["pushed_at"] = iso(dataNow.Add(time.Duration(len(sites)-i) * time.Minute))
 		if t, ok := InjectionTexts[site.repo]; ok {
-			repo.Description = strptr(t)
+			v["description"] = t
 		}
-		p := &ghPages{
-			URL: ghAPI + "/repos/" + repo.FullName + "/pages", Status: "built",
-			HTMLURL: "https://" + GitHubViewer + ".github.io/" + repo.Name + "/", BuildType: "legacy",
-			Source: ghPagesSource{Branch: repo.DefaultBranch, Path: "/"}, Public: true, HTTPSEnforced: true,
-		}
+		p := map[string]any{"url": ghAPI + "/repos/" + repo.full + "/pages", "cname": nil,
+			"html_url": "https://" + GitHubViewer + ".github.io/" + v["name"].(string) + "/",
+			"source":   ordered{{"branch", v["default_branch"]}, {"path", "/"}}}
 		if site.repo == GitHubViewer+".github.io" {
-			p.HTMLURL = "https://" + GitHubViewer + ".github.io/"
+			p["html_url"] = "https://" + GitHubViewer + ".github.io/"
 		}
 		if site.cname != "" {
-			p.CNAME = strptr(site.cname)
-			p.HTMLURL = "https://" + site.cname + "/"
-			repo.Homepage = strptr(p.HTMLURL)
+			p["cname"], p["html_url"] = site.cname, "https://"+site.cname+"/"
+			v["homepage"] = p["html_url"]
 		}
-		g.pages[strings.ToLower(repo.FullName)] = p
+		repo.pages = fill(g.tmpl["pages"], p).(ordered)
 	}
 
 	cnames := map[string][2]string{ // domain -> record name, content
@@ -128,36 +106,19 @@ func addResearchData(s *Server) {
 			continue
 		}
 		dom := d.domains[k]
-		delete(d.records, dom.Name)
-		dom.Name, dom.UnicodeName = name, name
+		delete(d.records, dom["name"].(string))
+		dom["name"] = name
 		recs := d.zoneRecords(dom)
 		rec := cnames[name]
 		found := false
 		for _, r := range recs {
-			if r.Type == "CNAME" && r.Name == rec[0] {
-				r.Content, found = rec[1], true
+			if r["type"] == "CNAME" && r["name"] == rec[0] {
+				r["content"], found = rec[1], true
 			}
 		}
 		if !found {
-			id := recs[len(recs)-1].ID + 1
-			d.records[name] = append(recs, &dnsRecord{ID: id, ZoneID: name, Name: rec[0], Content: rec[1], TTL: 3600,
-				Type: "CNAME", Regions: []string{"global"}, CreatedAt: dom.CreatedAt, UpdatedAt: dom.UpdatedAt})
+			d.records[name] = append(recs, dnsRecord{"id": recs[len(recs)-1]["id"].(int64) + 1, "zone": name, "name": rec[0], "content": rec[1],
+				"ttl": 3600, "priority": nil, "type": "CNAME", "system_record": false, "created_at": dom["created_at"], "updated_at": dom["updated_at"]})
 		}
 	}
-}
-
-// getPages serves GET /repos/{owner}/{repo}/pages.
-func (g *githubAPI) getPages(c *call, owner, name string) {
-	g.mu.Lock()
-	var p *ghPages
-	if repo := g.findRepo(owner, name); repo != nil && g.pages[strings.ToLower(repo.FullName)] != nil {
-		cp := *g.pages[strings.ToLower(repo.FullName)]
-		p = &cp
-	}
-	g.mu.Unlock()
-	if p == nil {
-		githubError(c.w, http.StatusNotFound, "Not Found", ghDocs+"/pages/pages#get-a-apiname-pages-site")
-		return
-	}
-	writeJSON(c.w, http.StatusOK, p)
 }

@@ -26,14 +26,15 @@ const stripeDefaultVersion = "2024-06-20"
 type stripeAPI struct {
 	mu        sync.Mutex
 	rnd       *rand.Rand
+	tmpl      map[string]any   // testdata/stripe/templates.json
 	customers []map[string]any // newest first
 	charges   []map[string]any // newest first
-	seq       int
 }
 
 func newStripe() *stripeAPI {
 	r := newRand(3)
 	s := &stripeAPI{rnd: newRand(33)}
+	loadData("stripe/templates.json", &s.tmpl)
 	start := epoch.AddDate(2, 0, 0)
 	var created []time.Time
 	for range 120 {
@@ -41,14 +42,13 @@ func newStripe() *stripeAPI {
 	}
 	sort.Slice(created, func(i, j int) bool { return created[i].After(created[j]) })
 	for _, t := range created {
-		first, last := pick(r, firstNames), pick(r, lastNames)
-		name := first + " " + last
+		first, last := choose(r, firstNames), choose(r, lastNames)
 		email := strings.ToLower(first+"."+last) + fmt.Sprintf("%d@example.com", r.IntN(100))
 		var desc any
 		if r.IntN(2) == 0 {
-			desc = pick(r, []string{"Annual plan", "Trial converted", "Imported from CRM", "Enterprise lead", "Referred by partner"})
+			desc = choose(r, []string{"Annual plan", "Trial converted", "Imported from CRM", "Enterprise lead", "Referred by partner"})
 		}
-		s.customers = append(s.customers, stripeCustomer(r, "cus_"+randString(r, 14, alnum), email, name, desc, "+1555"+randString(r, 7, "0123456789"), t))
+		s.customers = append(s.customers, s.customer(r, "cus_"+randString(r, 14, alnum), email, first+" "+last, desc, "+1555"+randString(r, 7, "0123456789"), t))
 	}
 	var chargeTimes []time.Time
 	for range 150 {
@@ -56,45 +56,23 @@ func newStripe() *stripeAPI {
 	}
 	sort.Slice(chargeTimes, func(i, j int) bool { return chargeTimes[i].After(chargeTimes[j]) })
 	for _, t := range chargeTimes {
-		cust := s.customers[r.IntN(len(s.customers))]
-		s.charges = append(s.charges, stripeCharge(r, cust, t))
+		s.charges = append(s.charges, s.charge(r, s.customers[r.IntN(len(s.customers))], t))
 	}
 	return s
 }
 
-func stripeCustomer(r *rand.Rand, id, email, name string, desc any, phone string, t time.Time) map[string]any {
-	city := pick(r, cities)
+func (s *stripeAPI) customer(r *rand.Rand, id string, email, name, desc any, phone string, t time.Time) map[string]any {
+	city := choose(r, cities)
 	var currency any
 	if r.IntN(3) != 0 {
 		currency = "usd"
 	}
-	return map[string]any{
-		"id":     id,
-		"object": "customer",
-		"address": map[string]any{
-			"city": city.city, "country": city.cc, "line1": fmt.Sprintf("%d %s Street", 1+r.IntN(300), pick(r, lastNames)),
-			"line2": nil, "postal_code": city.zip, "state": nilIfEmpty(city.state),
-		},
-		"balance":               0,
-		"created":               t.Unix(),
-		"currency":              currency,
-		"default_source":        nil,
-		"delinquent":            r.IntN(15) == 0,
-		"description":           desc,
-		"discount":              nil,
-		"email":                 email,
-		"invoice_prefix":        randString(r, 8, "0123456789ABCDEF"),
-		"invoice_settings":      map[string]any{"custom_fields": nil, "default_payment_method": nil, "footer": nil, "rendering_options": nil},
-		"livemode":              false,
-		"metadata":              map[string]any{},
-		"name":                  name,
-		"next_invoice_sequence": 1 + r.IntN(20),
-		"phone":                 phone,
-		"preferred_locales":     []string{},
-		"shipping":              nil,
-		"tax_exempt":            "none",
-		"test_clock":            nil,
-	}
+	addr := map[string]any{"city": city.City, "cc": city.CC, "zip": city.Zip, "state": nilIfEmpty(city.State)}
+	addr["line1"] = fmt.Sprintf("%d %s Street", 1+r.IntN(300), choose(r, lastNames))
+	v := map[string]any{"id": id, "address": fill(s.tmpl["address"], addr), "created": t.Unix(), "currency": currency,
+		"delinquent": r.IntN(15) == 0, "description": desc, "email": email, "invoice_prefix": randString(r, 8, "0123456789ABCDEF"),
+		"metadata": map[string]any{}, "name": name, "next_invoice_sequence": 1 + r.IntN(20), "phone": phone}
+	return fill(s.tmpl["customer"], v).(map[string]any)
 }
 
 func nilIfEmpty(s string) any {
@@ -104,80 +82,34 @@ func nilIfEmpty(s string) any {
 	return s
 }
 
-func stripeCharge(r *rand.Rand, cust map[string]any, t time.Time) map[string]any {
+func (s *stripeAPI) charge(r *rand.Rand, cust map[string]any, t time.Time) map[string]any {
 	id := "ch_3" + randString(r, 23, alnum)
 	amount := 500 + r.IntN(40000)
-	status := "succeeded"
-	var failureCode, failureMsg any
-	paid, captured := true, true
+	v := map[string]any{"id": id, "amount": amount, "amount_captured": amount, "status": "succeeded", "paid": true, "captured": true,
+		"failure_code": nil, "failure_message": nil, "network_status": "approved_by_network", "seller_message": "Payment complete.",
+		"outcome_type": "authorized", "created": t.Unix(), "customer": cust["id"], "address": cust["address"], "email": cust["email"], "name": cust["name"]}
 	if r.IntN(12) == 0 {
-		status, paid, captured = "failed", false, false
-		failureCode, failureMsg = "card_declined", "Your card was declined."
+		v["status"], v["paid"], v["captured"], v["amount_captured"] = "failed", false, false, 0
+		v["failure_code"], v["failure_message"], v["network_status"] = "card_declined", "Your card was declined.", "declined_by_network"
+		v["seller_message"], v["outcome_type"] = "The bank did not return any further details with this decline.", "issuer_declined"
 	}
 	refunded := 0
-	if paid && r.IntN(10) == 0 {
+	if v["paid"] == true && r.IntN(10) == 0 {
 		refunded = amount
 	}
-	brand := pick(r, []string{"visa", "mastercard", "amex"})
-	last4 := randString(r, 4, "0123456789")
-	addr := cust["address"]
-	pi := "pi_3" + randString(r, 23, alnum)
-	riskScore := r.IntN(70)
-	return map[string]any{
-		"id": id, "object": "charge",
-		"amount": amount, "amount_captured": map[bool]int{true: amount, false: 0}[captured], "amount_refunded": refunded,
-		"application": nil, "application_fee": nil, "application_fee_amount": nil,
-		"balance_transaction": "txn_3" + randString(r, 23, alnum),
-		"billing_details": map[string]any{
-			"address": addr, "email": cust["email"], "name": cust["name"], "phone": nil,
-		},
-		"calculated_statement_descriptor": "PINNED DEMO",
-		"captured":                        captured,
-		"created":                         t.Unix(),
-		"currency":                        "usd",
-		"customer":                        cust["id"],
-		"description":                     pick(r, []string{"Subscription update", "Invoice payment", "One-time purchase", "Seat upgrade"}),
-		"destination":                     nil, "dispute": nil, "disputed": false,
-		"failure_balance_transaction": nil, "failure_code": failureCode, "failure_message": failureMsg,
-		"fraud_details": map[string]any{}, "invoice": nil, "livemode": false, "metadata": map[string]any{},
-		"on_behalf_of": nil, "order": nil,
-		"outcome": map[string]any{
-			"network_status": map[bool]string{true: "approved_by_network", false: "declined_by_network"}[paid],
-			"reason":         failureCode, "risk_level": "normal", "risk_score": riskScore,
-			"seller_message": map[bool]string{true: "Payment complete.", false: "The bank did not return any further details with this decline."}[paid],
-			"type":           map[bool]string{true: "authorized", false: "issuer_declined"}[paid],
-		},
-		"paid":           paid,
-		"payment_intent": pi,
-		"payment_method": "pm_1" + randString(r, 23, alnum),
-		"payment_method_details": map[string]any{
-			"card": map[string]any{
-				"amount_authorized": amount, "authorization_code": nil, "brand": brand,
-				"checks":  map[string]any{"address_line1_check": "pass", "address_postal_code_check": "pass", "cvc_check": "pass"},
-				"country": "US", "exp_month": 1 + r.IntN(12), "exp_year": 2027 + r.IntN(5),
-				"extended_authorization": map[string]any{"status": "disabled"},
-				"fingerprint":            randString(r, 16, alnum), "funding": "credit",
-				"incremental_authorization": map[string]any{"status": "unavailable"},
-				"installments":              nil, "last4": last4, "mandate": nil,
-				"multicapture": map[string]any{"status": "unavailable"},
-				"network":      brand, "network_token": map[string]any{"used": false},
-				"network_transaction_id": randString(r, 15, "0123456789"),
-				"overcapture":            map[string]any{"maximum_amount_capturable": amount, "status": "unavailable"},
-				"regulated_status":       "unregulated", "three_d_secure": nil, "wallet": nil,
-			},
-			"type": "card",
-		},
-		"radar_options": map[string]any{}, "receipt_email": cust["email"], "receipt_number": nil,
-		"receipt_url": "https://pay.stripe.com/receipts/payment/" + randString(r, 60, alnum),
-		"refunded":    refunded == amount && refunded > 0,
-		"refunds": map[string]any{
-			"object": "list", "data": []any{}, "has_more": false, "total_count": 0,
-			"url": "/v1/charges/" + id + "/refunds",
-		},
-		"review": nil, "shipping": nil, "source": nil, "source_transfer": nil,
-		"statement_descriptor": nil, "statement_descriptor_suffix": nil, "status": status,
-		"transfer_data": nil, "transfer_group": nil,
-	}
+	v["amount_refunded"], v["refunded"] = refunded, refunded > 0
+	v["brand"] = choose(r, []string{"visa", "mastercard", "amex"})
+	v["last4"] = randString(r, 4, "0123456789")
+	v["payment_intent"] = "pi_3" + randString(r, 23, alnum)
+	v["risk_score"] = r.IntN(70)
+	v["balance_transaction"] = "txn_3" + randString(r, 23, alnum)
+	v["description"] = choose(r, []string{"Subscription update", "Invoice payment", "One-time purchase", "Seat upgrade"})
+	v["payment_method"] = "pm_1" + randString(r, 23, alnum)
+	v["exp_month"], v["exp_year"] = 1+r.IntN(12), 2027+r.IntN(5)
+	v["fingerprint"] = randString(r, 16, alnum)
+	v["network_transaction_id"] = randString(r, 15, "0123456789")
+	v["receipt"] = randString(r, 60, alnum)
+	return fill(s.tmpl["charge"], v).(map[string]any)
 }
 
 // stripeError writes Stripe's {"error": {...}} envelope.
@@ -390,35 +322,7 @@ func (s *stripeAPI) list(c *call, path, kind string, all []map[string]any, keep 
 }
 
 func (s *stripeAPI) account(c *call) {
-	stripeJSON(c.w, http.StatusOK, map[string]any{
-		"id": StripeAccountID, "object": "account",
-		"business_profile": map[string]any{
-			"annual_revenue": nil, "estimated_worker_count": nil, "mcc": "5734", "name": "Pinned Demo Shop",
-			"support_address": nil, "support_email": "support@example.org", "support_phone": nil,
-			"support_url": nil, "url": "https://shop.example.org",
-		},
-		"business_type":   "company",
-		"capabilities":    map[string]any{"card_payments": "active", "transfers": "active"},
-		"charges_enabled": true, "country": "US", "created": epoch.AddDate(2, 0, 0).Unix(),
-		"default_currency": "usd", "details_submitted": true, "email": "pinned-tester@example.org",
-		"external_accounts":   map[string]any{"object": "list", "data": []any{}, "has_more": false, "total_count": 0, "url": "/v1/accounts/" + StripeAccountID + "/external_accounts"},
-		"future_requirements": map[string]any{"alternatives": []any{}, "current_deadline": nil, "currently_due": []any{}, "disabled_reason": nil, "errors": []any{}, "eventually_due": []any{}, "past_due": []any{}, "pending_verification": []any{}},
-		"metadata":            map[string]any{}, "payouts_enabled": true,
-		"requirements": map[string]any{"alternatives": []any{}, "current_deadline": nil, "currently_due": []any{}, "disabled_reason": nil, "errors": []any{}, "eventually_due": []any{}, "past_due": []any{}, "pending_verification": []any{}},
-		"settings": map[string]any{
-			"bacs_debit_payments": map[string]any{"display_name": nil, "service_user_number": nil},
-			"branding":            map[string]any{"icon": nil, "logo": nil, "primary_color": "#0a7cff", "secondary_color": nil},
-			"card_issuing":        map[string]any{"tos_acceptance": map[string]any{"date": nil, "ip": nil}},
-			"card_payments":       map[string]any{"decline_on": map[string]any{"avs_failure": false, "cvc_failure": true}, "statement_descriptor_prefix": "PINNED", "statement_descriptor_prefix_kana": nil, "statement_descriptor_prefix_kanji": nil},
-			"dashboard":           map[string]any{"display_name": "Pinned Demo", "timezone": "Europe/Berlin"},
-			"invoices":            map[string]any{"default_account_tax_ids": nil},
-			"payments":            map[string]any{"statement_descriptor": "PINNED DEMO", "statement_descriptor_kana": nil, "statement_descriptor_kanji": nil},
-			"payouts":             map[string]any{"debit_negative_balances": true, "schedule": map[string]any{"delay_days": 2, "interval": "daily"}, "statement_descriptor": nil},
-			"sepa_debit_payments": map[string]any{},
-		},
-		"tos_acceptance": map[string]any{"date": epoch.AddDate(2, 0, 0).Unix(), "ip": "198.51.100.7", "user_agent": "Mozilla/5.0"},
-		"type":           "standard",
-	})
+	stripeJSON(c.w, http.StatusOK, fill(s.tmpl["account"], map[string]any{"created": epoch.AddDate(2, 0, 0).Unix()}))
 }
 
 func (s *stripeAPI) balance(c *call) {
@@ -431,13 +335,7 @@ func (s *stripeAPI) balance(c *call) {
 	}
 	s.mu.Unlock()
 	pending := avail / 9
-	stripeJSON(c.w, http.StatusOK, map[string]any{
-		"object":           "balance",
-		"available":        []any{map[string]any{"amount": avail - pending, "currency": "usd", "source_types": map[string]any{"card": avail - pending}}},
-		"connect_reserved": []any{map[string]any{"amount": 0, "currency": "usd"}},
-		"livemode":         false,
-		"pending":          []any{map[string]any{"amount": pending, "currency": "usd", "source_types": map[string]any{"card": pending}}},
-	})
+	stripeJSON(c.w, http.StatusOK, fill(s.tmpl["balance"], map[string]any{"available": avail - pending, "pending": pending}))
 }
 
 func (s *stripeAPI) createCustomer(c *call) {
@@ -479,17 +377,8 @@ func (s *stripeAPI) createCustomer(c *call) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.seq++
-	cust := stripeCustomer(s.rnd, "cus_"+randString(s.rnd, 14, alnum), email, "", nil, "", time.Now())
-	cust["email"] = opt("email")
-	cust["name"] = opt("name")
-	cust["description"] = opt("description")
-	cust["phone"] = opt("phone")
-	cust["address"] = nil
-	cust["currency"] = nil
-	cust["delinquent"] = false
-	cust["next_invoice_sequence"] = 1
-	cust["metadata"] = meta
+	cust := s.customer(s.rnd, "cus_"+randString(s.rnd, 14, alnum), opt("email"), opt("name"), opt("description"), "", time.Now())
+	cust["phone"], cust["address"], cust["currency"], cust["delinquent"], cust["next_invoice_sequence"], cust["metadata"] = opt("phone"), nil, nil, false, 1, meta
 	// Replace, never modify, the slice: list handlers read it unlocked.
 	s.customers = append([]map[string]any{cust}, s.customers...)
 	stripeJSON(c.w, http.StatusOK, cust)

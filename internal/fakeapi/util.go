@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -72,6 +73,20 @@ func (o ordered) MarshalJSON() ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+// UnmarshalJSON implements json.Unmarshaler, keeping the members' order.
+func (o *ordered) UnmarshalJSON(b []byte) error {
+	v, err := decodeOrdered(b)
+	if err != nil {
+		return err
+	}
+	m, ok := v.(ordered)
+	if !ok {
+		return fmt.Errorf("fakeapi: not a JSON object: %.40s", b)
+	}
+	*o = m
+	return nil
+}
+
 // get returns the value of member k.
 func (o ordered) get(k string) (any, bool) {
 	for _, m := range o {
@@ -82,11 +97,19 @@ func (o ordered) get(k string) (any, bool) {
 	return nil, false
 }
 
+// get1 returns the value of member k, or nil.
+func (o ordered) get1(k string) any {
+	v, _ := o.get(k)
+	return v
+}
+
+func strptr(s string) *string { return &s }
+
 // newRand returns a deterministic generator for one service's data.
 func newRand(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, 0x70696e6e6564)) }
 
-// pick returns one element of xs.
-func pick[T any](r *rand.Rand, xs []T) T { return xs[r.IntN(len(xs))] }
+// choose returns one element of xs, chosen by r (not the manifest's pick).
+func choose[T any](r *rand.Rand, xs []T) T { return xs[r.IntN(len(xs))] }
 
 const alnum = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 
@@ -166,41 +189,129 @@ func slug(s string) string {
 	return strings.TrimSuffix(b.String(), "-")
 }
 
-// words used to generate names and sentences.
+// words used to generate names and sentences (testdata/words.json).
 var (
-	adjectives = []string{"amber", "brisk", "cobalt", "dusky", "eager", "fuzzy", "gentle", "hollow", "ivory", "jolly",
-		"keen", "lunar", "mellow", "nimble", "opal", "polar", "quiet", "rapid", "silver", "tidal"}
-	nouns = []string{"atlas", "beacon", "comet", "delta", "ember", "falcon", "grove", "harbor", "island", "junction",
-		"kernel", "lantern", "meadow", "nebula", "orbit"}
-	firstNames = []string{"Ada", "Bruno", "Chiara", "Dmitri", "Elena", "Farid", "Greta", "Hiro", "Ines", "Jonas",
-		"Kenji", "Lena", "Mateo", "Nadia", "Omar", "Priya", "Quentin", "Rosa", "Sven", "Tariq", "Uma", "Viktor",
-		"Wen", "Ximena", "Yusuf", "Zofia"}
-	lastNames = []string{"Abbott", "Brandt", "Castillo", "Dubois", "Eriksen", "Fischer", "Garcia", "Horvat", "Ivanova",
-		"Jansen", "Kowalski", "Lindqvist", "Moreau", "Novak", "Okafor", "Petrov", "Quinn", "Rossi", "Schmidt",
-		"Tanaka", "Ueda", "Varga", "Weber", "Yilmaz", "Zhang"}
-	companies = []string{"Acme Fake Corp", "Globex Example", "Initech Test", "Umbrella Sample", "Hooli Demo",
-		"Vandelay Imports (fake)", "Stark Example Industries", "Wayne Test Enterprises", "Soylent Demo Co",
-		"Tyrell Sample Corp", "Cyberdyne Fake Systems", "Wonka Example Works"}
-	cities = []struct{ city, country, cc, state, zip string }{
-		{"Berlin", "Germany", "DE", "BE", "10115"}, {"Lisbon", "Portugal", "PT", "", "1100-148"},
-		{"Austin", "United States", "US", "TX", "73301"}, {"Toronto", "Canada", "CA", "ON", "M5H 2N2"},
-		{"Lyon", "France", "FR", "", "69001"}, {"Osaka", "Japan", "JP", "", "530-0001"},
-		{"Melbourne", "Australia", "AU", "VIC", "3000"}, {"Denver", "United States", "US", "CO", "80202"},
-		{"Utrecht", "Netherlands", "NL", "", "3511"}, {"Nairobi", "Kenya", "KE", "", "00100"},
-	}
-	verbs   = []string{"Fix", "Add", "Improve", "Refactor", "Document", "Remove", "Speed up", "Investigate", "Support", "Handle"}
-	objects = []string{"login redirect loop", "flaky integration test", "CSV export", "dark mode colors",
-		"retry logic on timeouts", "webhook signature check", "pagination of search results",
-		"memory growth in worker", "error message when the token expired", "onboarding checklist",
-		"rate limit handling", "timezone bug in reports", "keyboard shortcuts", "broken link in README",
-		"slow query on dashboard"}
-	phrases = []string{"A small tool for", "Experiments with", "Library for", "Service that handles", "CLI to manage",
-		"Prototype of", "Config and scripts for", "Reference implementation of"}
-	topicsList = []string{"api", "automation", "cli", "database", "devops", "docker", "golang", "graphql",
-		"kubernetes", "python", "react", "rust", "security", "testing", "typescript", "webhooks"}
+	words = func() (w struct {
+		Adjectives, Nouns, FirstNames, LastNames, Companies []string
+		Verbs, Objects, Phrases, TopicsList                 []string
+		Cities                                              []struct{ City, Country, CC, State, Zip string }
+	}) {
+		loadData("words.json", &w)
+		return w
+	}()
+	adjectives, nouns, firstNames, lastNames = words.Adjectives, words.Nouns, words.FirstNames, words.LastNames
+	companies, verbs, objects, phrases       = words.Companies, words.Verbs, words.Objects, words.Phrases
+	topicsList, cities                       = words.TopicsList, words.Cities
 )
 
 // sentence returns a short deterministic description.
 func sentence(r *rand.Rand) string {
-	return fmt.Sprintf("%s %s %s %s, built for the pinned demo data set.", pick(r, phrases), pick(r, adjectives), pick(r, nouns), pick(r, []string{"workflows", "pipelines", "records", "events", "reports", "deployments"}))
+	return fmt.Sprintf("%s %s %s %s, built for the pinned demo data set.", choose(r, phrases), choose(r, adjectives), choose(r, nouns), choose(r, []string{"workflows", "pipelines", "records", "events", "reports", "deployments"}))
+}
+
+// loadTemplates decodes an embedded template file (testdata/<path>, a JSON
+// object) into its members, keeping the order of every object in it.
+func loadTemplates(path string) map[string]any {
+	var o ordered
+	loadData(path, &o)
+	out := make(map[string]any, len(o))
+	for _, m := range o {
+		out[m.k] = m.v
+	}
+	return out
+}
+
+// decodeOrdered decodes JSON keeping object member order (as [ordered])
+// and numbers as json.Number.
+func decodeOrdered(b []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var val func() (any, error)
+	val = func() (any, error) {
+		t, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		switch t {
+		case json.Delim('{'):
+			o := ordered{}
+			for dec.More() {
+				k, err := dec.Token()
+				if err != nil {
+					return nil, err
+				}
+				v, err := val()
+				if err != nil {
+					return nil, err
+				}
+				o = append(o, kv{k.(string), v})
+			}
+			_, err = dec.Token()
+			return o, err
+		case json.Delim('['):
+			l := []any{}
+			for dec.More() {
+				v, err := val()
+				if err != nil {
+					return nil, err
+				}
+				l = append(l, v)
+			}
+			_, err = dec.Token()
+			return l, err
+		}
+		return t, nil
+	}
+	return val()
+}
+
+// fill instantiates a template: a string "${name}" becomes vals[name] (any
+// value; a member whose name is not in vals is dropped), and ${name}
+// inside a longer string becomes its text.
+func fill(t any, vals map[string]any) any {
+	switch x := t.(type) {
+	case ordered:
+		out := make(ordered, 0, len(x))
+		for _, m := range x {
+			if s, ok := m.v.(string); ok && isPlaceholder(s) {
+				if _, ok := vals[s[2:len(s)-1]]; !ok {
+					continue
+				}
+			}
+			out = append(out, kv{m.k, fill(m.v, vals)})
+		}
+		return out
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			if s, ok := e.(string); ok && isPlaceholder(s) {
+				if _, ok := vals[s[2:len(s)-1]]; !ok {
+					continue
+				}
+			}
+			out[k] = fill(e, vals)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = fill(e, vals)
+		}
+		return out
+	case string:
+		if isPlaceholder(x) {
+			return vals[x[2:len(x)-1]]
+		}
+		if !strings.Contains(x, "${") {
+			return x
+		}
+		return tmplVar.ReplaceAllStringFunc(x, func(m string) string { return fmt.Sprint(vals[m[2:len(m)-1]]) })
+	}
+	return t
+}
+
+var tmplVar = regexp.MustCompile(`\$\{[a-z_]+\}`)
+
+func isPlaceholder(s string) bool {
+	return strings.HasPrefix(s, "${") && strings.IndexByte(s, '}') == len(s)-1
 }
