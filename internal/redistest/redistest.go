@@ -17,7 +17,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -94,7 +93,7 @@ func (s *Server) Pause() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.cmd != nil {
-		_ = s.cmd.Process.Signal(syscall.SIGSTOP)
+		signal(s.t, s.cmd.Process, sigStop)
 	}
 }
 
@@ -103,7 +102,7 @@ func (s *Server) Resume() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.cmd != nil {
-		_ = s.cmd.Process.Signal(syscall.SIGCONT)
+		signal(s.t, s.cmd.Process, sigCont)
 	}
 }
 
