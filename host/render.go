@@ -66,6 +66,11 @@ type Header struct {
 // Redacted (in the URL, percent-encoded there as "[redacted]" too, the
 // body and the confirm sentence).
 //
+// The egress policy's checks of every request's shape apply as well; the
+// one a Render result can fail is the size cap (abi.MaxRequestBytes for
+// the request as the guest submits it), reachable only with args near
+// DefaultMaxArgsBytes that a template repeats.
+//
 // The error is an *Error: CodeUnknownOp, CodeBadArgs (Arg and Message as
 // Run gives them), or CodeSandbox when the op cannot be prepared.
 func Render(m *registry.Manifest, opName string, args json.RawMessage) (*Request, *Error) {

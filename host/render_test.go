@@ -2,6 +2,7 @@ package host
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"reflect"
 	"strings"
@@ -17,8 +18,9 @@ import (
 // provider fake received when the op ran with them (TestOpRequests calls
 // it for every op of every manifest): the method, the URL as sent, every
 // declared header, the Content-Type, and the body (a JSON body compared
-// as JSON values, as the host binds it; a form body byte for byte).
-func assertRendered(t *testing.T, m *registry.Manifest, opName, args string, got fakeapi.Request) {
+// as JSON values, as the host binds it; a form body byte for byte); and
+// for a write, that its confirm sentence is the one eng.Check gives.
+func assertRendered(t *testing.T, eng *Engine, m *registry.Manifest, opName, args string, got fakeapi.Request) {
 	t.Helper()
 	r, herr := render(m, opName, json.RawMessage(args), false)
 	if herr != nil {
@@ -31,6 +33,16 @@ func assertRendered(t *testing.T, m *registry.Manifest, opName, args string, got
 	}
 	if red, herr := Render(m, opName, json.RawMessage(args)); herr != nil || (!hasSecret && !reflect.DeepEqual(red, r)) {
 		t.Errorf("Render without secret args differs from the unredacted rendering:\n%+v\n%+v (%v)", red, r, herr)
+	}
+	if op.Confirm != "" {
+		chk, err := eng.Check(context.Background(), m.ID, opName, json.RawMessage(args))
+		if err != nil {
+			t.Errorf("Check: %v", err)
+		} else if chk.Confirm != r.Confirm || r.Confirm == "" {
+			t.Errorf("rendered confirm %q, Check gives %q", r.Confirm, chk.Confirm)
+		}
+	} else if r.Confirm != "" {
+		t.Errorf("a read op rendered a confirm sentence %q", r.Confirm)
 	}
 	if r.Method != got.Method {
 		t.Errorf("rendered method %q, the fake received %q", r.Method, got.Method)
