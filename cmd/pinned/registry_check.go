@@ -142,7 +142,10 @@ func runRegistry(args []string, stdout, stderr io.Writer) int {
 	case "show":
 		var opts showOptions
 		format, pos, code, ok := outputFlag("registry show", "text", []string{"text", "table", "json"}, rest, stdout, stderr, func(fs *flag.FlagSet) {
-			fs.StringVar(&opts.args, "args", "", "render the op's request for these args: a `JSON` object, @FILE or - for stdin (as pinned op --args)")
+			fs.Func("args", "render the op's request for these args: a `JSON` object, @FILE or - for stdin (as pinned op --args)", func(v string) error {
+				opts.args, opts.hasArgs = v, true
+				return nil
+			})
 			fs.StringVar(&opts.manifest, "manifest", "", "MANIFEST AUTHORS ONLY: show this manifest `file` instead of (or besides) the embedded one of its id")
 		})
 		if !ok {

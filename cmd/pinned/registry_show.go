@@ -17,7 +17,8 @@ import (
 // showOptions are the flags of "pinned registry show".
 type showOptions struct {
 	format   string // "text" or "json"
-	args     string // --args: "" when not given
+	args     string // --args
+	hasArgs  bool   // --args was given
 	manifest string // --manifest FILE
 }
 
@@ -26,7 +27,7 @@ func registryShow(pos []string, opts showOptions, stdout, stderr io.Writer) int 
 	if len(pos) == 0 || len(pos) > 2 {
 		return flagError(stderr, "registry", "show takes SERVICE and optionally OP, e.g. pinned registry show github create_issue")
 	}
-	if opts.args != "" && len(pos) != 2 {
+	if opts.hasArgs && len(pos) != 2 {
 		return flagError(stderr, "registry", "show --args renders one op's request: name the op, e.g. pinned registry show github list_repos --args '{\"per_page\":100}'")
 	}
 	format := opts.format
@@ -62,7 +63,7 @@ func registryShow(pos []string, opts showOptions, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "pinned registry show: service %s has %s (ops: %s)\n", m.ID, noSuchOp(pos[1], m), joinList(m.OpNames()))
 		return 1
 	}
-	if opts.args != "" {
+	if opts.hasArgs {
 		return showRequest(stdout, stderr, m, pos[1], op, opts)
 	}
 	if format == "json" {
