@@ -69,7 +69,7 @@ JSON members in any order).
 		{name: "missing @file", args: []string{"show", "github", "list_repos", "--args", "@" + filepath.Join(dir, "nope.json")},
 			code: 2, stderr: []string{"nope.json: no such file or directory"}},
 		{name: "empty args are refused", args: []string{"show", "github", "list_repos", "--args", ""},
-			code: 2, stderr: []string{"pinned registry show: --args: not valid JSON: it ends early"}},
+			code: 2, stderr: []string{"pinned registry show: --args: empty: give a JSON object"}},
 		{name: "args without an op", args: []string{"show", "github", "--args", `{}`},
 			code: 2, stderr: []string{"show --args renders one op's request: name the op"}},
 		{name: "help names --args", args: []string{"show", "--help"},
