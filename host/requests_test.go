@@ -430,6 +430,7 @@ func TestOpRequests(t *testing.T) {
 				t.Fatalf("the fake received %d requests, want 1", len(reqs))
 			}
 			got := reqs[0]
+			assertRendered(t, env.eng, m, row.op, fill(row.args), got)
 			if got.Host != m.Host {
 				t.Errorf("host %q, want %q", got.Host, m.Host)
 			}

@@ -406,15 +406,21 @@ func jsonArgsError(s string) string {
 // trying a manifest before it is embedded (pinned op --manifest). It warns
 // on stderr every time. nil and the exit code when the file is refused.
 func registryWithManifest(file string, stderr io.Writer) (*registry.Registry, int) {
+	return registryWithManifestFor("op", file, stderr)
+}
+
+// registryWithManifestFor is registryWithManifest for the subcommand cmd
+// ("op", "registry show"), which its messages name.
+func registryWithManifestFor(cmd, file string, stderr io.Writer) (*registry.Registry, int) {
 	data, err := os.ReadFile(file)
 	if err != nil {
-		fmt.Fprintf(stderr, "pinned op: --manifest: %s\n", errText(err))
+		fmt.Fprintf(stderr, "pinned %s: --manifest: %s\n", cmd, errText(err))
 		return nil, 2
 	}
 	m, err := registry.Parse(file, data)
 	if err != nil {
 		printProblems(stderr, file, err)
-		fmt.Fprintln(stderr, "pinned op: --manifest: the manifest is refused (pinned registry check shows the same)")
+		fmt.Fprintf(stderr, "pinned %s: --manifest: the manifest is refused (pinned registry check shows the same)\n", cmd)
 		return nil, 1
 	}
 	fsys := fstest.MapFS{}
@@ -432,7 +438,7 @@ func registryWithManifest(file string, stderr io.Writer) (*registry.Registry, in
 		printProblems(stderr, file, err)
 		return nil, 1
 	}
-	fmt.Fprintf(stderr, "pinned op: WARNING: --manifest %s %s service %s for this run only; the sidecar runs only embedded manifests (registry %s)\n", file, verb, m.ID, reg.Digest())
+	fmt.Fprintf(stderr, "pinned %s: WARNING: --manifest %s %s service %s for this run only; the sidecar runs only embedded manifests (registry %s)\n", cmd, file, verb, m.ID, reg.Digest())
 	return reg, 0
 }
 

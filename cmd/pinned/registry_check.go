@@ -18,6 +18,8 @@ const registryUsage = `Usage:
   pinned registry list [--output table|json]  list the services and ops of the embedded registry
   pinned registry show SERVICE [OP] [--output text|json]
                                               what an op takes, renders, asks and returns
+  pinned registry show SERVICE OP --args JSON|@FILE|- [--output text|json]
+                                              the exact request the host accepts for those args
 
 check parses each FILE (or every *.json file directly in DIR) as a
 manifest (format v1, docs/MANIFEST.md) with the same fail-closed loader
@@ -50,7 +52,30 @@ show SERVICE lists the service's host, auth and ops; show SERVICE OP shows
 the op: its args with their rules, the confirm sentence of a write, the
 request it renders (method, path, query and body templates) and the fields
 the pick lets back. --output json prints the manifest (or the op) as
-embedded.
+embedded; --output table is the same as text.
+
+show SERVICE OP --args JSON renders the request for those args with the
+host's own binding code (host.Render), sending nothing and needing no
+credential: the method, the URL with the path and query as sent
+(percent-encoded, defaults applied, an absent optional arg's key left
+out), the headers the manifest declares, the Content-Type and body, and a
+write's confirm sentence as the member sees it. The host sends a request
+only if it is exactly this one (query pairs, form pairs and JSON members
+may come in any order); it adds the credential, User-Agent and
+Accept-Encoding itself, and the credential is never shown. The value of
+an arg the manifest marks secret shows as [redacted]. --args takes inline
+JSON, @FILE or - (stdin), as pinned op does; args the op refuses give the
+bad_args message pinned op gives, and exit 1. With --output json the
+answer is one object: {"service", "op", "access", "method", "url",
+"headers": [{"name", "value"}], "content_type", "body", "confirm"} (the
+last three left out when empty).
+
+  pinned registry show github list_repos --args '{"sort":"pushed"}'
+  pinned registry show dnsimple register_domain --args @args.json --json
+
+--manifest FILE (manifest authors only, like pinned op --manifest) shows
+that manifest instead of (or besides) the embedded one of its id, with a
+warning line; the sidecar has no such flag.
 
 Exit status: 0 all manifests pass (or the list was printed), 1 a manifest
 was refused, 2 bad usage.
@@ -115,11 +140,22 @@ func runRegistry(args []string, stdout, stderr io.Writer) int {
 		registryList(stdout, registry.Default())
 		return 0
 	case "show":
-		format, pos, code, ok := outputFlag("registry show", "text", []string{"text", "json"}, rest, stdout, stderr)
+		var opts showOptions
+		format, pos, code, ok := outputFlag("registry show", "text", []string{"text", "table", "json"}, rest, stdout, stderr, func(fs *flag.FlagSet) {
+			fs.Func("args", "render the op's request for these args: a `JSON` object, @FILE or - for stdin (as pinned op --args)", func(v string) error {
+				opts.args, opts.hasArgs = v, true
+				return nil
+			})
+			fs.StringVar(&opts.manifest, "manifest", "", "MANIFEST AUTHORS ONLY: show this manifest `file` instead of (or besides) the embedded one of its id")
+		})
 		if !ok {
 			return code
 		}
-		return registryShow(pos, format, stdout, stderr)
+		opts.format = format
+		if format == "table" {
+			opts.format = "text"
+		}
+		return registryShow(pos, opts, stdout, stderr)
 	default:
 		if strings.HasPrefix(sub, "-") {
 			return bad("%s", undefinedFlag(sub))
@@ -129,12 +165,16 @@ func runRegistry(args []string, stdout, stderr io.Writer) int {
 }
 
 // outputFlag parses the flags of a registry subcommand that takes
-// positional words and --output FORMAT (--json is --output json). ok is
-// false when the command is done (help, or a usage error, with its code).
-func outputFlag(cmd, def string, formats []string, args []string, stdout, stderr io.Writer) (format string, pos []string, code int, ok bool) {
+// positional words and --output FORMAT (--json is --output json), and the
+// flags extra defines, if any. ok is false when the command is done
+// (help, or a usage error, with its code).
+func outputFlag(cmd, def string, formats []string, args []string, stdout, stderr io.Writer, extra ...func(*flag.FlagSet)) (format string, pos []string, code int, ok bool) {
 	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
 	out := fs.String("output", def, "output `format`: "+strings.Join(formats, " or "))
 	asJSON := fs.Bool("json", false, "the same as --output json")
+	for _, f := range extra {
+		f(fs)
+	}
 	// Flags may come before or after the words: pinned registry show github --json.
 	var flags []string
 	for i := 0; i < len(args); i++ {
@@ -145,7 +185,7 @@ func outputFlag(cmd, def string, formats []string, args []string, stdout, stderr
 			i = len(args)
 		case strings.HasPrefix(a, "-"):
 			flags = append(flags, a)
-			if (a == "--output" || a == "-output") && i+1 < len(args) {
+			if takesValue(fs, a) && i+1 < len(args) {
 				flags = append(flags, args[i+1])
 				i++
 			}
@@ -165,6 +205,21 @@ func outputFlag(cmd, def string, formats []string, args []string, stdout, stderr
 		}
 	}
 	return "", nil, flagError(stderr, cmd, fmt.Sprintf("--output %q: want %s", *out, strings.Join(formats, " or "))), false
+}
+
+// takesValue reports whether a ("--name" or "-name", without "=") is a
+// defined flag that is not boolean, so the next word is its value.
+func takesValue(fs *flag.FlagSet, a string) bool {
+	name := strings.TrimLeft(a, "-")
+	if strings.Contains(name, "=") {
+		return false
+	}
+	f := fs.Lookup(name)
+	if f == nil {
+		return false
+	}
+	b, isBool := f.Value.(interface{ IsBoolFlag() bool })
+	return !isBool || !b.IsBoolFlag()
 }
 
 // registryList prints one line per op: service, host, op, access and

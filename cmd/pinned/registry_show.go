@@ -9,16 +9,36 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/elevenmessenger/pinned/host"
 	"github.com/elevenmessenger/pinned/internal/jsonenc"
 	"github.com/elevenmessenger/pinned/registry"
 )
 
-// registryShow implements "pinned registry show SERVICE [OP]".
-func registryShow(pos []string, format string, stdout, stderr io.Writer) int {
+// showOptions are the flags of "pinned registry show".
+type showOptions struct {
+	format   string // "text" or "json"
+	args     string // --args
+	hasArgs  bool   // --args was given
+	manifest string // --manifest FILE
+}
+
+// registryShow implements "pinned registry show SERVICE [OP] [--args JSON]".
+func registryShow(pos []string, opts showOptions, stdout, stderr io.Writer) int {
 	if len(pos) == 0 || len(pos) > 2 {
 		return flagError(stderr, "registry", "show takes SERVICE and optionally OP, e.g. pinned registry show github create_issue")
 	}
+	if opts.hasArgs && len(pos) != 2 {
+		return flagError(stderr, "registry", "show --args renders one op's request: name the op, e.g. pinned registry show github list_repos --args '{\"per_page\":100}'")
+	}
+	format := opts.format
 	reg := registry.Default()
+	if opts.manifest != "" {
+		r, code := registryWithManifestFor("registry show", opts.manifest, stderr)
+		if r == nil {
+			return code
+		}
+		reg = r
+	}
 	m, ok := reg.Service(pos[0])
 	if !ok {
 		var ids []string
@@ -42,6 +62,9 @@ func registryShow(pos []string, format string, stdout, stderr io.Writer) int {
 	if !ok {
 		fmt.Fprintf(stderr, "pinned registry show: service %s has %s (ops: %s)\n", m.ID, noSuchOp(pos[1], m), joinList(m.OpNames()))
 		return 1
+	}
+	if opts.hasArgs {
+		return showRequest(stdout, stderr, m, pos[1], op, opts)
 	}
 	if format == "json" {
 		b, err := jsonenc.MarshalIndent(op, "", "  ")
@@ -121,7 +144,64 @@ func showOp(w io.Writer, m *registry.Manifest, name string, op *registry.Op) {
 	} else {
 		fmt.Fprintf(w, "  fields %s\n", joinList(op.Pick.Fields))
 	}
-	fmt.Fprintf(w, "\nrun it: pinned op --service %s --op %s --args '%s'\n", m.ID, name, exampleArgs(op))
+	fmt.Fprintf(w, "\nsee the request for args: pinned registry show %s %s --args '%s'\n", m.ID, name, exampleArgs(op))
+	fmt.Fprintf(w, "run it: pinned op --service %s --op %s --args '%s'\n", m.ID, name, exampleArgs(op))
+}
+
+// showRequest prints the request the host would accept for the args of
+// --args (host.Render: the host's own binding code, secret args shown as
+// [redacted]) and a write's confirm sentence. Nothing is sent.
+func showRequest(stdout, stderr io.Writer, m *registry.Manifest, name string, op *registry.Op, opts showOptions) int {
+	args, err := readArgs(opts.args)
+	if err != nil {
+		fmt.Fprintf(stderr, "pinned registry show: --args%s\n", err)
+		return 2
+	}
+	r, herr := host.Render(m, name, json.RawMessage(args))
+	if herr != nil {
+		// The message pinned op gives for the same args.
+		fmt.Fprintf(stderr, "pinned registry show: %s: %s\n", herr.Code, herr.Message)
+		return 1
+	}
+	if opts.format == "json" {
+		b, err := jsonenc.MarshalIndent(struct {
+			Service string `json:"service"`
+			Op      string `json:"op"`
+			Access  string `json:"access"`
+			*host.Request
+		}{m.ID, name, op.Access, r}, "", "  ")
+		if err != nil {
+			fmt.Fprintf(stderr, "pinned registry show: %v\n", err)
+			return 1
+		}
+		fmt.Fprintf(stdout, "%s\n", b)
+		return 0
+	}
+	w := stdout
+	fmt.Fprintf(w, "%s.%s (%s): the request the host accepts for these args (nothing was sent)\n", m.ID, name, op.Access)
+	if r.Confirm != "" {
+		fmt.Fprintf(w, "\nconfirm (shown to the member before it runs):\n  %s\n", r.Confirm)
+	}
+	fmt.Fprintf(w, "\n%s %s\n", r.Method, r.URL)
+	for _, h := range r.Headers {
+		fmt.Fprintf(w, "%s: %s\n", h.Name, h.Value)
+	}
+	if r.ContentType != "" {
+		fmt.Fprintf(w, "Content-Type: %s\n", r.ContentType)
+	}
+	if r.Body != "" {
+		fmt.Fprintf(w, "\n%s\n", r.Body)
+	}
+	fmt.Fprintf(w, "\nThe host adds the credential (%s), User-Agent and Accept-Encoding: gzip,\n", authDescription(m, "pat"))
+	fmt.Fprintln(w, "and sends a request only if it is exactly this one (query pairs, form pairs and")
+	fmt.Fprintln(w, "JSON members in any order).")
+	for _, a := range op.Args {
+		if a.Secret {
+			fmt.Fprintf(w, "Secret args show as %s.\n", host.Redacted)
+			break
+		}
+	}
+	return 0
 }
 
 // argRules is an arg's rules in one cell: "required, 1..100, default 30".

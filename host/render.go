@@ -1,0 +1,225 @@
+package host
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/elevenmessenger/pinned/internal/argrules"
+	"github.com/elevenmessenger/pinned/internal/jsonenc"
+	"github.com/elevenmessenger/pinned/internal/jsonv"
+	"github.com/elevenmessenger/pinned/registry"
+)
+
+// Redacted replaces the value of an arg the manifest marks secret
+// wherever Render shows it (and in the audit event's target).
+const Redacted = "[redacted]"
+
+// Request is the request an op's args bind it to (bind.go): what the host
+// accepts from the guest for those args and nothing else. It is built by
+// the binding code itself, so it is by construction the request the host
+// checks the guest's against.
+type Request struct {
+	// Method is the op's HTTP method, e.g. "POST".
+	Method string `json:"method"`
+	// URL is "https://" + the manifest's host + the path and query as
+	// sent: each {arg} path segment and every query pair percent-encoded
+	// in the one canonical form the host accepts (RFC 3986: unreserved
+	// characters as they are, every other byte %XX), the query pairs in
+	// the order of their keys (the host accepts any order of exactly
+	// these pairs). A query key whose arg is absent is left out.
+	URL string `json:"url"`
+	// Headers are the headers the manifest declares, by canonical name
+	// (RFC 9110), sorted: the guest must send each exactly once and no
+	// other. The host adds Content-Type, Accept-Encoding, User-Agent and
+	// the credential header on its own; the credential is never here.
+	Headers []Header `json:"headers"`
+	// ContentType is the Content-Type the host sends with a body:
+	// "application/json" (body_json) or
+	// "application/x-www-form-urlencoded" (body_form); "" for none.
+	ContentType string `json:"content_type,omitempty"`
+	// Body is the body's bytes: body_json rendered as compact JSON (the
+	// host compares a JSON body structurally: member order is free, the
+	// members and typed values are not), or the body_form pairs joined by
+	// "&" (like the query, any order). "" when the op has no body.
+	Body string `json:"body,omitempty"`
+	// Confirm is the op's confirm sentence with the args filled in, as a
+	// member's consent chip shows it (write ops; "" for reads).
+	Confirm string `json:"confirm,omitempty"`
+}
+
+// Header is one declared request header.
+type Header struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+}
+
+// Render validates args for the op opName of m with the host's own rules
+// (exactly as Run and ValidateArgs do: package argrules, defaults applied,
+// args over DefaultMaxArgsBytes refused; empty args are {}) and returns
+// the request they bind the op to, built by the same code that checks the
+// guest's request. Nothing is sent, no guest runs and no credential is
+// needed. The value of every arg the manifest marks secret is shown as
+// Redacted (in the URL, percent-encoded there as "[redacted]" too, the
+// body and the confirm sentence).
+//
+// The egress policy's checks of every request's shape apply as well; the
+// one a Render result can fail is the size cap (abi.MaxRequestBytes for
+// the request as the guest submits it), reachable only with args near
+// DefaultMaxArgsBytes that a template repeats.
+//
+// The error is an *Error: CodeUnknownOp, CodeBadArgs (Arg and Message as
+// Run gives them), or CodeSandbox when the op cannot be prepared.
+func Render(m *registry.Manifest, opName string, args json.RawMessage) (*Request, *Error) {
+	return render(m, opName, args, true)
+}
+
+// render is Render; with redact false, secret values are shown as they
+// are (for tests comparing with what a provider receives).
+func render(m *registry.Manifest, opName string, args json.RawMessage, redact bool) (*Request, *Error) {
+	op, b, want, herr := bindFor(m, opName, args, 0)
+	if herr != nil {
+		return nil, herr
+	}
+	vals := want.vals
+	target := want.target
+	if redact {
+		vals = b.redacted(want.vals)
+		// b.target is what the audit event records; the marker is shown
+		// unencoded here, for a person.
+		target = strings.ReplaceAll(b.target(want), string(pctEncode(nil, Redacted, false)), Redacted)
+	}
+	r := &Request{Method: op.Method, URL: "https://" + m.Host + target, Headers: []Header{}}
+	for _, h := range b.headers {
+		r.Headers = append(r.Headers, Header{Name: h.name, Value: h.value})
+	}
+	switch {
+	case b.body != nil:
+		r.ContentType = "application/json"
+		r.Body = string(b.body.appendJSON(nil, vals))
+	case b.hasForm:
+		r.ContentType = "application/x-www-form-urlencoded"
+		form := want.form
+		if redact {
+			form = b.pairs(b.form, vals, true)
+			for i := range form {
+				form[i] = strings.ReplaceAll(form[i], string(pctEncode(nil, Redacted, true)), Redacted)
+			}
+		}
+		r.Body = strings.Join(form, "&")
+	}
+	if op.Confirm != "" {
+		r.Confirm = renderConfirm(op.Confirm, b.confirmValues(&bound{vals: vals}))
+	}
+	return r, nil
+}
+
+// bindFor prepares the binding of the op opName of m and binds args to
+// it, as Run does before any guest runs. maxArgsBytes 0 means
+// DefaultMaxArgsBytes; empty args are {}.
+func bindFor(m *registry.Manifest, opName string, args json.RawMessage, maxArgsBytes int) (*registry.Op, *binding, *bound, *Error) {
+	op, ok := m.Op(opName)
+	if !ok {
+		return nil, nil, nil, newError(CodeUnknownOp, fmt.Sprintf("service %s has no op %q (ops: %s)", m.ID, opName, joinNames(m.OpNames())))
+	}
+	if maxArgsBytes <= 0 {
+		maxArgsBytes = DefaultMaxArgsBytes
+	}
+	if len(bytes.TrimSpace(args)) == 0 {
+		args = json.RawMessage("{}")
+	}
+	if len(args) > maxArgsBytes {
+		return nil, nil, nil, &Error{Code: CodeBadArgs, Message: fmt.Sprintf("args are larger than %d bytes", maxArgsBytes)}
+	}
+	prefix, err := inputPrefix(m, op)
+	if err != nil {
+		return nil, nil, nil, &Error{Code: CodeSandbox, Message: "op cannot be prepared", cause: err}
+	}
+	b, err := newBinding(m, op, prefix)
+	if err != nil {
+		return nil, nil, nil, &Error{Code: CodeSandbox, Message: "op cannot be prepared", cause: err}
+	}
+	want, rej := b.bind(args)
+	if rej != nil {
+		return nil, nil, nil, badArgs(&prepared{m: m, op: op, name: opName}, rej.Reason, rej.Arg)
+	}
+	return op, b, want, nil
+}
+
+// redacted is vals with the value of every set secret arg replaced by
+// the string Redacted.
+func (b *binding) redacted(vals []argrules.Value) []argrules.Value {
+	out := append([]argrules.Value(nil), vals...)
+	for i, s := range b.secret {
+		if s && out[i].Set {
+			out[i] = argrules.Value{Set: true, Kind: jsonv.String, S: Redacted}
+		}
+	}
+	return out
+}
+
+// appendJSON appends the body_json template rendered from vals as compact
+// JSON: a string that is exactly "{arg}" as the arg's typed value, any
+// other string template as a string of the values' text, a member or
+// element whose string names an absent arg left out. It is the value
+// equal accepts (TestRenderBodyIsBound checks that for every op).
+func (n *bindNode) appendJSON(dst []byte, vals []argrules.Value) []byte {
+	str := func(dst []byte, s string) []byte {
+		q, _ := jsonenc.Marshal(s)
+		return append(dst, q...)
+	}
+	if n.exact >= 0 {
+		a := vals[n.exact]
+		if a.Kind == jsonv.String {
+			return str(dst, a.S)
+		}
+		return a.AppendText(dst)
+	}
+	switch n.kind {
+	case jsonv.String:
+		return str(dst, text(n.pieces, vals))
+	case jsonv.Number:
+		if n.num == math.Trunc(n.num) && math.Abs(n.num) < 1e15 {
+			return strconv.AppendFloat(dst, n.num, 'f', -1, 64)
+		}
+		return strconv.AppendFloat(dst, n.num, 'g', -1, 64)
+	case jsonv.Bool:
+		return strconv.AppendBool(dst, n.b)
+	case jsonv.Null:
+		return append(dst, "null"...)
+	case jsonv.Array:
+		dst = append(dst, '[')
+		first := true
+		for _, e := range n.vals {
+			if !e.present(vals) {
+				continue
+			}
+			if !first {
+				dst = append(dst, ',')
+			}
+			first = false
+			dst = e.appendJSON(dst, vals)
+		}
+		return append(dst, ']')
+	case jsonv.Object:
+		dst = append(dst, '{')
+		first := true
+		for i, e := range n.vals {
+			if !e.present(vals) {
+				continue
+			}
+			if !first {
+				dst = append(dst, ',')
+			}
+			first = false
+			dst = str(dst, n.keys[i])
+			dst = append(dst, ':')
+			dst = e.appendJSON(dst, vals)
+		}
+		return append(dst, '}')
+	}
+	return dst
+}
