@@ -18,12 +18,13 @@ type Applied string
 const (
 	// AppliedYes: the provider answered 2xx; the failure is in what the
 	// host did with the answer (over the result cap, invalid JSON, over
-	// the raw cap).
+	// the raw cap, the body cut short or timed out after the status).
 	AppliedYes Applied = "yes"
 	// AppliedMaybe: the request was written but no answer says whether it
 	// took effect: the connection failed or the deadline passed after
-	// the request went out, a 3xx or 5xx answer, or GraphQL errors in a
-	// 2xx answer (a mutation may have partly run).
+	// the request went out and before a status, a 3xx or 5xx answer, or
+	// GraphQL errors (a rate limit included) in a 2xx answer (a mutation
+	// may have partly run).
 	AppliedMaybe Applied = "maybe"
 	// AppliedNo: the provider answered 4xx (including 429): it refused
 	// the request.
@@ -47,8 +48,10 @@ func markApplied(err *Error, sent bool) {
 		return
 	}
 	switch s := err.Status; {
-	case s >= 200 && s < 300 && err.Code == CodeUpstream:
-		err.Applied = AppliedMaybe // GraphQL errors in a 2xx answer
+	case s >= 200 && s < 300 && (err.Code == CodeUpstream || err.Code == CodeRateLimited):
+		// GraphQL errors in a 2xx answer, a rate limit among them: a
+		// mutation may have partly run, or not at all.
+		err.Applied = AppliedMaybe
 	case s >= 200 && s < 300:
 		err.Applied = AppliedYes
 	case s >= 400 && s < 500:

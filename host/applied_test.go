@@ -58,6 +58,8 @@ func TestMarkApplied(t *testing.T) {
 		{CodeUpstream, 302, true, AppliedMaybe},
 		{CodeUpstream, 422, true, AppliedNo},
 		{CodeRateLimited, 429, true, AppliedNo},
+		{CodeRateLimited, 200, true, AppliedMaybe}, // GraphQL RATELIMITED in a 200
+		{CodeTimeout, 201, true, AppliedYes},       // the body timed out after a 201
 		{CodeTimeout, 0, true, AppliedMaybe},
 		{CodeUnreachable, 0, true, AppliedMaybe},
 		{CodeUnreachable, 0, false, ""},

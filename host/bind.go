@@ -1,6 +1,7 @@
 package host
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"maps"
@@ -28,9 +29,11 @@ import (
 //     (the set of pairs is compared), every pair's bytes are not;
 //   - the body: body_json compared structurally with typed values
 //     (member order free, no member or element more or less, a string
-//     equal after decoding, an integer arg as an integer literal of that
-//     value, a number by its float64 value); body_form field by field like
-//     the query (form encoding: a space is "+");
+//     equal after decoding (and no escaped lone surrogate, which decodes
+//     to U+FFFD), a number arg as exactly its canonical text (an integer
+//     in decimal, a number in the shortest form that round-trips), a
+//     number literal as exactly the manifest's text); body_form field by
+//     field like the query (form encoding: a space is "+");
 //   - the headers: every header the manifest declares exactly once with
 //     its exact value, and no other.
 //
@@ -58,7 +61,7 @@ type bindNode struct {
 	kind   jsonv.Kind
 	pieces []bindPiece // strings
 	exact  int         // a string exactly "{arg}": the arg's index; else -1
-	num    float64     // number literals
+	num    string      // number literals: the manifest's literal text
 	b      bool        // boolean literals
 	keys   []string    // objects
 	vals   []*bindNode // objects (by keys) and arrays
@@ -201,11 +204,10 @@ func (b *binding) node(v *jsonv.Value) (*bindNode, error) {
 			n.exact = ps[0].arg
 		}
 	case jsonv.Number:
-		f, err := strconv.ParseFloat(v.S, 64)
-		if err != nil {
+		if _, err := strconv.ParseFloat(v.S, 64); err != nil {
 			return nil, err
 		}
-		n.num = f
+		n.num = v.S
 	case jsonv.Bool:
 		n.b = v.B
 	case jsonv.Array:
@@ -385,7 +387,7 @@ func (b *binding) check(want *bound, r *checkedRequest, host string) bool {
 	}
 	switch {
 	case b.body != nil:
-		if r.json == nil || !b.body.equal(r.json, want.vals) {
+		if r.json == nil || loneSurrogate(r.body) || !b.body.equal(r.json, want.vals) {
 			return false
 		}
 	case b.hasForm:
@@ -475,15 +477,12 @@ func (n *bindNode) equal(v *jsonv.Value, vals []argrules.Value) bool {
 		case jsonv.Bool:
 			return v.Kind == jsonv.Bool && v.B == a.B
 		case jsonv.Number:
-			if v.Kind != jsonv.Number {
-				return false
-			}
-			if a.IsInt {
-				i, err := strconv.ParseInt(v.S, 10, 64)
-				return err == nil && i == a.I
-			}
-			f, err := strconv.ParseFloat(v.S, 64)
-			return err == nil && f == a.F
+			// The literal's text, not its value: "-0" for 0, "1.0" for
+			// 1 or 17 significant digits for a float64 are the same
+			// float64 but not the same number to a provider that reads
+			// integers or decimals (red team, TestRedteamBindNumbers).
+			var scratch [32]byte
+			return v.Kind == jsonv.Number && v.S == string(a.AppendText(scratch[:0]))
 		}
 		return false
 	}
@@ -494,8 +493,7 @@ func (n *bindNode) equal(v *jsonv.Value, vals []argrules.Value) bool {
 	case jsonv.String:
 		return v.S == text(n.pieces, vals)
 	case jsonv.Number:
-		f, err := strconv.ParseFloat(v.S, 64)
-		return err == nil && f == n.num
+		return v.S == n.num
 	case jsonv.Bool:
 		return v.B == n.b
 	case jsonv.Null:
@@ -527,6 +525,64 @@ func (n *bindNode) equal(v *jsonv.Value, vals []argrules.Value) bool {
 		return want == len(v.O) // jsonv refuses duplicate keys
 	}
 	return false
+}
+
+// loneSurrogate reports whether a JSON text (valid: the policy parsed
+// it) has a \u escape of a UTF-16 surrogate that is not half of a pair.
+// jsonv decodes every such escape to U+FFFD, so 2,048 spellings of it
+// would compare equal to a caller's U+FFFD while a provider may read each
+// differently: a channel the guest could write into the caller's text
+// (red team, TestRedteamBindBody). The executor never writes an escaped
+// surrogate (jsonv.AppendString writes non-ASCII as UTF-8).
+func loneSurrogate(b []byte) bool {
+	if bytes.IndexByte(b, '\\') < 0 {
+		return false
+	}
+	for i := 0; i+1 < len(b); i++ {
+		if b[i] != '\\' {
+			continue
+		}
+		i++ // the escaped character
+		if b[i] != 'u' {
+			continue
+		}
+		r, ok := hex4(b[i+1:])
+		if !ok {
+			return true // not valid JSON after all: fail closed
+		}
+		i += 4
+		switch {
+		case r < 0xD800 || r > 0xDFFF:
+			continue
+		case r >= 0xDC00:
+			return true // a low surrogate first
+		}
+		// A high surrogate: "\uDC00"-"\uDFFF" must follow.
+		if i+2 < len(b) && b[i+1] == '\\' && b[i+2] == 'u' {
+			if lo, ok := hex4(b[i+3:]); ok && lo >= 0xDC00 && lo <= 0xDFFF {
+				i += 6
+				continue
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// hex4 reads four hex digits at the start of b.
+func hex4(b []byte) (rune, bool) {
+	if len(b) < 4 {
+		return 0, false
+	}
+	var r rune
+	for _, c := range b[:4] {
+		d, ok := unhex(c)
+		if !ok {
+			return 0, false
+		}
+		r = r<<4 | rune(d)
+	}
+	return r, true
 }
 
 // target is the request target as sent (path and query), with the value

@@ -57,10 +57,12 @@ func (e *Engine) send(ctx context.Context, p *prepared, r *checkedRequest, cred 
 	raw, rerr := readCapped(resp, e.cfg.MaxResponseBytes)
 	n := int64(len(raw))
 	if rerr != nil {
-		rerr.Status = resp.StatusCode
 		if rerr.Code == "" {
 			rerr = transportError(ctx, rerr.cause, p.m.Host)
 		}
+		// After transportError: a write whose 2xx headers arrived before
+		// the body failed was applied, and says so (markApplied).
+		rerr.Status = resp.StatusCode
 		return nil, n, rerr
 	}
 	if resp.StatusCode >= 300 && resp.StatusCode < 400 {

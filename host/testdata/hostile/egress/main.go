@@ -225,6 +225,8 @@ func change(v *jsonv.Value) {
 //	bz:<path>        the body value at path changed (see change)
 //	bset:<path>=<j>  the body value at path replaced by JSON j
 //	badd             a member "zz":1 added to the body object
+//	braw:<text>      the body replaced by text, byte for byte (escapes the
+//	                 executor never writes, e.g. a lone "\ud800")
 //	fz:<key>, fset:<key>=<raw>, fdel:<key>, fadd:<pair>: the form body
 //	hdel:<name>      the header removed
 //	hz:<name>        "z" appended to the header's value
@@ -279,6 +281,8 @@ func mutate(r *request, m string) {
 			fs = append(fs, arg)
 		}
 		r.body = strings.Join(fs, "&")
+	case "braw":
+		r.body = arg
 	case "bz", "bset", "badd":
 		v, err := jsonv.Parse([]byte(r.body))
 		if err != nil {
