@@ -411,11 +411,61 @@ func (a *Arg) CheckRaw(b []byte) (Value, int32) {
 			return Value{}, abi.RejectType
 		}
 		v.F = f
-		if f == float64(int64(f)) && f <= MaxSafeInteger && f >= -MaxSafeInteger {
+		// An integer only if the literal's decimal value is one: float64
+		// rounding makes 100.0000000000000000001 and 1e-400 integers
+		// (100, 0) that the caller's text does not say (red team,
+		// TestRedteamBindArgNumbers).
+		if f == float64(int64(f)) && f <= MaxSafeInteger && f >= -MaxSafeInteger && integralText(b[:n]) {
 			v.I, v.IsInt = int64(f), true
 		}
 	}
 	return a.Check(v)
+}
+
+// integralText reports whether a JSON number literal (RFC 8259 grammar,
+// already scanned) denotes an integer exactly: no non-zero digit after
+// the decimal point once the exponent is applied.
+func integralText(b []byte) bool {
+	if len(b) > 0 && b[0] == '-' {
+		b = b[1:]
+	}
+	var digits []byte
+	var buf [40]byte
+	digits = buf[:0]
+	point := -1
+	i := 0
+	for ; i < len(b) && b[i] != 'e' && b[i] != 'E'; i++ {
+		if b[i] == '.' {
+			point = len(digits)
+			continue
+		}
+		digits = append(digits, b[i])
+	}
+	if point < 0 {
+		point = len(digits)
+	}
+	if i < len(b) { // the exponent
+		exp, err := strconv.Atoi(string(b[i+1:]))
+		if err != nil {
+			return false // out of int range: not a value float64 holds as an integer
+		}
+		if exp > len(digits) {
+			exp = len(digits) // every digit is before the point
+		}
+		if exp < -len(digits) {
+			exp = -len(digits)
+		}
+		point += exp
+	}
+	if point < 0 {
+		point = 0
+	}
+	for _, c := range digits[min(point, len(digits)):] {
+		if c != '0' {
+			return false
+		}
+	}
+	return true
 }
 
 // plainInt parses an integer literal of at most 16 digits (no fraction or
