@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"math"
 	"strconv"
 	"strings"
 
@@ -182,10 +181,7 @@ func (n *bindNode) appendJSON(dst []byte, vals []argrules.Value) []byte {
 	case jsonv.String:
 		return str(dst, text(n.pieces, vals))
 	case jsonv.Number:
-		if n.num == math.Trunc(n.num) && math.Abs(n.num) < 1e15 {
-			return strconv.AppendFloat(dst, n.num, 'f', -1, 64)
-		}
-		return strconv.AppendFloat(dst, n.num, 'g', -1, 64)
+		return append(dst, n.num...) // the manifest's literal text, which equal requires
 	case jsonv.Bool:
 		return strconv.AppendBool(dst, n.b)
 	case jsonv.Null:
