@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 	"unicode"
 	"unicode/utf8"
 )
@@ -31,9 +32,13 @@ import (
 //     private use; anything not graphic) is written as a \u escape, so no
 //     text inside is hidden from a reader.
 //   - The data cannot guess the token: it is drawn fresh for each session
-//     and no provider is ever sent it by the sidecar. A result that holds
-//     it anyway (an arg the model copied it into, echoed back) is withheld
-//     whole and replaced by the error fence_collision, without its args.
+//     and no provider is ever sent it by the sidecar: a tool call whose
+//     args hold it (a model persuaded to copy it) is refused
+//     fence_collision before it runs. A result that holds it anyway is
+//     withheld whole and replaced by the error fence_collision, without
+//     its args. "Holds" is judged on the bytes and on every decoded JSON
+//     string and key, case-insensitively, so a JSON escape
+//     ("\u0070inned-…") or upper-cased hex does not slip past.
 
 // Fence is one session's fence.
 type Fence struct {
@@ -95,18 +100,41 @@ func (f *Fence) WrapNext(p Provenance, status int, data, next json.RawMessage, t
 		next = nil
 	}
 	body := f.body(fenced{Provenance: p, Status: status, Data: data, Next: next, Error: te})
-	if body == nil || bytes.Contains(body, []byte(f.token)) {
+	if body == nil || f.Held(body) {
 		body = f.body(fenced{
 			Provenance: Provenance{Service: p.Service, Op: p.Op},
 			Error: &ToolError{Code: CodeFenceCollision,
 				Message: "the result held this session's fence token (or could not be encoded) and was withheld"},
 		})
-		if bytes.Contains(body, []byte(f.token)) { // unreachable: service and op are registry names
+		if f.Held(body) { // unreachable: service and op are registry names
 			body = []byte(`{"error":{"code":"` + CodeFenceCollision + `","message":"withheld"}}`)
 		}
 		return f.frame(body), true
 	}
 	return f.frame(body), false
+}
+
+// Held reports whether b holds the session's token: in its bytes or in
+// any string or key of it decoded as JSON, ignoring case.
+func (f *Fence) Held(b []byte) bool {
+	tok := []byte(f.token)
+	if bytes.Contains(bytes.ToLower(b), tok) {
+		return true
+	}
+	if !bytes.Contains(b, []byte(`\`)) {
+		return false // no escape: the decoded strings are the bytes
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	for {
+		t, err := dec.Token()
+		if err != nil {
+			return false
+		}
+		if s, ok := t.(string); ok && strings.Contains(strings.ToLower(s), f.token) {
+			return true
+		}
+	}
 }
 
 func (f *Fence) frame(body []byte) string {

@@ -43,6 +43,9 @@ const (
 	// CodeFenceCollision: the result held the session's fence token and
 	// was withheld.
 	CodeFenceCollision = "fence_collision"
+	// CodeCredentialEcho: the result held the session's credential (a
+	// provider echoing its token) and was withheld.
+	CodeCredentialEcho = "credential_echo"
 	// CodeBadInput: the tool_use input is not a JSON object.
 	CodeBadInput = "bad_args"
 )
@@ -342,6 +345,14 @@ func call(ctx context.Context, cfg Config, fence *Fence, b Block) (string, Step)
 		step.Args = json.RawMessage("null")
 		step.Outcome = CodeBadInput
 		text, _ := fence.Wrap(Provenance{Service: service, Op: op}, 0, nil, &ToolError{Code: CodeBadInput, Message: "the tool input must be a JSON object of the op's args"})
+		return text, step
+	}
+	if fence.Held(args) {
+		// The token must never reach a provider, which could then write it
+		// into a later result.
+		step.Outcome = CodeFenceCollision
+		text, _ := fence.Wrap(Provenance{Service: service, Op: op}, 0, nil, &ToolError{Code: CodeFenceCollision,
+			Message: "the args held this session's fence token; the call was not run"})
 		return text, step
 	}
 	res := cfg.Exec(ctx, service, op, args)
