@@ -42,7 +42,8 @@ type Config struct {
 	BaseURL string
 	// Model is the model id; default DefaultModel.
 	Model string
-	// HTTPClient, if set, is the client requests go through.
+	// HTTPClient, if set, is the client requests go through (a copy of
+	// it that follows no redirect).
 	HTTPClient *http.Client
 	// Timeout bounds one request; default DefaultTimeout.
 	Timeout time.Duration
@@ -72,9 +73,17 @@ func New(cfg Config) (*Client, error) {
 	if cfg.BaseURL != "" {
 		opts = append(opts, option.WithBaseURL(cfg.BaseURL))
 	}
+	// Redirects are never followed: Go forwards a custom header such as
+	// x-api-key to wherever a redirect points (it strips only
+	// Authorization and cookies, and only across domains), so a redirect
+	// would hand the key to another host. A redirect answer is an error.
+	hc := &http.Client{}
 	if cfg.HTTPClient != nil {
-		opts = append(opts, option.WithHTTPClient(cfg.HTTPClient))
+		c := *cfg.HTTPClient
+		hc = &c
 	}
+	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return errRedirect }
+	opts = append(opts, option.WithHTTPClient(hc))
 	switch {
 	case cfg.MaxRetries < 0:
 		opts = append(opts, option.WithMaxRetries(0))
@@ -179,12 +188,18 @@ func (c *Client) Turn(ctx context.Context, req *research.TurnRequest) (*research
 	return out, nil
 }
 
+// errRedirect refuses every redirect of the Messages API (see New).
+var errRedirect = errors.New("claude: redirect refused")
+
 // safeError keeps an API error's status and type, never a request dump
 // (the SDK's error text includes the request URL and body).
 func safeError(err error) error {
 	var ae *anthropic.Error
 	if errors.As(err, &ae) {
 		return fmt.Errorf("the Messages API answered HTTP %d", ae.StatusCode)
+	}
+	if errors.Is(err, errRedirect) {
+		return errors.New("the Messages API answered a redirect, which is never followed (check the base URL)")
 	}
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 		return err
