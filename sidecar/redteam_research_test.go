@@ -113,6 +113,13 @@ func TestRedteamResearchToolNames(t *testing.T) {
 		}
 	}
 	metrics := re.metrics(t)
+	for where, text := range map[string]string{"logs": re.allLogs(), "metrics": metrics, "answer": string(r.body)} {
+		for _, secret := range []string{fakemodel.Key, fakeapi.Token(fakeapi.GitHub)} {
+			if strings.Contains(text, secret) {
+				t.Errorf("the %s hold a secret", where)
+			}
+		}
+	}
 	for _, bad := range []string{"GitHub", "List_repos", "list_rep\u043es", "list__repos", "evil", "exfiltrate", "register_domain", "create_issue\""} {
 		for _, line := range strings.Split(metrics, "\n") {
 			if strings.HasPrefix(line, "pinned_") && strings.Contains(line, bad) {
@@ -505,5 +512,40 @@ func TestRedteamResearchGrantSpending(t *testing.T) {
 	r, ans := re.research(t, ResearchRequest{Question: "q", Grants: []string{re.readGrant(t, fakeapi.GitHub)}})
 	if r.status != http.StatusOK || len(ans.Steps) != 1 || ans.Steps[0].Outcome != "service_mismatch" || len(upstream(re.fake)) != 0 {
 		t.Errorf("a dnsimple call under a github grant: %d %s", r.status, r.body)
+	}
+}
+
+// TestRedteamResearchGrantExpiresMidSession: the held grant is re-checked
+// on every call: once the sidecar's clock passes its expiry, the next
+// call is grant_expired and nothing more reaches the provider, though the
+// session goes on to its answer.
+func TestRedteamResearchGrantExpiresMidSession(t *testing.T) {
+	var skew atomic.Int64
+	script := func(c *fakemodel.Conversation) fakemodel.Reply {
+		if c.NoTools || len(c.Calls) >= 3 {
+			return fakemodel.Reply{Text: "done"}
+		}
+		if len(c.Calls) == 1 {
+			skew.Store(int64(20 * time.Minute)) // the 10-minute grant is now dead
+		}
+		return fakemodel.Reply{Uses: []fakemodel.Use{{Name: "github__get_viewer", Input: map[string]any{}}}}
+	}
+	re := newResearchEnv(t, script, func(c *Config) {
+		c.Now = func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }
+	})
+	re.fake.Reset()
+	r, ans := re.research(t, ResearchRequest{Question: "q", Grants: []string{re.readGrant(t, fakeapi.GitHub)}})
+	if r.status != http.StatusOK || len(ans.Steps) != 3 {
+		t.Fatalf("%d %s", r.status, r.body)
+	}
+	var got []string
+	for _, st := range ans.Steps {
+		got = append(got, st.Outcome)
+	}
+	if !slices.Equal(got, []string{"ok", "grant_expired", "grant_expired"}) {
+		t.Errorf("outcomes %v", got)
+	}
+	if n := len(upstream(re.fake)); n != 1 {
+		t.Errorf("%d provider requests, want 1", n)
 	}
 }
