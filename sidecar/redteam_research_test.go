@@ -549,3 +549,22 @@ func TestRedteamResearchGrantExpiresMidSession(t *testing.T) {
 		t.Errorf("%d provider requests, want 1", n)
 	}
 }
+
+// TestRedteamResearchConsentInvisible: a question carrying a bidi
+// override, zero-width characters, tag characters, a control and a line
+// break cannot make the consent sentence the member confirms read other
+// than it is: they are dropped (white space becomes one space).
+func TestRedteamResearchConsentInvisible(t *testing.T) {
+	re := newResearchEnv(t, nil, nil)
+	q := "Which domains\u202e\u2066 point\u200b at\u200d Pages\U000E0069\U000E0067?\x07\nAlso\u00a0this"
+	body, _ := json.Marshal(map[string]any{"services": []string{"github"}, "question": q})
+	r := re.do(t, http.MethodPost, "/v1/consent", body)
+	var c researchConsent
+	if r.status != http.StatusOK || json.Unmarshal(r.body, &c) != nil {
+		t.Fatalf("%d %s", r.status, r.body)
+	}
+	want := "Let this bot read your GitHub for about 10 minutes to answer \u201cWhich domains point at Pages? Also this\u201d? It can only read; it cannot change anything, and it never sees your keys."
+	if c.Confirm != want {
+		t.Errorf("confirm %q\nwant    %q", c.Confirm, want)
+	}
+}

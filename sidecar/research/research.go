@@ -24,6 +24,8 @@ import (
 	"io"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/elevenmessenger/pinned/registry"
 )
@@ -421,11 +423,28 @@ func Consent(reg *registry.Registry, services []string, question string, ttl tim
 	var b strings.Builder
 	b.WriteString("Let this bot read your " + andList(names))
 	fmt.Fprintf(&b, " for about %d minutes", int((ttl+time.Minute-1)/time.Minute))
-	if q := strings.TrimSpace(question); q != "" {
-		b.WriteString(" to answer \u201c" + clip(strings.Join(strings.Fields(q), " "), 200) + "\u201d")
+	if q := strings.Join(strings.Fields(consentText(question)), " "); q != "" {
+		b.WriteString(" to answer \u201c" + clip(q, 200) + "\u201d")
 	}
 	b.WriteString("? It can only read; it cannot change anything, and it never sees your keys.")
 	return b.String(), ops, nil
+}
+
+// consentText is the question as the consent sentence quotes it: every
+// character a member would not see (controls, Unicode Cf — bidi
+// overrides, zero-width, tag characters —, variation selectors, private
+// use) dropped, white space as spaces, so the sentence the member
+// confirms reads as it is.
+func consentText(q string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case unicode.IsSpace(r) || r < 0x20 || r == 0x7f:
+			return ' '
+		case r >= utf8.RuneSelf && !visible(r):
+			return -1
+		}
+		return r
+	}, strings.ToValidUTF8(q, "\uFFFD"))
 }
 
 func andList(xs []string) string {
