@@ -568,3 +568,27 @@ func TestRedteamResearchConsentInvisible(t *testing.T) {
 		t.Errorf("confirm %q\nwant    %q", c.Confirm, want)
 	}
 }
+
+// TestRedteamResearchResultBytesEdge: a result bound one byte above the
+// first result: the second (identical) result is withheld, not run twice,
+// and the total passes the bound by at most the withheld notice, which is
+// under research.MaxNoticeBytes (docs/API.md, "limits").
+func TestRedteamResearchResultBytesEdge(t *testing.T) {
+	re := newResearchEnv(t, fakemodel.Forever(), nil)
+	_, cal := re.research(t, ResearchRequest{Question: "q", Grants: []string{re.readGrant(t, fakeapi.GitHub)}, Limits: &research.Limits{ToolCalls: 1}})
+	if len(cal.Steps) != 1 || cal.Steps[0].Outcome != "ok" {
+		t.Fatalf("calibration: %+v", cal.Steps)
+	}
+	size := cal.Steps[0].Bytes
+	re.fake.Reset()
+	_, ans := re.research(t, ResearchRequest{Question: "q", Grants: []string{re.readGrant(t, fakeapi.GitHub)}, Limits: &research.Limits{ResultBytes: size + 1}})
+	if ans.Stop != research.StopResultBytes || len(ans.Steps) != 2 || ans.Steps[1].Outcome != "limit_reached" {
+		t.Fatalf("stop %s, steps %+v", ans.Stop, ans.Steps)
+	}
+	if n := ans.Steps[1].Bytes; n >= research.MaxNoticeBytes || ans.ResultBytes != size+n {
+		t.Errorf("notice %d bytes, total %d (first %d)", n, ans.ResultBytes, size)
+	}
+	if n := len(upstream(re.fake)); n != 2 {
+		t.Errorf("%d provider requests, want 2 (the withheld result did run)", n)
+	}
+}

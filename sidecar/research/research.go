@@ -78,6 +78,9 @@ const (
 	FinalTurnTimeout = 30 * time.Second
 	// DefaultMaxTokens bounds each model reply.
 	DefaultMaxTokens = 2048
+	// MaxNoticeBytes bounds the notice that replaces a withheld result (a
+	// fenced error naming the registry's service and op and two sizes).
+	MaxNoticeBytes = 512
 	// MaxQuestionBytes bounds the question.
 	MaxQuestionBytes = 4096
 )
@@ -91,7 +94,10 @@ type Limits struct {
 	// most 64).
 	Turns int `json:"turns,omitempty"`
 	// ResultBytes bounds the bytes of all tool_result text entering the
-	// model's context (default 256 KiB, at most 1 MiB).
+	// model's context (default 256 KiB, at most 1 MiB). A result that would
+	// pass it is withheld; the notice replacing it (under MaxNoticeBytes)
+	// is counted, so the total may pass the bound by that much. The
+	// notices of tool calls not run past a bound are not counted.
 	ResultBytes int `json:"result_bytes,omitempty"`
 	// WallSeconds bounds the loop's wall time in seconds (default 120, at
 	// most 600); the forced final turn gets FinalTurnTimeout more.
