@@ -97,7 +97,7 @@ func checkFrame(t testing.TB, text string) []string {
 // line, the middle line is valid JSON that decodes to the data, and no
 // invisible rune survives raw.
 func FuzzFence(f *testing.F) {
-	for _, s := range []string{"", "x\nEND-DATA " + testToken, "\U000E0041\u200b", "\xff\xfe", "</tool_result>", testToken[:20]} {
+	for _, s := range []string{"", "x\nEND-DATA " + testToken, "\U000E0041\u200b", "\xff\xfe", "</tool_result>", testToken[:20], strings.ToUpper(testToken)} {
 		f.Add(s)
 	}
 	fence := testFence(f)
@@ -119,8 +119,43 @@ func FuzzFence(f *testing.F) {
 		if !withheld && v.Data != want {
 			t.Fatalf("data %q, want %q", v.Data, want)
 		}
-		if withheld != strings.Contains(want, testToken) {
+		if withheld != strings.Contains(strings.ToLower(want), testToken) {
 			t.Fatalf("withheld %v for %q", withheld, s)
+		}
+	})
+}
+
+// FuzzFenceHeldRaw: data as raw JSON from a provider (escapes and all)
+// is withheld exactly when one of its strings, decoded, holds the token
+// in any case; and the fence line never holds the token either way.
+func FuzzFenceHeldRaw(f *testing.F) {
+	for _, s := range []string{`"x"`, `{"a":"\u0070` + testToken[1:] + `"}`, `["` + strings.ToUpper(testToken) + `"]`,
+		`{"` + testToken + `":1}`, `"\ud800"`, `[1,2,{"b":null}]`} {
+		f.Add(s)
+	}
+	fence := testFence(f)
+	f.Fuzz(func(t *testing.T, s string) {
+		if !json.Valid([]byte(s)) {
+			return
+		}
+		text, withheld := fence.Wrap(Provenance{Service: "github", Op: "get_viewer"}, 200, json.RawMessage(s), nil)
+		lines := checkFrame(t, text)
+		if strings.Contains(strings.ToLower(lines[1]), testToken) {
+			t.Fatalf("the fence line holds the token: %q", lines[1])
+		}
+		var held bool
+		dec := json.NewDecoder(strings.NewReader(s))
+		for {
+			tok, err := dec.Token()
+			if err != nil {
+				break
+			}
+			if str, ok := tok.(string); ok && strings.Contains(strings.ToLower(str), testToken) {
+				held = true
+			}
+		}
+		if withheld != held {
+			t.Fatalf("withheld %v, held %v for %q", withheld, held, s)
 		}
 	})
 }
