@@ -121,7 +121,7 @@ func TestRedteamResearchToolNames(t *testing.T) {
 			}
 		}
 	}
-	for _, bad := range []string{"GitHub", "List_repos", "list_rep\u043es", "list__repos", "evil", "exfiltrate", "register_domain", "create_issue\""} {
+	for _, bad := range []string{"GitHub", "List_repos", "list_rep\u043es", "list__repos", "get_viewer__", "evil", "exfiltrate"} {
 		for _, line := range strings.Split(metrics, "\n") {
 			if strings.HasPrefix(line, "pinned_") && strings.Contains(line, bad) {
 				t.Errorf("a model-chosen name is a metric label: %s", line)
