@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"strings"
@@ -83,6 +84,7 @@ func New(cfg Config) (*Client, error) {
 		hc = &c
 	}
 	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return errRedirect }
+	hc.Transport = capTransport{base: hc.Transport}
 	opts = append(opts, option.WithHTTPClient(hc))
 	switch {
 	case cfg.MaxRetries < 0:
@@ -188,6 +190,52 @@ func (c *Client) Turn(ctx context.Context, req *research.TurnRequest) (*research
 	return out, nil
 }
 
+// MaxResponseBytes bounds one Messages API answer: a reply under
+// max_tokens is a few KiB; a server sending more is refused.
+const MaxResponseBytes = 4 << 20
+
+var errTooLarge = errors.New("claude: answer too large")
+
+// capTransport ends a response body past MaxResponseBytes with
+// errTooLarge.
+type capTransport struct{ base http.RoundTripper }
+
+func (c capTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	base := c.base
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	resp, err := base.RoundTrip(r)
+	if err == nil {
+		resp.Body = &capBody{rc: resp.Body, left: MaxResponseBytes}
+	}
+	return resp, err
+}
+
+type capBody struct {
+	rc   io.ReadCloser
+	left int64
+}
+
+func (b *capBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		// One byte more tells a body of exactly the cap from a longer one.
+		var one [1]byte
+		if n, _ := b.rc.Read(one[:]); n > 0 {
+			return 0, errTooLarge
+		}
+		return b.rc.Read(p)
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.rc.Read(p)
+	b.left -= int64(n)
+	return n, err
+}
+
+func (b *capBody) Close() error { return b.rc.Close() }
+
 // errRedirect refuses every redirect of the Messages API (see New).
 var errRedirect = errors.New("claude: redirect refused")
 
@@ -197,6 +245,9 @@ func safeError(err error) error {
 	var ae *anthropic.Error
 	if errors.As(err, &ae) {
 		return fmt.Errorf("the Messages API answered HTTP %d", ae.StatusCode)
+	}
+	if errors.Is(err, errTooLarge) {
+		return fmt.Errorf("the Messages API answered more than %d bytes", MaxResponseBytes)
 	}
 	if errors.Is(err, errRedirect) {
 		return errors.New("the Messages API answered a redirect, which is never followed (check the base URL)")

@@ -18,8 +18,9 @@ import (
 // TestRedteamResearchModelEndpoint: a hostile or misconfigured Messages
 // API endpoint. A redirect (to another host, or the same) is not
 // followed, so the x-api-key header is never forwarded anywhere; an error
-// answer that echoes the key and the request, a body that is not JSON, a
-// hanging server and one that drops the connection each come back as an
+// answer that echoes the key and the request, a body that is not JSON, an
+// endless answer (cut at MaxResponseBytes), a hanging server and one that
+// drops the connection each come back as an
 // error that names at most the status, never the key, the URL's path or
 // the conversation.
 func TestRedteamResearchModelEndpoint(t *testing.T) {
@@ -58,6 +59,16 @@ func TestRedteamResearchModelEndpoint(t *testing.T) {
 			w.Header().Set("Content-Type", "application/json")
 			fmt.Fprintf(w, "<html>%s</html>", r.Header.Get("X-Api-Key"))
 		}, "could not be reached"},
+		{"endless answer", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = io.WriteString(w, `{"id":"msg_1","type":"message","role":"assistant","content":[{"type":"text","text":"`)
+			chunk := strings.Repeat("A", 64<<10)
+			for range (MaxResponseBytes / len(chunk)) * 4 {
+				if _, err := io.WriteString(w, chunk); err != nil {
+					return
+				}
+			}
+		}, "more than"},
 		{"drops the connection", func(w http.ResponseWriter, r *http.Request) {
 			conn, _, _ := w.(http.Hijacker).Hijack()
 			conn.Close()
