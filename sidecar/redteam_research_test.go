@@ -18,6 +18,7 @@ import (
 	"github.com/elevenmessenger/pinned/internal/fakemodel"
 	"github.com/elevenmessenger/pinned/sidecar/grant"
 	"github.com/elevenmessenger/pinned/sidecar/research"
+	"github.com/elevenmessenger/pinned/sidecar/rotate"
 )
 
 // Red-team tests of POST /v1/research: a hostile scripted model (tool
@@ -624,5 +625,51 @@ func TestRedteamEchoesCredential(t *testing.T) {
 	}
 	if echoesCredential([]json.RawMessage{json.RawMessage(`"abc"`)}, &grant.Grant{Secret: "abc"}) {
 		t.Errorf("a secret under 8 bytes matched")
+	}
+}
+
+// TestRedteamResearchCredentialEchoAfterRotation: after a mid-session
+// rotation, a provider echoing the retired access token or the retired
+// refresh token still gets its result withheld; the fresh pair comes back
+// sealed.
+func TestRedteamResearchCredentialEchoAfterRotation(t *testing.T) {
+	re := newResearchEnv(t, oneTurn(
+		fakemodel.Use{Name: "github__get_viewer", Input: map[string]any{}},
+		fakemodel.Use{Name: "github__get_viewer", Input: map[string]any{}},
+	), nil)
+	old := mintPair(t, re.fake, fakeapi.GitHub, 0)
+	gh := re.seal(t, grant.Grant{Service: fakeapi.GitHub, Access: grant.AccessRead, Kind: grant.KindOAuth,
+		Secret: grant.Secret(old.Access), Refresh: grant.Secret(old.Refresh), TokenExpiresAt: rotate.FormatExpiry(old.ExpiresAt),
+		MemberKey: re.member.Public().String(), ExpiresAt: time.Now().Add(10 * time.Minute)})
+	re.fake.RevokeToken(fakeapi.GitHub, old.Access) // the first call gets 401 and rotates
+	var n atomic.Int32
+	re.fake.SetHandler(func(w http.ResponseWriter, r *http.Request) bool {
+		if r.Host != fakeapi.HostGitHub || r.URL.Path != "/user" || r.Header.Get("Authorization") == "Bearer "+old.Access {
+			return false
+		}
+		echo := old.Access
+		if n.Add(1) == 2 {
+			echo = old.Refresh
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"login":"pinned-tester","id":1,"name":%q,"type":"User"}`, echo)
+		return true
+	})
+	r, ans := re.research(t, ResearchRequest{Question: "q", Grants: []string{gh}})
+	if r.status != http.StatusOK || len(ans.Steps) != 2 {
+		t.Fatalf("%d %s", r.status, r.body)
+	}
+	for i, st := range ans.Steps {
+		if st.Outcome != research.CodeCredentialEcho {
+			t.Errorf("step %d: %s, want credential_echo", i, st.Outcome)
+		}
+	}
+	if fresh := re.openRotated(t, fakeapi.GitHub, ans.Rotated[fakeapi.GitHub]); fresh.Access == old.Access {
+		t.Errorf("no rotation")
+	}
+	for i, m := range modelRequests(t, re.model) {
+		if strings.Contains(string(m.raw), old.Access) || strings.Contains(string(m.raw), old.Refresh) {
+			t.Errorf("model request %d holds the retired pair", i)
+		}
 	}
 }

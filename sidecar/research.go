@@ -85,6 +85,9 @@ type ResearchResponse struct {
 type heldGrant struct {
 	mu sync.Mutex
 	g  *grant.Grant
+	// past are the grants a rotation replaced: their credentials are
+	// still never to reach the model.
+	past []*grant.Grant
 }
 
 // rotated replaces the held pair with the fresh one a call rotated to.
@@ -95,7 +98,15 @@ func (h *heldGrant) rotated(p rotate.Pair) {
 	c.Kind = grant.KindOAuth
 	c.Secret, c.Refresh = grant.Secret(p.Access), grant.Secret(p.Refresh)
 	c.TokenExpiresAt = rotate.FormatExpiry(p.ExpiresAt)
+	h.past = append(h.past, h.g)
 	h.g = &c
+}
+
+// all returns the held grant and every one it replaced.
+func (h *heldGrant) all() []*grant.Grant {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]*grant.Grant{h.g}, h.past...)
 }
 
 func (h *heldGrant) get() *grant.Grant {
@@ -200,13 +211,12 @@ func (s *Server) handleResearch(w http.ResponseWriter, r *http.Request) {
 		}
 		step := &reqInfo{}
 		start := time.Now()
-		before := h.get()
 		res, rot, e := s.enforceOp(ctx, step, &OpRequest{Service: service, Op: op, Args: args, held: h})
 		if e != nil && e.Rotated != "" {
 			rot = e.Rotated
 		}
 		// A provider echoing the credential: it must never reach the model.
-		echo := e == nil && echoesCredential([]json.RawMessage{res.Data, res.Next}, before, h.get())
+		echo := e == nil && echoesCredential([]json.RawMessage{res.Data, res.Next}, h.all()...)
 		if rot != "" {
 			mu.Lock()
 			rotated[service] = rot
