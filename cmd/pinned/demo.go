@@ -162,7 +162,7 @@ func demoResearch(ctx context.Context, eng *host.Engine, stdout, stderr io.Write
 		fmt.Fprintf(stdout, "research FAILED %s: %s\n", e.Code, e.Message)
 		return 1
 	}
-	fmt.Fprintf(stdout, "answer (%s, %d turns, %d result bytes reached the model, no credential did):\n  %s\n", ans.Stop, ans.Turns, ans.ResultBytes, ans.Answer)
+	fmt.Fprintf(stdout, "answer (%s, %d turns, %d result bytes reached the model, no credential did):\n  %s\n", ans.Stop, ans.Turns, ans.ResultBytes, termSafe(ans.Answer, true))
 	return 0
 }
 

@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/elevenmessenger/pinned/host"
 	"github.com/elevenmessenger/pinned/internal/fakeapi"
@@ -162,7 +163,7 @@ func runResearch(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	if !*asJSON {
-		fmt.Fprintf(stdout, "question: %s\n", q)
+		fmt.Fprintf(stdout, "question: %s\n", termSafe(q, false))
 	}
 	ans, e, err := researchSession(ctx, eng, model, q, tokens, lim, onStep)
 	switch {
@@ -178,7 +179,7 @@ func runResearch(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "%s\n", b)
 		return 0
 	}
-	fmt.Fprintf(stdout, "answer (%s, %d turns, %d steps, %d result bytes):\n%s\n", ans.Stop, ans.Turns, len(ans.Steps), ans.ResultBytes, ans.Answer)
+	fmt.Fprintf(stdout, "answer (%s, %d turns, %d steps, %d result bytes):\n%s\n", ans.Stop, ans.Turns, len(ans.Steps), ans.ResultBytes, termSafe(ans.Answer, true))
 	return 0
 }
 
@@ -202,7 +203,31 @@ func stepLine(st research.Step) string {
 	if st.Service == "" {
 		name = st.Tool
 	}
-	return fmt.Sprintf("%-30s %-16s %7d bytes  args %s", name, st.Outcome, st.Bytes, st.Args)
+	return termSafe(fmt.Sprintf("%-30s %-16s %7d bytes  args %s", name, st.Outcome, st.Bytes, st.Args), false)
+}
+
+// termSafe writes every control character (C0 but, with keepLines, "\n"
+// and "\t"; DEL; C1) and every Unicode format character (bidi controls,
+// zero-width, tag characters) of s as a \u escape, so text a model chose
+// — persuaded, maybe, by the data it read — cannot drive the terminal
+// (ANSI escapes, OSC 8 links, a cleared screen) or hide in it.
+func termSafe(s string, keepLines bool) string {
+	var b strings.Builder
+	for _, r := range strings.ToValidUTF8(s, "\uFFFD") {
+		switch {
+		case keepLines && (r == '\n' || r == '\t'):
+			b.WriteRune(r)
+		case r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) || unicode.Is(unicode.Cf, r):
+			if r > 0xFFFF {
+				fmt.Fprintf(&b, "\\U%08x", r)
+			} else {
+				fmt.Fprintf(&b, "\\u%04x", r)
+			}
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
 }
 
 // scriptedModel starts the fake Messages API with script and returns the

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/elevenmessenger/pinned/internal/fakeapi"
 	"github.com/elevenmessenger/pinned/internal/fakemodel"
+	"github.com/elevenmessenger/pinned/sidecar/research"
 )
 
 // TestRunResearchFake: pinned research --fake answers the seed's question
@@ -65,5 +67,39 @@ func TestRunResearchUsage(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	if code := runResearch([]string{"--help"}, &stdout, &stderr); code != 0 || !strings.Contains(stdout.String(), "Usage: pinned research") {
 		t.Errorf("--help: %d %s", code, &stdout)
+	}
+}
+
+// TestRedteamResearchTermSafe: what `pinned research` prints of a model's
+// choosing (the answer, a step's tool name and args) cannot drive the
+// terminal: ANSI CSI and OSC sequences, C1 controls, bidi overrides and
+// tag characters come out as visible escapes; the answer keeps its lines.
+func TestRedteamResearchTermSafe(t *testing.T) {
+	tests := []struct {
+		name, in  string
+		keepLines bool
+		want      string
+	}{
+		{"plain", "example.com points at GitHub Pages.", true, "example.com points at GitHub Pages."},
+		{"lines kept in the answer", "a\n\tb", true, "a\n\tb"},
+		{"lines escaped in a step", "a\nb", false, `a\u000ab`},
+		{"csi clear screen", "\x1b[2J\x1b[Hdone", true, `\u001b[2J\u001b[Hdone`},
+		{"osc 8 link", "\x1b]8;;https://evil.example\x07click\x1b]8;;\x07", true, `\u001b]8;;https://evil.example\u0007click\u001b]8;;\u0007`},
+		{"c1 csi", "\u009b31mred", true, `\u009b31mred`},
+		{"bidi override", "abc\u202edef", true, `abc\u202edef`},
+		{"tag characters", "x\U000E0069\U000E0067", true, `x\U000e0069\U000e0067`},
+		{"carriage return", "safe\rEVIL", true, `safe\u000dEVIL`},
+		{"invalid utf-8", "a\xffb", true, "a\uFFFDb"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := termSafe(tt.in, tt.keepLines); got != tt.want {
+				t.Errorf("termSafe(%q) = %q, want %q", tt.in, got, tt.want)
+			}
+		})
+	}
+	line := stepLine(research.Step{Tool: "x\x1b[2J", Args: json.RawMessage(`{"a":"\u009b"}`), Outcome: "unknown_op"})
+	if strings.ContainsAny(line, "\x1b\u009b") {
+		t.Errorf("stepLine %q holds a control", line)
 	}
 }
