@@ -2,6 +2,8 @@ module github.com/elevenmessenger/pinned
 
 go 1.26.0
 
+toolchain go1.26.11
+
 require (
 	github.com/anthropics/anthropic-sdk-go v1.84.0
 	github.com/chromedp/cdproto v0.159.0

@@ -35,4 +35,4 @@ func SHA256() (sum [32]byte) {
 
 // GoVersion is the Go toolchain the committed module was built with;
 // rebuilding with another may change its bytes.
-const GoVersion = "go1.26.8"
+const GoVersion = "go1.26.11"

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"os"
-	"runtime"
 	"testing"
 
 	"github.com/elevenmessenger/pinned/internal/wasmbuild"
@@ -14,10 +13,7 @@ import (
 // committed (and embedded) module to be byte-identical: the module is
 // reproducible, so any difference means it is stale. Fix with `make guest`.
 func TestWasmUpToDate(t *testing.T) {
-	if runtime.Version() != GoVersion {
-		t.Fatalf("the committed executor.wasm was built with %s but this toolchain is %s; "+
-			"install %s, or rebuild with `make guest` and update GoVersion", GoVersion, runtime.Version(), GoVersion)
-	}
+	wasmbuild.RequireToolchain(t, GoVersion)
 	got, err := wasmbuild.Build("..", "guest/wasm")
 	if err != nil {
 		t.Fatal(err)

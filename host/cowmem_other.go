@@ -4,13 +4,19 @@ package host
 
 import "errors"
 
-// cowSupported is false: without Linux's memfd and madvise the host falls
-// back to a fresh instance per op.
+// cowSupported is false: without Linux's memfd, madvise and
+// /proc/self/pagemap the reset strategy is refused (Config.Strategy reset
+// reports why through Engine.Strategy) and the host falls back to a fresh
+// instance per op. These stubs mirror cowmem_linux.go's method set; `make
+// check` builds and vets GOOS=darwin and GOOS=windows so they cannot drift.
 const cowSupported = false
 
 var errNoCow = errors.New("copy-on-write memory needs Linux")
 
-type memImage struct{ size int }
+type memImage struct {
+	size int
+	view []byte
+}
 
 func newMemImage([]byte) (*memImage, error) { return nil, errNoCow }
 

@@ -373,8 +373,6 @@ func Imports() []string {
 // documented functions with their exact signatures, imports memory, a
 // table or a global, or lacks the exports _initialize, run and memory.
 func CheckModule(m wazero.CompiledModule) error {
-	sigs := map[string]api.FunctionDefinition{}
-	_ = sigs
 	allowed := map[string][2][]api.ValueType{}
 	for _, f := range pinFuncs {
 		allowed[abi.ModuleName+"."+f.name] = [2][]api.ValueType{f.params, f.results}

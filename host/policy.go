@@ -254,31 +254,9 @@ func (p *opPolicy) checkPath(path string) DenyReason {
 	return ""
 }
 
-// validPathChars reports whether s uses only RFC 3986 pchar characters:
-// unreserved, pct-encoded, sub-delims, ":" and "@".
-func validPathChars(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if !isPchar(s[i]) {
-			return false
-		}
-	}
-	return true
-}
-
 func isUnreserved(c byte) bool {
 	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
 		c == '-' || c == '.' || c == '_' || c == '~'
-}
-
-func isPchar(c byte) bool {
-	if isUnreserved(c) {
-		return true
-	}
-	switch c {
-	case '%', '!', '$', '&', '\'', '(', ')', '*', '+', ',', ';', '=', ':', '@':
-		return true
-	}
-	return false
 }
 
 // percentDecode decodes %XX escapes; ok is false for a malformed escape.

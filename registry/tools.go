@@ -30,7 +30,7 @@ type MCPTool struct {
 
 // MCP returns t in the MCP shape.
 func (t Tool) MCP() MCPTool {
-	return MCPTool{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema}
+	return MCPTool(t)
 }
 
 // ToolOp is one op as the service_op tool offers it.

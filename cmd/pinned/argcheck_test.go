@@ -33,7 +33,7 @@ func TestCheckArgsMatchesEngine(t *testing.T) {
 	type tc struct{ service, op, args string }
 	var cases []tc
 	for _, d := range demoOps { // valid args
-		cases = append(cases, tc{d.service, d.op, d.args})
+		cases = append(cases, tc(d))
 	}
 	long := strings.Repeat("a", registry.DefaultMaxLength+1)
 	bad := []string{`"x"`, `""`, `"."`, `".."`, `"a/b"`, `"line\nbreak"`, `"` + long + `"`, `1`, `-1`, `1.5`, `1e300`,

@@ -270,7 +270,7 @@ func (s *stripeAPI) list(c *call, path, kind string, all []map[string]any, keep 
 			filtered = append(filtered, o)
 		}
 	}
-	start, end := 0, len(filtered)
+	var start, end int // set by each case below
 	cursor := func(param string) (int, bool) {
 		id := q.Get(param)
 		for i, o := range all {
