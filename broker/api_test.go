@@ -7,11 +7,15 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/elevenmessenger/pinned/internal/brokerapi"
 	"github.com/elevenmessenger/pinned/internal/fakeapi"
+	"github.com/elevenmessenger/pinned/internal/httperr"
 	"github.com/elevenmessenger/pinned/registry"
 )
 
@@ -92,7 +96,7 @@ func TestOAuthConfigEndpoint(t *testing.T) {
 		name    string
 		query   string
 		status  int
-		code    string
+		code    brokerapi.Code
 		enabled bool
 		read    []string
 		write   []string
@@ -104,9 +108,9 @@ func TestOAuthConfigEndpoint(t *testing.T) {
 			write: []string{"oauth", "crm.objects.contacts.read", "crm.objects.companies.read", "crm.objects.contacts.write"}, refresh: true},
 		{name: "linear without a client", query: "service=linear", status: 200, enabled: false, read: []string{"read"}, write: []string{"read", "issues:create"}, refresh: true},
 		{name: "dnsimple", query: "service=dnsimple", status: 200, enabled: true, read: []string{}, write: []string{}},
-		{name: "unknown", query: "service=gitlab", status: 404, code: CodeUnknownService},
-		{name: "missing", query: "", status: 400, code: CodeBadRequest},
-		{name: "repeated", query: "service=github&service=linear", status: 400, code: CodeBadRequest},
+		{name: "unknown", query: "service=gitlab", status: 404, code: brokerapi.CodeUnknownService},
+		{name: "missing", query: "", status: 400, code: brokerapi.CodeBadRequest},
+		{name: "repeated", query: "service=github&service=linear", status: 400, code: brokerapi.CodeBadRequest},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -148,8 +152,8 @@ func TestHealthMetricsNotFound(t *testing.T) {
 		{name: "health", method: "GET", path: "/healthz", status: 200, contains: `"status":"ok"`},
 		{name: "metrics", method: "GET", path: "/metrics", status: 200, contains: `pinned_broker_oauth_flows_total{outcome="ok",service="github",step="callback"} 1`},
 		{name: "token metric", method: "GET", path: "/metrics", status: 200, contains: `pinned_broker_token_requests_total{grant="authorization_code",outcome="ok",service="github"} 1`},
-		{name: "not found", method: "GET", path: "/nope", status: 404, contains: CodeNotFound},
-		{name: "wrong method", method: "GET", path: "/api/refresh", status: 405, contains: CodeMethodNotAllowed},
+		{name: "not found", method: "GET", path: "/nope", status: 404, contains: string(brokerapi.CodeNotFound)},
+		{name: "wrong method", method: "GET", path: "/api/refresh", status: 405, contains: string(brokerapi.CodeMethodNotAllowed)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -314,7 +318,7 @@ func TestSecretsNeverLogged(t *testing.T) {
 	secrets = append(secrets, "ghr_secret_refresh_in_a_failure", testInstance, "wrong-instance-token")
 	_, _, metrics := do(t, e, "GET", "/metrics", nil)
 	logs := e.logs.String()
-	if !strings.Contains(logs, "oauth flow completed") || !strings.Contains(logs, "token refreshed") || !strings.Contains(logs, CodeInvalidGrant) {
+	if !strings.Contains(logs, "oauth flow completed") || !strings.Contains(logs, "token refreshed") || !strings.Contains(logs, string(brokerapi.CodeInvalidGrant)) {
 		t.Fatalf("the log misses events:\n%s", logs)
 	}
 	for _, s := range secrets {
@@ -341,10 +345,60 @@ func TestPanicIsInternal(t *testing.T) {
 	h := e.b.accessLog(e.b.recoverer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panic("boom ghr_secret") })))
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/x", nil))
-	if rec.Code != 500 || apiError(t, rec.Body.Bytes()) != CodeInternal || strings.Contains(rec.Body.String(), "boom") {
+	if rec.Code != 500 || apiError(t, rec.Body.Bytes()) != brokerapi.CodeInternal || strings.Contains(rec.Body.String(), "boom") {
 		t.Fatalf("%d %s", rec.Code, rec.Body)
 	}
 	if !strings.Contains(e.logs.String(), "panic: boom") {
 		t.Fatalf("the panic is not logged: %s", e.logs.String())
+	}
+}
+
+// TestOAuthDocListsEveryCode: docs/OAUTH.md's code table lists every code
+// of the broker's status table with its status, and every fragment-only
+// code as "fragment"; it documents no code the broker lacks.
+func TestOAuthDocListsEveryCode(t *testing.T) {
+	doc, err := os.ReadFile("../docs/OAUTH.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	documented := httperr.DocumentedCodes(doc)
+	for _, c := range brokerapi.Codes() {
+		if got, ok := documented[string(c)]; !ok || got != c.Status() {
+			t.Errorf("docs/OAUTH.md: code %s documented with status %d, want %d", c, got, c.Status())
+		}
+	}
+	fragment := map[string]bool{}
+	for _, m := range regexp.MustCompile("(?m)^\\| `([a-z_]+)` \\| fragment \\|").FindAllStringSubmatch(string(doc), -1) {
+		fragment[m[1]] = true
+	}
+	for _, c := range brokerapi.FragmentCodes() {
+		if !fragment[string(c)] {
+			t.Errorf("docs/OAUTH.md: fragment code %s is not documented as \"fragment\"", c)
+		}
+		delete(fragment, string(c))
+	}
+	for c := range fragment {
+		t.Errorf("docs/OAUTH.md documents fragment code %s, which brokerapi does not have", c)
+	}
+	for c := range documented {
+		if brokerapi.Code(c).Status() == http.StatusInternalServerError && c != string(brokerapi.CodeInternal) {
+			t.Errorf("docs/OAUTH.md documents %s, which brokerapi does not have", c)
+		}
+	}
+}
+
+// TestErrorBodyHasRequestID: an error answer carries the answer's
+// X-Request-Id in its body, the one status of its code, and no cause.
+func TestErrorBodyHasRequestID(t *testing.T) {
+	e := newEnv(t, nil)
+	rec := httptest.NewRecorder()
+	e.b.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/api/oauth/config?service=gitlab", nil))
+	var eb httperr.Envelope[brokerapi.Code]
+	if err := json.Unmarshal(rec.Body.Bytes(), &eb); err != nil {
+		t.Fatalf("not an error body: %s", rec.Body)
+	}
+	id := rec.Header().Get("X-Request-Id")
+	if rec.Code != 404 || eb.Error.Code != brokerapi.CodeUnknownService || id == "" || eb.Error.RequestID != id {
+		t.Fatalf("status %d, body %s, X-Request-Id %q", rec.Code, rec.Body, id)
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/rs/zerolog"
 	"golang.org/x/oauth2"
 
+	"github.com/elevenmessenger/pinned/internal/brokerapi"
 	"github.com/elevenmessenger/pinned/internal/httpallow"
 	"github.com/elevenmessenger/pinned/registry"
 )
@@ -211,12 +212,12 @@ func (b *Broker) Handler() http.Handler {
 	r := chi.NewRouter()
 	r.Use(b.accessLog, b.recoverer, securityHeaders)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, b.reqLog(r), errorf(http.StatusNotFound, CodeNotFound, "no such endpoint"))
+		writeError(w, b.reqLog(r), errorf(brokerapi.CodeNotFound, "no such endpoint"))
 	})
 	mux := r
 	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
 		httpallow.Set(w, mux, r)
-		writeError(w, b.reqLog(r), errorf(http.StatusMethodNotAllowed, CodeMethodNotAllowed, "method %s not allowed here", r.Method))
+		writeError(w, b.reqLog(r), errorf(brokerapi.CodeMethodNotAllowed, "method %s not allowed here", r.Method))
 	})
 	r.Get("/healthz", b.health)
 	r.Get("/registry", b.registry)
@@ -304,8 +305,7 @@ func (b *Broker) recoverer(next http.Handler) http.Handler {
 				if v == http.ErrAbortHandler {
 					panic(v)
 				}
-				writeError(w, b.reqLog(r), &Error{Status: http.StatusInternalServerError, Code: CodeInternal,
-					Message: "internal error", Cause: fmt.Errorf("panic: %v", v)})
+				writeError(w, b.reqLog(r), errorf(brokerapi.CodeInternal, "internal error").WithCause(fmt.Errorf("panic: %v", v)))
 			}
 		}()
 		next.ServeHTTP(w, r)
@@ -407,13 +407,13 @@ func (b *Broker) oauthConfig(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Access-Control-Allow-Origin", "*")
 	q := r.URL.Query()
 	if len(q["service"]) != 1 || q.Get("service") == "" {
-		writeError(w, b.reqLog(r), errorf(http.StatusBadRequest, CodeBadRequest, "give exactly one service parameter"))
+		writeError(w, b.reqLog(r), errorf(brokerapi.CodeBadRequest, "give exactly one service parameter"))
 		return
 	}
 	id := q.Get("service")
 	m, ok := b.reg.Service(id)
 	if !ok {
-		writeError(w, b.reqLog(r), errorf(http.StatusNotFound, CodeUnknownService, "no service %q in the registry", truncate(id, 64)))
+		writeError(w, b.reqLog(r), errorf(brokerapi.CodeUnknownService, "no service %q in the registry", truncate(id, 64)))
 		return
 	}
 	doc := oauthConfigDoc{Service: id, CapScopes: capScopes{Read: []string{}, Write: []string{}}}
@@ -431,11 +431,11 @@ func (b *Broker) lookupClient(id string) (*client, *Error) {
 	m, ok := b.reg.Service(id)
 	switch {
 	case !ok:
-		return nil, errorf(http.StatusNotFound, CodeUnknownService, "no service %q in the registry", truncate(id, 64))
+		return nil, errorf(brokerapi.CodeUnknownService, "no service %q in the registry", truncate(id, 64))
 	case m.Auth.OAuth == nil:
-		return nil, errorf(http.StatusNotFound, CodeOAuthUnsupported, "%s has no OAuth flow; paste a scoped token instead", m.Name)
+		return nil, errorf(brokerapi.CodeOAuthUnsupported, "%s has no OAuth flow; paste a scoped token instead", m.Name)
 	case b.clients[id] == nil:
-		return nil, errorf(http.StatusNotFound, CodeOAuthNotConfigured, "this broker has no OAuth app for %s; paste a scoped token instead", m.Name)
+		return nil, errorf(brokerapi.CodeOAuthNotConfigured, "this broker has no OAuth app for %s; paste a scoped token instead", m.Name)
 	}
 	return b.clients[id], nil
 }

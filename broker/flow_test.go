@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/elevenmessenger/pinned/internal/brokerapi"
 	"github.com/elevenmessenger/pinned/internal/fakeapi"
 	"github.com/elevenmessenger/pinned/registry"
 )
@@ -114,25 +115,25 @@ func TestStartRefusals(t *testing.T) {
 		name   string
 		path   string // after the broker URL
 		status int
-		code   string
+		code   brokerapi.Code
 	}{
-		{name: "unknown service", path: "/oauth/gitlab/start?return=" + url.QueryEscape(testReturn), status: 404, code: CodeUnknownService},
-		{name: "no client configured", path: "/oauth/linear/start?return=" + url.QueryEscape(testReturn), status: 404, code: CodeOAuthNotConfigured},
-		{name: "bad cap", path: "/oauth/github/start?cap=admin&return=" + url.QueryEscape(testReturn), status: 400, code: CodeBadCap},
-		{name: "no return", path: "/oauth/github/start?cap=read", status: 400, code: CodeReturnNotAllowed},
-		{name: "return off the allowlist", path: "/oauth/github/start?return=" + url.QueryEscape("https://evil.example/steal"), status: 400, code: CodeReturnNotAllowed},
-		{name: "allowlisted host on another port", path: "/oauth/github/start?return=" + url.QueryEscape("https://app.example.test:8443/x"), status: 400, code: CodeReturnNotAllowed},
-		{name: "allowlisted host on another scheme", path: "/oauth/github/start?return=" + url.QueryEscape("http://app.example.test/x"), status: 400, code: CodeReturnNotAllowed},
-		{name: "subdomain of an allowlisted host", path: "/oauth/github/start?return=" + url.QueryEscape("https://evil.app.example.test/x"), status: 400, code: CodeReturnNotAllowed},
-		{name: "suffix trick", path: "/oauth/github/start?return=" + url.QueryEscape("https://app.example.test.evil.example/x"), status: 400, code: CodeReturnNotAllowed},
-		{name: "userinfo trick", path: "/oauth/github/start?return=" + url.QueryEscape("https://app.example.test@evil.example/x"), status: 400, code: CodeReturnNotAllowed},
-		{name: "backslash trick", path: "/oauth/github/start?return=" + url.QueryEscape(`https://evil.example\@app.example.test/x`), status: 400, code: CodeReturnNotAllowed},
-		{name: "relative", path: "/oauth/github/start?return=" + url.QueryEscape("//evil.example/x"), status: 400, code: CodeReturnNotAllowed},
-		{name: "javascript", path: "/oauth/github/start?return=" + url.QueryEscape("javascript:alert(1)"), status: 400, code: CodeReturnNotAllowed},
-		{name: "with a fragment", path: "/oauth/github/start?return=" + url.QueryEscape(testReturn+"#x"), status: 400, code: CodeReturnNotAllowed},
-		{name: "too long", path: "/oauth/github/start?return=" + url.QueryEscape(testReturn+"?"+strings.Repeat("a", 3000)), status: 400, code: CodeReturnNotAllowed},
-		{name: "repeated return", path: "/oauth/github/start?return=" + url.QueryEscape(testReturn) + "&return=" + url.QueryEscape("https://evil.example/"), status: 400, code: CodeBadRequest},
-		{name: "POST", path: "/oauth/github/start", status: 405, code: CodeMethodNotAllowed},
+		{name: "unknown service", path: "/oauth/gitlab/start?return=" + url.QueryEscape(testReturn), status: 404, code: brokerapi.CodeUnknownService},
+		{name: "no client configured", path: "/oauth/linear/start?return=" + url.QueryEscape(testReturn), status: 404, code: brokerapi.CodeOAuthNotConfigured},
+		{name: "bad cap", path: "/oauth/github/start?cap=admin&return=" + url.QueryEscape(testReturn), status: 400, code: brokerapi.CodeBadCap},
+		{name: "no return", path: "/oauth/github/start?cap=read", status: 400, code: brokerapi.CodeReturnNotAllowed},
+		{name: "return off the allowlist", path: "/oauth/github/start?return=" + url.QueryEscape("https://evil.example/steal"), status: 400, code: brokerapi.CodeReturnNotAllowed},
+		{name: "allowlisted host on another port", path: "/oauth/github/start?return=" + url.QueryEscape("https://app.example.test:8443/x"), status: 400, code: brokerapi.CodeReturnNotAllowed},
+		{name: "allowlisted host on another scheme", path: "/oauth/github/start?return=" + url.QueryEscape("http://app.example.test/x"), status: 400, code: brokerapi.CodeReturnNotAllowed},
+		{name: "subdomain of an allowlisted host", path: "/oauth/github/start?return=" + url.QueryEscape("https://evil.app.example.test/x"), status: 400, code: brokerapi.CodeReturnNotAllowed},
+		{name: "suffix trick", path: "/oauth/github/start?return=" + url.QueryEscape("https://app.example.test.evil.example/x"), status: 400, code: brokerapi.CodeReturnNotAllowed},
+		{name: "userinfo trick", path: "/oauth/github/start?return=" + url.QueryEscape("https://app.example.test@evil.example/x"), status: 400, code: brokerapi.CodeReturnNotAllowed},
+		{name: "backslash trick", path: "/oauth/github/start?return=" + url.QueryEscape(`https://evil.example\@app.example.test/x`), status: 400, code: brokerapi.CodeReturnNotAllowed},
+		{name: "relative", path: "/oauth/github/start?return=" + url.QueryEscape("//evil.example/x"), status: 400, code: brokerapi.CodeReturnNotAllowed},
+		{name: "javascript", path: "/oauth/github/start?return=" + url.QueryEscape("javascript:alert(1)"), status: 400, code: brokerapi.CodeReturnNotAllowed},
+		{name: "with a fragment", path: "/oauth/github/start?return=" + url.QueryEscape(testReturn+"#x"), status: 400, code: brokerapi.CodeReturnNotAllowed},
+		{name: "too long", path: "/oauth/github/start?return=" + url.QueryEscape(testReturn+"?"+strings.Repeat("a", 3000)), status: 400, code: brokerapi.CodeReturnNotAllowed},
+		{name: "repeated return", path: "/oauth/github/start?return=" + url.QueryEscape(testReturn) + "&return=" + url.QueryEscape("https://evil.example/"), status: 400, code: brokerapi.CodeBadRequest},
+		{name: "POST", path: "/oauth/github/start", status: 405, code: brokerapi.CodeMethodNotAllowed},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -191,9 +192,9 @@ func TestCallbackRefusals(t *testing.T) {
 		run  func(t *testing.T, e *env) (status int, loc string, body []byte)
 		// either a JSON error (status, code) or a redirect with #error=code
 		status int
-		code   string
+		code   brokerapi.Code
 	}{
-		{name: "tampered state", status: 400, code: CodeStateInvalid, run: func(t *testing.T, e *env) (int, string, []byte) {
+		{name: "tampered state", status: 400, code: brokerapi.CodeStateInvalid, run: func(t *testing.T, e *env) (int, string, []byte) {
 			cb := begin(t, e, e.browser, fakeapi.GitHub)
 			st := []byte(cb.Query().Get("state"))
 			st[len(st)/2] ^= 1 // one bit anywhere breaks the seal
@@ -202,33 +203,33 @@ func TestCallbackRefusals(t *testing.T) {
 			}
 			return get(t, e.browser, withQuery(cb, map[string]string{"state": string(st)}))
 		}},
-		{name: "truncated state", status: 400, code: CodeStateInvalid, run: func(t *testing.T, e *env) (int, string, []byte) {
+		{name: "truncated state", status: 400, code: brokerapi.CodeStateInvalid, run: func(t *testing.T, e *env) (int, string, []byte) {
 			cb := begin(t, e, e.browser, fakeapi.GitHub)
 			st := cb.Query().Get("state")
 			return get(t, e.browser, withQuery(cb, map[string]string{"state": st[:len(st)-4]}))
 		}},
-		{name: "state sealed with another key", status: 400, code: CodeStateInvalid, run: func(t *testing.T, e *env) (int, string, []byte) {
+		{name: "state sealed with another key", status: 400, code: brokerapi.CodeStateInvalid, run: func(t *testing.T, e *env) (int, string, []byte) {
 			cb := begin(t, e, e.browser, fakeapi.GitHub)
 			aead, _ := newAEAD(make([]byte, StateKeySize))
 			forged, _ := seal(aead, &flowState{V: 1, Service: "github", Cap: "write", Return: testReturn, Expires: time.Now().Add(time.Hour).Unix(), Nonce: "AAAAAAAAAAAAAAAAAAAAAA"})
 			return get(t, e.browser, withQuery(cb, map[string]string{"state": forged}))
 		}},
-		{name: "no state", status: 400, code: CodeStateMissing, run: func(t *testing.T, e *env) (int, string, []byte) {
+		{name: "no state", status: 400, code: brokerapi.CodeStateMissing, run: func(t *testing.T, e *env) (int, string, []byte) {
 			cb := begin(t, e, e.browser, fakeapi.GitHub)
 			return get(t, e.browser, withQuery(cb, map[string]string{"state": ""}))
 		}},
-		{name: "expired state", status: 400, code: CodeStateExpired, run: func(t *testing.T, e *env) (int, string, []byte) {
+		{name: "expired state", status: 400, code: brokerapi.CodeStateExpired, run: func(t *testing.T, e *env) (int, string, []byte) {
 			cb := begin(t, e, e.browser, fakeapi.GitHub)
 			e.clock.Advance(DefaultStateTTL + time.Second)
 			return get(t, e.browser, cb.String())
 		}},
-		{name: "another service's state", status: 400, code: CodeStateServiceMismatch, run: func(t *testing.T, e *env) (int, string, []byte) {
+		{name: "another service's state", status: 400, code: brokerapi.CodeStateServiceMismatch, run: func(t *testing.T, e *env) (int, string, []byte) {
 			cb := begin(t, e, e.browser, fakeapi.GitHub)
 			u := *cb
 			u.Path = strings.Replace(u.Path, "/github/", "/hubspot/", 1)
 			return get(t, e.browser, u.String())
 		}},
-		{name: "return origin dropped from the allowlist since the start", status: 400, code: CodeReturnNotAllowed, run: func(t *testing.T, e *env) (int, string, []byte) {
+		{name: "return origin dropped from the allowlist since the start", status: 400, code: brokerapi.CodeReturnNotAllowed, run: func(t *testing.T, e *env) (int, string, []byte) {
 			cb := begin(t, e, e.browser, fakeapi.GitHub)
 			// The same state key, restarted with a narrower allowlist.
 			e2 := newEnv(t, func(c *Config) { c.AllowedReturnOrigins = []string{"http://localhost:3000"} })
@@ -236,11 +237,11 @@ func TestCallbackRefusals(t *testing.T) {
 			u.Host = strings.TrimPrefix(e2.url, "http://")
 			return get(t, e2.browser, u.String())
 		}},
-		{name: "another browser", code: CodeStateBrowserMismatch, run: func(t *testing.T, e *env) (int, string, []byte) {
+		{name: "another browser", code: brokerapi.CodeStateBrowserMismatch, run: func(t *testing.T, e *env) (int, string, []byte) {
 			cb := begin(t, e, e.browser, fakeapi.GitHub) // the attacker's flow ...
 			return get(t, e.newBrowser(), cb.String())   // ... lands in the victim's browser
 		}},
-		{name: "replayed callback", code: CodeStateBrowserMismatch, run: func(t *testing.T, e *env) (int, string, []byte) {
+		{name: "replayed callback", code: brokerapi.CodeStateBrowserMismatch, run: func(t *testing.T, e *env) (int, string, []byte) {
 			cb := begin(t, e, e.browser, fakeapi.GitHub)
 			if status, _, _ := get(t, e.browser, cb.String()); status != http.StatusFound {
 				t.Fatal("first callback failed")
@@ -251,26 +252,26 @@ func TestCallbackRefusals(t *testing.T) {
 			e.fake.SetAuthorizeError(fakeapi.HubSpot, "access_denied")
 			return get(t, e.browser, begin(t, e, e.browser, fakeapi.HubSpot).String())
 		}},
-		{name: "non-standard provider error", code: CodeProviderError, run: func(t *testing.T, e *env) (int, string, []byte) {
+		{name: "non-standard provider error", code: brokerapi.CodeProviderError, run: func(t *testing.T, e *env) (int, string, []byte) {
 			e.fake.SetAuthorizeError(fakeapi.HubSpot, "<script>")
 			return get(t, e.browser, begin(t, e, e.browser, fakeapi.HubSpot).String())
 		}},
-		{name: "no code", code: CodeCodeMissing, run: func(t *testing.T, e *env) (int, string, []byte) {
+		{name: "no code", code: brokerapi.CodeCodeMissing, run: func(t *testing.T, e *env) (int, string, []byte) {
 			cb := begin(t, e, e.browser, fakeapi.GitHub)
 			return get(t, e.browser, withQuery(cb, map[string]string{"code": ""}))
 		}},
-		{name: "code refused", code: CodeInvalidGrant, run: func(t *testing.T, e *env) (int, string, []byte) {
+		{name: "code refused", code: brokerapi.CodeInvalidGrant, run: func(t *testing.T, e *env) (int, string, []byte) {
 			cb := begin(t, e, e.browser, fakeapi.GitHub)
 			return get(t, e.browser, withQuery(cb, map[string]string{"code": "0123456789abcdef0123"}))
 		}},
-		{name: "pkce verifier checked by the provider", code: CodeInvalidGrant, run: func(t *testing.T, e *env) (int, string, []byte) {
+		{name: "pkce verifier checked by the provider", code: brokerapi.CodeInvalidGrant, run: func(t *testing.T, e *env) (int, string, []byte) {
 			// A code obtained with one flow's challenge, redeemed with
 			// another flow's state (and so its verifier), is refused.
 			cb1 := begin(t, e, e.browser, fakeapi.Linear)
 			cb2 := begin(t, e, e.browser, fakeapi.Linear)
 			return get(t, e.browser, withQuery(cb2, map[string]string{"code": cb1.Query().Get("code")}))
 		}},
-		{name: "provider 5xx", code: CodeProviderUnavailable, run: func(t *testing.T, e *env) (int, string, []byte) {
+		{name: "provider 5xx", code: brokerapi.CodeProviderUnavailable, run: func(t *testing.T, e *env) (int, string, []byte) {
 			cb := begin(t, e, e.browser, fakeapi.HubSpot)
 			e.fake.SetTokenFault(fakeapi.HubSpot, fakeapi.FaultServerError, 0)
 			return get(t, e.browser, cb.String())
@@ -291,7 +292,7 @@ func TestCallbackRefusals(t *testing.T) {
 			}
 			u := mustParse(t, loc)
 			fr := frag(t, u)
-			if !strings.HasPrefix(loc, testReturn+"#") || fr.Get("error") != tt.code || fr.Get("access_token") != "" {
+			if !strings.HasPrefix(loc, testReturn+"#") || fr.Get("error") != string(tt.code) || fr.Get("access_token") != "" {
 				t.Fatalf("redirect %s, want %s#...error=%s", loc, testReturn, tt.code)
 			}
 		})
@@ -322,14 +323,14 @@ func TestStateSealing(t *testing.T) {
 		name string
 		svc  string
 		now  time.Time
-		code string
+		code brokerapi.Code
 	}{
-		{name: "every flipped byte", code: CodeStateInvalid},
-		{name: "other key", code: CodeStateInvalid},
-		{name: "expired", now: now.Add(time.Minute), code: CodeStateExpired},
-		{name: "other service", svc: "linear", code: CodeStateServiceMismatch},
-		{name: "garbage", code: CodeStateInvalid},
-		{name: "huge", code: CodeStateInvalid},
+		{name: "every flipped byte", code: brokerapi.CodeStateInvalid},
+		{name: "other key", code: brokerapi.CodeStateInvalid},
+		{name: "expired", now: now.Add(time.Minute), code: brokerapi.CodeStateExpired},
+		{name: "other service", svc: "linear", code: brokerapi.CodeStateServiceMismatch},
+		{name: "garbage", code: brokerapi.CodeStateInvalid},
+		{name: "huge", code: brokerapi.CodeStateInvalid},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

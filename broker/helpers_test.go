@@ -3,6 +3,8 @@ package broker
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/elevenmessenger/pinned/internal/brokerapi"
+	"github.com/elevenmessenger/pinned/internal/httperr"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
@@ -218,10 +220,10 @@ func frag(t *testing.T, u *url.URL) url.Values {
 	return v
 }
 
-// apiError decodes {"error": {"code", "message"}}.
-func apiError(t *testing.T, body []byte) string {
+// apiError decodes {"error": {"code", "message", "request_id"}}.
+func apiError(t *testing.T, body []byte) brokerapi.Code {
 	t.Helper()
-	var eb errorBody
+	var eb httperr.Envelope[brokerapi.Code]
 	if err := json.Unmarshal(body, &eb); err != nil {
 		t.Fatalf("not an error body: %s", body)
 	}

@@ -19,6 +19,8 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/rs/zerolog"
 	"golang.org/x/oauth2"
+
+	"github.com/elevenmessenger/pinned/internal/brokerapi"
 )
 
 // Connection caps (the cap parameter of /start).
@@ -37,7 +39,7 @@ func singleQuery(r *http.Request) (url.Values, *Error) {
 	q := r.URL.Query()
 	for _, k := range slices.Sorted(maps.Keys(q)) {
 		if len(q[k]) > 1 {
-			return nil, errorf(http.StatusBadRequest, CodeBadRequest, "parameter %q is given more than once", truncate(k, 32))
+			return nil, errorf(brokerapi.CodeBadRequest, "parameter %q is given more than once", truncate(k, 32))
 		}
 	}
 	return q, nil
@@ -50,7 +52,7 @@ func singleQuery(r *http.Request) (url.Values, *Error) {
 // (backslashes, control characters, spaces).
 func (b *Broker) checkReturn(raw string) *Error {
 	refuse := func(why string) *Error {
-		return errorf(http.StatusBadRequest, CodeReturnNotAllowed, "return URL refused: %s", why)
+		return errorf(brokerapi.CodeReturnNotAllowed, "return URL refused: %s", why)
 	}
 	if raw == "" {
 		return refuse("the return parameter is required")
@@ -110,13 +112,13 @@ func (b *Broker) start(w http.ResponseWriter, r *http.Request) {
 		cp = CapRead // read-only is the default connection cap
 	}
 	if cp != CapRead && cp != CapWrite {
-		b.metrics.flows.WithLabelValues(id, "start", CodeBadCap).Inc()
-		writeError(w, log, errorf(http.StatusBadRequest, CodeBadCap, `cap must be "read" or "write"`))
+		b.metrics.flows.WithLabelValues(id, "start", string(brokerapi.CodeBadCap)).Inc()
+		writeError(w, log, errorf(brokerapi.CodeBadCap, `cap must be "read" or "write"`))
 		return
 	}
 	ret := q.Get("return")
 	if e := b.checkReturn(ret); e != nil {
-		b.metrics.flows.WithLabelValues(id, "start", e.Code).Inc()
+		b.metrics.flows.WithLabelValues(id, "start", string(e.Code)).Inc()
 		writeError(w, log, e)
 		return
 	}
@@ -224,13 +226,13 @@ func (b *Broker) callback(w http.ResponseWriter, r *http.Request) {
 	}
 	st, e := open(b.aead, q.Get("state"), id, b.now())
 	if e != nil {
-		b.metrics.flows.WithLabelValues(id, "callback", e.Code).Inc()
+		b.metrics.flows.WithLabelValues(id, "callback", string(e.Code)).Inc()
 		writeError(w, log, e)
 		return
 	}
 	if e := b.checkReturn(st.Return); e != nil {
 		// Sealed by us, but the allowlist changed since the flow started.
-		b.metrics.flows.WithLabelValues(id, "callback", e.Code).Inc()
+		b.metrics.flows.WithLabelValues(id, "callback", string(e.Code)).Inc()
 		writeError(w, log, e)
 		return
 	}
@@ -238,35 +240,35 @@ func (b *Broker) callback(w http.ResponseWriter, r *http.Request) {
 	back := func(frag string) {
 		http.Redirect(w, r, st.Return+"#"+frag, http.StatusFound)
 	}
-	fail := func(code string, cause error) {
-		b.metrics.flows.WithLabelValues(id, "callback", code).Inc()
-		ev := log.Warn().Str("service", id).Str("cap", st.Cap).Str("code", code)
+	fail := func(code brokerapi.Code, cause error) {
+		b.metrics.flows.WithLabelValues(id, "callback", string(code)).Inc()
+		ev := log.Warn().Str("service", id).Str("cap", st.Cap).Str("code", string(code))
 		if cause != nil {
 			ev = ev.AnErr("cause", cause)
 		}
 		ev.Msg("oauth flow failed")
-		back(fragment("service", id, "error", code))
+		back(fragment("service", id, "error", string(code)))
 	}
 	if b.bind {
 		name := cookiePrefix + st.Nonce[:12]
 		ck, err := r.Cookie(name)
 		if err != nil || subtle.ConstantTimeCompare([]byte(ck.Value), []byte(st.Nonce)) != 1 {
-			fail(CodeStateBrowserMismatch, errors.New("the browser-binding cookie is missing or differs"))
+			fail(brokerapi.CodeStateBrowserMismatch, errors.New("the browser-binding cookie is missing or differs"))
 			return
 		}
 		http.SetCookie(w, bindingCookie(c, st.Nonce, "", -1))
 	}
 	if pe := q.Get("error"); pe != "" {
-		code := CodeProviderError
+		code := brokerapi.CodeProviderError
 		if slices.Contains(rfcAuthorizeErrors, pe) {
-			code = pe
+			code = brokerapi.Code(pe)
 		}
 		fail(code, fmt.Errorf("the provider answered error %q", truncate(pe, 64)))
 		return
 	}
 	code := q.Get("code")
 	if code == "" {
-		fail(CodeCodeMissing, nil)
+		fail(brokerapi.CodeCodeMissing, nil)
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.WithValue(r.Context(), oauth2.HTTPClient, b.http), b.timeout)
@@ -278,8 +280,8 @@ func (b *Broker) callback(w http.ResponseWriter, r *http.Request) {
 	tok, err := c.conf.Exchange(ctx, code, opts...)
 	if err != nil {
 		e := classify(err)
-		b.metrics.tokens.WithLabelValues(id, "authorization_code", e.Code).Inc()
-		fail(e.Code, e.Cause)
+		b.metrics.tokens.WithLabelValues(id, "authorization_code", string(e.Code)).Inc()
+		fail(e.Code, e.Cause())
 		return
 	}
 	b.metrics.tokens.WithLabelValues(id, "authorization_code", "ok").Inc()
@@ -382,31 +384,31 @@ func classify(err error) *Error {
 		cause := providerCause{status: status, code: safeCode(code)}
 		switch {
 		case status >= 500 || status == http.StatusTooManyRequests || status == http.StatusRequestTimeout:
-			return errorf(http.StatusBadGateway, CodeProviderUnavailable, "the provider is unavailable; try again later").withCause(cause)
+			return errorf(brokerapi.CodeProviderUnavailable, "the provider is unavailable; try again later").WithCause(cause)
 		case slices.Contains(deadGrantCodes, code):
-			return errorf(http.StatusBadRequest, CodeInvalidGrant, "the provider says the grant is invalid, expired or revoked; reconnect the service").withCause(cause)
+			return errorf(brokerapi.CodeInvalidGrant, "the provider says the grant is invalid, expired or revoked; reconnect the service").WithCause(cause)
 		default:
-			return errorf(http.StatusBadGateway, CodeProviderRejected, "the provider refused the broker's request").withCause(cause)
+			return errorf(brokerapi.CodeProviderRejected, "the provider refused the broker's request").WithCause(cause)
 		}
 	}
 	if errors.Is(err, errRedirect) {
-		return errorf(http.StatusBadGateway, CodeProviderRejected, "the provider's token endpoint redirected").withCause(errRedirect)
+		return errorf(brokerapi.CodeProviderRejected, "the provider's token endpoint redirected").WithCause(errRedirect)
 	}
 	var ne net.Error
 	if errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
-		return errorf(http.StatusGatewayTimeout, CodeProviderUnavailable, "the provider did not answer in time; try again later").withCause(err)
+		return errorf(brokerapi.CodeProviderTimeout, "the provider did not answer in time; try again later").WithCause(err)
 	}
 	var ue *url.Error
 	if errors.As(err, &ue) {
-		return errorf(http.StatusBadGateway, CodeProviderUnavailable, "the provider could not be reached; try again later").withCause(err)
+		return errorf(brokerapi.CodeProviderUnavailable, "the provider could not be reached; try again later").WithCause(err)
 	}
 	if strings.HasPrefix(err.Error(), "oauth2: cannot parse") {
 		// A 2xx answer that is neither JSON nor a form (an intermediary's
 		// HTML page): transient until proven otherwise.
-		return errorf(http.StatusBadGateway, CodeProviderUnavailable, "the provider sent an unreadable answer; try again later").
-			withCause(errors.New("token endpoint answer could not be parsed"))
+		return errorf(brokerapi.CodeProviderUnavailable, "the provider sent an unreadable answer; try again later").
+			WithCause(errors.New("token endpoint answer could not be parsed"))
 	}
-	return errorf(http.StatusBadGateway, CodeProviderRejected, "the provider sent an unusable answer").withCause(err)
+	return errorf(brokerapi.CodeProviderRejected, "the provider sent an unusable answer").WithCause(err)
 }
 
 // hubspotStatus reads HubSpot's {"status": "BAD_REFRESH_TOKEN", ...} error

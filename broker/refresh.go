@@ -12,8 +12,11 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/oauth2"
+
+	"github.com/elevenmessenger/pinned/internal/brokerapi"
 )
 
 // maxRefreshBody bounds the body of POST /api/refresh.
@@ -65,7 +68,7 @@ func (b *Broker) caller(r *http.Request) string {
 func (b *Broker) refresh(w http.ResponseWriter, r *http.Request) {
 	log := b.reqLog(r)
 	if len(b.instances) == 0 {
-		writeError(w, log, errorf(http.StatusServiceUnavailable, CodeRefreshDisabled, "token refresh is disabled on this broker (no instance tokens configured)"))
+		writeError(w, log, errorf(brokerapi.CodeRefreshDisabled, "token refresh is disabled on this broker (no instance tokens configured)"))
 		return
 	}
 	who := b.caller(r)
@@ -78,20 +81,20 @@ func (b *Broker) refresh(w http.ResponseWriter, r *http.Request) {
 		key = "addr:" + host
 	}
 	if ok, wait := b.limiter.allow(key); !ok {
-		e := errorf(http.StatusTooManyRequests, CodeRateLimited, "too many refresh requests; retry later")
-		e.RetryAfter = wait
+		e := errorf(brokerapi.CodeRateLimited, "too many refresh requests; retry later")
+		e.RetryAfter = int((wait + time.Second - 1) / time.Second) // whole seconds, rounded up
 		writeError(w, log, e)
 		return
 	}
 	if who == "" {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="pinned broker"`)
-		writeError(w, log, errorf(http.StatusUnauthorized, CodeUnauthorized, "a valid instance token is required (Authorization: Bearer <token>)"))
+		writeError(w, log, errorf(brokerapi.CodeUnauthorized, "a valid instance token is required (Authorization: Bearer <token>)"))
 		return
 	}
 	l := log.With().Str("caller", who).Logger()
 	log = &l
 	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
-		writeError(w, log, errorf(http.StatusUnsupportedMediaType, CodeUnsupportedMediaType, "the body must be application/json"))
+		writeError(w, log, errorf(brokerapi.CodeUnsupportedMediaType, "the body must be application/json"))
 		return
 	}
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxRefreshBody))
@@ -100,18 +103,18 @@ func (b *Broker) refresh(w http.ResponseWriter, r *http.Request) {
 	if err := dec.Decode(&req); err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			writeError(w, log, errorf(http.StatusRequestEntityTooLarge, CodeBodyTooLarge, "the body is over %d bytes", maxRefreshBody))
+			writeError(w, log, errorf(brokerapi.CodeTooLarge, "the body is over %d bytes", maxRefreshBody))
 			return
 		}
-		writeError(w, log, errorf(http.StatusBadRequest, CodeBadRequest, "the body must be {\"service\": ..., \"refresh_token\": ...}"))
+		writeError(w, log, errorf(brokerapi.CodeBadRequest, "the body must be {\"service\": ..., \"refresh_token\": ...}"))
 		return
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		writeError(w, log, errorf(http.StatusBadRequest, CodeBadRequest, "the body must be one JSON object"))
+		writeError(w, log, errorf(brokerapi.CodeBadRequest, "the body must be one JSON object"))
 		return
 	}
 	if req.Service == "" || req.RefreshToken == "" {
-		writeError(w, log, errorf(http.StatusBadRequest, CodeBadRequest, "service and refresh_token are required"))
+		writeError(w, log, errorf(brokerapi.CodeBadRequest, "service and refresh_token are required"))
 		return
 	}
 	c, e := b.lookupClient(req.Service)
@@ -120,7 +123,7 @@ func (b *Broker) refresh(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !c.oauth.Refresh {
-		writeError(w, log, errorf(http.StatusBadRequest, CodeRefreshUnsupported, "%s issues no refresh tokens", req.Service))
+		writeError(w, log, errorf(brokerapi.CodeRefreshUnsupported, "%s issues no refresh tokens", req.Service))
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.WithValue(r.Context(), oauth2.HTTPClient, b.http), b.timeout)
@@ -128,10 +131,10 @@ func (b *Broker) refresh(w http.ResponseWriter, r *http.Request) {
 	tok, err := c.conf.TokenSource(ctx, &oauth2.Token{RefreshToken: req.RefreshToken}).Token()
 	if err != nil {
 		e := classify(err)
-		if e.Code == CodeInvalidGrant {
+		if e.Code == brokerapi.CodeInvalidGrant {
 			e.Message = "the refresh token is invalid, expired, revoked or already used; reconnect the service"
 		}
-		b.metrics.tokens.WithLabelValues(req.Service, "refresh_token", e.Code).Inc()
+		b.metrics.tokens.WithLabelValues(req.Service, "refresh_token", string(e.Code)).Inc()
 		l := log.With().Str("service", req.Service).Logger()
 		writeError(w, &l, e)
 		return

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/elevenmessenger/pinned/internal/brokerapi"
 	"github.com/elevenmessenger/pinned/internal/fakeapi"
 	"github.com/elevenmessenger/pinned/sidecar/rotate"
 )
@@ -47,35 +48,35 @@ func TestRefresh(t *testing.T) {
 		ctype   string
 		body    func(rt string) string
 		status  int
-		code    string // "" = success
+		code    brokerapi.Code // "" = success
 	}{
 		{name: "github success", service: fakeapi.GitHub, status: 200},
 		{name: "hubspot success", service: fakeapi.HubSpot, status: 200},
 		{name: "linear success", service: fakeapi.Linear, status: 200},
 		{name: "stripe success without expiry", service: fakeapi.Stripe, status: 200},
 		{name: "the second instance token works", service: fakeapi.GitHub, token: testInstance2, status: 200},
-		{name: "missing instance token", service: fakeapi.GitHub, token: "-", status: 401, code: CodeUnauthorized},
-		{name: "wrong instance token", service: fakeapi.GitHub, token: testInstance + "x", status: 401, code: CodeUnauthorized},
-		{name: "no instance tokens configured", service: fakeapi.GitHub, edit: func(c *Config) { c.InstanceTokens = nil }, status: 503, code: CodeRefreshDisabled},
+		{name: "missing instance token", service: fakeapi.GitHub, token: "-", status: 401, code: brokerapi.CodeUnauthorized},
+		{name: "wrong instance token", service: fakeapi.GitHub, token: testInstance + "x", status: 401, code: brokerapi.CodeUnauthorized},
+		{name: "no instance tokens configured", service: fakeapi.GitHub, edit: func(c *Config) { c.InstanceTokens = nil }, status: 503, code: brokerapi.CodeRefreshDisabled},
 		{name: "provider 5xx is retryable", service: fakeapi.GitHub, prepare: func(e *env) { e.fake.SetTokenFault(fakeapi.GitHub, fakeapi.FaultServerError, 0) },
-			status: 502, code: CodeProviderUnavailable},
+			status: 502, code: brokerapi.CodeProviderUnavailable},
 		{name: "provider timeout is retryable", service: fakeapi.HubSpot, edit: func(c *Config) { c.ProviderTimeout = 300 * time.Millisecond },
-			prepare: func(e *env) { e.fake.SetTokenFault(fakeapi.HubSpot, fakeapi.FaultHang, 0) }, status: 504, code: CodeProviderUnavailable},
+			prepare: func(e *env) { e.fake.SetTokenFault(fakeapi.HubSpot, fakeapi.FaultHang, 0) }, status: 504, code: brokerapi.CodeProviderTimeout},
 		{name: "provider invalid_grant", service: fakeapi.Linear, prepare: func(e *env) { e.fake.SetTokenFault(fakeapi.Linear, fakeapi.FaultInvalidGrant, 0) },
-			status: 400, code: CodeInvalidGrant},
+			status: 400, code: brokerapi.CodeInvalidGrant},
 		{name: "github 200-with-error is invalid_grant", service: fakeapi.GitHub, prepare: func(e *env) { e.fake.SetTokenFault(fakeapi.GitHub, fakeapi.FaultInvalidGrant, 0) },
-			status: 400, code: CodeInvalidGrant},
+			status: 400, code: brokerapi.CodeInvalidGrant},
 		{name: "hubspot BAD_REFRESH_TOKEN is invalid_grant", service: fakeapi.HubSpot, prepare: func(e *env) { e.fake.SetTokenFault(fakeapi.HubSpot, fakeapi.FaultInvalidGrant, 0) },
-			status: 400, code: CodeInvalidGrant},
-		{name: "dnsimple has no refresh", service: fakeapi.DNSimple, body: func(string) string { return refreshBody("dnsimple", "x") }, status: 400, code: CodeRefreshUnsupported},
-		{name: "unknown service", service: fakeapi.GitHub, body: func(rt string) string { return refreshBody("gitlab", rt) }, status: 404, code: CodeUnknownService},
+			status: 400, code: brokerapi.CodeInvalidGrant},
+		{name: "dnsimple has no refresh", service: fakeapi.DNSimple, body: func(string) string { return refreshBody("dnsimple", "x") }, status: 400, code: brokerapi.CodeRefreshUnsupported},
+		{name: "unknown service", service: fakeapi.GitHub, body: func(rt string) string { return refreshBody("gitlab", rt) }, status: 404, code: brokerapi.CodeUnknownService},
 		{name: "unconfigured service", service: fakeapi.GitHub, edit: func(c *Config) { delete(c.Clients, fakeapi.HubSpot) },
-			body: func(rt string) string { return refreshBody("hubspot", rt) }, status: 404, code: CodeOAuthNotConfigured},
-		{name: "not JSON", service: fakeapi.GitHub, ctype: "application/x-www-form-urlencoded", status: 415, code: CodeUnsupportedMediaType},
-		{name: "unknown field", service: fakeapi.GitHub, body: func(rt string) string { return `{"service":"github","refresh_token":"x","scope":"all"}` }, status: 400, code: CodeBadRequest},
-		{name: "two objects", service: fakeapi.GitHub, body: func(rt string) string { return refreshBody("github", rt) + "{}" }, status: 400, code: CodeBadRequest},
-		{name: "missing refresh token", service: fakeapi.GitHub, body: func(string) string { return `{"service":"github"}` }, status: 400, code: CodeBadRequest},
-		{name: "huge body", service: fakeapi.GitHub, body: func(string) string { return refreshBody("github", strings.Repeat("x", 20000)) }, status: 413, code: CodeBodyTooLarge},
+			body: func(rt string) string { return refreshBody("hubspot", rt) }, status: 404, code: brokerapi.CodeOAuthNotConfigured},
+		{name: "not JSON", service: fakeapi.GitHub, ctype: "application/x-www-form-urlencoded", status: 415, code: brokerapi.CodeUnsupportedMediaType},
+		{name: "unknown field", service: fakeapi.GitHub, body: func(rt string) string { return `{"service":"github","refresh_token":"x","scope":"all"}` }, status: 400, code: brokerapi.CodeBadRequest},
+		{name: "two objects", service: fakeapi.GitHub, body: func(rt string) string { return refreshBody("github", rt) + "{}" }, status: 400, code: brokerapi.CodeBadRequest},
+		{name: "missing refresh token", service: fakeapi.GitHub, body: func(string) string { return `{"service":"github"}` }, status: 400, code: brokerapi.CodeBadRequest},
+		{name: "huge body", service: fakeapi.GitHub, body: func(string) string { return refreshBody("github", strings.Repeat("x", 20000)) }, status: 413, code: brokerapi.CodeTooLarge},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -115,7 +116,7 @@ func TestRefresh(t *testing.T) {
 				if strings.Contains(string(ans), rt) && rt != "" {
 					t.Fatal("the refresh token is echoed in the error")
 				}
-				if tt.code == CodeProviderUnavailable && time.Since(start) > 5*time.Second {
+				if tt.code == brokerapi.CodeProviderUnavailable && time.Since(start) > 5*time.Second {
 					t.Errorf("the timeout took %v", time.Since(start))
 				}
 				return
@@ -133,7 +134,7 @@ func TestRefresh(t *testing.T) {
 			// Refresh tokens are single-use: presenting the old one again is
 			// invalid_grant, whatever the provider's spelling.
 			status, _, ans = e.postRefresh(t, token, ctype, body)
-			if status != 400 || apiError(t, ans) != CodeInvalidGrant {
+			if status != 400 || apiError(t, ans) != brokerapi.CodeInvalidGrant {
 				t.Fatalf("reuse: %d %s", status, ans)
 			}
 			if _, refs := e.fake.TokenRequests(tt.service); refs != 2 {
@@ -150,15 +151,15 @@ func TestRefreshRateLimit(t *testing.T) {
 		name   string
 		token  string
 		status int
-		code   string
+		code   brokerapi.Code
 	}{
-		{name: "first", token: testInstance, status: 400, code: CodeRefreshUnsupported},
-		{name: "second", token: testInstance, status: 400, code: CodeRefreshUnsupported},
-		{name: "third is limited", token: testInstance, status: 429, code: CodeRateLimited},
-		{name: "another instance has its own bucket", token: testInstance2, status: 400, code: CodeRefreshUnsupported},
-		{name: "unauthenticated 1", token: "nope", status: 401, code: CodeUnauthorized},
-		{name: "unauthenticated 2", token: "nope2", status: 401, code: CodeUnauthorized},
-		{name: "unauthenticated attempts are limited per address", token: "nope3", status: 429, code: CodeRateLimited},
+		{name: "first", token: testInstance, status: 400, code: brokerapi.CodeRefreshUnsupported},
+		{name: "second", token: testInstance, status: 400, code: brokerapi.CodeRefreshUnsupported},
+		{name: "third is limited", token: testInstance, status: 429, code: brokerapi.CodeRateLimited},
+		{name: "another instance has its own bucket", token: testInstance2, status: 400, code: brokerapi.CodeRefreshUnsupported},
+		{name: "unauthenticated 1", token: "nope", status: 401, code: brokerapi.CodeUnauthorized},
+		{name: "unauthenticated 2", token: "nope2", status: 401, code: brokerapi.CodeUnauthorized},
+		{name: "unauthenticated attempts are limited per address", token: "nope3", status: 429, code: brokerapi.CodeRateLimited},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -194,26 +195,26 @@ func TestTokenAnswerShapes(t *testing.T) {
 		ans  answer
 		// refresh outcome
 		status  int
-		code    string
+		code    brokerapi.Code
 		expires bool // expires_at non-empty on success
 	}{
 		{name: "json", ans: answer{200, "application/json", `{"access_token":"a1","refresh_token":"r1","expires_in":3600,"token_type":"bearer"}`}, status: 200, expires: true},
 		{name: "form-encoded", ans: answer{200, "application/x-www-form-urlencoded", `access_token=a1&refresh_token=r1&expires_in=3600&token_type=bearer`}, status: 200, expires: true},
 		{name: "text/plain form", ans: answer{200, "text/plain", `access_token=a1&refresh_token=r1&token_type=bearer`}, status: 200},
 		{name: "json without expires_in is unknown", ans: answer{200, "application/json", `{"access_token":"a1","refresh_token":"r1"}`}, status: 200},
-		{name: "json 200 with error", ans: answer{200, "application/json", `{"error":"invalid_grant","error_description":"used"}`}, status: 400, code: CodeInvalidGrant},
-		{name: "form 200 with error", ans: answer{200, "application/x-www-form-urlencoded", `error=bad_refresh_token&error_description=x`}, status: 400, code: CodeInvalidGrant},
-		{name: "form 200 with error and a token", ans: answer{200, "application/x-www-form-urlencoded", `error=invalid_grant&access_token=a1`}, status: 400, code: CodeInvalidGrant},
-		{name: "json 200 with another error", ans: answer{200, "application/json", `{"error":"unauthorized_client"}`}, status: 502, code: CodeProviderRejected},
-		{name: "400 invalid_grant", ans: answer{400, "application/json", `{"error":"invalid_grant"}`}, status: 400, code: CodeInvalidGrant},
-		{name: "401 invalid_client", ans: answer{401, "application/json", `{"error":"invalid_client"}`}, status: 502, code: CodeProviderRejected},
-		{name: "hubspot status shape", ans: answer{400, "application/json", `{"status":"BAD_REFRESH_TOKEN","message":"missing or unknown refresh token"}`}, status: 400, code: CodeInvalidGrant},
-		{name: "500 even with invalid_grant stays retryable", ans: answer{500, "application/json", `{"error":"invalid_grant"}`}, status: 502, code: CodeProviderUnavailable},
-		{name: "503 html", ans: answer{503, "text/html", `<h1>down</h1>`}, status: 502, code: CodeProviderUnavailable},
-		{name: "429", ans: answer{429, "application/json", `{"error":"slow_down"}`}, status: 502, code: CodeProviderUnavailable},
-		{name: "200 html", ans: answer{200, "text/html", `<html>captive portal</html>`}, status: 502, code: CodeProviderUnavailable},
-		{name: "200 without access_token", ans: answer{200, "application/json", `{"token_type":"bearer"}`}, status: 502, code: CodeProviderRejected},
-		{name: "redirect is not followed", ans: answer{302, "text/html", ``}, status: 502, code: CodeProviderRejected},
+		{name: "json 200 with error", ans: answer{200, "application/json", `{"error":"invalid_grant","error_description":"used"}`}, status: 400, code: brokerapi.CodeInvalidGrant},
+		{name: "form 200 with error", ans: answer{200, "application/x-www-form-urlencoded", `error=bad_refresh_token&error_description=x`}, status: 400, code: brokerapi.CodeInvalidGrant},
+		{name: "form 200 with error and a token", ans: answer{200, "application/x-www-form-urlencoded", `error=invalid_grant&access_token=a1`}, status: 400, code: brokerapi.CodeInvalidGrant},
+		{name: "json 200 with another error", ans: answer{200, "application/json", `{"error":"unauthorized_client"}`}, status: 502, code: brokerapi.CodeProviderRejected},
+		{name: "400 invalid_grant", ans: answer{400, "application/json", `{"error":"invalid_grant"}`}, status: 400, code: brokerapi.CodeInvalidGrant},
+		{name: "401 invalid_client", ans: answer{401, "application/json", `{"error":"invalid_client"}`}, status: 502, code: brokerapi.CodeProviderRejected},
+		{name: "hubspot status shape", ans: answer{400, "application/json", `{"status":"BAD_REFRESH_TOKEN","message":"missing or unknown refresh token"}`}, status: 400, code: brokerapi.CodeInvalidGrant},
+		{name: "500 even with invalid_grant stays retryable", ans: answer{500, "application/json", `{"error":"invalid_grant"}`}, status: 502, code: brokerapi.CodeProviderUnavailable},
+		{name: "503 html", ans: answer{503, "text/html", `<h1>down</h1>`}, status: 502, code: brokerapi.CodeProviderUnavailable},
+		{name: "429", ans: answer{429, "application/json", `{"error":"slow_down"}`}, status: 502, code: brokerapi.CodeProviderUnavailable},
+		{name: "200 html", ans: answer{200, "text/html", `<html>captive portal</html>`}, status: 502, code: brokerapi.CodeProviderUnavailable},
+		{name: "200 without access_token", ans: answer{200, "application/json", `{"token_type":"bearer"}`}, status: 502, code: brokerapi.CodeProviderRejected},
+		{name: "redirect is not followed", ans: answer{302, "text/html", ``}, status: 502, code: brokerapi.CodeProviderRejected},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -254,7 +255,7 @@ func TestTokenAnswerShapes(t *testing.T) {
 			}
 			fr := frag(t, mustParse(t, loc))
 			if tt.code != "" {
-				if fr.Get("error") != tt.code || fr.Has("access_token") {
+				if fr.Get("error") != string(tt.code) || fr.Has("access_token") {
 					t.Fatalf("callback fragment %v, want error %s", fr, tt.code)
 				}
 			} else if status == 200 && (fr.Get("access_token") != "a1" || !fr.Has("expires_at") || (fr.Get("expires_at") != "") != tt.expires) {

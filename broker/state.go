@@ -5,10 +5,11 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
-	"net/http"
 	"time"
 
 	"golang.org/x/crypto/chacha20poly1305"
+
+	"github.com/elevenmessenger/pinned/internal/brokerapi"
 )
 
 // The OAuth state (RFC 6749 section 10.12) is the broker's whole memory of
@@ -65,9 +66,9 @@ func seal(aead cipher.AEAD, st *flowState) (string, error) {
 // open decrypts and checks a state parameter for service at now.
 func open(aead cipher.AEAD, raw, service string, now time.Time) (*flowState, *Error) {
 	if raw == "" {
-		return nil, errorf(http.StatusBadRequest, CodeStateMissing, "the callback has no state parameter")
+		return nil, errorf(brokerapi.CodeStateMissing, "the callback has no state parameter")
 	}
-	invalid := errorf(http.StatusBadRequest, CodeStateInvalid, "the state parameter was not issued by this broker or was altered; start the connection again")
+	invalid := errorf(brokerapi.CodeStateInvalid, "the state parameter was not issued by this broker or was altered; start the connection again")
 	if len(raw) > maxStateLen {
 		return nil, invalid
 	}
@@ -84,10 +85,10 @@ func open(aead cipher.AEAD, raw, service string, now time.Time) (*flowState, *Er
 		return nil, invalid
 	}
 	if !now.Before(time.Unix(st.Expires, 0)) {
-		return nil, errorf(http.StatusBadRequest, CodeStateExpired, "the connection took too long; start it again")
+		return nil, errorf(brokerapi.CodeStateExpired, "the connection took too long; start it again")
 	}
 	if st.Service != service {
-		return nil, errorf(http.StatusBadRequest, CodeStateServiceMismatch, "the state belongs to another service's connection")
+		return nil, errorf(brokerapi.CodeStateServiceMismatch, "the state belongs to another service's connection")
 	}
 	return &st, nil
 }

@@ -2,14 +2,15 @@ package sidecar
 
 import (
 	"net/http"
-	"strconv"
 
 	"github.com/elevenmessenger/pinned/host"
-	"github.com/elevenmessenger/pinned/internal/jsonenc"
+	"github.com/elevenmessenger/pinned/internal/httperr"
 )
 
 // Code is the stable, machine-readable kind of an API error. Codes are part
 // of the API (docs/API.md): a bot branches on them, never on the message.
+// The error model (status table, cause, body, writer) is package
+// internal/httperr's, shared with the broker.
 type Code string
 
 // Every code the sidecar answers with, and its HTTP status. The host's
@@ -75,9 +76,10 @@ const (
 
 // StatusClientClosed is the status logged when the caller went away
 // before the answer (nginx's 499); no client sees it.
-const StatusClientClosed = 499
+const StatusClientClosed = httperr.StatusClientClosed
 
-var codeStatus = map[Code]int{
+// codeStatus is the sidecar's one status table.
+var codeStatus = httperr.Statuses[Code]{
 	CodeBadRequest:       http.StatusBadRequest,
 	CodeUnauthorized:     http.StatusUnauthorized,
 	CodeNotFound:         http.StatusNotFound,
@@ -124,24 +126,13 @@ var codeStatus = map[Code]int{
 
 // Status returns the HTTP status the code is answered with (500 for a
 // code the sidecar does not know).
-func (c Code) Status() int {
-	if s, ok := codeStatus[c]; ok {
-		return s
-	}
-	return http.StatusInternalServerError
-}
+func (c Code) Status() int { return codeStatus.Status(c) }
 
-// Codes returns every code, for documentation and tests.
-func Codes() []Code {
-	out := make([]Code, 0, len(codeStatus))
-	for c := range codeStatus {
-		out = append(out, c)
-	}
-	return out
-}
+// Codes returns every code, sorted, for documentation and tests.
+func Codes() []Code { return codeStatus.Codes() }
 
 // Error is the one error type of the API. Status, Code, Message and the
-// optional fields are sent; the cause is only logged.
+// optional fields are sent, with the request id; the cause is only logged.
 type Error struct {
 	// Status is the HTTP status.
 	Status int
@@ -208,12 +199,11 @@ func fromHost(he *host.Error) *Error {
 	return e
 }
 
-// errorBody is the JSON of an error answer.
+// errorBody is the JSON of an error answer: httperr's members (code,
+// message, request_id, retry_after) and the sidecar's own.
 type errorBody struct {
 	Error struct {
-		Code           Code   `json:"code"`
-		Message        string `json:"message"`
-		RetryAfter     int    `json:"retry_after,omitempty"`
+		httperr.Body[Code]
 		UpstreamStatus int    `json:"upstream_status,omitempty"`
 		Arg            string `json:"arg,omitempty"`
 		Applied        string `json:"applied,omitempty"`
@@ -221,33 +211,24 @@ type errorBody struct {
 	Rotated string `json:"rotated,omitempty"`
 }
 
-func (e *Error) body() []byte {
+func (e *Error) body(requestID string) errorBody {
 	var b errorBody
-	b.Error.Code = e.Code
-	b.Error.Message = e.Message
-	b.Error.RetryAfter = e.RetryAfter
+	b.Error.Body = httperr.Body[Code]{Code: e.Code, Message: e.Message, RequestID: requestID, RetryAfter: e.RetryAfter}
 	b.Error.UpstreamStatus = e.UpstreamStatus
 	b.Error.Arg = e.Arg
 	b.Error.Applied = e.Applied
 	b.Rotated = e.Rotated
-	out, _ := jsonenc.Marshal(b)
-	return out
+	return b
 }
 
-// write sends the error: its status, the JSON body and, with RetryAfter, a
+// write sends the error (httperr.WriteError): its status, the JSON body
+// with the request id of the answer's X-Request-Id and, with RetryAfter, a
 // Retry-After header.
 func (e *Error) write(w http.ResponseWriter) {
-	if e.RetryAfter > 0 {
-		w.Header().Set("Retry-After", strconv.Itoa(e.RetryAfter))
-	}
-	writeJSON(w, e.Status, e.body())
+	httperr.WriteError(w, e.Status, e.RetryAfter, e.body(httperr.RequestID(w)))
 }
 
+// writeJSON answers body, already JSON (httperr.WriteRaw).
 func writeJSON(w http.ResponseWriter, status int, body []byte) {
-	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Cache-Control", "no-store")
-	h.Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(status)
-	_, _ = w.Write(append(body, '\n'))
+	httperr.WriteRaw(w, status, body)
 }

@@ -15,6 +15,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/elevenmessenger/pinned/internal/brokerapi"
 )
 
 // DefaultBrokerTimeout bounds one call to the broker.
@@ -164,13 +166,12 @@ func (c *BrokerClient) Refresh(ctx context.Context, service, refreshToken string
 // known one, else by status (an intermediary's 5xx, 429 or 408 is
 // transient).
 func brokerKind(code string, status int) Kind {
-	switch code {
-	case "invalid_grant":
+	switch c := brokerapi.Code(code); {
+	case c == brokerapi.CodeInvalidGrant:
 		return KindReconnect
-	case "provider_unavailable", "rate_limited", "internal":
+	case c.Retryable():
 		return KindRetryable
-	case "provider_rejected", "refresh_disabled", "refresh_unsupported", "unauthorized",
-		"unknown_service", "oauth_unsupported", "oauth_not_configured", "bad_request":
+	case c.Status() != http.StatusInternalServerError: // one of the broker's other codes
 		return KindFailed
 	}
 	if status >= 500 || status == http.StatusTooManyRequests || status == http.StatusRequestTimeout {

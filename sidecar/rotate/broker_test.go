@@ -62,6 +62,8 @@ func TestBrokerClientAnswers(t *testing.T) {
 		{name: "invalid_grant", status: 400, body: `{"error":{"code":"invalid_grant","message":"reconnect"}}`, kind: KindReconnect, code: "invalid_grant"},
 		{name: "provider 5xx", status: 502, body: `{"error":{"code":"provider_unavailable","message":"x"}}`, kind: KindRetryable, code: "provider_unavailable"},
 		{name: "provider timeout", status: 504, body: `{"error":{"code":"provider_unavailable","message":"x"}}`, kind: KindRetryable, code: "provider_unavailable"},
+		{name: "provider timeout (its own code)", status: 504, body: `{"error":{"code":"provider_timeout","message":"x","request_id":"ab12"}}`, kind: KindRetryable, code: "provider_timeout"},
+		{name: "body too large is not retryable", status: 413, body: `{"error":{"code":"request_too_large","message":"x"}}`, kind: KindFailed, code: "request_too_large"},
 		{name: "rate limited", status: 429, body: `{"error":{"code":"rate_limited","message":"x"}}`, header: map[string]string{"Retry-After": "7"},
 			kind: KindRetryable, code: "rate_limited", retryAfter: 7 * time.Second},
 		{name: "provider rejected is not retryable", status: 502, body: `{"error":{"code":"provider_rejected","message":"x"}}`, kind: KindFailed, code: "provider_rejected"},
