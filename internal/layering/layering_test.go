@@ -1,0 +1,185 @@
+package layering
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path"
+	"slices"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/elevenmessenger/pinned"
+
+// layers lists the project's packages bottom to top (docs/ARCHITECTURE.md,
+// "Layers"); a pattern ending in "/..." matches the package and its
+// subtree. A package may import a package of a lower layer, or one of its
+// own subtree (sidecar → sidecar/grant), never one of its own layer's
+// other families (sidecar ↛ broker) nor one above.
+var layers = []struct {
+	name     string
+	packages []string
+}{
+	// The bottom: each imports nothing of the project's (registry
+	// included: it is what everyone agrees on).
+	{"bottom", []string{"registry/...", "internal/abi", "internal/jsonv", "internal/httperr", "internal/wasmbin",
+		"internal/schematest", "internal/wasmbuild", "internal/fakeapi", "internal/layering"}},
+	{"contracts", []string{"internal/brokerapi"}},
+	{"guest", []string{"guest/..."}},
+	{"host", []string{"host/..."}},
+	{"services", []string{"sidecar/...", "broker/...", "web/..."}},
+	{"binaries", []string{"cmd/...", "internal/benchtool"}},
+}
+
+// allowed are the edges the layers alone would refuse, each with why.
+var allowed = map[[2]string]string{
+	// TODO(issue 11, deferred part): the host renders the request with the
+	// guest's executor (the trusted side importing the untrusted side's
+	// code); the renderer moves where both can import it.
+	{"host", "guest/executor"}: "issue 11: the renderer moves out of guest/executor",
+}
+
+// family is the pattern a package matches (its subtree root), and the
+// layer index.
+func family(pkg string) (string, int) {
+	for i, l := range layers {
+		for _, p := range l.packages {
+			if root, ok := strings.CutSuffix(p, "/..."); ok {
+				if pkg == root || strings.HasPrefix(pkg, root+"/") {
+					return root, i
+				}
+			} else if pkg == p {
+				return p, i
+			}
+		}
+	}
+	return "", -1
+}
+
+type listed struct {
+	ImportPath string
+	Imports    []string
+}
+
+// list runs `go list -json ./...` at the module root under env.
+func list(t *testing.T, env ...string) []listed {
+	t.Helper()
+	cmd := exec.Command("go", "list", "-e", "-json=ImportPath,Imports", "./...")
+	cmd.Dir = "../.."
+	cmd.Env = append(os.Environ(), env...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, stderr.String())
+	}
+	var pkgs []listed
+	for dec := json.NewDecoder(bytes.NewReader(out)); ; {
+		var p listed
+		if err := dec.Decode(&p); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		pkgs = append(pkgs, p)
+	}
+	return pkgs
+}
+
+// violations returns the edges of pkgs the layers refuse.
+func violations(pkgs []listed) []string {
+	var bad []string
+	for _, p := range pkgs {
+		from, ok := strings.CutPrefix(p.ImportPath, module+"/")
+		if !ok {
+			continue
+		}
+		ff, fl := family(from)
+		if fl < 0 {
+			bad = append(bad, from+": in no layer (add it to layers in internal/layering and to docs/ARCHITECTURE.md)")
+			continue
+		}
+		for _, imp := range p.Imports {
+			to, ok := strings.CutPrefix(imp, module+"/")
+			if !ok {
+				continue
+			}
+			tf, tl := family(to)
+			switch {
+			case tl < 0:
+				continue // reported as its own package
+			case ff == tf:
+				continue // its own subtree
+			case tl < fl:
+				continue // downward
+			}
+			if _, ok := allowed[[2]string{from, to}]; ok {
+				continue
+			}
+			dir := "upward"
+			if tl == fl {
+				dir = "sideways"
+			}
+			bad = append(bad, from+" ("+layers[fl].name+") imports "+to+" ("+layers[tl].name+"): "+dir)
+		}
+	}
+	slices.Sort(bad)
+	return bad
+}
+
+// TestLayering: no package of the module imports upward or sideways, on
+// the build (linux or not) and for the guest's wasip1 packages.
+func TestLayering(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go list; skipped with -short")
+	}
+	for _, env := range [][]string{nil, {"GOOS=wasip1", "GOARCH=wasm"}} {
+		t.Run(strings.Join(append([]string{"default"}, env...), ","), func(t *testing.T) {
+			for _, v := range violations(list(t, env...)) {
+				t.Error(v)
+			}
+		})
+	}
+	for edge := range allowed {
+		if _, ff := family(edge[0]); ff < 0 {
+			t.Errorf("allowed edge %v: %s is in no layer", edge, edge[0])
+		}
+	}
+}
+
+// TestViolationsCatches: the check refuses an upward, a sideways and an
+// unlayered edge, and lets downward and own-subtree edges through.
+func TestViolationsCatches(t *testing.T) {
+	p := func(from string, imports ...string) listed {
+		l := listed{ImportPath: path.Join(module, from)}
+		for _, i := range imports {
+			l.Imports = append(l.Imports, path.Join(module, i))
+		}
+		return l
+	}
+	tests := []struct {
+		name string
+		pkg  listed
+		want int
+	}{
+		{name: "registry imports the host", pkg: p("registry", "host"), want: 1},
+		{name: "registry imports an internal library", pkg: p("registry", "internal/abi"), want: 1},
+		{name: "host imports the sidecar", pkg: p("host", "sidecar"), want: 1},
+		{name: "sidecar imports the broker", pkg: p("sidecar/rotate", "broker"), want: 1},
+		{name: "broker imports cmd", pkg: p("broker", "cmd/pinned"), want: 1},
+		{name: "a package in no layer", pkg: p("internal/newthing"), want: 1},
+		{name: "downward and own subtree", pkg: p("sidecar", "host", "registry", "sidecar/grant", "internal/httperr", "fmt"), want: 0},
+		{name: "the allowed edge", pkg: p("host", "guest/executor"), want: 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := violations([]listed{tt.pkg}); len(got) != tt.want {
+				t.Fatalf("violations = %q, want %d", got, tt.want)
+			}
+		})
+	}
+}
