@@ -375,29 +375,12 @@ func isExecutorByte(c byte) bool {
 	return isUnreserved(c) || c == '%'
 }
 
-// hostOwned are headers only the host sets (ABI invariant 2); the guest
+// forbiddenHeader reports whether a canonical header name is the host's:
+// registry.HostOwnedHeader (the one list, shared with the manifest
+// loader) or the manifest's credential header (ABI invariant 2); the guest
 // may not send them whatever the manifest says.
-var hostOwned = map[string]bool{
-	"Authorization":     true,
-	"Cookie":            true,
-	"Host":              true,
-	"Accept-Encoding":   true,
-	"Content-Length":    true,
-	"Content-Type":      true,
-	"Transfer-Encoding": true,
-	"Connection":        true,
-	"Te":                true,
-	"Trailer":           true,
-	"Upgrade":           true,
-	"Keep-Alive":        true,
-	"Expect":            true,
-	"Forwarded":         true,
-}
-
-// forbiddenHeader reports whether a canonical header name is the host's.
 func (p *opPolicy) forbiddenHeader(name string) bool {
-	return hostOwned[name] || strings.HasPrefix(name, "Proxy-") || name == p.authHeader ||
-		strings.HasPrefix(name, "X-Forwarded-")
+	return registry.HostOwnedHeader(name) || name == p.authHeader
 }
 
 func (p *opPolicy) checkHeaders(hs [][2]string) DenyReason {

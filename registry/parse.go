@@ -45,11 +45,28 @@ var (
 )
 
 // hostOwnedHeaders are set by the host alone (lower case); so is every
-// "proxy-*" header and the auth.header name.
+// "proxy-*" and "x-forwarded-*" header ([HostOwnedHeader]) and the
+// auth.header name. This is the one list: the loader refuses a manifest
+// that declares one, and the host's egress policy refuses a request that
+// carries one (ABI invariant 2, docs/SECURITY.md).
 var hostOwnedHeaders = map[string]bool{
 	"authorization": true, "cookie": true, "host": true, "accept-encoding": true,
 	"content-type": true, "content-length": true, "transfer-encoding": true,
 	"connection": true, "te": true, "trailer": true, "upgrade": true, "keep-alive": true,
+	"expect": true, "forwarded": true,
+}
+
+// HostOwnedHeader reports whether the HTTP header name (any case) is one
+// only the host sets: the credential and message framing (Authorization,
+// Cookie, Host, Accept-Encoding, Content-Type, Content-Length, Expect),
+// the hop-by-hop headers (RFC 9110 section 7.6.1: Connection, TE,
+// Trailer, Upgrade, Keep-Alive, Transfer-Encoding), and the proxy headers
+// (Proxy-*, Forwarded, X-Forwarded-*, RFC 7239). A manifest may not
+// declare one ([Parse]); the host refuses a request that carries one. The
+// manifest's own auth.header name is the host's too, per manifest.
+func HostOwnedHeader(name string) bool {
+	l := strings.ToLower(name)
+	return hostOwnedHeaders[l] || strings.HasPrefix(l, "proxy-") || strings.HasPrefix(l, "x-forwarded-")
 }
 
 // reservedAuthorizeParams are the authorization request parameters the
@@ -456,7 +473,7 @@ func (p *parser) checkHeaders(m *Manifest) {
 		case !tokenRE.MatchString(name):
 			p.add("", f, "%q is not an HTTP header name (RFC 9110 token)", name)
 		case hostOwned(name) || m.Auth.Header != "" && strings.EqualFold(name, m.Auth.Header):
-			p.add("", f, "%q is set by the host; a manifest may not set Authorization, Proxy-*, Cookie, Host, Accept-Encoding, Content-Type, Content-Length, hop-by-hop headers or the auth.header name", name)
+			p.add("", f, "%q is set by the host; a manifest may not set Authorization, Proxy-*, Forwarded, X-Forwarded-*, Cookie, Host, Accept-Encoding, Content-Type, Content-Length, Expect, hop-by-hop headers or the auth.header name", name)
 		case seen[lower] != "":
 			p.add("", f, "%q and %q name the same header (names are case-insensitive); keep one", seen[lower], name)
 		case v == "" || !printableASCII(v):
@@ -468,10 +485,7 @@ func (p *parser) checkHeaders(m *Manifest) {
 	}
 }
 
-func hostOwned(name string) bool {
-	l := strings.ToLower(name)
-	return hostOwnedHeaders[l] || strings.HasPrefix(l, "proxy-")
-}
+func hostOwned(name string) bool { return HostOwnedHeader(name) }
 
 func printableASCII(s string) bool {
 	return !strings.ContainsFunc(s, func(r rune) bool { return r < ' ' || r > '~' })
