@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
-	"unicode"
 
 	"github.com/elevenmessenger/pinned/registry"
 )
@@ -84,12 +83,12 @@ func confirmValue(s string) string {
 			b.WriteString("…")
 			break
 		}
-		switch {
-		case r == '\n' || r == '\r' || r == 0x2028 || r == 0x2029:
+		switch classifyRune(r) {
+		case runeLineBreak:
 			b.WriteString("⏎")
-		case unicode.IsControl(r):
+		case runeControl:
 			b.WriteByte(' ')
-		case unicode.Is(unicode.Cf, r): // bidi overrides, zero-width and other format characters
+		case runeInvisible: // bidi overrides, zero-width and other format characters
 			continue
 		default:
 			b.WriteRune(r)

@@ -18,7 +18,6 @@ import (
 	"strings"
 	"syscall"
 	"time"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/elevenmessenger/pinned/registry"
@@ -397,14 +396,15 @@ func redactCredential(msg, secret string) string {
 	return strings.Join(words, " ")
 }
 
-// capMessage replaces control characters (C0, DEL, C1) and bidirectional
-// formatting characters with spaces, and caps s at MaxErrorMessageBytes on
+// capMessage replaces every rune that is not visible text (classifyRune:
+// line breaks, C0/DEL/C1 controls, Unicode format characters such as
+// bidirectional overrides and zero-width spaces) with a space, and caps s at MaxErrorMessageBytes on
 // a UTF-8 boundary, marking a cut with "…". The message is upstream text
 // a terminal or a chat client will show.
 func capMessage(s string) string {
 	var b strings.Builder
 	for _, r := range s {
-		if unicode.IsControl(r) || (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069) || r == 0x200e || r == 0x200f {
+		if classifyRune(r) != runeVisible {
 			r = ' '
 		}
 		if b.Len()+utf8.RuneLen(r) > MaxErrorMessageBytes-len("…") {

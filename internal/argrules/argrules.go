@@ -42,7 +42,8 @@ func (e *DeclError) Error() string { return "argrules: bad declaration: " + e.Ms
 
 func bad(msg string) error { return &DeclError{Msg: msg} }
 
-// DefaultMaxLength mirrors registry.DefaultMaxLength (code points).
+// DefaultMaxLength is registry.DefaultMaxLength (code points;
+// TestDefaultMaxLengthIsTheRegistrys).
 const DefaultMaxLength = 4096
 
 // MaxSafeInteger is the largest integer a float64 holds exactly (2^53-1);
