@@ -14,6 +14,7 @@ import (
 
 	"github.com/elevenmessenger/pinned/internal/brokerapi"
 	"github.com/elevenmessenger/pinned/internal/fakeapi"
+	"github.com/elevenmessenger/pinned/internal/secret"
 	"github.com/elevenmessenger/pinned/sidecar/rotate"
 )
 
@@ -298,7 +299,7 @@ func TestRotateThroughBroker(t *testing.T) {
 	e := newEnv(t, nil)
 	fr := e.pairFor(t, fakeapi.GitHub)
 	exp, _ := time.Parse(time.RFC3339, fr.Get("expires_at"))
-	old := rotate.Pair{Access: fr.Get("access_token"), Refresh: fr.Get("refresh_token"), ExpiresAt: exp}
+	old := rotate.Pair{Access: secret.Secret(fr.Get("access_token")), Refresh: secret.Secret(fr.Get("refresh_token")), ExpiresAt: exp}
 
 	bc, err := rotate.NewBrokerClient(e.url, testInstance, rotate.BrokerOptions{})
 	if err != nil {
@@ -331,16 +332,16 @@ func TestRotateThroughBroker(t *testing.T) {
 	if _, refs := e.fake.TokenRequests(fakeapi.GitHub); refs != 1 {
 		t.Fatalf("the provider saw %d refreshes, want exactly 1", refs)
 	}
-	if st := e.viewer(t, fakeapi.GitHub, got[0].Access); st != http.StatusOK {
+	if st := e.viewer(t, fakeapi.GitHub, string(got[0].Access)); st != http.StatusOK {
 		t.Fatalf("rotated token gets %d", st)
 	}
 	// The burned refresh token through the broker is a reconnect.
-	_, err = bc.Refresh(context.Background(), fakeapi.GitHub, old.Refresh)
+	_, err = bc.Refresh(context.Background(), fakeapi.GitHub, string(old.Refresh))
 	if !errors.Is(err, rotate.ErrReconnectRequired) {
 		t.Fatalf("burned token: %v", err)
 	}
 	e.fake.SetTokenFault(fakeapi.GitHub, fakeapi.FaultServerError, 0)
-	_, err = bc.Refresh(context.Background(), fakeapi.GitHub, got[0].Refresh)
+	_, err = bc.Refresh(context.Background(), fakeapi.GitHub, string(got[0].Refresh))
 	if !errors.Is(err, rotate.ErrRetryable) || errors.Is(err, rotate.ErrReconnectRequired) {
 		t.Fatalf("5xx: %v", err)
 	}

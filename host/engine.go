@@ -48,6 +48,7 @@ import (
 
 	"github.com/elevenmessenger/pinned/guest"
 	"github.com/elevenmessenger/pinned/internal/abi"
+	"github.com/elevenmessenger/pinned/internal/secret"
 	"github.com/elevenmessenger/pinned/registry"
 )
 
@@ -134,14 +135,11 @@ type Credential struct {
 	Secret Secret
 }
 
-// Secret is a credential value. Its String and Format methods redact it,
-// so a Secret printed by mistake shows "[redacted]".
-type Secret string
-
-func (Secret) String() string                  { return "[redacted]" }
-func (Secret) GoString() string                { return "[redacted]" }
-func (Secret) MarshalText() ([]byte, error)    { return []byte("[redacted]"), nil }
-func (s Secret) Format(f fmt.State, verb rune) { _, _ = f.Write([]byte("[redacted]")) }
+// Secret is a credential value (package internal/secret, the one type the
+// host, the grants and the rotation share). Its String, Format and
+// MarshalText methods redact it, so a Secret printed by mistake shows
+// "[redacted]"; string(s) is the value.
+type Secret = secret.Secret
 
 // Call is one op to run.
 type Call struct {

@@ -155,16 +155,16 @@ func TestReplicasRefresh(t *testing.T) {
 			t.Fatalf("op %d (replica %d) got another fresh pair than op 0", i, i%n)
 		}
 	}
-	if fresh.Access == old.Access || fresh.Refresh == old.Refresh {
+	if string(fresh.Access) == string(old.Access) || string(fresh.Refresh) == string(old.Refresh) {
 		t.Fatal("not rotated")
 	}
 	for _, h := range apiCalls(re.fake, fakeapi.GitHub) {
-		if h != "Bearer "+fresh.Access {
+		if h != "Bearer "+string(fresh.Access) {
 			t.Fatal("an op called the API with another token than the fresh one")
 		}
 	}
 	for _, r := range reps {
-		assertNoSecrets(t, r.logs.String(), old.Access, old.Refresh, fresh.Access, fresh.Refresh)
+		assertNoSecrets(t, r.logs.String(), string(old.Access), string(old.Refresh), string(fresh.Access), string(fresh.Refresh))
 	}
 }
 

@@ -64,7 +64,7 @@ func (s *Server) rotationFor(service string, g *grant.Grant) *rotation {
 	exp, _ := rotate.ParseExpiry(g.TokenExpiresAt)
 	return &rotation{
 		s: s, service: service, name: m.Name, memberKey: g.MemberKey, kind: g.Kind,
-		pair: rotate.Pair{Access: string(g.Secret), Refresh: string(g.Refresh), ExpiresAt: exp},
+		pair: rotate.Pair{Access: g.Secret, Refresh: g.Refresh, ExpiresAt: exp},
 	}
 }
 

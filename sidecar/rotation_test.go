@@ -169,7 +169,7 @@ func mintPair(t *testing.T, fake *fakeapi.Server, service string, age time.Durat
 	if err := json.Unmarshal(body, &tok); err != nil || tok.AccessToken == "" || tok.RefreshToken == "" {
 		t.Fatalf("token exchange: %d %s", resp.StatusCode, body)
 	}
-	p := rotate.Pair{Access: tok.AccessToken, Refresh: tok.RefreshToken}
+	p := rotate.Pair{Access: grant.Secret(tok.AccessToken), Refresh: grant.Secret(tok.RefreshToken)}
 	if tok.ExpiresIn > 0 {
 		p.ExpiresAt = issued.Add(time.Duration(tok.ExpiresIn) * time.Second).Truncate(time.Second)
 	}
@@ -219,7 +219,7 @@ func (re *rotEnv) openRotated(t testing.TB, service, sealed string) rotate.Pair 
 	if err != nil {
 		t.Fatal(err)
 	}
-	return rotate.Pair{Access: string(r.Access), Refresh: string(r.Refresh), ExpiresAt: exp}
+	return rotate.Pair{Access: r.Access, Refresh: r.Refresh, ExpiresAt: exp}
 }
 
 // refreshes is how many refresh requests the fake's token endpoint of
@@ -282,7 +282,7 @@ func TestRotationParallelExpiredPair(t *testing.T) {
 	const n = 50
 	re := newRotEnv(t, brokerOpts{}, nil)
 	old := mintPair(t, re.fake, fakeapi.GitHub, 9*time.Hour) // 8-hour tokens: expired an hour ago
-	if !old.ExpiresAt.Before(time.Now()) || viewerStatus(t, re.fake, fakeapi.GitHub, old.Access) != http.StatusUnauthorized {
+	if !old.ExpiresAt.Before(time.Now()) || viewerStatus(t, re.fake, fakeapi.GitHub, string(old.Access)) != http.StatusUnauthorized {
 		t.Fatal("the minted pair is not expired")
 	}
 	grants := make([]string, n)
@@ -327,7 +327,7 @@ func TestRotationParallelExpiredPair(t *testing.T) {
 			t.Fatalf("op %d got another fresh pair than op 0", i)
 		}
 	}
-	if fresh.Access == old.Access || fresh.Refresh == old.Refresh {
+	if string(fresh.Access) == string(old.Access) || string(fresh.Refresh) == string(old.Refresh) {
 		t.Fatal("the rotated pair is the old one")
 	}
 	if d := time.Until(fresh.ExpiresAt); d < 7*time.Hour || d > 9*time.Hour {
@@ -338,11 +338,11 @@ func TestRotationParallelExpiredPair(t *testing.T) {
 		t.Fatalf("the API saw %d calls for %d ops", len(calls), n)
 	}
 	for _, h := range calls {
-		if h != "Bearer "+fresh.Access {
+		if h != "Bearer "+string(fresh.Access) {
 			t.Fatal("an op called the API with another token than the fresh one")
 		}
 	}
-	if st := viewerStatus(t, re.fake, fakeapi.GitHub, fresh.Access); st != http.StatusOK {
+	if st := viewerStatus(t, re.fake, fakeapi.GitHub, string(fresh.Access)); st != http.StatusOK {
 		t.Fatalf("the fresh token gets %d at the fake", st)
 	}
 	// GitHub's form-encoded token answer was read: the broker's refresh did
@@ -361,9 +361,9 @@ func TestRotationParallelExpiredPair(t *testing.T) {
 	if !strings.Contains(logs, `"rotation":"before_call"`) {
 		t.Error("the access log does not say the pair was rotated")
 	}
-	secrets := append([]string{old.Access, old.Refresh, fresh.Access, fresh.Refresh, testInstanceToken, re.member.Encode(), grants[0]}, sealed[:5]...)
+	secrets := append([]string{string(old.Access), string(old.Refresh), string(fresh.Access), string(fresh.Refresh), testInstanceToken, re.member.Encode(), grants[0]}, sealed[:5]...)
 	assertNoSecrets(t, logs, secrets...)
-	assertNoSecrets(t, re.brokerLogs.String(), old.Access, old.Refresh, fresh.Access, fresh.Refresh, testInstanceToken)
+	assertNoSecrets(t, re.brokerLogs.String(), string(old.Access), string(old.Refresh), string(fresh.Access), string(fresh.Refresh), testInstanceToken)
 }
 
 // TestRotationBeforeCall: an expired pair is rotated before the call for
@@ -395,19 +395,19 @@ func TestRotationBeforeCall(t *testing.T) {
 			if got := refreshes(re.fake, tt.service) - before; got != 1 {
 				t.Fatalf("%d refreshes, want 1", got)
 			}
-			if fresh.Access == old.Access || fresh.Refresh == old.Refresh {
+			if string(fresh.Access) == string(old.Access) || string(fresh.Refresh) == string(old.Refresh) {
 				t.Fatal("not rotated")
 			}
 			if d := time.Until(fresh.ExpiresAt); d < tt.lifetime-time.Minute || d > tt.lifetime+time.Minute {
 				t.Fatalf("the fresh pair expires in %s, want %s", d, tt.lifetime)
 			}
-			if calls := apiCalls(re.fake, tt.service); len(calls) != 1 || calls[0] != "Bearer "+fresh.Access {
+			if calls := apiCalls(re.fake, tt.service); len(calls) != 1 || calls[0] != "Bearer "+string(fresh.Access) {
 				t.Fatalf("API calls: %d", len(calls))
 			}
-			if st := viewerStatus(t, re.fake, tt.service, fresh.Access); st != http.StatusOK {
+			if st := viewerStatus(t, re.fake, tt.service, string(fresh.Access)); st != http.StatusOK {
 				t.Fatalf("the fresh token gets %d", st)
 			}
-			assertNoSecrets(t, re.allLogs(), old.Access, old.Refresh, fresh.Access, fresh.Refresh, rotatedOf(t, r.body))
+			assertNoSecrets(t, re.allLogs(), string(old.Access), string(old.Refresh), string(fresh.Access), string(fresh.Refresh), rotatedOf(t, r.body))
 		})
 	}
 }
@@ -423,7 +423,7 @@ func TestRotationAfterUnauthorized(t *testing.T) {
 
 	t.Run("401 then success", func(t *testing.T) {
 		old := mintPair(t, re.fake, gh, 0)
-		re.fake.RevokeToken(gh, old.Access) // expired early: the stated expiry is 8h ahead
+		re.fake.RevokeToken(gh, string(old.Access)) // expired early: the stated expiry is 8h ahead
 		re.fake.Reset()
 		before := refreshes(re.fake, gh)
 		r := re.op(t, gh, "get_viewer", `{}`, re.oauthGrant(t, gh, old, true))
@@ -435,7 +435,7 @@ func TestRotationAfterUnauthorized(t *testing.T) {
 			t.Fatalf("%d refreshes, want 1", got)
 		}
 		calls := apiCalls(re.fake, gh)
-		if len(calls) != 2 || calls[0] != "Bearer "+old.Access || calls[1] != "Bearer "+fresh.Access {
+		if len(calls) != 2 || calls[0] != "Bearer "+string(old.Access) || calls[1] != "Bearer "+string(fresh.Access) {
 			t.Fatalf("want one call with the old token and one retry with the fresh one; got %d calls", len(calls))
 		}
 
@@ -453,19 +453,19 @@ func TestRotationAfterUnauthorized(t *testing.T) {
 		if got := refreshes(re.fake, gh) - before; got != 1 {
 			t.Fatalf("%d refreshes after the grace hit, want still 1", got)
 		}
-		if calls := apiCalls(re.fake, gh); len(calls) != 1 || calls[0] != "Bearer "+fresh.Access {
+		if calls := apiCalls(re.fake, gh); len(calls) != 1 || calls[0] != "Bearer "+string(fresh.Access) {
 			t.Fatalf("grace: %d calls", len(calls))
 		}
 		expectMetric(t, re.metrics(t), `pinned_sidecar_token_grace_hits_total 1`)
 		if !strings.Contains(re.logs.String(), `"rotation":"after_401"`) {
 			t.Error("the access log does not say the pair was rotated after a 401")
 		}
-		assertNoSecrets(t, re.allLogs(), old.Access, old.Refresh, fresh.Access, fresh.Refresh)
+		assertNoSecrets(t, re.allLogs(), string(old.Access), string(old.Refresh), string(fresh.Access), string(fresh.Refresh))
 	})
 
 	t.Run("a second 401 is returned without a loop", func(t *testing.T) {
 		old := mintPair(t, re.fake, gh, 0)
-		re.fake.RevokeToken(gh, old.Access)
+		re.fake.RevokeToken(gh, string(old.Access))
 		re.fake.SetHandler(func(w http.ResponseWriter, r *http.Request) bool {
 			if r.Host != "api.github.com" {
 				return false // the token endpoint answers normally
@@ -491,21 +491,21 @@ func TestRotationAfterUnauthorized(t *testing.T) {
 		// The rotation happened, so the fresh pair comes back on the error.
 		fresh := re.openRotated(t, gh, rotatedOf(t, r.body))
 		re.fake.SetHandler(nil)
-		if fresh.Access == old.Access || viewerStatus(t, re.fake, gh, fresh.Access) != http.StatusOK {
+		if string(fresh.Access) == string(old.Access) || viewerStatus(t, re.fake, gh, string(fresh.Access)) != http.StatusOK {
 			t.Fatal("the pair on the error is not the fresh one")
 		}
 	})
 
 	t.Run("retried call fails otherwise and still carries the fresh pair", func(t *testing.T) {
 		old := mintPair(t, re.fake, gh, 0)
-		re.fake.RevokeToken(gh, old.Access)
+		re.fake.RevokeToken(gh, string(old.Access))
 		re.fake.Reset()
 		r := re.op(t, gh, "get_repo", `{"owner":"pinned-tester","repo":"no-such-repo"}`, re.oauthGrant(t, gh, old, true))
 		if r.status != http.StatusBadGateway || r.err.Error.Code != "upstream_error" || r.err.Error.UpstreamStatus != 404 {
 			t.Fatalf("retried call: %d %s", r.status, r.body)
 		}
 		fresh := re.openRotated(t, gh, rotatedOf(t, r.body))
-		if calls := apiCalls(re.fake, gh); len(calls) != 2 || calls[1] != "Bearer "+fresh.Access {
+		if calls := apiCalls(re.fake, gh); len(calls) != 2 || calls[1] != "Bearer "+string(fresh.Access) {
 			t.Fatalf("%d API calls", len(calls))
 		}
 	})
@@ -519,7 +519,7 @@ func TestRotationAfterUnauthorized(t *testing.T) {
 		if r.status != http.StatusOK || rotatedOf(t, r.body) != "" || refreshes(re.fake, gh) != before {
 			t.Fatalf("a valid pair of unknown expiry: %d %s", r.status, r.body)
 		}
-		re.fake.RevokeToken(gh, p.Access)
+		re.fake.RevokeToken(gh, string(p.Access))
 		r = re.op(t, gh, "get_viewer", `{}`, re.oauthGrant(t, gh, p, true))
 		if r.status != http.StatusOK || refreshes(re.fake, gh)-before != 1 {
 			t.Fatalf("after the token died: %d %s", r.status, r.body)
@@ -651,7 +651,7 @@ func TestRotationFailures(t *testing.T) {
 	t.Run("no member key: a 401 is refused, nothing refreshed", func(t *testing.T) {
 		re := newRotEnv(t, brokerOpts{}, nil)
 		old := mintPair(t, re.fake, gh, 0)
-		re.fake.RevokeToken(gh, old.Access)
+		re.fake.RevokeToken(gh, string(old.Access))
 		re.fake.Reset()
 		before := refreshes(re.fake, gh)
 		r := re.op(t, gh, "get_viewer", `{}`, re.oauthGrant(t, gh, old, false))
@@ -685,6 +685,6 @@ func TestRotationFailures(t *testing.T) {
 		if r := re.op(t, gh, "get_viewer", `{}`, re.oauthGrant(t, gh, live, true)); r.status != http.StatusOK || rotatedOf(t, r.body) != "" {
 			t.Fatalf("a live pair without a broker: %d %s", r.status, r.body)
 		}
-		assertNoSecrets(t, re.allLogs(), old.Access, old.Refresh, live.Access, live.Refresh)
+		assertNoSecrets(t, re.allLogs(), string(old.Access), string(old.Refresh), string(live.Access), string(live.Refresh))
 	})
 }

@@ -26,7 +26,7 @@ var layers = []struct {
 }{
 	// The bottom: each imports nothing of the project's (registry
 	// included: it is what everyone agrees on).
-	{"bottom", []string{"registry/...", "internal/abi", "internal/jsonv", "internal/httperr", "internal/wasmbin",
+	{"bottom", []string{"registry/...", "internal/abi", "internal/jsonv", "internal/httperr", "internal/secret", "internal/wasmbin",
 		"internal/schematest", "internal/wasmbuild", "internal/fakeapi", "internal/layering"}},
 	{"contracts", []string{"internal/brokerapi"}},
 	{"guest", []string{"guest/..."}},

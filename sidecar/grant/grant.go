@@ -54,6 +54,7 @@ import (
 	"golang.org/x/crypto/nacl/box"
 
 	"github.com/elevenmessenger/pinned/internal/jsonv"
+	"github.com/elevenmessenger/pinned/internal/secret"
 )
 
 // Version is the only plaintext version this package seals and opens.
@@ -96,15 +97,12 @@ const (
 	MaxSecretLen = 16 << 10
 )
 
-// Secret is a credential value inside a grant. Its String, Format and
-// MarshalText methods print "[redacted]", so a Grant logged or printed by
-// mistake does not leak it. Seal encodes the real value.
-type Secret string
-
-func (Secret) String() string               { return "[redacted]" }
-func (Secret) GoString() string             { return "[redacted]" }
-func (Secret) MarshalText() ([]byte, error) { return []byte("[redacted]"), nil }
-func (Secret) Format(f fmt.State, _ rune)   { _, _ = io.WriteString(f, "[redacted]") }
+// Secret is a credential value inside a grant: the one type of package
+// internal/secret (the host's Credential.Secret is the same type). Its
+// String, Format and MarshalText methods print "[redacted]", so a Grant
+// logged or printed by mistake does not leak it. Seal encodes the real
+// value.
+type Secret = secret.Secret
 
 // Grant is the v1 plaintext (DESIGN.md, "Grants") plus the optional
 // bindings Op and ArgsSHA256. On the wire:

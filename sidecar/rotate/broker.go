@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/elevenmessenger/pinned/internal/brokerapi"
+	"github.com/elevenmessenger/pinned/internal/secret"
 )
 
 // DefaultBrokerTimeout bounds one call to the broker.
@@ -140,7 +141,7 @@ func (c *BrokerClient) Refresh(ctx context.Context, service, refreshToken string
 		if err != nil {
 			return Pair{}, &Error{Kind: KindFailed, Status: resp.StatusCode, Err: errors.New("the broker's expires_at is not RFC 3339")}
 		}
-		return Pair{Access: ans.AccessToken, Refresh: ans.RefreshToken, ExpiresAt: exp}, nil
+		return Pair{Access: secret.Secret(ans.AccessToken), Refresh: secret.Secret(ans.RefreshToken), ExpiresAt: exp}, nil
 	}
 	var eb struct {
 		Error struct {

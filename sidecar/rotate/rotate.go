@@ -76,6 +76,7 @@ import (
 	"github.com/rs/zerolog"
 	"golang.org/x/sync/singleflight"
 
+	"github.com/elevenmessenger/pinned/internal/secret"
 	"github.com/elevenmessenger/pinned/sidecar/state"
 )
 
@@ -97,11 +98,12 @@ const (
 )
 
 // Pair is an OAuth credential: access token, refresh token and the access
-// token's expiry (zero: unknown). Its String and GoString methods redact
-// the tokens.
+// token's expiry (zero: unknown). The tokens are secret.Secret (the type
+// the grants and the host use), so each prints "[redacted]"; its String
+// and GoString methods redact them too.
 type Pair struct {
-	Access    string
-	Refresh   string
+	Access    secret.Secret
+	Refresh   secret.Secret
 	ExpiresAt time.Time
 }
 
@@ -351,7 +353,7 @@ func (r *Rotator) Stale(p Pair) bool {
 }
 
 // key identifies a credential without holding its token.
-func key(service, refresh string) string {
+func key(service string, refresh secret.Secret) string {
 	h := sha256.New()
 	h.Write([]byte(service))
 	h.Write([]byte{0})
@@ -410,7 +412,8 @@ func storeError(err error) error {
 }
 
 // wirePair is a Pair as the grace cache stores it (sealed by the Redis
-// store).
+// store): the tokens as plain strings, since a secret.Secret marshals as
+// "[redacted]".
 type wirePair struct {
 	Access    string    `json:"access"`
 	Refresh   string    `json:"refresh"`
@@ -418,7 +421,7 @@ type wirePair struct {
 }
 
 func encodePair(p Pair) []byte {
-	b, _ := json.Marshal(wirePair(p))
+	b, _ := json.Marshal(wirePair{Access: string(p.Access), Refresh: string(p.Refresh), ExpiresAt: p.ExpiresAt})
 	return b
 }
 
@@ -428,7 +431,7 @@ func decodePair(b []byte) (Pair, error) {
 		return Pair{}, errors.New("a grace entry is not a token pair")
 	}
 	w.ExpiresAt = w.ExpiresAt.UTC()
-	return Pair(w), nil
+	return Pair{Access: secret.Secret(w.Access), Refresh: secret.Secret(w.Refresh), ExpiresAt: w.ExpiresAt}, nil
 }
 
 // Before prepares p for a call: the pair that superseded it within the
@@ -571,7 +574,7 @@ func (r *Rotator) refresh(ctx context.Context, service, k string, p Pair) (Pair,
 	defer cancel()
 	r.refreshes.Add(1)
 	start := r.now()
-	fresh, err := r.ref.Refresh(ctx, service, p.Refresh)
+	fresh, err := r.ref.Refresh(ctx, service, string(p.Refresh))
 	if err == nil && fresh.Access == "" {
 		err = &Error{Kind: KindFailed, Err: errors.New("the refresher returned no access token")}
 	}

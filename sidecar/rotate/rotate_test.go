@@ -14,6 +14,7 @@ import (
 	"github.com/rs/zerolog"
 	"go.uber.org/goleak"
 
+	"github.com/elevenmessenger/pinned/internal/secret"
 	"github.com/elevenmessenger/pinned/sidecar/state"
 )
 
@@ -66,8 +67,8 @@ func (f *fakeRefresher) Refresh(ctx context.Context, service, rt string) (Pair, 
 	}
 	delete(f.live, rt)
 	f.next++
-	fresh := Pair{Access: "at-" + strconv.Itoa(f.next), Refresh: "rt-" + strconv.Itoa(f.next), ExpiresAt: f.now().Add(8 * time.Hour)}
-	f.live[fresh.Refresh] = true
+	fresh := Pair{Access: secret.Secret("at-" + strconv.Itoa(f.next)), Refresh: secret.Secret("rt-" + strconv.Itoa(f.next)), ExpiresAt: f.now().Add(8 * time.Hour)}
+	f.live[string(fresh.Refresh)] = true
 	return fresh, nil
 }
 
@@ -215,7 +216,7 @@ func TestNonRotatingProvider(t *testing.T) {
 	n := 0
 	ref.hook = func(_, rt string) (Pair, error) {
 		n++
-		return Pair{Access: fmt.Sprintf("at-%d", n), Refresh: ""}, nil // no new refresh token
+		return Pair{Access: secret.Secret(fmt.Sprintf("at-%d", n)), Refresh: ""}, nil // no new refresh token
 	}
 	r := New(ref, Options{})
 	p0 := Pair{Access: "at-0", Refresh: "keep"}
@@ -353,12 +354,14 @@ func (b *blockingRefresher) Refresh(ctx context.Context, service, rt string) (Pa
 func TestGraceCacheBounded(t *testing.T) {
 	clk := &testClock{t: time.Now()}
 	ref := newFakeRefresher()
-	ref.hook = func(_, rt string) (Pair, error) { return Pair{Access: "a-" + rt, Refresh: "n-" + rt}, nil }
+	ref.hook = func(_, rt string) (Pair, error) {
+		return Pair{Access: secret.Secret("a-" + rt), Refresh: secret.Secret("n-" + rt)}, nil
+	}
 	r := New(ref, Options{MaxCached: 10, Now: clk.Now})
 	mem := r.store.(*state.Memory)
 	for i := range 25 {
 		clk.Advance(time.Millisecond)
-		if _, err := r.Rotate(context.Background(), "github", Pair{Access: "x", Refresh: fmt.Sprint("r", i)}); err != nil {
+		if _, err := r.Rotate(context.Background(), "github", Pair{Access: "x", Refresh: secret.Secret(fmt.Sprint("r", i))}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -388,7 +391,7 @@ func TestNothingSecretLoggedOrPrinted(t *testing.T) {
 	if !bytes.Contains(buf.Bytes(), []byte("token refresh")) {
 		t.Fatalf("no log line: %s", out)
 	}
-	for _, s := range []string{"at-secret-0", "rt-secret-0", fresh.Access, fresh.Refresh} {
+	for _, s := range []string{"at-secret-0", "rt-secret-0", string(fresh.Access), string(fresh.Refresh)} {
 		if bytes.Contains([]byte(out), []byte(s)) {
 			t.Errorf("%q leaked: %s", s, out)
 		}
