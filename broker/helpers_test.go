@@ -3,8 +3,6 @@ package broker
 import (
 	"bytes"
 	"encoding/json"
-	"github.com/elevenmessenger/pinned/internal/brokerapi"
-	"github.com/elevenmessenger/pinned/internal/httperr"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
@@ -17,7 +15,10 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/elevenmessenger/pinned/internal/brokerapi"
 	"github.com/elevenmessenger/pinned/internal/fakeapi"
+	"github.com/elevenmessenger/pinned/internal/httperr"
+	"github.com/elevenmessenger/pinned/internal/testutil"
 )
 
 const (
@@ -44,24 +45,6 @@ func (c *clock) Advance(d time.Duration) {
 	c.now = c.now.Add(d)
 }
 
-// syncBuffer is a goroutine-safe log sink.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.buf.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.buf.String()
-}
-
 // env is a broker wired to the provider fake, served on loopback.
 type env struct {
 	t       *testing.T
@@ -70,7 +53,7 @@ type env struct {
 	srv     *httptest.Server
 	url     string
 	clock   *clock
-	logs    *syncBuffer
+	logs    *testutil.SyncBuffer
 	cfg     Config
 	browser *http.Client // cookie jar; broker on loopback, providers at the fake
 }
@@ -90,14 +73,10 @@ var allServices = []string{fakeapi.GitHub, fakeapi.DNSimple, fakeapi.Stripe, fak
 // (edit may change the config before New).
 func newEnv(t *testing.T, edit func(*Config)) *env {
 	t.Helper()
-	fake, err := fakeapi.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(fake.Close)
+	fake := testutil.Fake(t)
 	srv := httptest.NewUnstartedServer(nil)
 	e := &env{t: t, fake: fake, srv: srv, url: "http://" + srv.Listener.Addr().String(),
-		clock: &clock{now: time.Now()}, logs: &syncBuffer{}}
+		clock: &clock{now: time.Now()}, logs: &testutil.SyncBuffer{}}
 	logger := zerolog.New(e.logs)
 	e.cfg = Config{
 		PublicURL:            e.url,

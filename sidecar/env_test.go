@@ -19,30 +19,13 @@ import (
 
 	"github.com/elevenmessenger/pinned/host"
 	"github.com/elevenmessenger/pinned/internal/fakeapi"
+	"github.com/elevenmessenger/pinned/internal/testutil"
 	"github.com/elevenmessenger/pinned/sidecar/grant"
 )
 
 // testCacheDir is shared by every test engine (and across packages, as in
 // package host) so the guest is compiled once per machine.
 var testCacheDir = filepath.Join(os.TempDir(), "pinned-test-wazero-cache")
-
-// syncBuffer is a goroutine-safe log sink.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // shared is the engine and fake most tests share: building an engine
 // takes seconds under the race detector. Tests run one at a time and
@@ -52,14 +35,14 @@ var shared struct {
 	fake *fakeapi.Server
 	eng  *host.Engine
 	hm   *host.Metrics
-	logs *syncBuffer
+	logs *testutil.SyncBuffer
 	err  error
 }
 
-func sharedEngine(t testing.TB) (*fakeapi.Server, *host.Engine, *host.Metrics, *syncBuffer) {
+func sharedEngine(t testing.TB) (*fakeapi.Server, *host.Engine, *host.Metrics, *testutil.SyncBuffer) {
 	t.Helper()
 	shared.once.Do(func() {
-		shared.logs = &syncBuffer{}
+		shared.logs = &testutil.SyncBuffer{}
 		shared.fake, shared.eng, shared.hm, shared.err = newEngine(shared.logs)
 	})
 	if shared.err != nil {
@@ -78,7 +61,7 @@ func closeShared() {
 }
 
 // newEngine starts a fake and an engine wired to it, logging to logs.
-func newEngine(logs *syncBuffer) (*fakeapi.Server, *host.Engine, *host.Metrics, error) {
+func newEngine(logs *testutil.SyncBuffer) (*fakeapi.Server, *host.Engine, *host.Metrics, error) {
 	fake, err := fakeapi.New()
 	if err != nil {
 		return nil, nil, nil, err
@@ -105,9 +88,9 @@ type testEnv struct {
 	eng      *host.Engine
 	srv      *Server
 	key      *grant.PrivateKey
-	base     string      // http://127.0.0.1:port
-	logs     *syncBuffer // the sidecar's
-	hostLogs *syncBuffer // the engine's
+	base     string               // http://127.0.0.1:port
+	logs     *testutil.SyncBuffer // the sidecar's
+	hostLogs *testutil.SyncBuffer // the engine's
 	prom     *prometheus.Registry
 	client   *http.Client
 	stop     func() error // shuts the server down (idempotent) and returns Serve's error
@@ -130,7 +113,7 @@ func newTestEnv(t testing.TB, mod func(*Config)) *testEnv {
 // by env.stop.
 func newOwnTestEnv(t testing.TB, mod func(*Config)) *testEnv {
 	t.Helper()
-	logs := &syncBuffer{}
+	logs := &testutil.SyncBuffer{}
 	fake, eng, hm, err := newEngine(logs)
 	if err != nil {
 		t.Fatal(err)
@@ -139,9 +122,9 @@ func newOwnTestEnv(t testing.TB, mod func(*Config)) *testEnv {
 	return startEnv(t, fake, eng, hm, logs, true, mod)
 }
 
-func startEnv(t testing.TB, fake *fakeapi.Server, eng *host.Engine, hm *host.Metrics, hostLogs *syncBuffer, own bool, mod func(*Config)) *testEnv {
+func startEnv(t testing.TB, fake *fakeapi.Server, eng *host.Engine, hm *host.Metrics, hostLogs *testutil.SyncBuffer, own bool, mod func(*Config)) *testEnv {
 	t.Helper()
-	env := &testEnv{fake: fake, eng: eng, logs: &syncBuffer{}, hostLogs: hostLogs, prom: prometheus.NewRegistry()}
+	env := &testEnv{fake: fake, eng: eng, logs: &testutil.SyncBuffer{}, hostLogs: hostLogs, prom: prometheus.NewRegistry()}
 	env.prom.MustRegister(hm.Denied, hm.Egress, hm.UpstreamBytes)
 	key, err := grant.GenerateKey(nil)
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/elevenmessenger/pinned/broker"
 	"github.com/elevenmessenger/pinned/internal/fakeapi"
+	"github.com/elevenmessenger/pinned/internal/testutil"
 	"github.com/elevenmessenger/pinned/sidecar/grant"
 	"github.com/elevenmessenger/pinned/sidecar/rotate"
 )
@@ -32,7 +33,7 @@ const testInstanceToken = "sidecar-test-instance-token-0123456789abcdef"
 type rotEnv struct {
 	*testEnv
 	brokerURL  string
-	brokerLogs *syncBuffer
+	brokerLogs *testutil.SyncBuffer
 	member     *grant.PrivateKey // the member's key, which rotated pairs are sealed to
 }
 
@@ -57,7 +58,7 @@ func newRotEnv(t *testing.T, bo brokerOpts, mod func(*Config)) *rotEnv {
 			fake.SetOAuthLifetime(svc, 0)
 		}
 	})
-	re := &rotEnv{brokerLogs: &syncBuffer{}}
+	re := &rotEnv{brokerLogs: &testutil.SyncBuffer{}}
 	var err error
 	if re.member, err = grant.GenerateKey(nil); err != nil {
 		t.Fatal(err)

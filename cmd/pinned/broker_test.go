@@ -10,31 +10,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/elevenmessenger/pinned/broker"
 	"github.com/elevenmessenger/pinned/internal/fakeapi"
+	"github.com/elevenmessenger/pinned/internal/testutil"
 )
-
-// lockedBuffer is a goroutine-safe writer.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 func TestRunBrokerExits(t *testing.T) {
 	key := broker.GenerateStateKey()
@@ -71,7 +53,7 @@ func TestRunBrokerExits(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var stdout, stderr lockedBuffer
+			var stdout, stderr testutil.SyncBuffer
 			code := runBrokerContext(context.Background(), tt.args, brokerIO{environ: tt.env, stdout: &stdout, stderr: &stderr})
 			if code != tt.code {
 				t.Fatalf("exit %d, want %d\nstdout: %s\nstderr: %s", code, tt.code, stdout.String(), stderr.String())
@@ -99,16 +81,8 @@ func TestRunBrokerExits(t *testing.T) {
 // (--provider-addr / --provider-ca), runs a connection and a refresh, then
 // stops it by cancelling the context.
 func TestRunBrokerServes(t *testing.T) {
-	fake, err := fakeapi.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fake.Close()
-	dir := t.TempDir()
-	caFile := filepath.Join(dir, "ca.pem")
-	if err := os.WriteFile(caFile, fake.CACertPEM(), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	fake := testutil.Fake(t)
+	caFile := testutil.CAFile(t, fake)
 	const instance = "cmd-test-instance-token-0123456789abcdefghij"
 	env := []string{
 		"PINNED_BROKER_STATE_KEY=" + broker.GenerateStateKey(),
@@ -119,7 +93,7 @@ func TestRunBrokerServes(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan string, 1)
-	var stdout, stderr lockedBuffer
+	var stdout, stderr testutil.SyncBuffer
 	done := make(chan int, 1)
 	go func() {
 		done <- runBrokerContext(ctx, []string{"--listen", "127.0.0.1:0", "--provider-addr", fake.Addr(), "--provider-ca", caFile},

@@ -18,6 +18,7 @@ import (
 
 	"github.com/elevenmessenger/pinned/broker"
 	"github.com/elevenmessenger/pinned/internal/fakeapi"
+	"github.com/elevenmessenger/pinned/internal/testutil"
 	"github.com/elevenmessenger/pinned/sidecar/grant"
 )
 
@@ -223,15 +224,8 @@ func TestRunSidecarAgainstFake(t *testing.T) {
 	clearSidecarEnv(t)
 	t.Setenv("PINNED_SIDECAR_CACHE_DIR", filepath.Join(os.TempDir(), "pinned-test-wazero-cache"))
 	dir := t.TempDir()
-	fake, err := fakeapi.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fake.Close()
-	ca := filepath.Join(dir, "ca.pem")
-	if err := os.WriteFile(ca, fake.CACertPEM(), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	fake := testutil.Fake(t)
+	ca := testutil.CAFile(t, fake)
 
 	// keygen
 	keyFile := filepath.Join(dir, "bot.key")

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -520,7 +521,17 @@ func TestHangReleasedOnClose(t *testing.T) {
 		}
 		done <- err
 	}()
-	time.Sleep(100 * time.Millisecond)
+	// Close once the request is held in the hanging handler (it counts the
+	// refresh before it hangs), not after a guessed delay.
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if _, refreshes := s.TokenRequests(Linear); refreshes == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the token request never reached the fake")
+		}
+		runtime.Gosched()
+	}
 	s.Close()
 	select {
 	case <-done:

@@ -28,7 +28,7 @@ var layers = []struct {
 	// included: it is what everyone agrees on).
 	{"bottom", []string{"registry/...", "internal/abi", "internal/jsonv", "internal/httperr", "internal/secret", "internal/wasmbin",
 		"internal/schematest", "internal/wasmbuild", "internal/fakeapi", "internal/layering"}},
-	{"contracts", []string{"internal/brokerapi"}},
+	{"contracts and test helpers", []string{"internal/brokerapi", "internal/testutil"}},
 	{"guest", []string{"guest/..."}},
 	{"host", []string{"host/..."}},
 	{"services", []string{"sidecar/...", "broker/...", "web/..."}},

@@ -1,0 +1,61 @@
+// Package testutil holds the helpers the tests of several packages share
+// (outside host, whose tests keep their own until its split): a
+// goroutine-safe log sink and the provider fake's set-up. Only _test.go
+// files import it.
+//
+// It imports internal/fakeapi and nothing else of the project's.
+package testutil
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/elevenmessenger/pinned/internal/fakeapi"
+)
+
+// SyncBuffer is a goroutine-safe io.Writer that keeps what was written: a
+// log sink tests read while servers write to it. The zero value is ready.
+type SyncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+// Write appends p.
+func (s *SyncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.buf.Write(p)
+}
+
+// String returns everything written so far.
+func (s *SyncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.buf.String()
+}
+
+// Fake starts the provider fake (fakeapi.New with opts) on loopback and
+// closes it when the test ends.
+func Fake(t testing.TB, opts ...fakeapi.Option) *fakeapi.Server {
+	t.Helper()
+	fake, err := fakeapi.New(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(fake.Close)
+	return fake
+}
+
+// CAFile writes the fake's CA certificate (PEM) into the test's temporary
+// directory and returns its path, for --cacert / --provider-ca flags.
+func CAFile(t testing.TB, fake *fakeapi.Server) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(p, fake.CACertPEM(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
