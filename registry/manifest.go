@@ -73,9 +73,10 @@ type Manifest struct {
 	// Headers are static request headers sent with every op (e.g. GitHub's
 	// Accept and X-GitHub-Api-Version): names are HTTP tokens, unique
 	// case-insensitively; values are non-empty printable ASCII without
-	// placeholders. Names the host owns (Authorization, Cookie, Host,
-	// Proxy-*, Accept-Encoding, Content-Type, Content-Length, hop-by-hop
-	// headers, the Auth.Header name) are refused. Nil when there are none.
+	// placeholders. Names the host owns ([HostOwnedHeader]: Authorization,
+	// Cookie, Host, Proxy-*, Forwarded, X-Forwarded-*, Expect,
+	// Accept-Encoding, Content-Type, Content-Length, hop-by-hop headers;
+	// and the Auth.Header name) are refused. Nil when there are none.
 	Headers map[string]string `json:"headers,omitempty"`
 	// GraphQL marks a GraphQL API: a 200 answer with a non-empty top-level
 	// "errors" array is an error, and an error whose extensions.code is

@@ -1,0 +1,67 @@
+package registry_test
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/elevenmessenger/pinned/registry"
+)
+
+// Parse checks a manifest against every rule of docs/MANIFEST.md and
+// returns it normalized; ops are looked up by name.
+func ExampleParse() {
+	m, err := registry.Parse("acme.json", []byte(`{
+  "manifest": 1,
+  "id": "acme",
+  "name": "Acme",
+  "host": "api.acme.example",
+  "auth": {"scheme": "bearer"},
+  "ops": {
+    "get_viewer": {
+      "access": "read",
+      "summary": "Who the token belongs to",
+      "method": "GET",
+      "path": "/v1/me",
+      "pick": {"fields": ["id", "name"]}
+    }
+  }
+}`))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	op, _ := m.Op("get_viewer")
+	fmt.Println(m.ID, m.Host, m.OpNames(), op.Method, op.Path)
+	// Output: acme api.acme.example [get_viewer] GET /v1/me
+}
+
+// A refused manifest is a *registry.Error listing every problem, each with
+// its file, line, column, op and field.
+func ExampleParse_problems() {
+	_, err := registry.Parse("acme.json", []byte(`{
+  "manifest": 1,
+  "id": "acme",
+  "name": "Acme",
+  "host": "api.acme.example",
+  "auth": {"scheme": "bearer"},
+  "headers": {"X-Forwarded-For": "10.0.0.1"},
+  "ops": {
+    "get_viewer": {
+      "access": "read",
+      "summary": "Who the token belongs to",
+      "method": "get",
+      "path": "/v1/me",
+      "pick": {"fields": ["id"]}
+    }
+  }
+}`))
+	var re *registry.Error
+	if errors.As(err, &re) {
+		for _, p := range re.Problems {
+			fmt.Printf("%s:%d:%d op=%q field=%q\n", p.File, p.Line, p.Col, p.Op, p.Field)
+		}
+	}
+	// Output:
+	// acme.json:7:34 op="" field="headers.X-Forwarded-For"
+	// acme.json:12:17 op="get_viewer" field="method"
+}
