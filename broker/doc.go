@@ -14,8 +14,10 @@
 //
 // HTTP API ([Broker.Handler]): GET /registry, GET /api/oauth/config,
 // GET /oauth/{id}/start, GET /oauth/{id}/callback, POST /api/refresh,
-// GET /healthz, GET /metrics. Errors are [Error] values with the stable
-// Code constants of errors.go. Secrets (client secrets, tokens, codes,
+// GET /healthz, GET /metrics. Errors are [Error] values (the shared model
+// of internal/httperr: {"error": {"code", "message", "request_id"}}) with
+// the stable codes and the one status table of internal/brokerapi, all
+// listed in docs/OAUTH.md. Secrets (client secrets, tokens, codes,
 // verifiers, instance tokens) never appear in logs, errors or metrics.
 //
 // docs/OAUTH.md is the operator's guide.
