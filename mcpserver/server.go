@@ -156,9 +156,14 @@ func New(cfg Config) (*Server, error) {
 		Instructions: "Tools of the third-party services this person connected, run inside the pinned sandbox. " +
 			"A result holds only the fields the op's manifest declares. Write tools run only after the person confirms " +
 			"the sentence shown to them; a declined confirmation sends nothing. The manifests are resources pinned://registry/<id>.",
-		Logger:       slog.New(slog.DiscardHandler),
-		HasTools:     true,
-		HasResources: true,
+		Logger: slog.New(slog.DiscardHandler),
+		// What HasTools and HasResources (deprecated) advertised. Not
+		// logging (deprecated by SEP-2577; the server sends no log
+		// messages), which the SDK's default would advertise.
+		Capabilities: &mcp.ServerCapabilities{
+			Tools:     &mcp.ToolCapabilities{ListChanged: true},
+			Resources: &mcp.ResourceCapabilities{ListChanged: true},
+		},
 	})
 	for _, c := range conns {
 		m, ok := s.reg.Service(c.Service)
@@ -218,10 +223,12 @@ func (s *Server) MCP() *mcp.Server { return s.mcp }
 // constant time); the SDK's DNS-rebinding protection and Go's
 // cross-origin protection apply in any case.
 func (s *Server) Handler(token string) http.Handler {
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, &mcp.StreamableHTTPOptions{
-		CrossOriginProtection: http.NewCrossOriginProtection(),
-		SessionTimeout:        30 * time.Minute,
+	var h http.Handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, &mcp.StreamableHTTPOptions{
+		SessionTimeout: 30 * time.Minute,
 	})
+	// Go's cross-origin protection around the SDK's handler (its
+	// StreamableHTTPOptions.CrossOriginProtection is deprecated for this).
+	h = http.NewCrossOriginProtection().Handler(h)
 	if token == "" {
 		return h
 	}

@@ -32,6 +32,11 @@ var layers = []struct {
 	{"guest", []string{"guest/..."}},
 	{"host", []string{"host/..."}},
 	{"services", []string{"sidecar/...", "broker/...", "web/..."}},
+	// A person's own side: their sealed connections, and the MCP server
+	// that serves them to their agent through the sidecar's op path.
+	{"connection store", []string{"internal/connstore"}},
+	{"agent front ends", []string{"mcpserver/..."}},
+	{"stacks", []string{"internal/webstack"}},
 	{"binaries", []string{"cmd/...", "internal/benchtool"}},
 }
 
