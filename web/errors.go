@@ -1,8 +1,9 @@
 package web
 
 import (
-	"encoding/json"
 	"net/http"
+
+	"github.com/elevenmessenger/pinned/internal/httperr"
 )
 
 // Code is the stable, machine-readable kind of an error of pinned web.
@@ -22,8 +23,8 @@ const (
 	CodeInternal    Code = "internal"               // 500: a bug; the log has the cause
 )
 
-// statusOf maps a code to its HTTP status.
-var statusOf = map[Code]int{
+// statusOf is pinned web's one status table.
+var statusOf = httperr.Statuses[Code]{
 	CodeBadRequest:  http.StatusBadRequest,
 	CodeCrossOrigin: http.StatusForbidden,
 	CodeNotFound:    http.StatusNotFound,
@@ -35,34 +36,15 @@ var statusOf = map[Code]int{
 	CodeInternal:    http.StatusInternalServerError,
 }
 
-// Error is an error answer of pinned web: {"error": {"code", "message"}}.
-// The cause is logged, never sent.
-type Error struct {
-	Code    Code
-	Message string
-	cause   error
-}
+// Error is an error answer of pinned web, in the services' shared model
+// (internal/httperr): {"error": {"code", "message", "request_id"}}. The
+// cause is logged, never sent.
+type Error = httperr.Error[Code]
 
-func (e *Error) Error() string { return string(e.Code) + ": " + e.Message }
+func newError(c Code, msg string) *Error { return statusOf.New(c, msg) }
 
-func newError(c Code, msg string) *Error { return &Error{Code: c, Message: msg} }
-
-func (e *Error) withCause(err error) *Error { e.cause = err; return e }
-
-// write sends the error answer.
-func (e *Error) write(w http.ResponseWriter) {
-	status := statusOf[e.Code]
-	if status == 0 {
-		status = http.StatusInternalServerError
-	}
-	body, _ := json.Marshal(map[string]map[string]string{"error": {"code": string(e.Code), "message": e.Message}})
-	writeJSON(w, status, body)
-}
-
+// writeJSON answers body, already JSON (httperr.WriteRaw: no-store,
+// nosniff).
 func writeJSON(w http.ResponseWriter, status int, body []byte) {
-	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Cache-Control", "no-store")
-	w.WriteHeader(status)
-	_, _ = w.Write(append(body, '\n'))
+	httperr.WriteRaw(w, status, body)
 }

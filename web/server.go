@@ -217,7 +217,7 @@ func sameOrigin(next http.Handler) http.Handler {
 		if why := crossOrigin(r); why != "" {
 			info := infoFrom(r)
 			info.outcome, info.cause = string(CodeCrossOrigin), why
-			newError(CodeCrossOrigin, "refused: "+why+"; pinned web answers its own pages only").write(w)
+			newError(CodeCrossOrigin, "refused: "+why+"; pinned web answers its own pages only").Write(w)
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -297,10 +297,10 @@ func (s *Server) routes() http.Handler {
 	r := chi.NewRouter()
 	r.Use(sanitizeRequestID, middleware.RequestID, s.accessLog, s.recoverer, securityHeaders, s.loopbackHost)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
-		newError(CodeNotFound, "no such page or endpoint").write(w)
+		newError(CodeNotFound, "no such page or endpoint").Write(w)
 	})
 	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
-		newError(CodeMethod, r.Method+" is not allowed here").write(w)
+		newError(CodeMethod, r.Method+" is not allowed here").Write(w)
 	})
 	static := Static()
 	r.Get("/", s.page(static, "index.html"))
@@ -308,7 +308,7 @@ func (s *Server) routes() http.Handler {
 	files := http.StripPrefix("/static/", http.FileServerFS(static))
 	r.Get("/static/*", func(w http.ResponseWriter, r *http.Request) {
 		if strings.HasSuffix(r.URL.Path, "/") { // no directory listings
-			newError(CodeNotFound, "no such file").write(w)
+			newError(CodeNotFound, "no such file").Write(w)
 			return
 		}
 		w.Header().Set("Cache-Control", "no-cache")
@@ -475,7 +475,7 @@ func (s *Server) recoverer(next http.Handler) http.Handler {
 					panic(v)
 				}
 				s.log.Error().Str("event", "panic").Str("panic", fmt.Sprint(v)).Msg("handler panic")
-				newError(CodeInternal, "internal error; the log has the details").write(w)
+				newError(CodeInternal, "internal error; the log has the details").Write(w)
 			}
 		}()
 		next.ServeHTTP(w, r)
