@@ -15,6 +15,7 @@ import (
 
 	"github.com/elevenmessenger/pinned/internal/fakeapi"
 	"github.com/elevenmessenger/pinned/internal/redistest"
+	"github.com/elevenmessenger/pinned/internal/testutil"
 	"github.com/elevenmessenger/pinned/sidecar/grant"
 	"github.com/elevenmessenger/pinned/sidecar/rotate"
 	"github.com/elevenmessenger/pinned/sidecar/state"
@@ -202,7 +203,7 @@ func TestReplicasRedisFaults(t *testing.T) {
 	)
 	ignore := goleak.IgnoreCurrent()
 	srv := redistest.Start(t)
-	logs := &syncBuffer{}
+	logs := &testutil.SyncBuffer{}
 	fake, eng, hm, err := newEngine(logs)
 	if err != nil {
 		t.Fatal(err)
