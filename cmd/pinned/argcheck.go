@@ -1,9 +1,6 @@
 package main
 
 import (
-	"encoding/json"
-	"strings"
-
 	"github.com/elevenmessenger/pinned/host"
 	"github.com/elevenmessenger/pinned/registry"
 )
@@ -23,9 +20,4 @@ func checkArgs(m *registry.Manifest, opName string, _ *registry.Op, args []byte)
 		return herr.Message, nil
 	}
 	return "", herr
-}
-
-// isJSONObject reports whether s is valid JSON whose value is an object.
-func isJSONObject(s string) bool {
-	return json.Valid([]byte(s)) && strings.HasPrefix(strings.TrimSpace(s), "{")
 }

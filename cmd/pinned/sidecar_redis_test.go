@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -49,7 +48,7 @@ func TestRunSidecarRedis(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			r, err := srv.Do("CONFIG", "SET", "maxmemory-policy", tt.policy)
 			if err != nil || r != "+OK" {
-				t.Fatal(fmt.Sprintf("CONFIG SET: %q %v", r, err))
+				t.Fatalf("CONFIG SET: %q %v", r, err)
 			}
 			code, logs := run("--redis-url", tt.url)
 			if code != tt.code || !strings.Contains(logs, tt.want) {

@@ -179,9 +179,7 @@ func TestRunSidecarRefuses(t *testing.T) {
 		{name: "redis password without redis", env: map[string]string{"PINNED_REDIS_PASSWORD": "pw"}, args: []string{"--key-file", key}, code: 2, stderr: "--redis-url is empty"},
 		{name: "zero redis timeout", args: []string{"--key-file", key, "--redis-timeout", "0s"}, code: 2, stderr: "--redis-timeout must be positive"},
 	}
-	for _, rc := range redisCases {
-		tests = append(tests, rc)
-	}
+	tests = append(tests, redisCases...)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			for k, v := range tt.env {
