@@ -84,7 +84,9 @@ func TestRedteamConfirmAnswers(t *testing.T) {
 		{"no answer", nil},
 		{"empty map", mcp.InputResponseMap{}},
 		{"another key", mcp.InputResponseMap{"ok": &mcp.ElicitResult{Action: "accept"}}},
+		//lint:ignore SA1019 hostile input: a client answering with the deprecated sampling result
 		{"sampling result", mcp.InputResponseMap{"confirm": &mcp.CreateMessageWithToolsResult{Role: "user", Model: "x", Content: []mcp.Content{&mcp.TextContent{Text: "accept"}}}}},
+		//lint:ignore SA1019 hostile input: a client answering with the deprecated roots result
 		{"roots result", mcp.InputResponseMap{"confirm": &mcp.ListRootsResult{}}},
 		{"Accept", mcp.InputResponseMap{"confirm": &mcp.ElicitResult{Action: "Accept"}}},
 		{"accept with a space", mcp.InputResponseMap{"confirm": &mcp.ElicitResult{Action: "accept "}}},

@@ -5,6 +5,7 @@ import (
 
 	"github.com/elevenmessenger/pinned/host"
 	"github.com/elevenmessenger/pinned/internal/httperr"
+	"github.com/elevenmessenger/pinned/internal/jsonenc"
 )
 
 // Code is the stable, machine-readable kind of an API error. Codes are part
@@ -211,7 +212,14 @@ type errorBody struct {
 	Rotated string `json:"rotated,omitempty"`
 }
 
-func (e *Error) body(requestID string) errorBody {
+// body is the JSON of the answer (httperr.Body's members with requestID,
+// the sidecar's own beside them).
+func (e *Error) body(requestID string) []byte {
+	out, _ := jsonenc.Marshal(e.doc(requestID))
+	return out
+}
+
+func (e *Error) doc(requestID string) errorBody {
 	var b errorBody
 	b.Error.Body = httperr.Body[Code]{Code: e.Code, Message: e.Message, RequestID: requestID, RetryAfter: e.RetryAfter}
 	b.Error.UpstreamStatus = e.UpstreamStatus
@@ -225,7 +233,7 @@ func (e *Error) body(requestID string) errorBody {
 // with the request id of the answer's X-Request-Id and, with RetryAfter, a
 // Retry-After header.
 func (e *Error) write(w http.ResponseWriter) {
-	httperr.WriteError(w, e.Status, e.RetryAfter, e.body(httperr.RequestID(w)))
+	httperr.WriteError(w, e.Status, e.RetryAfter, e.doc(httperr.RequestID(w)))
 }
 
 // writeJSON answers body, already JSON (httperr.WriteRaw).

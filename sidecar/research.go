@@ -15,6 +15,7 @@ import (
 
 	"github.com/go-chi/chi/v5/middleware"
 
+	"github.com/elevenmessenger/pinned/internal/httperr"
 	"github.com/elevenmessenger/pinned/sidecar/grant"
 	"github.com/elevenmessenger/pinned/sidecar/research"
 	"github.com/elevenmessenger/pinned/sidecar/rotate"
@@ -135,7 +136,7 @@ func (s *Server) researchFail(w http.ResponseWriter, r *http.Request, e *Error, 
 	var inner struct {
 		Error json.RawMessage `json:"error"`
 	}
-	_ = json.Unmarshal(e.body(), &inner)
+	_ = json.Unmarshal(e.body(httperr.RequestID(w)), &inner)
 	b.Error, b.Rotated = inner.Error, rotated
 	body, _ := json.Marshal(b)
 	writeJSON(w, e.Status, body)
@@ -293,7 +294,7 @@ func (s *Server) handleResearch(w http.ResponseWriter, r *http.Request) {
 				info.cause = e.cause.Error()
 			}
 			var b map[string]any
-			_ = json.Unmarshal(e.body(), &b)
+			_ = json.Unmarshal(e.body(httperr.RequestID(w)), &b)
 			if len(rot) > 0 {
 				b["rotated"] = rot
 			}

@@ -148,8 +148,8 @@ func TestResearchEndToEnd(t *testing.T) {
 	// call gets 401, the sidecar rotates the pair and retries.
 	var ghCalls atomic.Int32
 	re.fake.SetHandler(func(w http.ResponseWriter, r *http.Request) bool {
-		if r.Host == fakeapi.HostGitHub && r.Header.Get("Authorization") == "Bearer "+old.Access && ghCalls.Add(1) == 2 {
-			re.fake.RevokeToken(fakeapi.GitHub, old.Access)
+		if r.Host == fakeapi.HostGitHub && r.Header.Get("Authorization") == "Bearer "+string(old.Access) && ghCalls.Add(1) == 2 {
+			re.fake.RevokeToken(fakeapi.GitHub, string(old.Access))
 		}
 		return false
 	})
@@ -192,8 +192,8 @@ func TestResearchEndToEnd(t *testing.T) {
 	// The pair rotated mid-loop comes back sealed, opens with the member
 	// key and is live; the retried call succeeded.
 	fresh := re.openRotated(t, fakeapi.GitHub, ans.Rotated[fakeapi.GitHub])
-	if fresh.Access == old.Access || viewerStatus(t, re.fake, fakeapi.GitHub, fresh.Access) != http.StatusOK || !rotatedOK {
-		t.Errorf("rotation: fresh access differs %v, list_repos ok %v", fresh.Access != old.Access, rotatedOK)
+	if string(fresh.Access) == string(old.Access) || viewerStatus(t, re.fake, fakeapi.GitHub, string(fresh.Access)) != http.StatusOK || !rotatedOK {
+		t.Errorf("rotation: fresh access differs %v, list_repos ok %v", string(fresh.Access) != string(old.Access), rotatedOK)
 	}
 	if len(ans.Rotated) != 1 {
 		t.Errorf("rotated: %v", ans.Rotated)
@@ -201,7 +201,7 @@ func TestResearchEndToEnd(t *testing.T) {
 
 	// Nothing secret reached the model, the logs or the metrics.
 	secrets := map[string]string{
-		"github access": old.Access, "github refresh": old.Refresh, "fresh access": fresh.Access, "fresh refresh": fresh.Refresh,
+		"github access": string(old.Access), "github refresh": string(old.Refresh), "fresh access": string(fresh.Access), "fresh refresh": string(fresh.Refresh),
 		"dnsimple token": fakeapi.Token(fakeapi.DNSimple), "github grant": gh, "dnsimple grant": dns,
 		"member public key": re.member.Public().String(), "member private key": re.member.Encode(),
 		"bot private key": re.key.Encode(), "rotated box": ans.Rotated[fakeapi.GitHub],

@@ -259,7 +259,7 @@ func (s *Server) loopbackHost(next http.Handler) http.Handler {
 			!isLoopbackHost(r.Host) && !s.hostAllowed(r.Host) {
 			info := infoFrom(r)
 			info.outcome, info.cause = string(CodeCrossOrigin), "a non-loopback Host on a loopback connection"
-			newError(CodeCrossOrigin, "refused: the Host header names another site on this loopback server (DNS rebinding?); open pinned web by its own address").write(w)
+			newError(CodeCrossOrigin, "refused: the Host header names another site on this loopback server (DNS rebinding?); open pinned web by its own address").Write(w)
 			return
 		}
 		next.ServeHTTP(w, r)
