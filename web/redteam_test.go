@@ -2,7 +2,6 @@ package web
 
 import (
 	"bufio"
-	"bytes"
 	"crypto/rand"
 	"encoding/base64"
 	"io"
@@ -15,6 +14,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/elevenmessenger/pinned/host"
+	"github.com/elevenmessenger/pinned/internal/testutil"
 )
 
 // live serves s on a real loopback listener (so the connection's local
@@ -245,7 +245,7 @@ func TestRedteamRelayTokenOnlyToBot(t *testing.T) {
 	}))
 	t.Cleanup(redirect.Close)
 	const token = "caller-token-redirect-0123456789"
-	var logs bytes.Buffer
+	var logs testutil.SyncBuffer // the access log is written after the answer, while the test reads
 	l := zerolog.New(&logs)
 	s, err := New(Config{Bots: []Bot{{Name: "eleven", URL: redirect.URL, Token: host.Secret(token)}}, Logger: &l})
 	if err != nil {
