@@ -12,6 +12,7 @@ import (
 
 	"github.com/elevenmessenger/pinned/host"
 	"github.com/elevenmessenger/pinned/internal/fakeapi"
+	"github.com/elevenmessenger/pinned/internal/testutil"
 	"github.com/elevenmessenger/pinned/sidecar/grant"
 )
 
@@ -24,7 +25,7 @@ func ownEngineEnv(t *testing.T, mod func(*host.Config)) *testEnv {
 		t.Fatal(err)
 	}
 	t.Cleanup(fake.Close)
-	logs := &syncBuffer{}
+	logs := &testutil.SyncBuffer{}
 	log := zerolog.New(logs).Level(zerolog.DebugLevel)
 	hm := host.NewMetrics(nil)
 	cfg := host.Config{

@@ -103,8 +103,6 @@ func (o ordered) get1(k string) any {
 	return v
 }
 
-func strptr(s string) *string { return &s }
-
 // newRand returns a deterministic generator for one service's data.
 func newRand(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, 0x70696e6e6564)) }
 
