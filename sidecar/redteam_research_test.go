@@ -641,15 +641,15 @@ func TestRedteamResearchCredentialEchoAfterRotation(t *testing.T) {
 	gh := re.seal(t, grant.Grant{Service: fakeapi.GitHub, Access: grant.AccessRead, Kind: grant.KindOAuth,
 		Secret: grant.Secret(old.Access), Refresh: grant.Secret(old.Refresh), TokenExpiresAt: rotate.FormatExpiry(old.ExpiresAt),
 		MemberKey: re.member.Public().String(), ExpiresAt: time.Now().Add(10 * time.Minute)})
-	re.fake.RevokeToken(fakeapi.GitHub, old.Access) // the first call gets 401 and rotates
+	re.fake.RevokeToken(fakeapi.GitHub, string(old.Access)) // the first call gets 401 and rotates
 	var n atomic.Int32
 	re.fake.SetHandler(func(w http.ResponseWriter, r *http.Request) bool {
-		if r.Host != fakeapi.HostGitHub || r.URL.Path != "/user" || r.Header.Get("Authorization") == "Bearer "+old.Access {
+		if r.Host != fakeapi.HostGitHub || r.URL.Path != "/user" || r.Header.Get("Authorization") == "Bearer "+string(old.Access) {
 			return false
 		}
-		echo := old.Access
+		echo := string(old.Access)
 		if n.Add(1) == 2 {
-			echo = old.Refresh
+			echo = string(old.Refresh)
 		}
 		w.Header().Set("Content-Type", "application/json")
 		fmt.Fprintf(w, `{"login":"pinned-tester","id":1,"name":%q,"type":"User"}`, echo)
@@ -664,11 +664,11 @@ func TestRedteamResearchCredentialEchoAfterRotation(t *testing.T) {
 			t.Errorf("step %d: %s, want credential_echo", i, st.Outcome)
 		}
 	}
-	if fresh := re.openRotated(t, fakeapi.GitHub, ans.Rotated[fakeapi.GitHub]); fresh.Access == old.Access {
+	if fresh := re.openRotated(t, fakeapi.GitHub, ans.Rotated[fakeapi.GitHub]); string(fresh.Access) == string(old.Access) {
 		t.Errorf("no rotation")
 	}
 	for i, m := range modelRequests(t, re.model) {
-		if strings.Contains(string(m.raw), old.Access) || strings.Contains(string(m.raw), old.Refresh) {
+		if strings.Contains(string(m.raw), string(old.Access)) || strings.Contains(string(m.raw), string(old.Refresh)) {
 			t.Errorf("model request %d holds the retired pair", i)
 		}
 	}
