@@ -84,7 +84,7 @@ func compactTool(m *registry.Manifest, ops []string, withWrites bool) *mcp.Tool 
 			continue
 		}
 		names = append(names, n)
-		fmt.Fprintf(&b, "- %s [%s] %s Args: %s", n, op.Access, sentence(op.Summary), argList(op))
+		fmt.Fprintf(&b, "- %s [%s] %s Args: %s", n, op.Access, sentence(op.Summary), op.ArgSummary())
 		if op.Access == registry.AccessWrite {
 			b.WriteString(" Runs only after the person confirms: " + op.Confirm)
 		}
@@ -110,28 +110,6 @@ func compactTool(m *registry.Manifest, ops []string, withWrites bool) *mcp.Tool 
 		InputSchema: schema,
 		Annotations: ann,
 	}
-}
-
-// argList renders an op's args: "owner (string, required), per_page
-// (integer, default 30)." or "none.".
-func argList(op *registry.Op) string {
-	names := op.ArgNames()
-	if len(names) == 0 {
-		return "none."
-	}
-	parts := make([]string, len(names))
-	for i, n := range names {
-		a := op.Args[n]
-		attrs := []string{a.Type}
-		if a.Required {
-			attrs = append(attrs, "required")
-		}
-		if len(a.Default) > 0 {
-			attrs = append(attrs, "default "+string(a.Default))
-		}
-		parts[i] = n + " (" + strings.Join(attrs, ", ") + ")"
-	}
-	return strings.Join(parts, ", ") + "."
 }
 
 func sentence(s string) string { return strings.TrimSuffix(strings.TrimSpace(s), ".") + "." }

@@ -285,15 +285,16 @@ func toolDescription(r *Registry) string {
 		b.WriteString("\n")
 		for _, name := range m.OpNames() {
 			op := m.Ops[name]
-			fmt.Fprintf(&b, "- %s.%s %s Args: %s\n", m.ID, name, opLine(op), argList(op))
+			fmt.Fprintf(&b, "- %s.%s %s Args: %s\n", m.ID, name, opLine(op), op.ArgSummary())
 		}
 	}
 	return b.String()
 }
 
-// argList renders an op's args for the description: "owner (string,
-// required), per_page (integer, default 30)" or "none".
-func argList(op *Op) string {
+// ArgSummary renders the op's args for a tool description, in name
+// order: "owner (string, required), per_page (integer, default 30)." or
+// "none." when the op takes none.
+func (op *Op) ArgSummary() string {
 	names := op.ArgNames()
 	if len(names) == 0 {
 		return "none."
