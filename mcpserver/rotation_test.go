@@ -3,11 +3,8 @@ package mcpserver
 import (
 	"bytes"
 	"context"
-	"encoding/json"
-	"io"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +14,7 @@ import (
 	"github.com/elevenmessenger/pinned/broker"
 	"github.com/elevenmessenger/pinned/internal/connstore"
 	"github.com/elevenmessenger/pinned/internal/fakeapi"
+	"github.com/elevenmessenger/pinned/internal/testutil"
 	"github.com/elevenmessenger/pinned/sidecar/grant"
 	"github.com/elevenmessenger/pinned/sidecar/rotate"
 )
@@ -55,45 +53,8 @@ func newBroker(t *testing.T, fake *fakeapi.Server) rotate.Refresher {
 // mintPair connects GitHub at the fake's OAuth endpoints, issued age ago.
 func mintPair(t *testing.T, fake *fakeapi.Server, age time.Duration) (access, refresh string, expires time.Time) {
 	t.Helper()
-	issued := time.Now().Add(-age)
-	fake.SetClock(func() time.Time { return time.Now().Add(-age) })
-	defer fake.SetClock(nil)
-	authorize, tokenURL := fakeapi.OAuthEndpoints("github")
-	c := &http.Client{
-		Transport:     fake.Client().Transport,
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-		Timeout:       10 * time.Second,
-	}
-	const redirect = "http://127.0.0.1/callback"
-	q := url.Values{"client_id": {fakeapi.OAuthClientID("github")}, "redirect_uri": {redirect}, "response_type": {"code"}, "state": {"s0"}}
-	resp, err := c.Get(authorize + "?" + q.Encode())
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	loc, _ := url.Parse(resp.Header.Get("Location"))
-	form := url.Values{
-		"grant_type": {"authorization_code"}, "code": {loc.Query().Get("code")}, "redirect_uri": {redirect},
-		"client_id": {fakeapi.OAuthClientID("github")}, "client_secret": {fakeapi.OAuthClientSecret("github")},
-	}
-	req, _ := http.NewRequest(http.MethodPost, tokenURL, strings.NewReader(form.Encode()))
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("Accept", "application/json")
-	resp, err = c.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	var tok struct {
-		AccessToken  string `json:"access_token"`
-		RefreshToken string `json:"refresh_token"`
-		ExpiresIn    int    `json:"expires_in"`
-	}
-	if err := json.Unmarshal(body, &tok); err != nil || tok.AccessToken == "" || tok.RefreshToken == "" {
-		t.Fatalf("token exchange: %d %s", resp.StatusCode, body)
-	}
-	return tok.AccessToken, tok.RefreshToken, issued.Add(time.Duration(tok.ExpiresIn) * time.Second).Truncate(time.Second)
+	p := testutil.MintPair(t, fake, "github", age)
+	return p.Access, p.Refresh, p.ExpiresAt
 }
 
 // TestRotatedPairRestored: a call with an expired single-use GitHub pair

@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -24,6 +23,7 @@ import (
 	"github.com/elevenmessenger/pinned/broker"
 	"github.com/elevenmessenger/pinned/internal/connstore"
 	"github.com/elevenmessenger/pinned/internal/fakeapi"
+	"github.com/elevenmessenger/pinned/internal/testutil"
 )
 
 // syncBuf is a bytes.Buffer safe for the subprocess's writers.
@@ -240,40 +240,8 @@ func TestConnectAndMCPStdio(t *testing.T) {
 // a fresh pair (8-hour access token, single-use refresh token).
 func mintGitHubPair(t *testing.T, fake *fakeapi.Server) (access, refresh string) {
 	t.Helper()
-	authorize, tokenURL := fakeapi.OAuthEndpoints("github")
-	c := &http.Client{
-		Transport:     fake.Client().Transport,
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-		Timeout:       10 * time.Second,
-	}
-	const redirect = "http://127.0.0.1/callback"
-	q := url.Values{"client_id": {fakeapi.OAuthClientID("github")}, "redirect_uri": {redirect}, "response_type": {"code"}, "state": {"s0"}}
-	resp, err := c.Get(authorize + "?" + q.Encode())
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	loc, _ := url.Parse(resp.Header.Get("Location"))
-	form := url.Values{
-		"grant_type": {"authorization_code"}, "code": {loc.Query().Get("code")}, "redirect_uri": {redirect},
-		"client_id": {fakeapi.OAuthClientID("github")}, "client_secret": {fakeapi.OAuthClientSecret("github")},
-	}
-	req, _ := http.NewRequest(http.MethodPost, tokenURL, strings.NewReader(form.Encode()))
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("Accept", "application/json")
-	resp, err = c.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var tok struct {
-		AccessToken  string `json:"access_token"`
-		RefreshToken string `json:"refresh_token"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&tok); err != nil || tok.RefreshToken == "" {
-		t.Fatalf("token exchange: %v", err)
-	}
-	return tok.AccessToken, tok.RefreshToken
+	p := testutil.MintPair(t, fake, "github", 0)
+	return p.Access, p.Refresh
 }
 
 // TestConnectOAuthPairRotated: pinned connect stores an expiring OAuth

@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -403,44 +402,9 @@ type testPair struct{ access, refresh, expiresAt string }
 // the fake's clock set back 9 hours, so the 8-hour pair is expired.
 func mintExpiredGitHubPair(t *testing.T, fake *fakeapi.Server) testPair {
 	t.Helper()
-	const age = 9 * time.Hour
-	issued := time.Now().Add(-age)
-	fake.SetClock(func() time.Time { return time.Now().Add(-age) })
-	defer fake.SetClock(nil)
-	authorize, tokenURL := fakeapi.OAuthEndpoints("github")
-	c := &http.Client{
-		Transport:     fake.Client().Transport,
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-		Timeout:       10 * time.Second,
+	p := testutil.MintPair(t, fake, "github", 9*time.Hour)
+	if p.ExpiresAt.IsZero() {
+		t.Fatal("token exchange: no expires_in")
 	}
-	const redirect = "http://127.0.0.1/callback"
-	q := url.Values{"client_id": {fakeapi.OAuthClientID("github")}, "redirect_uri": {redirect}, "response_type": {"code"}, "state": {"s"}}
-	resp, err := c.Get(authorize + "?" + q.Encode())
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	loc, err := url.Parse(resp.Header.Get("Location"))
-	if err != nil || loc.Query().Get("code") == "" {
-		t.Fatalf("authorize: %d", resp.StatusCode)
-	}
-	form := url.Values{"grant_type": {"authorization_code"}, "code": {loc.Query().Get("code")}, "redirect_uri": {redirect},
-		"client_id": {fakeapi.OAuthClientID("github")}, "client_secret": {fakeapi.OAuthClientSecret("github")}}
-	req, _ := http.NewRequest(http.MethodPost, tokenURL, strings.NewReader(form.Encode()))
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("Accept", "application/json")
-	resp, err = c.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var tok struct {
-		AccessToken  string `json:"access_token"`
-		RefreshToken string `json:"refresh_token"`
-		ExpiresIn    int    `json:"expires_in"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&tok); err != nil || tok.AccessToken == "" || tok.ExpiresIn == 0 {
-		t.Fatalf("token exchange: %v", err)
-	}
-	return testPair{tok.AccessToken, tok.RefreshToken, issued.Add(time.Duration(tok.ExpiresIn) * time.Second).UTC().Format(time.RFC3339)}
+	return testPair{p.Access, p.Refresh, p.ExpiresAt.UTC().Format(time.RFC3339)}
 }
