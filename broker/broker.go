@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/rs/zerolog"
@@ -234,28 +235,6 @@ func (b *Broker) Handler() http.Handler {
 	return r
 }
 
-// statusWriter records the status an inner handler wrote.
-type statusWriter struct {
-	http.ResponseWriter
-	status int
-}
-
-func (s *statusWriter) WriteHeader(code int) {
-	if s.status == 0 {
-		s.status = code
-	}
-	s.ResponseWriter.WriteHeader(code)
-}
-
-func (s *statusWriter) Write(p []byte) (int, error) {
-	if s.status == 0 {
-		s.status = http.StatusOK
-	}
-	return s.ResponseWriter.Write(p)
-}
-
-func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
-
 type ctxKey struct{}
 
 // zerologCtx returns r's context carrying the request's logger.
@@ -281,18 +260,19 @@ func (b *Broker) accessLog(next http.Handler) http.Handler {
 		rid := hex.EncodeToString(id[:])
 		l := b.log.With().Str("request_id", rid).Logger()
 		w.Header().Set("X-Request-Id", rid)
-		sw := &statusWriter{ResponseWriter: w}
+		sw := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
 		r = r.WithContext(zerologCtx(r, &l))
 		next.ServeHTTP(sw, r)
 		route := "unmatched"
 		if rc := chi.RouteContext(r.Context()); rc != nil && rc.RoutePattern() != "" {
 			route = rc.RoutePattern()
 		}
-		if sw.status == 0 {
-			sw.status = http.StatusOK
+		status := sw.Status()
+		if status == 0 {
+			status = http.StatusOK
 		}
-		b.metrics.requests.WithLabelValues(route, strconv.Itoa(sw.status)).Inc()
-		l.Info().Str("method", r.Method).Str("route", route).Int("status", sw.status).
+		b.metrics.requests.WithLabelValues(route, strconv.Itoa(status)).Inc()
+		l.Info().Str("method", r.Method).Str("route", route).Int("status", status).
 			Float64("duration_ms", float64(time.Since(start).Microseconds())/1000).Msg("request")
 	})
 }

@@ -379,31 +379,6 @@ func (e errorLog) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// statusWriter records the status and size an inner handler wrote.
-type statusWriter struct {
-	http.ResponseWriter
-	status int
-	bytes  int
-}
-
-func (s *statusWriter) WriteHeader(code int) {
-	if s.status == 0 {
-		s.status = code
-	}
-	s.ResponseWriter.WriteHeader(code)
-}
-
-func (s *statusWriter) Write(p []byte) (int, error) {
-	if s.status == 0 {
-		s.status = http.StatusOK
-	}
-	n, err := s.ResponseWriter.Write(p)
-	s.bytes += n
-	return n, err
-}
-
-func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
-
 type ctxKey struct{}
 
 // reqInfo is what a handler tells the access log: names and codes only,
@@ -441,22 +416,23 @@ func (s *Server) accessLog(next http.Handler) http.Handler {
 		info := &reqInfo{}
 		id := middleware.GetReqID(r.Context())
 		w.Header().Set(middleware.RequestIDHeader, id)
-		sw := &statusWriter{ResponseWriter: w}
+		sw := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
 		r = r.WithContext(context.WithValue(r.Context(), ctxKey{}, info))
 		next.ServeHTTP(sw, r)
 		route := "unmatched"
 		if rc := chi.RouteContext(r.Context()); rc != nil && rc.RoutePattern() != "" {
 			route = rc.RoutePattern()
 		}
-		if sw.status == 0 {
-			sw.status = http.StatusOK
+		status := sw.Status()
+		if status == 0 {
+			status = http.StatusOK
 		}
 		ev := s.log.Info()
-		if sw.status >= 500 {
+		if status >= 500 {
 			ev = s.log.Warn()
 		}
-		ev = ev.Str("event", "access").Str("request_id", id).Str("method", r.Method).Str("route", route).Int("status", sw.status).
-			Int64("bytes_in", r.ContentLength).Int("bytes_out", sw.bytes).
+		ev = ev.Str("event", "access").Str("request_id", id).Str("method", r.Method).Str("route", route).Int("status", status).
+			Int64("bytes_in", r.ContentLength).Int("bytes_out", sw.BytesWritten()).
 			Float64("duration_ms", float64(time.Since(start).Microseconds())/1000)
 		for _, kv := range [][2]string{{"bot", info.bot}, {"service", info.service}, {"op", info.op}, {"outcome", info.outcome}, {"cause", info.cause}} {
 			if kv[1] != "" {
