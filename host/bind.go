@@ -480,7 +480,7 @@ func (n *bindNode) equal(v *jsonv.Value, vals []argrules.Value) bool {
 			// The literal's text, not its value: "-0" for 0, "1.0" for
 			// 1 or 17 significant digits for a float64 are the same
 			// float64 but not the same number to a provider that reads
-			// integers or decimals (red team, TestRedteamBindNumbers).
+			// integers or decimals (red team, TestBindComparesNumberText).
 			var scratch [32]byte
 			return v.Kind == jsonv.Number && v.S == string(a.AppendText(scratch[:0]))
 		}
@@ -532,7 +532,7 @@ func (n *bindNode) equal(v *jsonv.Value, vals []argrules.Value) bool {
 // jsonv decodes every such escape to U+FFFD, so 2,048 spellings of it
 // would compare equal to a caller's U+FFFD while a provider may read each
 // differently: a channel the guest could write into the caller's text
-// (red team, TestRedteamBindBody). The executor never writes an escaped
+// (red team, TestBindRefusesBodies). The executor never writes an escaped
 // surrogate (jsonv.AppendString writes non-ASCII as UTF-8).
 func loneSurrogate(b []byte) bool {
 	if bytes.IndexByte(b, '\\') < 0 {

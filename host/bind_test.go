@@ -193,10 +193,10 @@ func TestBindingEveryOp(t *testing.T) {
 	}
 }
 
-// TestRedteamBinding: the red team's findings against other services
+// TestBindingRefusesAttackerValues: the red team's findings against other services
 // (issue 10), each the honest request for args the member approved with
 // values the attacker chose: refused as not_bound, nothing sent.
-func TestRedteamBinding(t *testing.T) {
+func TestBindingRefusesAttackerValues(t *testing.T) {
 	env := newEnv(t, func(c *Config) { c.Guest = hostileGuest(t, "egress") })
 	for _, tt := range []struct {
 		name, service, op, args string

@@ -18,7 +18,7 @@ import (
 // the bound request or not).
 
 // leb and sleb are the (U)LEB128 encoders of the module builder in
-// redteam_wasmgen_test.go, at the widths these guests use.
+// wasmgen_test.go, at the widths these guests use.
 func leb(v uint32) []byte { return wleb(uint64(v)) }
 
 func sleb(v int32) []byte { return wsleb(int64(v)) }

@@ -102,13 +102,13 @@ func startSpinner(armAt time.Time, spinFor time.Duration) []byte {
 	return m.bytes()
 }
 
-// TestRedteamStartFunctionRefused (found by the red team): wazero runs a
+// TestStartFunctionRefused (found by the red team): wazero runs a
 // module's start function inside InstantiateModule, before the host can
 // arm the op's deadline — the red team's modules slept in poll_oneoff and
 // spun in a loop there, 6 s past a 500 ms deadline, in both strategies. A
 // guest is a WASI reactor initialized by _initialize; a module with a start
 // section is now refused at load, before anything runs.
-func TestRedteamStartFunctionRefused(t *testing.T) {
+func TestStartFunctionRefused(t *testing.T) {
 	armAt := time.Now().Add(time.Hour)
 	for name, wasm := range map[string][]byte{
 		"start function that sleeps": startSleeper(armAt, 6*time.Second),

@@ -2,8 +2,8 @@ package host
 
 import "testing"
 
-// TestRedteamPickEdges (found by the red team; it guards the fix): hostile bodies against the projector (held).
-func TestRedteamPickEdges(t *testing.T) {
+// TestPickHostileBodies (found by the red team; it guards the fix): hostile bodies against the projector (held).
+func TestPickHostileBodies(t *testing.T) {
 	p := NewProjection("", []string{"login", "user.login"})
 	for _, tc := range []struct {
 		body string

@@ -9,14 +9,14 @@ import (
 	"github.com/elevenmessenger/pinned/internal/fakeapi"
 )
 
-// TestRedteamBodyJSONUnconstrained (found by the red team): a hostile
+// TestBodyJSONBoundToTemplate (found by the red team): a hostile
 // guest running linear.get_viewer, a read op, sent a GraphQL mutation with
 // the member's credential, and aliased an issue's description into a field
 // the pick keeps — the policy checked only that the body was a JSON
 // object. The host now holds the body to exactly the op's body_json
 // template rendered from the caller's args (bind.go): both attempts are
 // refused before anything is sent.
-func TestRedteamBodyJSONUnconstrained(t *testing.T) {
+func TestBodyJSONBoundToTemplate(t *testing.T) {
 	env := newEnv(t, func(c *Config) { c.Guest = hostileGuest(t, "redteam_bodyjson") })
 	token := fakeapi.Token("linear")
 

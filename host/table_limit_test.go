@@ -31,7 +31,7 @@ func tableGrowGuest(delta int32, tables ...[]byte) []byte {
 	return m.bytes()
 }
 
-// TestRedteam2TableGrowKillsProcess: MemoryLimitPages bounds linear
+// TestTableGrowCannotKillProcess: MemoryLimitPages bounds linear
 // memory only. A table has no limit but wazero's 2^32-1 entries, and
 // table.grow allocates its 8-byte entries on the Go heap: one
 // table.grow(null, 0xfffffff0) asks the Go runtime for 32 GiB, which
@@ -39,7 +39,7 @@ func tableGrowGuest(delta int32, tables ...[]byte) []byte {
 // catch: the whole process, every op in flight, dies. (Smaller deltas
 // take gigabytes of address space and heap accounting per op, far past
 // the memory cap.) Run in a child process.
-func TestRedteam2TableGrowKillsProcess(t *testing.T) {
+func TestTableGrowCannotKillProcess(t *testing.T) {
 	if os.Getenv("PINNED_RT2_CHILD") == "1" && os.Getenv("PINNED_RT2_GUEST") != "" {
 		fake, err := fakeapi.New()
 		if err != nil {
@@ -73,7 +73,7 @@ var rt2TableGuests = map[string]func() []byte{
 }
 
 func rt2Child(t *testing.T, guest string) {
-	cmd := exec.Command(os.Args[0], "-test.run=^TestRedteam2TableGrowKillsProcess$", "-test.v")
+	cmd := exec.Command(os.Args[0], "-test.run=^TestTableGrowCannotKillProcess$", "-test.v")
 	cmd.Env = append(os.Environ(), "PINNED_RT2_CHILD=1", "PINNED_RT2_GUEST="+guest)
 	out, err := cmd.CombinedOutput()
 	s := string(out)
@@ -88,12 +88,12 @@ func rt2Child(t *testing.T, guest string) {
 	}
 }
 
-// TestRedteam2TablesEscapeMemoryLimit: a table's initial size is not
+// TestTablesWithinMemoryLimit: a table's initial size is not
 // bounded by MemoryLimitPages either (wazero allows 2^27 entries, 1 GiB
 // of Go heap, per table, and a module may declare many). One op with a
 // 32 MiB memory limit allocates a 1 GiB table and fills it (table.fill:
 // resident memory, not just address space).
-func TestRedteam2TablesEscapeMemoryLimit(t *testing.T) {
+func TestTablesWithinMemoryLimit(t *testing.T) {
 	run := []byte{0x41, 0x00, 0xd0, 0x70, 0x41} // i32.const 0; ref.null func; i32.const 2^27
 	run = append(run, wsleb(1<<27)...)
 	run = append(run, 0xfc, 0x11, 0x00, 0x41, 0x00) // table.fill 0; i32.const 0

@@ -6,9 +6,9 @@ import (
 	"time"
 )
 
-// TestRedteam3Refused: hostile encodings and features the host must not
+// TestHostileEncodingsRefused: hostile encodings and features the host must not
 // load (each case is one module; New must fail).
-func TestRedteam3Refused(t *testing.T) {
+func TestHostileEncodingsRefused(t *testing.T) {
 	one := func(run []byte, extra ...wfunc) []byte { return rt2Module(1, run, extra...) }
 	cases := map[string][]byte{
 		// global.get of the budget index (1 here: no own globals... the
@@ -74,10 +74,10 @@ func TestRedteam3Refused(t *testing.T) {
 	}
 }
 
-// TestRedteam3PaddedBulkOpcodeCharged: memory.fill with its 0xFC
+// TestPaddedBulkOpcodeCharged: memory.fill with its 0xFC
 // sub-opcode written with a redundant LEB128 byte (0xfc 0x8b 0x00), in a
 // loop: the instrumenter must still see it as bulk and charge its length.
-func TestRedteam3PaddedBulkOpcodeCharged(t *testing.T) {
+func TestPaddedBulkOpcodeCharged(t *testing.T) {
 	const timeout = 200 * time.Millisecond
 	run := []byte{0x03, 0x40, 0x41, 0x00, 0x41, 0x00, 0x41}
 	run = append(run, wsleb(16<<20)...)

@@ -8,11 +8,11 @@ import (
 	"github.com/tetratelabs/wazero/api"
 )
 
-// TestRedteam2BudgetUnreachable: a module naming the global index the
+// TestBudgetGlobalUnreachable: a module naming the global index the
 // budget takes (one past its own) must stay invalid after Instrument,
 // wherever it names it: code, a global initializer, a data or element
 // segment offset, an element expression, an export.
-func TestRedteam2BudgetUnreachable(t *testing.T) {
+func TestBudgetGlobalUnreachable(t *testing.T) {
 	base := func() *wmod {
 		return &wmod{
 			types:   [][2][]byte{{nil, nil}, {nil, {wI32}}, {{wI32, wI64, wI32}, {wI32}}},

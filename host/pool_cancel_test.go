@@ -6,12 +6,12 @@ import (
 	"time"
 )
 
-// TestRedteamPoolWaitCancelCode (found by the red team; it guards the fix): an op whose caller cancels while it waits
+// TestPoolWaitCancelIsCanceled (found by the red team; it guards the fix): an op whose caller cancels while it waits
 // for a pool slot (every instance busy with a guest that spins until its
 // deadline) fails with sandbox_error "the executor trapped": guestFailure
 // maps only DeadlineExceeded, so a cancel in pool.get is blamed on the
 // executor. It should be canceled (as for a cancel inside the guest).
-func TestRedteamPoolWaitCancelCode(t *testing.T) {
+func TestPoolWaitCancelIsCanceled(t *testing.T) {
 	env := newEnv(t, func(c *Config) {
 		c.Guest = hostileGuest(t, "resources")
 		c.Timeout = 2 * time.Second

@@ -21,12 +21,12 @@ import (
 // provider text in next beyond the cursor arg's declaration, and a paged
 // call bounded in time.
 
-// TestRedteamPaginateLink feeds hostile Link headers to GitHub's pager.
+// TestPaginateHostileLink feeds hostile Link headers to GitHub's pager.
 // The URL is never fetched, so the only thing a link can do is choose
 // the page value — or, through a parser confusion, be taken as rel="next"
 // when it is not (the quoted-parameter rows broke: a title="…; rel=next"
 // parameter was read as the rel).
-func TestRedteamPaginateLink(t *testing.T) {
+func TestPaginateHostileLink(t *testing.T) {
 	pr := &pager{pg: &registry.Paginate{Style: registry.PaginateLink, Arg: "page"}, isInt: true, queryKey: "page", host: "api.github.com"}
 	strPr := &pager{pg: &registry.Paginate{Style: registry.PaginateLink, Arg: "page"}, queryKey: "page", host: "api.github.com"}
 	const req = "https://api.github.com/user/repos?per_page=100"
@@ -103,11 +103,11 @@ func TestRedteamPaginateLink(t *testing.T) {
 	}
 }
 
-// TestRedteamPaginateLinkNotFetched: a next link that names other query
+// TestPaginateLinkNotFetched: a next link that names other query
 // keys (a private listing, a token) is not the next request: page 2 is
 // rendered from the caller's args with only page set, and passes the
 // same sandbox and egress checks as page 1.
-func TestRedteamPaginateLinkNotFetched(t *testing.T) {
+func TestPaginateLinkNotFetched(t *testing.T) {
 	env := newEnv(t, nil)
 	env.fake.SetHandler(func(w http.ResponseWriter, r *http.Request) bool {
 		if r.URL.Query().Get("page") == "" {
@@ -143,12 +143,12 @@ func TestRedteamPaginateLinkNotFetched(t *testing.T) {
 	}
 }
 
-// TestRedteamPaginateHostileBody: paging data of the wrong type, out of
+// TestPaginateHostileBody: paging data of the wrong type, out of
 // range or smuggling request syntax never becomes a next page: paging
 // stops with the stated reason, no second request is sent (pages asks
 // for more), and none of the provider's text reaches the result outside
 // pick (the marker is in the hostile cursor only).
-func TestRedteamPaginateHostileBody(t *testing.T) {
+func TestPaginateHostileBody(t *testing.T) {
 	env := newEnv(t, nil)
 	account := fmt.Sprintf(`{"account":%d}`, fakeapi.DNSimpleAccountID)
 	const marker = "LEAKMARKER"
@@ -246,12 +246,12 @@ func TestRedteamPaginateHostileBody(t *testing.T) {
 	}
 }
 
-// TestRedteamPaginateCursorChannel: what a hostile provider CAN put in
+// TestPaginateCursorNoSideChannel: what a hostile provider CAN put in
 // next is exactly what the cursor arg's declaration admits — HubSpot's
 // after, ^[A-Za-z0-9_-]+$ up to 128 code points — and no more: one
 // character over is refused, and pick's excluded fields do not ride
 // along (the loader now requires that max_length, at most 1024).
-func TestRedteamPaginateCursorChannel(t *testing.T) {
+func TestPaginateCursorNoSideChannel(t *testing.T) {
 	env := newEnv(t, nil)
 	excluded := "hsnote5550123secret" // properties.notes: not in list_contacts' pick
 	in := strings.Repeat(excluded, 10)[:128]
@@ -287,11 +287,11 @@ func TestRedteamPaginateCursorChannel(t *testing.T) {
 	}
 }
 
-// TestRedteamPaginateTimeLimit: a provider that answers every page
+// TestPaginateTimeLimit: a provider that answers every page
 // slowly, with a fresh cursor each time, cannot hold a paged call for
 // pages × Timeout: the whole call ends by PagesTimeout with time_limit
 // and next for the page not read.
-func TestRedteamPaginateTimeLimit(t *testing.T) {
+func TestPaginateTimeLimit(t *testing.T) {
 	const limit, delay = 1500 * time.Millisecond, 600 * time.Millisecond
 	env := newEnv(t, func(c *Config) { c.PagesTimeout = limit })
 	n := 0
@@ -329,11 +329,11 @@ func TestRedteamPaginateTimeLimit(t *testing.T) {
 	}
 }
 
-// TestRedteamPaginateWriteOpNeverPages: pages on a write op is refused
+// TestPaginateWriteOpNeverPages: pages on a write op is refused
 // before anything is sent, and even an op that reached the host with a
 // paginate block but write access gets no pager (the loader refuses it
 // too, TestParseRefuses "paginate on a write op").
-func TestRedteamPaginateWriteOpNeverPages(t *testing.T) {
+func TestPaginateWriteOpNeverPages(t *testing.T) {
 	env := newEnv(t, nil)
 	_, err := env.eng.Run(context.Background(), Call{Service: fakeapi.GitHub, Op: "create_issue",
 		Args:       json.RawMessage(`{"owner":"o","repo":"r","title":"t"}`),
@@ -353,11 +353,11 @@ func TestRedteamPaginateWriteOpNeverPages(t *testing.T) {
 	}
 }
 
-// TestRedteamPaginateHoldsNoSandboxSlot: a paged call waiting on a slow
+// TestPaginateHoldsNoSandboxSlot: a paged call waiting on a slow
 // provider holds no guest between its pages (the request is sent after
 // the guest has finished), so with a pool of one guest another op runs
 // and finishes while the paged call is still reading pages.
-func TestRedteamPaginateHoldsNoSandboxSlot(t *testing.T) {
+func TestPaginateHoldsNoSandboxSlot(t *testing.T) {
 	env := newEnv(t, func(c *Config) { c.PoolSize = 1 })
 	const delay = 700 * time.Millisecond
 	env.fake.SetHandler(func(w http.ResponseWriter, r *http.Request) bool {

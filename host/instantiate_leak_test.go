@@ -24,14 +24,14 @@ func vmSizeMiB(t *testing.T) int {
 	return 0
 }
 
-// TestRedteamFailedInstantiationFreesMemory (found by the red team, then
+// TestFailedInstantiationFreesMemory (found by the red team, then
 // through a trapping start function, now refused): when instantiation
 // fails after the pool allocated the instance's memory reservation (an
 // mmap of MemoryLimitPages*64 KiB), wazero returns without closing the
 // module, so the host must free it itself — else every failing op leaked
 // 32 MiB of address space until the process died. Here instantiation
 // fails on a data segment past the end of memory.
-func TestRedteamFailedInstantiationFreesMemory(t *testing.T) {
+func TestFailedInstantiationFreesMemory(t *testing.T) {
 	m := &wmod{
 		types:   [][2][]byte{{nil, nil}, {nil, {wI32}}},
 		imports: []wimport{{"wasi_snapshot_preview1", "sched_yield", 1}}, // instrumentable: pooled

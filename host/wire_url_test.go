@@ -10,11 +10,11 @@ import (
 	"time"
 )
 
-// TestRedteamWireMatchesCheckedURL (found by the red team; it guards the fix): for URLs the policy accepts (random
+// TestWireMatchesCheckedURL (found by the red team; it guards the fix): for URLs the policy accepts (random
 // pchar path args and query values, escapes included), the request-target
 // net/http writes on the wire is byte for byte the checked path and query.
 // (HTTP/1.1 over a raw listener; HTTP/2's :path is the same RequestURI.)
-func TestRedteamWireMatchesCheckedURL(t *testing.T) {
+func TestWireMatchesCheckedURL(t *testing.T) {
 	p := redteamPolicy(t, "github", "list_issues")
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -33,7 +33,7 @@ func rt3HeapInuse() uint64 {
 	return ms.HeapInuse
 }
 
-// TestRedteam3PooledStackRetained: MemoryLimitPages bounds linear memory
+// TestPooledStackNotRetained: MemoryLimitPages bounds linear memory
 // only. wazevo keeps a call's native stack in a Go []byte that doubles as
 // calls nest, up to its own ceiling (~50M bytes before the last doubling,
 // so 80-100 MiB), and a pooled instance reuses one api.Function (one call
@@ -42,7 +42,7 @@ func rt3HeapInuse() uint64 {
 // (a million levels: ~100 MiB per instance, for every pooled instance).
 // The fix gives each op its own api.Function; this test's 250,000 levels
 // (~11 MiB each) keep it quick.
-func TestRedteam3PooledStackRetained(t *testing.T) {
+func TestPooledStackNotRetained(t *testing.T) {
 	base := rt3HeapInuse()
 	env := newEnv(t, func(c *Config) {
 		c.Guest = rt3Recurse(250_000, 3_000_000) // a stack of ~11 MiB per op
@@ -72,7 +72,7 @@ func TestRedteam3PooledStackRetained(t *testing.T) {
 	}
 }
 
-// TestRedteam3OpStackOutsideMemoryLimit: the same stack, during one op,
+// TestOpStackBoundedOutsideMemoryLimit: the same stack, during one op,
 // is outside MemoryLimitPages: a guest with a 1 MiB memory limit makes the
 // host allocate ~160 MiB of Go heap (the last doubling copies ~50 MB into
 // ~100 MB). Neither wazero nor the instrumentation can bound it lower
@@ -80,7 +80,7 @@ func TestRedteam3PooledStackRetained(t *testing.T) {
 // both strategies, to PoolSize. This test proves the bounds that hold: one
 // op stays under wazero's ceiling, and eight ops at once with PoolSize 1
 // hold one op's stack at a time, not eight.
-func TestRedteam3OpStackOutsideMemoryLimit(t *testing.T) {
+func TestOpStackBoundedOutsideMemoryLimit(t *testing.T) {
 	t.Run("one op is bounded by wazero's ceiling", func(t *testing.T) {
 		const ceiling = 200 << 20 // a ~100 MB stack and the ~50 MB it was copied from
 		env := newEnv(t, func(c *Config) {

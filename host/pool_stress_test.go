@@ -9,11 +9,11 @@ import (
 	"time"
 )
 
-// TestRedteamPoolStress (found by the red team; it guards the fix): concurrent ops on a small pool mixing markers,
+// TestPoolStressIsolation (found by the red team; it guards the fix): concurrent ops on a small pool mixing markers,
 // reads, whole-memory scribbles, memory growth and callers that cancel at
 // random moments (discards mid-op): no read ever sees a marker, and the
 // engine keeps serving. (Held.)
-func TestRedteamPoolStress(t *testing.T) {
+func TestPoolStressIsolation(t *testing.T) {
 	env := newEnv(t, func(c *Config) { c.Guest = hostileGuest(t, "isolation"); c.PoolSize = 2 })
 	attacks := []string{"write", "read", "scribble", "grow", "read", "pages"}
 	var wg sync.WaitGroup

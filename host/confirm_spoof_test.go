@@ -7,13 +7,13 @@ import (
 	"testing"
 )
 
-// TestRedteamConfirmSpoofing (found by the red team; it guards the fix): the confirm sentence is "the consent a
+// TestConfirmNotSpoofable (found by the red team; it guards the fix): the confirm sentence is "the consent a
 // member taps" (docs/RATIONALE.md). Check fills it with the caller's
 // (untrusted, model-written) args verbatim: a title may hold quotes,
 // newlines and bidi controls, so it can print a fake target before the
 // real one and push the real one out of view. Here the member reads
 // "... in pinned-tester/notes?" while the op writes to victim/secrets.
-func TestRedteamConfirmSpoofing(t *testing.T) {
+func TestConfirmNotSpoofable(t *testing.T) {
 	env := newEnv(t, nil)
 	title := "Weekly notes\" in pinned-tester/notes?" + strings.Repeat("\n", 40) + "\u202e"
 	args, _ := json.Marshal(map[string]string{"owner": "victim", "repo": "secrets", "title": title})

@@ -56,12 +56,12 @@ func rawVerdict(t *testing.T, service, opName, args, req string) DenyReason {
 	return ""
 }
 
-// TestRedteamBindRaw: raw requests, each against the args it must be
+// TestBindRefusesRawRequests: raw requests, each against the args it must be
 // bound to. want "" rows are the same request in another spelling the
 // HTTP and JSON specs make equivalent (query and form pair order, JSON
 // member order and white space, an escape of an ASCII letter, header name
 // case); every other spelling is refused.
-func TestRedteamBindRaw(t *testing.T) {
+func TestBindRefusesRawRequests(t *testing.T) {
 	gh := `["Accept","application/vnd.github+json"],["X-GitHub-Api-Version","2022-11-28"]`
 	get := func(target, hs string) string {
 		return `{"method":"GET","url":"https://api.github.com` + target + `","headers":[` + hs + `]}`
@@ -148,13 +148,13 @@ func TestRedteamBindRaw(t *testing.T) {
 	}
 }
 
-// TestRedteamBindBody: through the engine and the fake, a guest that
+// TestBindRefusesBodies: through the engine and the fake, a guest that
 // spells the caller's U+FFFD as an escaped lone surrogate (jsonv decodes
 // every one of the 2,048 to U+FFFD, so before the fix they all passed: a
 // channel into the caller's text), or an integer arg in another number
 // form, is refused with not_bound and the fake receives nothing; the
 // honest request with the same args goes out.
-func TestRedteamBindBody(t *testing.T) {
+func TestBindRefusesBodies(t *testing.T) {
 	env := newEnv(t, func(c *Config) { c.Guest = hostileGuest(t, "egress") })
 	// The honest linear create_issue body with the title's U+FFFD spelt
 	// as a lone surrogate (bset would re-encode it as UTF-8).
@@ -219,12 +219,12 @@ func TestRedteamBindBody(t *testing.T) {
 	}
 }
 
-// TestRedteamBindNumbers: a number in a JSON body must be the exact text
+// TestBindComparesNumberText: a number in a JSON body must be the exact text
 // the host renders. Before the fix the check compared float64 values, so
 // "-0" passed for an integer 0, 17 significant digits passed for 0.1 (a
 // provider reading decimals sees another amount), and "1e2" or "100.0"
 // passed for a manifest literal 100.
-func TestRedteamBindNumbers(t *testing.T) {
+func TestBindComparesNumberText(t *testing.T) {
 	intArg := []argrules.Value{{Set: true, Kind: jsonv.Number, I: 0, F: 0, IsInt: true}}
 	numArg := []argrules.Value{{Set: true, Kind: jsonv.Number, F: 0.1}}
 	exact := &bindNode{kind: jsonv.String, exact: 0}
@@ -260,9 +260,9 @@ func TestRedteamBindNumbers(t *testing.T) {
 	}
 }
 
-// TestRedteamBindLoneSurrogate: the scanner behind the lone-surrogate
+// TestBindLoneSurrogate: the scanner behind the lone-surrogate
 // refusal, on the spellings a guest could try.
-func TestRedteamBindLoneSurrogate(t *testing.T) {
+func TestBindLoneSurrogate(t *testing.T) {
 	for _, tt := range []struct {
 		body string
 		want bool
@@ -286,12 +286,12 @@ func TestRedteamBindLoneSurrogate(t *testing.T) {
 	}
 }
 
-// TestRedteamBindApplied: a write whose 2xx status arrived says applied
+// TestBindApplied: a write whose 2xx status arrived says applied
 // "yes" with that status even when its body then fails (before the fix
 // the transport error dropped the status and said "maybe"); a GraphQL
 // mutation answered 200 with a RATELIMITED error says "maybe" (before:
 // "yes", as for any 2xx).
-func TestRedteamBindApplied(t *testing.T) {
+func TestBindApplied(t *testing.T) {
 	env := newEnv(t, func(c *Config) { c.Timeout = 2 * time.Second })
 	for _, tt := range []struct {
 		name, service, op, args string

@@ -37,11 +37,11 @@ func rt2RunBoth(t *testing.T, wasm []byte) (orig, inst uint64) {
 	return run(wasm), run(plan.wasm)
 }
 
-// TestRedteam2InstrumentKeepsSemantics: loops and blocks with parameters
+// TestInstrumentKeepsSemantics: loops and blocks with parameters
 // and multiple results, typed select, br_table out of a loop with
 // values, all under the inserted countdown (which runs at the loop head
 // with the loop's parameters on the stack).
-func TestRedteam2InstrumentKeepsSemantics(t *testing.T) {
+func TestInstrumentKeepsSemantics(t *testing.T) {
 	// type 5: (i32) -> i32, type 6: (i32 i32) -> (i32 i32), type 7: () -> (i32 i32)
 	mk := func(run []byte, locals []byte) []byte {
 		m := &wmod{

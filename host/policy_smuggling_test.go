@@ -24,14 +24,14 @@ func redteamPolicy(t *testing.T, service, op string) *opPolicy {
 	return p
 }
 
-// TestRedteamQuerySemicolonSmuggling (found by the red team; it guards the fix): the policy checks query keys by
+// TestPolicyRefusesSemicolonPairs (found by the red team; it guards the fix): the policy checks query keys by
 // splitting on '&' only, but allows ';' (an RFC 3986 sub-delim) anywhere
 // in a pair. Servers that also split on ';' (Rack 2's GET params, Python's
 // parse_qsl before 3.9.2/3.10, many Java servlet stacks for path params)
 // then see keys the op does not declare, or a declared key twice. The
 // same holds for body_form pairs. Go's own net/url drops such pairs,
 // which is why FuzzRequestCheck cannot see the difference.
-func TestRedteamQuerySemicolonSmuggling(t *testing.T) {
+func TestPolicyRefusesSemicolonPairs(t *testing.T) {
 	p := redteamPolicy(t, "github", "list_issues")
 	for _, u := range []string{
 		"https://api.github.com/repos/o/r/issues?state=open;filter=all",    // undeclared key "filter"
@@ -51,13 +51,13 @@ func TestRedteamQuerySemicolonSmuggling(t *testing.T) {
 	}
 }
 
-// TestRedteamPathParamTraversal (found by the red team; it guards the fix): an {arg} segment may hold ';' (a
+// TestPolicyRefusesPathParamDotSegments (found by the red team; it guards the fix): an {arg} segment may hold ';' (a
 // sub-delim), and only the exact decoded values "." and ".." count as dot
 // segments. Servers that strip path parameters before normalizing (Tomcat,
 // Jetty, Spring, many Java gateways) read "..;" as "..", so a hostile
 // guest can leave the op's template on such a provider. Server-dependent;
 // none of the five shipped providers is known to do this.
-func TestRedteamPathParamTraversal(t *testing.T) {
+func TestPolicyRefusesPathParamDotSegments(t *testing.T) {
 	p := redteamPolicy(t, "github", "list_issues")
 	for _, u := range []string{
 		"https://api.github.com/repos/..;/..;/issues",

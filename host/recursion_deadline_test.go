@@ -39,14 +39,14 @@ func treeRecursion(armAt time.Time, depth int32) []byte {
 	return m.bytes()
 }
 
-// TestRedteamRecursionEscapesDeadline (found by the red team): the
+// TestDeadlineEndsTreeRecursion (found by the red team): the
 // deadline check was inserted at loop heads only, and tree recursion is
 // shallow, loop-free and exponential (here 2^30 calls): the op ran for as
 // long as the guest wanted. The countdown now also runs at every function
 // entry, and the op ends at its deadline. (wazero's close-on-done checks
 // loop heads only, which is one reason a guest that cannot be
 // instrumented is refused.)
-func TestRedteamRecursionEscapesDeadline(t *testing.T) {
+func TestDeadlineEndsTreeRecursion(t *testing.T) {
 	const timeout = 500 * time.Millisecond
 	for _, iso := range []string{IsolationReset, IsolationFresh} {
 		t.Run(iso, func(t *testing.T) {

@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// TestRedteamPublicAddrNAT64LocalUse (found by the red team; it guards the fix): PublicAddr unwraps 64:ff9b:1::/48
+// TestPublicAddrRefusesNAT64LocalUse (found by the red team; it guards the fix): PublicAddr unwraps 64:ff9b:1::/48
 // (RFC 8215, the local-use NAT64 prefix) as if every address in it used
 // the /96 layout, reading the IPv4 address from the last four bytes. RFC
 // 8215 prefixes are subdivided into NAT64 prefixes of length /48 to /96,
@@ -16,7 +16,7 @@ import (
 // length delivers it to the non-public address. The prefix is not
 // globally reachable (IANA special-purpose registry), so the safe answer
 // is to refuse all of it.
-func TestRedteamPublicAddrNAT64LocalUse(t *testing.T) {
+func TestPublicAddrRefusesNAT64LocalUse(t *testing.T) {
 	for _, tc := range []struct{ addr, embeds string }{
 		{"64:ff9b:1:7f00:0:100:808:808", "127.0.0.1 in the /48 layout"},
 		{"64:ff9b:1:a9fe:a9:fe00:808:808", "169.254.169.254 in the /48 layout"},

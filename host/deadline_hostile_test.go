@@ -84,14 +84,14 @@ func rt2Deadline(t *testing.T, guest []byte, timeout time.Duration) (time.Durati
 	return d, err, time.Duration(worstGC.Load())
 }
 
-// TestRedteam2BulkMemoryOutrunsDeadline: the countdown counts function
+// TestDeadlineEndsBulkMemory: the countdown counts function
 // entries and loop heads only, but memory.fill and memory.copy do work
 // proportional to their length operand, in machine code (wazevo calls
 // runtime.memmove directly, without returning to Go). A loop-free run of
 // memory.fill(0, 0, 32 MiB) x 800 never reaches sched_yield: the op runs
 // seconds past its deadline, and every stop-the-world pause of the whole
 // process (each GC) waits for it.
-func TestRedteam2BulkMemoryOutrunsDeadline(t *testing.T) {
+func TestDeadlineEndsBulkMemory(t *testing.T) {
 	const timeout = 200 * time.Millisecond
 	var run []byte
 	for i := 0; i < 800; i++ {
@@ -111,10 +111,10 @@ func TestRedteam2BulkMemoryOutrunsDeadline(t *testing.T) {
 	}
 }
 
-// TestRedteam2BulkMemoryLoopOutrunsDeadline: the same with a loop (each
+// TestDeadlineEndsBulkMemoryLoop: the same with a loop (each
 // iteration costs one step of the 1024 between two sched_yield calls, but
 // does 16 MiB of work).
-func TestRedteam2BulkMemoryLoopOutrunsDeadline(t *testing.T) {
+func TestDeadlineEndsBulkMemoryLoop(t *testing.T) {
 	const timeout = 200 * time.Millisecond
 	run := []byte{0x03, 0x40} // loop
 	run = append(run, memFill(16<<20)...)
@@ -132,12 +132,12 @@ func TestRedteam2BulkMemoryLoopOutrunsDeadline(t *testing.T) {
 	}
 }
 
-// TestRedteam2StraightLineOutrunsDeadline: one step of the countdown (a
+// TestDeadlineEndsStraightLineCode: one step of the countdown (a
 // function entry) may run a loop-free body of any length. Here the body
 // is a chain of 20,000 dependent loads at scattered addresses (each a
 // cache and TLB miss), ~120 KB of code; run calls it in a loop, so 1024
 // such bodies run between two sched_yield calls.
-func TestRedteam2StraightLineOutrunsDeadline(t *testing.T) {
+func TestDeadlineEndsStraightLineCode(t *testing.T) {
 	const timeout = 200 * time.Millisecond
 	f := []byte{0x41, 0x00} // i32.const 0
 	x := uint32(12345)
@@ -166,12 +166,12 @@ func TestRedteam2StraightLineOutrunsDeadline(t *testing.T) {
 	}
 }
 
-// TestRedteam2HostCallsOutrunDeadline: host functions do work the
+// TestDeadlineEndsHostCalls: host functions do work the
 // countdown does not see (it counts the guest's own function entries and
 // loop heads), and only sched_yield checks the op's context. A function
 // of 60 straight-line random_get(64 KiB) calls, called in a loop, does
 // 1024 x 60 x 64 KiB of host work between two sched_yield calls.
-func TestRedteam2HostCallsOutrunDeadline(t *testing.T) {
+func TestDeadlineEndsHostCalls(t *testing.T) {
 	const timeout = 200 * time.Millisecond
 	var f []byte
 	for i := 0; i < 60; i++ {

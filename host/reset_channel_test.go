@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// TestRedteamResetPageFaultChannel (found by the red team): the reset
+// TestResetClosesPageFaultChannel (found by the red team): the reset
 // strategy must be exactly as isolating as a fresh instance (docs/
 // SECURITY.md rule 6: a guest cannot "keep state from one op to the
 // next"). A reset once restored the *contents* of every page an op wrote
@@ -27,7 +27,7 @@ import (
 // in FIFO order, so one of them lands on the sender's instance) and the
 // bit is the OR of their verdicts. With IsolationFresh the same guest
 // learns nothing (control).
-func TestRedteamResetPageFaultChannel(t *testing.T) {
+func TestResetClosesPageFaultChannel(t *testing.T) {
 	for _, tc := range []struct {
 		name, iso string
 		pool      int
@@ -99,14 +99,14 @@ func pageFaultAttempt(t *testing.T, iso string, poolSize int) bool {
 	return correct == rounds
 }
 
-// TestRedteamResetRandomState (found by the red team): a fresh instance
+// TestResetIsolatesRandomState (found by the red team): a fresh instance
 // seeds the Go runtime's random generator from random_get in _initialize;
 // a reset instance restores the template's generator state, so every op
 // starts from the same sequence (docs/RATIONALE.md: the one thing a reset
 // instance does not reproduce; the executor uses no randomness). What must
 // hold is isolation: an op's draws never advance the next op's sequence
 // (reset: the same first value every time), and fresh instances differ.
-func TestRedteamResetRandomState(t *testing.T) {
+func TestResetIsolatesRandomState(t *testing.T) {
 	for _, iso := range []string{IsolationReset, IsolationFresh} {
 		t.Run(iso, func(t *testing.T) {
 			env := newEnv(t, func(c *Config) {

@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// TestRedteamErrorBodyAmplification (found by the red team; it guards the fix): rule 6 bounds what an op may take
+// TestErrorBodyNotAmplified (found by the red team; it guards the fix): rule 6 bounds what an op may take
 // and the threat model lists hostile provider responses ("bombs"). The
 // decoded body is capped at 4 MiB, but errorMessage (every non-2xx body),
 // graphQLRateLimited (every GraphQL response, success included) and
@@ -18,7 +18,7 @@ import (
 // hundreds of MiB, a few concurrent ops can exhaust the process. The
 // streaming projector (pick.go) shows how to read the same string in
 // constant memory.
-func TestRedteamErrorBodyAmplification(t *testing.T) {
+func TestErrorBodyNotAmplified(t *testing.T) {
 	env := newEnv(t, nil)
 	body := append([]byte(`{"message":"x","errors":[`), bytes.Repeat([]byte("0,"), (DefaultMaxResponseBytes-64)/2)...)
 	body = append(body, `0]}`...)
