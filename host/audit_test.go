@@ -10,6 +10,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/elevenmessenger/pinned/internal/fakeapi"
+	"github.com/elevenmessenger/pinned/internal/testutil"
 	"github.com/elevenmessenger/pinned/registry"
 )
 
@@ -138,7 +139,7 @@ func TestAuditDenied(t *testing.T) {
 // sidecar's, with the request id) receives the op's events.
 func TestAuditUsesContextLogger(t *testing.T) {
 	env := newEnv(t, nil)
-	var buf syncBuffer
+	var buf testutil.SyncBuffer
 	l := zerolog.New(&buf).With().Str("request_id", "req-42").Logger()
 	ctx := l.WithContext(context.Background())
 	if _, err := env.runWith(ctx, "github", "get_viewer", `{}`, Credential{Secret: Secret(fakeapi.Token("github"))}); err != nil {

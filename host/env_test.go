@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -16,43 +15,19 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/elevenmessenger/pinned/internal/fakeapi"
+	"github.com/elevenmessenger/pinned/internal/testutil"
 )
 
 // testCacheDir is shared by every test engine (and across packages) so the
 // guest modules are compiled once per machine, not once per test.
 var testCacheDir = filepath.Join(os.TempDir(), "pinned-test-wazero-cache")
 
-// syncBuffer is a goroutine-safe log sink.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-// Reset empties the buffer.
-func (s *syncBuffer) Reset() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.b.Reset()
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // testEnv is one engine wired to a fresh provider fake, with its logs and
 // metrics captured so tests can scan them for leaks.
 type testEnv struct {
 	fake *fakeapi.Server
 	eng  *Engine
-	logs *syncBuffer
+	logs *testutil.SyncBuffer
 	reg  *prometheus.Registry
 }
 
@@ -73,7 +48,7 @@ func newEnv(t testing.TB, mod func(*Config)) *testEnv {
 		t.Fatal(err)
 	}
 	t.Cleanup(fake.Close)
-	env := &testEnv{fake: fake, logs: &syncBuffer{}, reg: prometheus.NewRegistry()}
+	env := &testEnv{fake: fake, logs: &testutil.SyncBuffer{}, reg: prometheus.NewRegistry()}
 	log := zerolog.New(env.logs).Level(zerolog.DebugLevel)
 	cfg := Config{
 		Override: &Override{Addr: fake.Addr(), CAPEM: fake.CACertPEM()},

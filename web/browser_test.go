@@ -23,6 +23,7 @@ import (
 	"github.com/chromedp/chromedp/kb"
 
 	"github.com/elevenmessenger/pinned/internal/fakeapi"
+	"github.com/elevenmessenger/pinned/internal/testutil"
 	"github.com/elevenmessenger/pinned/internal/webstack"
 	"github.com/elevenmessenger/pinned/sidecar/grant"
 )
@@ -47,24 +48,6 @@ func findChromium(t *testing.T) string {
 	return ""
 }
 
-// syncBuffer is a goroutine-safe log sink.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // offsetClock is the sidecar's clock: real time plus an offset the test
 // moves (token expiry and the grace window), while the page keeps real time.
 type offsetClock struct{ off atomic.Int64 }
@@ -79,7 +62,7 @@ type browserEnv struct {
 	st     *webstack.Stack
 	ctx    context.Context
 	clock  *offsetClock
-	webLog *syncBuffer
+	webLog *testutil.SyncBuffer
 
 	mu       sync.Mutex
 	requests []string // every request the browser sent: URL, then body
@@ -183,8 +166,8 @@ func githubRequests(f *fakeapi.Server) []fakeapi.Request {
 func TestBrowser(t *testing.T) {
 	chromium := findChromium(t)
 	start := time.Now()
-	e := &browserEnv{t: t, clock: &offsetClock{}, webLog: &syncBuffer{}}
-	sidecarLog, brokerLog := &syncBuffer{}, &syncBuffer{}
+	e := &browserEnv{t: t, clock: &offsetClock{}, webLog: &testutil.SyncBuffer{}}
+	sidecarLog, brokerLog := &testutil.SyncBuffer{}, &testutil.SyncBuffer{}
 	st, err := webstack.Start(context.Background(), webstack.Options{
 		SidecarNow: e.clock.Now, RefreshGrace: 3 * time.Second,
 		WebLog: e.webLog, SidecarLog: sidecarLog, BrokerLog: brokerLog,

@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -25,24 +24,6 @@ import (
 	"github.com/elevenmessenger/pinned/internal/fakeapi"
 	"github.com/elevenmessenger/pinned/internal/testutil"
 )
-
-// syncBuf is a bytes.Buffer safe for the subprocess's writers.
-type syncBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuf) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // pinnedEnv is a built pinned binary with its own config directory,
 // pointed at an in-process provider fake.
@@ -149,8 +130,8 @@ func TestConnectAndMCPStdio(t *testing.T) {
 	// input_required rounds) and 2025-11-25 (initialize, elicitation/create).
 	for _, version := range []string{"2026-07-28", "2025-11-25"} {
 		t.Run(version, func(t *testing.T) {
-			wire := &syncBuf{}
-			stderr := &syncBuf{}
+			wire := &testutil.SyncBuffer{}
+			stderr := &testutil.SyncBuffer{}
 			answer := "accept"
 			var asked []string
 			client := mcp.NewClient(&mcp.Implementation{Name: "stdio-test", Version: "1"}, &mcp.ClientOptions{
@@ -276,8 +257,8 @@ func TestConnectOAuthPairRotated(t *testing.T) {
 	t.Cleanup(b.Close)
 	t.Cleanup(bsrv.Close)
 
-	stderr := &syncBuf{}
-	wire := &syncBuf{}
+	stderr := &testutil.SyncBuffer{}
+	wire := &testutil.SyncBuffer{}
 	cmd := exec.Command(p.bin, append([]string{"mcp", "--broker-url", burl}, p.fakeFlags()...)...)
 	cmd.Env, cmd.Stderr = append(p.env, "PINNED_MCP_BROKER_TOKEN="+instance), stderr
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -339,7 +320,7 @@ func TestMCPListen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stderr := &syncBuf{}
+	stderr := &testutil.SyncBuffer{}
 	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

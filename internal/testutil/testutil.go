@@ -30,6 +30,13 @@ func (s *SyncBuffer) Write(p []byte) (int, error) {
 	return s.buf.Write(p)
 }
 
+// Reset empties the buffer.
+func (s *SyncBuffer) Reset() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.buf.Reset()
+}
+
 // String returns everything written so far.
 func (s *SyncBuffer) String() string {
 	s.mu.Lock()
