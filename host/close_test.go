@@ -2,11 +2,14 @@ package host
 
 import (
 	"context"
+	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/elevenmessenger/pinned/internal/fakeapi"
+	"github.com/elevenmessenger/pinned/internal/testutil"
 )
 
 // TestCloseWhileRunning closes an engine while ops run in it (a shutdown
@@ -16,6 +19,7 @@ func TestCloseWhileRunning(t *testing.T) {
 	for round := 0; round < 3; round++ {
 		env := newEnv(t, nil)
 		var wg sync.WaitGroup
+		var finished atomic.Int64
 		for i := 0; i < 16; i++ {
 			wg.Add(1)
 			go func() {
@@ -23,10 +27,15 @@ func TestCloseWhileRunning(t *testing.T) {
 				for j := 0; j < 20; j++ {
 					env.eng.Run(context.Background(), Call{Service: "github", Op: "get_viewer",
 						Credential: Credential{Secret: Secret(fakeapi.Token("github"))}})
+					finished.Add(1)
 				}
 			}()
 		}
-		time.Sleep(time.Duration(20+round*30) * time.Millisecond)
+		// Close at a different point of the run each round: after 1, 9
+		// and 17 of the 320 ops have finished (the rest are running or
+		// waiting to).
+		n := int64(1 + round*8)
+		testutil.WaitFor(t, 30*time.Second, fmt.Sprintf("%d ops to finish", n), func() bool { return finished.Load() >= n })
 		env.eng.Close(context.Background())
 		wg.Wait()
 	}

@@ -68,6 +68,8 @@ func rt2Deadline(t *testing.T, guest []byte, timeout time.Duration) (time.Durati
 			default:
 			}
 			runtime.GC()
+			// Not ordering goroutines: the pause between collections is
+			// part of the measurement.
 			time.Sleep(5 * time.Millisecond)
 			now := time.Now()
 			if d := int64(now.Sub(last)); d > worstGC.Load() {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -360,10 +361,13 @@ func TestPaginateWriteOpNeverPages(t *testing.T) {
 func TestPaginateHoldsNoSandboxSlot(t *testing.T) {
 	env := newEnv(t, func(c *Config) { c.PoolSize = 1 })
 	const delay = 700 * time.Millisecond
+	firstPage := make(chan struct{}) // closed when the first page is asked for
+	var once sync.Once
 	env.fake.SetHandler(func(w http.ResponseWriter, r *http.Request) bool {
 		if r.URL.Path != "/crm/v3/objects/contacts" {
 			return false // the fake's own answer for the other op
 		}
+		once.Do(func() { close(firstPage) })
 		select {
 		case <-time.After(delay):
 		case <-r.Context().Done():
@@ -382,7 +386,7 @@ func TestPaginateHoldsNoSandboxSlot(t *testing.T) {
 		}
 		paged <- time.Now()
 	}()
-	time.Sleep(delay / 2) // the paged call is waiting on its first page
+	<-firstPage // the paged call is waiting on its first page
 	if _, err := env.run(fakeapi.GitHub, "get_viewer", `{}`); err != nil {
 		t.Fatalf("an op beside a paged call: %v", err)
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/elevenmessenger/pinned/internal/testutil"
 )
 
 // TestPoolWaitCancelIsCanceled (found by the red team; it guards the fix): an op whose caller cancels while it waits
@@ -22,7 +24,8 @@ func TestPoolWaitCancelIsCanceled(t *testing.T) {
 		defer close(done)
 		env.run("github", "list_issues", `{"attack":"loop"}`) // holds the only instance for 2s
 	}()
-	time.Sleep(300 * time.Millisecond)
+	// The pool has one slot: once it is taken, the looping op holds it.
+	testutil.WaitFor(t, 10*time.Second, "the looping op to take the pool's only slot", func() bool { return len(env.eng.pool.sem) == 1 })
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(200*time.Millisecond, cancel)
 	_, err := env.runWith(ctx, "github", "list_issues", `{"attack":"after_result"}`, Credential{Secret: "x"})

@@ -58,6 +58,8 @@ func TestDeadlineEndsTreeRecursion(t *testing.T) {
 				c.CacheDir = ""
 			})
 			t.Logf("strategy %s", env.eng.Strategy())
+			// Not ordering goroutines: the guest arms itself by the wall
+			// clock, so the op must start after armAt.
 			time.Sleep(time.Until(armAt) + 50*time.Millisecond)
 			start := time.Now()
 			_, err := env.run("github", "list_issues", honestArgs["github.list_issues"])

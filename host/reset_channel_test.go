@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/elevenmessenger/pinned/internal/testutil"
 )
 
 // TestResetClosesPageFaultChannel (found by the red team): the reset
@@ -71,9 +73,7 @@ func pageFaultAttempt(t *testing.T, iso string, poolSize int) bool {
 		receivers = cap(env.eng.pool.free)
 		// Let the background fill finish, so sequential ops cycle
 		// through the instances in FIFO order.
-		for i := 0; i < 200 && len(env.eng.pool.free) < receivers; i++ {
-			time.Sleep(10 * time.Millisecond)
-		}
+		testutil.WaitFor(t, 30*time.Second, "the pool's background fill", func() bool { return len(env.eng.pool.free) == receivers })
 	}
 	const rounds = 8
 	correct := 0

@@ -9,6 +9,7 @@ import (
 	"testing/fstest"
 	"time"
 
+	"github.com/elevenmessenger/pinned/internal/testutil"
 	"github.com/elevenmessenger/pinned/registry"
 )
 
@@ -64,7 +65,9 @@ func TestPooledStackNotRetained(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	time.Sleep(100 * time.Millisecond) // let the reset goroutine return the instances
+	// The reset goroutine has returned every instance once no slot is
+	// held (recycle releases an instance's slot after its reset).
+	testutil.WaitFor(t, 30*time.Second, "the reset goroutine to return the instances", func() bool { return len(env.eng.pool.sem) == 0 })
 	held := int64(rt3HeapInuse()) - int64(base)
 	t.Logf("idle engine holds %d MiB of Go heap (memory limit 1 MiB, pool of 4, %d resets)", held>>20, env.eng.pool.resets.Load())
 	if held > 20<<20 { // kept stacks: ~4 x 11 MiB at this depth; none kept: ~4 MiB

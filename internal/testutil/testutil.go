@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/elevenmessenger/pinned/internal/fakeapi"
 )
@@ -65,4 +66,21 @@ func CAFile(t testing.TB, fake *fakeapi.Server) string {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// WaitFor polls cond every millisecond until it holds, and fails the test
+// (naming what, e.g. "the pool's only instance in use") when it still does
+// not after timeout. Tests use it to order goroutines on an observable
+// condition instead of sleeping for a guessed time.
+func WaitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited %v for %s: it never happened", timeout, what)
+		}
+		<-tick.C
+	}
 }
