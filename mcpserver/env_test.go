@@ -1,7 +1,6 @@
 package mcpserver
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/hex"
@@ -21,6 +20,7 @@ import (
 	"github.com/elevenmessenger/pinned/host"
 	"github.com/elevenmessenger/pinned/internal/connstore"
 	"github.com/elevenmessenger/pinned/internal/fakeapi"
+	"github.com/elevenmessenger/pinned/internal/testutil"
 	"github.com/elevenmessenger/pinned/sidecar"
 	"github.com/elevenmessenger/pinned/sidecar/grant"
 	"github.com/elevenmessenger/pinned/sidecar/rotate"
@@ -80,8 +80,8 @@ type env struct {
 	side  *sidecar.Server
 	srv   *Server
 	clock *clock
-	wire  *wireLog
-	logs  *wireLog // the server's log (a locked buffer: tool calls log concurrently)
+	wire  *testutil.SyncBuffer
+	logs  *testutil.SyncBuffer // the server's log (a locked buffer: tool calls log concurrently)
 }
 
 type clock struct {
@@ -99,24 +99,6 @@ func (c *clock) advance(d time.Duration) {
 	c.mu.Lock()
 	c.d += d
 	c.mu.Unlock()
-}
-
-// wireLog collects every MCP message a test's clients sent and received.
-type wireLog struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (w *wireLog) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.buf.Write(p)
-}
-
-func (w *wireLog) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.buf.String()
 }
 
 type envOpts struct {
@@ -147,7 +129,7 @@ func newEnv(t *testing.T, o envOpts) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{fake: fake, store: store, side: side, clock: &clock{}, wire: &wireLog{}, logs: &wireLog{}}
+	e := &env{fake: fake, store: store, side: side, clock: &clock{}, wire: &testutil.SyncBuffer{}, logs: &testutil.SyncBuffer{}}
 	log := zerolog.New(e.logs)
 	e.srv, err = New(Config{Sidecar: side, Store: store, Tools: o.tools, MaxResultBytes: o.maxResult, Now: e.clock.now, Logger: &log, Version: "test"})
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/elevenmessenger/pinned/host"
+	"github.com/elevenmessenger/pinned/internal/testutil"
 )
 
 // stubSidecar speaks the sidecar's wire format for /v1/identity, /v1/ops
@@ -60,29 +61,12 @@ func (s *stubSidecar) calls() []string {
 	return append([]string(nil), s.bodies...)
 }
 
-type logBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-func newTestServer(t *testing.T, brokerURL string) (*Server, *stubSidecar, *logBuffer) {
+func newTestServer(t *testing.T, brokerURL string) (*Server, *stubSidecar, *testutil.SyncBuffer) {
 	t.Helper()
 	stub := &stubSidecar{status: 200, answer: `{"status":200,"data":{"login":"pinned-tester"}}`}
 	sc := httptest.NewServer(stub)
 	t.Cleanup(sc.Close)
-	logs := &logBuffer{}
+	logs := &testutil.SyncBuffer{}
 	l := zerolog.New(logs)
 	s, err := New(Config{
 		Bots:      []Bot{{Name: "eleven", URL: sc.URL, Token: host.Secret("caller-token-0123456789")}},

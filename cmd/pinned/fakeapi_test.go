@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/elevenmessenger/pinned/internal/testutil"
 )
 
 func TestFakeListenAddr(t *testing.T) {
@@ -50,7 +52,7 @@ func TestRunFakeAPIListen(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			cancel() // stop as soon as it serves
-			var stdout, stderr sidecarOutput
+			var stdout, stderr testutil.SyncBuffer
 			code := runFakeAPIContext(ctx, []string{"--listen", tt.listen}, &stdout, &stderr)
 			if code != tt.code {
 				t.Fatalf("exit %d, want %d (stderr %q)", code, tt.code, stderr.String())

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/elevenmessenger/pinned/internal/redistest"
+	"github.com/elevenmessenger/pinned/internal/testutil"
 )
 
 // TestRunSidecarRedis: with --redis-url the sidecar checks Redis at
@@ -26,7 +27,7 @@ func TestRunSidecarRedis(t *testing.T) {
 	_ = os.WriteFile(pwFile, []byte("cli-test-redis-password\n"), 0o600)
 	srv := redistest.StartArgs(t, "--requirepass", "cli-test-redis-password")
 	run := func(args ...string) (int, string) {
-		var stdout, stderr sidecarOutput
+		var stdout, stderr testutil.SyncBuffer
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel() // stop as soon as it serves
 		code := runSidecarContext(ctx, append([]string{"--key-file", key, "--listen", "127.0.0.1:0", "--state-key-file", stateKey, "--redis-password-file", pwFile}, args...), &stdout, &stderr)

@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,24 +19,6 @@ import (
 	"github.com/elevenmessenger/pinned/internal/testutil"
 	"github.com/elevenmessenger/pinned/sidecar/grant"
 )
-
-// sidecarOutput is a goroutine-safe output sink for the sidecar command.
-type sidecarOutput struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *sidecarOutput) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *sidecarOutput) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // clearSidecarEnv unsets every PINNED_SIDECAR_* and PINNED_REDIS_*
 // variable for the test.
@@ -184,7 +165,7 @@ func TestRunSidecarRefuses(t *testing.T) {
 			for k, v := range tt.env {
 				t.Setenv(k, v)
 			}
-			var stdout, stderr sidecarOutput
+			var stdout, stderr testutil.SyncBuffer
 			ctx, cancel := context.WithCancel(context.Background())
 			cancel() // if it ever got as far as serving, stop at once
 			code := runSidecarContext(ctx, tt.args, &stdout, &stderr)
@@ -249,7 +230,7 @@ func TestRunSidecarAgainstFake(t *testing.T) {
 	const token = "test-caller-token-0123456789"
 	t.Setenv("PINNED_SIDECAR_TOKEN", token)
 	t.Setenv("PINNED_SIDECAR_BROKER_TOKEN", brokerToken)
-	var stdout, stderr sidecarOutput
+	var stdout, stderr testutil.SyncBuffer
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan int, 1)

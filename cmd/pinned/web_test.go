@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/elevenmessenger/pinned/internal/testutil"
 )
 
 func TestWebUsage(t *testing.T) {
@@ -79,7 +81,7 @@ func TestRunWebServes(t *testing.T) {
 	}))
 	defer sc.Close()
 	ctx, cancel := context.WithCancel(context.Background())
-	out, errb := &sidecarOutput{}, &sidecarOutput{}
+	out, errb := &testutil.SyncBuffer{}, &testutil.SyncBuffer{}
 	done := make(chan int, 1)
 	go func() {
 		done <- runWebContext(ctx, []string{"--listen", "127.0.0.1:0", "--bot", "eleven=" + sc.URL, "--bot-token-file", "eleven=" + tok}, out, errb)
@@ -120,7 +122,7 @@ func TestRunWebServes(t *testing.T) {
 func TestDemoWeb(t *testing.T) {
 	t.Setenv("XDG_CACHE_HOME", filepath.Join(os.TempDir(), "pinned-test-cmd-xdg-cache"))
 	ctx, cancel := context.WithCancel(context.Background())
-	out, errb := &sidecarOutput{}, &sidecarOutput{}
+	out, errb := &testutil.SyncBuffer{}, &testutil.SyncBuffer{}
 	done := make(chan int, 1)
 	go func() { done <- runDemoWeb(ctx, "127.0.0.1:0", out, errb) }()
 	re := regexp.MustCompile(`Open the catalog:  (http://127\.0\.0\.1:\d+)/`)
