@@ -5,6 +5,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/elevenmessenger/pinned/internal/wasmtest"
 )
 
 // rt2Module is a guest with the two WASI imports the red-team modules
@@ -12,32 +14,32 @@ import (
 // (3) and the extra functions given (4, 5, ...), over a memory of pages
 // pages. Type 0 is () -> (), 1 () -> i32, 2 clock_time_get's, 3 (i32) -> (),
 // 4 (i32) -> i32.
-func rt2Module(pages uint32, run []byte, extra ...wfunc) []byte {
-	m := &wmod{
-		types: [][2][]byte{
+func rt2Module(pages uint32, run []byte, extra ...wasmtest.Func) []byte {
+	m := &wasmtest.Module{
+		Types: [][2][]byte{
 			{nil, nil},
-			{nil, {wI32}},
-			{{wI32, wI64, wI32}, {wI32}},
-			{{wI32}, nil},
-			{{wI32}, {wI32}},
+			{nil, {wasmtest.I32}},
+			{{wasmtest.I32, wasmtest.I64, wasmtest.I32}, {wasmtest.I32}},
+			{{wasmtest.I32}, nil},
+			{{wasmtest.I32}, {wasmtest.I32}},
 		},
-		imports: []wimport{
-			{"wasi_snapshot_preview1", "clock_time_get", 2},
-			{"wasi_snapshot_preview1", "sched_yield", 1},
+		Imports: []wasmtest.Import{
+			{Mod: "wasi_snapshot_preview1", Name: "clock_time_get", Type: 2},
+			{Mod: "wasi_snapshot_preview1", Name: "sched_yield", Type: 1},
 		},
-		funcs:   append([]wfunc{{typ: 0}, {typ: 1, code: run}}, extra...),
-		memMin:  pages,
-		memMax:  -1,
-		exports: []wexport{{"_initialize", 0, 2}, {"run", 0, 3}, {"memory", 2, 0}},
-		start:   -1,
+		Funcs:   append([]wasmtest.Func{{Type: 0}, {Type: 1, Code: run}}, extra...),
+		MemMin:  pages,
+		MemMax:  -1,
+		Exports: []wasmtest.Export{{Name: "_initialize", Kind: 0, Idx: 2}, {Name: "run", Kind: 0, Idx: 3}, {Name: "memory", Kind: 2, Idx: 0}},
+		Start:   -1,
 	}
-	return m.bytes()
+	return m.Bytes()
 }
 
 // memFill is memory.fill(0, 0, n).
 func memFill(n int32) []byte {
 	c := []byte{0x41, 0x00, 0x41, 0x00, 0x41}
-	c = append(c, wsleb(int64(n))...)
+	c = append(c, wasmtest.SLEB(int64(n))...)
 	return append(c, 0xfc, 0x0b, 0x00)
 }
 
@@ -150,12 +152,12 @@ func TestDeadlineEndsStraightLineCode(t *testing.T) {
 			off = 0
 		}
 		f = append(f, 0x28, 0x02)
-		f = append(f, wleb(uint64(off))...)
+		f = append(f, wasmtest.ULEB(uint64(off))...)
 	}
 	f = append(f, 0x1a) // drop
 	run := memFill(32 << 20)
 	run = append(run, 0x03, 0x40, 0x10, 0x04, 0x0c, 0x00, 0x0b, 0x41, 0x00) // loop call 4; br 0 end
-	d, err, gc := rt2Deadline(t, rt2Module(512, run, wfunc{typ: 0, code: f}), timeout)
+	d, err, gc := rt2Deadline(t, rt2Module(512, run, wasmtest.Func{Type: 0, Code: f}), timeout)
 	t.Logf("op: %v after %v (deadline %v); longest stall meanwhile %v", err, d, timeout, gc)
 	if err == nil || err.Code != CodeTimeout {
 		t.Errorf("op: %v, want code %s", err, CodeTimeout)
@@ -179,22 +181,22 @@ func TestDeadlineEndsHostCalls(t *testing.T) {
 	for i := 0; i < 60; i++ {
 		f = append(f, 0x41, 0x00, 0x41, 0x80, 0x80, 0x04, 0x10, 0x01, 0x1a) // random_get(0, 65536); drop
 	}
-	m := &wmod{
-		types: [][2][]byte{{nil, nil}, {nil, {wI32}}, {{wI32, wI32}, {wI32}}},
-		imports: []wimport{
-			{"wasi_snapshot_preview1", "sched_yield", 1},
-			{"wasi_snapshot_preview1", "random_get", 2},
+	m := &wasmtest.Module{
+		Types: [][2][]byte{{nil, nil}, {nil, {wasmtest.I32}}, {{wasmtest.I32, wasmtest.I32}, {wasmtest.I32}}},
+		Imports: []wasmtest.Import{
+			{Mod: "wasi_snapshot_preview1", Name: "sched_yield", Type: 1},
+			{Mod: "wasi_snapshot_preview1", Name: "random_get", Type: 2},
 		},
-		funcs: []wfunc{
-			{typ: 0}, // 2: _initialize
-			{typ: 1, code: []byte{0x03, 0x40, 0x10, 0x04, 0x0c, 0x00, 0x0b, 0x41, 0x00}}, // 3: run: loop call 4; br 0
-			{typ: 0, code: f}, // 4
+		Funcs: []wasmtest.Func{
+			{Type: 0}, // 2: _initialize
+			{Type: 1, Code: []byte{0x03, 0x40, 0x10, 0x04, 0x0c, 0x00, 0x0b, 0x41, 0x00}}, // 3: run: loop call 4; br 0
+			{Type: 0, Code: f}, // 4
 		},
-		memMin: 2, memMax: -1,
-		exports: []wexport{{"_initialize", 0, 2}, {"run", 0, 3}, {"memory", 2, 0}},
-		start:   -1,
+		MemMin: 2, MemMax: -1,
+		Exports: []wasmtest.Export{{Name: "_initialize", Kind: 0, Idx: 2}, {Name: "run", Kind: 0, Idx: 3}, {Name: "memory", Kind: 2, Idx: 0}},
+		Start:   -1,
 	}
-	d, err, _ := rt2Deadline(t, m.bytes(), timeout)
+	d, err, _ := rt2Deadline(t, m.Bytes(), timeout)
 	t.Logf("op: %v after %v (deadline %v)", err, d, timeout)
 	if err == nil || err.Code != CodeTimeout {
 		t.Errorf("op: %v, want code %s", err, CodeTimeout)

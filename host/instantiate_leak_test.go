@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/elevenmessenger/pinned/internal/wasmtest"
 )
 
 // vmSizeMiB is the process's virtual size (VmSize of /proc/self/status).
@@ -32,18 +34,18 @@ func vmSizeMiB(t *testing.T) int {
 // 32 MiB of address space until the process died. Here instantiation
 // fails on a data segment past the end of memory.
 func TestFailedInstantiationFreesMemory(t *testing.T) {
-	m := &wmod{
-		types:   [][2][]byte{{nil, nil}, {nil, {wI32}}},
-		imports: []wimport{{"wasi_snapshot_preview1", "sched_yield", 1}}, // instrumentable: pooled
-		funcs: []wfunc{
-			{typ: 0},                           // 1: _initialize
-			{typ: 1, code: []byte{0x41, 0x00}}, // 2: run
+	m := &wasmtest.Module{
+		Types:   [][2][]byte{{nil, nil}, {nil, {wasmtest.I32}}},
+		Imports: []wasmtest.Import{{Mod: "wasi_snapshot_preview1", Name: "sched_yield", Type: 1}}, // instrumentable: pooled
+		Funcs: []wasmtest.Func{
+			{Type: 0},                           // 1: _initialize
+			{Type: 1, Code: []byte{0x41, 0x00}}, // 2: run
 		},
-		memMin: 1, memMax: -1, start: -1,
-		exports: []wexport{{"_initialize", 0, 1}, {"run", 0, 2}, {"memory", 2, 0}},
-		data:    [][]byte{wdata(70000, []byte("past the end"))},
+		MemMin: 1, MemMax: -1, Start: -1,
+		Exports: []wasmtest.Export{{Name: "_initialize", Kind: 0, Idx: 1}, {Name: "run", Kind: 0, Idx: 2}, {Name: "memory", Kind: 2, Idx: 0}},
+		Data:    [][]byte{wasmtest.Data(70000, []byte("past the end"))},
 	}
-	wasm := m.bytes()
+	wasm := m.Bytes()
 	if _, err := New(context.Background(), Config{Guest: wasm}); err == nil || !strings.Contains(err.Error(), "instantiate") {
 		t.Fatalf("New: %v, want an instantiation failure", err)
 	}

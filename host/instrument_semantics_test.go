@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/elevenmessenger/pinned/internal/wasmtest"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 )
@@ -44,18 +45,18 @@ func rt2RunBoth(t *testing.T, wasm []byte) (orig, inst uint64) {
 func TestInstrumentKeepsSemantics(t *testing.T) {
 	// type 5: (i32) -> i32, type 6: (i32 i32) -> (i32 i32), type 7: () -> (i32 i32)
 	mk := func(run []byte, locals []byte) []byte {
-		m := &wmod{
-			types: [][2][]byte{
-				{nil, nil}, {nil, {wI32}}, {{wI32, wI64, wI32}, {wI32}}, {{wI32}, nil}, {{wI32}, {wI32}},
-				{{wI32}, {wI32}}, {{wI32, wI32}, {wI32, wI32}}, {nil, {wI32, wI32}},
+		m := &wasmtest.Module{
+			Types: [][2][]byte{
+				{nil, nil}, {nil, {wasmtest.I32}}, {{wasmtest.I32, wasmtest.I64, wasmtest.I32}, {wasmtest.I32}}, {{wasmtest.I32}, nil}, {{wasmtest.I32}, {wasmtest.I32}},
+				{{wasmtest.I32}, {wasmtest.I32}}, {{wasmtest.I32, wasmtest.I32}, {wasmtest.I32, wasmtest.I32}}, {nil, {wasmtest.I32, wasmtest.I32}},
 			},
-			imports: []wimport{{"wasi_snapshot_preview1", "clock_time_get", 2}, {"wasi_snapshot_preview1", "sched_yield", 1}},
-			funcs:   []wfunc{{typ: 0}, {typ: 1, code: run, locals: locals}},
-			memMin:  1, memMax: -1,
-			exports: []wexport{{"_initialize", 0, 2}, {"run", 0, 3}, {"memory", 2, 0}},
-			start:   -1,
+			Imports: []wasmtest.Import{{Mod: "wasi_snapshot_preview1", Name: "clock_time_get", Type: 2}, {Mod: "wasi_snapshot_preview1", Name: "sched_yield", Type: 1}},
+			Funcs:   []wasmtest.Func{{Type: 0}, {Type: 1, Code: run, Locals: locals}},
+			MemMin:  1, MemMax: -1,
+			Exports: []wasmtest.Export{{Name: "_initialize", Kind: 0, Idx: 2}, {Name: "run", Kind: 0, Idx: 3}, {Name: "memory", Kind: 2, Idx: 0}},
+			Start:   -1,
 		}
-		return m.bytes()
+		return m.Bytes()
 	}
 	cases := map[string][]byte{
 		// 5000 iterations of loop (param i32) (result i32), counting down

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/elevenmessenger/pinned/internal/wasmtest"
 )
 
 // Hand-assembled hostile guests for state the Go toolchain cannot reach:
@@ -16,31 +18,6 @@ import (
 // the bound one and goes out, and the request for owner "found" is
 // refused as not_bound (request binding leaves the guest one bit: send
 // the bound request or not).
-
-// leb and sleb are the (U)LEB128 encoders of the module builder in
-// wasmgen_test.go, at the widths these guests use.
-func leb(v uint32) []byte { return wleb(uint64(v)) }
-
-func sleb(v int32) []byte { return wsleb(int64(v)) }
-
-func section(id byte, body []byte) []byte {
-	return append(append([]byte{id}, leb(uint32(len(body)))...), body...)
-}
-
-func vecOf(items ...[]byte) []byte {
-	b := leb(uint32(len(items)))
-	for _, it := range items {
-		b = append(b, it...)
-	}
-	return b
-}
-
-func name(s string) []byte { return append(leb(uint32(len(s))), s...) }
-
-func fnBody(code ...byte) []byte {
-	b := append([]byte{0x00}, code...)
-	return append(leb(uint32(len(b))), b...)
-}
 
 // rawRequest is the honest request for list_issues with the given owner
 // and repo "hello" (defaults per_page=30, state=open).
@@ -66,51 +43,51 @@ const (
 // functions 6 (returns 7) and 7 (returns 9).
 func rawGuest(globals []byte, table bool, run []byte) []byte {
 	found, absent := rawRequest("found"), rawRequest("absent")
-	types := vecOf(
+	types := wasmtest.Vec(
 		[]byte{0x60, 0x02, 0x7f, 0x7f, 0x01, 0x7f}, // 0: (i32, i32) -> i32
 		[]byte{0x60, 0x00, 0x00},                   // 1: () -> ()
 		[]byte{0x60, 0x00, 0x01, 0x7f},             // 2: () -> i32
 	)
-	imports := vecOf(
-		append(append(name("pin_v1"), name("request")...), 0x00, 0x00),           // func 0
-		append(append(name("pin_v1"), name("input_len")...), 0x00, 0x02),         // func 1
-		append(append(name("pin_v1"), name("input_read")...), 0x00, 0x00),        // func 2
-		append(append(name(WASIModuleName), name("sched_yield")...), 0x00, 0x02), // func 3: makes the guest instrumentable
+	imports := wasmtest.Vec(
+		append(append(wasmtest.Name("pin_v1"), wasmtest.Name("request")...), 0x00, 0x00),           // func 0
+		append(append(wasmtest.Name("pin_v1"), wasmtest.Name("input_len")...), 0x00, 0x02),         // func 1
+		append(append(wasmtest.Name("pin_v1"), wasmtest.Name("input_read")...), 0x00, 0x00),        // func 2
+		append(append(wasmtest.Name(WASIModuleName), wasmtest.Name("sched_yield")...), 0x00, 0x02), // func 3: makes the guest instrumentable
 	)
-	funcs := vecOf([]byte{0x01}, []byte{0x02}, []byte{0x02}, []byte{0x02}) // 4 _initialize, 5 run, 6 seven, 7 nine
+	funcs := wasmtest.Vec([]byte{0x01}, []byte{0x02}, []byte{0x02}, []byte{0x02}) // 4 _initialize, 5 run, 6 seven, 7 nine
 	out := []byte("\x00asm\x01\x00\x00\x00")
-	out = append(out, section(1, types)...)
-	out = append(out, section(2, imports)...)
-	out = append(out, section(3, funcs)...)
+	out = append(out, wasmtest.Section(1, types)...)
+	out = append(out, wasmtest.Section(2, imports)...)
+	out = append(out, wasmtest.Section(3, funcs)...)
 	if table {
-		out = append(out, section(4, vecOf([]byte{0x70, 0x00, 0x02}))...) // funcref, min 2
+		out = append(out, wasmtest.Section(4, wasmtest.Vec([]byte{0x70, 0x00, 0x02}))...) // funcref, min 2
 	}
-	out = append(out, section(5, vecOf([]byte{0x00, 0x01}))...) // memory min 1
+	out = append(out, wasmtest.Section(5, wasmtest.Vec([]byte{0x00, 0x01}))...) // memory min 1
 	if globals != nil {
-		out = append(out, section(6, globals)...)
+		out = append(out, wasmtest.Section(6, globals)...)
 	}
-	exports := vecOf(
-		append(name("_initialize"), 0x00, 0x04),
-		append(name("run"), 0x00, 0x05),
-		append(name("memory"), 0x02, 0x00),
+	exports := wasmtest.Vec(
+		append(wasmtest.Name("_initialize"), 0x00, 0x04),
+		append(wasmtest.Name("run"), 0x00, 0x05),
+		append(wasmtest.Name("memory"), 0x02, 0x00),
 	)
-	out = append(out, section(7, exports)...)
+	out = append(out, wasmtest.Section(7, exports)...)
 	if table {
 		// table[0] = seven, table[1] = nine
-		out = append(out, section(9, vecOf(append([]byte{0x00, 0x41, 0x00, 0x0b}, vecOf([]byte{0x06}, []byte{0x07})...)))...)
+		out = append(out, wasmtest.Section(9, wasmtest.Vec(append([]byte{0x00, 0x41, 0x00, 0x0b}, wasmtest.Vec([]byte{0x06}, []byte{0x07})...)))...)
 	}
-	code := vecOf(
-		fnBody(0x0b),                 // _initialize
-		fnBody(append(run, 0x0b)...), // run
-		fnBody(0x41, 0x07, 0x0b),     // seven
-		fnBody(0x41, 0x09, 0x0b),     // nine
+	code := wasmtest.Vec(
+		wasmtest.Body(0x0b),                 // _initialize
+		wasmtest.Body(append(run, 0x0b)...), // run
+		wasmtest.Body(0x41, 0x07, 0x0b),     // seven
+		wasmtest.Body(0x41, 0x09, 0x0b),     // nine
 	)
-	out = append(out, section(10, code)...)
-	data := vecOf(
-		append(append([]byte{0x00, 0x41}, append(sleb(foundAt), 0x0b)...), name(found)...),
-		append(append([]byte{0x00, 0x41}, append(sleb(absentAt), 0x0b)...), name(absent)...),
+	out = append(out, wasmtest.Section(10, code)...)
+	data := wasmtest.Vec(
+		append(append([]byte{0x00, 0x41}, append(wasmtest.SLEB(int64(foundAt)), 0x0b)...), wasmtest.Name(found)...),
+		append(append([]byte{0x00, 0x41}, append(wasmtest.SLEB(int64(absentAt)), 0x0b)...), wasmtest.Name(absent)...),
 	)
-	out = append(out, section(11, data)...)
+	out = append(out, wasmtest.Section(11, data)...)
 	return out
 }
 
@@ -119,10 +96,10 @@ func rawGuest(globals []byte, table bool, run []byte) []byte {
 // rawArgsLook: it only looks). The template's warm-up runs with {}.
 func readsWrite() []byte {
 	b := []byte{0x41}
-	b = append(b, sleb(4096)...)
+	b = append(b, wasmtest.SLEB(int64(4096))...)
 	b = append(b, 0x10, 0x01, 0x10, 0x02, 0x1a) // input_len; input_read(4096, len); drop
 	b = append(b, 0x10, 0x01, 0x41)             // input_len + 4096 - 2: the byte before the closing brace
-	b = append(b, sleb(4094)...)
+	b = append(b, wasmtest.SLEB(int64(4094))...)
 	b = append(b, 0x6a, 0x2d, 0x00, 0x00) // i32.add; i32.load8_u
 	b = append(b, 0x41, ' ', 0x46)        // == ' '
 	return b
@@ -133,13 +110,13 @@ func requestIf() []byte {
 	found, absent := rawRequest("found"), rawRequest("absent")
 	b := []byte{0x04, 0x7f} // if (result i32)
 	b = append(b, 0x41)
-	b = append(b, sleb(foundAt)...)
+	b = append(b, wasmtest.SLEB(int64(foundAt))...)
 	b = append(b, 0x41)
-	b = append(b, sleb(int32(len(found)))...)
+	b = append(b, wasmtest.SLEB(int64(int32(len(found))))...)
 	b = append(b, 0x10, 0x00, 0x05, 0x41)
-	b = append(b, sleb(absentAt)...)
+	b = append(b, wasmtest.SLEB(int64(absentAt))...)
 	b = append(b, 0x41)
-	b = append(b, sleb(int32(len(absent)))...)
+	b = append(b, wasmtest.SLEB(int64(int32(len(absent))))...)
 	b = append(b, 0x10, 0x00, 0x0b)
 	return b
 }
@@ -148,21 +125,21 @@ func TestRawGuestIsolation(t *testing.T) {
 	const marker = 0x5EC2E7
 	// Two mutable globals (i32 and i64) start at 1; run reports "found" if
 	// either holds the marker, then writes the marker into both.
-	globals := vecOf([]byte{0x7f, 0x01, 0x41, 0x01, 0x0b}, []byte{0x7e, 0x01, 0x42, 0x01, 0x0b})
+	globals := wasmtest.Vec([]byte{0x7f, 0x01, 0x41, 0x01, 0x0b}, []byte{0x7e, 0x01, 0x42, 0x01, 0x0b})
 	// Read the input first (after the request every pin_v1 call is ESTATE):
 	// flag = args are {"w":1}, stored at address 0.
 	globalRun := append(append([]byte{0x41, 0x00}, readsWrite()...), 0x36, 0x02, 0x00)
 	globalRun = append(globalRun, 0x23, 0x00, 0x41)
-	globalRun = append(globalRun, sleb(marker)...)
+	globalRun = append(globalRun, wasmtest.SLEB(int64(marker))...)
 	globalRun = append(globalRun, 0x46, 0x23, 0x01, 0x42)
-	globalRun = append(globalRun, sleb(marker)...)
+	globalRun = append(globalRun, wasmtest.SLEB(int64(marker))...)
 	globalRun = append(globalRun, 0x51, 0x72) // i32.eq; global.get 1; i64.const; i64.eq; i32.or
 	globalRun = append(globalRun, requestIf()...)
 	globalRun = append(globalRun, 0x41, 0x00, 0x28, 0x02, 0x00) // flag
 	globalRun = append(globalRun, 0x04, 0x40, 0x41)             // if: set both globals to the marker
-	globalRun = append(globalRun, sleb(marker)...)
+	globalRun = append(globalRun, wasmtest.SLEB(int64(marker))...)
 	globalRun = append(globalRun, 0x24, 0x00, 0x42)
-	globalRun = append(globalRun, sleb(marker)...)
+	globalRun = append(globalRun, wasmtest.SLEB(int64(marker))...)
 	globalRun = append(globalRun, 0x24, 0x01, 0x0b)
 
 	// The table holds [seven, nine]; run reports "found" if table[0] is

@@ -3,6 +3,8 @@ package host
 import (
 	"testing"
 	"time"
+
+	"github.com/elevenmessenger/pinned/internal/wasmtest"
 )
 
 // treeRecursion is a module whose run, once the realtime clock passes
@@ -14,29 +16,29 @@ func treeRecursion(armAt time.Time, depth int32) []byte {
 	rec := []byte{0x20, 0x00, 0x45, 0x04, 0x40, 0x0f, 0x0b, // if n == 0 return
 		0x20, 0x00, 0x41, 0x01, 0x6b, 0x10, 0x04, // rec(n-1)
 		0x20, 0x00, 0x41, 0x01, 0x6b, 0x10, 0x04} // rec(n-1)
-	then := append([]byte{0x41}, wsleb(int64(depth))...)
+	then := append([]byte{0x41}, wasmtest.SLEB(int64(depth))...)
 	then = append(then, 0x10, 0x04, 0x41, 0x00)
-	m := &wmod{
-		types: [][2][]byte{
+	m := &wasmtest.Module{
+		Types: [][2][]byte{
 			{nil, nil},
-			{nil, {wI32}},
-			{{wI32, wI64, wI32}, {wI32}},
-			{{wI32}, nil},
+			{nil, {wasmtest.I32}},
+			{{wasmtest.I32, wasmtest.I64, wasmtest.I32}, {wasmtest.I32}},
+			{{wasmtest.I32}, nil},
 		},
-		imports: []wimport{
-			{"wasi_snapshot_preview1", "clock_time_get", 2},
-			{"wasi_snapshot_preview1", "sched_yield", 1}, // instrumentable
+		Imports: []wasmtest.Import{
+			{Mod: "wasi_snapshot_preview1", Name: "clock_time_get", Type: 2},
+			{Mod: "wasi_snapshot_preview1", Name: "sched_yield", Type: 1}, // instrumentable
 		},
-		funcs: []wfunc{
-			{typ: 0}, // 2: _initialize
-			{typ: 1, code: armed(armAt, then, []byte{0x41, 0x00})}, // 3: run
-			{typ: 3, code: rec}, // 4: rec
+		Funcs: []wasmtest.Func{
+			{Type: 0}, // 2: _initialize
+			{Type: 1, Code: armed(armAt, then, []byte{0x41, 0x00})}, // 3: run
+			{Type: 3, Code: rec}, // 4: rec
 		},
-		memMin: 1, memMax: -1,
-		exports: []wexport{{"_initialize", 0, 2}, {"run", 0, 3}, {"memory", 2, 0}},
-		start:   -1,
+		MemMin: 1, MemMax: -1,
+		Exports: []wasmtest.Export{{Name: "_initialize", Kind: 0, Idx: 2}, {Name: "run", Kind: 0, Idx: 3}, {Name: "memory", Kind: 2, Idx: 0}},
+		Start:   -1,
 	}
-	return m.bytes()
+	return m.Bytes()
 }
 
 // TestDeadlineEndsTreeRecursion (found by the red team): the

@@ -3,31 +3,33 @@ package host
 import (
 	"strings"
 	"testing"
+
+	"github.com/elevenmessenger/pinned/internal/wasmtest"
 )
 
 // rejectText is a module whose run calls pin_v1.reject(RejectUndeclared,
 // text) with text of its choosing (at most 64 bytes).
 func rejectText(text string) []byte {
 	code := []byte{0x41, 0x02, 0x41, 0x10, 0x41}
-	code = append(code, wsleb(int64(len(text)))...)
+	code = append(code, wasmtest.SLEB(int64(len(text)))...)
 	code = append(code, 0x10, 0x00) // call reject; its result is run's
-	m := &wmod{
-		types: [][2][]byte{
+	m := &wasmtest.Module{
+		Types: [][2][]byte{
 			{nil, nil},
-			{nil, {wI32}},
-			{{wI32, wI32, wI32}, {wI32}},
+			{nil, {wasmtest.I32}},
+			{{wasmtest.I32, wasmtest.I32, wasmtest.I32}, {wasmtest.I32}},
 		},
-		imports: []wimport{{"pin_v1", "reject", 2}, {"wasi_snapshot_preview1", "sched_yield", 1}},
-		funcs: []wfunc{
-			{typ: 0},             // 2: _initialize
-			{typ: 1, code: code}, // 3: run
+		Imports: []wasmtest.Import{{Mod: "pin_v1", Name: "reject", Type: 2}, {Mod: "wasi_snapshot_preview1", Name: "sched_yield", Type: 1}},
+		Funcs: []wasmtest.Func{
+			{Type: 0},             // 2: _initialize
+			{Type: 1, Code: code}, // 3: run
 		},
-		memMin: 1, memMax: -1,
-		exports: []wexport{{"_initialize", 0, 2}, {"run", 0, 3}, {"memory", 2, 0}},
-		start:   -1,
-		data:    [][]byte{wdata(16, []byte(text))},
+		MemMin: 1, MemMax: -1,
+		Exports: []wasmtest.Export{{Name: "_initialize", Kind: 0, Idx: 2}, {Name: "run", Kind: 0, Idx: 3}, {Name: "memory", Kind: 2, Idx: 0}},
+		Start:   -1,
+		Data:    [][]byte{wasmtest.Data(16, []byte(text))},
 	}
-	return m.bytes()
+	return m.Bytes()
 }
 
 // TestRejectNameNotGuestText (found by the red team; it guards the fix): docs/ABI.md says of reject "the guest

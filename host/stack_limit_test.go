@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/elevenmessenger/pinned/internal/testutil"
+	"github.com/elevenmessenger/pinned/internal/wasmtest"
 	"github.com/elevenmessenger/pinned/registry"
 )
 
@@ -19,11 +20,11 @@ import (
 // so the pool resets the instance and keeps it.
 func rt3Recurse(depth, busy int32) []byte {
 	f := []byte{0x20, 0x00, 0x04, 0x40, 0x20, 0x00, 0x41, 0x01, 0x6b, 0x10, 0x04, 0x0b} // local.get 0; if; local.get 0; i32.const 1; i32.sub; call 4; end
-	g := append([]byte{0x41}, wsleb(int64(busy))...)
+	g := append([]byte{0x41}, wasmtest.SLEB(int64(busy))...)
 	g = append(g, 0x21, 0x00, 0x03, 0x40, 0x20, 0x00, 0x41, 0x01, 0x6b, 0x22, 0x00, 0x0d, 0x00, 0x0b) // local.set 0; loop; local.get 0; i32.const 1; i32.sub; local.tee 0; br_if 0; end
-	run := append([]byte{0x41}, wsleb(int64(depth))...)
+	run := append([]byte{0x41}, wasmtest.SLEB(int64(depth))...)
 	run = append(run, 0x10, 0x04, 0x10, 0x05, 0x41, 0x00) // call 4; call 5; i32.const 0
-	return rt2Module(2, run, wfunc{typ: 3, code: f}, wfunc{typ: 0, locals: []byte{0x01, 0x01, wI32}, code: g})
+	return rt2Module(2, run, wasmtest.Func{Type: 3, Code: f}, wasmtest.Func{Type: 0, Locals: []byte{0x01, 0x01, wasmtest.I32}, Code: g})
 }
 
 func rt3HeapInuse() uint64 {

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/elevenmessenger/pinned/internal/wasmtest"
 )
 
 // startSleeper is a module whose wasm start function sleeps sleepFor (by
@@ -16,51 +18,51 @@ func startSleeper(armAt time.Time, sleepFor time.Duration) []byte {
 	c = append(c, 0x41, 0x00, 0x42, 0x00, 0x41, 0x00, 0x10, 0x00, 0x1a)
 	// if i64.load(mem[0]) >= armAt
 	c = append(c, 0x41, 0x00, 0x29, 0x03, 0x00, 0x42)
-	c = append(c, wsleb(armAt.UnixNano())...)
+	c = append(c, wasmtest.SLEB(armAt.UnixNano())...)
 	c = append(c, 0x5a, 0x04, 0x40)
 	//   mem[64+24] = sleepFor (relative clock subscription at 64)
 	c = append(c, 0x41)
-	c = append(c, wsleb(88)...)
+	c = append(c, wasmtest.SLEB(88)...)
 	c = append(c, 0x42)
-	c = append(c, wsleb(int64(sleepFor))...)
+	c = append(c, wasmtest.SLEB(int64(sleepFor))...)
 	c = append(c, 0x37, 0x03, 0x00)
 	//   poll_oneoff(64, 128, 1, 200)
 	c = append(c, 0x41)
-	c = append(c, wsleb(64)...)
+	c = append(c, wasmtest.SLEB(64)...)
 	c = append(c, 0x41)
-	c = append(c, wsleb(128)...)
+	c = append(c, wasmtest.SLEB(128)...)
 	c = append(c, 0x41, 0x01, 0x41)
-	c = append(c, wsleb(200)...)
+	c = append(c, wasmtest.SLEB(200)...)
 	c = append(c, 0x10, 0x01, 0x1a)
 	c = append(c, 0x0b) // end if
-	m := &wmod{
-		types: [][2][]byte{
+	m := &wasmtest.Module{
+		Types: [][2][]byte{
 			{nil, nil},
-			{nil, {wI32}},
-			{{wI32, wI64, wI32}, {wI32}},
-			{{wI32, wI32, wI32, wI32}, {wI32}},
+			{nil, {wasmtest.I32}},
+			{{wasmtest.I32, wasmtest.I64, wasmtest.I32}, {wasmtest.I32}},
+			{{wasmtest.I32, wasmtest.I32, wasmtest.I32, wasmtest.I32}, {wasmtest.I32}},
 		},
-		imports: []wimport{
-			{"wasi_snapshot_preview1", "clock_time_get", 2},
-			{"wasi_snapshot_preview1", "poll_oneoff", 3},
+		Imports: []wasmtest.Import{
+			{Mod: "wasi_snapshot_preview1", Name: "clock_time_get", Type: 2},
+			{Mod: "wasi_snapshot_preview1", Name: "poll_oneoff", Type: 3},
 		},
-		funcs: []wfunc{
-			{typ: 0, code: c}, // 2: start
-			{typ: 0},          // 3: _initialize
-			{typ: 1, code: armed(armAt, []byte{0x00}, []byte{0x41, 0x00})}, // 4: run: traps once armed
+		Funcs: []wasmtest.Func{
+			{Type: 0, Code: c}, // 2: start
+			{Type: 0},          // 3: _initialize
+			{Type: 1, Code: armed(armAt, []byte{0x00}, []byte{0x41, 0x00})}, // 4: run: traps once armed
 		},
-		memMin: 1, memMax: -1,
-		exports: []wexport{{"_initialize", 0, 3}, {"run", 0, 4}, {"memory", 2, 0}},
-		start:   2,
+		MemMin: 1, MemMax: -1,
+		Exports: []wasmtest.Export{{Name: "_initialize", Kind: 0, Idx: 3}, {Name: "run", Kind: 0, Idx: 4}, {Name: "memory", Kind: 2, Idx: 0}},
+		Start:   2,
 	}
-	return m.bytes()
+	return m.Bytes()
 }
 
 // armed is "if realtime >= armAt then <then> else <els> end" with an i32 result.
 func armed(armAt time.Time, then, els []byte) []byte {
 	c := []byte{0x41, 0x00, 0x42, 0x00, 0x41, 0x00, 0x10, 0x00, 0x1a, 0x41, 0x00, 0x29, 0x03, 0x00, 0x42}
-	c = append(c, wsleb(armAt.UnixNano())...)
-	c = append(c, 0x5a, 0x04, wI32)
+	c = append(c, wasmtest.SLEB(armAt.UnixNano())...)
+	c = append(c, 0x5a, 0x04, wasmtest.I32)
 	c = append(c, then...)
 	c = append(c, 0x05)
 	c = append(c, els...)
@@ -76,30 +78,30 @@ func startSpinner(armAt time.Time, spinFor time.Duration) []byte {
 	c = append(c, 0x41, 0x00, 0x42, 0x00, 0x41, 0x00, 0x10, 0x00, 0x1a)
 	// br_if 0 (mem[0] >= armAt && mem[0] < armAt+spinFor)
 	c = append(c, 0x41, 0x00, 0x29, 0x03, 0x00, 0x42)
-	c = append(c, wsleb(armAt.UnixNano())...)
+	c = append(c, wasmtest.SLEB(armAt.UnixNano())...)
 	c = append(c, 0x5a) // i64.ge_u
 	c = append(c, 0x41, 0x00, 0x29, 0x03, 0x00, 0x42)
-	c = append(c, wsleb(armAt.Add(spinFor).UnixNano())...)
+	c = append(c, wasmtest.SLEB(armAt.Add(spinFor).UnixNano())...)
 	c = append(c, 0x54) // i64.lt_u
 	c = append(c, 0x71) // i32.and
 	c = append(c, 0x0d, 0x00, 0x0b)
-	m := &wmod{
-		types: [][2][]byte{
+	m := &wasmtest.Module{
+		Types: [][2][]byte{
 			{nil, nil},
-			{nil, {wI32}},
-			{{wI32, wI64, wI32}, {wI32}},
+			{nil, {wasmtest.I32}},
+			{{wasmtest.I32, wasmtest.I64, wasmtest.I32}, {wasmtest.I32}},
 		},
-		imports: []wimport{{"wasi_snapshot_preview1", "clock_time_get", 2}},
-		funcs: []wfunc{
-			{typ: 0, code: c}, // 1: start
-			{typ: 0},          // 2: _initialize
-			{typ: 1, code: armed(armAt, []byte{0x00}, []byte{0x41, 0x00})}, // 3: run
+		Imports: []wasmtest.Import{{Mod: "wasi_snapshot_preview1", Name: "clock_time_get", Type: 2}},
+		Funcs: []wasmtest.Func{
+			{Type: 0, Code: c}, // 1: start
+			{Type: 0},          // 2: _initialize
+			{Type: 1, Code: armed(armAt, []byte{0x00}, []byte{0x41, 0x00})}, // 3: run
 		},
-		memMin: 1, memMax: -1,
-		exports: []wexport{{"_initialize", 0, 2}, {"run", 0, 3}, {"memory", 2, 0}},
-		start:   1,
+		MemMin: 1, MemMax: -1,
+		Exports: []wasmtest.Export{{Name: "_initialize", Kind: 0, Idx: 2}, {Name: "run", Kind: 0, Idx: 3}, {Name: "memory", Kind: 2, Idx: 0}},
+		Start:   1,
 	}
-	return m.bytes()
+	return m.Bytes()
 }
 
 // TestStartFunctionRefused (found by the red team): wazero runs a
@@ -130,18 +132,18 @@ func TestStartFunctionRefused(t *testing.T) {
 // so the host refuses it rather than run it unbounded (wazero's
 // close-on-done would miss a loop-free tree of calls).
 func TestGuestWithoutYieldRefused(t *testing.T) {
-	m := &wmod{
-		types: [][2][]byte{{nil, nil}, {nil, {wI32}}},
-		funcs: []wfunc{
-			{typ: 0},                           // 0: _initialize
-			{typ: 1, code: []byte{0x41, 0x00}}, // 1: run
+	m := &wasmtest.Module{
+		Types: [][2][]byte{{nil, nil}, {nil, {wasmtest.I32}}},
+		Funcs: []wasmtest.Func{
+			{Type: 0},                           // 0: _initialize
+			{Type: 1, Code: []byte{0x41, 0x00}}, // 1: run
 		},
-		memMin: 1, memMax: -1, start: -1,
-		exports: []wexport{{"_initialize", 0, 0}, {"run", 0, 1}, {"memory", 2, 0}},
+		MemMin: 1, MemMax: -1, Start: -1,
+		Exports: []wasmtest.Export{{Name: "_initialize", Kind: 0, Idx: 0}, {Name: "run", Kind: 0, Idx: 1}, {Name: "memory", Kind: 2, Idx: 0}},
 	}
 	for _, iso := range []string{IsolationReset, IsolationFresh} {
 		t.Run(iso, func(t *testing.T) {
-			e, err := New(context.Background(), Config{Guest: m.bytes(), Isolation: iso})
+			e, err := New(context.Background(), Config{Guest: m.Bytes(), Isolation: iso})
 			if err == nil {
 				e.Close(context.Background())
 				t.Fatal("New accepted a guest without sched_yield")

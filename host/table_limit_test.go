@@ -11,24 +11,25 @@ import (
 	"time"
 
 	"github.com/elevenmessenger/pinned/internal/fakeapi"
+	"github.com/elevenmessenger/pinned/internal/wasmtest"
 )
 
 // tableGrowGuest's run grows a funcref table (declared with no maximum)
 // by delta entries.
 func tableGrowGuest(delta int32, tables ...[]byte) []byte {
 	run := []byte{0xd0, 0x70, 0x41} // ref.null func; i32.const delta
-	run = append(run, wsleb(int64(delta))...)
+	run = append(run, wasmtest.SLEB(int64(delta))...)
 	run = append(run, 0xfc, 0x0f, 0x00, 0x1a, 0x41, 0x00) // table.grow 0; drop; i32.const 0
-	m := &wmod{
-		types:   [][2][]byte{{nil, nil}, {nil, {wI32}}},
-		imports: []wimport{{"wasi_snapshot_preview1", "sched_yield", 1}},
-		funcs:   []wfunc{{typ: 0}, {typ: 1, code: run}},
-		tables:  append([][]byte{{0x70, 0x00, 0x00}}, tables...), // funcref, min 0, no max
-		memMin:  1, memMax: -1,
-		exports: []wexport{{"_initialize", 0, 1}, {"run", 0, 2}, {"memory", 2, 0}},
-		start:   -1,
+	m := &wasmtest.Module{
+		Types:   [][2][]byte{{nil, nil}, {nil, {wasmtest.I32}}},
+		Imports: []wasmtest.Import{{Mod: "wasi_snapshot_preview1", Name: "sched_yield", Type: 1}},
+		Funcs:   []wasmtest.Func{{Type: 0}, {Type: 1, Code: run}},
+		Tables:  append([][]byte{{0x70, 0x00, 0x00}}, tables...), // funcref, min 0, no max
+		MemMin:  1, MemMax: -1,
+		Exports: []wasmtest.Export{{Name: "_initialize", Kind: 0, Idx: 1}, {Name: "run", Kind: 0, Idx: 2}, {Name: "memory", Kind: 2, Idx: 0}},
+		Start:   -1,
 	}
-	return m.bytes()
+	return m.Bytes()
 }
 
 // TestTableGrowCannotKillProcess: MemoryLimitPages bounds linear
@@ -95,16 +96,16 @@ func rt2Child(t *testing.T, guest string) {
 // resident memory, not just address space).
 func TestTablesWithinMemoryLimit(t *testing.T) {
 	run := []byte{0x41, 0x00, 0xd0, 0x70, 0x41} // i32.const 0; ref.null func; i32.const 2^27
-	run = append(run, wsleb(1<<27)...)
+	run = append(run, wasmtest.SLEB(1<<27)...)
 	run = append(run, 0xfc, 0x11, 0x00, 0x41, 0x00) // table.fill 0; i32.const 0
-	m := &wmod{
-		types:   [][2][]byte{{nil, nil}, {nil, {wI32}}},
-		imports: []wimport{{"wasi_snapshot_preview1", "sched_yield", 1}},
-		funcs:   []wfunc{{typ: 0}, {typ: 1, code: run}},
-		tables:  [][]byte{append([]byte{0x70, 0x01}, append(wleb(1<<27), wleb(1<<27)...)...)},
-		memMin:  1, memMax: -1,
-		exports: []wexport{{"_initialize", 0, 1}, {"run", 0, 2}, {"memory", 2, 0}},
-		start:   -1,
+	m := &wasmtest.Module{
+		Types:   [][2][]byte{{nil, nil}, {nil, {wasmtest.I32}}},
+		Imports: []wasmtest.Import{{Mod: "wasi_snapshot_preview1", Name: "sched_yield", Type: 1}},
+		Funcs:   []wasmtest.Func{{Type: 0}, {Type: 1, Code: run}},
+		Tables:  [][]byte{append([]byte{0x70, 0x01}, append(wasmtest.ULEB(1<<27), wasmtest.ULEB(1<<27)...)...)},
+		MemMin:  1, MemMax: -1,
+		Exports: []wasmtest.Export{{Name: "_initialize", Kind: 0, Idx: 1}, {Name: "run", Kind: 0, Idx: 2}, {Name: "memory", Kind: 2, Idx: 0}},
+		Start:   -1,
 	}
 	fake, err := fakeapi.New()
 	if err != nil {
@@ -112,7 +113,7 @@ func TestTablesWithinMemoryLimit(t *testing.T) {
 	}
 	defer fake.Close()
 	eng, err := New(context.Background(), Config{
-		Guest:            m.bytes(),
+		Guest:            m.Bytes(),
 		Timeout:          5 * time.Second,
 		MemoryLimitPages: 512,
 		Override:         &Override{Addr: fake.Addr(), CAPEM: fake.CACertPEM()},

@@ -29,7 +29,7 @@ var layers = []struct {
 	// The bottom: each imports nothing of the project's but the foundation
 	// (registry included: it is what everyone agrees on).
 	{"bottom", []string{"registry/...", "internal/abi", "internal/jsonv", "internal/httperr", "internal/secret", "internal/wasmbin",
-		"internal/httpallow", "internal/schematest", "internal/wasmbuild", "internal/redistest", "internal/fakeapi", "internal/fakemodel", "internal/layering"}},
+		"internal/httpallow", "internal/schematest", "internal/wasmbuild", "internal/wasmtest", "internal/redistest", "internal/fakeapi", "internal/fakemodel", "internal/layering"}},
 	{"contracts and test helpers", []string{"internal/argrules", "internal/brokerapi", "internal/testutil"}},
 	{"guest", []string{"guest/..."}},
 	{"host", []string{"host/..."}},

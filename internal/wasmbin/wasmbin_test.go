@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/elevenmessenger/pinned/internal/wasmtest"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/sys"
 )
@@ -21,35 +22,22 @@ func mod(sections ...any) []byte {
 	return out
 }
 
-func vec(items ...[]byte) []byte {
-	b := appendU32(nil, uint32(len(items)))
-	for _, it := range items {
-		b = append(b, it...)
-	}
-	return b
-}
-
-func body(code ...byte) []byte {
-	b := append([]byte{0x00}, code...) // no locals
-	return append(appendU32(nil, uint32(len(b))), b...)
-}
-
 var (
 	// type 0: () -> i32
-	typeSec = vec([]byte{0x60, 0x00, 0x01, 0x7f})
+	typeSec = wasmtest.Vec([]byte{0x60, 0x00, 0x01, 0x7f})
 	// function 0: the import wasi_snapshot_preview1.sched_yield
-	importSec = vec(append(appendName(appendName(nil, YieldModule), YieldName), 0x00, 0x00))
-	funcSec   = vec([]byte{0x00})
+	importSec = wasmtest.Vec(append(appendName(appendName(nil, YieldModule), YieldName), 0x00, 0x00))
+	funcSec   = wasmtest.Vec([]byte{0x00})
 	// one mutable i32 global, initially 5000
-	globalSec = vec([]byte{0x7f, 0x01, 0x41, 0x88, 0x27, 0x0b})
-	memSec    = vec([]byte{0x00, 0x01})
+	globalSec = wasmtest.Vec([]byte{0x7f, 0x01, 0x41, 0x88, 0x27, 0x0b})
+	memSec    = wasmtest.Vec([]byte{0x00, 0x01})
 	// run is function 1
-	exportRun = vec(append(appendName(nil, "run"), 0x00, 0x01))
+	exportRun = wasmtest.Vec(append(appendName(nil, "run"), 0x00, 0x01))
 	// run: loop: global.get 0; i32.const 1; i32.sub; global.set 0;
 	// global.get 0; br_if 0; end; global.get 0
-	loopBody = body(0x03, 0x40, 0x23, 0x00, 0x41, 0x01, 0x6b, 0x24, 0x00, 0x23, 0x00, 0x0d, 0x00, 0x0b, 0x23, 0x00, 0x0b)
+	loopBody = wasmtest.Body(0x03, 0x40, 0x23, 0x00, 0x41, 0x01, 0x6b, 0x24, 0x00, 0x23, 0x00, 0x0d, 0x00, 0x0b, 0x23, 0x00, 0x0b)
 	// spin: loop: br 0; end; i32.const 0
-	spinBody = body(0x03, 0x40, 0x0c, 0x00, 0x0b, 0x41, 0x00, 0x0b)
+	spinBody = wasmtest.Body(0x03, 0x40, 0x0c, 0x00, 0x0b, 0x41, 0x00, 0x0b)
 )
 
 // compileAndRun runs the module's "run" under a sched_yield that counts
@@ -81,7 +69,7 @@ func compileAndRun(t *testing.T, ctx context.Context, wasm []byte) (res uint32, 
 }
 
 func TestInstrument(t *testing.T) {
-	orig := mod(secType, typeSec, secImport, importSec, secFunction, funcSec, secMemory, memSec, secGlobal, globalSec, secExport, exportRun, secCode, vec(loopBody))
+	orig := mod(secType, typeSec, secImport, importSec, secFunction, funcSec, secMemory, memSec, secGlobal, globalSec, secExport, exportRun, secCode, wasmtest.Vec(loopBody))
 	m, err := Parse(orig)
 	if err != nil {
 		t.Fatal(err)
@@ -116,7 +104,7 @@ func TestInstrument(t *testing.T) {
 // TestInstrumentEndsLoop: an endless loop, instrumented, reaches the
 // yield import, which ends it once the context is done.
 func TestInstrumentEndsLoop(t *testing.T) {
-	m, err := Parse(mod(secType, typeSec, secImport, importSec, secFunction, funcSec, secExport, exportRun, secCode, vec(spinBody)))
+	m, err := Parse(mod(secType, typeSec, secImport, importSec, secFunction, funcSec, secExport, exportRun, secCode, wasmtest.Vec(spinBody)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,14 +127,14 @@ func TestInstrumentEndsLoop(t *testing.T) {
 // TestInstrumentNeedsYield: a module without the yield import (or with
 // one of another type) is not instrumentable.
 func TestInstrumentNeedsYield(t *testing.T) {
-	voidType := vec([]byte{0x60, 0x00, 0x01, 0x7f}, []byte{0x60, 0x00, 0x00})
-	wrongType := vec(append(appendName(appendName(nil, YieldModule), YieldName), 0x00, 0x01))
+	voidType := wasmtest.Vec([]byte{0x60, 0x00, 0x01, 0x7f}, []byte{0x60, 0x00, 0x00})
+	wrongType := wasmtest.Vec(append(appendName(appendName(nil, YieldModule), YieldName), 0x00, 0x01))
 	for _, tt := range []struct {
 		name string
 		wasm []byte
 	}{
-		{"no import", mod(secType, typeSec, secFunction, funcSec, secExport, vec(append(appendName(nil, "run"), 0x00, 0x00)), secCode, vec(spinBody))},
-		{"wrong type", mod(secType, voidType, secImport, wrongType, secFunction, funcSec, secExport, exportRun, secCode, vec(spinBody))},
+		{"no import", mod(secType, typeSec, secFunction, funcSec, secExport, wasmtest.Vec(append(appendName(nil, "run"), 0x00, 0x00)), secCode, wasmtest.Vec(spinBody))},
+		{"wrong type", mod(secType, voidType, secImport, wrongType, secFunction, funcSec, secExport, exportRun, secCode, wasmtest.Vec(spinBody))},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			m, err := Parse(tt.wasm)
@@ -168,16 +156,16 @@ func TestInstrumentRefuses(t *testing.T) {
 		err           error  // from Instrument
 		notResettable string // substring
 	}{
-		{name: "global out of range", code: body(0x23, 0x05, 0x0b), err: errors.New("names global 5")},
-		{name: "table.set", code: body(0x41, 0x00, 0xd0, 0x70, 0x26, 0x00, 0x41, 0x00, 0x0b), notResettable: "table.set"},
-		{name: "data.drop", code: body(0xfc, 0x09, 0x00, 0x41, 0x00, 0x0b), notResettable: "data.drop"},
-		{name: "table.grow", code: body(0xd0, 0x70, 0x41, 0x01, 0xfc, 0x0f, 0x00, 0x0b), notResettable: "table.grow"},
-		{name: "SIMD is not instrumentable", code: body(0xfd, 0x0c, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x1a, 0x41, 0x00, 0x0b), err: ErrNotInstrumentable},
+		{name: "global out of range", code: wasmtest.Body(0x23, 0x05, 0x0b), err: errors.New("names global 5")},
+		{name: "table.set", code: wasmtest.Body(0x41, 0x00, 0xd0, 0x70, 0x26, 0x00, 0x41, 0x00, 0x0b), notResettable: "table.set"},
+		{name: "data.drop", code: wasmtest.Body(0xfc, 0x09, 0x00, 0x41, 0x00, 0x0b), notResettable: "data.drop"},
+		{name: "table.grow", code: wasmtest.Body(0xd0, 0x70, 0x41, 0x01, 0xfc, 0x0f, 0x00, 0x0b), notResettable: "table.grow"},
+		{name: "SIMD is not instrumentable", code: wasmtest.Body(0xfd, 0x0c, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x1a, 0x41, 0x00, 0x0b), err: ErrNotInstrumentable},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			wasm := mod(secType, typeSec, secImport, importSec, secFunction, funcSec, secTable, vec([]byte{0x70, 0x01, 0x01, 0x10}),
-				secMemory, memSec, secGlobal, globalSec, secExport, exportRun, secCode, vec(tt.code))
+			wasm := mod(secType, typeSec, secImport, importSec, secFunction, funcSec, secTable, wasmtest.Vec([]byte{0x70, 0x01, 0x01, 0x10}),
+				secMemory, memSec, secGlobal, globalSec, secExport, exportRun, secCode, wasmtest.Vec(tt.code))
 			m, err := Parse(wasm)
 			if err != nil {
 				t.Fatal(err)
@@ -203,8 +191,8 @@ func TestInstrumentRefuses(t *testing.T) {
 		})
 	}
 	t.Run("table.grow without a maximum", func(t *testing.T) {
-		wasm := mod(secType, typeSec, secImport, importSec, secFunction, funcSec, secTable, vec([]byte{0x70, 0x00, 0x01}),
-			secMemory, memSec, secExport, exportRun, secCode, vec(body(0xd0, 0x70, 0x41, 0x01, 0xfc, 0x0f, 0x00, 0x0b)))
+		wasm := mod(secType, typeSec, secImport, importSec, secFunction, funcSec, secTable, wasmtest.Vec([]byte{0x70, 0x00, 0x01}),
+			secMemory, memSec, secExport, exportRun, secCode, wasmtest.Vec(wasmtest.Body(0xd0, 0x70, 0x41, 0x01, 0xfc, 0x0f, 0x00, 0x0b)))
 		m, err := Parse(wasm)
 		if err != nil {
 			t.Fatal(err)
@@ -215,7 +203,7 @@ func TestInstrumentRefuses(t *testing.T) {
 	})
 	t.Run("passive data segment", func(t *testing.T) {
 		wasm := mod(secType, typeSec, secImport, importSec, secFunction, funcSec, secMemory, memSec, secExport, exportRun,
-			secDataCnt, appendU32(nil, 1), secCode, vec(body(0x41, 0x00, 0x0b)), secData, vec([]byte{0x01, 0x01, 'x'}))
+			secDataCnt, appendU32(nil, 1), secCode, wasmtest.Vec(wasmtest.Body(0x41, 0x00, 0x0b)), secData, wasmtest.Vec([]byte{0x01, 0x01, 'x'}))
 		m, err := Parse(wasm)
 		if err != nil {
 			t.Fatal(err)
@@ -252,10 +240,10 @@ func TestInstrumentShippedGuest(t *testing.T) {
 // FuzzInstrument: Parse and Instrument never panic, and whenever wazero
 // accepts a module, it accepts the instrumented one too.
 func FuzzInstrument(f *testing.F) {
-	f.Add(mod(secType, typeSec, secImport, importSec, secFunction, funcSec, secMemory, memSec, secGlobal, globalSec, secExport, exportRun, secCode, vec(loopBody)))
-	f.Add(mod(secType, typeSec, secImport, importSec, secFunction, funcSec, secExport, exportRun, secCode, vec(body(0x03, 0x40, 0x03, 0x40, 0x0b, 0x0b, 0x41, 0x00, 0x0b))))
+	f.Add(mod(secType, typeSec, secImport, importSec, secFunction, funcSec, secMemory, memSec, secGlobal, globalSec, secExport, exportRun, secCode, wasmtest.Vec(loopBody)))
+	f.Add(mod(secType, typeSec, secImport, importSec, secFunction, funcSec, secExport, exportRun, secCode, wasmtest.Vec(wasmtest.Body(0x03, 0x40, 0x03, 0x40, 0x0b, 0x0b, 0x41, 0x00, 0x0b))))
 	// memory.fill in reachable and unreachable code (the bulk charge)
-	f.Add(mod(secType, typeSec, secImport, importSec, secFunction, funcSec, secMemory, memSec, secExport, exportRun, secCode, vec(body(0x41, 0x00, 0x41, 0x01, 0x41, 0x02, 0xfc, 0x0b, 0x00, 0x02, 0x40, 0x0c, 0x00, 0xfc, 0x0b, 0x00, 0x0b, 0x41, 0x00, 0x0b))))
+	f.Add(mod(secType, typeSec, secImport, importSec, secFunction, funcSec, secMemory, memSec, secExport, exportRun, secCode, wasmtest.Vec(wasmtest.Body(0x41, 0x00, 0x41, 0x01, 0x41, 0x02, 0xfc, 0x0b, 0x00, 0x02, 0x40, 0x0c, 0x00, 0xfc, 0x0b, 0x00, 0x0b, 0x41, 0x00, 0x0b))))
 	f.Fuzz(func(t *testing.T, wasm []byte) {
 		m, err := Parse(wasm)
 		if err != nil {
