@@ -9,12 +9,12 @@ import (
 	"github.com/elevenmessenger/pinned/internal/wasmtest"
 )
 
-// rt2Module is a guest with the two WASI imports the red-team modules
+// yieldGuest is a guest with the two WASI imports the red-team modules
 // need (0: clock_time_get, 1: sched_yield), an empty _initialize (2), run
 // (3) and the extra functions given (4, 5, ...), over a memory of pages
 // pages. Type 0 is () -> (), 1 () -> i32, 2 clock_time_get's, 3 (i32) -> (),
 // 4 (i32) -> i32.
-func rt2Module(pages uint32, run []byte, extra ...wasmtest.Func) []byte {
+func yieldGuest(pages uint32, run []byte, extra ...wasmtest.Func) []byte {
 	m := &wasmtest.Module{
 		Types: [][2][]byte{
 			{nil, nil},
@@ -43,10 +43,10 @@ func memFill(n int32) []byte {
 	return append(c, 0xfc, 0x0b, 0x00)
 }
 
-// rt2Deadline runs guest's op under timeout in a fresh instance while
+// runPastDeadline runs guest's op under timeout in a fresh instance while
 // another goroutine keeps collecting garbage; it returns how long the op
 // took, its error, and the longest the process was frozen meanwhile (a goroutine forcing collections).
-func rt2Deadline(t *testing.T, guest []byte, timeout time.Duration) (time.Duration, *Error, time.Duration) {
+func runPastDeadline(t *testing.T, guest []byte, timeout time.Duration) (time.Duration, *Error, time.Duration) {
 	t.Helper()
 	env := newEnv(t, func(c *Config) {
 		c.Guest = guest
@@ -102,7 +102,7 @@ func TestDeadlineEndsBulkMemory(t *testing.T) {
 		run = append(run, memFill(32<<20)...)
 	}
 	run = append(run, 0x41, 0x00)
-	d, err, gc := rt2Deadline(t, rt2Module(512, run), timeout)
+	d, err, gc := runPastDeadline(t, yieldGuest(512, run), timeout)
 	t.Logf("op: %v after %v (deadline %v); longest stall meanwhile %v", err, d, timeout, gc)
 	if err == nil || err.Code != CodeTimeout {
 		t.Errorf("op: %v, want code %s", err, CodeTimeout)
@@ -123,7 +123,7 @@ func TestDeadlineEndsBulkMemoryLoop(t *testing.T) {
 	run := []byte{0x03, 0x40} // loop
 	run = append(run, memFill(16<<20)...)
 	run = append(run, 0x0c, 0x00, 0x0b, 0x41, 0x00) // br 0; end; i32.const 0
-	d, err, gc := rt2Deadline(t, rt2Module(512, run), timeout)
+	d, err, gc := runPastDeadline(t, yieldGuest(512, run), timeout)
 	t.Logf("op: %v after %v (deadline %v); longest stall meanwhile %v", err, d, timeout, gc)
 	if err == nil || err.Code != CodeTimeout {
 		t.Errorf("op: %v, want code %s", err, CodeTimeout)
@@ -157,7 +157,7 @@ func TestDeadlineEndsStraightLineCode(t *testing.T) {
 	f = append(f, 0x1a) // drop
 	run := memFill(32 << 20)
 	run = append(run, 0x03, 0x40, 0x10, 0x04, 0x0c, 0x00, 0x0b, 0x41, 0x00) // loop call 4; br 0 end
-	d, err, gc := rt2Deadline(t, rt2Module(512, run, wasmtest.Func{Type: 0, Code: f}), timeout)
+	d, err, gc := runPastDeadline(t, yieldGuest(512, run, wasmtest.Func{Type: 0, Code: f}), timeout)
 	t.Logf("op: %v after %v (deadline %v); longest stall meanwhile %v", err, d, timeout, gc)
 	if err == nil || err.Code != CodeTimeout {
 		t.Errorf("op: %v, want code %s", err, CodeTimeout)
@@ -196,7 +196,7 @@ func TestDeadlineEndsHostCalls(t *testing.T) {
 		Exports: []wasmtest.Export{{Name: "_initialize", Kind: 0, Idx: 2}, {Name: "run", Kind: 0, Idx: 3}, {Name: "memory", Kind: 2, Idx: 0}},
 		Start:   -1,
 	}
-	d, err, _ := rt2Deadline(t, m.Bytes(), timeout)
+	d, err, _ := runPastDeadline(t, m.Bytes(), timeout)
 	t.Logf("op: %v after %v (deadline %v)", err, d, timeout)
 	if err == nil || err.Code != CodeTimeout {
 		t.Errorf("op: %v, want code %s", err, CodeTimeout)

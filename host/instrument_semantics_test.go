@@ -9,10 +9,10 @@ import (
 	"github.com/tetratelabs/wazero/api"
 )
 
-// rt2RunBoth compiles wasm as given and as planGuest instruments it
+// runBoth compiles wasm as given and as planGuest instruments it
 // (CoreFeaturesV2, a sched_yield returning 0), and returns run's result
 // in each.
-func rt2RunBoth(t *testing.T, wasm []byte) (orig, inst uint64) {
+func runBoth(t *testing.T, wasm []byte) (orig, inst uint64) {
 	t.Helper()
 	plan, err := planGuest(wasm)
 	if err != nil {
@@ -84,7 +84,7 @@ func TestInstrumentKeepsSemantics(t *testing.T) {
 	cases["straight-line code"] = straight
 	for name, run := range cases {
 		t.Run(name, func(t *testing.T) {
-			o, i := rt2RunBoth(t, mk(run, []byte{0x01, 0x02, 0x7f}))
+			o, i := runBoth(t, mk(run, []byte{0x01, 0x02, 0x7f}))
 			t.Logf("original %d, instrumented %d", o, i)
 			if o != i {
 				t.Fatalf("instrumented run returned %d, the original %d", i, o)

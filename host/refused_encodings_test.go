@@ -11,7 +11,7 @@ import (
 // TestHostileEncodingsRefused: hostile encodings and features the host must not
 // load (each case is one module; New must fail).
 func TestHostileEncodingsRefused(t *testing.T) {
-	one := func(run []byte, extra ...wasmtest.Func) []byte { return rt2Module(1, run, extra...) }
+	one := func(run []byte, extra ...wasmtest.Func) []byte { return yieldGuest(1, run, extra...) }
 	cases := map[string][]byte{
 		// global.get of the budget index (1 here: no own globals... the
 		// module has none, so budget is global 0) with a redundant LEB byte.
@@ -85,7 +85,7 @@ func TestPaddedBulkOpcodeCharged(t *testing.T) {
 	run = append(run, wasmtest.SLEB(16<<20)...)
 	run = append(run, 0xfc, 0x8b, 0x00, 0x00) // memory.fill, padded sub-opcode
 	run = append(run, 0x0c, 0x00, 0x0b, 0x41, 0x00)
-	d, err, gc := rt2Deadline(t, rt2Module(512, run), timeout)
+	d, err, gc := runPastDeadline(t, yieldGuest(512, run), timeout)
 	t.Logf("op: %v after %v (deadline %v); longest stall %v", err, d, timeout, gc)
 	if err == nil || err.Code != CodeTimeout || d > timeout+500*time.Millisecond {
 		t.Errorf("op: %v after %v, want a timeout near %v", err, d, timeout)

@@ -14,20 +14,20 @@ import (
 	"github.com/elevenmessenger/pinned/registry"
 )
 
-// rt3Recurse is a guest whose run recurses depth levels (func 4:
+// recurseGuest is a guest whose run recurses depth levels (func 4:
 // f(n) { if n { f(n-1) } }), then spins busy iterations (func 5), and
 // returns normally without a request: the op fails, but run returned,
 // so the pool resets the instance and keeps it.
-func rt3Recurse(depth, busy int32) []byte {
+func recurseGuest(depth, busy int32) []byte {
 	f := []byte{0x20, 0x00, 0x04, 0x40, 0x20, 0x00, 0x41, 0x01, 0x6b, 0x10, 0x04, 0x0b} // local.get 0; if; local.get 0; i32.const 1; i32.sub; call 4; end
 	g := append([]byte{0x41}, wasmtest.SLEB(int64(busy))...)
 	g = append(g, 0x21, 0x00, 0x03, 0x40, 0x20, 0x00, 0x41, 0x01, 0x6b, 0x22, 0x00, 0x0d, 0x00, 0x0b) // local.set 0; loop; local.get 0; i32.const 1; i32.sub; local.tee 0; br_if 0; end
 	run := append([]byte{0x41}, wasmtest.SLEB(int64(depth))...)
 	run = append(run, 0x10, 0x04, 0x10, 0x05, 0x41, 0x00) // call 4; call 5; i32.const 0
-	return rt2Module(2, run, wasmtest.Func{Type: 3, Code: f}, wasmtest.Func{Type: 0, Locals: []byte{0x01, 0x01, wasmtest.I32}, Code: g})
+	return yieldGuest(2, run, wasmtest.Func{Type: 3, Code: f}, wasmtest.Func{Type: 0, Locals: []byte{0x01, 0x01, wasmtest.I32}, Code: g})
 }
 
-func rt3HeapInuse() uint64 {
+func heapInuse() uint64 {
 	runtime.GC()
 	runtime.GC()
 	var ms runtime.MemStats
@@ -45,9 +45,9 @@ func rt3HeapInuse() uint64 {
 // The fix gives each op its own api.Function; this test's 250,000 levels
 // (~11 MiB each) keep it quick.
 func TestPooledStackNotRetained(t *testing.T) {
-	base := rt3HeapInuse()
+	base := heapInuse()
 	env := newEnv(t, func(c *Config) {
-		c.Guest = rt3Recurse(250_000, 3_000_000) // a stack of ~11 MiB per op
+		c.Guest = recurseGuest(250_000, 3_000_000) // a stack of ~11 MiB per op
 		c.CacheDir = ""
 		c.PoolSize = 4
 		c.MemoryLimitPages = 16    // 1 MiB
@@ -69,7 +69,7 @@ func TestPooledStackNotRetained(t *testing.T) {
 	// The reset goroutine has returned every instance once no slot is
 	// held (recycle releases an instance's slot after its reset).
 	testutil.WaitFor(t, 30*time.Second, "the reset goroutine to return the instances", func() bool { return len(env.eng.pool.sem) == 0 })
-	held := int64(rt3HeapInuse()) - int64(base)
+	held := int64(heapInuse()) - int64(base)
 	t.Logf("idle engine holds %d MiB of Go heap (memory limit 1 MiB, pool of 4, %d resets)", held>>20, env.eng.pool.resets.Load())
 	if held > 20<<20 { // kept stacks: ~4 x 11 MiB at this depth; none kept: ~4 MiB
 		t.Errorf("the idle pool holds %d MiB: each op's call stack is kept by its instance, outside the memory limit", held>>20)
@@ -88,7 +88,7 @@ func TestOpStackBoundedOutsideMemoryLimit(t *testing.T) {
 	t.Run("one op is bounded by wazero's ceiling", func(t *testing.T) {
 		const ceiling = 200 << 20 // a ~100 MB stack and the ~50 MB it was copied from
 		env := newEnv(t, func(c *Config) {
-			c.Guest = rt3Recurse(1_000_000, 1)
+			c.Guest = recurseGuest(1_000_000, 1)
 			c.CacheDir = ""
 			c.Isolation = IsolationFresh
 			c.MemoryLimitPages = 16 // 1 MiB
@@ -110,7 +110,7 @@ func TestOpStackBoundedOutsideMemoryLimit(t *testing.T) {
 	for _, isolation := range []string{IsolationFresh, IsolationReset} {
 		t.Run("eight ops share one slot, "+isolation, func(t *testing.T) {
 			env := newEnv(t, func(c *Config) {
-				c.Guest = rt3Recurse(250_000, 1) // ~11 MiB of stack, more while it is copied
+				c.Guest = recurseGuest(250_000, 1) // ~11 MiB of stack, more while it is copied
 				c.CacheDir = ""
 				c.Isolation = isolation
 				c.PoolSize = 1

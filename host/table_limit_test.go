@@ -41,14 +41,14 @@ func tableGrowGuest(delta int32, tables ...[]byte) []byte {
 // take gigabytes of address space and heap accounting per op, far past
 // the memory cap.) Run in a child process.
 func TestTableGrowCannotKillProcess(t *testing.T) {
-	if os.Getenv("PINNED_RT2_CHILD") == "1" && os.Getenv("PINNED_RT2_GUEST") != "" {
+	if os.Getenv("PINNED_TABLEGROW_CHILD") == "1" && os.Getenv("PINNED_TABLEGROW_GUEST") != "" {
 		fake, err := fakeapi.New()
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer fake.Close()
 		eng, err := New(context.Background(), Config{
-			Guest:    rt2TableGuests[os.Getenv("PINNED_RT2_GUEST")](),
+			Guest:    tableGrowGuests[os.Getenv("PINNED_TABLEGROW_GUEST")](),
 			Timeout:  2 * time.Second,
 			Override: &Override{Addr: fake.Addr(), CAPEM: fake.CACertPEM()},
 		})
@@ -63,19 +63,19 @@ func TestTableGrowCannotKillProcess(t *testing.T) {
 		os.Stdout.WriteString("CHILD-SURVIVED\n")
 		return
 	}
-	for name := range rt2TableGuests {
-		t.Run(name, func(t *testing.T) { rt2Child(t, name) })
+	for name := range tableGrowGuests {
+		t.Run(name, func(t *testing.T) { tableGrowChild(t, name) })
 	}
 }
 
-// rt2TableGuests: table.grow by 0xfffffff0 entries (32 GiB).
-var rt2TableGuests = map[string]func() []byte{
+// tableGrowGuests: table.grow by 0xfffffff0 entries (32 GiB).
+var tableGrowGuests = map[string]func() []byte{
 	"grow": func() []byte { return tableGrowGuest(-16) },
 }
 
-func rt2Child(t *testing.T, guest string) {
+func tableGrowChild(t *testing.T, guest string) {
 	cmd := exec.Command(os.Args[0], "-test.run=^TestTableGrowCannotKillProcess$", "-test.v")
-	cmd.Env = append(os.Environ(), "PINNED_RT2_CHILD=1", "PINNED_RT2_GUEST="+guest)
+	cmd.Env = append(os.Environ(), "PINNED_TABLEGROW_CHILD=1", "PINNED_TABLEGROW_GUEST="+guest)
 	out, err := cmd.CombinedOutput()
 	s := string(out)
 	if i := strings.Index(s, "fatal error"); i >= 0 {
