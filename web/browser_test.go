@@ -249,7 +249,7 @@ func TestBrowser(t *testing.T) {
 	run("read & write opens exactly one issue", func(t *testing.T) { testOpenIssue(t, e) })
 	var oauthTokens []string
 	run("hubspot with OAuth rotates and re-stores", func(t *testing.T) { oauthTokens = testHubSpotOAuth(t, e) })
-	run("an OAuth result from a link is refused", func(t *testing.T) { testRedteamForgedOAuthResult(t, e) })
+	run("an OAuth result from a link is refused", func(t *testing.T) { testForgedOAuthResultRefused(t, e) })
 	run("reload keeps connections and app state", func(t *testing.T) { testReload(t, e) })
 	run("labels and keyboard", func(t *testing.T) { testKeyboard(t, e) })
 	run("no token in the clear", func(t *testing.T) { testNoSecrets(t, e, append([]string{pat}, oauthTokens...)) })
@@ -523,13 +523,13 @@ func testHubSpotOAuth(t *testing.T, e *browserEnv) []string {
 	return tokens
 }
 
-// testRedteamForgedOAuthResult: the OAuth result rides in the fragment
+// testForgedOAuthResultRefused: the OAuth result rides in the fragment
 // of a URL anyone can write. A link to the catalog carrying another
 // account's token (which the fake accepts) — without a flow id, or with a
 // made-up one — must connect nothing: before the flow binding it replaced
 // the member's GitHub connection with the attacker's account, read &
 // write, and the member's bots wrote into it.
-func testRedteamForgedOAuthResult(t *testing.T, e *browserEnv) {
+func testForgedOAuthResultRefused(t *testing.T, e *browserEnv) {
 	forged := fakeapi.OAuthToken(fakeapi.GitHub)
 	e.openCatalog()
 	before := e.text("#connected-github")

@@ -70,11 +70,11 @@ func TestRunResearchUsage(t *testing.T) {
 	}
 }
 
-// TestRedteamResearchTermSafe: what `pinned research` prints of a model's
+// TestResearchOutputCannotDriveTerminal: what `pinned research` prints of a model's
 // choosing (the answer, a step's tool name and args) cannot drive the
 // terminal: ANSI CSI and OSC sequences, C1 controls, bidi overrides and
 // tag characters come out as visible escapes; the answer keeps its lines.
-func TestRedteamResearchTermSafe(t *testing.T) {
+func TestResearchOutputCannotDriveTerminal(t *testing.T) {
 	tests := []struct {
 		name, in  string
 		keepLines bool

@@ -415,7 +415,7 @@ func (a *Arg) CheckRaw(b []byte) (Value, int32) {
 		// An integer only if the literal's decimal value is one: float64
 		// rounding makes 100.0000000000000000001 and 1e-400 integers
 		// (100, 0) that the caller's text does not say (red team,
-		// TestRedteamBindArgNumbers).
+		// TestIntegerArgOnlyExactLiteral).
 		if f == float64(int64(f)) && f <= MaxSafeInteger && f >= -MaxSafeInteger && integralText(b[:n]) {
 			v.I, v.IsInt = int64(f), true
 		}

@@ -21,7 +21,7 @@ import (
 	"github.com/elevenmessenger/pinned/sidecar/rotate"
 )
 
-// Red-team tests of POST /v1/research: a hostile scripted model (tool
+// Hostile-input tests of POST /v1/research: a hostile scripted model (tool
 // names, inputs, many calls per turn, the fence token) and hostile
 // provider data (an echoed credential, a hanging API), each asserting what
 // reached the provider and the model.
@@ -53,13 +53,13 @@ func upstream(fake *fakeapi.Server) []fakeapi.Request {
 	return out
 }
 
-// TestRedteamResearchToolNames: names a model invents — a write op, an op
+// TestResearchInventedToolNamesRunNothing: names a model invents — a write op, an op
 // of a service without a grant (read and write), case and white-space
 // variants, a Cyrillic confusable, "__" inside the op part, a name holding
 // an SSE frame, an empty and a huge name — each run nothing, are answered
 // is_error with the exact code, and no model-chosen name becomes a metric
 // label.
-func TestRedteamResearchToolNames(t *testing.T) {
+func TestResearchInventedToolNamesRunNothing(t *testing.T) {
 	tests := []struct{ name, tool, code string }{
 		{"write op", "github__create_issue", "access_denied"},
 		{"write op of a service without a grant", "dnsimple__register_domain", "access_denied"},
@@ -131,11 +131,11 @@ func TestRedteamResearchToolNames(t *testing.T) {
 	}
 }
 
-// TestRedteamResearchManyUsesOneTurn: a model that emits 20 tool_use
+// TestResearchCallBoundCountsUses: a model that emits 20 tool_use
 // blocks in one turn under a bound of 3 gets exactly 3 run (3 provider
 // requests); the other 17 are answered limit_reached without running, and
 // the session ends with one forced no-tools turn.
-func TestRedteamResearchManyUsesOneTurn(t *testing.T) {
+func TestResearchCallBoundCountsUses(t *testing.T) {
 	var uses []fakemodel.Use
 	for range 20 {
 		uses = append(uses, fakemodel.Use{Name: "github__get_viewer", Input: map[string]any{}})
@@ -170,11 +170,11 @@ func TestRedteamResearchManyUsesOneTurn(t *testing.T) {
 	checkFences(t, reqs)
 }
 
-// TestRedteamResearchInputs: tool inputs that are not one strict JSON
+// TestResearchHostileInputsRunNothing: tool inputs that are not one strict JSON
 // object of the op's args — an array, a string, a number, duplicate keys
 // (which POST /v1/ops refuses as bad_request), smuggled "pages" and
 // "grant" members, an unknown arg, a huge value — run nothing upstream.
-func TestRedteamResearchInputs(t *testing.T) {
+func TestResearchHostileInputsRunNothing(t *testing.T) {
 	tests := []struct {
 		name  string
 		input json.RawMessage
@@ -220,12 +220,12 @@ func TestRedteamResearchInputs(t *testing.T) {
 	checkFences(t, modelRequests(t, re.model))
 }
 
-// TestRedteamResearchFenceTokenInArgs: a model persuaded to copy the
+// TestResearchFenceTokenNeverSent: a model persuaded to copy the
 // session's fence token into an arg (plainly, upper-cased, or with a JSON
 // escape) never gets it sent to a provider: the call is refused
 // fence_collision before it runs, so the provider cannot learn the token
 // and forge a fence later.
-func TestRedteamResearchFenceTokenInArgs(t *testing.T) {
+func TestResearchFenceTokenNeverSent(t *testing.T) {
 	variants := []struct {
 		name string
 		arg  func(tok string) string // the JSON text of the arg value
@@ -262,10 +262,10 @@ func TestRedteamResearchFenceTokenInArgs(t *testing.T) {
 	}
 }
 
-// TestRedteamResearchFenceTokenInData: a provider that knows the token
+// TestResearchFenceTokenInDataWithheld: a provider that knows the token
 // (however it learned it) and writes it into a record, JSON-escaped so
 // the bytes differ, or upper-cased, gets the result withheld.
-func TestRedteamResearchFenceTokenInData(t *testing.T) {
+func TestResearchFenceTokenInDataWithheld(t *testing.T) {
 	variants := []struct {
 		name string
 		desc func(tok string) string // JSON text of the description value
@@ -311,11 +311,11 @@ func TestRedteamResearchFenceTokenInData(t *testing.T) {
 	}
 }
 
-// TestRedteamResearchCredentialEcho: a provider that echoes the bearer
+// TestResearchCredentialEchoWithheld: a provider that echoes the bearer
 // token (or a part of it) in a field the pick keeps does not get it in
 // front of the model: the result is withheld (credential_echo) and no
 // model request holds the token.
-func TestRedteamResearchCredentialEcho(t *testing.T) {
+func TestResearchCredentialEchoWithheld(t *testing.T) {
 	re := newResearchEnv(t, oneTurn(
 		fakemodel.Use{Name: "github__get_viewer", Input: map[string]any{}},
 		fakemodel.Use{Name: "github__get_viewer", Input: map[string]any{}},
@@ -357,10 +357,10 @@ func TestRedteamResearchCredentialEcho(t *testing.T) {
 	}
 }
 
-// TestRedteamResearchHangingProvider: a provider that never answers does
+// TestResearchHangingProviderEndsAtWallTime: a provider that never answers does
 // not hold the session past its wall time: it ends wall_time after about
 // wall_seconds with the forced answer, and its slot is free again.
-func TestRedteamResearchHangingProvider(t *testing.T) {
+func TestResearchHangingProviderEndsAtWallTime(t *testing.T) {
 	re := newResearchEnv(t, fakemodel.Forever(), func(c *Config) { c.MaxResearch = 1 })
 	release := make(chan struct{})
 	t.Cleanup(func() { close(release) })
@@ -391,10 +391,10 @@ func TestRedteamResearchHangingProvider(t *testing.T) {
 	}
 }
 
-// TestRedteamResearchClientGone: a streaming client that goes away while
+// TestResearchClientGoneFreesSlot: a streaming client that goes away while
 // the model hangs ends the session (the model request is canceled) and
 // frees the sidecar's only research slot.
-func TestRedteamResearchClientGone(t *testing.T) {
+func TestResearchClientGoneFreesSlot(t *testing.T) {
 	modelGone := make(chan struct{}, 1)
 	re := newResearchEnv(t, func(c *fakemodel.Conversation) fakemodel.Reply {
 		select {
@@ -441,10 +441,10 @@ func TestRedteamResearchClientGone(t *testing.T) {
 	}
 }
 
-// TestRedteamResearchStreamForge: a tool name and args holding SSE frames
+// TestResearchStreamNotForgeable: a tool name and args holding SSE frames
 // ("\n\nevent: answer\ndata: …") cannot add an event: the stream is
 // exactly step, step, answer.
-func TestRedteamResearchStreamForge(t *testing.T) {
+func TestResearchStreamNotForgeable(t *testing.T) {
 	forged := "\n\nevent: answer\ndata: {\"answer\":\"forged\"}\n\n"
 	re := newResearchEnv(t, oneTurn(
 		fakemodel.Use{Name: "x" + forged, Input: map[string]any{}},
@@ -472,11 +472,11 @@ func TestRedteamResearchStreamForge(t *testing.T) {
 	}
 }
 
-// TestRedteamResearchGrantSpending: two concurrent sessions with the same
+// TestResearchGrantSpentOnce: two concurrent sessions with the same
 // grant — exactly one runs; a request mixing a fresh grant with a spent
 // one is refused and leaves the fresh one unspent (all or none, in both
 // orders); a grant for GitHub cannot serve a DNSimple call.
-func TestRedteamResearchGrantSpending(t *testing.T) {
+func TestResearchGrantSpentOnce(t *testing.T) {
 	re := newResearchEnv(t, fakemodel.Slow(200*time.Millisecond, oneTurn(fakemodel.Use{Name: "github__get_viewer", Input: map[string]any{}})), nil)
 	g := re.readGrant(t, fakeapi.GitHub)
 	var wg sync.WaitGroup
@@ -517,11 +517,11 @@ func TestRedteamResearchGrantSpending(t *testing.T) {
 	}
 }
 
-// TestRedteamResearchGrantExpiresMidSession: the held grant is re-checked
+// TestResearchGrantRecheckedEachCall: the held grant is re-checked
 // on every call: once the sidecar's clock passes its expiry, the next
 // call is grant_expired and nothing more reaches the provider, though the
 // session goes on to its answer.
-func TestRedteamResearchGrantExpiresMidSession(t *testing.T) {
+func TestResearchGrantRecheckedEachCall(t *testing.T) {
 	var skew atomic.Int64
 	script := func(c *fakemodel.Conversation) fakemodel.Reply {
 		if c.NoTools || len(c.Calls) >= 3 {
@@ -552,11 +552,11 @@ func TestRedteamResearchGrantExpiresMidSession(t *testing.T) {
 	}
 }
 
-// TestRedteamResearchConsentInvisible: a question carrying a bidi
+// TestResearchConsentDropsInvisible: a question carrying a bidi
 // override, zero-width characters, tag characters, a control and a line
 // break cannot make the consent sentence the member confirms read other
 // than it is: they are dropped (white space becomes one space).
-func TestRedteamResearchConsentInvisible(t *testing.T) {
+func TestResearchConsentDropsInvisible(t *testing.T) {
 	re := newResearchEnv(t, nil, nil)
 	q := "Which domains\u202e\u2066 point\u200b at\u200d Pages\U000E0069\U000E0067?\x07\nAlso\u00a0this"
 	body, _ := json.Marshal(map[string]any{"services": []string{"github"}, "question": q})
@@ -571,11 +571,11 @@ func TestRedteamResearchConsentInvisible(t *testing.T) {
 	}
 }
 
-// TestRedteamResearchResultBytesEdge: a result bound one byte above the
+// TestResearchResultBytesBoundWithholds: a result bound one byte above the
 // first result: the second (identical) result is withheld, not run twice,
 // and the total passes the bound by at most the withheld notice, which is
 // under research.MaxNoticeBytes (docs/API.md, "limits").
-func TestRedteamResearchResultBytesEdge(t *testing.T) {
+func TestResearchResultBytesBoundWithholds(t *testing.T) {
 	re := newResearchEnv(t, fakemodel.Forever(), nil)
 	_, cal := re.research(t, ResearchRequest{Question: "q", Grants: []string{re.readGrant(t, fakeapi.GitHub)}, Limits: &research.Limits{ToolCalls: 1}})
 	if len(cal.Steps) != 1 || cal.Steps[0].Outcome != "ok" {
@@ -595,10 +595,10 @@ func TestRedteamResearchResultBytesEdge(t *testing.T) {
 	}
 }
 
-// TestRedteamEchoesCredential: what counts as a result echoing a
+// TestEchoesCredential: what counts as a result echoing a
 // credential — the token or refresh token whole, any 16 bytes of one, or
 // the same behind a JSON escape — and what does not.
-func TestRedteamEchoesCredential(t *testing.T) {
+func TestEchoesCredential(t *testing.T) {
 	g := &grant.Grant{Secret: "ghu_0123456789abcdefghijklmnopqrstuvwxyz", Refresh: "ghr_ZYXWVUTSRQPONMLKJIHGFEDCBA9876543210"}
 	fresh := &grant.Grant{Secret: "ghu_freshfreshfreshfreshfresh000000", Refresh: "ghr_newnewnewnewnewnewnewnew111111"}
 	tests := []struct {
@@ -628,11 +628,11 @@ func TestRedteamEchoesCredential(t *testing.T) {
 	}
 }
 
-// TestRedteamResearchCredentialEchoAfterRotation: after a mid-session
+// TestResearchRetiredPairEchoWithheld: after a mid-session
 // rotation, a provider echoing the retired access token or the retired
 // refresh token still gets its result withheld; the fresh pair comes back
 // sealed.
-func TestRedteamResearchCredentialEchoAfterRotation(t *testing.T) {
+func TestResearchRetiredPairEchoWithheld(t *testing.T) {
 	re := newResearchEnv(t, oneTurn(
 		fakemodel.Use{Name: "github__get_viewer", Input: map[string]any{}},
 		fakemodel.Use{Name: "github__get_viewer", Input: map[string]any{}},

@@ -26,7 +26,7 @@ func metricValue(t *testing.T, env *testEnv, series string) float64 {
 	return v
 }
 
-// TestRedteamPagesGrant attacks pages through POST /v1/ops with a
+// TestPagesStayWithinGrant attacks pages through POST /v1/ops with a
 // model's args and a member's grant (docs/SECURITY.md, "The red team"):
 //   - pages on a write op is refused with bad_args before anything is
 //     sent, and the grant is not spent;
@@ -36,7 +36,7 @@ func metricValue(t *testing.T, env *testEnv, series string) float64 {
 //     that grant again (its args differ) — nothing is sent;
 //   - a paged call is one op in the sidecar's metrics and holds one slot,
 //     released after it, while the host counts each page's egress.
-func TestRedteamPagesGrant(t *testing.T) {
+func TestPagesStayWithinGrant(t *testing.T) {
 	env := newTestEnv(t, nil)
 
 	t.Run("write op with pages", func(t *testing.T) {

@@ -7,13 +7,13 @@ import (
 	"github.com/elevenmessenger/pinned/internal/jsonv"
 )
 
-// TestRedteamBindArgNumbers: an integer arg is an integer only if the
+// TestIntegerArgOnlyExactLiteral: an integer arg is an integer only if the
 // caller's literal says one exactly. Before the fix float64 rounding made
 // 100.0000000000000000001 the integer 100 and 1e-400 the integer 0, so
 // the host rendered (and bound the guest to) a value the caller's text
 // does not say. Exact spellings of an integer (1.0, 1e2, 2.715e3) stay
 // integers.
-func TestRedteamBindArgNumbers(t *testing.T) {
+func TestIntegerArgOnlyExactLiteral(t *testing.T) {
 	spec, err := jsonv.Parse([]byte(`{"n":{"type":"integer"}}`))
 	if err != nil {
 		t.Fatal(err)

@@ -7,12 +7,12 @@ import (
 	"testing"
 )
 
-// TestRedteamMCPListenNeedsToken: `pinned mcp --listen` without a bearer
+// TestMCPListenNeedsToken: `pinned mcp --listen` without a bearer
 // token is a usage error on loopback too. Loopback is reachable by every
 // local user and process, and an MCP client of theirs could declare
 // elicitation, answer its own confirmations and run your write ops; the
 // 0600 store would be bypassed through the port.
-func TestRedteamMCPListenNeedsToken(t *testing.T) {
+func TestMCPListenNeedsToken(t *testing.T) {
 	t.Setenv("PINNED_MCP_TOKEN", "x")
 	os.Unsetenv("PINNED_MCP_TOKEN")
 	for _, tc := range []struct{ addr, want string }{

@@ -47,14 +47,14 @@ func do(t *testing.T, method, url, host string, hdr map[string]string, body stri
 	return resp, string(b)
 }
 
-// TestRedteamDNSRebinding: a page on evil.example whose name the attacker
+// TestDNSRebindingRefused: a page on evil.example whose name the attacker
 // rebinds to 127.0.0.1 is same-origin to the browser — its Origin and Host
 // agree and Sec-Fetch-Site is same-origin — so the Origin checks pass it.
 // Before the Host check it could drive the relay (with the bot's caller
 // token, which pinned web adds) and read /api/bots. Now any non-loopback
 // Host on a loopback connection is cross_origin, unless it is a
 // configured public host (a reverse proxy on the same machine).
-func TestRedteamDNSRebinding(t *testing.T) {
+func TestDNSRebindingRefused(t *testing.T) {
 	s, stub, _ := newTestServer(t, "")
 	ts := live(t, s)
 	port := ts.URL[strings.LastIndex(ts.URL, ":")+1:]
@@ -112,11 +112,11 @@ func TestRedteamDNSRebinding(t *testing.T) {
 	})
 }
 
-// TestRedteamPlaintextGrantRefused: a page that base64-encodes a grant in
+// TestPlaintextGrantRefused: a page that base64-encodes a grant in
 // the clear (JSON with the secret inside) or a token passes the shape
 // check of a sealed box (standard base64, over 48 bytes); pinned web must
 // still not relay it. A sealed box is uniform bytes, never text.
-func TestRedteamPlaintextGrantRefused(t *testing.T) {
+func TestPlaintextGrantRefused(t *testing.T) {
 	s, stub, logs := newTestServer(t, "")
 	secret := "ghp_fake_pinned_github_token_000000000000"
 	sealed := make([]byte, 300)
@@ -155,10 +155,10 @@ func TestRedteamPlaintextGrantRefused(t *testing.T) {
 	}
 }
 
-// TestRedteamSecurityHeadersOnErrors: every answer — errors, 404s, 405s,
+// TestSecurityHeadersOnErrors: every answer — errors, 404s, 405s,
 // a refused body, a relayed sidecar error, a traversal attempt — carries
 // the CSP and the framing and sniffing headers.
-func TestRedteamSecurityHeadersOnErrors(t *testing.T) {
+func TestSecurityHeadersOnErrors(t *testing.T) {
 	s, stub, _ := newTestServer(t, "")
 	stub.mu.Lock()
 	stub.status, stub.answer = 403, `{"error":{"code":"access_denied","message":"no"}}`
@@ -197,10 +197,10 @@ func TestRedteamSecurityHeadersOnErrors(t *testing.T) {
 	}
 }
 
-// TestRedteamStaticTraversal: escaping /static/ (dot segments, encoded
+// TestStaticTraversalRefused: escaping /static/ (dot segments, encoded
 // dots and slashes, backslashes, an absolute path) never serves a file
 // outside the embedded assets, and never this package's source.
-func TestRedteamStaticTraversal(t *testing.T) {
+func TestStaticTraversalRefused(t *testing.T) {
 	s, _, _ := newTestServer(t, "")
 	for _, p := range []string{
 		"/static/../server.go", "/static/..%2fserver.go", "/static/%2e%2e/server.go", "/static/%2e%2e%2fserver.go",
@@ -222,12 +222,12 @@ func TestRedteamStaticTraversal(t *testing.T) {
 	}
 }
 
-// TestRedteamRelayTokenOnlyToBot: a sidecar (or whatever answers at its
+// TestRelayTokenOnlyToBot: a sidecar (or whatever answers at its
 // URL) that redirects elsewhere does not get the caller token carried
 // there: redirects are not followed, the answer is bot_unavailable, and
 // the other server sees nothing. /api/bots and /api/integrations name
 // neither the bot's URL nor its token.
-func TestRedteamRelayTokenOnlyToBot(t *testing.T) {
+func TestRelayTokenOnlyToBot(t *testing.T) {
 	var elsewhere atomic.Int32
 	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		elsewhere.Add(1)
@@ -273,11 +273,11 @@ func TestRedteamRelayTokenOnlyToBot(t *testing.T) {
 
 func bufioReader(s string) *bufio.Reader { return bufio.NewReader(strings.NewReader(s)) }
 
-// TestRedteamBotURLPlainHTTP: the page seals members' credentials to the
+// TestBotURLPlainHTTPLoopbackOnly: the page seals members' credentials to the
 // key a bot's /v1/identity answers, so a plain-http bot URL off loopback
 // (anyone on the path could swap that key, and read the caller token) is
 // refused at start; loopback http and https are accepted.
-func TestRedteamBotURLPlainHTTP(t *testing.T) {
+func TestBotURLPlainHTTPLoopbackOnly(t *testing.T) {
 	for _, tc := range []struct {
 		url string
 		ok  bool

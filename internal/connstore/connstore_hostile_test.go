@@ -13,12 +13,12 @@ import (
 	"github.com/elevenmessenger/pinned/sidecar/grant"
 )
 
-// TestRedteamConcurrentWriters: two processes' stores on one directory
+// TestConcurrentWritersLoseNothing: two processes' stores on one directory
 // (two *Store values: each has its own mutex, as two processes would; the
 // flock on <dir>/.lock is what orders them) write at once. Before the
 // lock, each read-modify-write could seal over the other's: a re-sealed
 // rotated pair lost is a burned refresh token.
-func TestRedteamConcurrentWriters(t *testing.T) {
+func TestConcurrentWritersLoseNothing(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "pinned")
 	a, err := Open(dir)
 	if err != nil {
@@ -60,11 +60,11 @@ func TestRedteamConcurrentWriters(t *testing.T) {
 	}
 }
 
-// TestRedteamHostileDirectory: a store directory others can reach, a
+// TestHostileDirectoryRefused: a store directory others can reach, a
 // symbolic link in place of the store file or the key, and a directory in
 // place of the store file are refused with a clear error, and the linked
 // file is neither read nor overwritten.
-func TestRedteamHostileDirectory(t *testing.T) {
+func TestHostileDirectoryRefused(t *testing.T) {
 	t.Run("0777 dir", func(t *testing.T) {
 		dir := filepath.Join(t.TempDir(), "pinned")
 		if err := os.Mkdir(dir, 0o700); err != nil {
@@ -124,11 +124,11 @@ func TestRedteamHostileDirectory(t *testing.T) {
 	})
 }
 
-// TestRedteamCorruptStoreNotOverwritten: a truncated store, a bit-flipped
+// TestCorruptStoreNotOverwritten: a truncated store, a bit-flipped
 // one and one sealed to another key fail closed on every operation, and no
 // write replaces the user's bytes (they may be recoverable; the error says
 // what to do).
-func TestRedteamCorruptStoreNotOverwritten(t *testing.T) {
+func TestCorruptStoreNotOverwritten(t *testing.T) {
 	s := newStore(t)
 	if err := s.Put(Connection{Service: "github", Cap: CapWrite, Kind: grant.KindPAT, Token: tok}); err != nil {
 		t.Fatal(err)
@@ -174,11 +174,11 @@ func TestRedteamCorruptStoreNotOverwritten(t *testing.T) {
 	}
 }
 
-// TestRedteamViewerEscapes: the viewer identity is the provider's text,
+// TestViewerEscapesCleaned: the viewer identity is the provider's text,
 // printed by `pinned connect` and `pinned connections`. Terminal escape
 // sequences, tabs (the table's columns), line breaks and bidi overrides
 // are stored as "?", and a long one is cut on a rune boundary.
-func TestRedteamViewerEscapes(t *testing.T) {
+func TestViewerEscapesCleaned(t *testing.T) {
 	s := newStore(t)
 	hostile := "\x1b]0;owned\x07\x1b[2Jevil\tcol\nline\r\u202egnp.exe\u2066\u200b\xff"
 	if err := s.Put(Connection{Service: "github", Cap: CapRead, Kind: grant.KindPAT, Token: tok, Viewer: hostile}); err != nil {
@@ -197,9 +197,9 @@ func TestRedteamViewerEscapes(t *testing.T) {
 	}
 }
 
-// TestRedteamMissingKeyWithStore: a store whose key is gone (a backup
+// TestMissingKeyNotRemade: a store whose key is gone (a backup
 // restored without it) is refused; no new key is made in its place.
-func TestRedteamMissingKeyWithStore(t *testing.T) {
+func TestMissingKeyNotRemade(t *testing.T) {
 	s := newStore(t)
 	if err := s.Put(Connection{Service: "github", Cap: CapRead, Kind: grant.KindPAT, Token: tok}); err != nil {
 		t.Fatal(err)

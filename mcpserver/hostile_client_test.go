@@ -16,10 +16,10 @@ import (
 	"github.com/elevenmessenger/pinned/internal/connstore"
 )
 
-// TestRedteamConfirmRace: the client sends the retry of one confirmation
+// TestConcurrentConfirmRunsOnce: the client sends the retry of one confirmation
 // twice at once (run with -race). Exactly one runs; the other is
 // confirmation_replayed; one request ever reaches the provider.
-func TestRedteamConfirmRace(t *testing.T) {
+func TestConcurrentConfirmRunsOnce(t *testing.T) {
 	e := newEnv(t, envOpts{conns: []connstore.Connection{ghWrite}})
 	cs := e.connect(t, clientOpts{answer: "accept", manual: true})
 	for round := 0; round < 4; round++ {
@@ -70,13 +70,13 @@ func TestRedteamConfirmRace(t *testing.T) {
 	}
 }
 
-// TestRedteamConfirmAnswers: a client that declared elicitation answers
+// TestMalformedConfirmAnswersDecline: a client that declared elicitation answers
 // the confirmation with malformed content — no answer, another key, a
 // sampling or roots result, an "Accept" that is not "accept", a decline
 // carrying accept-looking content. Each is confirmation_declined, nothing
 // is sent, and the record is spent (the proper accept that follows is
 // confirmation_replayed).
-func TestRedteamConfirmAnswers(t *testing.T) {
+func TestMalformedConfirmAnswersDecline(t *testing.T) {
 	cases := []struct {
 		name string
 		resp mcp.InputResponseMap
@@ -118,12 +118,12 @@ func TestRedteamConfirmAnswers(t *testing.T) {
 	}
 }
 
-// TestRedteamConfirmSentenceOneLine: args crafted to make the confirm
+// TestConfirmSentenceOneLine: args crafted to make the confirm
 // sentence lie — line breaks pushing the real target out of view, a
 // fake target in the title, bidi overrides and isolates, a zero-width
 // joiner. The elicitation's message is the sanitized one-line sentence
 // naming the repository the op writes to; the record binds those args.
-func TestRedteamConfirmSentenceOneLine(t *testing.T) {
+func TestConfirmSentenceOneLine(t *testing.T) {
 	e := newEnv(t, envOpts{conns: []connstore.Connection{ghWrite}})
 	cs := e.connect(t, clientOpts{answer: "accept", manual: true})
 	title := "Weekly notes\" in pinned-tester/notes?" + strings.Repeat("\n", 30) + "\r\u2028\u2029\u202e\u2066\u2067\u2068\u2069\u200d\u061c\u200f x"
@@ -151,10 +151,10 @@ func TestRedteamConfirmSentenceOneLine(t *testing.T) {
 	}
 }
 
-// TestRedteamArgsEdges: hostile argument texts in full mode (duplicate
+// TestHostileArgsSendNothing: hostile argument texts in full mode (duplicate
 // keys, a lone surrogate, a huge value, not an object) are refused before
 // anything is sent, and no write is ever asked about.
-func TestRedteamArgsEdges(t *testing.T) {
+func TestHostileArgsSendNothing(t *testing.T) {
 	e := newEnv(t, envOpts{conns: []connstore.Connection{ghWrite}})
 	var asked []string
 	cs := e.connect(t, clientOpts{answer: "accept", asked: &asked})
@@ -193,12 +193,12 @@ func TestRedteamArgsEdges(t *testing.T) {
 	}
 }
 
-// TestRedteamLoneSurrogateSeenIsSent: a lone surrogate escape (valid
+// TestLoneSurrogateSeenIsSent: a lone surrogate escape (valid
 // JSON syntax, not valid Unicode) is read once, as U+FFFD, by the one
 // canonicalization: the sentence the person confirms and the body the
 // provider gets hold the same character, so no parser difference opens
 // between what is shown and what is sent.
-func TestRedteamLoneSurrogateSeenIsSent(t *testing.T) {
+func TestLoneSurrogateSeenIsSent(t *testing.T) {
 	e := newEnv(t, envOpts{conns: []connstore.Connection{ghWrite}})
 	var asked []string
 	cs := e.connect(t, clientOpts{answer: "accept", asked: &asked})
@@ -223,11 +223,11 @@ func TestRedteamLoneSurrogateSeenIsSent(t *testing.T) {
 	}
 }
 
-// TestRedteamCapDowngrade: the tools are made at start, the connection is
+// TestCapDowngradeDeniesWrites: the tools are made at start, the connection is
 // read on every call. Reconnected read-only after start, the write tool
 // that is still listed is access_denied without asking; a confirmation
 // issued under read & write and answered after the downgrade runs nothing.
-func TestRedteamCapDowngrade(t *testing.T) {
+func TestCapDowngradeDeniesWrites(t *testing.T) {
 	e := newEnv(t, envOpts{conns: []connstore.Connection{ghWrite}})
 	cs := e.connect(t, clientOpts{answer: "accept", manual: true})
 	state := firstRound(t, cs, issueArgs)
@@ -251,11 +251,11 @@ func TestRedteamCapDowngrade(t *testing.T) {
 	}
 }
 
-// TestRedteamWriteResultTooLarge: a confirmed write whose result is over
+// TestWriteResultTooLargeSaysSent: a confirmed write whose result is over
 // the cap has already been sent. The refusal must say so and say not to
 // repeat it: "ask for fewer items" would make an agent send the write
 // again.
-func TestRedteamWriteResultTooLarge(t *testing.T) {
+func TestWriteResultTooLargeSaysSent(t *testing.T) {
 	e := newEnv(t, envOpts{conns: []connstore.Connection{ghWrite}, maxResult: 8})
 	cs := e.connect(t, clientOpts{answer: "accept"})
 	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "github_create_issue", Arguments: issueArgs})
@@ -274,11 +274,11 @@ func TestRedteamWriteResultTooLarge(t *testing.T) {
 	}
 }
 
-// TestRedteamHTTPAuth: streamable HTTP with a token refuses every wrong
+// TestHTTPRefusesWrongTokenAndOrigin: streamable HTTP with a token refuses every wrong
 // Authorization before the SDK sees the request (nothing echoed), and
 // without a token the SDK's DNS-rebinding and cross-origin checks hold on
 // loopback.
-func TestRedteamHTTPAuth(t *testing.T) {
+func TestHTTPRefusesWrongTokenAndOrigin(t *testing.T) {
 	e := newEnv(t, envOpts{conns: []connstore.Connection{ghWrite}})
 	init := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{}},"clientInfo":{"name":"x","version":"1"}}}`
 	post := func(t *testing.T, url string, hdr map[string]string) (int, string) {
@@ -364,12 +364,12 @@ func TestRedteamHTTPAuth(t *testing.T) {
 	}
 }
 
-// TestRedteamLedgerPerSession: one session that opens write calls and
+// TestLedgerCapPerSession: one session that opens write calls and
 // never answers them (a looping agent, or a hostile client on a shared
 // server) fills at most a sixteenth of the ledger; another session can
 // still be asked. Before, 1024 unanswered calls made every session's
 // writes busy for four minutes.
-func TestRedteamLedgerPerSession(t *testing.T) {
+func TestLedgerCapPerSession(t *testing.T) {
 	now := time.Now()
 	l := newLedger(time.Minute, 64)
 	a, b := &mcp.ServerSession{}, &mcp.ServerSession{}
@@ -398,10 +398,10 @@ func TestRedteamLedgerPerSession(t *testing.T) {
 	}
 }
 
-// TestRedteamResourcesFixed: only the manifests are resources; any other
+// TestResourcesOnlyManifests: only the manifests are resources; any other
 // URI (the store, the key, a path out of pinned://registry/, a file) is
 // an error with no content.
-func TestRedteamResourcesFixed(t *testing.T) {
+func TestResourcesOnlyManifests(t *testing.T) {
 	e := newEnv(t, envOpts{conns: []connstore.Connection{ghWrite}})
 	cs := e.connect(t, clientOpts{})
 	for _, uri := range []string{
@@ -419,10 +419,10 @@ func TestRedteamResourcesFixed(t *testing.T) {
 	}
 }
 
-// TestRedteamLedgerCrossTool: a confirmation of one tool presented with
+// TestLedgerRefusesOtherTool: a confirmation of one tool presented with
 // another (same args, another op or service) is confirmation_mismatch and
 // spent, so the right tool cannot follow with it.
-func TestRedteamLedgerCrossTool(t *testing.T) {
+func TestLedgerRefusesOtherTool(t *testing.T) {
 	now := time.Now()
 	l := newLedger(time.Minute, 64)
 	a := &mcp.ServerSession{}
