@@ -85,8 +85,8 @@ func TestToolsList(t *testing.T) {
 			}
 			tools := listTools(t, cs)
 			for _, tl := range tools {
-				if !ToolNameRe.MatchString(tl.Name) {
-					t.Errorf("tool name %q does not match %s", tl.Name, ToolNameRe)
+				if !toolNameRE.MatchString(tl.Name) {
+					t.Errorf("tool name %q does not match %s", tl.Name, toolNameRE)
 				}
 				if strings.HasPrefix(tl.Name, "hubspot") || strings.HasPrefix(tl.Name, "linear") || strings.HasPrefix(tl.Name, "dnsimple") {
 					t.Errorf("tool %s of a service that is not connected", tl.Name)

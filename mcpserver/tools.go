@@ -22,10 +22,10 @@ const (
 	ToolsCompact = "compact"
 )
 
-// ToolNameRe is what every tool name matches: lower-case letters, digits
+// toolNameRE is what every tool name matches: lower-case letters, digits
 // and "_", at most 64 (model APIs refuse dots; one client caps names at
 // 64).
-var ToolNameRe = regexp.MustCompile(`^[a-z0-9_]{1,64}$`)
+var toolNameRE = regexp.MustCompile(`^[a-z0-9_]{1,64}$`)
 
 // toolDef is one tool and how to run it.
 type toolDef struct {
@@ -45,8 +45,8 @@ func boolPtr(b bool) *bool { return &b }
 func opTool(m *registry.Manifest, name string) (*toolDef, error) {
 	op := m.Ops[name]
 	tn := m.ID + "_" + name
-	if !ToolNameRe.MatchString(tn) {
-		return nil, fmt.Errorf("mcpserver: tool name %q does not match %s", tn, ToolNameRe)
+	if !toolNameRE.MatchString(tn) {
+		return nil, fmt.Errorf("mcpserver: tool name %q does not match %s", tn, toolNameRE)
 	}
 	desc := sentence(op.Summary)
 	if op.Description != "" {

@@ -50,6 +50,8 @@ func (p Problem) String() string {
 // registry: every problem found, ordered by file and position. It always
 // holds at least one problem.
 type Error struct {
+	// Problems are every reason found, ordered by file, line and column;
+	// Parse reports at most 200 per file.
 	Problems []Problem
 }
 

@@ -49,8 +49,8 @@ const (
 )
 
 // Manifest is one service, format v1 (registry/manifests/<id>.json). Only
-// [Parse] makes a valid one; a Manifest obtained from a [Registry] is
-// shared and MUST NOT be modified.
+// [Parse] makes a valid one. A [Registry] hands out deep copies
+// ([Manifest.Clone]): changing one changes nothing else.
 type Manifest struct {
 	// Manifest is the format version; it MUST be 1.
 	Manifest int `json:"manifest"`

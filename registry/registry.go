@@ -20,7 +20,8 @@ var embedded embed.FS
 
 // Registry is a set of parsed manifests, unique by id, together with the
 // bytes they were parsed from. A Registry is immutable and safe for
-// concurrent use.
+// concurrent use: every manifest, slice and byte it hands out is a copy
+// the caller owns, so no caller can change what another one sees.
 type Registry struct {
 	byID   map[string]*Manifest
 	raw    map[string][]byte // by id: the file's bytes
@@ -94,24 +95,38 @@ var loadDefault = sync.OnceValue(func() *Registry {
 // ships.
 func Default() *Registry { return loadDefault() }
 
-// Services returns the manifests sorted by id, in a new slice. The
-// manifests are shared with the registry: callers MUST NOT modify them
-// (nor their maps, slices or pointers); use [Registry.Raw] and [Parse] for
-// a private copy.
+// Services returns the manifests sorted by id, each a deep copy
+// ([Manifest.Clone]) in a new slice: the caller owns them and may change
+// them without changing the registry. Each call copies every manifest
+// again; a caller that looks manifests up often keeps its own.
 func (r *Registry) Services() []*Manifest {
 	out := make([]*Manifest, len(r.ids))
 	for i, id := range r.ids {
-		out[i] = r.byID[id]
+		out[i] = r.byID[id].Clone()
 	}
 	return out
 }
 
-// Service returns the manifest with the given id and whether it exists.
-// The manifest is shared with the registry: callers MUST NOT modify it.
+// Service returns a deep copy ([Manifest.Clone]) of the manifest with the
+// given id and whether it exists (nil, false if not). The caller owns the
+// copy.
 func (r *Registry) Service(id string) (*Manifest, bool) {
 	m, ok := r.byID[id]
-	return m, ok
+	if !ok {
+		return nil, false
+	}
+	return m.Clone(), true
 }
+
+// Has reports whether the registry holds a manifest with the given id,
+// without copying it.
+func (r *Registry) Has(id string) bool {
+	_, ok := r.byID[id]
+	return ok
+}
+
+// IDs returns the ids of the registry's manifests, sorted, in a new slice.
+func (r *Registry) IDs() []string { return slices.Clone(r.ids) }
 
 // Raw returns a copy of the bytes the manifest with the given id was
 // parsed from, or nil if there is none.
@@ -128,10 +143,19 @@ func (r *Registry) String() string {
 	return fmt.Sprintf("registry[%s] %s", strings.Join(r.ids, ","), r.digest)
 }
 
+// schemaJSON is registry/manifest.schema.json, the JSON Schema (draft
+// 2020-12) of the manifest format for editors. It checks shape only;
+// [Parse] is the authority, and schema_test.go holds the two together.
+//
 //go:embed manifest.schema.json
 var schemaJSON []byte
 
-// Schema returns a copy of registry/manifest.schema.json, the JSON Schema
-// (draft 2020-12) of the manifest format for editors. It checks shape
-// only; [Parse] is the authority.
-func Schema() []byte { return bytes.Clone(schemaJSON) }
+// shared returns the registry's own manifests sorted by id, uncopied: for
+// this package's readers only, which never change them.
+func (r *Registry) shared() []*Manifest {
+	out := make([]*Manifest, len(r.ids))
+	for i, id := range r.ids {
+		out[i] = r.byID[id]
+	}
+	return out
+}

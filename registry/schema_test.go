@@ -18,7 +18,7 @@ const schemaID = "https://github.com/elevenmessenger/pinned/registry/manifest.sc
 // against the draft 2020-12 metaschema.
 func compileSchema(t *testing.T) *jsonschema.Schema {
 	t.Helper()
-	return schematest.Compile(t, schemaID, Schema())
+	return schematest.Compile(t, schemaID, schemaJSON)
 }
 
 func schemaValidate(s *jsonschema.Schema, data []byte) error {

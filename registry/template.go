@@ -11,16 +11,16 @@ type Piece struct {
 	Arg string
 }
 
-// TemplateError reports a "{" that starts a placeholder (it is followed by
+// templateError reports a "{" that starts a placeholder (it is followed by
 // a letter, digit or "_") but is not closed by "}" right after the name.
-type TemplateError struct {
+type templateError struct {
 	// Offset is the byte offset of the "{" in the template.
 	Offset int
 	// Name is the identifier that follows the "{".
 	Name string
 }
 
-func (e *TemplateError) Error() string {
+func (e *templateError) Error() string {
 	return fmt.Sprintf("%q at byte %d starts a placeholder but is not closed: write %q for an arg, or %q for a literal brace",
 		"{"+e.Name, e.Offset, "{"+e.Name+"}", "{ "+e.Name)
 }
@@ -31,7 +31,8 @@ func (e *TemplateError) Error() string {
 //
 //   - "{" followed by a letter, digit or "_" starts a placeholder, which
 //     must be "{name}" with name matching [A-Za-z0-9_]+; anything else
-//     (e.g. "{nodes }" or "{nodes") is a *[TemplateError];
+//     (e.g. "{nodes }" or "{nodes") is an error naming the byte offset
+//     of the "{" and how to write an arg or a literal brace;
 //   - any other "{" (followed by a space, a newline, "}", another "{", a
 //     quote, or at the end) is literal text, and so is every "}" not
 //     closing a placeholder.
@@ -49,7 +50,7 @@ func ParseTemplate(s string) ([]Piece, error) {
 			break
 		}
 		if !closed {
-			return nil, &TemplateError{Offset: open, Name: s[open+1 : end]}
+			return nil, &templateError{Offset: open, Name: s[open+1 : end]}
 		}
 		if pieces == nil {
 			pieces = make([]Piece, 0, 4)

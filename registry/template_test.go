@@ -37,9 +37,9 @@ func TestParseTemplate(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := ParseTemplate(tt.in)
 			if tt.errName != "" {
-				var te *TemplateError
+				var te *templateError
 				if !errors.As(err, &te) {
-					t.Fatalf("ParseTemplate(%q) = %v, %v; want a *TemplateError", tt.in, got, err)
+					t.Fatalf("ParseTemplate(%q) = %v, %v; want a *templateError", tt.in, got, err)
 				}
 				if te.Name != tt.errName || te.Offset != tt.errOff {
 					t.Errorf("error at %d naming %q, want %d naming %q", te.Offset, te.Name, tt.errOff, tt.errName)
@@ -78,7 +78,7 @@ func FuzzParseTemplate(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) {
 		pieces, err := ParseTemplate(s)
 		if err != nil {
-			var te *TemplateError
+			var te *templateError
 			if !errors.As(err, &te) || te.Offset < 0 || te.Offset+1+len(te.Name) > len(s) ||
 				s[te.Offset:te.Offset+1+len(te.Name)] != "{"+te.Name || te.Name == "" {
 				t.Fatalf("ParseTemplate(%q): bad error %#v", s, err)

@@ -13,15 +13,20 @@ import (
 const ToolName = "service_op"
 
 // Tool is a tool description in the Anthropic tool-use shape
-// ({"name", "description", "input_schema"}).
+// ({"name", "description", "input_schema"}; Anthropic Messages API, "Tool
+// use").
 type Tool struct {
-	Name        string          `json:"name"`
-	Description string          `json:"description"`
+	// Name is the tool's name ([ToolName]).
+	Name string `json:"name"`
+	// Description is the text a model reads: every service and op.
+	Description string `json:"description"`
+	// InputSchema is a JSON Schema (draft 2020-12) object.
 	InputSchema json.RawMessage `json:"input_schema"`
 }
 
 // MCPTool is a tool description in the Model Context Protocol shape, an
-// element of a tools/list result ({"name", "description", "inputSchema"}).
+// element of a tools/list result ({"name", "description", "inputSchema"};
+// MCP specification, "Tools"). Its fields are [Tool]'s.
 type MCPTool struct {
 	Name        string          `json:"name"`
 	Description string          `json:"description"`
@@ -35,10 +40,12 @@ func (t Tool) MCP() MCPTool {
 
 // ToolOp is one op as the service_op tool offers it.
 type ToolOp struct {
+	// Service is the manifest's id, Op the op's name.
 	Service string
 	Op      string
 	// Access is "read" or "write".
-	Access  string
+	Access string
+	// Summary is the op's one-line summary.
 	Summary string
 	// Description is the op's longer description, if any.
 	Description string
@@ -51,11 +58,11 @@ type ToolOp struct {
 	MaxPages int
 }
 
-// ToolOps lists every op of every service, by service id and op name: the
-// closed list a model can propose.
+// ToolOps lists every op of every service, sorted by service id and op
+// name: the closed list a model can propose, in a new slice.
 func ToolOps(r *Registry) []ToolOp {
 	var out []ToolOp
-	for _, m := range r.Services() {
+	for _, m := range r.shared() {
 		for _, name := range m.OpNames() {
 			op := m.Ops[name]
 			out = append(out, ToolOp{
@@ -157,7 +164,7 @@ func ServiceOpTool(r *Registry) Tool {
 func toolSchema(r *Registry) object {
 	var ids, allOps []string
 	seen := map[string]bool{}
-	for _, m := range r.Services() {
+	for _, m := range r.shared() {
 		ids = append(ids, m.ID)
 		for _, name := range m.OpNames() {
 			if !seen[name] {
@@ -198,7 +205,7 @@ func toolSchema(r *Registry) object {
 	// The service chain, built from the last service backwards; each
 	// service's branch holds its op chain.
 	var chain object
-	services := r.Services()
+	services := r.shared()
 	for i := len(services) - 1; i >= 0; i-- {
 		m := services[i]
 		names := m.OpNames()
@@ -277,7 +284,7 @@ func toolDescription(r *Registry) string {
 		"A list op that pages returns next, the args of the next page: call the op again with them to go on; " +
 		"no next means the last page. Pass pages (up to the op's limit) to read several pages in one call; " +
 		"stopped then says why reading ended (e.g. last_page, pages, result_cap).\n")
-	for _, m := range r.Services() {
+	for _, m := range r.shared() {
 		fmt.Fprintf(&b, "\n%s (%s)", m.ID, m.Name)
 		if m.Description != "" {
 			b.WriteString(": " + m.Description)

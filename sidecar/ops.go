@@ -113,13 +113,9 @@ func argsOrEmpty(a json.RawMessage) json.RawMessage {
 // lookup finds the op in the registry, with the host's codes.
 func (s *Server) lookup(info *reqInfo, service, opName string) (*registry.Op, *Error) {
 	info.service, info.op = clip(service, 64), clip(opName, 64)
-	m, ok := s.reg.Service(service)
+	m, ok := s.services[service]
 	if !ok {
-		ids := make([]string, 0, len(s.reg.Services()))
-		for _, m := range s.reg.Services() {
-			ids = append(ids, m.ID)
-		}
-		return nil, NewError(CodeUnknownService, fmt.Sprintf("unknown service %q (services: %s)", clip(service, 64), strings.Join(ids, ", ")))
+		return nil, NewError(CodeUnknownService, fmt.Sprintf("unknown service %q (services: %s)", clip(service, 64), strings.Join(s.reg.IDs(), ", ")))
 	}
 	op, ok := m.Op(opName)
 	if !ok {
@@ -131,7 +127,7 @@ func (s *Server) lookup(info *reqInfo, service, opName string) (*registry.Op, *E
 
 // labels returns the metric labels of a request: registry names only.
 func (s *Server) labels(service, op string) (string, string) {
-	m, ok := s.reg.Service(service)
+	m, ok := s.services[service]
 	if !ok {
 		return unknownLabel, unknownLabel
 	}

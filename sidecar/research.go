@@ -398,7 +398,7 @@ func (s *Server) openResearchGrants(ctx context.Context, info *reqInfo, sealed [
 		default:
 			return nil, nil, NewError(CodeGrantInvalid, fmt.Sprintf("grant %d (%s) expires more than %s from now; research grants must be short-lived", i+1, g.Service, s.cfg.ResearchGrantTTL)).withCause(err)
 		}
-		if _, ok := s.reg.Service(g.Service); !ok {
+		if !s.reg.Has(g.Service) {
 			return nil, nil, NewError(CodeUnknownService, fmt.Sprintf("grant %d is for service %q, which is not in the registry", i+1, clip(g.Service, 64)))
 		}
 		if held[g.Service] != nil {
@@ -495,7 +495,7 @@ func (s *Server) researchConsent(req *ConsentRequest) (*researchConsent, *Error)
 	}
 	seen := map[string]bool{}
 	for _, id := range req.Services {
-		if _, ok := s.reg.Service(id); !ok {
+		if !s.reg.Has(id) {
 			return nil, NewError(CodeUnknownService, fmt.Sprintf("unknown service %q", clip(id, 64)))
 		}
 		if seen[id] {

@@ -55,7 +55,7 @@ func (s *Server) rotationFor(service string, g *grant.Grant) *rotation {
 	if g.Refresh == "" {
 		return nil
 	}
-	m, ok := s.reg.Service(service)
+	m, ok := s.services[service]
 	if !ok || m.Auth.OAuth == nil || !m.Auth.OAuth.Refresh {
 		return nil
 	}

@@ -173,17 +173,21 @@ type Config struct {
 
 // Server is the sidecar. Create it with New, serve it with Serve (once).
 type Server struct {
-	cfg     Config
-	eng     *host.Engine
-	reg     *registry.Registry
-	key     *grant.PrivateKey
-	log     zerolog.Logger
-	prom    *prometheus.Registry
-	m       *metrics
-	store   state.Store     // instrumented
-	rot     *rotate.Rotator // nil: rotation is off
-	slots   chan struct{}
-	handler http.Handler
+	cfg Config
+	eng *host.Engine
+	reg *registry.Registry
+	// services are the sidecar's own copies of reg's manifests, by id,
+	// taken once in New: the op path reads them per request, and
+	// reg.Service would copy a manifest each time. Never modified.
+	services map[string]*registry.Manifest
+	key      *grant.PrivateKey
+	log      zerolog.Logger
+	prom     *prometheus.Registry
+	m        *metrics
+	store    state.Store     // instrumented
+	rot      *rotate.Rotator // nil: rotation is off
+	slots    chan struct{}
+	handler  http.Handler
 
 	researchSlots chan struct{}
 
@@ -273,15 +277,19 @@ func New(cfg Config) (*Server, error) {
 		cfg.MaxResearch = DefaultMaxResearch
 	}
 	s := &Server{
-		cfg:   cfg,
-		eng:   cfg.Engine,
-		reg:   cfg.Registry,
-		key:   cfg.Key,
-		log:   zerolog.Nop(),
-		prom:  cfg.Prometheus,
-		slots: make(chan struct{}, cfg.MaxConcurrency),
+		cfg:      cfg,
+		eng:      cfg.Engine,
+		reg:      cfg.Registry,
+		services: map[string]*registry.Manifest{},
+		key:      cfg.Key,
+		log:      zerolog.Nop(),
+		prom:     cfg.Prometheus,
+		slots:    make(chan struct{}, cfg.MaxConcurrency),
 
 		researchSlots: make(chan struct{}, cfg.MaxResearch),
+	}
+	for _, m := range cfg.Registry.Services() {
+		s.services[m.ID] = m
 	}
 	if cfg.Logger != nil {
 		s.log = *cfg.Logger
