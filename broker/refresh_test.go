@@ -14,8 +14,8 @@ import (
 
 	"github.com/elevenmessenger/pinned/internal/brokerapi"
 	"github.com/elevenmessenger/pinned/internal/fakeapi"
+	"github.com/elevenmessenger/pinned/internal/rotate"
 	"github.com/elevenmessenger/pinned/internal/secret"
-	"github.com/elevenmessenger/pinned/sidecar/rotate"
 )
 
 // pairFor connects a service through the full flow and returns the

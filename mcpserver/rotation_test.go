@@ -14,9 +14,9 @@ import (
 	"github.com/elevenmessenger/pinned/broker"
 	"github.com/elevenmessenger/pinned/internal/connstore"
 	"github.com/elevenmessenger/pinned/internal/fakeapi"
+	"github.com/elevenmessenger/pinned/internal/rotate"
 	"github.com/elevenmessenger/pinned/internal/testutil"
 	"github.com/elevenmessenger/pinned/sidecar/grant"
-	"github.com/elevenmessenger/pinned/sidecar/rotate"
 )
 
 const testInstanceToken = "mcpserver-test-instance-token-0123456789"

@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/elevenmessenger/pinned/internal/redistest"
+	"github.com/elevenmessenger/pinned/internal/state"
 	"github.com/elevenmessenger/pinned/sidecar/grant"
-	"github.com/elevenmessenger/pinned/sidecar/state"
 )
 
 // The state store's benchmarks (make bench; docs/BENCHMARKS.md): what the

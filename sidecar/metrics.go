@@ -3,8 +3,8 @@ package sidecar
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/elevenmessenger/pinned/sidecar/rotate"
-	"github.com/elevenmessenger/pinned/sidecar/state"
+	"github.com/elevenmessenger/pinned/internal/rotate"
+	"github.com/elevenmessenger/pinned/internal/state"
 )
 
 // metrics are the sidecar's Prometheus collectors. Labels hold only

@@ -15,10 +15,10 @@ import (
 
 	"github.com/elevenmessenger/pinned/internal/fakeapi"
 	"github.com/elevenmessenger/pinned/internal/redistest"
+	"github.com/elevenmessenger/pinned/internal/rotate"
+	"github.com/elevenmessenger/pinned/internal/state"
 	"github.com/elevenmessenger/pinned/internal/testutil"
 	"github.com/elevenmessenger/pinned/sidecar/grant"
-	"github.com/elevenmessenger/pinned/sidecar/rotate"
-	"github.com/elevenmessenger/pinned/sidecar/state"
 )
 
 // The replica tests run several sidecar.Servers in this process, each

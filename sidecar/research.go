@@ -16,14 +16,14 @@ import (
 	"github.com/go-chi/chi/v5/middleware"
 
 	"github.com/elevenmessenger/pinned/internal/httperr"
+	"github.com/elevenmessenger/pinned/internal/research"
+	"github.com/elevenmessenger/pinned/internal/rotate"
+	"github.com/elevenmessenger/pinned/internal/state"
 	"github.com/elevenmessenger/pinned/sidecar/grant"
-	"github.com/elevenmessenger/pinned/sidecar/research"
-	"github.com/elevenmessenger/pinned/sidecar/rotate"
-	"github.com/elevenmessenger/pinned/sidecar/state"
 )
 
 // Research sessions (docs/API.md, "POST /v1/research"; the loop is package
-// sidecar/research). How one grant per service serves many tool calls:
+// internal/research). How one grant per service serves many tool calls:
 //
 //   - The session opens every grant once, before the model is asked
 //     anything, and refuses the whole request unless each one is a read (or

@@ -16,9 +16,9 @@ import (
 
 	"github.com/elevenmessenger/pinned/internal/fakeapi"
 	"github.com/elevenmessenger/pinned/internal/fakemodel"
+	"github.com/elevenmessenger/pinned/internal/research"
+	"github.com/elevenmessenger/pinned/internal/rotate"
 	"github.com/elevenmessenger/pinned/sidecar/grant"
-	"github.com/elevenmessenger/pinned/sidecar/research"
-	"github.com/elevenmessenger/pinned/sidecar/rotate"
 )
 
 // Hostile-input tests of POST /v1/research: a hostile scripted model (tool

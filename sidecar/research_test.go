@@ -13,10 +13,10 @@ import (
 
 	"github.com/elevenmessenger/pinned/internal/fakeapi"
 	"github.com/elevenmessenger/pinned/internal/fakemodel"
+	"github.com/elevenmessenger/pinned/internal/research"
+	"github.com/elevenmessenger/pinned/internal/research/claude"
+	"github.com/elevenmessenger/pinned/internal/rotate"
 	"github.com/elevenmessenger/pinned/sidecar/grant"
-	"github.com/elevenmessenger/pinned/sidecar/research"
-	"github.com/elevenmessenger/pinned/sidecar/research/claude"
-	"github.com/elevenmessenger/pinned/sidecar/rotate"
 )
 
 // The research tests run a sidecar whose Model is the shipped client

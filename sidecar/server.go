@@ -21,7 +21,7 @@
 // With a Config.Refresher (the broker), a grant's expiring OAuth pair is
 // rotated in the op path — before the call when stale, once after a
 // surprise 401 — and the fresh pair goes back sealed to the grant's
-// member_key (rotation.go; the core is package sidecar/rotate).
+// member_key (rotation.go; the core is package internal/rotate).
 //
 // What must hold across replicas of one bot — a grant runs once, a
 // single-use refresh token is spent once — lives in a state.Store
@@ -54,11 +54,11 @@ import (
 	"github.com/elevenmessenger/pinned/host"
 	"github.com/elevenmessenger/pinned/internal/httpallow"
 	"github.com/elevenmessenger/pinned/internal/jsonenc"
+	"github.com/elevenmessenger/pinned/internal/research"
+	"github.com/elevenmessenger/pinned/internal/rotate"
+	"github.com/elevenmessenger/pinned/internal/state"
 	"github.com/elevenmessenger/pinned/registry"
 	"github.com/elevenmessenger/pinned/sidecar/grant"
-	"github.com/elevenmessenger/pinned/sidecar/research"
-	"github.com/elevenmessenger/pinned/sidecar/rotate"
-	"github.com/elevenmessenger/pinned/sidecar/state"
 )
 
 // Defaults of Config.
@@ -160,7 +160,7 @@ type Config struct {
 	RefreshGrace time.Duration
 
 	// Model answers research sessions (POST /v1/research): in production a
-	// *claude.Client (package sidecar/research/claude). nil: the endpoint
+	// *claude.Client (package internal/research/claude). nil: the endpoint
 	// answers model_not_configured.
 	Model research.Model
 	// ResearchGrantTTL refuses research grants expiring further ahead than

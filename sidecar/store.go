@@ -5,7 +5,7 @@ import (
 	"errors"
 	"time"
 
-	"github.com/elevenmessenger/pinned/sidecar/state"
+	"github.com/elevenmessenger/pinned/internal/state"
 )
 
 // instrumented times every call to the state store and counts its

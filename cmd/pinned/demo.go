@@ -16,7 +16,7 @@ import (
 	"github.com/elevenmessenger/pinned/host"
 	"github.com/elevenmessenger/pinned/internal/fakeapi"
 	"github.com/elevenmessenger/pinned/internal/fakemodel"
-	"github.com/elevenmessenger/pinned/sidecar/research"
+	"github.com/elevenmessenger/pinned/internal/research"
 )
 
 const demoUsage = `Usage: pinned demo [--full] | pinned demo --web [--listen ADDR]

@@ -11,7 +11,7 @@ import (
 
 	"github.com/elevenmessenger/pinned/internal/fakeapi"
 	"github.com/elevenmessenger/pinned/internal/fakemodel"
-	"github.com/elevenmessenger/pinned/sidecar/research"
+	"github.com/elevenmessenger/pinned/internal/research"
 )
 
 // TestRunResearchFake: pinned research --fake answers the seed's question

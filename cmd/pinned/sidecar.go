@@ -23,11 +23,11 @@ import (
 
 	"github.com/elevenmessenger/pinned/broker"
 	"github.com/elevenmessenger/pinned/host"
+	"github.com/elevenmessenger/pinned/internal/research/claude"
+	"github.com/elevenmessenger/pinned/internal/rotate"
+	"github.com/elevenmessenger/pinned/internal/state"
 	"github.com/elevenmessenger/pinned/sidecar"
 	"github.com/elevenmessenger/pinned/sidecar/grant"
-	"github.com/elevenmessenger/pinned/sidecar/research/claude"
-	"github.com/elevenmessenger/pinned/sidecar/rotate"
-	"github.com/elevenmessenger/pinned/sidecar/state"
 )
 
 const sidecarUsage = `Usage: pinned sidecar --key-file FILE [flags]

@@ -1,6 +1,6 @@
 // Package brokerapi is the broker's HTTP API contract, in the one place
 // both sides read it: its error codes with their one status table, shared
-// by the broker (package broker, the server) and sidecar/rotate (its
+// by the broker (package broker, the server) and internal/rotate (its
 // client). docs/OAUTH.md lists every code (TestOAuthDocListsEveryCode).
 //
 // It imports only internal/httperr.

@@ -30,9 +30,16 @@ var layers = []struct {
 	// (registry included: it is what everyone agrees on).
 	{"bottom", []string{"registry/...", "internal/abi", "internal/jsonv", "internal/httperr", "internal/secret", "internal/wasmbin",
 		"internal/httpallow", "internal/schematest", "internal/wasmbuild", "internal/wasmtest", "internal/redistest", "internal/fakeapi", "internal/fakemodel", "internal/layering"}},
-	{"contracts and test helpers", []string{"internal/argrules", "internal/brokerapi", "internal/testutil"}},
+	// sidecar/grant is the sealed-grant format (it imports only the
+	// bottom), so it sits here, below the parts of the sidecar that use it.
+	{"contracts and test helpers", []string{"internal/argrules", "internal/brokerapi", "sidecar/grant", "internal/testutil"}},
 	{"guest", []string{"guest/..."}},
 	{"host", []string{"host/..."}},
+	// The binary's own parts of the services, under internal/ (nothing
+	// outside the module needs them): the sidecar's shared state, then
+	// what runs on it or beside it.
+	{"service state", []string{"internal/state"}},
+	{"service parts", []string{"internal/rotate", "internal/research/..."}},
 	{"services", []string{"sidecar/...", "broker/...", "web/..."}},
 	// A person's own side: their sealed connections, and the MCP server
 	// that serves them to their agent through the sidecar's op path.
@@ -173,7 +180,11 @@ func TestViolationsCatches(t *testing.T) {
 		{name: "registry imports the host", pkg: p("registry", "host"), want: 1},
 		{name: "registry imports an internal library", pkg: p("registry", "internal/abi"), want: 1},
 		{name: "host imports the sidecar", pkg: p("host", "sidecar"), want: 1},
-		{name: "sidecar imports the broker", pkg: p("sidecar/rotate", "broker"), want: 1},
+		{name: "sidecar imports the broker", pkg: p("sidecar", "broker"), want: 1},
+		{name: "the rotation client imports the broker", pkg: p("internal/rotate", "broker"), want: 1},
+		{name: "the state store imports the sidecar", pkg: p("internal/state", "sidecar"), want: 1},
+		{name: "the rotation client imports the state store", pkg: p("internal/rotate", "internal/state", "sidecar/grant"), want: 0},
+		{name: "the state store imports the rotation client", pkg: p("internal/state", "internal/rotate"), want: 1},
 		{name: "broker imports cmd", pkg: p("broker", "cmd/pinned"), want: 1},
 		{name: "a package in no layer", pkg: p("internal/newthing"), want: 1},
 		{name: "downward and own subtree", pkg: p("sidecar", "host", "registry", "sidecar/grant", "internal/httperr", "fmt"), want: 0},

@@ -6,7 +6,7 @@
 // providers' OAuth pages to the fake. `pinned demo --web` and the browser
 // tests (web/browser_test.go) use it; nothing in production does.
 //
-// Imports: fakeapi, host, sidecar, sidecar/grant, sidecar/rotate, broker,
+// Imports: fakeapi, host, sidecar, sidecar/grant, internal/rotate, broker,
 // web. It sits at the top beside cmd/pinned.
 package webstack
 
@@ -29,9 +29,9 @@ import (
 	"github.com/elevenmessenger/pinned/broker"
 	"github.com/elevenmessenger/pinned/host"
 	"github.com/elevenmessenger/pinned/internal/fakeapi"
+	"github.com/elevenmessenger/pinned/internal/rotate"
 	"github.com/elevenmessenger/pinned/sidecar"
 	"github.com/elevenmessenger/pinned/sidecar/grant"
-	"github.com/elevenmessenger/pinned/sidecar/rotate"
 	"github.com/elevenmessenger/pinned/web"
 )
 

@@ -38,6 +38,12 @@
 //     exactly what runs.
 //   - The nonce MUST be recorded (see [ReplayCache]) and a grant whose
 //     nonce was already seen refused: a grant runs once.
+//
+// The package is public on purpose: the sealed grant is the format other
+// clients (a member's device, the web catalog, a bot's own tooling)
+// implement, and this is its reference. It may import internal/jsonv,
+// internal/secret, golang.org/x/crypto and the standard library only, so
+// it sits below everything that uses it (docs/ARCHITECTURE.md).
 package grant
 
 import (

@@ -2,7 +2,8 @@
 // (https://docs.anthropic.com/en/api/messages) with tool use, through the
 // official Go SDK (github.com/anthropics/anthropic-sdk-go).
 //
-// It may import package research, the SDK and the standard library. The
+// The package is internal (only cmd/pinned wires it in). It may import
+// package internal/research, the SDK and the standard library. The
 // API key is the only secret it holds; it goes in the x-api-key header
 // (the SDK's), never in a log or an error.
 package claude
@@ -21,7 +22,7 @@ import (
 	"github.com/anthropics/anthropic-sdk-go"
 	"github.com/anthropics/anthropic-sdk-go/option"
 
-	"github.com/elevenmessenger/pinned/sidecar/research"
+	"github.com/elevenmessenger/pinned/internal/research"
 )
 
 // DefaultModel is the model asked for when Config.Model is empty.

@@ -11,7 +11,8 @@
 // turns, result bytes, wall time); when one is reached, one last turn with
 // tool use forbidden forces the answer.
 //
-// The package may import package registry and the standard library only:
+// The package is internal: only the sidecar and cmd/pinned use it. It may
+// import package registry and the standard library only:
 // it knows nothing of grants, tokens, HTTP or the sandbox, so nothing it
 // puts in front of the model can hold a credential it never had.
 package research

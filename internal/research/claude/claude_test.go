@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/elevenmessenger/pinned/internal/fakemodel"
-	"github.com/elevenmessenger/pinned/sidecar/research"
+	"github.com/elevenmessenger/pinned/internal/research"
 )
 
 func TestKeyFromFile(t *testing.T) {

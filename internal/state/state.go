@@ -24,9 +24,11 @@
 // ErrUnavailable, and callers MUST fail closed on it (refuse the op, never
 // run it unrecorded).
 //
-// Package state may import the standard library, golang.org/x/crypto,
-// github.com/redis/go-redis/v9 and package sidecar/grant (the in-memory
-// replay cache); nothing in the project above the sidecar.
+// The package is internal: only the binary's own packages (sidecar,
+// internal/rotate, cmd/pinned) use it. It may import the standard
+// library, golang.org/x/crypto, github.com/redis/go-redis/v9 and package
+// sidecar/grant (the in-memory replay cache); nothing else of the
+// project.
 package state
 
 import (

@@ -43,7 +43,7 @@
 // # Several replicas
 //
 // The grace cache and a refresh lock live in a state.Store (package
-// sidecar/state): in memory by default (one process), or on Redis shared
+// internal/state): in memory by default (one process), or on Redis shared
 // by the replicas of one bot. The in-process single flight stands in
 // front, so one replica asks the store once per credential. The flight
 // then takes the credential's lock in the store; after taking it — and
@@ -61,6 +61,14 @@
 // must reconnect the service in Integrations. A timeout, a 5xx, a rate
 // limit or a network failure is ErrRetryable, never a reconnect. Use
 // errors.Is; *Error carries the detail.
+//
+// # Imports
+//
+// The package is internal: only the binary's own packages (sidecar,
+// mcpserver, internal/webstack, cmd/pinned) use it. It may import
+// internal/state, internal/brokerapi (the broker's codes),
+// internal/secret, golang.org/x/sync and the standard library; nothing
+// above the sidecar.
 package rotate
 
 import (
@@ -77,7 +85,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/elevenmessenger/pinned/internal/secret"
-	"github.com/elevenmessenger/pinned/sidecar/state"
+	"github.com/elevenmessenger/pinned/internal/state"
 )
 
 // Defaults of Options.

@@ -6,7 +6,7 @@ import (
 )
 
 // Model is one model behind a small interface: one Messages-API-shaped turn
-// at a time. The shipped implementation is package sidecar/research/claude
+// at a time. The shipped implementation is package internal/research/claude
 // (the Anthropic Messages API through the official Go SDK); tests and the
 // demo point it at a fake Messages API (package internal/fakemodel).
 //

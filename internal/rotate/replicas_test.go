@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/elevenmessenger/pinned/internal/redistest"
-	"github.com/elevenmessenger/pinned/sidecar/state"
+	"github.com/elevenmessenger/pinned/internal/state"
 )
 
 // sharedStores are the stores replicas share in these tests: one

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/elevenmessenger/pinned/sidecar/research"
+	"github.com/elevenmessenger/pinned/internal/research"
 )
 
 // TestRedteamResearchModelEndpoint: a hostile or misconfigured Messages

@@ -15,7 +15,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/elevenmessenger/pinned/internal/secret"
-	"github.com/elevenmessenger/pinned/sidecar/state"
+	"github.com/elevenmessenger/pinned/internal/state"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
