@@ -336,12 +336,12 @@ func TestRotateThroughBroker(t *testing.T) {
 		t.Fatalf("rotated token gets %d", st)
 	}
 	// The burned refresh token through the broker is a reconnect.
-	_, err = bc.Refresh(context.Background(), fakeapi.GitHub, string(old.Refresh))
+	_, err = bc.Refresh(context.Background(), fakeapi.GitHub, old.Refresh)
 	if !errors.Is(err, rotate.ErrReconnectRequired) {
 		t.Fatalf("burned token: %v", err)
 	}
 	e.fake.SetTokenFault(fakeapi.GitHub, fakeapi.FaultServerError, 0)
-	_, err = bc.Refresh(context.Background(), fakeapi.GitHub, string(got[0].Refresh))
+	_, err = bc.Refresh(context.Background(), fakeapi.GitHub, got[0].Refresh)
 	if !errors.Is(err, rotate.ErrRetryable) || errors.Is(err, rotate.ErrReconnectRequired) {
 		t.Fatalf("5xx: %v", err)
 	}

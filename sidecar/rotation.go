@@ -11,6 +11,7 @@ import (
 
 	"github.com/elevenmessenger/pinned/host"
 	"github.com/elevenmessenger/pinned/internal/rotate"
+	"github.com/elevenmessenger/pinned/internal/secret"
 	"github.com/elevenmessenger/pinned/internal/state"
 	"github.com/elevenmessenger/pinned/sidecar/grant"
 )
@@ -205,7 +206,7 @@ type countingRefresher struct {
 	m    *prometheus.CounterVec
 }
 
-func (c countingRefresher) Refresh(ctx context.Context, service, refreshToken string) (rotate.Pair, error) {
+func (c countingRefresher) Refresh(ctx context.Context, service string, refreshToken secret.Secret) (rotate.Pair, error) {
 	p, err := c.next.Refresh(ctx, service, refreshToken)
 	outcome := "ok"
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/elevenmessenger/pinned/broker"
 	"github.com/elevenmessenger/pinned/internal/fakeapi"
 	"github.com/elevenmessenger/pinned/internal/rotate"
+	"github.com/elevenmessenger/pinned/internal/secret"
 	"github.com/elevenmessenger/pinned/internal/testutil"
 	"github.com/elevenmessenger/pinned/sidecar/grant"
 )
@@ -96,7 +97,7 @@ func newRotEnv(t *testing.T, bo brokerOpts, mod func(*Config)) *rotEnv {
 		// keep-alive goroutine outlives it.
 		tr := &http.Transport{Proxy: nil}
 		t.Cleanup(tr.CloseIdleConnections)
-		bc, err := rotate.NewBrokerClient(re.brokerURL, bo.instanceToken, rotate.BrokerOptions{
+		bc, err := rotate.NewBrokerClient(re.brokerURL, secret.Secret(bo.instanceToken), rotate.BrokerOptions{
 			HTTPClient: &http.Client{Transport: tr, Timeout: 30 * time.Second},
 		})
 		if err != nil {

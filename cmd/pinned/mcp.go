@@ -19,6 +19,7 @@ import (
 	"github.com/elevenmessenger/pinned/broker"
 	"github.com/elevenmessenger/pinned/host"
 	"github.com/elevenmessenger/pinned/internal/rotate"
+	"github.com/elevenmessenger/pinned/internal/secret"
 	"github.com/elevenmessenger/pinned/mcpserver"
 	"github.com/elevenmessenger/pinned/sidecar"
 	"github.com/elevenmessenger/pinned/sidecar/grant"
@@ -200,7 +201,7 @@ func mcpBroker(u, tokenFile string) (*rotate.BrokerClient, error) {
 	case tok == "":
 		return nil, errors.New("--broker-url needs the broker instance token: --broker-token-file or PINNED_MCP_BROKER_TOKEN")
 	}
-	bc, err := rotate.NewBrokerClient(u, tok, rotate.BrokerOptions{})
+	bc, err := rotate.NewBrokerClient(u, secret.Secret(tok), rotate.BrokerOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("--broker-url: %w", err)
 	}

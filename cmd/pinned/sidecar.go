@@ -25,6 +25,7 @@ import (
 	"github.com/elevenmessenger/pinned/host"
 	"github.com/elevenmessenger/pinned/internal/research/claude"
 	"github.com/elevenmessenger/pinned/internal/rotate"
+	"github.com/elevenmessenger/pinned/internal/secret"
 	"github.com/elevenmessenger/pinned/internal/state"
 	"github.com/elevenmessenger/pinned/sidecar"
 	"github.com/elevenmessenger/pinned/sidecar/grant"
@@ -487,7 +488,7 @@ func (f *sidecarFlags) broker() (*rotate.BrokerClient, error) {
 	if need := f.opTimeout + f.refreshTimeout + f.pagesTimeout; f.writeTimeout <= need {
 		return nil, fmt.Errorf("with --broker-url, --write-timeout (%s) must exceed --op-timeout plus --refresh-timeout plus --pages-timeout (%s), or the answer to a paged call that rotated could be cut off", f.writeTimeout, need)
 	}
-	bc, err := rotate.NewBrokerClient(f.brokerURL, tok, rotate.BrokerOptions{Timeout: f.refreshTimeout})
+	bc, err := rotate.NewBrokerClient(f.brokerURL, secret.Secret(tok), rotate.BrokerOptions{Timeout: f.refreshTimeout})
 	if err != nil {
 		return nil, fmt.Errorf("--broker-url: %w", err)
 	}

@@ -30,7 +30,7 @@ const maxBrokerAnswer = 64 << 10
 // with the sidecar's instance token. Build it with NewBrokerClient.
 type BrokerClient struct {
 	endpoint string
-	token    string
+	token    secret.Secret // the instance token
 	client   *http.Client
 }
 
@@ -45,10 +45,11 @@ type BrokerOptions struct {
 }
 
 // NewBrokerClient returns a Refresher for the broker at baseURL
-// ("https://connect.example.com"), authenticating with instanceToken. The
-// URL must be https, or http on a loopback address only (a refresh request
-// carries a refresh token and the instance token).
-func NewBrokerClient(baseURL, instanceToken string, opts BrokerOptions) (*BrokerClient, error) {
+// ("https://connect.example.com"), authenticating with instanceToken
+// (docs/OAUTH.md, "POST /api/refresh": "Authorization: Bearer <token>").
+// The URL must be https, or http on a loopback address only (a refresh
+// request carries a refresh token and the instance token).
+func NewBrokerClient(baseURL string, instanceToken secret.Secret, opts BrokerOptions) (*BrokerClient, error) {
 	u, err := url.Parse(strings.TrimSpace(baseURL))
 	if err != nil || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
 		return nil, fmt.Errorf("rotate: broker URL %q: want https://host[:port][/prefix]", baseURL)
@@ -93,6 +94,13 @@ func NewBrokerClient(baseURL, instanceToken string, opts BrokerOptions) (*Broker
 	}, nil
 }
 
+// Format prints the client's endpoint, never the instance token, with
+// every verb: fmt shows an unexported field's raw value without calling
+// its methods, so secret.Secret alone would not redact it here.
+func (c BrokerClient) Format(f fmt.State, _ rune) {
+	_, _ = fmt.Fprintf(f, "rotate.BrokerClient{endpoint: %q, token: %s}", c.endpoint, secret.Redacted)
+}
+
 func loopbackHost(h string) bool {
 	if h == "localhost" {
 		return true
@@ -101,19 +109,37 @@ func loopbackHost(h string) bool {
 	return err == nil && ip.Unmap().IsLoopback()
 }
 
+// refreshRequest is the body of POST /api/refresh (docs/OAUTH.md):
+// {"service": ..., "refresh_token": ...}. The token stays a secret.Secret
+// (printing the request shows "[redacted]") until body writes the wire
+// bytes.
+type refreshRequest struct {
+	Service      string
+	RefreshToken secret.Secret
+}
+
+// body is the request's JSON, the one place the token is a string.
+func (r refreshRequest) body() []byte {
+	b, _ := json.Marshal(struct {
+		Service      string `json:"service"`
+		RefreshToken string `json:"refresh_token"`
+	}{r.Service, string(r.RefreshToken)})
+	return b // cannot fail: two strings
+}
+
 // Refresh implements Refresher. Failures are *Error: invalid_grant is
 // KindReconnect; 5xx, 429, timeouts and network errors are KindRetryable;
 // anything else (401: a wrong instance token; 404: no client for the
-// service) is KindFailed.
-func (c *BrokerClient) Refresh(ctx context.Context, service, refreshToken string) (Pair, error) {
-	body, _ := json.Marshal(map[string]string{"service": service, "refresh_token": refreshToken})
+// service) is KindFailed. No error carries either token.
+func (c *BrokerClient) Refresh(ctx context.Context, service string, refreshToken secret.Secret) (Pair, error) {
+	body := refreshRequest{Service: service, RefreshToken: refreshToken}.body()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.endpoint, bytes.NewReader(body))
 	if err != nil {
 		return Pair{}, &Error{Kind: KindFailed, Err: errors.New("building the broker request failed")}
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
-	req.Header.Set("Authorization", "Bearer "+c.token)
+	req.Header.Set("Authorization", "Bearer "+string(c.token))
 	resp, err := c.client.Do(req)
 	if err != nil {
 		// *url.Error names the broker URL, which holds no secret.

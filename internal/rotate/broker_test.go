@@ -4,12 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/elevenmessenger/pinned/internal/secret"
 )
 
 const instanceToken = "instance-token-0123456789abcdefghijklmnopqrstuvwxyz"
@@ -33,7 +36,7 @@ func TestNewBrokerClient(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := NewBrokerClient(tt.url, tt.token, BrokerOptions{})
+			_, err := NewBrokerClient(tt.url, secret.Secret(tt.token), BrokerOptions{})
 			if (err == nil) != tt.ok {
 				t.Fatalf("err %v, want ok=%v", err, tt.ok)
 			}
@@ -151,4 +154,35 @@ func TestBrokerClientTransportFailures(t *testing.T) {
 			t.Fatalf("%v", err)
 		}
 	})
+}
+
+// TestTokensNeverPrint: the refresh request, the client (which holds the
+// instance token) and a pair print "[redacted]" with every verb, while
+// the request's wire body carries the real token (TestBrokerClient's
+// server checks the broker receives it).
+func TestTokensNeverPrint(t *testing.T) {
+	const rt, at = "rt-hunter2-refresh", "at-hunter2-access"
+	req := refreshRequest{Service: "github", RefreshToken: rt}
+	c, err := NewBrokerClient("https://connect.example.com", instanceToken, BrokerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pair := Pair{Access: at, Refresh: rt, ExpiresAt: time.Unix(1700000000, 0)}
+	for _, v := range []struct {
+		name string
+		val  any
+	}{{"request", req}, {"*request", &req}, {"client", c}, {"*client", *c}, {"pair", pair}, {"*pair", &pair}} {
+		for _, verb := range []string{"%v", "%+v", "%#v", "%s"} {
+			out := fmt.Sprintf(verb, v.val)
+			for _, tok := range []string{rt, at, instanceToken} {
+				if strings.Contains(out, tok) {
+					t.Errorf("%s %s shows a token: %s", verb, v.name, out)
+				}
+			}
+		}
+	}
+	var wire map[string]string
+	if err := json.Unmarshal(req.body(), &wire); err != nil || wire["refresh_token"] != rt || wire["service"] != "github" || len(wire) != 2 {
+		t.Fatalf("body() = %s, %v; want the real token on the wire", req.body(), err)
+	}
 }

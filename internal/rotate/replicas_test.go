@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/elevenmessenger/pinned/internal/redistest"
+	"github.com/elevenmessenger/pinned/internal/secret"
 	"github.com/elevenmessenger/pinned/internal/state"
 )
 
@@ -45,7 +46,7 @@ type gatedRefresher struct {
 	calls   int
 }
 
-func (g *gatedRefresher) Refresh(ctx context.Context, _, _ string) (Pair, error) {
+func (g *gatedRefresher) Refresh(ctx context.Context, _ string, _ secret.Secret) (Pair, error) {
 	g.mu.Lock()
 	g.calls++
 	g.mu.Unlock()

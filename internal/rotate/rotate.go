@@ -149,10 +149,13 @@ func FormatExpiry(t time.Time) string {
 }
 
 // Refresher exchanges a refresh token for a fresh pair at the provider
-// (through the broker: BrokerClient). A Refresher should return *Error for
-// failures it can classify; any other error is treated as retryable.
+// (through the broker: BrokerClient). service is a registry id; the
+// refresh token is a secret.Secret, so it prints "[redacted]" wherever it
+// passes, and an implementation converts it (string(refreshToken)) only
+// where it is sent. A Refresher should return *Error for failures it can
+// classify; any other error is treated as retryable.
 type Refresher interface {
-	Refresh(ctx context.Context, service, refreshToken string) (Pair, error)
+	Refresh(ctx context.Context, service string, refreshToken secret.Secret) (Pair, error)
 }
 
 // Kind classifies a refresh failure.
@@ -582,7 +585,7 @@ func (r *Rotator) refresh(ctx context.Context, service, k string, p Pair) (Pair,
 	defer cancel()
 	r.refreshes.Add(1)
 	start := r.now()
-	fresh, err := r.ref.Refresh(ctx, service, string(p.Refresh))
+	fresh, err := r.ref.Refresh(ctx, service, p.Refresh)
 	if err == nil && fresh.Access == "" {
 		err = &Error{Kind: KindFailed, Err: errors.New("the refresher returned no access token")}
 	}

@@ -42,7 +42,8 @@ func newFakeRefresher(live ...string) *fakeRefresher {
 	return f
 }
 
-func (f *fakeRefresher) Refresh(ctx context.Context, service, rt string) (Pair, error) {
+func (f *fakeRefresher) Refresh(ctx context.Context, service string, srt secret.Secret) (Pair, error) {
+	rt := string(srt)
 	f.calls.Add(1)
 	if f.block != nil {
 		return Pair{}, f.block(ctx)
@@ -342,7 +343,7 @@ type blockingRefresher struct {
 	release chan struct{}
 }
 
-func (b *blockingRefresher) Refresh(ctx context.Context, service, rt string) (Pair, error) {
+func (b *blockingRefresher) Refresh(ctx context.Context, service string, rt secret.Secret) (Pair, error) {
 	select {
 	case <-b.release:
 	case <-ctx.Done():

@@ -30,6 +30,7 @@ import (
 	"github.com/elevenmessenger/pinned/host"
 	"github.com/elevenmessenger/pinned/internal/fakeapi"
 	"github.com/elevenmessenger/pinned/internal/rotate"
+	"github.com/elevenmessenger/pinned/internal/secret"
 	"github.com/elevenmessenger/pinned/sidecar"
 	"github.com/elevenmessenger/pinned/sidecar/grant"
 	"github.com/elevenmessenger/pinned/web"
@@ -175,7 +176,7 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	bsrv := &http.Server{Handler: b.Handler(), ReadHeaderTimeout: 5 * time.Second}
 	s.serve(func() error { return bsrv.Serve(bln) }, func() { _ = bsrv.Close(); b.Close() })
 
-	bc, err := rotate.NewBrokerClient(s.BrokerURL, instanceToken, rotate.BrokerOptions{})
+	bc, err := rotate.NewBrokerClient(s.BrokerURL, secret.Secret(instanceToken), rotate.BrokerOptions{})
 	if err != nil {
 		return nil, err
 	}
