@@ -43,6 +43,19 @@ type Error = httperr.Error[Code]
 
 func newError(c Code, msg string) *Error { return statusOf.New(c, msg) }
 
+// writeError answers e for r, and hands its code and its internal cause
+// (Error.WithCause) to the access log, which writes them once, on the
+// request's line beside its request_id ("outcome", "cause"). The cause is
+// never sent: the body is e's code, message and request id only.
+func writeError(w http.ResponseWriter, r *http.Request, e *Error) {
+	info := infoFrom(r)
+	info.outcome = string(e.Code)
+	if c := e.Cause(); c != nil {
+		info.cause = c.Error()
+	}
+	e.Write(w)
+}
+
 // writeJSON answers body, already JSON (httperr.WriteRaw: no-store,
 // nosniff).
 func writeJSON(w http.ResponseWriter, status int, body []byte) {

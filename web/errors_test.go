@@ -3,13 +3,19 @@ package web
 import (
 	"encoding/json"
 	"errors"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"strings"
 	"testing"
 
+	"github.com/go-chi/chi/v5/middleware"
+	"github.com/rs/zerolog"
+
+	"github.com/elevenmessenger/pinned/host"
 	"github.com/elevenmessenger/pinned/internal/httperr"
+	"github.com/elevenmessenger/pinned/internal/testutil"
 )
 
 // TestWebDocListsEveryCode: docs/WEB.md's table lists every code of pinned
@@ -48,5 +54,83 @@ func TestErrorAnswerShape(t *testing.T) {
 	}
 	if strings.Contains(rec.Body.String(), "dial tcp") {
 		t.Fatalf("the cause was sent: %s", rec.Body)
+	}
+}
+
+// TestCauseLoggedNotSent: an error's internal cause reaches the access log
+// once, on the request's line with its request id, and never the answer:
+// a relay to a bot whose sidecar refuses connections (the cause is the
+// dial error), and a handler that panics (the cause is the panic value).
+func TestCauseLoggedNotSent(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := "http://" + l.Addr().String()
+	l.Close() // nothing listens there now: connection refused
+	logs := &testutil.SyncBuffer{}
+	zl := zerolog.New(logs)
+	s, err := New(Config{Bots: []Bot{{Name: "eleven", URL: dead, Token: host.Secret("caller-token-0123456789")}}, Logger: &zl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	panicking := s.accessLog(s.recoverer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
+		panic("the table of secrets is at 0xdeadbeef")
+	})))
+	tests := []struct {
+		name    string
+		handler http.Handler
+		req     func() *http.Request
+		status  int
+		code    Code
+		cause   string // in the log, never in the body
+	}{
+		{name: "relay to a dead sidecar", handler: s.Handler(), status: http.StatusBadGateway, code: CodeBotFailed, cause: "connection refused",
+			req: func() *http.Request {
+				r := httptest.NewRequest("POST", "http://example.test/api/bots/eleven/ops",
+					strings.NewReader(`{"service":"hubspot","op":"get_viewer","grant":"`+validGrant+`"}`))
+				r.Header.Set("Content-Type", "application/json")
+				r.Header.Set("Origin", "http://example.test")
+				return r
+			}},
+		{name: "a handler panics", handler: middleware.RequestID(panicking), status: http.StatusInternalServerError, code: CodeInternal, cause: "0xdeadbeef",
+			req: func() *http.Request { return httptest.NewRequest("GET", "http://example.test/x", nil) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := len(logs.String())
+			rec := httptest.NewRecorder()
+			tt.handler.ServeHTTP(rec, tt.req())
+			var env httperr.Envelope[Code]
+			if err := json.Unmarshal(rec.Body.Bytes(), &env); err != nil || rec.Code != tt.status || env.Error.Code != tt.code {
+				t.Fatalf("answered %d %s (%v), want %d %s", rec.Code, rec.Body, err, tt.status, tt.code)
+			}
+			id := rec.Header().Get("X-Request-Id")
+			if id == "" || env.Error.RequestID != id {
+				t.Fatalf("request id: header %q, body %q", id, env.Error.RequestID)
+			}
+			if strings.Contains(rec.Body.String(), tt.cause) || strings.Contains(rec.Body.String(), "panic") || strings.Contains(rec.Body.String(), dead) {
+				t.Errorf("the cause was sent: %s", rec.Body)
+			}
+			logged := logs.String()[before:]
+			if n := strings.Count(logged, tt.cause); n != 1 {
+				t.Fatalf("the cause %q is in the log %d times, want once: %s", tt.cause, n, logged)
+			}
+			var line struct {
+				RequestID string `json:"request_id"`
+				Outcome   string `json:"outcome"`
+				Cause     string `json:"cause"`
+			}
+			for _, l := range strings.Split(strings.TrimSpace(logged), "\n") {
+				if strings.Contains(l, tt.cause) {
+					if err := json.Unmarshal([]byte(l), &line); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			if line.RequestID != id || line.Outcome != string(tt.code) || !strings.Contains(line.Cause, tt.cause) {
+				t.Errorf("the log line with the cause = %+v, want request_id %q, outcome %s", line, id, tt.code)
+			}
+		})
 	}
 }

@@ -143,7 +143,7 @@ func (s *Server) oauthEnabled(ctx context.Context, id string) bool {
 func (s *Server) handleIntegrations(w http.ResponseWriter, r *http.Request) {
 	body, err := json.Marshal(s.catalog(r.Context()))
 	if err != nil {
-		newError(CodeInternal, "internal error").WithCause(err).Write(w)
+		writeError(w, r, newError(CodeInternal, "internal error").WithCause(err))
 		return
 	}
 	writeJSON(w, http.StatusOK, body)

@@ -113,33 +113,31 @@ func (s *Server) relay(path string, withGrant bool) http.HandlerFunc {
 		name := chi.URLParam(r, "name")
 		b, ok := s.bots[name]
 		if !ok {
-			newError(CodeUnknownBot, "no bot of that name; GET /api/bots lists them").Write(w)
+			writeError(w, r, newError(CodeUnknownBot, "no bot of that name; GET /api/bots lists them"))
 			return
 		}
 		info.bot = name
 		if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
-			newError(CodeMediaType, "send the body as Content-Type: application/json").Write(w)
+			writeError(w, r, newError(CodeMediaType, "send the body as Content-Type: application/json"))
 			return
 		}
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
 		if err != nil {
 			var mbe *http.MaxBytesError
 			if errors.As(err, &mbe) {
-				newError(CodeTooLarge, fmt.Sprintf("the body is larger than %d bytes", s.cfg.MaxBodyBytes)).Write(w)
+				writeError(w, r, newError(CodeTooLarge, fmt.Sprintf("the body is larger than %d bytes", s.cfg.MaxBodyBytes)))
 				return
 			}
-			newError(CodeBadRequest, "the body could not be read").Write(w)
+			writeError(w, r, newError(CodeBadRequest, "the body could not be read"))
 			return
 		}
 		if e := checkBody(body, withGrant, info); e != nil {
-			info.outcome = string(e.Code)
-			e.Write(w)
+			writeError(w, r, e)
 			return
 		}
 		status, answer, retryAfter, err := s.call(r.Context(), b, http.MethodPost, path, body)
 		if err != nil {
-			info.outcome, info.cause = string(CodeBotFailed), err.Error()
-			newError(CodeBotFailed, "the bot's sidecar could not be reached; try again").Write(w)
+			writeError(w, r, newError(CodeBotFailed, "the bot's sidecar could not be reached; try again").WithCause(err))
 			return
 		}
 		info.outcome = outcomeOf(status, answer)

@@ -215,9 +215,7 @@ func securityHeaders(next http.Handler) http.Handler {
 func sameOrigin(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if why := crossOrigin(r); why != "" {
-			info := infoFrom(r)
-			info.outcome, info.cause = string(CodeCrossOrigin), why
-			newError(CodeCrossOrigin, "refused: "+why+"; pinned web answers its own pages only").Write(w)
+			writeError(w, r, newError(CodeCrossOrigin, "refused: "+why+"; pinned web answers its own pages only").WithCause(errors.New(why)))
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -257,9 +255,8 @@ func (s *Server) loopbackHost(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if la, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && la != nil && isLoopbackHost(la.String()) &&
 			!isLoopbackHost(r.Host) && !s.hostAllowed(r.Host) {
-			info := infoFrom(r)
-			info.outcome, info.cause = string(CodeCrossOrigin), "a non-loopback Host on a loopback connection"
-			newError(CodeCrossOrigin, "refused: the Host header names another site on this loopback server (DNS rebinding?); open pinned web by its own address").Write(w)
+			writeError(w, r, newError(CodeCrossOrigin, "refused: the Host header names another site on this loopback server (DNS rebinding?); open pinned web by its own address").
+				WithCause(errors.New("a non-loopback Host on a loopback connection")))
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -297,10 +294,10 @@ func (s *Server) routes() http.Handler {
 	r := chi.NewRouter()
 	r.Use(sanitizeRequestID, middleware.RequestID, s.accessLog, s.recoverer, securityHeaders, s.loopbackHost)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
-		newError(CodeNotFound, "no such page or endpoint").Write(w)
+		writeError(w, r, newError(CodeNotFound, "no such page or endpoint"))
 	})
 	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
-		newError(CodeMethod, r.Method+" is not allowed here").Write(w)
+		writeError(w, r, newError(CodeMethod, r.Method+" is not allowed here"))
 	})
 	static := Static()
 	r.Get("/", s.page(static, "index.html"))
@@ -308,7 +305,7 @@ func (s *Server) routes() http.Handler {
 	files := http.StripPrefix("/static/", http.FileServerFS(static))
 	r.Get("/static/*", func(w http.ResponseWriter, r *http.Request) {
 		if strings.HasSuffix(r.URL.Path, "/") { // no directory listings
-			newError(CodeNotFound, "no such file").Write(w)
+			writeError(w, r, newError(CodeNotFound, "no such file"))
 			return
 		}
 		w.Header().Set("Cache-Control", "no-cache")
@@ -450,8 +447,8 @@ func (s *Server) recoverer(next http.Handler) http.Handler {
 				if v == http.ErrAbortHandler {
 					panic(v)
 				}
-				s.log.Error().Str("event", "panic").Str("panic", fmt.Sprint(v)).Msg("handler panic")
-				newError(CodeInternal, "internal error; the log has the details").Write(w)
+				// The access log writes the cause once, with the request id.
+				writeError(w, r, newError(CodeInternal, "internal error; the log has the details").WithCause(fmt.Errorf("panic: %v", v)))
 			}
 		}()
 		next.ServeHTTP(w, r)
