@@ -17,15 +17,18 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/elevenmessenger/pinned/internal/brokerapi"
+	"github.com/elevenmessenger/pinned/internal/secret"
 )
 
 // maxRefreshBody bounds the body of POST /api/refresh.
 const maxRefreshBody = 16 << 10
 
-// refreshRequest is the body of POST /api/refresh.
+// refreshRequest is the body of POST /api/refresh. The token decodes into
+// a secret.Secret (it has no UnmarshalText: encoding/json fills it as the
+// string it is), so printing the request never shows it.
 type refreshRequest struct {
-	Service      string `json:"service"`
-	RefreshToken string `json:"refresh_token"`
+	Service      string        `json:"service"`
+	RefreshToken secret.Secret `json:"refresh_token"`
 }
 
 // RefreshResponse is the answer of POST /api/refresh. ExpiresAt is RFC 3339
@@ -128,7 +131,7 @@ func (b *Broker) refresh(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(context.WithValue(r.Context(), oauth2.HTTPClient, b.http), b.timeout)
 	defer cancel()
-	tok, err := c.conf.TokenSource(ctx, &oauth2.Token{RefreshToken: req.RefreshToken}).Token()
+	tok, err := c.conf.TokenSource(ctx, &oauth2.Token{RefreshToken: string(req.RefreshToken)}).Token()
 	if err != nil {
 		e := classify(err)
 		if e.Code == brokerapi.CodeInvalidGrant {
@@ -140,7 +143,7 @@ func (b *Broker) refresh(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	b.metrics.tokens.WithLabelValues(req.Service, "refresh_token", "ok").Inc()
-	log.Info().Str("service", req.Service).Bool("rotated", tok.RefreshToken != req.RefreshToken).
+	log.Info().Str("service", req.Service).Bool("rotated", tok.RefreshToken != string(req.RefreshToken)).
 		Bool("expires", !tok.Expiry.IsZero()).Msg("token refreshed")
 	writeJSON(w, http.StatusOK, RefreshResponse{
 		AccessToken:  tok.AccessToken,

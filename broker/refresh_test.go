@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -344,5 +345,19 @@ func TestRotateThroughBroker(t *testing.T) {
 	_, err = bc.Refresh(context.Background(), fakeapi.GitHub, got[0].Refresh)
 	if !errors.Is(err, rotate.ErrRetryable) || errors.Is(err, rotate.ErrReconnectRequired) {
 		t.Fatalf("5xx: %v", err)
+	}
+}
+
+// TestRefreshRequestNeverPrints: the decoded body of POST /api/refresh
+// holds the real token and prints "[redacted]" with every verb.
+func TestRefreshRequestNeverPrints(t *testing.T) {
+	var req refreshRequest
+	if err := json.Unmarshal([]byte(`{"service":"github","refresh_token":"rt-hunter2"}`), &req); err != nil || string(req.RefreshToken) != "rt-hunter2" {
+		t.Fatalf("decoded %q, %v; want the real token", string(req.RefreshToken), err)
+	}
+	for _, verb := range []string{"%v", "%+v", "%#v", "%s"} {
+		if out := fmt.Sprintf(verb, req); strings.Contains(out, "hunter2") {
+			t.Errorf("%s shows the token: %s", verb, out)
+		}
 	}
 }
