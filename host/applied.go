@@ -48,7 +48,7 @@ func markApplied(err *Error, sent bool) {
 		return
 	}
 	switch s := err.Status; {
-	case s >= 200 && s < 300 && (err.Code == CodeUpstream || err.Code == CodeRateLimited):
+	case s >= 200 && s < 300 && (err.Code == CodeUpstreamError || err.Code == CodeRateLimited):
 		// GraphQL errors in a 2xx answer, a rate limit among them: a
 		// mutation may have partly run, or not at all.
 		err.Applied = AppliedMaybe

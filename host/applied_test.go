@@ -20,7 +20,7 @@ func TestWriteAppliedReported(t *testing.T) {
 		sent           int
 	}{
 		{"201 then over the result cap", "create_issue", `{"owner":"pinned-tester","repo":"notes","title":"t"}`, CodeResultTooLarge, 201, AppliedYes, 1},
-		{"the provider refuses the write", "create_issue", `{"owner":"pinned-tester","repo":"no-such-repo","title":"t"}`, CodeUpstream, 404, AppliedNo, 1},
+		{"the provider refuses the write", "create_issue", `{"owner":"pinned-tester","repo":"no-such-repo","title":"t"}`, CodeUpstreamError, 404, AppliedNo, 1},
 		{"a read over the result cap", "get_repo", `{"owner":"pinned-tester","repo":"notes"}`, CodeResultTooLarge, 200, "", 1},
 		{"a write with bad args sends nothing", "create_issue", `{"owner":"pinned-tester","repo":"notes"}`, CodeBadArgs, 0, "", 0},
 	} {
@@ -52,17 +52,17 @@ func TestMarkApplied(t *testing.T) {
 		{CodeResultTooLarge, 201, true, AppliedYes},
 		{CodeUpstreamInvalid, 200, true, AppliedYes},
 		{CodeUpstreamTooLarge, 200, true, AppliedYes},
-		{CodeUpstream, 200, true, AppliedMaybe}, // GraphQL errors in a 200
-		{CodeUpstream, 500, true, AppliedMaybe},
-		{CodeUpstream, 502, true, AppliedMaybe},
-		{CodeUpstream, 302, true, AppliedMaybe},
-		{CodeUpstream, 422, true, AppliedNo},
+		{CodeUpstreamError, 200, true, AppliedMaybe}, // GraphQL errors in a 200
+		{CodeUpstreamError, 500, true, AppliedMaybe},
+		{CodeUpstreamError, 502, true, AppliedMaybe},
+		{CodeUpstreamError, 302, true, AppliedMaybe},
+		{CodeUpstreamError, 422, true, AppliedNo},
 		{CodeRateLimited, 429, true, AppliedNo},
 		{CodeRateLimited, 200, true, AppliedMaybe}, // GraphQL RATELIMITED in a 200
 		{CodeTimeout, 201, true, AppliedYes},       // the body timed out after a 201
 		{CodeTimeout, 0, true, AppliedMaybe},
-		{CodeUnreachable, 0, true, AppliedMaybe},
-		{CodeUnreachable, 0, false, ""},
+		{CodeUpstreamUnreachable, 0, true, AppliedMaybe},
+		{CodeUpstreamUnreachable, 0, false, ""},
 		{CodeEgressDenied, 0, false, ""},
 	} {
 		err := &Error{Code: tt.code, Status: tt.status}

@@ -42,7 +42,7 @@ func TestAuditTrail(t *testing.T) {
 	if _, err := env.run("github", "create_issue", `{"owner":"pinned-tester","repo":"notes","title":"`+marker+`","body":"`+marker+`"}`); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := env.run("github", "get_repo", `{"owner":"pinned-tester","repo":"no-such-repo-`+strings.ToLower(marker)+`"}`); err == nil || err.Code != CodeUpstream {
+	if _, err := env.run("github", "get_repo", `{"owner":"pinned-tester","repo":"no-such-repo-`+strings.ToLower(marker)+`"}`); err == nil || err.Code != CodeUpstreamError {
 		t.Fatalf("want a 404, got %v", err)
 	}
 	if _, err := env.run("github", "get_repo", `{"owner":"pinned-tester","repo":".."}`); err == nil || err.Code != CodeBadArgs {
@@ -99,7 +99,7 @@ func TestAuditTargetRedactsSecretArgs(t *testing.T) {
 	}
 	env := newEnv(t, func(c *Config) { c.Registry = reg })
 	const secretRepo, secretState = "hidden-repo-4c1b", "closed"
-	if _, err := env.run("github", "list_issues", `{"owner":"pinned-tester","repo":"`+secretRepo+`","state":"`+secretState+`","per_page":7}`); err != nil && err.Code != CodeUpstream {
+	if _, err := env.run("github", "list_issues", `{"owner":"pinned-tester","repo":"`+secretRepo+`","state":"`+secretState+`","per_page":7}`); err != nil && err.Code != CodeUpstreamError {
 		t.Fatal(err)
 	}
 	evs := egressEvents(t, env.logs.String())

@@ -149,7 +149,7 @@ func TestBindingEveryOp(t *testing.T) {
 				env.fake.Reset()
 				env.logs.Reset()
 				res, err := env.runHarness(m.ID, name, args, `{"attack":"honest"}`)
-				if err != nil && err.Code != CodeUpstream {
+				if err != nil && err.Code != CodeUpstreamError {
 					t.Fatalf("the honest request was refused: %v", err)
 				}
 				p, _ := env.eng.prepare(m.ID, name)

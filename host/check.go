@@ -19,12 +19,13 @@ type Checked struct {
 	Confirm string
 }
 
-// Check runs an op's guest in a fresh instance exactly as Run does — the
-// args are validated and the request is rendered and checked against the
-// egress policy — but sends nothing and needs no credential. It then
+// Check runs an op's guest exactly as Run does — in an instance in the
+// state of a fresh one (a pooled instance reset to the template, or a new
+// one; Config.Isolation), the args validated and the request rendered and
+// checked against the egress policy and the request binding — but sends nothing and needs no credential. It then
 // renders the op's confirm sentence from the validated args (defaults
 // applied). The error, when not nil, is an *Error: CodeUnknownService,
-// CodeUnknownOp, CodeBadArgs, CodeEgressDenied, CodeSandbox, CodeTimeout.
+// CodeUnknownOp, CodeBadArgs, CodeEgressDenied, CodeSandboxError, CodeTimeout.
 func (e *Engine) Check(ctx context.Context, service, op string, args json.RawMessage) (*Checked, error) {
 	p, err := e.prepare(service, op)
 	if err != nil {

@@ -193,6 +193,12 @@ type Engine struct {
 	fresh    chan struct{} // with IsolationFresh: a slot per running guest
 	strategy string        // the strategy in use, with the fallback reason
 
+	// services is the host's own copy of each manifest, keyed by service
+	// id, taken once at New from Registry.Services(): the op path looks
+	// services up here, never in the registry. ids are the keys, sorted.
+	services map[string]*registry.Manifest
+	ids      []string
+
 	mu    sync.Mutex
 	preps map[string]*prepared
 }
@@ -321,6 +327,12 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 	e.modCfg = wazero.NewModuleConfig().WithName("").WithStartFunctions()
 	e.reg = <-regc
 	e.cfg.Registry = e.reg
+	e.services = map[string]*registry.Manifest{}
+	for _, m := range e.reg.Services() {
+		e.services[m.ID] = m
+		e.ids = append(e.ids, m.ID)
+	}
+	sort.Strings(e.ids)
 	size := cfg.PoolSize
 	if size <= 0 {
 		size = max(4, 2*runtime.GOMAXPROCS(0))
@@ -438,13 +450,9 @@ func (e *Engine) prepare(service, opName string) (*prepared, *Error) {
 	if p != nil {
 		return p, nil
 	}
-	m, ok := e.reg.Service(service)
+	m, ok := e.services[service]
 	if !ok {
-		ids := []string{}
-		for _, s := range e.reg.Services() {
-			ids = append(ids, s.ID)
-		}
-		return nil, newError(CodeUnknownService, fmt.Sprintf("unknown service %q (services: %s)", service, joinNames(ids)))
+		return nil, newError(CodeUnknownService, fmt.Sprintf("unknown service %q (services: %s)", service, joinNames(e.ids)))
 	}
 	op, ok := m.Op(opName)
 	if !ok {
@@ -452,15 +460,15 @@ func (e *Engine) prepare(service, opName string) (*prepared, *Error) {
 	}
 	pol, err := newOpPolicy(m, op)
 	if err != nil {
-		return nil, &Error{Code: CodeSandbox, Message: "op cannot be prepared", cause: err}
+		return nil, &Error{Code: CodeSandboxError, Message: "op cannot be prepared", cause: err}
 	}
 	prefix, err := inputPrefix(m, op)
 	if err != nil {
-		return nil, &Error{Code: CodeSandbox, Message: "op cannot be prepared", cause: err}
+		return nil, &Error{Code: CodeSandboxError, Message: "op cannot be prepared", cause: err}
 	}
 	bind, err := newBinding(m, op, prefix)
 	if err != nil {
-		return nil, &Error{Code: CodeSandbox, Message: "op cannot be prepared", cause: err}
+		return nil, &Error{Code: CodeSandboxError, Message: "op cannot be prepared", cause: err}
 	}
 	p = &prepared{m: m, op: op, name: opName, policy: pol, bind: bind, prefix: prefix, proj: NewProjection(op.Pick.Root, op.Pick.Fields)}
 	p.errMsg = splitPath(m.ErrorMessagePath())
@@ -510,8 +518,9 @@ func inputPrefix(m *registry.Manifest, op *registry.Op) ([]byte, error) {
 // validates); it is nil in every build of the program.
 var inputHook func(ctx context.Context, input []byte) []byte
 
-// Run runs one op: it checks the call, renders the request in a fresh
-// guest instance, checks it, sends it with the credential, and projects the
+// Run runs one op: it checks the call, renders the request in a guest
+// instance in the state of a fresh one (a pooled instance reset to the
+// template, or a new one; Config.Isolation), checks it, sends it with the credential, and projects the
 // answer. The error, when not nil, is an *Error.
 //
 // For an op that pages, the result carries Next (the args of the next
@@ -618,7 +627,7 @@ func (e *Engine) outcomeError(ctx context.Context, call Call, p *prepared, st *o
 		e.audit(ctx, call, p, nil, err, 0, 0, st.start, "")
 		return err
 	}
-	return newError(CodeSandbox, "the executor finished without a request")
+	return newError(CodeSandboxError, "the executor finished without a request")
 }
 
 // sandbox runs the guest once for the op: in a pooled instance reset to
@@ -688,7 +697,7 @@ func guestFailure(ctx context.Context, err error) *Error {
 		case sys.ExitCodeContextCanceled:
 			return &Error{Code: CodeCanceled, Message: "the op was canceled", cause: err}
 		}
-		return &Error{Code: CodeSandbox, Message: fmt.Sprintf("the executor exited with code %d", exit.ExitCode()), cause: err}
+		return &Error{Code: CodeSandboxError, Message: fmt.Sprintf("the executor exited with code %d", exit.ExitCode()), cause: err}
 	}
 	switch {
 	case errors.Is(err, context.Canceled) || ctx.Err() == context.Canceled:
@@ -696,7 +705,7 @@ func guestFailure(ctx context.Context, err error) *Error {
 	case errors.Is(err, context.DeadlineExceeded) || ctx.Err() == context.DeadlineExceeded:
 		return &Error{Code: CodeTimeout, Message: "the op's deadline passed in the sandbox", cause: err}
 	}
-	return &Error{Code: CodeSandbox, Message: "the executor trapped", cause: err}
+	return &Error{Code: CodeSandboxError, Message: "the executor trapped", cause: err}
 }
 
 func (e *Engine) guestLog(ctx context.Context, p *prepared, st *opState) {

@@ -10,20 +10,20 @@ type Code string
 
 // Failure codes of Engine.Run.
 const (
-	CodeUnknownService    Code = "unknown_service"      // no such service in the registry
-	CodeUnknownOp         Code = "unknown_op"           // the service has no such op
-	CodeBadArgs           Code = "bad_args"             // the args break the op's declarations
-	CodeCredentialInvalid Code = "credential_invalid"   // empty credential or one with characters a header cannot carry
-	CodeEgressDenied      Code = "egress_denied"        // the request or the connection broke the egress policy
-	CodeSandbox           Code = "sandbox_error"        // the guest trapped, exited, spent its budget or produced no request
-	CodeTimeout           Code = "timeout"              // the op's deadline passed
-	CodeUnreachable       Code = "upstream_unreachable" // DNS, connect or TLS failed
-	CodeUpstream          Code = "upstream_error"       // the provider answered non-2xx (or GraphQL errors)
-	CodeUpstreamInvalid   Code = "upstream_invalid"     // the provider's answer is not valid JSON or uses an unknown encoding
-	CodeUpstreamTooLarge  Code = "upstream_too_large"   // the decoded answer is over the raw cap
-	CodeResultTooLarge    Code = "result_too_large"     // the projected result is over the result cap
-	CodeRateLimited       Code = "rate_limited"         // the provider asked to slow down
-	CodeCanceled          Code = "canceled"             // the caller went away
+	CodeUnknownService      Code = "unknown_service"      // no such service in the registry
+	CodeUnknownOp           Code = "unknown_op"           // the service has no such op
+	CodeBadArgs             Code = "bad_args"             // the args break the op's declarations
+	CodeCredentialInvalid   Code = "credential_invalid"   // empty credential or one with characters a header cannot carry
+	CodeEgressDenied        Code = "egress_denied"        // the request or the connection broke the egress policy
+	CodeSandboxError        Code = "sandbox_error"        // the guest trapped, exited, spent its budget or produced no request
+	CodeTimeout             Code = "timeout"              // the op's deadline passed
+	CodeUpstreamUnreachable Code = "upstream_unreachable" // DNS, connect or TLS failed
+	CodeUpstreamError       Code = "upstream_error"       // the provider answered non-2xx (or GraphQL errors)
+	CodeUpstreamInvalid     Code = "upstream_invalid"     // the provider's answer is not valid JSON or uses an unknown encoding
+	CodeUpstreamTooLarge    Code = "upstream_too_large"   // the decoded answer is over the raw cap
+	CodeResultTooLarge      Code = "result_too_large"     // the projected result is over the result cap
+	CodeRateLimited         Code = "rate_limited"         // the provider asked to slow down
+	CodeCanceled            Code = "canceled"             // the caller went away
 )
 
 // Error is an op failure. Message is safe to show to the caller: it never

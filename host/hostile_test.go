@@ -195,7 +195,7 @@ func TestHostileEgress(t *testing.T) {
 		env.fake.Reset()
 		before := len(env.guestOutput())
 		res, err := env.run("github", "list_issues", `{"attack":"honest"}`)
-		if err != nil && err.Code != CodeUpstream {
+		if err != nil && err.Code != CodeUpstreamError {
 			t.Fatalf("valid request refused: %v", err)
 		}
 		if got := guestCode(t, env.guestOutput()[before:]); got != abi.OK {
@@ -282,14 +282,14 @@ func TestHostileResources(t *testing.T) {
 	})
 	t.Run("memory growth past the page limit", func(t *testing.T) {
 		_, _, err := run(t, "memory")
-		if err == nil || err.Code != CodeSandbox {
+		if err == nil || err.Code != CodeSandboxError {
 			t.Fatalf("got %v, want sandbox_error", err)
 		}
 		noRequest(t)
 	})
 	t.Run("more host calls than allowed", func(t *testing.T) {
 		out, _, err := run(t, "host_calls")
-		if err == nil || err.Code != CodeSandbox {
+		if err == nil || err.Code != CodeSandboxError {
 			t.Fatalf("got %v, want sandbox_error", err)
 		}
 		if c := guestCodes(t, out); c[0] != abi.ELIMIT || c[1] != abi.ELIMIT {
@@ -299,7 +299,7 @@ func TestHostileResources(t *testing.T) {
 	})
 	t.Run("log flood is bounded", func(t *testing.T) {
 		out, _, err := run(t, "log_flood")
-		if err != nil && err.Code != CodeUpstream {
+		if err != nil && err.Code != CodeUpstreamError {
 			t.Fatalf("op failed: %v", err)
 		}
 		if len(out) > DefaultMaxLogBytes {
@@ -311,21 +311,21 @@ func TestHostileResources(t *testing.T) {
 	})
 	t.Run("nil dereference traps the op only", func(t *testing.T) {
 		_, _, err := run(t, "trap")
-		if err == nil || err.Code != CodeSandbox {
+		if err == nil || err.Code != CodeSandboxError {
 			t.Fatalf("got %v, want sandbox_error", err)
 		}
 		noRequest(t)
 	})
 	t.Run("panic fails the op only", func(t *testing.T) {
 		_, _, err := run(t, "panic")
-		if err == nil || err.Code != CodeSandbox {
+		if err == nil || err.Code != CodeSandboxError {
 			t.Fatalf("got %v, want sandbox_error", err)
 		}
 		noRequest(t)
 	})
 	t.Run("host calls after the outcome is fixed", func(t *testing.T) {
 		out, _, err := run(t, "after_result")
-		if err != nil && err.Code != CodeUpstream {
+		if err != nil && err.Code != CodeUpstreamError {
 			t.Fatalf("op failed: %v", err)
 		}
 		want := []int32{abi.OK, abi.ESTATE, abi.ESTATE, abi.ESTATE}
@@ -349,7 +349,7 @@ func TestHostileResources(t *testing.T) {
 	})
 	t.Run("out-of-bounds and invalid reject", func(t *testing.T) {
 		out, _, err := run(t, "reject_oob")
-		if err == nil || err.Code != CodeSandbox {
+		if err == nil || err.Code != CodeSandboxError {
 			t.Fatalf("got %v", err)
 		}
 		want := []int32{abi.EFAULT, abi.EINVAL, abi.EINVAL, abi.EINVAL, abi.EINVAL}
@@ -360,7 +360,7 @@ func TestHostileResources(t *testing.T) {
 	})
 	t.Run("out-of-bounds pointers on WASI", func(t *testing.T) {
 		out, _, err := run(t, "wasi_oob")
-		if err == nil || err.Code != CodeSandbox {
+		if err == nil || err.Code != CodeSandboxError {
 			t.Fatalf("got %v", err)
 		}
 		want := []int32{errnoFault, errnoFault, errnoInval, errnoFault, errnoFault, errnoFault, errnoInval, errnoFault, errnoFault, errnoInval}
@@ -376,7 +376,7 @@ func TestHostileResources(t *testing.T) {
 		}
 		// And the hostile engine itself still runs guests.
 		_, _, err := run(t, "after_result")
-		if err != nil && err.Code != CodeUpstream {
+		if err != nil && err.Code != CodeUpstreamError {
 			t.Fatal(err)
 		}
 	})
@@ -401,7 +401,7 @@ func isolationFinding(t *testing.T, env *testEnv, harness string) string {
 	t.Helper()
 	env.fake.Reset()
 	before := len(env.guestOutput())
-	if _, err := env.run("github", "list_issues", harness); err != nil && err.Code != CodeUpstream {
+	if _, err := env.run("github", "list_issues", harness); err != nil && err.Code != CodeUpstreamError {
 		t.Fatal(err)
 	}
 	if reqs := env.fake.Requests(); len(reqs) != 1 || reqs[0].Path != "/repos/octo/hello/issues" {
@@ -472,7 +472,7 @@ func TestHostileIsolation(t *testing.T) {
 			}
 			go func() {
 				_, err := env.run("github", "list_issues", `{"attack":"`+attack+`"}`)
-				if err != nil && err.Code != CodeUpstream {
+				if err != nil && err.Code != CodeUpstreamError {
 					done <- err.Error()
 					return
 				}
@@ -493,7 +493,7 @@ func TestHostileIsolation(t *testing.T) {
 func TestHostileWASI(t *testing.T) {
 	env := newEnv(t, func(c *Config) { c.Guest = hostileGuest(t, "wasiprobe") })
 	_, err := env.run("github", "list_issues", honestArgs["github.list_issues"])
-	if err != nil && err.Code != CodeUpstream {
+	if err != nil && err.Code != CodeUpstreamError {
 		t.Fatal(err)
 	}
 	out := env.guestOutput()

@@ -159,7 +159,7 @@ func TestRedirectNotFollowed(t *testing.T) {
 			})
 			defer env.fake.SetHandler(nil)
 			_, herr := env.run("github", "get_viewer", `{}`)
-			if herr == nil || herr.Code != CodeUpstream || herr.Status != code || herr.Deny != DenyRedirect {
+			if herr == nil || herr.Code != CodeUpstreamError || herr.Status != code || herr.Deny != DenyRedirect {
 				t.Fatalf("got %+v", herr)
 			}
 			reqs := env.fake.Requests()

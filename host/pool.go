@@ -387,9 +387,9 @@ func (p *pool) warm(ctx context.Context, e *Engine, inst *instance) error {
 // (gctx carries st): the inputs are the registry's own op specs, so
 // nothing any caller sent reaches the instance.
 func warmOps(gctx context.Context, e *Engine, inst *instance, st *opState) error {
-	for _, m := range e.reg.Services() {
-		for _, name := range m.OpNames() {
-			pp, herr := e.prepare(m.ID, name)
+	for _, id := range e.ids {
+		for _, name := range e.services[id].OpNames() {
+			pp, herr := e.prepare(id, name)
 			if herr != nil {
 				return herr
 			}

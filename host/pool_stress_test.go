@@ -32,7 +32,7 @@ func TestPoolStressIsolation(t *testing.T) {
 				}
 				_, err := env.runWith(ctx, "github", "list_issues", `{"attack":"`+a+`"}`, Credential{Secret: "x"})
 				cancel()
-				if err != nil && err.Code != CodeUpstream && err.Code != CodeTimeout && err.Code != CodeCanceled && !(a == "scribble" && err.Code == CodeSandbox) && err.Code != CodeSandbox {
+				if err != nil && err.Code != CodeUpstreamError && err.Code != CodeTimeout && err.Code != CodeCanceled && !(a == "scribble" && err.Code == CodeSandboxError) && err.Code != CodeSandboxError {
 					mu.Lock()
 					bad = append(bad, a+": "+err.Error())
 					mu.Unlock()
@@ -47,7 +47,7 @@ func TestPoolStressIsolation(t *testing.T) {
 	if len(bad) > 0 {
 		t.Fatalf("unexpected errors: %v", bad)
 	}
-	if _, err := env.run("github", "list_issues", `{"attack":"write_then_read"}`); err != nil && err.Code != CodeUpstream {
+	if _, err := env.run("github", "list_issues", `{"attack":"write_then_read"}`); err != nil && err.Code != CodeUpstreamError {
 		t.Fatal(err)
 	}
 	t.Logf("resets %d discards %d", env.eng.pool.resets.Load(), env.eng.pool.discards.Load())

@@ -211,7 +211,7 @@ func TestRawGuestIsolation(t *testing.T) {
 				if err != nil && err.Deny == DenyNotBound {
 					t.Fatalf("op %d observed the marker op %d left (it sent the request for owner found)", i, i-1)
 				}
-				if err != nil && err.Code != CodeUpstream {
+				if err != nil && err.Code != CodeUpstreamError {
 					t.Fatal(err)
 				}
 				reqs := env.fake.Requests()

@@ -71,7 +71,7 @@ type Header struct {
 // DefaultMaxArgsBytes that a template repeats.
 //
 // The error is an *Error: CodeUnknownOp, CodeBadArgs (Arg and Message as
-// Run gives them), or CodeSandbox when the op cannot be prepared.
+// Run gives them), or CodeSandboxError when the op cannot be prepared.
 func Render(m *registry.Manifest, opName string, args json.RawMessage) (*Request, *Error) {
 	return render(m, opName, args, true)
 }
@@ -135,11 +135,11 @@ func bindFor(m *registry.Manifest, opName string, args json.RawMessage, maxArgsB
 	}
 	prefix, err := inputPrefix(m, op)
 	if err != nil {
-		return nil, nil, nil, &Error{Code: CodeSandbox, Message: "op cannot be prepared", cause: err}
+		return nil, nil, nil, &Error{Code: CodeSandboxError, Message: "op cannot be prepared", cause: err}
 	}
 	b, err := newBinding(m, op, prefix)
 	if err != nil {
-		return nil, nil, nil, &Error{Code: CodeSandbox, Message: "op cannot be prepared", cause: err}
+		return nil, nil, nil, &Error{Code: CodeSandboxError, Message: "op cannot be prepared", cause: err}
 	}
 	want, rej := b.bind(args)
 	if rej != nil {

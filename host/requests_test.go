@@ -769,7 +769,7 @@ func TestOpRequestsPathEncoding(t *testing.T) {
 				return
 			}
 			// The repository does not exist: the fake's own 404.
-			if herr == nil || herr.Code != CodeUpstream || herr.Status != 404 || herr.Message != "Not Found" {
+			if herr == nil || herr.Code != CodeUpstreamError || herr.Status != 404 || herr.Message != "Not Found" {
 				t.Fatalf("got %+v, want the fake's 404", herr)
 			}
 			if len(reqs) != 1 {

@@ -33,7 +33,7 @@ func TestResetRestoresState(t *testing.T) {
 			for round := 0; round < 3; round++ {
 				for _, a := range args {
 					resets := env.eng.pool.resets.Load()
-					if _, err := env.run("github", "list_issues", a); err != nil && err.Code != CodeUpstream && !(a == `{"attack":"scribble"}` && err.Code == CodeSandbox) {
+					if _, err := env.run("github", "list_issues", a); err != nil && err.Code != CodeUpstreamError && !(a == `{"attack":"scribble"}` && err.Code == CodeSandboxError) {
 						t.Fatalf("%s: %v", a, err)
 					}
 					// get waits for the (asynchronous) reset: the one
@@ -89,7 +89,7 @@ func TestPoolFirstInstanceIsTemplate(t *testing.T) {
 	var lines []string
 	for i := 0; i < 4; i++ {
 		before := len(env.guestOutput())
-		if _, err := env.run("github", "list_issues", honestArgs["github.list_issues"]); err != nil && err.Code != CodeUpstream {
+		if _, err := env.run("github", "list_issues", honestArgs["github.list_issues"]); err != nil && err.Code != CodeUpstreamError {
 			t.Fatal(err)
 		}
 		lines = append(lines, strings.TrimSpace(env.guestOutput()[before:]))

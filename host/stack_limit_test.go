@@ -59,9 +59,9 @@ func TestPooledStackNotRetained(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if _, err := env.run("github", "list_issues", honestArgs["github.list_issues"]); err == nil || err.Code != CodeSandbox {
+			if _, err := env.run("github", "list_issues", honestArgs["github.list_issues"]); err == nil || err.Code != CodeSandboxError {
 				failed.Add(1)
-				t.Errorf("op: %v, want %s", err, CodeSandbox)
+				t.Errorf("op: %v, want %s", err, CodeSandboxError)
 			}
 		}()
 	}
@@ -100,8 +100,8 @@ func TestOpStackBoundedOutsideMemoryLimit(t *testing.T) {
 		runtime.ReadMemStats(&after)
 		alloc := after.TotalAlloc - before.TotalAlloc
 		t.Logf("one op: %v; Go heap allocated: %d MiB (memory limit 1 MiB)", err, alloc>>20)
-		if err == nil || err.Code != CodeSandbox {
-			t.Fatalf("op: %v, want %s (no request)", err, CodeSandbox)
+		if err == nil || err.Code != CodeSandboxError {
+			t.Fatalf("op: %v, want %s (no request)", err, CodeSandboxError)
 		}
 		if alloc > ceiling {
 			t.Fatalf("one op allocated %d MiB, over wazero's stack ceiling", alloc>>20)
@@ -140,8 +140,8 @@ func TestOpStackBoundedOutsideMemoryLimit(t *testing.T) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					if _, err := env.run("github", "list_issues", honestArgs["github.list_issues"]); err == nil || err.Code != CodeSandbox {
-						t.Errorf("op: %v, want %s", err, CodeSandbox)
+					if _, err := env.run("github", "list_issues", honestArgs["github.list_issues"]); err == nil || err.Code != CodeSandboxError {
+						t.Errorf("op: %v, want %s", err, CodeSandboxError)
 					}
 				}()
 			}

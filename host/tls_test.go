@@ -97,7 +97,7 @@ func TestTLS(t *testing.T) {
 				}
 				return
 			}
-			if herr == nil || herr.Code != CodeUnreachable {
+			if herr == nil || herr.Code != CodeUpstreamUnreachable {
 				t.Fatalf("got %v, want upstream_unreachable", herr)
 			}
 			// The message is the host's own sentence, never Go error text.

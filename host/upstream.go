@@ -65,7 +65,7 @@ func (e *Engine) send(ctx context.Context, p *prepared, r *checkedRequest, cred 
 		return nil, n, rerr
 	}
 	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
-		return nil, n, &Error{Code: CodeUpstream, Status: resp.StatusCode, Deny: DenyRedirect,
+		return nil, n, &Error{Code: CodeUpstreamError, Status: resp.StatusCode, Deny: DenyRedirect,
 			Message: "the provider answered with a redirect, which is not followed"}
 	}
 	if ra, limited := rateLimited(p.m, resp, raw); limited {
@@ -73,11 +73,11 @@ func (e *Engine) send(ctx context.Context, p *prepared, r *checkedRequest, cred 
 			Message: fmt.Sprintf("the provider asked to wait %d seconds", ra)}
 	}
 	if resp.StatusCode < 200 || resp.StatusCode >= 300 {
-		return nil, n, &Error{Code: CodeUpstream, Status: resp.StatusCode, Message: redactCredential(errorMessage(p, raw, resp.StatusCode), string(cred.Secret))}
+		return nil, n, &Error{Code: CodeUpstreamError, Status: resp.StatusCode, Message: redactCredential(errorMessage(p, raw, resp.StatusCode), string(cred.Secret))}
 	}
 	if p.m.GraphQL {
 		if msg, ok := graphQLError(raw, p); ok {
-			return nil, n, &Error{Code: CodeUpstream, Status: resp.StatusCode, Message: redactCredential(msg, string(cred.Secret))}
+			return nil, n, &Error{Code: CodeUpstreamError, Status: resp.StatusCode, Message: redactCredential(msg, string(cred.Secret))}
 		}
 	}
 	res := &Result{Status: resp.StatusCode}
@@ -126,7 +126,7 @@ func transportError(ctx context.Context, err error, host string) *Error {
 	case ctx.Err() == context.Canceled:
 		return &Error{Code: CodeCanceled, Message: "the op was canceled", cause: err}
 	}
-	return &Error{Code: CodeUnreachable, Message: "the provider could not be reached: " + unreachableReason(err, host), cause: err}
+	return &Error{Code: CodeUpstreamUnreachable, Message: "the provider could not be reached: " + unreachableReason(err, host), cause: err}
 }
 
 // unreachableReason says which step of reaching the pinned host failed —

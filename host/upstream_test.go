@@ -89,85 +89,85 @@ func TestUpstreamErrors(t *testing.T) {
 	}{
 		// Each provider's own envelope, from the fake's native behavior.
 		{name: "github 404 native", service: "github", op: "get_repo", args: `{"owner":"pinned-tester","repo":"no-such-repo"}`,
-			want: Error{Code: CodeUpstream, Status: 404, Message: "Not Found"}},
+			want: Error{Code: CodeUpstreamError, Status: 404, Message: "Not Found"}},
 		{name: "github 404 synthetic", service: "github", op: "get_viewer", args: `{}`,
 			hook: answer(404, `{"message":"Not Found","documentation_url":"https://docs.github.com/rest/`+leakMarker+`","status":"404"}`),
-			want: Error{Code: CodeUpstream, Status: 404, Message: "Not Found"}},
+			want: Error{Code: CodeUpstreamError, Status: 404, Message: "Not Found"}},
 		{name: "github 422 validation", service: "github", op: "create_issue", args: `{"owner":"pinned-tester","repo":"notes","title":" "}`,
-			want: Error{Code: CodeUpstream, Status: 422, Message: "Validation Failed (code: missing_field; field: title; resource: Issue)"}},
+			want: Error{Code: CodeUpstreamError, Status: 422, Message: "Validation Failed (code: missing_field; field: title; resource: Issue)"}},
 		{name: "stripe 400 native uses error.message", service: "stripe", op: "list_charges", args: `{"starting_after":"ch_doesnotexist"}`,
-			want: Error{Code: CodeUpstream, Status: 400, Message: "No such charge: 'ch_doesnotexist'"}},
+			want: Error{Code: CodeUpstreamError, Status: 400, Message: "No such charge: 'ch_doesnotexist'"}},
 		{name: "stripe 402 card error", service: "stripe", op: "create_customer", args: `{"email":"a@example.com"}`,
 			hook: answer(402, `{"error":{"code":"card_declined","decline_code":"`+leakMarker+`","message":"Your card was declined.","type":"card_error"}}`),
-			want: Error{Code: CodeUpstream, Status: 402, Message: "Your card was declined."}},
+			want: Error{Code: CodeUpstreamError, Status: 402, Message: "Your card was declined."}},
 		{name: "stripe top-level message is not its error path", service: "stripe", op: "get_balance", args: `{}`,
 			hook: answer(400, `{"message":"`+leakMarker+`"}`),
-			want: Error{Code: CodeUpstream, Status: 400, Message: "Bad Request"}},
+			want: Error{Code: CodeUpstreamError, Status: 400, Message: "Bad Request"}},
 		{name: "hubspot 404 native", service: "hubspot", op: "get_contact", args: `{"contact_id":"99999999"}`,
-			want: Error{Code: CodeUpstream, Status: 404, Message: "Object not found.  objectId are usually numeric."}},
+			want: Error{Code: CodeUpstreamError, Status: 404, Message: "Object not found.  objectId are usually numeric."}},
 		{name: "hubspot 404 synthetic envelope", service: "hubspot", op: "get_viewer", args: `{}`,
 			hook: answer(404, `{"status":"error","message":"Resource not found","correlationId":"`+leakMarker+`","category":"OBJECT_NOT_FOUND"}`),
-			want: Error{Code: CodeUpstream, Status: 404, Message: "Resource not found"}},
+			want: Error{Code: CodeUpstreamError, Status: 404, Message: "Resource not found"}},
 		{name: "hubspot 409 native conflict", service: "hubspot", op: "create_contact", args: `{"email":"$EMAIL"}`,
-			want: Error{Code: CodeUpstream, Status: 409, Message: "Contact already exists. Existing ID: $ID"}},
+			want: Error{Code: CodeUpstreamError, Status: 409, Message: "Contact already exists. Existing ID: $ID"}},
 		{name: "dnsimple 422 synthetic", service: "dnsimple", op: "register_domain", args: `{"account":1385,"domain":"pinned-four.com","registrant_id":1}`,
 			hook: answer(422, `{"message":"Validation failed","errors":{"registrant_id":["is invalid"],"name":["can't be blank","is too short"]},"debug":"`+leakMarker+`"}`),
-			want: Error{Code: CodeUpstream, Status: 422, Message: "Validation failed (name: can't be blank; name: is too short; registrant_id: is invalid)"}},
+			want: Error{Code: CodeUpstreamError, Status: 422, Message: "Validation failed (name: can't be blank; name: is too short; registrant_id: is invalid)"}},
 		{name: "dnsimple 400 native validation details", service: "dnsimple", op: "register_domain", args: `{"account":1385,"domain":"pinned-four.com","registrant_id":1}`,
-			want: Error{Code: CodeUpstream, Status: 400, Message: "Validation failed (registrant_id: is invalid)"}},
+			want: Error{Code: CodeUpstreamError, Status: 400, Message: "Validation failed (registrant_id: is invalid)"}},
 		{name: "details capped with the message", service: "dnsimple", op: "get_viewer", args: `{}`,
 			hook: answer(400, `{"message":"Validation failed","errors":{"name":["`+longMsg+`"]}}`),
-			want: Error{Code: CodeUpstream, Status: 400, Message: "Validation failed (name: " + strings.Repeat("x", MaxErrorMessageBytes-len("Validation failed (name: ")-len("…")) + "…"}},
+			want: Error{Code: CodeUpstreamError, Status: 400, Message: "Validation failed (name: " + strings.Repeat("x", MaxErrorMessageBytes-len("Validation failed (name: ")-len("…")) + "…"}},
 		{name: "details that are not JSON text are left out", service: "dnsimple", op: "get_viewer", args: `{}`,
 			hook: answer(400, `{"message":"Bad","errors":{"x":[1,{"y":null}]`),
-			want: Error{Code: CodeUpstream, Status: 400, Message: "Bad"}},
+			want: Error{Code: CodeUpstreamError, Status: 400, Message: "Bad"}},
 		{name: "dnsimple 404 native", service: "dnsimple", op: "list_zone_records", args: `{"account":1385,"zone":"no-such-zone.com"}`,
-			want: Error{Code: CodeUpstream, Status: 404, Message: "Zone `no-such-zone.com` not found"}},
+			want: Error{Code: CodeUpstreamError, Status: 404, Message: "Zone `no-such-zone.com` not found"}},
 		{name: "dnsimple 400 native", service: "dnsimple", op: "register_domain", args: `{"account":1385,"domain":"abc.com","registrant_id":2715}`,
-			want: Error{Code: CodeUpstream, Status: 400, Message: "The domain `abc.com` is not available for registration"}},
+			want: Error{Code: CodeUpstreamError, Status: 400, Message: "The domain `abc.com` is not available for registration"}},
 		{name: "linear 400 errors array", service: "linear", op: "get_viewer", args: `{}`,
 			hook: answer(400, `{"errors":[{"message":"Cannot query field","extensions":{"code":"GRAPHQL_VALIDATION_FAILED","x":"`+leakMarker+`"}},{"message":"second"}]}`),
-			want: Error{Code: CodeUpstream, Status: 400, Message: "Cannot query field"}},
+			want: Error{Code: CodeUpstreamError, Status: 400, Message: "Cannot query field"}},
 
 		// Bodies without a usable message fall back to the status text.
 		{name: "non-JSON 500", service: "github", op: "get_viewer", args: `{}`,
 			hook: answer(500, "<html><body>"+leakMarker+" stack trace</body></html>", "Content-Type", "text/html"),
-			want: Error{Code: CodeUpstream, Status: 500, Message: "Internal Server Error"}},
+			want: Error{Code: CodeUpstreamError, Status: 500, Message: "Internal Server Error"}},
 		{name: "plain-text 503", service: "stripe", op: "get_balance", args: `{}`,
 			hook: answer(503, leakMarker+" upstream connect error", "Content-Type", "text/plain"),
-			want: Error{Code: CodeUpstream, Status: 503, Message: "Service Unavailable"}},
+			want: Error{Code: CodeUpstreamError, Status: 503, Message: "Service Unavailable"}},
 		{name: "empty 502", service: "hubspot", op: "get_viewer", args: `{}`,
 			hook: answer(502, ""),
-			want: Error{Code: CodeUpstream, Status: 502, Message: "Bad Gateway"}},
+			want: Error{Code: CodeUpstreamError, Status: 502, Message: "Bad Gateway"}},
 		{name: "status without a text", service: "dnsimple", op: "get_viewer", args: `{}`,
 			hook: answer(599, `{"error":"`+leakMarker+`"}`),
-			want: Error{Code: CodeUpstream, Status: 599, Message: "HTTP 599"}},
+			want: Error{Code: CodeUpstreamError, Status: 599, Message: "HTTP 599"}},
 		{name: "message that is not a string", service: "github", op: "get_viewer", args: `{}`,
 			hook: answer(400, `{"message":{"text":"`+leakMarker+`"}}`),
-			want: Error{Code: CodeUpstream, Status: 400, Message: "Bad Request"}},
+			want: Error{Code: CodeUpstreamError, Status: 400, Message: "Bad Request"}},
 		{name: "blank message", service: "github", op: "get_viewer", args: `{}`,
 			hook: answer(400, `{"message":"  \n\t "}`),
-			want: Error{Code: CodeUpstream, Status: 400, Message: "Bad Request"}},
+			want: Error{Code: CodeUpstreamError, Status: 400, Message: "Bad Request"}},
 
 		// Capping and cleaning.
 		{name: "message over 1 KiB is capped with an ellipsis", service: "github", op: "get_viewer", args: `{}`,
 			hook: answer(400, `{"message":"`+longMsg+`","documentation_url":"`+leakMarker+`"}`),
-			want: Error{Code: CodeUpstream, Status: 400, Message: strings.Repeat("x", MaxErrorMessageBytes-len("…")) + "…"}},
+			want: Error{Code: CodeUpstreamError, Status: 400, Message: strings.Repeat("x", MaxErrorMessageBytes-len("…")) + "…"}},
 		{name: "multi-byte message is cut on a rune boundary", service: "github", op: "get_viewer", args: `{}`,
 			hook: answer(400, `{"message":"`+longUTF8+`"}`),
-			want: Error{Code: CodeUpstream, Status: 400, Message: strings.Repeat("é", (MaxErrorMessageBytes-len("…"))/2) + "…"}},
+			want: Error{Code: CodeUpstreamError, Status: 400, Message: strings.Repeat("é", (MaxErrorMessageBytes-len("…"))/2) + "…"}},
 		{name: "message that fits is kept whole", service: "github", op: "get_viewer", args: `{}`,
 			hook: answer(400, `{"message":"`+strings.Repeat("y", MaxErrorMessageBytes-len("…"))+`"}`),
-			want: Error{Code: CodeUpstream, Status: 400, Message: strings.Repeat("y", MaxErrorMessageBytes-len("…"))}},
+			want: Error{Code: CodeUpstreamError, Status: 400, Message: strings.Repeat("y", MaxErrorMessageBytes-len("…"))}},
 		{name: "control characters are stripped", service: "github", op: "get_viewer", args: `{}`,
 			hook: answer(400, `{"message":"line1\nline2\r\n\ttab\u0000nul\u001b[31mred\u007fdel"}`),
-			want: Error{Code: CodeUpstream, Status: 400, Message: "line1 line2   tab nul [31mred del"}},
+			want: Error{Code: CodeUpstreamError, Status: 400, Message: "line1 line2   tab nul [31mred del"}},
 		{name: "C1 control characters are stripped too", service: "github", op: "get_viewer", args: `{}`,
 			hook: answer(400, `{"message":"a\u009b31mb\u0085c"}`),
-			want: Error{Code: CodeUpstream, Status: 400, Message: "a 31mb c"}},
+			want: Error{Code: CodeUpstreamError, Status: 400, Message: "a 31mb c"}},
 		{name: "bidi overrides and marks are stripped", service: "github", op: "get_viewer", args: `{}`,
 			hook: answer(400, `{"message":"pay \u202egnp.exe\u202c to \u2066x\u2069\u200f."}`),
-			want: Error{Code: CodeUpstream, Status: 400, Message: "pay  gnp.exe  to  x  ."}},
+			want: Error{Code: CodeUpstreamError, Status: 400, Message: "pay  gnp.exe  to  x  ."}},
 	}
 
 	// A contact that exists, for the native 409.
@@ -272,7 +272,7 @@ func TestUpstreamUnauthorized(t *testing.T) {
 			if herr == nil {
 				t.Fatalf("got success %s", res.Data)
 			}
-			assertError(t, herr, Error{Code: CodeUpstream, Status: tt.status, Message: tt.msg})
+			assertError(t, herr, Error{Code: CodeUpstreamError, Status: tt.status, Message: tt.msg})
 			reqs := env.fake.Requests()
 			if len(reqs) != 1 {
 				t.Fatalf("the fake received %d requests, want 1", len(reqs))
@@ -392,25 +392,25 @@ func TestUpstreamRateLimits(t *testing.T) {
 			hook: func() func(http.ResponseWriter, *http.Request) bool {
 				return answer(403, `{"message":"Resource not accessible by personal access token","documentation_url":"`+leakMarker+`"}`)
 			},
-			code: CodeUpstream, status: 403, msg: "Resource not accessible by personal access token"},
+			code: CodeUpstreamError, status: 403, msg: "Resource not accessible by personal access token"},
 		{name: "github 403 with quota left is not a rate limit", service: "github", op: "get_viewer", args: `{}`,
 			hook: func() func(http.ResponseWriter, *http.Request) bool {
 				return answer(403, `{"message":"Must have admin rights to Repository."}`,
 					"X-RateLimit-Remaining", "4999", "X-RateLimit-Reset", strconv.FormatInt(time.Now().Add(time.Hour).Unix(), 10))
 			},
-			code: CodeUpstream, status: 403, msg: "Must have admin rights to Repository."},
+			code: CodeUpstreamError, status: 403, msg: "Must have admin rights to Repository."},
 		{name: "linear 400 other GraphQL error is not a rate limit", service: "linear", op: "get_viewer", args: `{}`,
 			hook: func() func(http.ResponseWriter, *http.Request) bool {
 				return answer(400, `{"errors":[{"message":"Rate limit exceeded? no","extensions":{"code":"INVALID_INPUT"}}]}`,
 					"X-RateLimit-Requests-Reset", strconv.FormatInt(time.Now().Add(time.Minute).UnixMilli(), 10))
 			},
-			code: CodeUpstream, status: 400, msg: "Rate limit exceeded? no"},
+			code: CodeUpstreamError, status: 400, msg: "Rate limit exceeded? no"},
 		{name: "RATELIMITED code on a non-GraphQL service is not a rate limit", service: "github", op: "get_viewer", args: `{}`,
 			hook: func() func(http.ResponseWriter, *http.Request) bool {
 				return answer(400, `{"message":"Bad","errors":[{"extensions":{"code":"RATELIMITED"}}]}`)
 			},
 			// GitHub's manifest names "errors" as its error_details path.
-			code: CodeUpstream, status: 400, msg: "Bad (code: RATELIMITED)"},
+			code: CodeUpstreamError, status: 400, msg: "Bad (code: RATELIMITED)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -452,19 +452,19 @@ func TestUpstreamGraphQLErrors(t *testing.T) {
 		data                    string // on success
 	}{
 		{name: "linear get_issue of a missing issue (native)", service: "linear", op: "get_issue", args: `{"id":"ENG-99999"}`,
-			want: &Error{Code: CodeUpstream, Status: 200, Message: "Entity not found: Issue"}},
+			want: &Error{Code: CodeUpstreamError, Status: 200, Message: "Entity not found: Issue"}},
 		{name: "linear create_issue in a missing team (native)", service: "linear", op: "create_issue",
 			args: `{"team_id":"00000000-0000-4000-8000-000000000000","title":"x"}`,
-			want: &Error{Code: CodeUpstream, Status: 200, Message: "Entity not found: Team"}},
+			want: &Error{Code: CodeUpstreamError, Status: 200, Message: "Entity not found: Team"}},
 		{name: "first error's message", service: "linear", op: "list_teams", args: `{}`,
 			hook: answer(200, `{"data":{"teams":{"nodes":[{"id":"`+leakMarker+`"}]}},"errors":[{"message":"first problem","path":["teams"]},{"message":"second problem"}]}`),
-			want: &Error{Code: CodeUpstream, Status: 200, Message: "first problem"}},
+			want: &Error{Code: CodeUpstreamError, Status: 200, Message: "first problem"}},
 		{name: "errors without a message", service: "linear", op: "get_viewer", args: `{}`,
 			hook: answer(200, `{"data":null,"errors":[{"extensions":{"code":"`+leakMarker+`"}}]}`),
-			want: &Error{Code: CodeUpstream, Status: 200, Message: "the provider answered with GraphQL errors"}},
+			want: &Error{Code: CodeUpstreamError, Status: 200, Message: "the provider answered with GraphQL errors"}},
 		{name: "GraphQL error message is capped and cleaned", service: "linear", op: "get_viewer", args: `{}`,
 			hook: answer(200, `{"errors":[{"message":"bad\u0007`+strings.Repeat("z", 2000)+`"}]}`),
-			want: &Error{Code: CodeUpstream, Status: 200, Message: "bad " + strings.Repeat("z", MaxErrorMessageBytes-len("…")-4) + "…"}},
+			want: &Error{Code: CodeUpstreamError, Status: 200, Message: "bad " + strings.Repeat("z", MaxErrorMessageBytes-len("…")-4) + "…"}},
 		{name: "empty errors array is a success", service: "linear", op: "get_viewer", args: `{}`,
 			hook: answer(200, `{"data":{"viewer":{"id":"u1","name":"N","secret":"`+leakMarker+`"}},"errors":[]}`),
 			data: `{"id":"u1","name":"N"}`},

@@ -15,7 +15,7 @@ import (
 // Config.MaxArgsBytes (0 means DefaultMaxArgsBytes); empty args are {}.
 //
 // It returns nil when the args pass, else an *Error with CodeUnknownOp or
-// CodeBadArgs (Arg and Message as Run would give them), or CodeSandbox if
+// CodeBadArgs (Arg and Message as Run would give them), or CodeSandboxError if
 // the op cannot be prepared at all.
 func ValidateArgs(m *registry.Manifest, opName string, args json.RawMessage, maxArgsBytes int) *Error {
 	_, _, _, herr := bindFor(m, opName, args, maxArgsBytes)

@@ -47,20 +47,20 @@ const (
 
 	// Op failures, from package host.
 
-	CodeUnknownService      Code = Code(host.CodeUnknownService)    // 400: no such service in the embedded registry
-	CodeUnknownOp           Code = Code(host.CodeUnknownOp)         // 400: the service has no such op
-	CodeBadArgs             Code = Code(host.CodeBadArgs)           // 422: the args break the op's declarations (the sandbox said which)
-	CodeCredentialInvalid   Code = Code(host.CodeCredentialInvalid) // 403: the grant's secret cannot be sent (empty, or characters a header cannot carry)
-	CodeEgressDenied        Code = Code(host.CodeEgressDenied)      // 502: the rendered request or the connection broke the egress policy; nothing was sent
-	CodeSandbox             Code = Code(host.CodeSandbox)           // 500: the executor trapped, exited or produced no request
-	CodeTimeout             Code = Code(host.CodeTimeout)           // 504: the op's deadline passed
-	CodeUpstreamUnreachable Code = Code(host.CodeUnreachable)       // 502: DNS, connect or TLS to the pinned host failed
-	CodeUpstreamError       Code = Code(host.CodeUpstream)          // 502: the provider answered non-2xx (upstream_status says which)
-	CodeUpstreamInvalid     Code = Code(host.CodeUpstreamInvalid)   // 502: the provider's answer is not valid JSON
-	CodeUpstreamTooLarge    Code = Code(host.CodeUpstreamTooLarge)  // 502: the provider's answer is over the raw cap
-	CodeResultTooLarge      Code = Code(host.CodeResultTooLarge)    // 502: the projected result is over the result cap
-	CodeRateLimited         Code = Code(host.CodeRateLimited)       // 429: the provider asked to slow down (retry_after, Retry-After)
-	CodeCanceled            Code = Code(host.CodeCanceled)          // 499: the caller went away (logged; nobody reads the answer)
+	CodeUnknownService      Code = Code(host.CodeUnknownService)      // 400: no such service in the embedded registry
+	CodeUnknownOp           Code = Code(host.CodeUnknownOp)           // 400: the service has no such op
+	CodeBadArgs             Code = Code(host.CodeBadArgs)             // 422: the args break the op's declarations (the sandbox said which)
+	CodeCredentialInvalid   Code = Code(host.CodeCredentialInvalid)   // 403: the grant's secret cannot be sent (empty, or characters a header cannot carry)
+	CodeEgressDenied        Code = Code(host.CodeEgressDenied)        // 502: the rendered request or the connection broke the egress policy; nothing was sent
+	CodeSandboxError        Code = Code(host.CodeSandboxError)        // 500: the executor trapped, exited or produced no request
+	CodeTimeout             Code = Code(host.CodeTimeout)             // 504: the op's deadline passed
+	CodeUpstreamUnreachable Code = Code(host.CodeUpstreamUnreachable) // 502: DNS, connect or TLS to the pinned host failed
+	CodeUpstreamError       Code = Code(host.CodeUpstreamError)       // 502: the provider answered non-2xx (upstream_status says which)
+	CodeUpstreamInvalid     Code = Code(host.CodeUpstreamInvalid)     // 502: the provider's answer is not valid JSON
+	CodeUpstreamTooLarge    Code = Code(host.CodeUpstreamTooLarge)    // 502: the provider's answer is over the raw cap
+	CodeResultTooLarge      Code = Code(host.CodeResultTooLarge)      // 502: the projected result is over the result cap
+	CodeRateLimited         Code = Code(host.CodeRateLimited)         // 429: the provider asked to slow down (retry_after, Retry-After)
+	CodeCanceled            Code = Code(host.CodeCanceled)            // 499: the caller went away (logged; nobody reads the answer)
 
 	// The sidecar itself.
 
@@ -106,7 +106,7 @@ var codeStatus = httperr.Statuses[Code]{
 	CodeBadArgs:             http.StatusUnprocessableEntity,
 	CodeCredentialInvalid:   http.StatusForbidden,
 	CodeEgressDenied:        http.StatusBadGateway,
-	CodeSandbox:             http.StatusInternalServerError,
+	CodeSandboxError:        http.StatusInternalServerError,
 	CodeTimeout:             http.StatusGatewayTimeout,
 	CodeUpstreamUnreachable: http.StatusBadGateway,
 	CodeUpstreamError:       http.StatusBadGateway,

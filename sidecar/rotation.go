@@ -195,7 +195,7 @@ func (r *rotation) seal() (string, *Error) {
 
 // unauthorized401 reports whether a host error is the provider's 401.
 func unauthorized401(he *host.Error) bool {
-	return he != nil && he.Code == host.CodeUpstream && he.Status == http.StatusUnauthorized
+	return he != nil && he.Code == host.CodeUpstreamError && he.Status == http.StatusUnauthorized
 }
 
 // countingRefresher counts every refresh sent to the broker, by service
