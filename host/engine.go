@@ -48,6 +48,7 @@ import (
 
 	"github.com/elevenmessenger/pinned/guest"
 	"github.com/elevenmessenger/pinned/internal/abi"
+	"github.com/elevenmessenger/pinned/internal/pick"
 	"github.com/elevenmessenger/pinned/internal/secret"
 	"github.com/elevenmessenger/pinned/registry"
 )
@@ -437,7 +438,7 @@ type prepared struct {
 	policy *opPolicy
 	bind   *binding
 	prefix []byte // the op input up to the args string
-	proj   *Projection
+	proj   *pick.Projection
 	errMsg []string // error_message path
 	pager  *pager   // nil when the op does not page
 }
@@ -470,7 +471,7 @@ func (e *Engine) prepare(service, opName string) (*prepared, *Error) {
 	if err != nil {
 		return nil, &Error{Code: CodeSandboxError, Message: "op cannot be prepared", cause: err}
 	}
-	p = &prepared{m: m, op: op, name: opName, policy: pol, bind: bind, prefix: prefix, proj: NewProjection(op.Pick.Root, op.Pick.Fields)}
+	p = &prepared{m: m, op: op, name: opName, policy: pol, bind: bind, prefix: prefix, proj: pick.New(op.Pick.Root, op.Pick.Fields)}
 	p.errMsg = splitPath(m.ErrorMessagePath())
 	p.pager = newPager(m, op)
 	e.mu.Lock()

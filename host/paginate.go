@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/elevenmessenger/pinned/internal/jsonv"
+	"github.com/elevenmessenger/pinned/internal/pick"
 	"github.com/elevenmessenger/pinned/registry"
 )
 
@@ -148,11 +149,11 @@ func (pr *pager) read(raw []byte, h http.Header, reqURL string) *pageCursor {
 		if c != nil || !more {
 			return c
 		}
-		items, found, dup := lookup(raw, pr.root)
+		items, found, dup := pick.Lookup(raw, pr.root)
 		if dup {
 			return stopped(StopCursorInvalid, "the answer repeats a key on the way to its items")
 		}
-		last, n := lastElement(items)
+		last, n := pick.LastElement(items)
 		switch {
 		case !found || n < 0:
 			return stopped(StopCursorInvalid, "the answer says there is a next page but holds no list of items")
@@ -189,7 +190,7 @@ func (pr *pager) read(raw []byte, h http.Header, reqURL string) *pageCursor {
 
 // readBool reads the boolean at path; absent (or null) is false.
 func readBool(raw []byte, path []string, name string) (bool, *pageCursor) {
-	v, found, dup := lookup(raw, path)
+	v, found, dup := pick.Lookup(raw, path)
 	switch {
 	case dup:
 		return false, stopped(StopCursorInvalid, "the answer repeats a key on the way to %s", name)
@@ -206,7 +207,7 @@ func readBool(raw []byte, path []string, name string) (bool, *pageCursor) {
 // readString reads the string at path; ok is false when it is absent or
 // null.
 func readString(raw []byte, path []string, name string) (string, bool, *pageCursor) {
-	v, found, dup := lookup(raw, path)
+	v, found, dup := pick.Lookup(raw, path)
 	switch {
 	case dup:
 		return "", false, stopped(StopCursorInvalid, "the answer repeats a key on the way to %s", name)
@@ -225,7 +226,7 @@ func readString(raw []byte, path []string, name string) (string, bool, *pageCurs
 
 // readInt reads the integer at path, which must be present.
 func readInt(raw []byte, path []string, name string) (int64, *pageCursor) {
-	v, found, dup := lookup(raw, path)
+	v, found, dup := pick.Lookup(raw, path)
 	if dup {
 		return 0, stopped(StopCursorInvalid, "the answer repeats a key on the way to %s", name)
 	}
@@ -366,85 +367,6 @@ func splitParams(s string) []string {
 		}
 	}
 	return append(out, s[start:])
-}
-
-// lookup returns the bytes of the value at path in doc, descending object
-// keys only. dup reports a key on the way that occurs twice in its object:
-// the answer is ambiguous, and the cursor is not taken from it.
-func lookup(doc []byte, path []string) (raw []byte, found, dup bool) {
-	s := scanner{b: doc}
-	s.ws()
-	for _, seg := range path {
-		if s.i >= len(s.b) || s.b[s.i] != '{' {
-			return nil, false, false
-		}
-		s.i++
-		s.ws()
-		if s.i < len(s.b) && s.b[s.i] == '}' {
-			return nil, false, false
-		}
-		at := -1
-		for {
-			key, err := s.key()
-			if err != nil {
-				return nil, false, false
-			}
-			if string(key) == seg {
-				if at >= 0 {
-					return nil, false, true
-				}
-				at = s.i
-			}
-			if s.skip(1) != nil {
-				return nil, false, false
-			}
-			done, err := s.next('}')
-			if err != nil {
-				return nil, false, false
-			}
-			if done {
-				break
-			}
-		}
-		if at < 0 {
-			return nil, false, false
-		}
-		s.i = at
-	}
-	start := s.i
-	if s.skip(1) != nil {
-		return nil, false, false
-	}
-	return s.b[start:s.i], true, false
-}
-
-// lastElement returns the last element of the JSON array arr and the
-// number of elements, or n = -1 when arr is not an array.
-func lastElement(arr []byte) (last []byte, n int) {
-	s := scanner{b: arr}
-	s.ws()
-	if s.i >= len(s.b) || s.b[s.i] != '[' {
-		return nil, -1
-	}
-	s.i++
-	s.ws()
-	if s.i < len(s.b) && s.b[s.i] == ']' {
-		return nil, 0
-	}
-	for {
-		start := s.i
-		if s.skip(1) != nil {
-			return nil, -1
-		}
-		last, n = s.b[start:s.i], n+1
-		done, err := s.next(']')
-		if err != nil {
-			return nil, -1
-		}
-		if done {
-			return last, n
-		}
-	}
 }
 
 // runPages runs call: one page, or with call.Pages up to that many pages

@@ -20,6 +20,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/elevenmessenger/pinned/internal/pick"
 	"github.com/elevenmessenger/pinned/registry"
 )
 
@@ -257,16 +258,16 @@ func retryAfter(h http.Header, now time.Time) int {
 }
 
 func graphQLRateLimitedBody(raw []byte) bool {
-	_, limited := graphQLErrors(raw)
+	_, limited := pick.GraphQLErrors(raw)
 	return limited
 }
 
 // graphQLError reports a 200 answer that carries a non-empty errors array.
 func graphQLError(raw []byte, p *prepared) (string, bool) {
-	if present, _ := graphQLErrors(raw); !present {
+	if present, _ := pick.GraphQLErrors(raw); !present {
 		return "", false
 	}
-	if msg, ok := findString(raw, p.errMsg); ok && msg != "" {
+	if msg, ok := pick.FindString(raw, p.errMsg); ok && msg != "" {
 		return capMessage(msg), true
 	}
 	return "the provider answered with GraphQL errors", true
@@ -278,7 +279,7 @@ func graphQLError(raw []byte, p *prepared) (string, bool) {
 // (registrant_id: is invalid)"), capped together at MaxErrorMessageBytes.
 // The raw body never comes back.
 func errorMessage(p *prepared, raw []byte, status int) string {
-	msg, _ := findString(raw, p.errMsg)
+	msg, _ := pick.FindString(raw, p.errMsg)
 	if msg = capMessage(msg); msg == "" {
 		if msg = http.StatusText(status); msg == "" {
 			msg = "HTTP " + strconv.Itoa(status)
@@ -301,7 +302,7 @@ func errorMessage(p *prepared, raw []byte, status int) string {
 // "code: missing_field; field: title; resource: Issue". "" when there is
 // nothing there or it is over maxDetailsBytes; the caller caps the text.
 func errorDetails(raw []byte, path []string) string {
-	v, ok := findValue(raw, path)
+	v, ok := pick.FindValue(raw, path)
 	if !ok || len(v) > maxDetailsBytes {
 		return ""
 	}
@@ -318,7 +319,7 @@ func errorDetails(raw []byte, path []string) string {
 	var parts []string
 	var walk func(v any, key string, depth int)
 	walk = func(v any, key string, depth int) {
-		if depth > maxPickDepth || len(parts) >= 64 {
+		if depth > pick.MaxDepth || len(parts) >= 64 {
 			return
 		}
 		var text string
@@ -349,6 +350,10 @@ func errorDetails(raw []byte, path []string) string {
 	walk(tree, key, 0)
 	return strings.Join(parts, "; ")
 }
+
+// maxDetailsBytes bounds the error details value decoded for the message:
+// past it the details are left out (the message still comes back).
+const maxDetailsBytes = 64 << 10
 
 // redactedWord replaces a word of an upstream message that echoes the
 // credential.

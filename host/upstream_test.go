@@ -538,3 +538,23 @@ func TestUpstreamBodies(t *testing.T) {
 		assertError(t, herr, Error{Code: CodeUpstreamInvalid, Status: 201, Message: "the provider's answer is not valid JSON"})
 	})
 }
+
+// FuzzErrorDetails: on any body the details lookup never panics and, once
+// capped as errorMessage caps it, is valid UTF-8 without control
+// characters and within MaxErrorMessageBytes.
+func FuzzErrorDetails(f *testing.F) {
+	f.Add([]byte(`{"message":"Validation failed","errors":{"registrant_id":["is invalid"]}}`), "errors")
+	f.Add([]byte(`{"errors":[{"resource":"Issue","code":"missing_field","field":"title"}]}`), "errors")
+	f.Add([]byte(`{"errors":{"a":[[[[[[[[[[[["deep"]]]]]]]]]]]]}}`), "errors")
+	f.Fuzz(func(t *testing.T, doc []byte, path string) {
+		d := capMessage("m (" + errorDetails(doc, strings.Split(path, ".")) + ")")
+		if len(d) > MaxErrorMessageBytes || !utf8.ValidString(d) {
+			t.Fatalf("capped details %q", d)
+		}
+		for _, r := range d {
+			if unicode.IsControl(r) {
+				t.Fatalf("control character in %q", d)
+			}
+		}
+	})
+}

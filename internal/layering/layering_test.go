@@ -34,6 +34,8 @@ var layers = []struct {
 	// bottom), so it sits here, below the parts of the sidecar that use it.
 	{"contracts and test helpers", []string{"internal/argrules", "internal/brokerapi", "sidecar/grant", "internal/testutil"}},
 	{"guest", []string{"guest/..."}},
+	// The host's parts, each named for what it is; only host imports them.
+	{"host core", []string{"internal/pick"}},
 	{"host", []string{"host/..."}},
 	// The binary's own parts of the services, under internal/ (nothing
 	// outside the module needs them): the sidecar's shared state, then

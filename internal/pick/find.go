@@ -1,4 +1,4 @@
-package host
+package pick
 
 import (
 	"github.com/elevenmessenger/pinned/internal/jsonv"
@@ -13,18 +13,18 @@ import (
 // looked at for a rate-limit code.
 const maxErrorsScanned = 64
 
-// findString returns the string at path in doc: objects are descended by
+// FindString returns the string at path in doc: objects are descended by
 // key, and an array on the way (or at the end) is entered at its first
 // element. ok is false when there is no string there or doc is not JSON
 // along the way.
-func findString(doc []byte, path []string) (string, bool) {
+func FindString(doc []byte, path []string) (string, bool) {
 	s := scanner{b: doc}
 	s.ws()
 	return s.findString(path, 0)
 }
 
 func (s *scanner) findString(path []string, depth int) (string, bool) {
-	if depth >= maxPickDepth || s.i >= len(s.b) {
+	if depth >= MaxDepth || s.i >= len(s.b) {
 		return "", false
 	}
 	switch s.b[s.i] {
@@ -77,10 +77,10 @@ func (s *scanner) findString(path []string, depth int) (string, bool) {
 	return "", false
 }
 
-// graphQLErrors reports whether doc is an object whose top-level "errors"
+// GraphQLErrors reports whether doc is an object whose top-level "errors"
 // member is a non-empty array, and whether any of its first
 // maxErrorsScanned elements carries extensions.code "RATELIMITED".
-func graphQLErrors(doc []byte) (present, rateLimited bool) {
+func GraphQLErrors(doc []byte) (present, rateLimited bool) {
 	s := scanner{b: doc}
 	s.ws()
 	if s.i >= len(s.b) || s.b[s.i] != '{' {
@@ -123,7 +123,7 @@ func (s *scanner) errorsArray() (present, rateLimited bool) {
 		if s.skip(2) != nil {
 			return true, false
 		}
-		if code, ok := findString(s.b[start:s.i], []string{"extensions", "code"}); ok && code == "RATELIMITED" {
+		if code, ok := FindString(s.b[start:s.i], []string{"extensions", "code"}); ok && code == "RATELIMITED" {
 			return true, true
 		}
 		done, err := s.next(']')
@@ -134,19 +134,15 @@ func (s *scanner) errorsArray() (present, rateLimited bool) {
 	return true, false
 }
 
-// maxDetailsBytes bounds the error details value decoded for the message:
-// past it the details are left out (the message still comes back).
-const maxDetailsBytes = 64 << 10
-
-// findValue returns the raw JSON value at path in doc, descending objects
+// FindValue returns the raw JSON value at path in doc, descending objects
 // by key (an array on the way is entered at its first element, as in
-// findString). ok is false when there is no value there or doc is not
+// FindString). ok is false when there is no value there or doc is not
 // JSON along the way.
-func findValue(doc []byte, path []string) ([]byte, bool) {
+func FindValue(doc []byte, path []string) ([]byte, bool) {
 	s := scanner{b: doc}
 	s.ws()
 	for depth := 0; ; depth++ {
-		if depth >= maxPickDepth || s.i >= len(s.b) {
+		if depth >= MaxDepth || s.i >= len(s.b) {
 			return nil, false
 		}
 		if len(path) == 0 {

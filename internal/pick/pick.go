@@ -1,4 +1,13 @@
-package host
+// Package pick is the host's streaming JSON reader of upstream answers:
+// the manifest's pick projection (docs/MANIFEST.md, "Pick"), applied to
+// the raw body before anything else sees it (ABI invariant 5), and the
+// lookups the host's error handling and pagination take from a body (a
+// string or value at a dotted path, a GraphQL errors array, the last
+// element of a list). Nothing here builds a tree: the bytes are walked
+// once, depth-bounded by MaxDepth, and only the output is allocated.
+//
+// It imports only internal/jsonv; the host imports it.
+package pick
 
 import (
 	"errors"
@@ -35,10 +44,10 @@ func (n *pickNode) child(key []byte) *pickNode {
 	return nil
 }
 
-// NewProjection compiles a pick (root dot path, field dot paths; see
+// New compiles a pick (root dot path, field dot paths; see
 // docs/MANIFEST.md "Pick"). Paths are assumed valid: the registry loader
 // checks them.
-func NewProjection(root string, fields []string) *Projection {
+func New(root string, fields []string) *Projection {
 	p := &Projection{empty: len(fields) == 0}
 	if root != "" {
 		p.root = strings.Split(root, ".")
@@ -67,12 +76,12 @@ func NewProjection(root string, fields []string) *Projection {
 }
 
 // errProjection is wrapped by every projection failure: the upstream body
-// is not valid JSON (RFC 8259), nests deeper than maxPickDepth, or repeats
+// is not valid JSON (RFC 8259), nests deeper than MaxDepth, or repeats
 // a key the pick descends into or keeps.
 var errProjection = errors.New("response is not valid JSON")
 
-// maxPickDepth bounds the nesting the projector follows or skips.
-const maxPickDepth = 128
+// MaxDepth bounds the nesting the projector follows or skips.
+const MaxDepth = 128
 
 type projErr struct {
 	off int
@@ -90,7 +99,7 @@ func (e *projErr) Unwrap() error { return errProjection }
 // goes through them. A missing root, or an empty field list, yields null.
 //
 // The whole document is validated, including what the pick drops: an
-// invalid body is an error wrapping errProjection, never a partial result.
+// invalid body is an error naming the byte offset, never a partial result.
 func (p *Projection) Project(dst []byte, doc []byte) ([]byte, error) {
 	s := scanner{b: doc}
 	s.ws()
@@ -142,7 +151,7 @@ func (s *scanner) descend(dst []byte, p *Projection, level, depth int) ([]byte, 
 	if s.i >= len(s.b) || s.b[s.i] != '{' {
 		return dst, false, s.skip(depth)
 	}
-	if depth >= maxPickDepth {
+	if depth >= MaxDepth {
 		return dst, false, s.fail("nesting too deep")
 	}
 	s.i++
@@ -248,7 +257,7 @@ func (s *scanner) project(dst []byte, n *pickNode, depth int) ([]byte, error) {
 		}
 		return appendCompact(dst, s.b[start:s.i]), nil
 	}
-	if depth >= maxPickDepth {
+	if depth >= MaxDepth {
 		return dst, s.fail("nesting too deep")
 	}
 	if s.i >= len(s.b) {
@@ -353,7 +362,7 @@ func (s *scanner) skip(depth int) error {
 		c := s.b[s.i]
 		switch {
 		case c == '{' || c == '[':
-			if depth+len(stack) >= maxPickDepth {
+			if depth+len(stack) >= MaxDepth {
 				return s.fail("nesting too deep")
 			}
 			s.i++

@@ -1,4 +1,4 @@
-package host
+package pick
 
 import (
 	"bytes"
@@ -43,7 +43,7 @@ func TestProject(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := NewProjection(tt.root, tt.fields).Project(nil, []byte(tt.doc))
+			got, err := New(tt.root, tt.fields).Project(nil, []byte(tt.doc))
 			if tt.want == "" {
 				if err == nil {
 					t.Fatalf("accepted: %s", got)
@@ -223,7 +223,7 @@ func refProjectValue(out *bytes.Buffer, v json.RawMessage, node map[string]any) 
 // FuzzPick is differential: the streaming projection and the reference
 // agree byte for byte on every document both accept, and the streaming one
 // never panics. The streaming projection may refuse what encoding/json
-// accepts only for invalid UTF-8 or nesting past maxPickDepth.
+// accepts only for invalid UTF-8 or nesting past MaxDepth.
 func FuzzPick(f *testing.F) {
 	f.Add([]byte(`[{"number":1,"user":{"login":"a"},"labels":[{"name":"b"}]}]`), "", "number,user.login,labels.name")
 	f.Add([]byte(`{"data":{"viewer":{"name":"x","id":1}}}`), "data.viewer", "name")
@@ -248,7 +248,7 @@ func FuzzPick(f *testing.F) {
 				}
 			}
 		}
-		got, err := NewProjection(root, fields).Project(nil, doc)
+		got, err := New(root, fields).Project(nil, doc)
 		want, rerr := referenceProject(doc, root, fields)
 		switch {
 		case err == nil && rerr == nil:
@@ -261,7 +261,7 @@ func FuzzPick(f *testing.F) {
 		case err == nil && rerr != nil:
 			t.Fatalf("fast accepted what the reference refused (%v): %s", rerr, got)
 		case err != nil && rerr == nil:
-			if utf8.Valid(doc) && depth(doc) < maxPickDepth-2 {
+			if utf8.Valid(doc) && depth(doc) < MaxDepth-2 {
 				t.Fatalf("fast refused a valid document: %v", err)
 			}
 		}

@@ -1,15 +1,13 @@
-package host
+package pick
 
 import (
 	"strings"
 	"testing"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/elevenmessenger/pinned/internal/jsonv"
 )
 
-// refFindString is the tree-based lookup findString replaced, with the
+// refFindString is the tree-based lookup FindString replaced, with the
 // same semantics: arrays on the way (or at the end) are entered at their
 // first element.
 func refFindString(doc []byte, path []string) (string, bool) {
@@ -55,9 +53,9 @@ func TestFindString(t *testing.T) {
 		{`[{"message":"in array"}]`, "message", "in array", true},
 	}
 	for _, tt := range tests {
-		got, ok := findString([]byte(tt.doc), strings.Split(tt.path, "."))
+		got, ok := FindString([]byte(tt.doc), strings.Split(tt.path, "."))
 		if got != tt.want || ok != tt.ok {
-			t.Errorf("findString(%s, %s) = %q %v, want %q %v", tt.doc, tt.path, got, ok, tt.want, tt.ok)
+			t.Errorf("FindString(%s, %s) = %q %v, want %q %v", tt.doc, tt.path, got, ok, tt.want, tt.ok)
 		}
 	}
 	for _, tt := range []struct {
@@ -70,9 +68,9 @@ func TestFindString(t *testing.T) {
 		{`{"data":{"errors":[1]}}`, false, false},
 		{`[]`, false, false},
 	} {
-		p, l := graphQLErrors([]byte(tt.doc))
+		p, l := GraphQLErrors([]byte(tt.doc))
 		if p != tt.present || l != tt.limit {
-			t.Errorf("graphQLErrors(%s) = %v %v, want %v %v", tt.doc, p, l, tt.present, tt.limit)
+			t.Errorf("GraphQLErrors(%s) = %v %v, want %v %v", tt.doc, p, l, tt.present, tt.limit)
 		}
 	}
 }
@@ -84,20 +82,20 @@ func FuzzFindString(f *testing.F) {
 	f.Add([]byte(`{"error":{"message":"x"}}`), "error.message")
 	f.Fuzz(func(t *testing.T, doc []byte, path string) {
 		segs := strings.Split(path, ".")
-		got, ok := findString(doc, segs)
-		graphQLErrors(doc)
+		got, ok := FindString(doc, segs)
+		GraphQLErrors(doc)
 		if _, err := jsonv.Parse(doc); err != nil {
 			return
 		}
 		want, wok := refFindString(doc, segs)
 		if got != want || ok != wok {
-			t.Fatalf("findString = %q %v, reference %q %v", got, ok, want, wok)
+			t.Fatalf("FindString = %q %v, reference %q %v", got, ok, want, wok)
 		}
 	})
 }
 
 // TestFindValue: the raw value at a path, arrays entered at their first
-// element, as findString does.
+// element, as FindString does.
 func TestFindValue(t *testing.T) {
 	tests := []struct {
 		name, doc, path, want string
@@ -112,30 +110,10 @@ func TestFindValue(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, ok := findValue([]byte(tt.doc), strings.Split(tt.path, "."))
+			got, ok := FindValue([]byte(tt.doc), strings.Split(tt.path, "."))
 			if string(got) != tt.want || ok != tt.ok {
-				t.Fatalf("findValue = %q %v, want %q %v", got, ok, tt.want, tt.ok)
+				t.Fatalf("FindValue = %q %v, want %q %v", got, ok, tt.want, tt.ok)
 			}
 		})
 	}
-}
-
-// FuzzErrorDetails: on any body the details lookup never panics and, once
-// capped as errorMessage caps it, is valid UTF-8 without control
-// characters and within MaxErrorMessageBytes.
-func FuzzErrorDetails(f *testing.F) {
-	f.Add([]byte(`{"message":"Validation failed","errors":{"registrant_id":["is invalid"]}}`), "errors")
-	f.Add([]byte(`{"errors":[{"resource":"Issue","code":"missing_field","field":"title"}]}`), "errors")
-	f.Add([]byte(`{"errors":{"a":[[[[[[[[[[[["deep"]]]]]]]]]]]]}}`), "errors")
-	f.Fuzz(func(t *testing.T, doc []byte, path string) {
-		d := capMessage("m (" + errorDetails(doc, strings.Split(path, ".")) + ")")
-		if len(d) > MaxErrorMessageBytes || !utf8.ValidString(d) {
-			t.Fatalf("capped details %q", d)
-		}
-		for _, r := range d {
-			if unicode.IsControl(r) {
-				t.Fatalf("control character in %q", d)
-			}
-		}
-	})
 }
