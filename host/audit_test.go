@@ -9,6 +9,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/elevenmessenger/pinned/internal/egress"
 	"github.com/elevenmessenger/pinned/internal/fakeapi"
 	"github.com/elevenmessenger/pinned/internal/testutil"
 	"github.com/elevenmessenger/pinned/registry"
@@ -123,7 +124,7 @@ func TestAuditDenied(t *testing.T) {
 	env := newEnv(t, func(c *Config) { c.Guest = hostileGuest(t, "egress") })
 	env.run("github", "list_issues", `{"attack":"set_authorization"}`)
 	evs := egressEvents(t, env.logs.String())
-	if len(evs) != 1 || evs[0]["deny"] != string(DenyHeaderForbidden) || evs[0]["outcome"] != string(CodeEgressDenied) {
+	if len(evs) != 1 || evs[0]["deny"] != string(egress.DenyHeaderForbidden) || evs[0]["outcome"] != string(CodeEgressDenied) {
 		t.Fatalf("events: %v", evs)
 	}
 	m := env.metricsText(t)

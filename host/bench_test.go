@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/elevenmessenger/pinned/guest/executor"
+	"github.com/elevenmessenger/pinned/internal/egress"
 	"github.com/elevenmessenger/pinned/internal/fakeapi"
 )
 
@@ -31,8 +32,8 @@ func (e *Engine) runNative(ctx context.Context, call Call) (*Result, *Error) {
 	if err != nil || rej != nil {
 		return nil, newError(CodeBadArgs, "native render failed")
 	}
-	r, deny := decodeRequest(req)
-	if deny != "" || p.policy.check(r) != "" {
+	r, deny := egress.DecodeRequest(req)
+	if deny != "" || p.policy.Check(r) != "" {
 		return nil, newError(CodeEgressDenied, "native request refused")
 	}
 	res, _, herr := e.send(ctx, p, r, call.Credential)
@@ -204,18 +205,18 @@ func bindingCost(b *testing.B, e *Engine, call Call) func() time.Duration {
 		b.Fatal("render", err, rej)
 	}
 	return func() time.Duration {
-		r, deny := decodeRequest(req) // a fresh copy, as pin_v1.request has
+		r, deny := egress.DecodeRequest(req) // a fresh copy, as pin_v1.request has
 		if deny != "" {
 			b.Fatal("decode")
 		}
 		t := time.Now()
-		if p.policy.check(r) != "" {
+		if p.policy.Check(r) != "" {
 			b.Fatal("policy")
 		}
 		lastPolicy = time.Since(t) // the pre-existing shape check, for scale
 		t = time.Now()
-		want, rej := p.bind.bind(call.Args)
-		if rej != nil || !p.bind.check(want, r, p.policy.host) || p.bind.target(want) == "" {
+		want, rej := p.bind.Bind(call.Args)
+		if rej != nil || !p.bind.Check(want, r, p.policy.Host()) || p.bind.Target(want) == "" {
 			b.Fatal("binding refused the honest request")
 		}
 		return time.Since(t)

@@ -48,6 +48,7 @@ import (
 
 	"github.com/elevenmessenger/pinned/guest"
 	"github.com/elevenmessenger/pinned/internal/abi"
+	"github.com/elevenmessenger/pinned/internal/egress"
 	"github.com/elevenmessenger/pinned/internal/pick"
 	"github.com/elevenmessenger/pinned/internal/secret"
 	"github.com/elevenmessenger/pinned/registry"
@@ -249,7 +250,7 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		cfg.MaxLogBytes = DefaultMaxLogBytes
 	}
 	if cfg.Resolver == nil {
-		cfg.Resolver = defaultResolver
+		cfg.Resolver = egress.DefaultResolver
 	}
 	if cfg.UserAgent == "" {
 		cfg.UserAgent = "pinned/1"
@@ -264,19 +265,11 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		e.log = *cfg.Logger
 	}
 
-	d, err := newDialer(cfg.Resolver, cfg.Override)
+	client, err := newClient(cfg.Resolver, cfg.Override)
 	if err != nil {
 		return nil, err
 	}
-	tr, err := newTransport(d, cfg.Override)
-	if err != nil {
-		return nil, err
-	}
-	e.client = &http.Client{
-		Transport: tr,
-		// No redirect is followed (ABI invariant 4): a 3xx is the answer.
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-	}
+	e.client = client
 
 	if cfg.CacheDir != "" {
 		if err := prepareCacheDir(cfg.CacheDir); err != nil {
@@ -435,8 +428,8 @@ type prepared struct {
 	m      *registry.Manifest
 	op     *registry.Op
 	name   string
-	policy *opPolicy
-	bind   *binding
+	policy *egress.Policy
+	bind   *egress.Binding
 	prefix []byte // the op input up to the args string
 	proj   *pick.Projection
 	errMsg []string // error_message path
@@ -459,15 +452,15 @@ func (e *Engine) prepare(service, opName string) (*prepared, *Error) {
 	if !ok {
 		return nil, newError(CodeUnknownOp, fmt.Sprintf("service %s has no op %q (ops: %s)", service, opName, joinNames(m.OpNames())))
 	}
-	pol, err := newOpPolicy(m, op)
+	pol, err := egress.NewPolicy(m, op)
 	if err != nil {
 		return nil, &Error{Code: CodeSandboxError, Message: "op cannot be prepared", cause: err}
 	}
-	prefix, err := inputPrefix(m, op)
+	prefix, err := egress.InputPrefix(m, op)
 	if err != nil {
 		return nil, &Error{Code: CodeSandboxError, Message: "op cannot be prepared", cause: err}
 	}
-	bind, err := newBinding(m, op, prefix)
+	bind, err := egress.NewBinding(m, op, prefix)
 	if err != nil {
 		return nil, &Error{Code: CodeSandboxError, Message: "op cannot be prepared", cause: err}
 	}
@@ -489,28 +482,6 @@ func joinNames(names []string) string {
 		b.WriteString(n)
 	}
 	return b.String()
-}
-
-// inputPrefix encodes the op input (docs/ABI.md, "The op input") up to
-// the caller's args: the op spec as one line of JSON, then a newline.
-func inputPrefix(m *registry.Manifest, op *registry.Op) ([]byte, error) {
-	type opIn struct {
-		Method   string                   `json:"method"`
-		Path     string                   `json:"path"`
-		Args     map[string]*registry.Arg `json:"args,omitempty"`
-		Query    map[string]string        `json:"query,omitempty"`
-		BodyJSON json.RawMessage          `json:"body_json,omitempty"`
-		BodyForm map[string]string        `json:"body_form,omitempty"`
-	}
-	head, err := json.Marshal(struct {
-		Host    string            `json:"host"`
-		Headers map[string]string `json:"headers,omitempty"`
-		Op      opIn              `json:"op"`
-	}{m.Host, m.Headers, opIn{op.Method, op.Path, op.Args, op.Query, op.BodyJSON, op.BodyForm}})
-	if err != nil {
-		return nil, err
-	}
-	return append(head, '\n'), nil
 }
 
 // inputHook, when set, may change the guest's op input after the host
@@ -571,7 +542,7 @@ func (e *Engine) run(ctx context.Context, call Call, start time.Time) (*Result, 
 	} else if err != nil {
 		status = err.Status
 	}
-	e.audit(ctx, call, p, res, err, status, raw, start, p.bind.target(st.want))
+	e.audit(ctx, call, p, res, err, status, raw, start, p.bind.Target(st.want))
 	return res, err
 }
 
@@ -588,7 +559,7 @@ func (e *Engine) execute(ctx context.Context, p *prepared, args json.RawMessage)
 	// rules the guest also runs) and renders the request they bind the op
 	// to: bad args fail here, before any guest runs, and the guest's
 	// request must be exactly this one (bind.go).
-	want, rej := p.bind.bind(args)
+	want, rej := p.bind.Bind(args)
 	if rej != nil {
 		return nil, badArgs(p, rej.Reason, rej.Arg)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/elevenmessenger/pinned/guest/executor"
 	"github.com/elevenmessenger/pinned/internal/abi"
+	"github.com/elevenmessenger/pinned/internal/egress"
 	"github.com/elevenmessenger/pinned/registry"
 )
 
@@ -15,8 +16,8 @@ import (
 type fuzzOp struct {
 	m      *registry.Manifest
 	op     *registry.Op
-	policy *opPolicy
-	bind   *binding
+	policy *egress.Policy
+	bind   *egress.Binding
 	prefix []byte
 }
 
@@ -26,15 +27,15 @@ func allOps(t testing.TB) []fuzzOp {
 	for _, m := range registry.Default().Services() {
 		for _, name := range m.OpNames() {
 			op, _ := m.Op(name)
-			pol, err := newOpPolicy(m, op)
+			pol, err := egress.NewPolicy(m, op)
 			if err != nil {
 				t.Fatal(err)
 			}
-			prefix, err := inputPrefix(m, op)
+			prefix, err := egress.InputPrefix(m, op)
 			if err != nil {
 				t.Fatal(err)
 			}
-			b, err := newBinding(m, op, prefix)
+			b, err := egress.NewBinding(m, op, prefix)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -71,7 +72,7 @@ func FuzzRender(f *testing.F) {
 		if err != nil {
 			t.Fatalf("%s.%s: the host's input was refused: %v", o.m.ID, o.op.Method, err)
 		}
-		want, hrej := o.bind.bind([]byte(args))
+		want, hrej := o.bind.Bind([]byte(args))
 		if (rej == nil) != (hrej == nil) || (rej != nil && *rej != *hrej) {
 			t.Fatalf("%s %s %s: the executor says %+v, the host's binding says %+v", o.m.ID, o.op.Path, args, rej, hrej)
 		}
@@ -89,14 +90,14 @@ func FuzzRender(f *testing.F) {
 		if len(req) > abi.MaxRequestBytes {
 			return // refused with ETOOBIG; args are capped at 64 KiB so this is rare
 		}
-		dec, deny := decodeRequest(req)
+		dec, deny := egress.DecodeRequest(req)
 		if deny != "" {
 			t.Fatalf("%s: the host cannot decode the executor's request (%s): %s", o.m.ID, deny, req)
 		}
-		if deny := o.policy.check(dec); deny != "" {
+		if deny := o.policy.Check(dec); deny != "" {
 			t.Fatalf("%s %s: the policy refuses the executor's request (%s): %s", o.m.ID, o.op.Path, deny, req)
 		}
-		if !o.bind.check(want, dec, o.policy.host) {
+		if !o.bind.Check(want, dec, o.policy.Host()) {
 			t.Fatalf("%s %s: the binding refuses the executor's request for %s: %s", o.m.ID, o.op.Path, args, req)
 		}
 	})
@@ -122,42 +123,42 @@ func FuzzRequestCheck(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, idx uint16, b []byte) {
 		o := ops[int(idx)%len(ops)]
-		r, deny := decodeRequest(b)
+		r, deny := egress.DecodeRequest(b)
 		if deny != "" {
 			return
 		}
-		if o.policy.check(r) != "" {
+		if o.policy.Check(r) != "" {
 			return
 		}
-		u, err := url.Parse(r.url)
+		u, err := url.Parse(r.URL())
 		if err != nil {
-			t.Fatalf("accepted a URL net/url cannot parse: %q", r.url)
+			t.Fatalf("accepted a URL net/url cannot parse: %q", r.URL())
 		}
 		if u.Scheme != "https" || u.Host != o.m.Host || u.Port() != "" || u.User != nil || u.Fragment != "" || u.Opaque != "" {
-			t.Fatalf("accepted %q: scheme %q host %q user %v", r.url, u.Scheme, u.Host, u.User)
+			t.Fatalf("accepted %q: scheme %q host %q user %v", r.URL(), u.Scheme, u.Host, u.User)
 		}
 		for _, seg := range strings.Split(u.EscapedPath(), "/") {
 			dec, err := url.PathUnescape(seg)
 			if err != nil || dec == "." || dec == ".." || strings.ContainsAny(dec, "/\\") {
-				t.Fatalf("accepted path segment %q in %q", seg, r.url)
+				t.Fatalf("accepted path segment %q in %q", seg, r.URL())
 			}
 		}
 		q, err := url.ParseQuery(u.RawQuery)
 		if err != nil {
 			t.Fatalf("accepted a query net/url cannot parse: %q", u.RawQuery)
 		}
-		want, rej := o.bind.bind([]byte(`{}`))
-		bound := rej == nil && o.bind.check(want, r, o.policy.host)
+		want, rej := o.bind.Bind([]byte(`{}`))
+		bound := rej == nil && o.bind.Check(want, r, o.policy.Host())
 		for k, vs := range q {
 			if _, ok := o.op.Query[k]; (bound && !ok) || len(vs) != 1 {
-				t.Fatalf("accepted query key %q (%d values) in %q", k, len(vs), r.url)
+				t.Fatalf("accepted query key %q (%d values) in %q", k, len(vs), r.URL())
 			}
 		}
-		if r.method != o.op.Method {
-			t.Fatalf("accepted method %q", r.method)
+		if r.Method() != o.op.Method {
+			t.Fatalf("accepted method %q", r.Method())
 		}
-		for _, h := range r.headers {
-			if o.policy.forbiddenHeader(textproto.CanonicalMIMEHeaderKey(h[0])) || strings.ContainsAny(h[1], "\r\n\x00") {
+		for _, h := range r.Headers() {
+			if o.policy.ForbiddenHeader(textproto.CanonicalMIMEHeaderKey(h[0])) || strings.ContainsAny(h[1], "\r\n\x00") {
 				t.Fatalf("accepted header %q: %q", h[0], h[1])
 			}
 		}

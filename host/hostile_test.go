@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/elevenmessenger/pinned/internal/abi"
+	"github.com/elevenmessenger/pinned/internal/egress"
 	"github.com/elevenmessenger/pinned/internal/fakeapi"
 )
 
@@ -74,61 +75,61 @@ func TestHostileEgress(t *testing.T) {
 		// result is EDENIED / not_bound.
 		mut []string
 	}{
-		{attack: "other_host", guestCode: abi.EDENIED, deny: DenyHost},
-		{attack: "host_upper_case", guestCode: abi.EDENIED, deny: DenyHost},
-		{attack: "host_trailing_dot", guestCode: abi.EDENIED, deny: DenyHost},
-		{attack: "host_suffix", guestCode: abi.EDENIED, deny: DenyHost},
-		{attack: "ipv4_literal", guestCode: abi.EDENIED, deny: DenyHost},
-		{attack: "ipv6_literal", guestCode: abi.EDENIED, deny: DenyHost},
-		{attack: "ipv6_loopback_bracketed", guestCode: abi.EDENIED, deny: DenyHost},
-		{attack: "decimal_host", guestCode: abi.EDENIED, deny: DenyHost},
-		{attack: "octal_host", guestCode: abi.EDENIED, deny: DenyHost},
-		{attack: "hex_host", guestCode: abi.EDENIED, deny: DenyHost},
-		{attack: "port_8443", guestCode: abi.EDENIED, deny: DenyPort},
-		{attack: "port_443_explicit", guestCode: abi.EDENIED, deny: DenyPort},
-		{attack: "http_scheme", guestCode: abi.EDENIED, deny: DenyScheme},
-		{attack: "scheme_upper_case", guestCode: abi.EDENIED, deny: DenyScheme},
-		{attack: "userinfo", guestCode: abi.EDENIED, deny: DenyUserinfo},
-		{attack: "userinfo_host_confusion", guestCode: abi.EDENIED, deny: DenyUserinfo},
-		{attack: "fragment", guestCode: abi.EDENIED, deny: DenyFragment},
-		{attack: "path_other_endpoint", guestCode: abi.EDENIED, deny: DenyPath},
-		{attack: "path_extra_segment", guestCode: abi.EDENIED, deny: DenyPath},
-		{attack: "path_dot_dot", guestCode: abi.EDENIED, deny: DenyDotSegment},
-		{attack: "path_dot_dot_encoded", guestCode: abi.EDENIED, deny: DenyDotSegment},
-		{attack: "path_dot_dot_mixed", guestCode: abi.EDENIED, deny: DenyDotSegment},
-		{attack: "path_encoded_slash", guestCode: abi.EDENIED, deny: DenyEncodedSlash},
-		{attack: "path_encoded_backslash", guestCode: abi.EDENIED, deny: DenyEncodedSlash},
-		{attack: "path_bad_escape", guestCode: abi.EDENIED, deny: DenyPathEncoding},
-		{attack: "path_empty_segment", guestCode: abi.EDENIED, deny: DenyPath},
-		{attack: "query_undeclared_key", guestCode: abi.EDENIED, deny: DenyNotBound},
-		{attack: "query_duplicate_key", guestCode: abi.EDENIED, deny: DenyQueryDuplicate},
-		{attack: "query_empty", guestCode: abi.EDENIED, deny: DenyQuerySyntax},
-		{attack: "body_on_get", guestCode: abi.EDENIED, deny: DenyBodyNotAllowed},
-		{attack: "method_other", guestCode: abi.EDENIED, deny: DenyMethod},
-		{attack: "method_lower_case", guestCode: abi.EDENIED, deny: DenyMethod},
-		{attack: "crlf_in_header_value", guestCode: abi.EDENIED, deny: DenyHeaderInvalid},
-		{attack: "crlf_in_path", guestCode: abi.EDENIED, deny: DenyURLChar},
-		{attack: "space_in_url", guestCode: abi.EDENIED, deny: DenyURLChar},
-		{attack: "non_ascii_in_url", guestCode: abi.EDENIED, deny: DenyURLChar},
-		{attack: "set_authorization", guestCode: abi.EDENIED, deny: DenyHeaderForbidden},
-		{attack: "set_authorization_lower", guestCode: abi.EDENIED, deny: DenyHeaderForbidden},
-		{attack: "set_cookie", guestCode: abi.EDENIED, deny: DenyHeaderForbidden},
-		{attack: "set_host", guestCode: abi.EDENIED, deny: DenyHeaderForbidden},
-		{attack: "set_proxy_authorization", guestCode: abi.EDENIED, deny: DenyHeaderForbidden},
-		{attack: "set_accept_encoding", guestCode: abi.EDENIED, deny: DenyHeaderForbidden},
-		{attack: "set_content_length", guestCode: abi.EDENIED, deny: DenyHeaderForbidden},
-		{attack: "set_transfer_encoding", guestCode: abi.EDENIED, deny: DenyHeaderForbidden},
-		{attack: "set_x_forwarded_for", guestCode: abi.EDENIED, deny: DenyHeaderForbidden},
-		{attack: "header_undeclared", guestCode: abi.EDENIED, deny: DenyNotBound},
-		{attack: "header_value_changed", guestCode: abi.EDENIED, deny: DenyNotBound},
-		{attack: "header_duplicate", guestCode: abi.EDENIED, deny: DenyHeaderDuplicate},
-		{attack: "header_bad_name", guestCode: abi.EDENIED, deny: DenyHeaderInvalid},
-		{attack: "oversized", guestCode: abi.ETOOBIG, deny: DenyTooLarge},
-		{attack: "malformed_json", guestCode: abi.EINVAL, deny: DenyMalformed},
-		{attack: "unknown_member", guestCode: abi.EINVAL, deny: DenyMalformed},
-		{attack: "deny_then_retry", guestCode: abi.ESTATE, deny: DenyHost},
-		{attack: "create_body_not_json", op: "create_issue", guestCode: abi.EDENIED, deny: DenyBodyInvalid},
-		{attack: "create_body_missing", op: "create_issue", guestCode: abi.EDENIED, deny: DenyBodyMissing},
+		{attack: "other_host", guestCode: abi.EDENIED, deny: egress.DenyHost},
+		{attack: "host_upper_case", guestCode: abi.EDENIED, deny: egress.DenyHost},
+		{attack: "host_trailing_dot", guestCode: abi.EDENIED, deny: egress.DenyHost},
+		{attack: "host_suffix", guestCode: abi.EDENIED, deny: egress.DenyHost},
+		{attack: "ipv4_literal", guestCode: abi.EDENIED, deny: egress.DenyHost},
+		{attack: "ipv6_literal", guestCode: abi.EDENIED, deny: egress.DenyHost},
+		{attack: "ipv6_loopback_bracketed", guestCode: abi.EDENIED, deny: egress.DenyHost},
+		{attack: "decimal_host", guestCode: abi.EDENIED, deny: egress.DenyHost},
+		{attack: "octal_host", guestCode: abi.EDENIED, deny: egress.DenyHost},
+		{attack: "hex_host", guestCode: abi.EDENIED, deny: egress.DenyHost},
+		{attack: "port_8443", guestCode: abi.EDENIED, deny: egress.DenyPort},
+		{attack: "port_443_explicit", guestCode: abi.EDENIED, deny: egress.DenyPort},
+		{attack: "http_scheme", guestCode: abi.EDENIED, deny: egress.DenyScheme},
+		{attack: "scheme_upper_case", guestCode: abi.EDENIED, deny: egress.DenyScheme},
+		{attack: "userinfo", guestCode: abi.EDENIED, deny: egress.DenyUserinfo},
+		{attack: "userinfo_host_confusion", guestCode: abi.EDENIED, deny: egress.DenyUserinfo},
+		{attack: "fragment", guestCode: abi.EDENIED, deny: egress.DenyFragment},
+		{attack: "path_other_endpoint", guestCode: abi.EDENIED, deny: egress.DenyPath},
+		{attack: "path_extra_segment", guestCode: abi.EDENIED, deny: egress.DenyPath},
+		{attack: "path_dot_dot", guestCode: abi.EDENIED, deny: egress.DenyDotSegment},
+		{attack: "path_dot_dot_encoded", guestCode: abi.EDENIED, deny: egress.DenyDotSegment},
+		{attack: "path_dot_dot_mixed", guestCode: abi.EDENIED, deny: egress.DenyDotSegment},
+		{attack: "path_encoded_slash", guestCode: abi.EDENIED, deny: egress.DenyEncodedSlash},
+		{attack: "path_encoded_backslash", guestCode: abi.EDENIED, deny: egress.DenyEncodedSlash},
+		{attack: "path_bad_escape", guestCode: abi.EDENIED, deny: egress.DenyPathEncoding},
+		{attack: "path_empty_segment", guestCode: abi.EDENIED, deny: egress.DenyPath},
+		{attack: "query_undeclared_key", guestCode: abi.EDENIED, deny: egress.DenyNotBound},
+		{attack: "query_duplicate_key", guestCode: abi.EDENIED, deny: egress.DenyQueryDuplicate},
+		{attack: "query_empty", guestCode: abi.EDENIED, deny: egress.DenyQuerySyntax},
+		{attack: "body_on_get", guestCode: abi.EDENIED, deny: egress.DenyBodyNotAllowed},
+		{attack: "method_other", guestCode: abi.EDENIED, deny: egress.DenyMethod},
+		{attack: "method_lower_case", guestCode: abi.EDENIED, deny: egress.DenyMethod},
+		{attack: "crlf_in_header_value", guestCode: abi.EDENIED, deny: egress.DenyHeaderInvalid},
+		{attack: "crlf_in_path", guestCode: abi.EDENIED, deny: egress.DenyURLChar},
+		{attack: "space_in_url", guestCode: abi.EDENIED, deny: egress.DenyURLChar},
+		{attack: "non_ascii_in_url", guestCode: abi.EDENIED, deny: egress.DenyURLChar},
+		{attack: "set_authorization", guestCode: abi.EDENIED, deny: egress.DenyHeaderForbidden},
+		{attack: "set_authorization_lower", guestCode: abi.EDENIED, deny: egress.DenyHeaderForbidden},
+		{attack: "set_cookie", guestCode: abi.EDENIED, deny: egress.DenyHeaderForbidden},
+		{attack: "set_host", guestCode: abi.EDENIED, deny: egress.DenyHeaderForbidden},
+		{attack: "set_proxy_authorization", guestCode: abi.EDENIED, deny: egress.DenyHeaderForbidden},
+		{attack: "set_accept_encoding", guestCode: abi.EDENIED, deny: egress.DenyHeaderForbidden},
+		{attack: "set_content_length", guestCode: abi.EDENIED, deny: egress.DenyHeaderForbidden},
+		{attack: "set_transfer_encoding", guestCode: abi.EDENIED, deny: egress.DenyHeaderForbidden},
+		{attack: "set_x_forwarded_for", guestCode: abi.EDENIED, deny: egress.DenyHeaderForbidden},
+		{attack: "header_undeclared", guestCode: abi.EDENIED, deny: egress.DenyNotBound},
+		{attack: "header_value_changed", guestCode: abi.EDENIED, deny: egress.DenyNotBound},
+		{attack: "header_duplicate", guestCode: abi.EDENIED, deny: egress.DenyHeaderDuplicate},
+		{attack: "header_bad_name", guestCode: abi.EDENIED, deny: egress.DenyHeaderInvalid},
+		{attack: "oversized", guestCode: abi.ETOOBIG, deny: egress.DenyTooLarge},
+		{attack: "malformed_json", guestCode: abi.EINVAL, deny: egress.DenyMalformed},
+		{attack: "unknown_member", guestCode: abi.EINVAL, deny: egress.DenyMalformed},
+		{attack: "deny_then_retry", guestCode: abi.ESTATE, deny: egress.DenyHost},
+		{attack: "create_body_not_json", op: "create_issue", guestCode: abi.EDENIED, deny: egress.DenyBodyInvalid},
+		{attack: "create_body_missing", op: "create_issue", guestCode: abi.EDENIED, deny: egress.DenyBodyMissing},
 
 		// Request binding (issue 10's red-team findings): the honest
 		// request for the args owner=octo, repo=hello (create_issue: title
@@ -173,7 +174,7 @@ func TestHostileEgress(t *testing.T) {
 			if tt.mut != nil {
 				m, _ := json.Marshal(tt.mut)
 				harness = `{"attack":"mut","mut":` + string(m) + `}`
-				tt.guestCode, tt.deny = abi.EDENIED, DenyNotBound
+				tt.guestCode, tt.deny = abi.EDENIED, egress.DenyNotBound
 			}
 			res, err := env.runHarness("github", op, honestArgs["github."+op], harness)
 			if err == nil {
@@ -338,7 +339,7 @@ func TestHostileResources(t *testing.T) {
 	})
 	t.Run("out-of-bounds pointers on pin_v1", func(t *testing.T) {
 		out, _, err := run(t, "pin_oob")
-		if err == nil || err.Code != CodeEgressDenied || err.Deny != DenyTooLarge {
+		if err == nil || err.Code != CodeEgressDenied || err.Deny != egress.DenyTooLarge {
 			t.Fatalf("got %v", err)
 		}
 		want := []int32{abi.EFAULT, abi.ERANGE, abi.EFAULT, abi.ETOOBIG, abi.ESTATE}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/elevenmessenger/pinned/internal/abi"
 	"github.com/elevenmessenger/pinned/internal/argrules"
+	"github.com/elevenmessenger/pinned/internal/egress"
 	"github.com/elevenmessenger/pinned/internal/jsonv"
 	"github.com/elevenmessenger/pinned/registry"
 )
@@ -30,9 +31,9 @@ const (
 type opState struct {
 	running bool // false during _initialize: pin_v1 calls get ESTATE
 	input   []byte
-	policy  *opPolicy
-	bind    *binding // the op's request template (nil: no request is bound)
-	want    *bound   // the request the caller's validated args render
+	policy  *egress.Policy
+	bind    *egress.Binding // the op's request template (nil: no request is bound)
+	want    *egress.Bound   // the request the caller's validated args render
 	op      *registry.Op
 	calls   int
 	maxCall int
@@ -45,7 +46,7 @@ type opState struct {
 	log       logBuffer
 
 	outcome   outcome
-	req       *checkedRequest
+	req       *egress.Request
 	deny      DenyReason
 	rejReason int32
 	rejArg    string
@@ -183,7 +184,7 @@ func pinRequest(ctx context.Context, mod api.Module, stack []uint64) {
 	}
 	buf, n := uint32(stack[0]), uint32(stack[1])
 	if n > abi.MaxRequestBytes {
-		st.outcome, st.deny = outcomeDenied, DenyTooLarge
+		st.outcome, st.deny = outcomeDenied, egress.DenyTooLarge
 		result(stack, abi.ETOOBIG)
 		return
 	}
@@ -192,19 +193,19 @@ func pinRequest(ctx context.Context, mod api.Module, stack []uint64) {
 		result(stack, abi.EFAULT)
 		return
 	}
-	req, deny := decodeRequest(append([]byte(nil), view...))
+	req, deny := egress.DecodeRequest(append([]byte(nil), view...))
 	if deny != "" {
 		st.outcome, st.deny = outcomeDenied, deny
 		result(stack, abi.EINVAL)
 		return
 	}
-	if deny := st.policy.check(req); deny != "" {
+	if deny := st.policy.Check(req); deny != "" {
 		st.outcome, st.deny = outcomeDenied, deny
 		result(stack, abi.EDENIED)
 		return
 	}
-	if st.bind == nil || !st.bind.check(st.want, req, st.policy.host) {
-		st.outcome, st.deny = outcomeDenied, DenyNotBound
+	if st.bind == nil || !st.bind.Check(st.want, req, st.policy.Host()) {
+		st.outcome, st.deny = outcomeDenied, egress.DenyNotBound
 		result(stack, abi.EDENIED)
 		return
 	}

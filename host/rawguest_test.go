@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/elevenmessenger/pinned/internal/egress"
 	"github.com/elevenmessenger/pinned/internal/wasmtest"
 )
 
@@ -170,7 +171,7 @@ func TestRawGuestIsolation(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want, rej := p.bind.bind([]byte(args))
+			want, rej := p.bind.Bind([]byte(args))
 			if rej != nil {
 				t.Fatal(rej)
 			}
@@ -181,8 +182,8 @@ func TestRawGuestIsolation(t *testing.T) {
 			}
 			switch {
 			case st.outcome == outcomeAccepted:
-				owners = append(owners, strings.Split(st.req.url, "/")[4])
-			case st.outcome == outcomeDenied && st.deny == DenyNotBound:
+				owners = append(owners, strings.Split(st.req.URL(), "/")[4])
+			case st.outcome == outcomeDenied && st.deny == egress.DenyNotBound:
 				owners = append(owners, "found") // the unbound request
 			default:
 				t.Fatalf("outcome %v %s", st.outcome, st.deny)
@@ -208,7 +209,7 @@ func TestRawGuestIsolation(t *testing.T) {
 					args = rawArgsWrite // this op leaves the marker; the next one looks
 				}
 				_, err := env.run("github", "list_issues", args)
-				if err != nil && err.Deny == DenyNotBound {
+				if err != nil && err.Deny == egress.DenyNotBound {
 					t.Fatalf("op %d observed the marker op %d left (it sent the request for owner found)", i, i-1)
 				}
 				if err != nil && err.Code != CodeUpstreamError {

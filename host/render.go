@@ -4,18 +4,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"strconv"
-	"strings"
 
-	"github.com/elevenmessenger/pinned/internal/argrules"
-	"github.com/elevenmessenger/pinned/internal/jsonenc"
-	"github.com/elevenmessenger/pinned/internal/jsonv"
+	"github.com/elevenmessenger/pinned/internal/egress"
 	"github.com/elevenmessenger/pinned/registry"
 )
 
 // Redacted replaces the value of an arg the manifest marks secret
 // wherever Render shows it (and in the audit event's target).
-const Redacted = "[redacted]"
+const Redacted = egress.Redacted
 
 // Request is the request an op's args bind it to (bind.go): what the host
 // accepts from the guest for those args and nothing else. It is built by
@@ -83,35 +79,14 @@ func render(m *registry.Manifest, opName string, args json.RawMessage, redact bo
 	if herr != nil {
 		return nil, herr
 	}
-	vals := want.vals
-	target := want.target
-	if redact {
-		vals = b.redacted(want.vals)
-		// b.target is what the audit event records; the marker is shown
-		// unencoded here, for a person.
-		target = strings.ReplaceAll(b.target(want), string(pctEncode(nil, Redacted, false)), Redacted)
-	}
-	r := &Request{Method: op.Method, URL: "https://" + m.Host + target, Headers: []Header{}}
-	for _, h := range b.headers {
-		r.Headers = append(r.Headers, Header{Name: h.name, Value: h.value})
-	}
-	switch {
-	case b.body != nil:
-		r.ContentType = "application/json"
-		r.Body = string(b.body.appendJSON(nil, vals))
-	case b.hasForm:
-		r.ContentType = "application/x-www-form-urlencoded"
-		form := want.form
-		if redact {
-			form = b.pairs(b.form, vals, true)
-			for i := range form {
-				form[i] = strings.ReplaceAll(form[i], string(pctEncode(nil, Redacted, true)), Redacted)
-			}
-		}
-		r.Body = strings.Join(form, "&")
+	rr := b.Render(want, redact)
+	r := &Request{Method: op.Method, URL: "https://" + m.Host + rr.Target, Headers: []Header{},
+		ContentType: rr.ContentType, Body: rr.Body}
+	for _, h := range rr.Headers {
+		r.Headers = append(r.Headers, Header{Name: h[0], Value: h[1]})
 	}
 	if op.Confirm != "" {
-		r.Confirm = renderConfirm(op.Confirm, b.confirmValues(&bound{vals: vals}))
+		r.Confirm = renderConfirm(op.Confirm, rr.Values)
 	}
 	return r, nil
 }
@@ -119,7 +94,7 @@ func render(m *registry.Manifest, opName string, args json.RawMessage, redact bo
 // bindFor prepares the binding of the op opName of m and binds args to
 // it, as Run does before any guest runs. maxArgsBytes 0 means
 // DefaultMaxArgsBytes; empty args are {}.
-func bindFor(m *registry.Manifest, opName string, args json.RawMessage, maxArgsBytes int) (*registry.Op, *binding, *bound, *Error) {
+func bindFor(m *registry.Manifest, opName string, args json.RawMessage, maxArgsBytes int) (*registry.Op, *egress.Binding, *egress.Bound, *Error) {
 	op, ok := m.Op(opName)
 	if !ok {
 		return nil, nil, nil, newError(CodeUnknownOp, fmt.Sprintf("service %s has no op %q (ops: %s)", m.ID, opName, joinNames(m.OpNames())))
@@ -133,89 +108,17 @@ func bindFor(m *registry.Manifest, opName string, args json.RawMessage, maxArgsB
 	if len(args) > maxArgsBytes {
 		return nil, nil, nil, &Error{Code: CodeBadArgs, Message: fmt.Sprintf("args are larger than %d bytes", maxArgsBytes)}
 	}
-	prefix, err := inputPrefix(m, op)
+	prefix, err := egress.InputPrefix(m, op)
 	if err != nil {
 		return nil, nil, nil, &Error{Code: CodeSandboxError, Message: "op cannot be prepared", cause: err}
 	}
-	b, err := newBinding(m, op, prefix)
+	b, err := egress.NewBinding(m, op, prefix)
 	if err != nil {
 		return nil, nil, nil, &Error{Code: CodeSandboxError, Message: "op cannot be prepared", cause: err}
 	}
-	want, rej := b.bind(args)
+	want, rej := b.Bind(args)
 	if rej != nil {
 		return nil, nil, nil, badArgs(&prepared{m: m, op: op, name: opName}, rej.Reason, rej.Arg)
 	}
 	return op, b, want, nil
-}
-
-// redacted is vals with the value of every set secret arg replaced by
-// the string Redacted.
-func (b *binding) redacted(vals []argrules.Value) []argrules.Value {
-	out := append([]argrules.Value(nil), vals...)
-	for i, s := range b.secret {
-		if s && out[i].Set {
-			out[i] = argrules.Value{Set: true, Kind: jsonv.String, S: Redacted}
-		}
-	}
-	return out
-}
-
-// appendJSON appends the body_json template rendered from vals as compact
-// JSON: a string that is exactly "{arg}" as the arg's typed value, any
-// other string template as a string of the values' text, a member or
-// element whose string names an absent arg left out. It is the value
-// equal accepts (TestRenderBodyIsBound checks that for every op).
-func (n *bindNode) appendJSON(dst []byte, vals []argrules.Value) []byte {
-	str := func(dst []byte, s string) []byte {
-		q, _ := jsonenc.Marshal(s)
-		return append(dst, q...)
-	}
-	if n.exact >= 0 {
-		a := vals[n.exact]
-		if a.Kind == jsonv.String {
-			return str(dst, a.S)
-		}
-		return a.AppendText(dst)
-	}
-	switch n.kind {
-	case jsonv.String:
-		return str(dst, text(n.pieces, vals))
-	case jsonv.Number:
-		return append(dst, n.num...) // the manifest's literal text, which equal requires
-	case jsonv.Bool:
-		return strconv.AppendBool(dst, n.b)
-	case jsonv.Null:
-		return append(dst, "null"...)
-	case jsonv.Array:
-		dst = append(dst, '[')
-		first := true
-		for _, e := range n.vals {
-			if !e.present(vals) {
-				continue
-			}
-			if !first {
-				dst = append(dst, ',')
-			}
-			first = false
-			dst = e.appendJSON(dst, vals)
-		}
-		return append(dst, ']')
-	case jsonv.Object:
-		dst = append(dst, '{')
-		first := true
-		for i, e := range n.vals {
-			if !e.present(vals) {
-				continue
-			}
-			if !first {
-				dst = append(dst, ',')
-			}
-			first = false
-			dst = str(dst, n.keys[i])
-			dst = append(dst, ':')
-			dst = e.appendJSON(dst, vals)
-		}
-		return append(dst, '}')
-	}
-	return dst
 }

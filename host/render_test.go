@@ -9,8 +9,8 @@ import (
 	"testing"
 	"testing/fstest"
 
+	"github.com/elevenmessenger/pinned/internal/egress"
 	"github.com/elevenmessenger/pinned/internal/fakeapi"
-	"github.com/elevenmessenger/pinned/internal/jsonv"
 	"github.com/elevenmessenger/pinned/registry"
 )
 
@@ -234,30 +234,46 @@ func TestRenderIsBound(t *testing.T) {
 		if herr != nil {
 			t.Fatal(herr)
 		}
-		if !b.check(want, checkedRequestFor(t, r, r.Body), m.Host) {
+		if !b.Check(want, checkedRequestFor(t, m, tc.op, r, r.Body), m.Host) {
 			t.Errorf("%s %s: the rendered request fails the binding check: %+v", tc.op, tc.args, r)
 		}
-		broken := checkedRequestFor(t, r, strings.Replace(r.Body, "a", "b", 1))
-		if b.check(want, broken, m.Host) {
+		broken := checkedRequestFor(t, m, tc.op, r, strings.Replace(r.Body, "a", "b", 1))
+		if b.Check(want, broken, m.Host) {
 			t.Errorf("%s: a changed body passed the binding check", tc.op)
 		}
 	}
 }
 
 // checkedRequestFor is r (its URL and declared headers) with body, as the
-// egress policy hands it to the binding check.
-func checkedRequestFor(t *testing.T, r *Request, body string) *checkedRequest {
+// egress policy hands it to the binding check: encoded as the guest
+// submits a request, decoded and checked by the policy of m's op (which
+// must accept it).
+func checkedRequestFor(t *testing.T, m *registry.Manifest, opName string, r *Request, body string) *egress.Request {
 	t.Helper()
-	c := &checkedRequest{method: r.Method, url: r.URL, body: []byte(body), hasBody: body != ""}
-	for _, h := range r.Headers {
-		c.headers = append(c.headers, [2]string{h.Name, h.Value})
+	op, _ := m.Op(opName)
+	pol, err := egress.NewPolicy(m, op)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if r.ContentType == "application/json" {
-		v, err := jsonv.Parse([]byte(body))
-		if err != nil {
-			t.Fatalf("rendered body %s: %v", body, err)
-		}
-		c.json = &v
+	raw := map[string]any{"method": r.Method, "url": r.URL, "headers": [][2]string{}}
+	hs := [][2]string{}
+	for _, h := range r.Headers {
+		hs = append(hs, [2]string{h.Name, h.Value})
+	}
+	raw["headers"] = hs
+	if body != "" {
+		raw["body"] = body
+	}
+	enc, err := json.Marshal(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, deny := egress.DecodeRequest(enc)
+	if deny == "" {
+		deny = pol.Check(c)
+	}
+	if deny != "" {
+		t.Fatalf("the policy refuses %s (%s)", enc, deny)
 	}
 	return c
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"testing/fstest"
 
+	"github.com/elevenmessenger/pinned/internal/egress"
 	"github.com/elevenmessenger/pinned/internal/fakeapi"
 	"github.com/elevenmessenger/pinned/registry"
 )
@@ -747,9 +748,9 @@ func TestOpRequestsPathEncoding(t *testing.T) {
 		{name: "a dotted name is not a dot segment", args: `{"owner":"...","repo":".x"}`,
 			path: "/repos/.../.x", query: "fixed=a%20b%2Cc"},
 		{name: "a slash in a segment is refused by the egress policy", args: `{"owner":"a/b","repo":"r"}`,
-			code: CodeEgressDenied, deny: DenyEncodedSlash},
+			code: CodeEgressDenied, deny: egress.DenyEncodedSlash},
 		{name: "a backslash in a segment is refused by the egress policy", args: `{"owner":"a\\b","repo":"r"}`,
-			code: CodeEgressDenied, deny: DenyEncodedSlash},
+			code: CodeEgressDenied, deny: egress.DenyEncodedSlash},
 		{name: "dot-dot segment is a bad arg", args: `{"owner":"..","repo":"r"}`, code: CodeBadArgs, arg: "owner"},
 		{name: "dot segment is a bad arg", args: `{"owner":"o","repo":"."}`, code: CodeBadArgs, arg: "repo"},
 		{name: "empty segment is a bad arg", args: `{"owner":"","repo":"r"}`, code: CodeBadArgs, arg: "owner"},

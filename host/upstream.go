@@ -20,6 +20,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/elevenmessenger/pinned/internal/egress"
 	"github.com/elevenmessenger/pinned/internal/pick"
 	"github.com/elevenmessenger/pinned/registry"
 )
@@ -27,21 +28,21 @@ import (
 // send performs an accepted request: it injects the credential (ABI
 // invariant 3), reads at most the raw cap of the decoded body, maps errors
 // and rate limits, and projects a success.
-func (e *Engine) send(ctx context.Context, p *prepared, r *checkedRequest, cred Credential) (*Result, int64, *Error) {
+func (e *Engine) send(ctx context.Context, p *prepared, r *egress.Request, cred Credential) (*Result, int64, *Error) {
 	var body io.Reader
-	if r.hasBody {
-		body = bytes.NewReader(r.body)
+	if b, ok := r.Body(); ok {
+		body = bytes.NewReader(b)
 	}
-	req, err := http.NewRequestWithContext(ctx, r.method, r.url, body)
+	req, err := http.NewRequestWithContext(ctx, r.Method(), r.URL(), body)
 	if err != nil {
 		// The policy accepted a URL net/url cannot parse: refuse.
-		return nil, 0, &Error{Code: CodeEgressDenied, Message: "the request URL cannot be sent", Deny: DenyMalformed, cause: err}
+		return nil, 0, &Error{Code: CodeEgressDenied, Message: "the request URL cannot be sent", Deny: egress.DenyMalformed, cause: err}
 	}
-	for _, h := range r.headers {
+	for _, h := range r.Headers() {
 		req.Header.Set(h[0], h[1])
 	}
-	if p.policy.contentType != "" {
-		req.Header.Set("Content-Type", p.policy.contentType)
+	if p.policy.ContentType() != "" {
+		req.Header.Set("Content-Type", p.policy.ContentType())
 	}
 	req.Header.Set("Accept-Encoding", "gzip")
 	req.Header.Set("User-Agent", e.cfg.UserAgent)
@@ -66,7 +67,7 @@ func (e *Engine) send(ctx context.Context, p *prepared, r *checkedRequest, cred 
 		return nil, n, rerr
 	}
 	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
-		return nil, n, &Error{Code: CodeUpstreamError, Status: resp.StatusCode, Deny: DenyRedirect,
+		return nil, n, &Error{Code: CodeUpstreamError, Status: resp.StatusCode, Deny: egress.DenyRedirect,
 			Message: "the provider answered with a redirect, which is not followed"}
 	}
 	if ra, limited := rateLimited(p.m, resp, raw); limited {
@@ -96,7 +97,7 @@ func (e *Engine) send(ctx context.Context, p *prepared, r *checkedRequest, cred 
 	}
 	res.Data = out
 	if p.pager != nil {
-		res.cursor = p.pager.read(raw, resp.Header, r.url)
+		res.cursor = p.pager.read(raw, resp.Header, r.URL())
 	}
 	return res, n, nil
 }
@@ -118,10 +119,10 @@ func authHeader(m *registry.Manifest, c Credential) (string, string) {
 }
 
 func transportError(ctx context.Context, err error, host string) *Error {
-	var denied *DialDeniedError
+	var denied *egress.DialDeniedError
 	switch {
 	case errors.As(err, &denied):
-		return &Error{Code: CodeEgressDenied, Deny: DenyDial, Message: "the pinned host resolved to an address that is not public", cause: err}
+		return &Error{Code: CodeEgressDenied, Deny: egress.DenyDial, Message: "the pinned host resolved to an address that is not public", cause: err}
 	case ctx.Err() == context.DeadlineExceeded || errors.Is(err, context.DeadlineExceeded):
 		return &Error{Code: CodeTimeout, Message: "the provider did not answer before the op's deadline", cause: err}
 	case ctx.Err() == context.Canceled:

@@ -35,7 +35,7 @@ var layers = []struct {
 	{"contracts and test helpers", []string{"internal/argrules", "internal/brokerapi", "sidecar/grant", "internal/testutil"}},
 	{"guest", []string{"guest/..."}},
 	// The host's parts, each named for what it is; only host imports them.
-	{"host core", []string{"internal/pick"}},
+	{"host core", []string{"internal/pick", "internal/egress"}},
 	{"host", []string{"host/..."}},
 	// The binary's own parts of the services, under internal/ (nothing
 	// outside the module needs them): the sidecar's shared state, then

@@ -1,4 +1,4 @@
-package host
+package egress
 
 import (
 	"encoding/json"
@@ -17,7 +17,7 @@ import (
 // both, or refused by both (once, Expect, Forwarded and X-Forwarded-* passed
 // the loader and failed every op with header_forbidden).
 func TestLoaderAndPolicyAgreeOnHeaders(t *testing.T) {
-	base, err := os.ReadFile("../registry/testdata/acme.json")
+	base, err := os.ReadFile("../../registry/testdata/acme.json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +47,7 @@ func TestLoaderAndPolicyAgreeOnHeaders(t *testing.T) {
 				if !ok {
 					t.Fatal("acme has no get_viewer")
 				}
-				p, err := newOpPolicy(m, op)
+				p, err := NewPolicy(m, op)
 				if err != nil {
 					t.Fatalf("the loader accepted a manifest the host cannot build a policy for: %v", err)
 				}
@@ -68,7 +68,7 @@ func TestLoaderAndPolicyAgreeOnHeaders(t *testing.T) {
 					t.Fatal(err)
 				}
 				op, _ := m0.Op("get_viewer")
-				p, err := newOpPolicy(m0, op)
+				p, err := NewPolicy(m0, op)
 				if err != nil {
 					t.Fatal(err)
 				}

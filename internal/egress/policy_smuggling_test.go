@@ -1,4 +1,4 @@
-package host
+package egress
 
 import (
 	"net/http"
@@ -7,7 +7,7 @@ import (
 	"github.com/elevenmessenger/pinned/registry"
 )
 
-func redteamPolicy(t *testing.T, service, op string) *opPolicy {
+func redteamPolicy(t *testing.T, service, op string) *Policy {
 	t.Helper()
 	m, ok := registry.Default().Service(service)
 	if !ok {
@@ -17,7 +17,7 @@ func redteamPolicy(t *testing.T, service, op string) *opPolicy {
 	if !ok {
 		t.Fatal(op)
 	}
-	p, err := newOpPolicy(m, o)
+	p, err := NewPolicy(m, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,9 +44,9 @@ func TestPolicyRefusesSemicolonPairs(t *testing.T) {
 		}
 	}
 	sp := redteamPolicy(t, "stripe", "create_customer")
-	r := &checkedRequest{method: "POST", url: "https://api.stripe.com/v1/customers", hasBody: true,
+	r := &Request{method: "POST", url: "https://api.stripe.com/v1/customers", hasBody: true,
 		body: []byte("email=a@b.example;metadata[x]=1;balance=-100")}
-	if d := sp.check(r); d == "" {
+	if d := sp.Check(r); d == "" {
 		t.Errorf("policy accepted form body %q (undeclared keys after ';')", r.body)
 	}
 }

@@ -1,4 +1,4 @@
-package host
+package egress
 
 import (
 	"context"
@@ -13,20 +13,6 @@ import (
 	"time"
 )
 
-// Override maps every pinned host to one local HTTPS server: the provider
-// fake of tests and of `pinned demo`. It is the same code path as
-// production (the same dialer with the same address policy, the same TLS
-// verification with the pinned host as server name); only the address
-// dialed and the extra trusted CA differ. The override address is the one
-// non-public address the dial policy lets through.
-type Override struct {
-	// Addr is the "ip:port" every pinned host's port 443 is dialed at
-	// instead. It must be an IP literal.
-	Addr string
-	// CAPEM holds PEM certificates trusted in addition to the system roots.
-	CAPEM []byte
-}
-
 // Resolver looks up the addresses of a host name. The default is
 // net.DefaultResolver; tests substitute a hook that answers with hostile
 // addresses (DNS rebinding, private ranges).
@@ -38,6 +24,7 @@ type DialDeniedError struct {
 	Addr netip.Addr
 }
 
+// Error names the refused address.
 func (e *DialDeniedError) Error() string {
 	return "dial refused: " + e.Addr.String() + " is not a public address"
 }
@@ -104,29 +91,25 @@ func PublicAddr(a netip.Addr) bool {
 	return true
 }
 
-// dialer dials pinned hosts under the address policy.
-type dialer struct {
+// Dialer dials pinned hosts under the address policy.
+type Dialer struct {
 	resolve  Resolver
 	override netip.AddrPort // valid only with an Override
 	net      net.Dialer
 }
 
-func newDialer(resolve Resolver, ov *Override) (*dialer, error) {
-	d := &dialer{resolve: resolve}
-	if ov != nil {
-		ap, err := netip.ParseAddrPort(ov.Addr)
-		if err != nil {
-			return nil, fmt.Errorf("host: override address %q: %w", ov.Addr, err)
-		}
-		d.override = ap
-	}
+// NewDialer returns a dialer resolving pinned hosts with resolve; a
+// valid override is the one address dialed instead of any pinned host
+// (host.Override), and the one non-public address it lets through.
+func NewDialer(resolve Resolver, override netip.AddrPort) *Dialer {
+	d := &Dialer{resolve: resolve, override: override}
 	d.net = net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second, Control: d.control}
-	return d, nil
+	return d
 }
 
 // control runs on every connect, after resolution and before the SYN: the
 // one place no code path (happy eyeballs, a retry, a redirect) can skip.
-func (d *dialer) control(network, address string, _ syscall.RawConn) error {
+func (d *Dialer) control(network, address string, _ syscall.RawConn) error {
 	ap, err := netip.ParseAddrPort(address)
 	if err != nil {
 		return fmt.Errorf("dial refused: unparseable address %q", address)
@@ -142,7 +125,7 @@ func (d *dialer) control(network, address string, _ syscall.RawConn) error {
 
 // dialContext resolves host and dials the first public address that
 // answers. With an override, it dials the override address instead.
-func (d *dialer) dialContext(ctx context.Context, network, address string) (net.Conn, error) {
+func (d *Dialer) dialContext(ctx context.Context, network, address string) (net.Conn, error) {
 	host, port, err := net.SplitHostPort(address)
 	if err != nil {
 		return nil, err
@@ -179,11 +162,12 @@ func (d *dialer) dialContext(ctx context.Context, network, address string) (net.
 	return nil, firstErr
 }
 
-func defaultResolver(ctx context.Context, host string) ([]netip.Addr, error) {
+// DefaultResolver resolves host with net.DefaultResolver (A and AAAA).
+func DefaultResolver(ctx context.Context, host string) ([]netip.Addr, error) {
 	return net.DefaultResolver.LookupNetIP(ctx, "ip", host)
 }
 
-// newTransport builds the one HTTP transport of an Engine: no proxy
+// NewTransport builds the one HTTP transport of an Engine: no proxy
 // (environment variables are ignored), TLS 1.2 or later with the system
 // roots (plus the override's CA only when an override is set), compression
 // owned by the host, connections reused per pinned host. At most 64
@@ -191,14 +175,14 @@ func defaultResolver(ctx context.Context, host string) ([]netip.Addr, error) {
 // connection carries many ops, and without a cap a burst of ops each
 // dialed its own TLS connection at once (1,000 concurrent handshakes took
 // 0.3–2.5 s to clear and twice the memory; benchtool rss).
-func newTransport(d *dialer, ov *Override) (*http.Transport, error) {
+func NewTransport(d *Dialer, extraCAs []byte) (*http.Transport, error) {
 	tlsCfg := &tls.Config{MinVersion: tls.VersionTLS12}
-	if ov != nil && len(ov.CAPEM) > 0 {
+	if len(extraCAs) > 0 {
 		pool, err := x509.SystemCertPool()
 		if err != nil || pool == nil {
 			pool = x509.NewCertPool()
 		}
-		if !pool.AppendCertsFromPEM(ov.CAPEM) {
+		if !pool.AppendCertsFromPEM(extraCAs) {
 			return nil, errors.New("host: override CA: no certificate in PEM")
 		}
 		tlsCfg.RootCAs = pool

@@ -1,4 +1,17 @@
-package host
+// Package egress is the host's rule of what may leave the sandbox (ABI
+// invariants 2 and 4; docs/SECURITY.md): the guest's request decoded
+// (DecodeRequest) and held to the shape of its op (Policy: method, the
+// pinned host, the path template, encodings, body kind, no header the host
+// owns), then to exactly the request the caller's validated args render
+// from the manifest's templates (Binding: request binding, bind.go), and
+// the dialer that connects only to public addresses of the pinned host
+// (Dialer, PublicAddr) under the one HTTP transport (no proxy, TLS 1.2 or
+// later, compression owned by the host). Refusals are DenyReason values,
+// stable strings; the host maps them to its errors.
+//
+// It imports registry, internal/abi, internal/argrules, internal/jsonv and
+// internal/jsonenc; only the host and its internal packages import it.
+package egress
 
 import (
 	"net/textproto"
@@ -43,8 +56,10 @@ const (
 	DenyRedirect        DenyReason = "redirect"          // upstream answered 3xx; not followed
 )
 
-// checkedRequest is a request that passed the policy.
-type checkedRequest struct {
+// Request is the guest's request as DecodeRequest read it; once
+// Policy.Check and Binding.Check accepted it, the one the host sends. It
+// is read-only: its parts are read through its methods.
+type Request struct {
 	method  string
 	url     string
 	headers [][2]string
@@ -53,12 +68,25 @@ type checkedRequest struct {
 	json    *jsonv.Value // the parsed body of a body_json op (set by the policy)
 }
 
-// opPolicy is what the request check needs of one op, precomputed. It
+// Method is the request's HTTP method.
+func (r *Request) Method() string { return r.method }
+
+// URL is the request's absolute URL ("https://" + the pinned host + path
+// and query), exactly as the guest wrote it.
+func (r *Request) URL() string { return r.url }
+
+// Headers are the guest's headers, [name, value], in its order.
+func (r *Request) Headers() [][2]string { return r.headers }
+
+// Body is the request body and whether there is one.
+func (r *Request) Body() ([]byte, bool) { return r.body, r.hasBody }
+
+// Policy is what the request check needs of one op, precomputed. It
 // holds every request to the shape any request must have (the pinned
 // host, the path's literal segments, well-formed encodings, no header the
 // host owns); bind.go then holds it to the exact request the caller's
 // args render.
-type opPolicy struct {
+type Policy struct {
 	host        string
 	method      string
 	segments    []pathSeg
@@ -72,8 +100,11 @@ type pathSeg struct {
 	arg bool
 }
 
-func newOpPolicy(m *registry.Manifest, op *registry.Op) (*opPolicy, error) {
-	p := &opPolicy{
+// NewPolicy compiles the request check of op of m: its method, the
+// pinned host, the path template's segments, the body kind and the
+// credential header. The error is a template the loader would refuse.
+func NewPolicy(m *registry.Manifest, op *registry.Op) (*Policy, error) {
+	p := &Policy{
 		host:       m.Host,
 		method:     op.Method,
 		bodyKind:   op.BodyKind(),
@@ -102,16 +133,23 @@ func newOpPolicy(m *registry.Manifest, op *registry.Op) (*opPolicy, error) {
 	return p, nil
 }
 
-// decodeRequest decodes the guest's request encoding (docs/ABI.md, "The
+// Host is the pinned host (the manifest's host) every request must name.
+func (p *Policy) Host() string { return p.host }
+
+// ContentType is the Content-Type the host sends with the op's body:
+// "application/json", "application/x-www-form-urlencoded" or "" (none).
+func (p *Policy) ContentType() string { return p.contentType }
+
+// DecodeRequest decodes the guest's request encoding (docs/ABI.md, "The
 // request"): a JSON object with exactly the members method (string), url
 // (string), headers (array of [name, value] string pairs) and optionally
 // body (string). Anything else is DenyMalformed.
-func decodeRequest(b []byte) (*checkedRequest, DenyReason) {
+func DecodeRequest(b []byte) (*Request, DenyReason) {
 	v, err := jsonv.Parse(b)
 	if err != nil || v.Kind != jsonv.Object {
 		return nil, DenyMalformed
 	}
-	r := &checkedRequest{}
+	r := &Request{}
 	var haveMethod, haveURL, haveHeaders bool
 	for _, m := range v.O {
 		switch m.Key {
@@ -151,10 +189,10 @@ func decodeRequest(b []byte) (*checkedRequest, DenyReason) {
 	return r, ""
 }
 
-// check applies ABI invariant 2 to a decoded request: the request's
+// Check applies ABI invariant 2 to a decoded request: the request's
 // shape. It returns "" when the request may go on to the binding check
 // (bind.go), which decides whether it is sent.
-func (p *opPolicy) check(r *checkedRequest) DenyReason {
+func (p *Policy) Check(r *Request) DenyReason {
 	if r.method != p.method {
 		return DenyMethod
 	}
@@ -167,7 +205,7 @@ func (p *opPolicy) check(r *checkedRequest) DenyReason {
 	return p.checkHeaders(r.headers)
 }
 
-func (p *opPolicy) checkURL(u string) DenyReason {
+func (p *Policy) checkURL(u string) DenyReason {
 	for i := 0; i < len(u); i++ {
 		if c := u[i]; c <= 0x20 || c >= 0x7f {
 			return DenyURLChar
@@ -219,7 +257,7 @@ func hasPort(a string) bool {
 	return true
 }
 
-func (p *opPolicy) checkPath(path string) DenyReason {
+func (p *Policy) checkPath(path string) DenyReason {
 	segs := strings.Split(path[1:], "/")
 	if len(segs) != len(p.segments) {
 		return DenyPath
@@ -301,7 +339,7 @@ func unhex(c byte) (byte, bool) {
 // alphabet only (unreserved characters and %XX: no ";", which some
 // servers also split on), valid encoding, no key twice. Which keys and
 // values is the binding's check (bind.go).
-func (p *opPolicy) checkQuery(q string) DenyReason {
+func (p *Policy) checkQuery(q string) DenyReason {
 	if q == "" {
 		return DenyQuerySyntax
 	}
@@ -329,7 +367,7 @@ func (p *opPolicy) checkQuery(q string) DenyReason {
 	return ""
 }
 
-func (p *opPolicy) checkBody(r *checkedRequest) DenyReason {
+func (p *Policy) checkBody(r *Request) DenyReason {
 	switch {
 	case p.bodyKind == "" && r.hasBody:
 		return DenyBodyNotAllowed
@@ -375,22 +413,22 @@ func isExecutorByte(c byte) bool {
 	return isUnreserved(c) || c == '%'
 }
 
-// forbiddenHeader reports whether a canonical header name is the host's:
+// ForbiddenHeader reports whether a canonical header name is the host's:
 // registry.HostOwnedHeader (the one list, shared with the manifest
 // loader) or the manifest's credential header (ABI invariant 2); the guest
 // may not send them whatever the manifest says.
-func (p *opPolicy) forbiddenHeader(name string) bool {
+func (p *Policy) ForbiddenHeader(name string) bool {
 	return registry.HostOwnedHeader(name) || name == p.authHeader
 }
 
-func (p *opPolicy) checkHeaders(hs [][2]string) DenyReason {
+func (p *Policy) checkHeaders(hs [][2]string) DenyReason {
 	seen := make(map[string]bool, len(hs))
 	for _, h := range hs {
 		if !validToken(h[0]) {
 			return DenyHeaderInvalid
 		}
 		name := textproto.CanonicalMIMEHeaderKey(h[0])
-		if p.forbiddenHeader(name) {
+		if p.ForbiddenHeader(name) {
 			return DenyHeaderForbidden
 		}
 		for i := 0; i < len(h[1]); i++ {

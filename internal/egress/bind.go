@@ -1,7 +1,8 @@
-package host
+package egress
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -40,7 +41,7 @@ import (
 // Anything else is DenyNotBound. The expected request is built here from
 // the manifest (registry.ParseTemplate and this file's own encoder), never
 // by running the executor's renderer: a renderer bug cannot pass its own
-// check. The argument rules are package argrules, which the guest runs as
+// Check. The argument rules are package argrules, which the guest runs as
 // well: one implementation, read once by a reviewer, run on both sides.
 
 // bindPiece is a template piece: literal text, or the arg at index arg.
@@ -67,8 +68,8 @@ type bindNode struct {
 	vals   []*bindNode // objects (by keys) and arrays
 }
 
-// binding is what the binding check needs of one op, compiled once.
-type binding struct {
+// Binding is what the binding check needs of one op, compiled once.
+type Binding struct {
 	args    []*argrules.Arg // in the op spec's order
 	secret  []bool          // by arg index: registry Arg.Secret
 	path    [][]bindPiece   // segments after the leading "/"
@@ -81,8 +82,8 @@ type binding struct {
 
 type bindHeader struct{ name, value string }
 
-// bound is the request one op's args bind the guest to.
-type bound struct {
+// Bound is the request one op's args bind the guest to.
+type Bound struct {
 	vals   []argrules.Value
 	target string   // path and query as they must be sent, canonical query order
 	path   string   // target up to the query
@@ -95,7 +96,33 @@ type bound struct {
 	buf    [256]byte
 }
 
-func newBinding(m *registry.Manifest, op *registry.Op, prefix []byte) (*binding, error) {
+// InputPrefix encodes the op input (docs/ABI.md, "The op input") up to
+// the caller's args: the op spec (host, headers, op) as one line of
+// JSON, then a newline. The guest reads it; NewBinding reads the arg
+// declarations from it, so both sides apply the rules to the same bytes.
+func InputPrefix(m *registry.Manifest, op *registry.Op) ([]byte, error) {
+	type opIn struct {
+		Method   string                   `json:"method"`
+		Path     string                   `json:"path"`
+		Args     map[string]*registry.Arg `json:"args,omitempty"`
+		Query    map[string]string        `json:"query,omitempty"`
+		BodyJSON json.RawMessage          `json:"body_json,omitempty"`
+		BodyForm map[string]string        `json:"body_form,omitempty"`
+	}
+	head, err := json.Marshal(struct {
+		Host    string            `json:"host"`
+		Headers map[string]string `json:"headers,omitempty"`
+		Op      opIn              `json:"op"`
+	}{m.Host, m.Headers, opIn{op.Method, op.Path, op.Args, op.Query, op.BodyJSON, op.BodyForm}})
+	if err != nil {
+		return nil, err
+	}
+	return append(head, '\n'), nil
+}
+
+// NewBinding compiles the request binding of op from the op spec line
+// prefix (InputPrefix) and the manifest m.
+func NewBinding(m *registry.Manifest, op *registry.Op, prefix []byte) (*Binding, error) {
 	// The declarations are read from the op spec line the guest receives
 	// (the host built it from the manifest), so both sides apply the
 	// rules to exactly the same declarations.
@@ -111,7 +138,7 @@ func newBinding(m *registry.Manifest, op *registry.Op, prefix []byte) (*binding,
 	if o := spec.Get("op"); o != nil {
 		argsJSON = o.Get("args")
 	}
-	b := &binding{}
+	b := &Binding{}
 	if b.args, err = argrules.DecodeAll(argsJSON); err != nil {
 		return nil, err
 	}
@@ -171,7 +198,7 @@ func newBinding(m *registry.Manifest, op *registry.Op, prefix []byte) (*binding,
 
 // template compiles a template; a placeholder must name a declared arg
 // (the loader guarantees it; fail closed anyway).
-func (b *binding) template(t string) ([]bindPiece, error) {
+func (b *Binding) template(t string) ([]bindPiece, error) {
 	pieces, err := registry.ParseTemplate(t)
 	if err != nil {
 		return nil, err
@@ -191,7 +218,7 @@ func (b *binding) template(t string) ([]bindPiece, error) {
 	return out, nil
 }
 
-func (b *binding) node(v *jsonv.Value) (*bindNode, error) {
+func (b *Binding) node(v *jsonv.Value) (*bindNode, error) {
 	n := &bindNode{kind: v.Kind, exact: -1}
 	switch v.Kind {
 	case jsonv.String:
@@ -231,11 +258,11 @@ func (b *binding) node(v *jsonv.Value) (*bindNode, error) {
 	return n, nil
 }
 
-// bind validates the caller's args (package argrules: the same rules the
+// Bind validates the caller's args (package argrules: the same rules the
 // guest runs) and renders the request they bind the op to. A reject is
 // the caller's bad args: the op fails with bad_args and no guest runs.
-func (b *binding) bind(raw []byte) (*bound, *argrules.Reject) {
-	out := &bound{}
+func (b *Binding) Bind(raw []byte) (*Bound, *argrules.Reject) {
+	out := &Bound{}
 	vals, rej := argrules.ValidateInto(out.valBuf[:0], b.args, raw)
 	if rej != nil {
 		return nil, rej
@@ -295,7 +322,7 @@ func (b *binding) bind(raw []byte) (*bound, *argrules.Reject) {
 }
 
 // appendPair appends kv's canonical "key=value".
-func (b *binding) appendPair(dst []byte, kv bindKV, vals []argrules.Value, form bool) []byte {
+func (b *Binding) appendPair(dst []byte, kv bindKV, vals []argrules.Value, form bool) []byte {
 	dst = append(dst, kv.key...)
 	dst = append(dst, '=')
 	var scratch [32]byte
@@ -313,7 +340,7 @@ func (b *binding) appendPair(dst []byte, kv bindKV, vals []argrules.Value, form 
 
 // pairs renders the complete entries (every arg their template names is
 // set) as canonical "key=value" pairs.
-func (b *binding) pairs(kvs []bindKV, vals []argrules.Value, form bool) []string {
+func (b *Binding) pairs(kvs []bindKV, vals []argrules.Value, form bool) []string {
 	var out []string
 	for _, kv := range kvs {
 		if complete(kv.pieces, vals) {
@@ -369,10 +396,10 @@ func pctEncode[T string | []byte](dst []byte, s T, form bool) []byte {
 	return dst
 }
 
-// check reports whether the request (already through the egress policy:
+// Check reports whether the request (already through the egress policy:
 // the pinned host, a well-formed path and query, a body of the op's kind,
 // no forbidden header) is exactly the bound request.
-func (b *binding) check(want *bound, r *checkedRequest, host string) bool {
+func (b *Binding) Check(want *Bound, r *Request, host string) bool {
 	if want == nil {
 		return false // no args were bound (fail closed)
 	}
@@ -434,7 +461,7 @@ func samePairs(s string, want []string) bool {
 
 // sameHeaders: every declared header exactly once with its exact value,
 // and no other header.
-func (b *binding) sameHeaders(hs [][2]string) bool {
+func (b *Binding) sameHeaders(hs [][2]string) bool {
 	if len(hs) != len(b.headers) || len(hs) > 64 {
 		return false
 	}
@@ -451,7 +478,7 @@ func (b *binding) sameHeaders(hs [][2]string) bool {
 
 // headerIndex finds a declared header by name, in any ASCII case (the
 // policy has checked that the name is an RFC 9110 token: ASCII only).
-func (b *binding) headerIndex(name string) int {
+func (b *Binding) headerIndex(name string) int {
 	for i, h := range b.headers {
 		if strings.EqualFold(h.name, name) {
 			return i
@@ -585,10 +612,10 @@ func hex4(b []byte) (rune, bool) {
 	return r, true
 }
 
-// target is the request target as sent (path and query), with the value
+// Target is the request target as sent (path and query), with the value
 // of every arg the manifest marks secret replaced by "[redacted]": what
 // the audit event records.
-func (b *binding) target(want *bound) string {
+func (b *Binding) Target(want *Bound) string {
 	if want == nil {
 		return ""
 	}
@@ -625,9 +652,9 @@ func (b *binding) target(want *bound) string {
 	return string(path) + "?" + strings.Join(q, "&")
 }
 
-// confirmValues are the effective values as text by arg name (what a
+// ConfirmValues are the effective values as text by arg name (what a
 // confirm sentence shows).
-func (b *binding) confirmValues(want *bound) map[string]string {
+func (b *Binding) ConfirmValues(want *Bound) map[string]string {
 	out := make(map[string]string, len(b.args))
 	for i, v := range want.vals {
 		if v.Set {

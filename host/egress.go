@@ -1,0 +1,69 @@
+package host
+
+import (
+	"fmt"
+	"net/http"
+	"net/netip"
+
+	"github.com/elevenmessenger/pinned/internal/egress"
+)
+
+// Override maps every pinned host to one local HTTPS server: the provider
+// fake of tests and of `pinned demo`. It is the same code path as
+// production (the same dialer with the same address policy, the same TLS
+// verification with the pinned host as server name); only the address
+// dialed and the extra trusted CA differ. The override address is the one
+// non-public address the dial policy lets through.
+type Override struct {
+	// Addr is the "ip:port" every pinned host's port 443 is dialed at
+	// instead. It must be an IP literal (New fails otherwise).
+	Addr string
+	// CAPEM holds PEM certificates trusted in addition to the system roots
+	// (New fails when it is set and holds none).
+	CAPEM []byte
+}
+
+// Resolver looks up the addresses of a host name (Config.Resolver): a
+// func(ctx context.Context, host string) ([]netip.Addr, error). The
+// default is net.DefaultResolver; tests substitute a hook that answers
+// with hostile addresses (DNS rebinding, private ranges). Whatever it
+// answers, only public addresses are dialed.
+type Resolver = egress.Resolver
+
+// DenyReason names the rule a request or a connection broke (Error.Deny):
+// the request check (ABI invariant 2: "request_malformed",
+// "request_too_large", "method", "scheme", "host", "port", "userinfo",
+// "fragment", "url_char", "path_template", "dot_segment",
+// "encoded_slash", "path_encoding", "query_duplicate", "query_syntax",
+// "body_not_allowed", "body_missing", "body_invalid", "header_forbidden",
+// "header_invalid", "header_duplicate", "not_bound"), the dial policy
+// (invariant 4: "dial_address") and the response handling ("redirect").
+// Reasons are stable: they appear in the audit log, in the
+// pinned_egress_denied_total metric and in Error.Deny. They never reach
+// the guest, which sees only abi.EDENIED. Their one home is the egress
+// policy (internal/egress).
+type DenyReason = egress.DenyReason
+
+// newClient builds the engine's one HTTP client: the egress dialer (only
+// public addresses of the pinned host, or the override's address) under a
+// transport without proxy, TLS 1.2 or later, and no redirect followed
+// (ABI invariant 4: a 3xx is the answer).
+func newClient(resolve Resolver, ov *Override) (*http.Client, error) {
+	var addr netip.AddrPort
+	var cas []byte
+	if ov != nil {
+		ap, err := netip.ParseAddrPort(ov.Addr)
+		if err != nil {
+			return nil, fmt.Errorf("host: override address %q: %w", ov.Addr, err)
+		}
+		addr, cas = ap, ov.CAPEM
+	}
+	tr, err := egress.NewTransport(egress.NewDialer(resolve, addr), cas)
+	if err != nil {
+		return nil, err
+	}
+	return &http.Client{
+		Transport:     tr,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}, nil
+}
