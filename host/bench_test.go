@@ -11,6 +11,7 @@ import (
 	"github.com/elevenmessenger/pinned/guest/executor"
 	"github.com/elevenmessenger/pinned/internal/egress"
 	"github.com/elevenmessenger/pinned/internal/fakeapi"
+	"github.com/elevenmessenger/pinned/internal/sandbox"
 )
 
 // The benchmarks of `make bench` (BENCHMARKS.md). Every comparison is
@@ -116,10 +117,8 @@ func BenchmarkSandbox(b *testing.B) {
 			if herr != nil {
 				b.Fatal(herr)
 			}
-			var pages0, resets0 int64
-			if env.eng.pool != nil {
-				pages0, resets0 = env.eng.pool.restoredPages.Load(), env.eng.pool.resets.Load()
-			}
+			s0 := env.eng.sb.Stats()
+			pages0, resets0 := s0.RestoredPages, s0.Resets
 			lat := make(latencies, 0, b.N)
 			b.ReportAllocs()
 			b.ResetTimer()
@@ -127,16 +126,14 @@ func BenchmarkSandbox(b *testing.B) {
 				start := time.Now()
 				st, herr := env.eng.execute(ctx, p, json.RawMessage(`{"per_page":100}`))
 				lat = append(lat, time.Since(start))
-				if herr != nil || st.outcome != outcomeAccepted {
+				if herr != nil || st.Outcome() != sandbox.OutcomeAccepted {
 					b.Fatal(herr)
 				}
 			}
 			b.StopTimer()
 			lat.report(b)
-			if env.eng.pool != nil {
-				if r := env.eng.pool.resets.Load() - resets0; r > 0 {
-					b.ReportMetric(float64(env.eng.pool.restoredPages.Load()-pages0)/float64(r), "pages/reset")
-				}
+			if s := env.eng.sb.Stats(); s.Resets-resets0 > 0 {
+				b.ReportMetric(float64(s.RestoredPages-pages0)/float64(s.Resets-resets0), "pages/reset")
 			}
 		})
 	}

@@ -45,7 +45,7 @@ func (e *Engine) Check(ctx context.Context, service, op string, args json.RawMes
 		// The host validated these exact args and the guest's request is
 		// bound to them; the sentence shows their canonical text
 		// (defaults applied).
-		c.Confirm = renderConfirm(p.op.Confirm, p.bind.ConfirmValues(st.want))
+		c.Confirm = renderConfirm(p.op.Confirm, p.bind.ConfirmValues(st.Want()))
 	}
 	return c, nil
 }

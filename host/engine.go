@@ -42,16 +42,28 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
-	"github.com/tetratelabs/wazero"
-	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/sys"
 
 	"github.com/elevenmessenger/pinned/guest"
-	"github.com/elevenmessenger/pinned/internal/abi"
 	"github.com/elevenmessenger/pinned/internal/egress"
 	"github.com/elevenmessenger/pinned/internal/pick"
+	"github.com/elevenmessenger/pinned/internal/sandbox"
 	"github.com/elevenmessenger/pinned/internal/secret"
 	"github.com/elevenmessenger/pinned/registry"
+)
+
+// Isolation strategies (Config.Isolation).
+const (
+	// IsolationReset reuses instances, restoring before every op exactly
+	// the state a fresh instance has after initialization: linear memory
+	// from a sealed copy-on-write image, every mutable global, the memory
+	// size. Instances that trap, exit, time out or grow memory are thrown
+	// away. Falls back to IsolationFresh where it cannot be proven
+	// equivalent (see docs/RATIONALE.md, "Why is a reset instance as
+	// isolated as a fresh one?").
+	IsolationReset = "reset"
+	// IsolationFresh instantiates a new module instance for every op.
+	IsolationFresh = "fresh"
 )
 
 // Defaults of Config.
@@ -185,15 +197,10 @@ type Result struct {
 type Engine struct {
 	cfg      Config
 	reg      *registry.Registry
-	rt       wazero.Runtime
-	compiled wazero.CompiledModule
-	modCfg   wazero.ModuleConfig
+	sb       *sandbox.Runtime
 	client   *http.Client
 	log      zerolog.Logger
-
-	pool     *pool         // nil with IsolationFresh
-	fresh    chan struct{} // with IsolationFresh: a slot per running guest
-	strategy string        // the strategy in use, with the fallback reason
+	strategy string // the strategy in use, with the fallback reason
 
 	// services is the host's own copy of each manifest, keyed by service
 	// id, taken once at New from Registry.Services(): the op path looks
@@ -271,54 +278,34 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 	}
 	e.client = client
 
-	if cfg.CacheDir != "" {
-		if err := prepareCacheDir(cfg.CacheDir); err != nil {
-			return nil, err
-		}
-	}
-	// The guest is instrumented (or refused) before anything is compiled.
-	plan, perr := planGuestCached(cfg.Guest, guestSum, cfg.CacheDir)
-	if perr != nil {
-		return nil, fmt.Errorf("host: read guest: %w", perr)
-	}
-	rc := wazero.NewRuntimeConfig().
-		WithMemoryLimitPages(cfg.MemoryLimitPages).
-		WithCoreFeatures(api.CoreFeaturesV2)
-	if cfg.CacheDir != "" {
-		cache, err := wazero.NewCompilationCacheWithDir(cfg.CacheDir)
-		if err != nil {
-			return nil, fmt.Errorf("host: compilation cache %s: %w", cfg.CacheDir, err)
-		}
-		rc = rc.WithCompilationCache(cache)
-	}
-	e.rt = wazero.NewRuntimeWithConfig(ctx, rc)
-	if err := instantiatePin(ctx, e.rt); err != nil {
-		return nil, e.closeWith(ctx, err)
-	}
-	if err := instantiateWASI(ctx, e.rt); err != nil {
-		return nil, e.closeWith(ctx, err)
-	}
 	reset := false
 	switch cfg.Isolation {
 	case "", IsolationReset:
-		if plan.notResettable == "" {
-			reset, e.strategy = true, IsolationReset
-		} else {
-			e.strategy = IsolationFresh + " (" + plan.notResettable + ")"
-		}
+		reset = true
 	case IsolationFresh:
-		e.strategy = IsolationFresh
 	default:
-		return nil, e.closeWith(ctx, fmt.Errorf("host: unknown isolation %q (want %s or %s)", cfg.Isolation, IsolationReset, IsolationFresh))
+		return nil, fmt.Errorf("host: unknown isolation %q (want %s or %s)", cfg.Isolation, IsolationReset, IsolationFresh)
 	}
-	e.compiled, err = e.rt.CompileModule(ctx, plan.wasm)
+	size := cfg.PoolSize
+	if size <= 0 {
+		size = max(4, 2*runtime.GOMAXPROCS(0))
+	}
+	sb, err := sandbox.New(ctx, sandbox.Config{
+		Guest: cfg.Guest, GuestSum: guestSum, MemoryLimitPages: cfg.MemoryLimitPages,
+		CacheDir: cfg.CacheDir, Reset: reset, PoolSize: size,
+	})
 	if err != nil {
-		return nil, e.closeWith(ctx, fmt.Errorf("host: compile guest: %w", err))
+		return nil, err
 	}
-	if err := CheckModule(e.compiled); err != nil {
-		return nil, e.closeWith(ctx, err)
+	e.sb = sb
+	switch {
+	case !reset:
+		e.strategy = IsolationFresh
+	case sb.WhyFresh() != "":
+		e.strategy = IsolationFresh + " (" + sb.WhyFresh() + ")"
+	default:
+		e.strategy = IsolationReset
 	}
-	e.modCfg = wazero.NewModuleConfig().WithName("").WithStartFunctions()
 	e.reg = <-regc
 	e.cfg.Registry = e.reg
 	e.services = map[string]*registry.Manifest{}
@@ -327,100 +314,44 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		e.ids = append(e.ids, m.ID)
 	}
 	sort.Strings(e.ids)
-	size := cfg.PoolSize
-	if size <= 0 {
-		size = max(4, 2*runtime.GOMAXPROCS(0))
-	}
-	e.fresh = make(chan struct{}, size)
-	if reset {
-		if e.pool, err = newPool(ctx, e, plan, e.compiled, size); err != nil {
-			return nil, e.closeWith(ctx, err)
-		}
+	if err := sb.Start(ctx, e.warmOps); err != nil {
+		_ = sb.Close(ctx)
+		return nil, err
 	}
 	return e, nil
 }
+
+// ErrCacheDir is wrapped by the error New returns when Config.CacheDir
+// cannot be used: it cannot be created, or someone other than this user
+// (and root) could write machine code into it (errors.Is(err,
+// ErrCacheDir); the message says what is wrong and the fix).
+const ErrCacheDir = sandbox.ErrCacheDir
 
 // Strategy names the isolation strategy in use: "reset", "fresh", or
 // "fresh (<why reset was not possible>)".
 func (e *Engine) Strategy() string { return e.strategy }
 
-func (e *Engine) closeWith(ctx context.Context, err error) error {
-	_ = e.rt.Close(ctx)
-	return err
-}
-
 // Close releases the runtime and idle connections.
 func (e *Engine) Close(ctx context.Context) error {
 	e.client.CloseIdleConnections()
-	if e.pool != nil {
-		e.pool.close()
-	}
-	return e.rt.Close(ctx)
+	return e.sb.Close(ctx)
 }
 
-// Imports lists every function the host provides to guests as
-// "module.name", sorted: the pin_v1 functions and the WASI subset. It is
-// the list docs/ABI.md documents.
-func Imports() []string {
-	var out []string
-	for _, f := range pinFuncs {
-		out = append(out, abi.ModuleName+"."+f.name)
-	}
-	for _, f := range wasiFuncs {
-		out = append(out, WASIModuleName+"."+f.name)
-	}
-	sort.Strings(out)
-	return out
-}
-
-// CheckModule refuses a compiled guest that imports anything but the
-// documented functions with their exact signatures, imports memory, a
-// table or a global, or lacks the exports _initialize, run and memory.
-func CheckModule(m wazero.CompiledModule) error {
-	allowed := map[string][2][]api.ValueType{}
-	for _, f := range pinFuncs {
-		allowed[abi.ModuleName+"."+f.name] = [2][]api.ValueType{f.params, f.results}
-	}
-	for _, f := range wasiFuncs {
-		allowed[WASIModuleName+"."+f.name] = [2][]api.ValueType{f.params, f.results}
-	}
-	for _, def := range m.ImportedFunctions() {
-		mod, name, _ := def.Import()
-		key := mod + "." + name
-		sig, ok := allowed[key]
-		if !ok {
-			return fmt.Errorf("host: guest imports %s, which the host does not provide", key)
-		}
-		if !sameTypes(def.ParamTypes(), sig[0]) || !sameTypes(def.ResultTypes(), sig[1]) {
-			return fmt.Errorf("host: guest imports %s with a signature the host does not provide", key)
+// warmOps lists one warm-up run per op of the registry, with empty args:
+// the reset pool's template runs them, so nothing any caller sent reaches
+// it.
+func (e *Engine) warmOps() ([]sandbox.Warm, error) {
+	var ws []sandbox.Warm
+	for _, id := range e.ids {
+		for _, name := range e.services[id].OpNames() {
+			pp, herr := e.prepare(id, name)
+			if herr != nil {
+				return nil, herr
+			}
+			ws = append(ws, sandbox.Warm{Input: append(append([]byte(nil), pp.prefix...), "{}"...), Policy: pp.policy, Op: pp.op})
 		}
 	}
-	if len(m.ImportedMemories()) > 0 {
-		return errors.New("host: guest imports memory")
-	}
-	ex := m.ExportedFunctions()
-	if f, ok := ex[abi.ExportInitialize]; !ok || len(f.ParamTypes()) != 0 || len(f.ResultTypes()) != 0 {
-		return errors.New("host: guest lacks export _initialize() (build with -buildmode=c-shared)")
-	}
-	if f, ok := ex[abi.ExportRun]; !ok || len(f.ParamTypes()) != 0 || !sameTypes(f.ResultTypes(), []api.ValueType{i32}) {
-		return errors.New("host: guest lacks export run() -> i32")
-	}
-	if _, ok := m.ExportedMemories()[abi.ExportMemory]; !ok {
-		return errors.New("host: guest lacks exported memory")
-	}
-	return nil
-}
-
-func sameTypes(a, b []api.ValueType) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
+	return ws, nil
 }
 
 // prepared is the per-op precomputation: policy, input prefix, projection.
@@ -531,7 +462,7 @@ func (e *Engine) run(ctx context.Context, call Call, start time.Time) (*Result, 
 	if write {
 		sendCtx = sent.trace(ctx)
 	}
-	res, raw, err := e.send(sendCtx, p, st.req, call.Credential)
+	res, raw, err := e.send(sendCtx, p, st.Request(), call.Credential)
 	if write {
 		markApplied(err, sent.wrote.Load())
 	}
@@ -542,13 +473,13 @@ func (e *Engine) run(ctx context.Context, call Call, start time.Time) (*Result, 
 	} else if err != nil {
 		status = err.Status
 	}
-	e.audit(ctx, call, p, res, err, status, raw, start, p.bind.Target(st.want))
+	e.audit(ctx, call, p, res, err, status, raw, start, p.bind.Target(st.Want()))
 	return res, err
 }
 
 // execute runs the guest for one op and returns its state with the outcome
 // fixed. ctx should carry the op's deadline.
-func (e *Engine) execute(ctx context.Context, p *prepared, args json.RawMessage) (*opState, *Error) {
+func (e *Engine) execute(ctx context.Context, p *prepared, args json.RawMessage) (*sandbox.State, *Error) {
 	if len(bytes.TrimSpace(args)) == 0 {
 		args = json.RawMessage("{}")
 	}
@@ -567,93 +498,30 @@ func (e *Engine) execute(ctx context.Context, p *prepared, args json.RawMessage)
 	if inputHook != nil {
 		input = inputHook(ctx, input)
 	}
-	st := &opState{
-		input:     input,
-		policy:    p.policy,
-		bind:      p.bind,
-		want:      want,
-		op:        p.op,
-		maxCall:   e.cfg.MaxHostCalls,
-		start:     time.Now(),
-		clockBase: clockOrigin,
-		log:       logBuffer{max: e.cfg.MaxLogBytes},
-	}
-	err := e.sandbox(ctx, st)
+	st := sandbox.NewState(input, p.op, p.policy, p.bind, want, e.cfg.MaxHostCalls, e.cfg.MaxLogBytes)
+	err := e.sb.Run(ctx, st)
 	e.guestLog(ctx, p, st)
 	if err != nil {
-		return nil, err
+		return nil, guestFailure(ctx, err)
 	}
 	return st, nil
 }
 
 // outcomeError turns a fixed outcome other than an accepted request into
 // the op's error (auditing a denial).
-func (e *Engine) outcomeError(ctx context.Context, call Call, p *prepared, st *opState) *Error {
-	switch st.outcome {
-	case outcomeAccepted:
+func (e *Engine) outcomeError(ctx context.Context, call Call, p *prepared, st *sandbox.State) *Error {
+	switch st.Outcome() {
+	case sandbox.OutcomeAccepted:
 		return nil
-	case outcomeRejected:
-		return badArgs(p, st.rejReason, st.rejArg)
-	case outcomeDenied:
-		err := &Error{Code: CodeEgressDenied, Message: "the request broke the egress policy (" + string(st.deny) + ")", Deny: st.deny}
-		e.audit(ctx, call, p, nil, err, 0, 0, st.start, "")
+	case sandbox.OutcomeRejected:
+		reason, arg := st.Rejected()
+		return badArgs(p, reason, arg)
+	case sandbox.OutcomeDenied:
+		err := &Error{Code: CodeEgressDenied, Message: "the request broke the egress policy (" + string(st.Deny()) + ")", Deny: st.Deny()}
+		e.audit(ctx, call, p, nil, err, 0, 0, st.Start(), "")
 		return err
 	}
 	return newError(CodeSandboxError, "the executor finished without a request")
-}
-
-// sandbox runs the guest once for the op: in a pooled instance reset to
-// the template (IsolationReset) or in a fresh one.
-func (e *Engine) sandbox(ctx context.Context, st *opState) *Error {
-	if e.pool == nil {
-		return e.sandboxFresh(ctx, st)
-	}
-	inst, err := e.pool.get(ctx)
-	if err != nil {
-		return guestFailure(ctx, err)
-	}
-	if err := ctx.Err(); err != nil {
-		e.pool.put(inst, true)
-		return guestFailure(ctx, err)
-	}
-	gctx := context.WithValue(ctx, stateKey{}, st)
-	st.clockBase, st.start = e.pool.tmpl.clock, time.Now()
-	st.running = true
-	_, err = inst.run().Call(gctx)
-	st.running = false
-	e.pool.put(inst, err == nil)
-	if err != nil {
-		return guestFailure(ctx, err)
-	}
-	return nil
-}
-
-// sandboxFresh instantiates a fresh guest, initializes it and runs it once.
-func (e *Engine) sandboxFresh(ctx context.Context, st *opState) *Error {
-	// As many guests run at once as the pool would hold: each may hold a
-	// call stack outside the memory limit while it runs.
-	select {
-	case e.fresh <- struct{}{}:
-	case <-ctx.Done():
-		return guestFailure(ctx, ctx.Err())
-	}
-	defer func() { <-e.fresh }()
-	gctx := context.WithValue(ctx, stateKey{}, st)
-	mod, err := e.rt.InstantiateModule(gctx, e.compiled, e.modCfg)
-	if err != nil {
-		return guestFailure(ctx, err)
-	}
-	defer mod.Close(context.Background())
-	if _, err := mod.ExportedFunction(abi.ExportInitialize).Call(gctx); err != nil {
-		return guestFailure(ctx, err)
-	}
-	st.running = true
-	_, err = mod.ExportedFunction(abi.ExportRun).Call(gctx)
-	st.running = false
-	if err != nil {
-		return guestFailure(ctx, err)
-	}
-	return nil
 }
 
 // guestFailure maps an instantiate or call error to an op error. A guest
@@ -680,13 +548,14 @@ func guestFailure(ctx context.Context, err error) *Error {
 	return &Error{Code: CodeSandboxError, Message: "the executor trapped", cause: err}
 }
 
-func (e *Engine) guestLog(ctx context.Context, p *prepared, st *opState) {
-	if len(st.log.buf) == 0 && st.log.dropped == 0 {
+func (e *Engine) guestLog(ctx context.Context, p *prepared, st *sandbox.State) {
+	out, dropped := st.Log()
+	if len(out) == 0 && dropped == 0 {
 		return
 	}
 	e.logger(ctx).Debug().Str("service", p.m.ID).Str("op", p.name).
-		Str("guest_output", string(bytes.ToValidUTF8(st.log.buf, []byte("\ufffd")))).
-		Int64("guest_output_dropped", st.log.dropped).Msg("guest output")
+		Str("guest_output", string(bytes.ToValidUTF8(out, []byte("\ufffd")))).
+		Int64("guest_output_dropped", dropped).Msg("guest output")
 }
 
 func checkCredential(c Credential) *Error {

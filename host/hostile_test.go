@@ -360,6 +360,8 @@ func TestHostileResources(t *testing.T) {
 		noRequest(t)
 	})
 	t.Run("out-of-bounds pointers on WASI", func(t *testing.T) {
+		// WASI preview1 errno values, from the spec (not the host's table).
+		const errnoFault, errnoInval = 21, 28
 		out, _, err := run(t, "wasi_oob")
 		if err == nil || err.Code != CodeSandboxError {
 			t.Fatalf("got %v", err)

@@ -25,7 +25,7 @@ func TestPoolWaitCancelIsCanceled(t *testing.T) {
 		env.run("github", "list_issues", `{"attack":"loop"}`) // holds the only instance for 2s
 	}()
 	// The pool has one slot: once it is taken, the looping op holds it.
-	testutil.WaitFor(t, 10*time.Second, "the looping op to take the pool's only slot", func() bool { return len(env.eng.pool.sem) == 1 })
+	testutil.WaitFor(t, 10*time.Second, "the looping op to take the pool's only slot", func() bool { return env.eng.sb.Stats().InUse == 1 })
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(200*time.Millisecond, cancel)
 	_, err := env.runWith(ctx, "github", "list_issues", `{"attack":"after_result"}`, Credential{Secret: "x"})

@@ -50,5 +50,5 @@ func TestPoolStressIsolation(t *testing.T) {
 	if _, err := env.run("github", "list_issues", `{"attack":"write_then_read"}`); err != nil && err.Code != CodeUpstreamError {
 		t.Fatal(err)
 	}
-	t.Logf("resets %d discards %d", env.eng.pool.resets.Load(), env.eng.pool.discards.Load())
+	t.Logf("resets %d discards %d", env.eng.sb.Stats().Resets, env.eng.sb.Stats().Discards)
 }

@@ -4,9 +4,9 @@ import (
 	"context"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/elevenmessenger/pinned/internal/egress"
+	"github.com/elevenmessenger/pinned/internal/sandbox"
 	"github.com/elevenmessenger/pinned/internal/wasmtest"
 )
 
@@ -50,10 +50,10 @@ func rawGuest(globals []byte, table bool, run []byte) []byte {
 		[]byte{0x60, 0x00, 0x01, 0x7f},             // 2: () -> i32
 	)
 	imports := wasmtest.Vec(
-		append(append(wasmtest.Name("pin_v1"), wasmtest.Name("request")...), 0x00, 0x00),           // func 0
-		append(append(wasmtest.Name("pin_v1"), wasmtest.Name("input_len")...), 0x00, 0x02),         // func 1
-		append(append(wasmtest.Name("pin_v1"), wasmtest.Name("input_read")...), 0x00, 0x00),        // func 2
-		append(append(wasmtest.Name(WASIModuleName), wasmtest.Name("sched_yield")...), 0x00, 0x02), // func 3: makes the guest instrumentable
+		append(append(wasmtest.Name("pin_v1"), wasmtest.Name("request")...), 0x00, 0x00),                   // func 0
+		append(append(wasmtest.Name("pin_v1"), wasmtest.Name("input_len")...), 0x00, 0x02),                 // func 1
+		append(append(wasmtest.Name("pin_v1"), wasmtest.Name("input_read")...), 0x00, 0x00),                // func 2
+		append(append(wasmtest.Name(sandbox.WASIModuleName), wasmtest.Name("sched_yield")...), 0x00, 0x02), // func 3: makes the guest instrumentable
 	)
 	funcs := wasmtest.Vec([]byte{0x01}, []byte{0x02}, []byte{0x02}, []byte{0x02}) // 4 _initialize, 5 run, 6 seven, 7 nine
 	out := []byte("\x00asm\x01\x00\x00\x00")
@@ -167,7 +167,7 @@ func TestRawGuestIsolation(t *testing.T) {
 		}
 		owners := []string{}
 		for _, args := range []string{rawArgsWrite, rawArgsLook} {
-			inst, err := env.eng.pool.get(context.Background())
+			inst, err := env.eng.sb.Lease(context.Background())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -175,22 +175,19 @@ func TestRawGuestIsolation(t *testing.T) {
 			if rej != nil {
 				t.Fatal(rej)
 			}
-			st := &opState{input: append(append([]byte(nil), p.prefix...), args...), policy: p.policy, bind: p.bind, want: want, op: p.op,
-				maxCall: 16, start: time.Now(), clockBase: env.eng.pool.tmpl.clock, log: logBuffer{max: 64}, running: true}
-			if _, err := inst.run().Call(context.WithValue(context.Background(), stateKey{}, st)); err != nil {
+			st := sandbox.NewState(append(append([]byte(nil), p.prefix...), args...), p.op, p.policy, p.bind, want, 16, 64)
+			if err := inst.Run(context.Background(), st); err != nil {
 				t.Fatal(err)
 			}
 			switch {
-			case st.outcome == outcomeAccepted:
-				owners = append(owners, strings.Split(st.req.URL(), "/")[4])
-			case st.outcome == outcomeDenied && st.deny == egress.DenyNotBound:
+			case st.Outcome() == sandbox.OutcomeAccepted:
+				owners = append(owners, strings.Split(st.Request().URL(), "/")[4])
+			case st.Outcome() == sandbox.OutcomeDenied && st.Deny() == egress.DenyNotBound:
 				owners = append(owners, "found") // the unbound request
 			default:
-				t.Fatalf("outcome %v %s", st.outcome, st.deny)
+				t.Fatalf("outcome %v %s", st.Outcome(), st.Deny())
 			}
-			inst.mem.setBusy(false) // back into the pool WITHOUT a reset
-			<-env.eng.pool.sem
-			env.eng.pool.free <- inst
+			inst.Return() // back into the pool WITHOUT a reset
 		}
 		if owners[1] != "found" {
 			t.Fatalf("the control op saw %v: the test could not detect a leak", owners)

@@ -70,10 +70,10 @@ func pageFaultAttempt(t *testing.T, iso string, poolSize int) bool {
 	}
 	receivers := 1
 	if iso == IsolationReset {
-		receivers = cap(env.eng.pool.free)
+		receivers = env.eng.sb.Stats().Size
 		// Let the background fill finish, so sequential ops cycle
 		// through the instances in FIFO order.
-		testutil.WaitFor(t, 30*time.Second, "the pool's background fill", func() bool { return len(env.eng.pool.free) == receivers })
+		testutil.WaitFor(t, 30*time.Second, "the pool's background fill", func() bool { return env.eng.sb.Stats().Idle == receivers })
 	}
 	const rounds = 8
 	correct := 0

@@ -32,46 +32,43 @@ func TestResetRestoresState(t *testing.T) {
 			}
 			for round := 0; round < 3; round++ {
 				for _, a := range args {
-					resets := env.eng.pool.resets.Load()
+					resets := env.eng.sb.Stats().Resets
 					if _, err := env.run("github", "list_issues", a); err != nil && err.Code != CodeUpstreamError && !(a == `{"attack":"scribble"}` && err.Code == CodeSandboxError) {
 						t.Fatalf("%s: %v", a, err)
 					}
 					// get waits for the (asynchronous) reset: the one
 					// instance's slot is released only once it is done.
-					inst, err := env.eng.pool.get(context.Background())
+					inst, err := env.eng.sb.Lease(context.Background())
 					if err != nil {
 						t.Fatal(err)
 					}
-					if a != `{"attack":"write_then_read"}` && env.eng.pool.resets.Load() != resets+1 {
-						t.Fatalf("%s: the instance was not reset (discarded: %d)", a, env.eng.pool.discards.Load())
+					st := env.eng.sb.Stats()
+					if a != `{"attack":"write_then_read"}` && st.Resets != resets+1 {
+						t.Fatalf("%s: the instance was not reset (discarded: %d)", a, st.Discards)
 					}
-					mem := inst.mod.Memory()
-					if mem.Size()/65536 != env.eng.pool.tmpl.pages {
-						t.Fatalf("memory size %d pages, template %d", mem.Size()/65536, env.eng.pool.tmpl.pages)
+					mem := inst.Memory()
+					if mem.Size()/65536 != st.TemplatePages {
+						t.Fatalf("memory size %d pages, template %d", mem.Size()/65536, st.TemplatePages)
+					}
+					tmem, tglobals, err := env.eng.sb.Template()
+					if err != nil {
+						t.Fatal(err)
 					}
 					got, _ := mem.Read(0, mem.Size())
-					if !bytes.Equal(got, env.eng.pool.tmpl.image.view) {
+					if !bytes.Equal(got, tmem) {
 						t.Fatalf("after %s: memory differs from the template", a)
 					}
-					for i, g := range inst.globals {
-						if g.Get() != env.eng.pool.tmpl.globals[i] {
-							t.Fatalf("after %s: global %d = %d, template %d", a, i, g.Get(), env.eng.pool.tmpl.globals[i])
+					for i, g := range inst.Globals() {
+						if g != tglobals[i] {
+							t.Fatalf("after %s: global %d = %d, template %d", a, i, g, tglobals[i])
 						}
 					}
-					returnUnreset(env.eng.pool, inst) // only read: still the template
+					inst.Return() // only read: still the template
 				}
 			}
 			_ = time.Now
 		})
 	}
-}
-
-// returnUnreset puts an instance the test only read back into the pool
-// without a reset, so the reset counters count the ops alone.
-func returnUnreset(p *pool, inst *instance) {
-	inst.mem.setBusy(false)
-	p.free <- inst
-	<-p.sem
 }
 
 // TestPoolFirstInstanceIsTemplate: the first pooled instance starts from
@@ -103,7 +100,7 @@ func TestPoolFirstInstanceIsTemplate(t *testing.T) {
 			t.Fatalf("op %d started from %q, op 0 from %q", i+1, l, lines[0])
 		}
 	}
-	if want := "pages=" + strconv.Itoa(int(env.eng.pool.tmpl.pages)) + " "; !strings.HasPrefix(lines[0], want) {
-		t.Fatalf("op 0 started from %q, the template has %d pages", lines[0], env.eng.pool.tmpl.pages)
+	if want := "pages=" + strconv.Itoa(int(env.eng.sb.Stats().TemplatePages)) + " "; !strings.HasPrefix(lines[0], want) {
+		t.Fatalf("op 0 started from %q, the template has %d pages", lines[0], env.eng.sb.Stats().TemplatePages)
 	}
 }

@@ -68,9 +68,9 @@ func TestPooledStackNotRetained(t *testing.T) {
 	wg.Wait()
 	// The reset goroutine has returned every instance once no slot is
 	// held (recycle releases an instance's slot after its reset).
-	testutil.WaitFor(t, 30*time.Second, "the reset goroutine to return the instances", func() bool { return len(env.eng.pool.sem) == 0 })
+	testutil.WaitFor(t, 30*time.Second, "the reset goroutine to return the instances", func() bool { return env.eng.sb.Stats().InUse == 0 })
 	held := int64(heapInuse()) - int64(base)
-	t.Logf("idle engine holds %d MiB of Go heap (memory limit 1 MiB, pool of 4, %d resets)", held>>20, env.eng.pool.resets.Load())
+	t.Logf("idle engine holds %d MiB of Go heap (memory limit 1 MiB, pool of 4, %d resets)", held>>20, env.eng.sb.Stats().Resets)
 	if held > 20<<20 { // kept stacks: ~4 x 11 MiB at this depth; none kept: ~4 MiB
 		t.Errorf("the idle pool holds %d MiB: each op's call stack is kept by its instance, outside the memory limit", held>>20)
 	}

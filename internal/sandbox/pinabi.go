@@ -1,4 +1,4 @@
-package host
+package sandbox
 
 import (
 	"bytes"
@@ -16,19 +16,22 @@ import (
 	"github.com/elevenmessenger/pinned/registry"
 )
 
-// outcome is what an op's run fixed, at most once.
-type outcome uint8
+// Outcome is what an op's run fixed, at most once.
+type Outcome uint8
 
+// Outcomes of a run (State.Outcome).
 const (
-	outcomeNone     outcome = iota
-	outcomeAccepted         // request passed the policy and is bound to the args; the host will send it
-	outcomeDenied           // request refused by the policy or the binding
-	outcomeRejected         // the guest refused the args
+	OutcomeNone     Outcome = iota // the guest finished without a request or a reject
+	OutcomeAccepted                // request passed the policy and is bound to the args; the host will send it
+	OutcomeDenied                  // request refused by the policy or the binding (State.Deny says why)
+	OutcomeRejected                // the guest refused the args (State.Rejected says how)
 )
 
-// opState is everything one op's host functions see. It lives in the
-// context passed to the guest's exports, so concurrent ops never share it.
-type opState struct {
+// State is everything one op's host functions see, and what its run
+// fixed. It lives in the context passed to the guest's exports, so
+// concurrent ops never share it. The host makes one per op (NewState) and
+// reads the outcome after Runtime.Run.
+type State struct {
 	running bool // false during _initialize: pin_v1 calls get ESTATE
 	input   []byte
 	policy  *egress.Policy
@@ -45,12 +48,54 @@ type opState struct {
 	clockBase time.Duration
 	log       logBuffer
 
-	outcome   outcome
+	outcome   Outcome
 	req       *egress.Request
-	deny      DenyReason
+	deny      egress.DenyReason
 	rejReason int32
 	rejArg    string
 }
+
+// NewState is the state of one op: input is the op input (the op spec
+// line, then the caller's args), policy and bind the op's request checks,
+// want the request the caller's validated args bind it to, maxCalls the
+// pin_v1 call budget and maxLogBytes the cap of the guest's stdout and
+// stderr (the rest is counted and dropped).
+func NewState(input []byte, op *registry.Op, policy *egress.Policy, bind *egress.Binding, want *egress.Bound, maxCalls, maxLogBytes int) *State {
+	return &State{
+		input:     input,
+		policy:    policy,
+		bind:      bind,
+		want:      want,
+		op:        op,
+		maxCall:   maxCalls,
+		start:     time.Now(),
+		clockBase: clockOrigin,
+		log:       logBuffer{max: maxLogBytes},
+	}
+}
+
+// Outcome is what the run fixed.
+func (st *State) Outcome() Outcome { return st.outcome }
+
+// Request is the accepted request (OutcomeAccepted), else nil.
+func (st *State) Request() *egress.Request { return st.req }
+
+// Deny is the rule the request broke (OutcomeDenied).
+func (st *State) Deny() egress.DenyReason { return st.deny }
+
+// Rejected is the guest's reject (OutcomeRejected): an abi.Reject* reason
+// and the arg it names, checked as pin_v1.reject documents.
+func (st *State) Rejected() (reason int32, arg string) { return st.rejReason, st.rejArg }
+
+// Want is the request the caller's args bind the op to (NewState's want).
+func (st *State) Want() *egress.Bound { return st.want }
+
+// Start is when the op's guest run began (its clock's origin).
+func (st *State) Start() time.Time { return st.start }
+
+// Log is what the guest wrote to stdout and stderr, up to the cap, and
+// the count of bytes dropped past it.
+func (st *State) Log() (out []byte, dropped int64) { return st.log.buf, st.log.dropped }
 
 type stateKey struct{}
 
@@ -62,25 +107,25 @@ const clockOrigin = time.Second
 
 // stateFrom returns the op's state. A call outside an op (which the host
 // never makes) gets an inert state whose every pin_v1 call is ESTATE.
-func stateFrom(ctx context.Context) *opState {
-	if st, ok := ctx.Value(stateKey{}).(*opState); ok {
+func stateFrom(ctx context.Context) *State {
+	if st, ok := ctx.Value(stateKey{}).(*State); ok {
 		return st
 	}
-	return &opState{start: time.Now(), clockBase: clockOrigin}
+	return &State{start: time.Now(), clockBase: clockOrigin}
 }
 
-func (st *opState) monotonic() time.Duration { return st.clockBase + time.Since(st.start) }
+func (st *State) monotonic() time.Duration { return st.clockBase + time.Since(st.start) }
 
 // budget counts one pin_v1 call and reports whether it may proceed: ELIMIT
 // past the op's budget, ESTATE outside run or once the outcome is fixed
 // (no host call does anything after a request was accepted or denied or
 // the args were rejected).
-func (st *opState) budget() int32 {
+func (st *State) budget() int32 {
 	st.calls++
 	if st.calls > st.maxCall {
 		return abi.ELIMIT
 	}
-	if !st.running || st.outcome != outcomeNone {
+	if !st.running || st.outcome != OutcomeNone {
 		return abi.ESTATE
 	}
 	return abi.OK
@@ -178,13 +223,13 @@ func pinRequest(ctx context.Context, mod api.Module, stack []uint64) {
 		result(stack, r)
 		return
 	}
-	if st.outcome != outcomeNone {
+	if st.outcome != OutcomeNone {
 		result(stack, abi.ESTATE)
 		return
 	}
 	buf, n := uint32(stack[0]), uint32(stack[1])
 	if n > abi.MaxRequestBytes {
-		st.outcome, st.deny = outcomeDenied, egress.DenyTooLarge
+		st.outcome, st.deny = OutcomeDenied, egress.DenyTooLarge
 		result(stack, abi.ETOOBIG)
 		return
 	}
@@ -195,21 +240,21 @@ func pinRequest(ctx context.Context, mod api.Module, stack []uint64) {
 	}
 	req, deny := egress.DecodeRequest(append([]byte(nil), view...))
 	if deny != "" {
-		st.outcome, st.deny = outcomeDenied, deny
+		st.outcome, st.deny = OutcomeDenied, deny
 		result(stack, abi.EINVAL)
 		return
 	}
 	if deny := st.policy.Check(req); deny != "" {
-		st.outcome, st.deny = outcomeDenied, deny
+		st.outcome, st.deny = OutcomeDenied, deny
 		result(stack, abi.EDENIED)
 		return
 	}
 	if st.bind == nil || !st.bind.Check(st.want, req, st.policy.Host()) {
-		st.outcome, st.deny = outcomeDenied, egress.DenyNotBound
+		st.outcome, st.deny = OutcomeDenied, egress.DenyNotBound
 		result(stack, abi.EDENIED)
 		return
 	}
-	st.outcome, st.req = outcomeAccepted, req
+	st.outcome, st.req = OutcomeAccepted, req
 	result(stack, abi.OK)
 }
 
@@ -227,7 +272,7 @@ func pinReject(ctx context.Context, mod api.Module, stack []uint64) {
 		result(stack, r)
 		return
 	}
-	if st.outcome != outcomeNone {
+	if st.outcome != OutcomeNone {
 		result(stack, abi.ESTATE)
 		return
 	}
@@ -261,7 +306,7 @@ func pinReject(ctx context.Context, mod api.Module, stack []uint64) {
 			return
 		}
 	}
-	st.outcome, st.rejReason, st.rejArg = outcomeRejected, reason, name
+	st.outcome, st.rejReason, st.rejArg = OutcomeRejected, reason, name
 	result(stack, abi.OK)
 }
 
@@ -270,7 +315,7 @@ func pinReject(ctx context.Context, mod api.Module, stack []uint64) {
 // the op does not declare. It reads the keys the way the executor does,
 // so a key sent twice ({"a":1,"a":2}: the executor reports "a" as
 // undeclared before anything else) still counts as sent.
-func (st *opState) callerSent(name string) bool {
+func (st *State) callerSent(name string) bool {
 	nl := bytes.IndexByte(st.input, '\n')
 	if nl < 0 {
 		return false

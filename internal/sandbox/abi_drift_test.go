@@ -1,4 +1,4 @@
-package host
+package sandbox
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 // documentedImports reads the "### `module.name`" headings of docs/ABI.md.
 func documentedImports(t *testing.T) []string {
 	t.Helper()
-	doc, err := os.ReadFile("../docs/ABI.md")
+	doc, err := os.ReadFile("../../docs/ABI.md")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package host
+package sandbox
 
 import (
 	"context"
@@ -20,20 +20,6 @@ import (
 
 	"github.com/elevenmessenger/pinned/internal/abi"
 	"github.com/elevenmessenger/pinned/internal/wasmbin"
-)
-
-// Isolation strategies (Config.Isolation).
-const (
-	// IsolationReset reuses instances, restoring before every op exactly
-	// the state a fresh instance has after initialization: linear memory
-	// from a sealed copy-on-write image, every mutable global, the memory
-	// size. Instances that trap, exit, time out or grow memory are thrown
-	// away. Falls back to IsolationFresh where it cannot be proven
-	// equivalent (see docs/RATIONALE.md, "Why is a reset instance as
-	// isolated as a fresh one?").
-	IsolationReset = "reset"
-	// IsolationFresh instantiates a new module instance for every op.
-	IsolationFresh = "fresh"
 )
 
 // template is the state every pooled instance is reset to: linear memory
@@ -65,7 +51,7 @@ func (i *instance) run() api.Function { return i.mod.ExportedFunction(abi.Export
 // concurrent ops (egress happens after the instance is back).
 type pool struct {
 	rt       wazero.Runtime
-	compiled wazero.CompiledModule // the guest with its globals exported (owned by the Engine)
+	compiled wazero.CompiledModule // the guest with its globals exported (owned by the Runtime)
 	names    []string              // export names of the mutable globals
 	maxBytes uint64
 	tmpl     *template
@@ -193,18 +179,19 @@ func planGuest(wasm []byte) (*guestPlan, error) {
 
 // newPool builds the template (instantiate, _initialize, one warm-up op
 // per registry op, snapshot) from the planned guest and fills the pool.
-func newPool(ctx context.Context, e *Engine, plan *guestPlan, compiled wazero.CompiledModule, size int) (*pool, error) {
+func newPool(ctx context.Context, r *Runtime, warm []Warm) (*pool, error) {
+	size := r.size
 	p := &pool{
-		rt:       e.rt,
-		compiled: compiled,
-		names:    plan.globals,
-		maxBytes: uint64(e.cfg.MemoryLimitPages) * 65536,
+		rt:       r.rt,
+		compiled: r.compiled,
+		names:    r.plan.globals,
+		maxBytes: r.maxBytes,
 		free:     make(chan *instance, size),
 		dirty:    make(chan *instance, size),
 		done:     make(chan struct{}),
 		sem:      make(chan struct{}, size),
 	}
-	if err := p.buildTemplate(ctx, e); err != nil {
+	if err := p.buildTemplate(ctx, warm); err != nil {
 		return nil, err
 	}
 	// The canonical page state: run the warm-up ops on a fresh copy of the
@@ -219,7 +206,7 @@ func newPool(ctx context.Context, e *Engine, plan *guestPlan, compiled wazero.Co
 	if err != nil {
 		return nil, err
 	}
-	err = p.warm(ctx, e, probe)
+	err = p.warm(ctx, warm, probe)
 	if err == nil {
 		if p.class, err = probe.mem.pageClasses(); err != nil {
 			p.class, err = nil, nil // no pagemap: reset drops everything
@@ -274,7 +261,7 @@ const templateTimeout = 30 * time.Second
 // scratch instance, then snapshots its memory and globals. The warm-up
 // inputs are the registry's own op specs with empty args: the template
 // holds nothing any caller sent.
-func (p *pool) buildTemplate(ctx context.Context, e *Engine) error {
+func (p *pool) buildTemplate(ctx context.Context, warm []Warm) error {
 	inst, err := p.instantiate()
 	if err != nil {
 		return err
@@ -282,12 +269,12 @@ func (p *pool) buildTemplate(ctx context.Context, e *Engine) error {
 	defer inst.mod.Close(context.Background())
 	ctx, cancel := context.WithTimeout(ctx, templateTimeout)
 	defer cancel()
-	st := &opState{start: time.Now(), clockBase: clockOrigin, maxCall: 1 << 30, log: logBuffer{max: 4096}}
+	st := &State{start: time.Now(), clockBase: clockOrigin, maxCall: 1 << 30, log: logBuffer{max: 4096}}
 	gctx := context.WithValue(ctx, stateKey{}, st)
 	if _, err := inst.mod.ExportedFunction(abi.ExportInitialize).Call(gctx); err != nil {
 		return fmt.Errorf("host: guest _initialize: %w (guest output: %q)", err, st.log.buf)
 	}
-	if err := warmOps(gctx, e, inst, st); err != nil {
+	if err := warmOps(gctx, warm, inst, st); err != nil {
 		return err
 	}
 	mem := inst.mod.Memory()
@@ -376,31 +363,25 @@ func (p *pool) create() (*instance, error) {
 }
 
 // warm runs one op per registry op, with empty args, on inst.
-func (p *pool) warm(ctx context.Context, e *Engine, inst *instance) error {
+func (p *pool) warm(ctx context.Context, warm []Warm, inst *instance) error {
 	ctx, cancel := context.WithTimeout(ctx, templateTimeout)
 	defer cancel()
-	st := &opState{start: time.Now(), clockBase: p.tmpl.clock, maxCall: 1 << 30}
-	return warmOps(context.WithValue(ctx, stateKey{}, st), e, inst, st)
+	st := &State{start: time.Now(), clockBase: p.tmpl.clock, maxCall: 1 << 30}
+	return warmOps(context.WithValue(ctx, stateKey{}, st), warm, inst, st)
 }
 
 // warmOps runs every registry op once on inst, with empty args, under st
 // (gctx carries st): the inputs are the registry's own op specs, so
 // nothing any caller sent reaches the instance.
-func warmOps(gctx context.Context, e *Engine, inst *instance, st *opState) error {
-	for _, id := range e.ids {
-		for _, name := range e.services[id].OpNames() {
-			pp, herr := e.prepare(id, name)
-			if herr != nil {
-				return herr
-			}
-			st.input = append(append(st.input[:0], pp.prefix...), "{}"...)
-			st.policy, st.op, st.outcome, st.req = pp.policy, pp.op, outcomeNone, nil
-			st.running = true
-			_, err := inst.run().Call(gctx)
-			st.running = false
-			if err != nil {
-				return fmt.Errorf("host: guest warm-up: %w", err)
-			}
+func warmOps(gctx context.Context, warm []Warm, inst *instance, st *State) error {
+	for _, w := range warm {
+		st.input = append(st.input[:0], w.Input...)
+		st.policy, st.op, st.outcome, st.req = w.Policy, w.Op, OutcomeNone, nil
+		st.running = true
+		_, err := inst.run().Call(gctx)
+		st.running = false
+		if err != nil {
+			return fmt.Errorf("host: guest warm-up: %w", err)
 		}
 	}
 	return nil

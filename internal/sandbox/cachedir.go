@@ -1,4 +1,4 @@
-package host
+package sandbox
 
 import (
 	"errors"
@@ -10,7 +10,13 @@ import (
 // ErrCacheDir is wrapped by the error New returns when Config.CacheDir
 // cannot be used: it cannot be created, or someone other than this user
 // (and root) could write machine code into it.
-var ErrCacheDir = errors.New("compilation cache directory refused")
+const ErrCacheDir = constError("compilation cache directory refused")
+
+// constError is an error that is a constant, so no package can replace
+// it (nothing exported is mutable).
+type constError string
+
+func (e constError) Error() string { return string(e) }
 
 // cacheDirError is a refused cache directory: the message says what is
 // wrong and the fix; Unwrap gives ErrCacheDir.
