@@ -10,40 +10,63 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// Metrics are the host's Prometheus collectors. They carry service, op and
-// reason labels only: never a credential, an argument or a URL.
+// Metrics are the host's Prometheus collectors (Config.Metrics), made by
+// NewMetrics:
+//
+//   - pinned_egress_denied_total{service, reason}: refused egress
+//     attempts by DenyReason;
+//   - pinned_egress_total{service, op, outcome}: egress attempts by
+//     outcome Code ("ok" on success);
+//   - pinned_upstream_body_bytes{service}: a histogram of the decoded
+//     size of upstream bodies, in bytes (buckets 256 B to 16 MiB, ×4).
+//
+// They carry service, op and reason labels only: never a credential, an
+// argument or a URL. Metrics is a prometheus.Collector of the three.
 type Metrics struct {
-	// Denied counts refused egress attempts by service and reason.
-	Denied *prometheus.CounterVec
-	// Egress counts egress attempts by service, op and outcome code ("ok"
-	// on success).
-	Egress *prometheus.CounterVec
-	// UpstreamBytes observes the decoded size of upstream bodies.
-	UpstreamBytes *prometheus.HistogramVec
+	deniedTotal   *prometheus.CounterVec
+	egressTotal   *prometheus.CounterVec
+	upstreamBytes *prometheus.HistogramVec
 }
 
 // NewMetrics creates the collectors and registers them with reg (when not
-// nil).
+// nil; it panics, as prometheus.MustRegister does, when reg already holds
+// collectors of these names).
 func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
-		Denied: prometheus.NewCounterVec(prometheus.CounterOpts{
+		deniedTotal: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "pinned_egress_denied_total",
 			Help: "Egress attempts refused by the host, by service and deny reason.",
 		}, []string{"service", "reason"}),
-		Egress: prometheus.NewCounterVec(prometheus.CounterOpts{
+		egressTotal: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "pinned_egress_total",
 			Help: "Egress attempts by service, op and outcome code.",
 		}, []string{"service", "op", "outcome"}),
-		UpstreamBytes: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		upstreamBytes: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "pinned_upstream_body_bytes",
 			Help:    "Decoded size of upstream response bodies in bytes.",
 			Buckets: prometheus.ExponentialBuckets(256, 4, 9),
 		}, []string{"service"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.Denied, m.Egress, m.UpstreamBytes)
+		reg.MustRegister(m)
 	}
 	return m
+}
+
+// Describe sends the descriptors of the three collectors
+// (prometheus.Collector).
+func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
+	m.deniedTotal.Describe(ch)
+	m.egressTotal.Describe(ch)
+	m.upstreamBytes.Describe(ch)
+}
+
+// Collect sends the current values of the three collectors
+// (prometheus.Collector).
+func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
+	m.deniedTotal.Collect(ch)
+	m.egressTotal.Collect(ch)
+	m.upstreamBytes.Collect(ch)
 }
 
 // audit writes the one event of an egress attempt (accepted or denied):
@@ -51,7 +74,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 // (path and query; target is empty for a denied request, which was not
 // sent), status, bytes raw and projected, duration, deny reason and, on a
 // write that failed after it was sent, applied. The target is the bound
-// request's (bind.go: exactly what was sent) with the value of every arg
+// request's (internal/egress: exactly what was sent) with the value of every arg
 // the manifest marks secret replaced by "[redacted]"; the event never
 // holds the credential or a body.
 func (e *Engine) audit(ctx context.Context, call Call, p *prepared, res *Result, err *Error, status int, raw int64, start time.Time, target string) {
@@ -95,12 +118,12 @@ func (e *Engine) audit(ctx context.Context, call Call, p *prepared, res *Result,
 	}
 	ev.Msg("egress")
 	if m := e.cfg.Metrics; m != nil {
-		m.Egress.WithLabelValues(p.m.ID, p.name, outcome).Inc()
+		m.egressTotal.WithLabelValues(p.m.ID, p.name, outcome).Inc()
 		if deny != "" {
-			m.Denied.WithLabelValues(p.m.ID, string(deny)).Inc()
+			m.deniedTotal.WithLabelValues(p.m.ID, string(deny)).Inc()
 		}
 		if raw > 0 {
-			m.UpstreamBytes.WithLabelValues(p.m.ID).Observe(float64(raw))
+			m.upstreamBytes.WithLabelValues(p.m.ID).Observe(float64(raw))
 		}
 	}
 }
@@ -109,7 +132,7 @@ func (e *Engine) audit(ctx context.Context, call Call, p *prepared, res *Result,
 // A caller that wants the host's events for one op to carry more fields
 // (a request id) derives from it and attaches the result to the op's
 // context with zerolog's WithContext.
-func (e *Engine) Logger() *zerolog.Logger { return &e.log }
+func (e *Engine) Logger() zerolog.Logger { return e.log }
 
 // logger is the logger a context carries (zerolog.Ctx: the sidecar
 // attaches one with the request id), else the engine's own.

@@ -10,6 +10,7 @@ import (
 
 // Checked is an op that passed every check short of sending it.
 type Checked struct {
+	// Service and Op are the call's.
 	Service string
 	Op      string
 	// Access is the op's access level, "read" or "write".
@@ -54,7 +55,7 @@ func (e *Engine) Check(ctx context.Context, service, op string, args json.RawMes
 // (a model's proposal) inside a sentence a member will trust, so each is
 // made one visible line: line breaks show as "⏎", other control
 // characters as spaces, bidirectional-override and invisible formatting
-// characters are dropped, and a value over MaxConfirmValueRunes is cut
+// characters are dropped, and a value over maxConfirmValueRunes is cut
 // with "…". The op itself runs with the values as given (and a grant's
 // args_sha256 binds them exactly).
 func renderConfirm(tmpl string, vals map[string]string) string {
@@ -73,14 +74,14 @@ func renderConfirm(tmpl string, vals map[string]string) string {
 	return b.String()
 }
 
-// MaxConfirmValueRunes bounds one value in a confirm sentence.
-const MaxConfirmValueRunes = 200
+// maxConfirmValueRunes bounds one value in a confirm sentence.
+const maxConfirmValueRunes = 200
 
 func confirmValue(s string) string {
 	var b strings.Builder
 	n := 0
 	for _, r := range s {
-		if n == MaxConfirmValueRunes {
+		if n == maxConfirmValueRunes {
 			b.WriteString("…")
 			break
 		}

@@ -15,7 +15,7 @@
 //  2. All egress goes through pin_v1.request and its checks, and is
 //     exactly the request the op's manifest templates render from the
 //     caller's args, which the host validates itself (request binding,
-//     bind.go).
+//     internal/egress).
 //  3. The credential is injected after the checks and never enters guest
 //     memory, logs, errors or metrics.
 //  4. Only public addresses are dialed; no proxy, no redirects, TLS only,
@@ -24,6 +24,13 @@
 //     an oversized result is refused, never truncated.
 //  6. Memory, time and host calls are bounded per op.
 //  7. Errors cross the boundary as small integer codes.
+//
+// host is the public layer over three internal packages, each named for
+// what it is: internal/sandbox (wazero, the reset pool, the pin_v1 and
+// WASI functions), internal/egress (the request policy, request binding,
+// the dialer) and internal/pick (the projection). It owns the op path
+// that joins them, the upstream exchange, pagination, the audit events
+// and the op errors (Code, Error).
 //
 // host knows nothing of grants or OAuth: callers pass a Credential.
 package host
@@ -66,19 +73,20 @@ const (
 	IsolationFresh = "fresh"
 )
 
-// Defaults of Config.
+// Defaults of Config, and its bounds.
 const (
-	DefaultTimeout          = 15 * time.Second
-	DefaultMaxResponseBytes = 4 << 20
-	DefaultMaxResultBytes   = 64 << 10
-	DefaultMaxArgsBytes     = 64 << 10
-	DefaultMemoryLimitPages = 512 // 32 MiB of linear memory
+	DefaultTimeout          = 15 * time.Second // Config.Timeout: one op end to end
+	DefaultMaxResponseBytes = 4 << 20          // Config.MaxResponseBytes: 4 MiB of decoded upstream body
+	DefaultMaxResultBytes   = 64 << 10         // Config.MaxResultBytes: 64 KiB of projected result
+	DefaultMaxArgsBytes     = 64 << 10         // Config.MaxArgsBytes: 64 KiB of caller args JSON
+	DefaultMemoryLimitPages = 512              // Config.MemoryLimitPages: 32 MiB of linear memory, in 64 KiB pages
 	// MaxMemoryLimitPages bounds MemoryLimitPages: 65536 pages of 64 KiB,
-	// the 4 GiB a 32-bit memory can address.
+	// the 4 GiB a 32-bit memory can address (New fails above it).
 	MaxMemoryLimitPages = 65536
-	DefaultMaxHostCalls = 16
-	DefaultMaxLogBytes  = 4 << 10
-	// MaxErrorMessageBytes caps the message projected from an error body.
+	DefaultMaxHostCalls = 16      // Config.MaxHostCalls: pin_v1 calls per op
+	DefaultMaxLogBytes  = 4 << 10 // Config.MaxLogBytes: 4 KiB of guest stdout/stderr per op
+	// MaxErrorMessageBytes caps Error.Message when it is projected from an
+	// upstream error body (UTF-8, cut with "…").
 	MaxErrorMessageBytes = 1 << 10
 )
 
@@ -115,7 +123,8 @@ type Config struct {
 	// Logger receives one audit event per egress attempt; default a
 	// disabled logger.
 	Logger *zerolog.Logger
-	// Metrics, when set, counts denials; see NewMetrics.
+	// Metrics, when set, counts egress attempts, denials and upstream body
+	// sizes; see NewMetrics.
 	Metrics *Metrics
 	// UserAgent is sent upstream; default "pinned/1".
 	UserAgent string
@@ -157,9 +166,14 @@ type Secret = secret.Secret
 
 // Call is one op to run.
 type Call struct {
-	Service    string
-	Op         string
-	Args       json.RawMessage // a JSON object; empty means {}
+	// Service is the manifest's id ("github") and Op the op's name
+	// ("list_repos"), as the registry lists them.
+	Service string
+	Op      string
+	// Args are the caller's args: a JSON object, at most
+	// Config.MaxArgsBytes; empty means {}.
+	Args json.RawMessage
+	// Credential is presented upstream (never to the guest).
 	Credential Credential
 	// Pages, when not 0, asks the host to follow Result.Next itself: up
 	// to Pages pages (1 to the op's paginate.max_pages) merged into one
@@ -212,9 +226,14 @@ type Engine struct {
 	preps map[string]*prepared
 }
 
-// New compiles the guest, checks its imports and exports, and builds the
-// egress client. It fails when the guest imports anything outside the
-// documented list (ABI invariant 1).
+// New compiles the guest, checks its imports and exports, builds the
+// egress client and, with IsolationReset, the reset pool (its template
+// runs every registry op once with empty args). It fails when the guest
+// imports anything outside the documented list (ABI invariant 1) or
+// cannot be instrumented with the deadline check, when
+// cfg.MemoryLimitPages is over MaxMemoryLimitPages, cfg.Isolation is
+// unknown, cfg.Override is malformed, or cfg.CacheDir is refused (an error
+// wrapping ErrCacheDir).
 func New(ctx context.Context, cfg Config) (*Engine, error) {
 	// The embedded registry is parsed (every rule, every pattern) while the
 	// guest is read and compiled; the template needs it, compiling does not.
@@ -331,7 +350,8 @@ const ErrCacheDir = sandbox.ErrCacheDir
 // "fresh (<why reset was not possible>)".
 func (e *Engine) Strategy() string { return e.strategy }
 
-// Close releases the runtime and idle connections.
+// Close releases the sandbox (the pool and wazero's runtime) and idle
+// connections. Ops running meanwhile fail.
 func (e *Engine) Close(ctx context.Context) error {
 	e.client.CloseIdleConnections()
 	return e.sb.Close(ctx)
@@ -489,7 +509,7 @@ func (e *Engine) execute(ctx context.Context, p *prepared, args json.RawMessage)
 	// The host checks the caller's args itself (package argrules, the
 	// rules the guest also runs) and renders the request they bind the op
 	// to: bad args fail here, before any guest runs, and the guest's
-	// request must be exactly this one (bind.go).
+	// request must be exactly this one (internal/egress).
 	want, rej := p.bind.Bind(args)
 	if rej != nil {
 		return nil, badArgs(p, rej.Reason, rej.Arg)

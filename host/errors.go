@@ -30,7 +30,11 @@ const (
 // holds the credential, Go error text from inside the host, or raw
 // upstream bodies. The internal cause, if any, is only logged.
 type Error struct {
-	Code    Code
+	// Code is the failure's kind, one of the Code* constants.
+	Code Code
+	// Message says what went wrong and, where there is one, the fix, in a
+	// sentence; for CodeUpstreamError, the provider's own message
+	// (manifest error_message path, capped at MaxErrorMessageBytes).
 	Message string
 	// Status is the upstream HTTP status, when there was an answer.
 	Status int
@@ -49,6 +53,8 @@ type Error struct {
 	cause error
 }
 
+// Error is "code: message", with " (HTTP status)" and " (applied: …)"
+// when set.
 func (e *Error) Error() string {
 	s := string(e.Code) + ": " + e.Message
 	if e.Status != 0 {

@@ -13,7 +13,8 @@ import (
 // wherever Render shows it (and in the audit event's target).
 const Redacted = egress.Redacted
 
-// Request is the request an op's args bind it to (bind.go): what the host
+// Request is the request an op's args bind it to (request binding,
+// internal/egress): what the host
 // accepts from the guest for those args and nothing else. It is built by
 // the binding code itself, so it is by construction the request the host
 // checks the guest's against.
@@ -48,7 +49,9 @@ type Request struct {
 
 // Header is one declared request header.
 type Header struct {
-	Name  string `json:"name"`
+	// Name is the canonical name (RFC 9110, textproto's canonical form).
+	Name string `json:"name"`
+	// Value is the manifest's value, exactly.
 	Value string `json:"value"`
 }
 

@@ -125,7 +125,7 @@ func newOwnTestEnv(t testing.TB, mod func(*Config)) *testEnv {
 func startEnv(t testing.TB, fake *fakeapi.Server, eng *host.Engine, hm *host.Metrics, hostLogs *testutil.SyncBuffer, own bool, mod func(*Config)) *testEnv {
 	t.Helper()
 	env := &testEnv{fake: fake, eng: eng, logs: &testutil.SyncBuffer{}, hostLogs: hostLogs, prom: prometheus.NewRegistry()}
-	env.prom.MustRegister(hm.Denied, hm.Egress, hm.UpstreamBytes)
+	env.prom.MustRegister(hm)
 	key, err := grant.GenerateKey(nil)
 	if err != nil {
 		t.Fatal(err)
