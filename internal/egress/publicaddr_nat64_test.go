@@ -1,10 +1,8 @@
-package host
+package egress
 
 import (
 	"net/netip"
 	"testing"
-
-	"github.com/elevenmessenger/pinned/internal/egress"
 )
 
 // TestPublicAddrRefusesNAT64LocalUse (found by the red team; it guards the fix): PublicAddr unwraps 64:ff9b:1::/48
@@ -25,7 +23,7 @@ func TestPublicAddrRefusesNAT64LocalUse(t *testing.T) {
 		{"64:ff9b:1:0:7f:0:108:808", "127.0.0.1 in the /64 layout"},
 		{"64:ff9b:1:0:a:0:108:808", "10.0.0.1 in the /64 layout"},
 	} {
-		if egress.PublicAddr(netip.MustParseAddr(tc.addr)) {
+		if PublicAddr(netip.MustParseAddr(tc.addr)) {
 			t.Errorf("PublicAddr(%s) = true; it embeds %s", tc.addr, tc.embeds)
 		}
 	}

@@ -1,14 +1,12 @@
-package host
+package pick
 
 import (
 	"testing"
-
-	"github.com/elevenmessenger/pinned/internal/pick"
 )
 
 // TestPickHostileBodies (found by the red team; it guards the fix): hostile bodies against the projector (held).
 func TestPickHostileBodies(t *testing.T) {
-	p := pick.New("", []string{"login", "user.login"})
+	p := New("", []string{"login", "user.login"})
 	for _, tc := range []struct {
 		body string
 		want string // "" = must be refused
