@@ -167,7 +167,7 @@ func DefaultResolver(ctx context.Context, host string) ([]netip.Addr, error) {
 	return net.DefaultResolver.LookupNetIP(ctx, "ip", host)
 }
 
-// NewTransport builds the one HTTP transport of an Engine: no proxy
+// NewTransport builds the one HTTP transport of a host engine: no proxy
 // (environment variables are ignored), TLS 1.2 or later with the system
 // roots (plus the override's CA only when an override is set), compression
 // owned by the host, connections reused per pinned host. At most 64

@@ -5,9 +5,8 @@ package sandbox
 import "errors"
 
 // cowSupported is false: without Linux's memfd, madvise and
-// /proc/self/pagemap the reset strategy is refused (Config.Strategy reset
-// reports why through Engine.Strategy) and the host falls back to a fresh
-// instance per op. These stubs mirror cowmem_linux.go's method set; `make
+// /proc/self/pagemap the reset pool is refused (Runtime.WhyFresh says why,
+// and host.Engine.Strategy shows it) and every run gets a fresh instance. These stubs mirror cowmem_linux.go's method set; `make
 // check` builds and vets GOOS=darwin and GOOS=windows so they cannot drift.
 const cowSupported = false
 

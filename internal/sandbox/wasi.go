@@ -283,7 +283,8 @@ func parseSubscriptions(subs []byte, n int, now time.Duration) (events [][32]byt
 	return events, sleep, idx
 }
 
-// wasiProcExit(code) ends the instance; the op fails with CodeSandboxError.
+// wasiProcExit(code) ends the instance; the op fails (the host answers
+// sandbox_error).
 func wasiProcExit(ctx context.Context, mod api.Module, stack []uint64) {
 	code := uint32(stack[0])
 	_ = mod.CloseWithExitCode(ctx, code)
