@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"time"
-
-	"github.com/tetratelabs/wazero/api"
 )
 
 // Stats are the reset pool's counters and sizes; all zero without the
@@ -48,10 +46,14 @@ func (r *Runtime) Template() (memory []byte, globals []uint64, err error) {
 
 // Lease is one pooled instance taken out of the pool to be looked at
 // (tests of the reset, diagnostics): its memory and globals are those an
-// op would start from. Return gives it back.
+// op would start from. Return gives it back. A lease hands out copies
+// only (Memory, Globals), so looking cannot change the instance; only Run
+// can, and an instance that ran goes back through the reset like any op's.
 type Lease struct {
 	p    *pool
-	inst *instance
+	inst *instance // nil once returned
+	ran  bool      // Run was called: the instance left the template state
+	ok   bool      // every Run returned normally (the reset may keep it)
 }
 
 // Lease takes an instance in the template state out of the pool, waiting
@@ -64,15 +66,26 @@ func (r *Runtime) Lease(ctx context.Context) (*Lease, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Lease{p: r.pool, inst: inst}, nil
+	return &Lease{p: r.pool, inst: inst, ok: true}, nil
 }
 
-// Memory is the instance's linear memory.
-func (l *Lease) Memory() api.Memory { return l.inst.mod.Memory() }
+// Memory is a copy of the instance's linear memory (its length is the
+// memory's size, a multiple of 64 KiB). Nil once returned.
+func (l *Lease) Memory() []byte {
+	if l.inst == nil {
+		return nil
+	}
+	m := l.inst.mod.Memory()
+	b, _ := m.Read(0, m.Size())
+	return append([]byte(nil), b...)
+}
 
 // Globals are the current values of the instance's mutable globals, in
-// the template's order.
+// the template's order (a new slice). Nil once returned.
 func (l *Lease) Globals() []uint64 {
+	if l.inst == nil {
+		return nil
+	}
 	out := make([]uint64, len(l.inst.globals))
 	for i, g := range l.inst.globals {
 		out[i] = g.Get()
@@ -81,21 +94,46 @@ func (l *Lease) Globals() []uint64 {
 }
 
 // Run runs the guest's run export once for st on this instance, as
-// Runtime.Run does, but leaves the instance leased (not reset).
+// Runtime.Run does, but leaves the instance leased: a second Run starts
+// from what the first left (what a pool without the reset would hand the
+// next op). An error once returned.
 func (l *Lease) Run(ctx context.Context, st *State) error {
+	if l.inst == nil {
+		return errors.New("sandbox: lease already returned")
+	}
+	l.ran = true
 	st.clockBase, st.start = l.p.tmpl.clock, time.Now()
 	st.running = true
 	_, err := l.inst.run().Call(context.WithValue(ctx, stateKey{}, st))
 	st.running = false
+	if err != nil {
+		l.ok = false
+	}
 	return err
 }
 
-// Return puts the instance back into the pool WITHOUT a reset: the next
-// op starts from whatever it holds. Only a caller that merely read it may
-// (so the reset counters count the ops alone), or a test proving that
-// without the reset a leak would be seen.
+// Return gives the instance back, once (later calls do nothing). An
+// instance that was only looked at goes back as it is, still the
+// template; one that ran goes through the pool's reset (or is closed,
+// after a failed run) exactly as an op's instance does, so no lease can
+// put a changed instance in front of the next op.
 func (l *Lease) Return() {
-	l.inst.mem.setBusy(false)
-	l.p.free <- l.inst
+	inst := l.inst
+	if inst == nil {
+		return
+	}
+	l.inst = nil
+	if l.ran {
+		l.p.put(inst, l.ok)
+		return
+	}
+	if !inst.mem.setBusy(false) || l.p.closed.Load() {
+		// Freed while leased (the runtime closed): drop it, as put does.
+		l.p.discards.Add(1)
+		inst.mod.Close(context.Background())
+		<-l.p.sem
+		return
+	}
+	l.p.free <- inst
 	<-l.p.sem
 }
