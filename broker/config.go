@@ -101,6 +101,7 @@ type Client struct {
 	RedirectURL string
 }
 
+// String prints the client with its secret as [redacted].
 func (c Client) String() string {
 	return fmt.Sprintf("Client{ID: %q, Secret: [redacted], RedirectURL: %q}", c.ID, c.RedirectURL)
 }

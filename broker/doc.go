@@ -21,4 +21,9 @@
 // verifiers, instance tokens) never appear in logs, errors or metrics.
 //
 // docs/OAUTH.md is the operator's guide.
+//
+// It imports registry, internal/brokerapi (its codes and status table,
+// shared with its client internal/rotate), internal/httperr, httpallow and
+// secret, golang.org/x/oauth2 and x/crypto, chi, zerolog and prometheus;
+// never host, sidecar or web (docs/ARCHITECTURE.md).
 package broker

@@ -22,8 +22,10 @@
 //
 // The manifests are resources, pinned://registry/<id>.
 //
-// It imports the sidecar, registry, grant and internal/connstore packages
-// and the SDK; only cmd/pinned imports it.
+// It imports sidecar, sidecar/grant, registry, internal/connstore and
+// internal/jsonv, the SDK and zerolog; only cmd/pinned imports it. Config.Store
+// is a type of internal/connstore, so only this module's binary can build
+// a Server.
 package mcpserver
 
 import (

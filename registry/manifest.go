@@ -228,7 +228,7 @@ type Paginate struct {
 	// the page count (style page_count only).
 	Page       string `json:"page,omitempty"`
 	TotalPages string `json:"total_pages,omitempty"`
-	// MaxPages bounds how many pages one call may follow (Call.Pages),
+	// MaxPages bounds how many pages one call may follow (host.Call.Pages),
 	// 1 to MaxPagesLimit.
 	MaxPages int `json:"max_pages"`
 }

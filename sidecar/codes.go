@@ -173,6 +173,9 @@ func (e *Error) withCause(err error) *Error {
 	return e
 }
 
+// Error is "code: message (cause)", for logs: it holds the internal
+// cause, so it is never what a caller is sent (the body is written from
+// the fields).
 func (e *Error) Error() string {
 	s := string(e.Code) + ": " + e.Message
 	if e.cause != nil {

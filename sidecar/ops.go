@@ -22,10 +22,16 @@ import (
 
 // OpRequest is the body of POST /v1/ops.
 type OpRequest struct {
-	Service string          `json:"service"`
-	Op      string          `json:"op"`
-	Args    json.RawMessage `json:"args,omitempty"`
-	Grant   string          `json:"grant"`
+	// Service is the manifest id ("github") and Op the op's name
+	// ("create_issue"), as GET /v1/registry lists them.
+	Service string `json:"service"`
+	Op      string `json:"op"`
+	// Args are the op's args, a JSON object (absent means {}); the host
+	// checks them against the op's declarations.
+	Args json.RawMessage `json:"args,omitempty"`
+	// Grant is the sealed grant (standard padded base64, package
+	// sidecar/grant) for Service; it runs once.
+	Grant string `json:"grant"`
 	// Pages, for an op that pages, asks the host to follow next for up
 	// to this many pages (1 to the op's paginate.max_pages) under the
 	// one grant, merged into one list. Absent or 0 reads one page.
@@ -62,16 +68,21 @@ type OpResponse struct {
 // for an op's consent, or services (and optionally question) for a
 // research session's.
 type ConsentRequest struct {
+	// Service, Op and Args name an op and its args, as in OpRequest.
 	Service string          `json:"service"`
 	Op      string          `json:"op"`
 	Args    json.RawMessage `json:"args,omitempty"`
 
+	// Services are the manifest ids a research session would read, and
+	// Question its question (docs/API.md, "Research consent"); used
+	// instead of Service, Op and Args.
 	Services []string `json:"services,omitempty"`
 	Question string   `json:"question,omitempty"`
 }
 
 // ConsentResponse is the answer of POST /v1/consent.
 type ConsentResponse struct {
+	// Service and Op are the request's.
 	Service string `json:"service"`
 	Op      string `json:"op"`
 	// Access is "read" or "write".

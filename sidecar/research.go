@@ -68,10 +68,15 @@ type ResearchRequest struct {
 // ResearchResponse is the answer of POST /v1/research (also the data of
 // the last server-sent event, "answer").
 type ResearchResponse struct {
+	// Answer is the model's final text.
 	Answer string `json:"answer"`
 	// Stop is why the loop ended: "end_turn" or the bound reached
 	// ("tool_calls", "turns", "result_bytes", "wall_time").
-	Stop  string          `json:"stop"`
+	Stop string `json:"stop"`
+	// Steps are the model's tool calls, in order (research.Step): the
+	// service and op (or the tool name, when it names no op of the
+	// palette), the args, the outcome ("ok" or a code) and the bytes of
+	// the result that entered the model's context.
 	Steps []research.Step `json:"steps"`
 	// Turns counts the model turns; ResultBytes the tool_result text that
 	// entered the model's context.

@@ -28,6 +28,13 @@
 // (Config.Store): in memory for one process, or on Redis shared by the
 // replicas (docs/OPERATING.md, "Several replicas"). When the store cannot
 // answer, ops are refused with unavailable (503), never run unrecorded.
+//
+// It imports host, registry, sidecar/grant, the binary's own parts
+// internal/state, internal/rotate and internal/research, the shared
+// internal/httperr, httpallow, jsonenc, jsonv and secret, and chi, zerolog
+// and prometheus; never broker or web (docs/ARCHITECTURE.md). In the
+// module, cmd/pinned, internal/webstack and internal/benchtool build a
+// Server; mcpserver runs its ops through one (Server.RunOp).
 package sidecar
 
 import (
@@ -339,8 +346,7 @@ func (s *Server) Handler() http.Handler { return s.handler }
 func (s *Server) PublicKey() grant.PublicKey { return s.key.Public() }
 
 // Ready reports that the engine is compiled and the server is not
-// shutting down. /readyz also requires the state store to answer a ping
-// (readyErr).
+// shutting down. /readyz also requires the state store to answer a ping.
 func (s *Server) Ready() bool { return s.ready.Load() }
 
 // readyErr is /readyz's answer: nil when ready.

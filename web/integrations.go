@@ -25,6 +25,8 @@ type Catalog struct {
 
 // CatalogService is one service of the catalog.
 type CatalogService struct {
+	// ID, Name, Description and Docs are the manifest's id, name,
+	// description and docs (the provider's API reference).
 	ID          string `json:"id"`
 	Name        string `json:"name"`
 	Description string `json:"description,omitempty"`
@@ -46,6 +48,9 @@ type CatalogService struct {
 // CatalogOp is one op: what it reads (Fields, the pick projection) or
 // writes (Confirm, the sentence a member consents to).
 type CatalogOp struct {
+	// Name is the op's name; Access ("read" or "write"), Summary,
+	// Description, Confirm and Args are the manifest's, Root and Fields
+	// its pick.
 	Name        string                   `json:"name"`
 	Access      string                   `json:"access"`
 	Summary     string                   `json:"summary"`

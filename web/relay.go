@@ -28,13 +28,15 @@ type identity struct {
 
 // BotInfo is one element of GET /api/bots.
 type BotInfo struct {
+	// Name is the bot's Bot.Name.
 	Name string `json:"name"`
 	// PublicKey is the bot's X25519 key (base64) the page seals grants
 	// to; empty when the sidecar could not be asked (Error says why).
 	PublicKey string `json:"public_key,omitempty"`
 	// Registry is the digest of the registry the sidecar executes.
 	Registry string `json:"registry,omitempty"`
-	Error    string `json:"error,omitempty"`
+	// Error says, for a person, why the sidecar could not be asked.
+	Error string `json:"error,omitempty"`
 }
 
 // sealedBoxOverhead is an anonymous sealed box's overhead: an ephemeral

@@ -37,10 +37,14 @@ func Static() fs.FS {
 	return sub
 }
 
-// Defaults of Config.
+// Defaults of Config, and how long a bot's identity is cached.
 const (
-	DefaultMaxBodyBytes   = 256 << 10
-	DefaultBotTimeout     = 60 * time.Second
+	// DefaultMaxBodyBytes is Config.MaxBodyBytes' default: 256 KiB.
+	DefaultMaxBodyBytes = 256 << 10
+	// DefaultBotTimeout is Config.BotTimeout's default.
+	DefaultBotTimeout = 60 * time.Second
+	// DefaultIdentityMaxAge is how long a sidecar's GET /v1/identity
+	// answer is reused for GET /api/bots (not configurable).
 	DefaultIdentityMaxAge = 30 * time.Second
 	// maxAnswerBytes bounds a relayed sidecar answer (a result is at most
 	// 64 KiB of data, plus a rotated pair and the envelope).

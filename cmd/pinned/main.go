@@ -7,6 +7,7 @@
 //	pinned grant     seal a grant to a bot's public key, open a rotated pair
 //	pinned demo      run ops of every service against the local provider fake (--web: the catalog too)
 //	pinned research  answer a question by reading services (a bounded model tool loop)
+//	pinned broker    run the OAuth relay members connect their accounts through
 //	pinned web       serve the member's catalog and companion apps
 //	pinned registry  check, list or show manifests
 //	pinned fakeapi   serve the local HTTPS provider fake
@@ -17,7 +18,9 @@
 //	pinned healthcheck  exit 0 when a local sidecar is ready
 //	pinned completion  print a shell completion script
 //
-// Run "pinned <command> --help" for each command's flags.
+// Run "pinned <command> --help" for each command's flags. The binary is
+// the top layer: it may import every package of the module
+// (docs/ARCHITECTURE.md).
 package main
 
 import (

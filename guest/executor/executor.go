@@ -4,9 +4,9 @@
 // is measured against, and the reference the host's own checks are fuzzed
 // with.
 //
-// The executor is deliberately small and dependency-free (argrules, jsonv):
-// every package it imports grows the wasm module and its per-instance
-// cost. The argument rules are package argrules', which the host runs
+// The executor is deliberately small (it imports internal/abi, argrules
+// and jsonv only): every package it imports grows the wasm module and its
+// per-instance cost. The argument rules are package argrules', which the host runs
 // too; the host then verifies the rendered request against its own,
 // independent rendering of the manifest's templates (docs/SECURITY.md,
 // "Request binding"), so this package's output is never trusted.

@@ -339,10 +339,15 @@ var ErrInvalid = errors.New("grant: cannot be opened")
 // the reason for logs. The reason is a fixed phrase, never text from the
 // grant, and MUST NOT be sent to callers.
 type OpenError struct {
+	// Reason is the step that failed, a fixed phrase ("not base64", …).
 	Reason string
 }
 
-func (e *OpenError) Error() string        { return ErrInvalid.Error() + ": " + e.Reason }
+// Error is ErrInvalid's text, ": " and the reason (for logs).
+func (e *OpenError) Error() string { return ErrInvalid.Error() + ": " + e.Reason }
+
+// Is reports whether target is ErrInvalid, so errors.Is(err, ErrInvalid)
+// holds for every OpenError.
 func (e *OpenError) Is(target error) bool { return target == ErrInvalid }
 
 func invalid(reason string) error { return &OpenError{Reason: reason} }

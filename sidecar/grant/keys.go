@@ -57,7 +57,7 @@ type PrivateKey struct {
 	pub  PublicKey
 }
 
-// GenerateKey returns a new key pair. rand nil means crypto/rand.
+// GenerateKey returns a new key pair. random nil means crypto/rand.
 func GenerateKey(random io.Reader) (*PrivateKey, error) {
 	if random == nil {
 		random = rand.Reader
