@@ -15,7 +15,7 @@ import (
 	"github.com/elevenmessenger/pinned/internal/research"
 )
 
-// TestRedteamResearchModelEndpoint: a hostile or misconfigured Messages
+// TestHostileModelEndpointLeaksNothing: a hostile or misconfigured Messages
 // API endpoint. A redirect (to another host, or the same) is not
 // followed, so the x-api-key header is never forwarded anywhere; an error
 // answer that echoes the key and the request, a body that is not JSON, an
@@ -23,7 +23,7 @@ import (
 // drops the connection each come back as an
 // error that names at most the status, never the key, the URL's path or
 // the conversation.
-func TestRedteamResearchModelEndpoint(t *testing.T) {
+func TestHostileModelEndpointLeaksNothing(t *testing.T) {
 	const key = "sk-ant-redteam-model-key-0123456789abcdef"
 	var elsewhere atomic.Int32
 	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
