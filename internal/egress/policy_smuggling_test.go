@@ -7,7 +7,7 @@ import (
 	"github.com/elevenmessenger/pinned/registry"
 )
 
-func redteamPolicy(t *testing.T, service, op string) *Policy {
+func shippedOpPolicy(t *testing.T, service, op string) *Policy {
 	t.Helper()
 	m, ok := registry.Default().Service(service)
 	if !ok {
@@ -32,7 +32,7 @@ func redteamPolicy(t *testing.T, service, op string) *Policy {
 // same holds for body_form pairs. Go's own net/url drops such pairs,
 // which is why FuzzRequestCheck cannot see the difference.
 func TestPolicyRefusesSemicolonPairs(t *testing.T) {
-	p := redteamPolicy(t, "github", "list_issues")
+	p := shippedOpPolicy(t, "github", "list_issues")
 	for _, u := range []string{
 		"https://api.github.com/repos/o/r/issues?state=open;filter=all",    // undeclared key "filter"
 		"https://api.github.com/repos/o/r/issues?state=open;state=closed",  // declared key twice
@@ -43,7 +43,7 @@ func TestPolicyRefusesSemicolonPairs(t *testing.T) {
 			t.Errorf("policy accepted %s (sent as RawQuery %q)", u, req.URL.RawQuery)
 		}
 	}
-	sp := redteamPolicy(t, "stripe", "create_customer")
+	sp := shippedOpPolicy(t, "stripe", "create_customer")
 	r := &Request{method: "POST", url: "https://api.stripe.com/v1/customers", hasBody: true,
 		body: []byte("email=a@b.example;metadata[x]=1;balance=-100")}
 	if d := sp.Check(r); d == "" {
@@ -58,7 +58,7 @@ func TestPolicyRefusesSemicolonPairs(t *testing.T) {
 // guest can leave the op's template on such a provider. Server-dependent;
 // none of the five shipped providers is known to do this.
 func TestPolicyRefusesPathParamDotSegments(t *testing.T) {
-	p := redteamPolicy(t, "github", "list_issues")
+	p := shippedOpPolicy(t, "github", "list_issues")
 	for _, u := range []string{
 		"https://api.github.com/repos/..;/..;/issues",
 		"https://api.github.com/repos/%2e%2e;/x/issues",

@@ -15,7 +15,7 @@ import (
 // net/http writes on the wire is byte for byte the checked path and query.
 // (HTTP/1.1 over a raw listener; HTTP/2's :path is the same RequestURI.)
 func TestWireMatchesCheckedURL(t *testing.T) {
-	p := redteamPolicy(t, "github", "list_issues")
+	p := shippedOpPolicy(t, "github", "list_issues")
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
