@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 
+	"github.com/elevenmessenger/pinned/internal/display"
 	"github.com/elevenmessenger/pinned/registry"
 )
 
@@ -77,25 +78,4 @@ func renderConfirm(tmpl string, vals map[string]string) string {
 // maxConfirmValueRunes bounds one value in a confirm sentence.
 const maxConfirmValueRunes = 200
 
-func confirmValue(s string) string {
-	var b strings.Builder
-	n := 0
-	for _, r := range s {
-		if n == maxConfirmValueRunes {
-			b.WriteString("…")
-			break
-		}
-		switch classifyRune(r) {
-		case runeLineBreak:
-			b.WriteString("⏎")
-		case runeControl:
-			b.WriteByte(' ')
-		case runeInvisible: // bidi overrides, zero-width and other format characters
-			continue
-		default:
-			b.WriteRune(r)
-		}
-		n++
-	}
-	return b.String()
-}
+func confirmValue(s string) string { return display.Value(s, maxConfirmValueRunes) }

@@ -18,8 +18,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
-	"unicode/utf8"
 
+	"github.com/elevenmessenger/pinned/internal/display"
 	"github.com/elevenmessenger/pinned/internal/egress"
 	"github.com/elevenmessenger/pinned/internal/pick"
 	"github.com/elevenmessenger/pinned/registry"
@@ -402,25 +402,11 @@ func redactCredential(msg, secret string) string {
 	return strings.Join(words, " ")
 }
 
-// capMessage replaces every rune that is not visible text (classifyRune:
-// line breaks, C0/DEL/C1 controls, Unicode format characters such as
-// bidirectional overrides and zero-width spaces) with a space, and caps s at MaxErrorMessageBytes on
-// a UTF-8 boundary, marking a cut with "…". The message is upstream text
-// a terminal or a chat client will show.
-func capMessage(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		if classifyRune(r) != runeVisible {
-			r = ' '
-		}
-		if b.Len()+utf8.RuneLen(r) > MaxErrorMessageBytes-len("…") {
-			b.WriteString("…")
-			break
-		}
-		b.WriteRune(r)
-	}
-	return strings.TrimSpace(b.String())
-}
+// capMessage renders upstream text as a message (internal/display: every
+// rune that is not visible text becomes a space) capped at
+// MaxErrorMessageBytes on a UTF-8 boundary, marking a cut with "…". The
+// message is upstream text a terminal or a chat client will show.
+func capMessage(s string) string { return display.Message(s, MaxErrorMessageBytes) }
 
 func splitPath(p string) []string {
 	if p == "" {

@@ -28,7 +28,7 @@ var layers = []struct {
 	{"foundation", []string{"internal/jsonenc"}},
 	// The bottom: each imports nothing of the project's but the foundation
 	// (registry included: it is what everyone agrees on).
-	{"bottom", []string{"registry/...", "internal/abi", "internal/jsonv", "internal/httperr", "internal/secret", "internal/wasmbin",
+	{"bottom", []string{"registry/...", "internal/abi", "internal/jsonv", "internal/display", "internal/httperr", "internal/secret", "internal/wasmbin",
 		"internal/httpallow", "internal/schematest", "internal/wasmbuild", "internal/wasmtest", "internal/redistest", "internal/fakeapi", "internal/fakemodel", "internal/layering"}},
 	// sidecar/grant is the sealed-grant format (it imports only the
 	// bottom), so it sits here, below the parts of the sidecar that use it.

@@ -1,9 +1,9 @@
-package host
+package display
 
 import "testing"
 
 // TestDisplayTextOneRule: the confirm sentence and upstream error messages
-// apply one rule to hostile text (classifyRune): nothing that is not
+// apply one rule to hostile text (Classify): nothing that is not
 // visible text reaches a person as is. Before, error messages let U+2028,
 // zero-width spaces and other format characters through.
 func TestDisplayTextOneRule(t *testing.T) {
@@ -20,11 +20,13 @@ func TestDisplayTextOneRule(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := confirmValue(tt.in); got != tt.confirm {
-				t.Errorf("confirmValue(%q) = %q, want %q", tt.in, got, tt.confirm)
+			// 200 runes and 1 KiB: the host's confirm value and error
+			// message caps.
+			if got := Value(tt.in, 200); got != tt.confirm {
+				t.Errorf("Value(%q) = %q, want %q", tt.in, got, tt.confirm)
 			}
-			if got := capMessage(tt.in); got != tt.errm {
-				t.Errorf("capMessage(%q) = %q, want %q", tt.in, got, tt.errm)
+			if got := Message(tt.in, 1<<10); got != tt.errm {
+				t.Errorf("Message(%q) = %q, want %q", tt.in, got, tt.errm)
 			}
 		})
 	}
