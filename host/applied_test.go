@@ -40,35 +40,3 @@ func TestWriteAppliedReported(t *testing.T) {
 		t.Fatalf("the audit event lacks applied: %v", evs)
 	}
 }
-
-// TestMarkApplied: what each failure after sending says about the write.
-func TestMarkApplied(t *testing.T) {
-	for _, tt := range []struct {
-		code   Code
-		status int
-		sent   bool
-		want   Applied
-	}{
-		{CodeResultTooLarge, 201, true, AppliedYes},
-		{CodeUpstreamInvalid, 200, true, AppliedYes},
-		{CodeUpstreamTooLarge, 200, true, AppliedYes},
-		{CodeUpstreamError, 200, true, AppliedMaybe}, // GraphQL errors in a 200
-		{CodeUpstreamError, 500, true, AppliedMaybe},
-		{CodeUpstreamError, 502, true, AppliedMaybe},
-		{CodeUpstreamError, 302, true, AppliedMaybe},
-		{CodeUpstreamError, 422, true, AppliedNo},
-		{CodeRateLimited, 429, true, AppliedNo},
-		{CodeRateLimited, 200, true, AppliedMaybe}, // GraphQL RATELIMITED in a 200
-		{CodeTimeout, 201, true, AppliedYes},       // the body timed out after a 201
-		{CodeTimeout, 0, true, AppliedMaybe},
-		{CodeUpstreamUnreachable, 0, true, AppliedMaybe},
-		{CodeUpstreamUnreachable, 0, false, ""},
-		{CodeEgressDenied, 0, false, ""},
-	} {
-		err := &Error{Code: tt.code, Status: tt.status}
-		markApplied(err, tt.sent)
-		if err.Applied != tt.want {
-			t.Errorf("%s HTTP %d sent=%v: applied %q, want %q", tt.code, tt.status, tt.sent, err.Applied, tt.want)
-		}
-	}
-}

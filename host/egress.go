@@ -44,11 +44,11 @@ type Resolver = egress.Resolver
 // policy (internal/egress).
 type DenyReason = egress.DenyReason
 
-// newClient builds the engine's one HTTP client: the egress dialer (only
-// public addresses of the pinned host, or the override's address) under a
-// transport without proxy, TLS 1.2 or later, and no redirect followed
-// (ABI invariant 4: a 3xx is the answer).
-func newClient(resolve Resolver, ov *Override) (*http.Client, error) {
+// newTransport builds the engine's one transport: the egress dialer
+// (only public addresses of the pinned host, or the override's address)
+// without proxy, TLS 1.2 or later (ABI invariant 4; the upstream client
+// over it follows no redirect).
+func newTransport(resolve Resolver, ov *Override) (*http.Transport, error) {
 	var addr netip.AddrPort
 	var cas []byte
 	if ov != nil {
@@ -58,12 +58,5 @@ func newClient(resolve Resolver, ov *Override) (*http.Client, error) {
 		}
 		addr, cas = ap, ov.CAPEM
 	}
-	tr, err := egress.NewTransport(egress.NewDialer(resolve, addr), cas)
-	if err != nil {
-		return nil, err
-	}
-	return &http.Client{
-		Transport:     tr,
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-	}, nil
+	return egress.NewTransport(egress.NewDialer(resolve, addr), cas)
 }

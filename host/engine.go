@@ -25,12 +25,14 @@
 //  6. Memory, time and host calls are bounded per op.
 //  7. Errors cross the boundary as small integer codes.
 //
-// host is the public layer over three internal packages, each named for
-// what it is: internal/sandbox (wazero, the reset pool, the pin_v1 and
-// WASI functions), internal/egress (the request policy, request binding,
-// the dialer) and internal/pick (the projection). It owns the op path
-// that joins them, the upstream exchange, pagination, the audit events
-// and the op errors (Code, Error).
+// host is the public layer over internal packages, each named for what
+// it is: internal/sandbox (wazero, the reset pool, the pin_v1 and WASI
+// functions), internal/egress (the request policy, request binding, the
+// dialer), internal/upstream (the exchange with the provider: credential
+// injection, caps, rate limits, error messages, whether a write was
+// applied) and internal/pick (the projection). It owns the op path that
+// joins them, pagination, the audit events and metrics, and the op errors
+// (Code, Error).
 //
 // host knows nothing of grants or OAuth: callers pass a Credential.
 package host
@@ -42,7 +44,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"runtime"
 	"sort"
 	"sync"
@@ -53,9 +54,9 @@ import (
 
 	"github.com/elevenmessenger/pinned/guest"
 	"github.com/elevenmessenger/pinned/internal/egress"
-	"github.com/elevenmessenger/pinned/internal/pick"
 	"github.com/elevenmessenger/pinned/internal/sandbox"
 	"github.com/elevenmessenger/pinned/internal/secret"
+	"github.com/elevenmessenger/pinned/internal/upstream"
 	"github.com/elevenmessenger/pinned/registry"
 )
 
@@ -87,7 +88,7 @@ const (
 	DefaultMaxLogBytes  = 4 << 10 // Config.MaxLogBytes: 4 KiB of guest stdout/stderr per op
 	// MaxErrorMessageBytes caps Error.Message when it is projected from an
 	// upstream error body (UTF-8, cut with "…").
-	MaxErrorMessageBytes = 1 << 10
+	MaxErrorMessageBytes = upstream.MaxMessageBytes
 )
 
 // Config configures an Engine. The zero value is usable: every zero field
@@ -212,7 +213,7 @@ type Engine struct {
 	cfg      Config
 	reg      *registry.Registry
 	sb       *sandbox.Runtime
-	client   *http.Client
+	up       *upstream.Client
 	log      zerolog.Logger
 	strategy string // the strategy in use, with the fallback reason
 
@@ -291,11 +292,12 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		e.log = *cfg.Logger
 	}
 
-	client, err := newClient(cfg.Resolver, cfg.Override)
+	tr, err := newTransport(cfg.Resolver, cfg.Override)
 	if err != nil {
 		return nil, err
 	}
-	e.client = client
+	e.up = upstream.NewClient(upstream.Config{Transport: tr, UserAgent: cfg.UserAgent,
+		MaxResponseBytes: cfg.MaxResponseBytes, MaxResultBytes: cfg.MaxResultBytes})
 
 	reset := false
 	switch cfg.Isolation {
@@ -353,7 +355,7 @@ func (e *Engine) Strategy() string { return e.strategy }
 // Close releases the sandbox (the pool and wazero's runtime) and idle
 // connections. Ops running meanwhile fail.
 func (e *Engine) Close(ctx context.Context) error {
-	e.client.CloseIdleConnections()
+	e.up.CloseIdleConnections()
 	return e.sb.Close(ctx)
 }
 
@@ -381,10 +383,9 @@ type prepared struct {
 	name   string
 	policy *egress.Policy
 	bind   *egress.Binding
-	prefix []byte // the op input up to the args string
-	proj   *pick.Projection
-	errMsg []string // error_message path
-	pager  *pager   // nil when the op does not page
+	prefix []byte       // the op input up to the args string
+	x      *upstream.Op // the op's upstream exchange
+	pager  *pager       // nil when the op does not page
 }
 
 func (e *Engine) prepare(service, opName string) (*prepared, *Error) {
@@ -415,8 +416,7 @@ func (e *Engine) prepare(service, opName string) (*prepared, *Error) {
 	if err != nil {
 		return nil, &Error{Code: CodeSandboxError, Message: "op cannot be prepared", cause: err}
 	}
-	p = &prepared{m: m, op: op, name: opName, policy: pol, bind: bind, prefix: prefix, proj: pick.New(op.Pick.Root, op.Pick.Fields)}
-	p.errMsg = splitPath(m.ErrorMessagePath())
+	p = &prepared{m: m, op: op, name: opName, policy: pol, bind: bind, prefix: prefix, x: upstream.NewOp(m, op, pol.ContentType())}
 	p.pager = newPager(m, op)
 	e.mu.Lock()
 	e.preps[key] = p
@@ -476,16 +476,7 @@ func (e *Engine) run(ctx context.Context, call Call, start time.Time) (*Result, 
 	if herr := e.outcomeError(ctx, call, p, st); herr != nil {
 		return nil, herr
 	}
-	write := p.op.Access == "write"
-	var sent sentTracker
-	sendCtx := ctx
-	if write {
-		sendCtx = sent.trace(ctx)
-	}
-	res, raw, err := e.send(sendCtx, p, st.Request(), call.Credential)
-	if write {
-		markApplied(err, sent.wrote.Load())
-	}
+	res, raw, err := e.send(ctx, p, st.Request(), call.Credential)
 	status := 0
 	if res != nil {
 		status = res.Status

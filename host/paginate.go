@@ -12,6 +12,7 @@ import (
 
 	"github.com/elevenmessenger/pinned/internal/jsonv"
 	"github.com/elevenmessenger/pinned/internal/pick"
+	"github.com/elevenmessenger/pinned/internal/upstream"
 	"github.com/elevenmessenger/pinned/registry"
 )
 
@@ -486,7 +487,7 @@ func (e *Engine) follow(ctx context.Context, call Call, p *prepared, args jsonv.
 // nextArgs turns a page's cursor into the args of the next page, or says
 // why there is none. seen holds the cursors already followed in this call
 // (nil for a single page). A cursor that echoes the credential (as
-// redactCredential judges an error message) is refused: next goes back to
+// upstream.Redact judges an error message) is refused: next goes back to
 // the caller, which must never see any part of it.
 func (e *Engine) nextArgs(p *prepared, args jsonv.Value, c *pageCursor, empty bool, seen map[string]bool, cred Credential) (json.RawMessage, StopReason, string) {
 	arg := p.pager.pg.Arg
@@ -498,7 +499,7 @@ func (e *Engine) nextArgs(p *prepared, args jsonv.Value, c *pageCursor, empty bo
 	case empty:
 		return nil, StopEmptyPages, "a page with no items says there is a next page"
 	}
-	if redactCredential(c.value, string(cred.Secret)) != c.value {
+	if upstream.Redact(c.value, string(cred.Secret)) != c.value {
 		return nil, StopCursorInvalid, fmt.Sprintf("the provider's next %s echoes the credential", arg)
 	}
 	if cur, ok := argValue(args, arg); ok && cur == c.value {
@@ -581,4 +582,11 @@ func listItems(data []byte) ([]byte, bool) {
 		return data[1 : len(data)-1], true
 	}
 	return nil, false
+}
+
+func splitPath(p string) []string {
+	if p == "" {
+		return nil
+	}
+	return strings.Split(p, ".")
 }

@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/elevenmessenger/pinned/internal/fakeapi"
+	"github.com/elevenmessenger/pinned/internal/upstream"
 )
 
 // Upstream answers the host maps to errors: each provider's error
@@ -294,27 +295,6 @@ func TestUpstreamUnauthorized(t *testing.T) {
 	}
 }
 
-func TestRedactCredential(t *testing.T) {
-	const secret = "sk_test_51HxAbCdEfGh0123456789wxyz"
-	tests := []struct{ name, msg, want string }{
-		{"no echo", "No such customer: cus_123", "No such customer: cus_123"},
-		{"whole secret", "bad key " + secret + " given", "bad key [redacted] given"},
-		{"8 characters of it", "key ending AbCdEfGh0 is wrong", "key ending [redacted] is wrong"},
-		{"masked, prefix", "Invalid API Key provided: sk_test_****wxyz", "Invalid API Key provided: [redacted]"},
-		{"masked, suffix only, quoted", "key '****wxyz'.", "key [redacted]"},
-		{"masked, another credential", "key pk_live_****0000 revoked", "key pk_live_****0000 revoked"},
-		{"7 characters are not an echo", "code 0123456 failed", "code 0123456 failed"},
-		{"a star alone is not an echo", "rate * limit", "rate * limit"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := redactCredential(tt.msg, secret); got != tt.want {
-				t.Fatalf("redactCredential(%q) = %q, want %q", tt.msg, got, tt.want)
-			}
-		})
-	}
-}
-
 // TestUpstreamRateLimits: 429 with Retry-After (seconds or HTTP-date),
 // GitHub's 403 secondary limit and exhausted quota, Linear's RATELIMITED
 // GraphQL error; a plain 403 is not a rate limit.
@@ -539,22 +519,35 @@ func TestUpstreamBodies(t *testing.T) {
 	})
 }
 
-// FuzzErrorDetails: on any body the details lookup never panics and, once
-// capped as errorMessage caps it, is valid UTF-8 without control
-// characters and within MaxErrorMessageBytes.
-func FuzzErrorDetails(f *testing.F) {
-	f.Add([]byte(`{"message":"Validation failed","errors":{"registrant_id":["is invalid"]}}`), "errors")
-	f.Add([]byte(`{"errors":[{"resource":"Issue","code":"missing_field","field":"title"}]}`), "errors")
-	f.Add([]byte(`{"errors":{"a":[[[[[[[[[[[["deep"]]]]]]]]]]]]}}`), "errors")
-	f.Fuzz(func(t *testing.T, doc []byte, path string) {
-		d := capMessage("m (" + errorDetails(doc, strings.Split(path, ".")) + ")")
-		if len(d) > MaxErrorMessageBytes || !utf8.ValidString(d) {
-			t.Fatalf("capped details %q", d)
+// TestUpstreamKindsMapped: every kind of upstream failure maps to its own
+// code (the kinds mirror the codes an exchange can end with one to one),
+// so no failure reaches a caller under another kind's code.
+func TestUpstreamKindsMapped(t *testing.T) {
+	want := map[upstream.Kind]Code{
+		upstream.KindDenied: CodeEgressDenied, upstream.KindTimeout: CodeTimeout, upstream.KindCanceled: CodeCanceled,
+		upstream.KindUnreachable: CodeUpstreamUnreachable, upstream.KindError: CodeUpstreamError,
+		upstream.KindInvalid: CodeUpstreamInvalid, upstream.KindTooLarge: CodeUpstreamTooLarge,
+		upstream.KindResultTooLarge: CodeResultTooLarge, upstream.KindRateLimited: CodeRateLimited,
+	}
+	seen := map[Code]upstream.Kind{}
+	for _, k := range upstream.Kinds() {
+		c := upstreamCode(k)
+		if c != want[k] {
+			t.Errorf("kind %d maps to %q, want %q", k, c, want[k])
 		}
-		for _, r := range d {
-			if unicode.IsControl(r) {
-				t.Fatalf("control character in %q", d)
-			}
+		if prev, ok := seen[c]; ok {
+			t.Errorf("kinds %d and %d both map to %q", prev, k, c)
 		}
-	})
+		seen[c] = k
+	}
+	if len(upstream.Kinds()) != len(want) {
+		t.Errorf("%d kinds, %d mapped here: a new kind needs its code", len(upstream.Kinds()), len(want))
+	}
+	f := &upstream.Failure{Kind: upstream.KindRateLimited, Message: "m", Status: 429, RetryAfter: 7,
+		Deny: DenyReason("d"), Applied: AppliedNo, Cause: fmt.Errorf("cause")}
+	got := upstreamError(f)
+	if got.Code != CodeRateLimited || got.Message != "m" || got.Status != 429 || got.RetryAfter != 7 ||
+		got.Deny != "d" || got.Applied != AppliedNo || got.Cause() != f.Cause {
+		t.Errorf("upstreamError(%+v) = %+v", f, got)
+	}
 }

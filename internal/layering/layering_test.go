@@ -36,8 +36,10 @@ var layers = []struct {
 	{"guest", []string{"guest/..."}},
 	// The host's parts, each named for what it is; only host imports them.
 	{"host core", []string{"internal/pick", "internal/egress"}},
-	// The sandbox: its pin_v1 request function runs the egress checks.
-	{"sandbox", []string{"internal/sandbox"}},
+	// The host's parts over its core, none importing another: the sandbox
+	// (its pin_v1 request function runs the egress checks) and the
+	// upstream exchange (it sends what egress accepted and projects it).
+	{"host parts", []string{"internal/sandbox", "internal/upstream"}},
 	{"host", []string{"host/..."}},
 	// The binary's own parts of the services, under internal/ (nothing
 	// outside the module needs them): the sidecar's shared state, then

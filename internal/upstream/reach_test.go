@@ -1,4 +1,4 @@
-package host
+package upstream
 
 import (
 	"context"
@@ -40,9 +40,9 @@ func TestUnreachableReason(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			he := transportError(context.Background(), tt.err, "api.github.com")
-			if he.Code != CodeUpstreamUnreachable || !strings.HasPrefix(he.Message, "the provider could not be reached: "+tt.want) {
-				t.Fatalf("%s: %q; want upstream_unreachable with %q", he.Code, he.Message, tt.want)
+			he := transportFailure(context.Background(), tt.err, "api.github.com")
+			if he.Kind != KindUnreachable || !strings.HasPrefix(he.Message, "the provider could not be reached: "+tt.want) {
+				t.Fatalf("kind %d: %q; want KindUnreachable with %q", he.Kind, he.Message, tt.want)
 			}
 			for _, leak := range []string{"203.0.113", "10.0.0.53", "10.1.1.1", "i/o", "x509", "EOF"} {
 				if strings.Contains(he.Message, leak) {

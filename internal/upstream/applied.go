@@ -1,4 +1,4 @@
-package host
+package upstream
 
 import (
 	"context"
@@ -7,14 +7,15 @@ import (
 )
 
 // Applied says whether a write op's request took effect upstream, on an
-// op that failed after its request was sent (Error.Applied). A caller MUST
-// NOT retry a write whose Applied is AppliedYes or AppliedMaybe without
-// first looking at the provider's state: the answer looked like a failure
-// but the write happened (or may have).
+// op that failed after its request was sent (Failure.Applied; the host's
+// Error.Applied is this type). A caller MUST NOT retry a write whose
+// Applied is AppliedYes or AppliedMaybe without first looking at the
+// provider's state: the answer looked like a failure but the write
+// happened (or may have).
 type Applied string
 
-// Values of Error.Applied. Empty means the op is a read, or nothing was
-// sent (the failure came before the request was written).
+// Values of Applied. Empty means the op is a read, or nothing was sent
+// (the failure came before the request was written).
 const (
 	// AppliedYes: the provider answered 2xx; the failure is in what the
 	// host did with the answer (over the result cap, invalid JSON, over
@@ -42,21 +43,21 @@ func (s *sentTracker) trace(ctx context.Context) context.Context {
 	})
 }
 
-// markApplied fills err.Applied for a write op whose request was sent.
-func markApplied(err *Error, sent bool) {
-	if err == nil || !sent {
+// markApplied fills f.Applied for a write op whose request was sent.
+func markApplied(f *Failure, sent bool) {
+	if f == nil || !sent {
 		return
 	}
-	switch s := err.Status; {
-	case s >= 200 && s < 300 && (err.Code == CodeUpstreamError || err.Code == CodeRateLimited):
+	switch s := f.Status; {
+	case s >= 200 && s < 300 && (f.Kind == KindError || f.Kind == KindRateLimited):
 		// GraphQL errors in a 2xx answer, a rate limit among them: a
 		// mutation may have partly run, or not at all.
-		err.Applied = AppliedMaybe
+		f.Applied = AppliedMaybe
 	case s >= 200 && s < 300:
-		err.Applied = AppliedYes
+		f.Applied = AppliedYes
 	case s >= 400 && s < 500:
-		err.Applied = AppliedNo
+		f.Applied = AppliedNo
 	default: // no answer, 3xx, 5xx
-		err.Applied = AppliedMaybe
+		f.Applied = AppliedMaybe
 	}
 }
