@@ -30,9 +30,9 @@
 // functions), internal/egress (the request policy, request binding, the
 // dialer), internal/upstream (the exchange with the provider: credential
 // injection, caps, rate limits, error messages, whether a write was
-// applied) and internal/pick (the projection). It owns the op path that
-// joins them, pagination, the audit events and metrics, and the op errors
-// (Code, Error).
+// applied), internal/paginate (the next cursor and following pages) and
+// internal/pick (the projection). It owns the op path that joins them,
+// the audit events and metrics, and the op errors (Code, Error).
 //
 // host knows nothing of grants or OAuth: callers pass a Credential.
 package host
@@ -54,6 +54,7 @@ import (
 
 	"github.com/elevenmessenger/pinned/guest"
 	"github.com/elevenmessenger/pinned/internal/egress"
+	"github.com/elevenmessenger/pinned/internal/paginate"
 	"github.com/elevenmessenger/pinned/internal/sandbox"
 	"github.com/elevenmessenger/pinned/internal/secret"
 	"github.com/elevenmessenger/pinned/internal/upstream"
@@ -178,7 +179,7 @@ type Call struct {
 	Credential Credential
 	// Pages, when not 0, asks the host to follow Result.Next itself: up
 	// to Pages pages (1 to the op's paginate.max_pages) merged into one
-	// list under the result cap (see paginate.go). 0 runs one page.
+	// list under the result cap (internal/paginate). 0 runs one page.
 	Pages int
 }
 
@@ -205,7 +206,7 @@ type Result struct {
 	// StopMessage explains Stopped for a human.
 	StopMessage string `json:"stop_message,omitempty"`
 
-	cursor *pageCursor // set by send for an op that pages
+	cursor *paginate.Cursor // set by send for an op that pages
 }
 
 // Engine runs ops. It is safe for concurrent use; create one per process.
@@ -383,9 +384,9 @@ type prepared struct {
 	name   string
 	policy *egress.Policy
 	bind   *egress.Binding
-	prefix []byte       // the op input up to the args string
-	x      *upstream.Op // the op's upstream exchange
-	pager  *pager       // nil when the op does not page
+	prefix []byte          // the op input up to the args string
+	x      *upstream.Op    // the op's upstream exchange
+	pager  *paginate.Pager // nil when the op does not page
 }
 
 func (e *Engine) prepare(service, opName string) (*prepared, *Error) {
@@ -417,7 +418,7 @@ func (e *Engine) prepare(service, opName string) (*prepared, *Error) {
 		return nil, &Error{Code: CodeSandboxError, Message: "op cannot be prepared", cause: err}
 	}
 	p = &prepared{m: m, op: op, name: opName, policy: pol, bind: bind, prefix: prefix, x: upstream.NewOp(m, op, pol.ContentType())}
-	p.pager = newPager(m, op)
+	p.pager = paginate.New(m, op)
 	e.mu.Lock()
 	e.preps[key] = p
 	e.mu.Unlock()
@@ -448,7 +449,7 @@ var inputHook func(ctx context.Context, input []byte) []byte
 //
 // For an op that pages, the result carries Next (the args of the next
 // page); with call.Pages, Run follows Next itself, each page a whole op as
-// above, and merges the pages' items (paginate.go).
+// above, and merges the pages' items (internal/paginate).
 func (e *Engine) Run(ctx context.Context, call Call) (*Result, error) {
 	start := time.Now()
 	res, err := e.runPages(ctx, call, start)

@@ -44,7 +44,7 @@ func (e *Engine) send(ctx context.Context, p *prepared, r *egress.Request, cred 
 	}
 	res := &Result{Status: ans.Status, Data: ans.Data}
 	if p.pager != nil && ans.Body != nil {
-		res.cursor = p.pager.read(ans.Body, ans.Header, r.URL())
+		res.cursor = p.pager.Read(ans.Body, ans.Header, r.URL())
 	}
 	return res, n, nil
 }

@@ -37,9 +37,10 @@ var layers = []struct {
 	// The host's parts, each named for what it is; only host imports them.
 	{"host core", []string{"internal/pick", "internal/egress"}},
 	// The host's parts over its core, none importing another: the sandbox
-	// (its pin_v1 request function runs the egress checks) and the
-	// upstream exchange (it sends what egress accepted and projects it).
-	{"host parts", []string{"internal/sandbox", "internal/upstream"}},
+	// (its pin_v1 request function runs the egress checks), the upstream
+	// exchange (it sends what egress accepted and projects it) and paging
+	// (it reads cursors with pick and follows pages the host runs).
+	{"host parts", []string{"internal/sandbox", "internal/upstream", "internal/paginate"}},
 	{"host", []string{"host/..."}},
 	// The binary's own parts of the services, under internal/ (nothing
 	// outside the module needs them): the sidecar's shared state, then
