@@ -17,40 +17,47 @@ import (
 // the projected items under the same result cap. The paging itself —
 // reading the cursor, the guards, merging — is internal/paginate's.
 
-// StopReason says why paging ended (Result.Stopped). The values are part
-// of the API; their one home is internal/paginate.
+// StopReason says why paging ended (Result.Stopped). The values, each
+// named beside its constant, are part of the API (TestPublicValuesStable);
+// their one home is internal/paginate.
 type StopReason = paginate.StopReason
 
 // Stop reasons of Result.Stopped.
 const (
-	// StopLastPage: the provider said there is no next page.
+	// StopLastPage ("last_page"): the provider said there is no next
+	// page.
 	StopLastPage = paginate.StopLastPage
-	// StopPages: Call.Pages pages were read; Next is where to go on.
+	// StopPages ("pages"): Call.Pages pages were read; Next is where to
+	// go on.
 	StopPages = paginate.StopPages
-	// StopResultCap: the next page's items would take the merged result
-	// over the result cap; Next is that page, not included.
+	// StopResultCap ("result_cap"): the next page's items would take the
+	// merged result over the result cap; Next is that page, not included.
 	StopResultCap = paginate.StopResultCap
-	// StopPageFailed: a page after the first failed (its code and message
-	// are in StopMessage); Next is that page, to retry.
+	// StopPageFailed ("page_failed"): a page after the first failed (its
+	// code and message are in StopMessage); Next is that page, to retry.
 	StopPageFailed = paginate.StopPageFailed
-	// StopRepeatedCursor: the provider's next cursor is the one just sent.
+	// StopRepeatedCursor ("repeated_cursor"): the provider's next cursor
+	// is the one just sent.
 	StopRepeatedCursor = paginate.StopRepeatedCursor
-	// StopCursorCycle: the provider's next cursor was already followed in
-	// this call (A→B→A).
+	// StopCursorCycle ("cursor_cycle"): the provider's next cursor was
+	// already followed in this call (A→B→A).
 	StopCursorCycle = paginate.StopCursorCycle
-	// StopEmptyPages: a page with no items claimed a next page.
+	// StopEmptyPages ("empty_pages"): a page with no items claimed a next
+	// page.
 	StopEmptyPages = paginate.StopEmptyPages
-	// StopEmptyCursor: the provider's next cursor is "".
+	// StopEmptyCursor ("empty_cursor"): the provider's next cursor is "".
 	StopEmptyCursor = paginate.StopEmptyCursor
-	// StopLinkRefused: the Link rel="next" URL is not the pinned host and
-	// the op's own path with one value of the page key.
+	// StopLinkRefused ("link_refused"): the Link rel="next" URL is not
+	// the pinned host and the op's own path with one value of the page
+	// key.
 	StopLinkRefused = paginate.StopLinkRefused
-	// StopCursorInvalid: the provider's paging data cannot make next args
-	// (not of the declared type, past the arg's bounds, missing where the
-	// provider says there is more).
+	// StopCursorInvalid ("cursor_invalid"): the provider's paging data
+	// cannot make next args (not of the declared type, past the arg's
+	// bounds, missing where the provider says there is more).
 	StopCursorInvalid = paginate.StopCursorInvalid
-	// StopTimeLimit: the call's Config.PagesTimeout ran out before the
-	// next page was read (or while it was); Next is that page.
+	// StopTimeLimit ("time_limit"): the call's Config.PagesTimeout ran
+	// out before the next page was read (or while it was); Next is that
+	// page.
 	StopTimeLimit = paginate.StopTimeLimit
 )
 

@@ -11,25 +11,28 @@ import (
 // op that failed after its request was sent (Error.Applied). A caller MUST
 // NOT retry a write whose Applied is AppliedYes or AppliedMaybe without
 // first looking at the provider's state: the answer looked like a failure
-// but the write happened (or may have). Its one home is the upstream
-// exchange (internal/upstream), which tracks whether the request went out.
+// but the write happened (or may have). Its values, "yes", "maybe" and
+// "no", are part of the API (TestPublicValuesStable); their one home is
+// the upstream exchange (internal/upstream), which tracks whether the
+// request went out.
 type Applied = upstream.Applied
 
 // Values of Error.Applied. Empty means the op is a read, or nothing was
 // sent (the failure came before the request was written).
 const (
-	// AppliedYes: the provider answered 2xx; the failure is in what the
-	// host did with the answer (over the result cap, invalid JSON, over
-	// the raw cap, the body cut short or timed out after the status).
+	// AppliedYes ("yes"): the provider answered 2xx; the failure is in
+	// what the host did with the answer (over the result cap, invalid
+	// JSON, over the raw cap, the body cut short or timed out after the
+	// status).
 	AppliedYes = upstream.AppliedYes
-	// AppliedMaybe: the request was written but no answer says whether it
-	// took effect: the connection failed or the deadline passed after
-	// the request went out and before a status, a 3xx or 5xx answer, or
-	// GraphQL errors (a rate limit included) in a 2xx answer (a mutation
-	// may have partly run).
+	// AppliedMaybe ("maybe"): the request was written but no answer says
+	// whether it took effect: the connection failed or the deadline
+	// passed after the request went out and before a status, a 3xx or
+	// 5xx answer, or GraphQL errors (a rate limit included) in a 2xx
+	// answer (a mutation may have partly run).
 	AppliedMaybe = upstream.AppliedMaybe
-	// AppliedNo: the provider answered 4xx (including 429): it refused
-	// the request.
+	// AppliedNo ("no"): the provider answered 4xx (including 429): it
+	// refused the request.
 	AppliedNo = upstream.AppliedNo
 )
 
