@@ -46,73 +46,27 @@ type dnsimpleAPI struct {
 	regID   int64
 }
 
+// newDNSimple loads the recorded domains and zone records
+// (testdata/dnsimple/zones.json).
 func newDNSimple() *dnsimpleAPI {
-	r := newRand(2)
-	d := &dnsimpleAPI{records: map[string][]dnsRecord{}, nextID: 181984, regID: 5001, tmpl: loadTemplates("dnsimple/templates.json")}
-	tlds := []string{"com", "io", "dev", "net", "org", "app", "co"}
-	seen := map[string]bool{}
-	for len(d.domains) < 30 {
-		name := choose(r, adjectives) + choose(r, nouns) + "-fake." + choose(r, tlds)
-		if seen[name] {
-			continue
-		}
-		seen[name] = true
-		created := randTime(r, epoch)
-		dom := dnsDomain{"id": d.nextID, "name": name, "created_at": iso(created), "updated_at": iso(randTime(r, created)),
-			"registrant_id": nil, "state": "hosted", "auto_renew": false, "private_whois": false, "expires_at": nil, "expires_on": nil}
-		d.nextID++
-		if r.IntN(4) != 0 {
-			exp := time.Date(dataNow.Year()+1, time.Month(1+r.IntN(12)), 1+r.IntN(28), created.Hour(), created.Minute(), 0, 0, time.UTC)
-			dom["registrant_id"], dom["state"], dom["auto_renew"] = DNSimpleRegistrantID, "registered", r.IntN(3) != 0
-			dom["private_whois"], dom["expires_at"], dom["expires_on"] = r.IntN(2) == 0, iso(exp), exp.Format("2006-01-02")
-		}
-		d.domains = append(d.domains, dom)
+	var z struct {
+		Domains []dnsDomain
+		Records map[string][]dnsRecord
 	}
+	loadData("dnsimple/zones.json", &z)
+	d := &dnsimpleAPI{domains: z.Domains, records: z.Records, regID: 5001, tmpl: loadTemplates("dnsimple/templates.json")}
+	for _, dom := range d.domains {
+		for _, rec := range d.records[dom["name"].(string)] {
+			rec["zone"], rec["created_at"], rec["updated_at"] = dom["name"], dom["created_at"], dom["updated_at"]
+		}
+	}
+	d.nextID = int64(d.domains[len(d.domains)-1]["id"].(float64)) + 1
 	return d
-}
-
-// zoneRecords returns the records of a zone, generating them on first use
-// from the templates' record set. Caller holds d.mu.
-func (d *dnsimpleAPI) zoneRecords(dom dnsDomain) []dnsRecord {
-	name := dom["name"].(string)
-	if rs, ok := d.records[name]; ok {
-		return rs
-	}
-	r := newRand(uint64(dom["id"].(int64)))
-	var out []dnsRecord
-	id := dom["id"].(int64) * 100
-	add := func(t any) {
-		rec := dnsRecord{}
-		for _, m := range t.(ordered) {
-			rec[m.k] = m.v
-		}
-		content := rec["content"].(string)
-		switch {
-		case strings.Contains(content, "${ip}"):
-			content = fmt.Sprintf("203.0.113.%d", 1+r.IntN(254))
-		case strings.Contains(content, "${ip6}"):
-			content = fmt.Sprintf("2001:db8::%x", 1+r.IntN(0xfffe))
-		}
-		id++
-		rec["id"], rec["zone"], rec["created_at"], rec["updated_at"] = id, name, dom["created_at"], dom["updated_at"]
-		rec["content"] = strings.ReplaceAll(content, "${zone}", name)
-		out = append(out, rec)
-	}
-	for _, t := range d.tmpl["records"].([]any) {
-		add(t)
-	}
-	for _, t := range d.tmpl["optional_records"].([]any) {
-		if r.IntN(2) == 0 {
-			add(t)
-		}
-	}
-	d.records[name] = out
-	return out
 }
 
 func (d *dnsimpleAPI) findDomain(name string) dnsDomain {
 	for _, dom := range d.domains {
-		if strings.EqualFold(dom["name"].(string), name) || strconv.FormatInt(dom["id"].(int64), 10) == name {
+		if strings.EqualFold(dom["name"].(string), name) || strconv.FormatInt(int64(dom["id"].(float64)), 10) == name {
 			return dom
 		}
 	}
@@ -210,7 +164,7 @@ func (d *dnsimpleAPI) listRecords(c *call, zone string) {
 	}
 	out := []any{}
 	_, hasName := q["name"]
-	for _, rec := range d.zoneRecords(dom) {
+	for _, rec := range d.records[dom["name"].(string)] {
 		switch {
 		case hasName && rec["name"] != q.Get("name"):
 		case q.Get("type") != "" && !strings.EqualFold(rec["type"].(string), q.Get("type")):
@@ -312,7 +266,7 @@ func (d *dnsimpleAPI) register(c *call, name string) {
 	}
 	now := time.Now().UTC()
 	exp := now.AddDate(1, 0, 0)
-	dom := dnsDomain{"id": d.nextID, "registrant_id": rid, "name": name, "state": "registered",
+	dom := dnsDomain{"id": float64(d.nextID), "registrant_id": rid, "name": name, "state": "registered",
 		"auto_renew": in.AutoRenew != nil && *in.AutoRenew, "private_whois": in.WhoisPrivacy != nil && *in.WhoisPrivacy,
 		"expires_at": iso(exp), "expires_on": exp.Format("2006-01-02"), "created_at": iso(now), "updated_at": iso(now)}
 	d.nextID++

@@ -17,8 +17,10 @@
 //   - responses use the real envelopes, field sets and sizes (a 100-repo
 //     GitHub /user/repos page is 500–600 KB). They are data, embedded from
 //     testdata/: recorded-shape JSON templates per provider
-//     (testdata/<provider>/), filled with values a seeded generator picks
-//     and ids filled deterministically; Linear's GraphQL answers are canned,
+//     (testdata/<provider>/templates.json) filled with the recorded rows of
+//     the provider's account (repos.json, zones.json, objects.json,
+//     workspace.json; GitHub's issues alone come from a generator seeded
+//     per repository); Linear's GraphQL answers are canned,
 //     keyed by the exact query text the manifests send
 //     (testdata/linear/queries.json). The code is left for auth, routing,
 //     paging, quirks and write state;
@@ -287,7 +289,6 @@ func New(opts ...Option) (*Server, error) {
 	s.stripe = newStripe()
 	s.hubspot = newHubSpot()
 	s.linear = newLinear()
-	addResearchData(s)
 
 	protos := new(http.Protocols)
 	protos.SetHTTP1(true)

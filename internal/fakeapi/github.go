@@ -20,9 +20,10 @@ import (
 //
 // Every answer is a recorded-shape template of testdata/github/templates.json
 // (users, repositories with their ~80 members, issues, labels, Pages
-// sites) filled with values generated here deterministically (seeded
-// choices of names, dates, counts); the code keeps only auth, routing,
-// paging (per_page/page, Link headers), sorting and the issue write.
+// sites) filled with the recorded rows of testdata/github/repos.json; a
+// repository's issues are generated on first use, seeded by its id. The
+// code keeps only auth, routing, paging (per_page/page, Link headers),
+// sorting and the issue write.
 
 // GitHubViewer is the login of the fake GitHub user the tokens belong to.
 const GitHubViewer = "pinned-tester"
@@ -36,17 +37,15 @@ const (
 	ghDocs = "https://docs.github.com/rest"
 )
 
-// ghRepo is one repository: the values its template is filled with, and
-// the ones the code reads.
+// ghRepo is one repository: the values its template is filled with
+// (a row of testdata/github/repos.json), and the ones the code reads.
 type ghRepo struct {
-	vals      map[string]any
-	id        int64
-	full      string
-	created   time.Time
-	hasIssues bool
-	archived  bool
-	open      int
-	pages     ordered // the Pages site (research.go), or nil
+	vals    map[string]any
+	id      int64
+	full    string
+	created time.Time
+	open    int
+	pages   ordered // the Pages site, or nil
 }
 
 type ghIssue struct {
@@ -58,103 +57,56 @@ type githubAPI struct {
 	mu      sync.Mutex
 	tmpl    map[string]any
 	viewer  map[string]any
-	users   []map[string]any
+	users   []map[string]any // the people issues are drawn from
+	verbs   []string         // and the words of their titles
+	objects []string
 	repos   []*ghRepo
 	byName  map[string]*ghRepo // lower-case full name
 	issues  map[int64][]*ghIssue
 	nextID  int64
-	created time.Time
 }
 
-func ghUserVals(login string, id int64, typ string) map[string]any {
-	return map[string]any{"login": login, "id": id, "node_id": nodeID("U_kgDO", id), "type": typ, "user_view_type": "public"}
-}
-
+// newGitHub loads the recorded repositories (testdata/github/repos.json)
+// and completes each row: its owner, license, security settings and Pages
+// site are filled from the templates.
 func newGitHub() *githubAPI {
+	var d struct {
+		Users, Orgs, Repos []map[string]any
+		Verbs, Objects     []string
+	}
+	loadData("github/repos.json", &d)
 	g := &githubAPI{
 		tmpl:    loadTemplates("github/templates.json"),
-		viewer:  ghUserVals(GitHubViewer, 90210001, "User"),
+		viewer:  d.Users[0],
+		users:   d.Users,
+		verbs:   d.Verbs,
+		objects: d.Objects,
 		byName:  map[string]*ghRepo{},
 		issues:  map[int64][]*ghIssue{},
 		nextID:  3100000000,
-		created: time.Date(2017, 8, 21, 13, 5, 44, 0, time.UTC),
 	}
-	g.users = []map[string]any{g.viewer, ghUserVals("alice-fake", 90210002, "User"), ghUserVals("bob-fake", 90210003, "User"),
-		ghUserVals("carol-fake", 90210004, "User"), ghUserVals("dependabot[bot]", 49699333, "Bot")}
-	orgs := []map[string]any{ghUserVals("fake-org-labs", 90220001, "Organization"), ghUserVals("acme-fake", 90220002, "Organization")}
-
-	r := newRand(1)
-	// Unique names: every adjective-noun pair, shuffled, plus a few
-	// names with dots and underscores as real accounts have.
-	names := []string{GitHubViewer + ".github.io", "dotfiles", "hello-world", "api_client.py", "notes"}
-	for _, a := range adjectives {
-		for _, n := range nouns {
-			names = append(names, a+"-"+n)
-		}
+	owners := map[any]map[string]any{}
+	for _, u := range append(d.Users, d.Orgs...) {
+		owners[u["login"]] = u
 	}
-	r.Shuffle(len(names)-5, func(i, j int) { names[i+5], names[j+5] = names[j+5], names[i+5] })
-	langs := []any{"Go", "Go", "TypeScript", "Python", "Rust", "Shell", "JavaScript", "HCL", nil}
-	licenses := g.tmpl["licenses"].([]any)
-	for i := range GitHubRepoCount {
-		owner := g.viewer
-		switch {
-		case i < 5:
-		case i%5 == 3:
-			owner = orgs[0]
-		case i%7 == 6:
-			owner = orgs[1]
+	for _, v := range d.Repos {
+		v["owner"] = fill(g.tmpl["user"], owners[v["owner"]])
+		if k, ok := v["license"].(string); ok {
+			v["license"] = g.tmpl["licenses"].(ordered).get1(k)
 		}
-		name := names[i]
-		id := int64(612000000 + i*7919)
-		created := randTime(r, g.created)
-		updated, pushed := randTime(r, created), randTime(r, created)
-		var desc any
-		if r.IntN(6) != 0 {
-			desc = sentence(r)
+		if _, ok := v["dependabot"]; ok {
+			v["security_and_analysis"] = fill(g.tmpl["security_and_analysis"], v)
 		}
-		lang := choose(r, langs)
-		stars := r.IntN(400)
-		if r.IntN(10) == 0 {
-			stars += r.IntN(12000)
+		if t, ok := InjectionTexts[v["name"].(string)]; ok && v["full"] == GitHubViewer+"/"+v["name"].(string) {
+			v["description"] = t
 		}
-		forks := stars / (3 + r.IntN(8))
-		open := r.IntN(25)
-		private := r.IntN(3) == 0
-		var homepage any
-		if r.IntN(4) == 0 {
-			homepage = "https://" + strings.ReplaceAll(name, "_", "-") + ".example.org"
+		created, _ := time.Parse(time.RFC3339, v["created_at"].(string))
+		repo := &ghRepo{vals: v, id: int64(v["id"].(float64)), full: v["full"].(string), created: created, open: int(v["open_issues_count"].(float64))}
+		if v["has_pages"] == true {
+			repo.pages = fill(g.tmpl["pages"], v).(ordered)
 		}
-		topics := []any{}
-		for _, t := range topicsList {
-			if r.IntN(8) == 0 {
-				topics = append(topics, t)
-			}
-		}
-		full := owner["login"].(string) + "/" + name
-		v := map[string]any{
-			"id": id, "node_id": nodeID("R_kgDO", id), "name": name, "full": full, "private": private,
-			"owner": fill(g.tmpl["user"], owner), "description": desc, "fork": r.IntN(9) == 0,
-			"created_at": iso(created), "updated_at": iso(updated), "pushed_at": iso(pushed), "homepage": homepage,
-			"size": r.IntN(90000), "stargazers_count": stars, "watchers_count": stars, "watchers": stars, "language": lang,
-			"has_issues": i%17 != 16, "has_wiki": r.IntN(2) == 0, "has_pages": i == 0, "has_discussions": r.IntN(6) == 0,
-			"forks_count": forks, "forks": forks, "archived": i%23 == 22, "open_issues_count": open, "open_issues": open,
-		}
-		v["license"] = choose(r, licenses)
-		v["topics"] = topics
-		v["visibility"] = map[bool]string{true: "private", false: "public"}[private]
-		v["default_branch"] = choose(r, []string{"main", "main", "main", "master", "trunk"})
-		admin := owner["login"] == GitHubViewer || r.IntN(3) == 0
-		push := admin || r.IntN(2) == 0
-		v["permissions"] = ordered{{"admin", admin}, {"maintain", admin}, {"push", push}, {"triage", push}, {"pull", true}}
-		if !private {
-			v["security_and_analysis"] = fill(g.tmpl["security_and_analysis"], map[string]any{
-				"secret_scanning": "enabled", "secret_scanning_push_protection": "enabled",
-				"dependabot_security_updates":           choose(r, []string{"enabled", "disabled"}),
-				"secret_scanning_non_provider_patterns": "disabled", "secret_scanning_validity_checks": "disabled"})
-		}
-		repo := &ghRepo{vals: v, id: id, full: full, created: created, hasIssues: v["has_issues"].(bool), archived: v["archived"].(bool), open: open}
 		g.repos = append(g.repos, repo)
-		g.byName[strings.ToLower(full)] = repo
+		g.byName[strings.ToLower(repo.full)] = repo
 	}
 	return g
 }
@@ -200,8 +152,8 @@ func (g *githubAPI) repoIssues(repo *ghRepo) []*ghIssue {
 	open := 0
 	for n := 1; n <= total; n++ {
 		c := randTime(r, repo.created)
-		title := choose(r, verbs) + " " + choose(r, objects)
-		body := fmt.Sprintf("Steps to reproduce:\n\n1. Open %s\n2. Try the %s\n\nExpected it to work; it did not.", repo.full, choose(r, objects))
+		title := choose(r, g.verbs) + " " + choose(r, g.objects)
+		body := fmt.Sprintf("Steps to reproduce:\n\n1. Open %s\n2. Try the %s\n\nExpected it to work; it did not.", repo.full, choose(r, g.objects))
 		is := g.newIssue(repo, n, title, body, choose(r, g.users), c)
 		is.vals["comments"] = r.IntN(12)
 		var ls []any
@@ -322,7 +274,7 @@ func (g *githubAPI) serve(c *call) {
 }
 
 func (g *githubAPI) getUser(c *call) {
-	v := append(fill(g.tmpl["user"], g.viewer).(ordered), fill(g.tmpl["viewer"], map[string]any{"created_at": iso(g.created), "updated_at": iso(dataNow)}).(ordered)...)
+	v := append(fill(g.tmpl["user"], g.viewer).(ordered), g.tmpl["viewer"].(ordered)...)
 	for i := range v {
 		if v[i].k == "user_view_type" {
 			v[i].v = "private"
@@ -437,7 +389,7 @@ func (g *githubAPI) getRepo(c *call, owner, name string) {
 		return
 	}
 	v := map[string]any{"delete_branch_on_merge": repo.id%2 == 0, "network_count": repo.vals["forks_count"],
-		"subscribers_count": repo.vals["watchers_count"].(int)/10 + 1}
+		"subscribers_count": int(repo.vals["watchers_count"].(float64))/10 + 1}
 	if o := repo.vals["owner"].(ordered); o.get1("type") == "Organization" {
 		v["organization"] = o
 	}
@@ -475,7 +427,7 @@ func (g *githubAPI) listIssues(c *call, owner, name string) {
 		return
 	}
 	var list []*ghIssue
-	if repo.hasIssues {
+	if repo.vals["has_issues"] == true {
 		all := g.repoIssues(repo)
 		// Newest first (sort=created, direction=desc is GitHub's default).
 		for i := len(all) - 1; i >= 0; i-- {
@@ -516,9 +468,9 @@ func (g *githubAPI) createIssue(c *call, owner, name string) {
 	switch {
 	case repo == nil:
 		githubError(c.w, http.StatusNotFound, "Not Found", doc)
-	case repo.archived:
+	case repo.vals["archived"] == true:
 		githubError(c.w, http.StatusForbidden, "Repository was archived so is read-only.", doc)
-	case !repo.hasIssues:
+	case repo.vals["has_issues"] != true:
 		githubError(c.w, http.StatusGone, "Issues are disabled for this repo", doc)
 	case strings.TrimSpace(title) == "":
 		writeJSON(c.w, http.StatusUnprocessableEntity, ordered{

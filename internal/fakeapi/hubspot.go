@@ -22,11 +22,12 @@ import (
 // HubSpotPortalID is the id of the fake HubSpot account (portal).
 const HubSpotPortalID = 24601234
 
+// hsObject is one CRM object (a row of testdata/hubspot/objects.json).
 type hsObject struct {
-	id        int64
-	props     map[string]string // every set property
-	createdAt time.Time
-	updatedAt time.Time
+	ID        int64             `json:"id"`
+	Props     map[string]string `json:"properties"` // every set property
+	CreatedAt string            `json:"createdAt"`
+	UpdatedAt string            `json:"updatedAt"`
 }
 
 // hsKind is one CRM object type (testdata/hubspot/crm.json).
@@ -41,10 +42,8 @@ type hsKind struct {
 
 // hsData is testdata/hubspot/crm.json.
 var hsData = func() (d struct {
-	Account                    ordered
-	Contacts, Companies        *hsKind
-	Industries, Stages, Titles []string
-	CompanySuffixes            []string `json:"company_suffixes"`
+	Account             ordered
+	Contacts, Companies *hsKind
 }) {
 	loadData("hubspot/crm.json", &d)
 	for name, k := range map[string]*hsKind{"contacts": d.Contacts, "companies": d.Companies} {
@@ -71,50 +70,13 @@ type hubspotAPI struct {
 	nextID    int64
 }
 
+// newHubSpot loads the recorded CRM objects (testdata/hubspot/objects.json).
 func newHubSpot() *hubspotAPI {
-	r := newRand(4)
-	h := &hubspotAPI{rnd: newRand(44), nextID: 51}
-	industries := hsData.Industries
-	for i, name := range companies {
-		for j := range 5 {
-			c := choose(r, cities)
-			created := randTime(r, epoch)
-			n := name
-			if j > 0 {
-				n = fmt.Sprintf("%s %s", name, choose(r, hsData.CompanySuffixes))
-			}
-			dom := slug(n) + ".example"
-			if j > 0 {
-				dom = slug(n) + fmt.Sprintf("-%d.example", j)
-			}
-			h.companies = append(h.companies, &hsObject{
-				id:        h.id(),
-				createdAt: created,
-				updatedAt: randTime(r, created),
-				props: map[string]string{
-					"name": n, "domain": dom, "industry": industries[(i+j)%len(industries)],
-					"city": c.City, "country": c.Country, "numberofemployees": strconv.Itoa(5 + r.IntN(5000)),
-					"phone": "+1 555 " + randString(r, 7, "0123456789"),
-				},
-			})
-		}
-	}
-	for range 180 {
-		first, last := choose(r, firstNames), choose(r, lastNames)
-		co := choose(r, h.companies)
-		c := choose(r, cities)
-		created := randTime(r, epoch)
-		props := map[string]string{
-			"email":     strings.ToLower(first+"."+last) + fmt.Sprintf("%d@", r.IntN(1000)) + co.props["domain"],
-			"firstname": first, "lastname": last, "company": co.props["name"],
-			"jobtitle": choose(r, hsData.Titles), "lifecyclestage": choose(r, hsData.Stages), "city": c.City, "country": c.Country,
-			"website": "https://" + co.props["domain"],
-		}
-		if r.IntN(3) != 0 {
-			props["phone"] = "+1 555 " + randString(r, 7, "0123456789")
-		}
-		h.contacts = append(h.contacts, &hsObject{id: h.id(), props: props, createdAt: created, updatedAt: randTime(r, created)})
-	}
+	var d struct{ Contacts, Companies []*hsObject }
+	loadData("hubspot/objects.json", &d)
+	h := &hubspotAPI{rnd: newRand(44), contacts: d.Contacts, companies: d.Companies}
+	h.nextID = h.contacts[len(h.contacts)-1].ID
+	h.id() // the next id after the last recorded one
 	return h
 }
 
@@ -139,13 +101,13 @@ func (k *hsKind) view(o *hsObject, asked []string) ordered {
 	for _, p := range want {
 		switch p {
 		case "createdate":
-			props[p] = isoMilli(o.createdAt)
+			props[p] = o.CreatedAt
 		case "lastmodifieddate", "hs_lastmodifieddate":
-			props[p] = isoMilli(o.updatedAt)
+			props[p] = o.UpdatedAt
 		case "hs_object_id":
-			props[p] = strconv.FormatInt(o.id, 10)
+			props[p] = strconv.FormatInt(o.ID, 10)
 		default:
-			if v, ok := o.props[p]; ok {
+			if v, ok := o.Props[p]; ok {
 				props[p] = v
 			} else {
 				props[p] = nil
@@ -153,10 +115,10 @@ func (k *hsKind) view(o *hsObject, asked []string) ordered {
 		}
 	}
 	return ordered{
-		{"id", strconv.FormatInt(o.id, 10)},
+		{"id", strconv.FormatInt(o.ID, 10)},
 		{"properties", props},
-		{"createdAt", isoMilli(o.createdAt)},
-		{"updatedAt", isoMilli(o.updatedAt)},
+		{"createdAt", o.CreatedAt},
+		{"updatedAt", o.UpdatedAt},
 		{"archived", false},
 	}
 }
@@ -258,7 +220,7 @@ func (h *hubspotAPI) list(c *call, k *hsKind) {
 	asked := askedProperties(q)
 	h.mu.Lock()
 	all := h.objects(k)
-	i := sort.Search(len(all), func(i int) bool { return all[i].id >= after })
+	i := sort.Search(len(all), func(i int) bool { return all[i].ID >= after })
 	end := min(len(all), i+limit)
 	results := make([]ordered, 0, end-i)
 	for _, o := range all[i:end] {
@@ -266,7 +228,7 @@ func (h *hubspotAPI) list(c *call, k *hsKind) {
 	}
 	var next int64
 	if end < len(all) {
-		next = all[end].id
+		next = all[end].ID
 	}
 	h.mu.Unlock()
 	out := ordered{{"results", results}}
@@ -290,7 +252,7 @@ func (h *hubspotAPI) get(c *call, k *hsKind, id string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, o := range h.objects(k) {
-		if strconv.FormatInt(o.id, 10) == id {
+		if strconv.FormatInt(o.ID, 10) == id {
 			writeJSON(c.w, http.StatusOK, k.view(o, asked))
 			return
 		}
@@ -342,14 +304,14 @@ func (h *hubspotAPI) createContact(c *call) {
 	defer h.mu.Unlock()
 	if email != "" {
 		for _, o := range h.contacts {
-			if strings.EqualFold(o.props["email"], email) {
-				hubspotError(c.w, http.StatusConflict, fmt.Sprintf("Contact already exists. Existing ID: %d", o.id), "CONFLICT")
+			if strings.EqualFold(o.Props["email"], email) {
+				hubspotError(c.w, http.StatusConflict, fmt.Sprintf("Contact already exists. Existing ID: %d", o.ID), "CONFLICT")
 				return
 			}
 		}
 	}
-	now := time.Now().UTC()
-	o := &hsObject{id: h.id(), props: props, createdAt: now, updatedAt: now}
+	now := isoMilli(time.Now())
+	o := &hsObject{ID: h.id(), Props: props, CreatedAt: now, UpdatedAt: now}
 	h.contacts = append(h.contacts, o)
 	asked := append([]string{}, names...)
 	writeJSON(c.w, http.StatusCreated, hsContacts.view(o, append(asked, "lastmodifieddate")))

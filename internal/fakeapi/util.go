@@ -131,12 +131,8 @@ func uuid(r *rand.Rand) string {
 	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
 }
 
-// epoch is the fake's "beginning of time"; generated timestamps lie
-// between it and dataNow.
-var (
-	epoch   = time.Date(2019, 3, 4, 9, 12, 0, 0, time.UTC)
-	dataNow = time.Date(2026, 5, 11, 16, 40, 0, 0, time.UTC)
-)
+// dataNow is the fake's "now": generated timestamps lie before it.
+var dataNow = time.Date(2026, 5, 11, 16, 40, 0, 0, time.UTC)
 
 // randTime returns a time between from and dataNow, whole seconds.
 func randTime(r *rand.Rand, from time.Time) time.Time {
@@ -185,26 +181,6 @@ func slug(s string) string {
 		}
 	}
 	return strings.TrimSuffix(b.String(), "-")
-}
-
-// words used to generate names and sentences (testdata/words.json).
-var (
-	words = func() (w struct {
-		Adjectives, Nouns, FirstNames, LastNames, Companies []string
-		Verbs, Objects, Phrases, TopicsList                 []string
-		Cities                                              []struct{ City, Country, CC, State, Zip string }
-	}) {
-		loadData("words.json", &w)
-		return w
-	}()
-	adjectives, nouns, firstNames, lastNames = words.Adjectives, words.Nouns, words.FirstNames, words.LastNames
-	companies, verbs, objects, phrases       = words.Companies, words.Verbs, words.Objects, words.Phrases
-	topicsList, cities                       = words.TopicsList, words.Cities
-)
-
-// sentence returns a short deterministic description.
-func sentence(r *rand.Rand) string {
-	return fmt.Sprintf("%s %s %s %s, built for the pinned demo data set.", choose(r, phrases), choose(r, adjectives), choose(r, nouns), choose(r, []string{"workflows", "pipelines", "records", "events", "reports", "deployments"}))
 }
 
 // loadTemplates decodes an embedded template file (testdata/<path>, a JSON
@@ -303,7 +279,12 @@ func fill(t any, vals map[string]any) any {
 		if !strings.Contains(x, "${") {
 			return x
 		}
-		return tmplVar.ReplaceAllStringFunc(x, func(m string) string { return fmt.Sprint(vals[m[2:len(m)-1]]) })
+		return tmplVar.ReplaceAllStringFunc(x, func(m string) string {
+			if f, ok := vals[m[2:len(m)-1]].(float64); ok { // a number of the recorded data
+				return strconv.FormatFloat(f, 'f', -1, 64)
+			}
+			return fmt.Sprint(vals[m[2:len(m)-1]])
+		})
 	}
 	return t
 }
