@@ -3,7 +3,6 @@ package fakeapi
 import (
 	"encoding/json"
 	"fmt"
-	"math/rand/v2"
 	"net/http"
 	"strconv"
 	"strings"
@@ -78,47 +77,21 @@ func dnsimpleError(w http.ResponseWriter, status int, msg string) {
 }
 
 func (d *dnsimpleAPI) serve(c *call) {
-	h := c.w.Header()
-	h.Set("X-RateLimit-Limit", "2400")
-	h.Set("X-RateLimit-Remaining", "2399")
-	h.Set("X-RateLimit-Reset", strconv.FormatInt(time.Now().Add(time.Hour).Unix(), 10))
-	h.Set("X-Request-Id", uuid(rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 2))))
-	if c.checkBearer() != authOK {
-		dnsimpleError(c.w, http.StatusUnauthorized, "Authentication failed")
+	if !c.authenticate() {
 		return
 	}
-	segs, ok := segments(c.r.URL.EscapedPath())
-	if !ok || len(segs) < 2 || segs[0] != "v2" {
-		dnsimpleError(c.w, http.StatusNotFound, "Not found")
-		return
-	}
-	m := c.r.Method
-	if _, ok := match(segs, "v2", "whoami"); ok && m == http.MethodGet {
-		writeJSON(c.w, http.StatusOK, d.tmpl["whoami"])
-		return
-	}
-	// Everything else is under /v2/{account}.
-	if segs[1] != strconv.Itoa(DNSimpleAccountID) {
+	// Everything but whoami is under /v2/{account}.
+	if segs, _ := segments(c.r.URL.EscapedPath()); len(segs) >= 2 && segs[0] == "v2" && segs[1] != strconv.Itoa(DNSimpleAccountID) && (len(segs) > 2 || segs[1] != "whoami") {
 		dnsimpleError(c.w, http.StatusNotFound, fmt.Sprintf("Account `%s` not found", segs[1]))
 		return
 	}
-	if _, ok := match(segs, "v2", "*", "domains"); ok && m == http.MethodGet {
-		d.listDomains(c)
-		return
-	}
-	if v, ok := match(segs, "v2", "*", "zones", "*", "records"); ok && m == http.MethodGet {
-		d.listRecords(c, v[1])
-		return
-	}
-	if v, ok := match(segs, "v2", "*", "registrar", "domains", "*", "check"); ok && m == http.MethodGet {
-		d.check(c, v[1])
-		return
-	}
-	if v, ok := match(segs, "v2", "*", "registrar", "domains", "*", "registrations"); ok && m == http.MethodPost {
-		d.register(c, v[1])
-		return
-	}
-	dnsimpleError(c.w, http.StatusNotFound, "Not found")
+	c.route(
+		route{"GET", "/v2/whoami", func(c *call, _ []string) { writeJSON(c.w, http.StatusOK, d.tmpl["whoami"]) }},
+		route{"GET", "/v2/*/domains", d.listDomains},
+		route{"GET", "/v2/*/zones/*/records", d.listRecords},
+		route{"GET", "/v2/*/registrar/domains/*/check", d.check},
+		route{"POST", "/v2/*/registrar/domains/*/registrations", d.register},
+	)
 }
 
 // dnsPage writes DNSimple's {data, pagination} envelope.
@@ -140,7 +113,7 @@ func dnsPage(c *call, items []any) {
 	})
 }
 
-func (d *dnsimpleAPI) listDomains(c *call) {
+func (d *dnsimpleAPI) listDomains(c *call, _ []string) {
 	like := strings.ToLower(c.r.URL.Query().Get("name_like"))
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -153,7 +126,8 @@ func (d *dnsimpleAPI) listDomains(c *call) {
 	dnsPage(c, out)
 }
 
-func (d *dnsimpleAPI) listRecords(c *call, zone string) {
+func (d *dnsimpleAPI) listRecords(c *call, v []string) {
+	zone := v[1]
 	q := c.r.URL.Query()
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -210,8 +184,8 @@ func (d *dnsimpleAPI) availability(name string) (available, premium bool) {
 	return true, false
 }
 
-func (d *dnsimpleAPI) check(c *call, name string) {
-	name = strings.ToLower(name)
+func (d *dnsimpleAPI) check(c *call, v []string) {
+	name := strings.ToLower(v[1])
 	if !validDomain(name) {
 		dnsimpleError(c.w, http.StatusBadRequest, fmt.Sprintf("`%s` is an invalid domain", name))
 		return
@@ -222,8 +196,8 @@ func (d *dnsimpleAPI) check(c *call, name string) {
 	writeJSON(c.w, http.StatusOK, map[string]any{"data": ordered{{"domain", name}, {"available", avail}, {"premium", premium}}})
 }
 
-func (d *dnsimpleAPI) register(c *call, name string) {
-	name = strings.ToLower(name)
+func (d *dnsimpleAPI) register(c *call, v []string) {
+	name := strings.ToLower(v[1])
 	if !validDomain(name) {
 		dnsimpleError(c.w, http.StatusBadRequest, fmt.Sprintf("`%s` is an invalid domain", name))
 		return

@@ -50,9 +50,12 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"maps"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/netip"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -84,6 +87,15 @@ type provider struct {
 	Token      string         // the fixed pasted credential
 	OAuthToken string         `json:"oauth_token"` // the fixed OAuth access token
 	OAuth      *oauthProvider // the OAuth side (oauth.go)
+	// Headers are set on every API answer; ${reset} (Unix seconds an hour
+	// from now), ${reset_ms} (the same in milliseconds), ${uuid} and
+	// ${request_id} (random) are filled in per request.
+	Headers map[string]string
+	// Unauthorized are the 401 messages for a missing and for a wrong
+	// Bearer credential (${masked}: the credential, partly masked).
+	Unauthorized [2]string
+	// NotFound is the message of an unknown route's 404 (${method}, ${path}).
+	NotFound string `json:"not_found"`
 }
 
 // providers are the services the fake serves, in a stable order.
@@ -217,6 +229,12 @@ const (
 	kindOAuth                  // always Bearer
 )
 
+// credential is a registered credential of a service.
+type credential struct {
+	kind    tokenKind
+	expires time.Time // zero: never
+}
+
 // Server is a running fake. It is safe for concurrent use.
 type Server struct {
 	ln     net.Listener
@@ -228,18 +246,19 @@ type Server struct {
 	client    *http.Client    // guarded by mu
 	transport *http.Transport // guarded by mu
 
-	mu       sync.Mutex
-	tokens   map[string]map[string]tokenKind // service -> token -> kind
-	tokenExp map[string]map[string]time.Time // service -> token -> expiry (tokens that expire)
-	clock    func() time.Time                // nil: time.Now
-	reqs     []Request
-	hook     func(http.ResponseWriter, *http.Request) bool
+	mu     sync.Mutex
+	tokens map[string]map[string]credential // service -> token
+	clock  func() time.Time                 // nil: time.Now
+	reqs   []Request
+	hook   func(http.ResponseWriter, *http.Request) bool
 	// answers caches successful GET answers made with a service's fixed
 	// token (which never expires), cleared by every other request and by
-	// every token change; see cachedGet.
-	answers map[string]*cachedAnswer
+	// every token change: the fake regenerates and re-encodes every answer
+	// otherwise, which would make benchmarks measure the fake.
+	answers map[string]*httptest.ResponseRecorder
 
 	oauth *oauthState
+	apis  map[string]func(*call) // service -> its API
 
 	github   *githubAPI
 	dnsimple *dnsimpleAPI
@@ -277,18 +296,19 @@ func New(opts ...Option) (*Server, error) {
 		ln:       ln,
 		certs:    c,
 		done:     make(chan struct{}),
-		tokens:   map[string]map[string]tokenKind{},
-		tokenExp: map[string]map[string]time.Time{},
+		tokens:   map[string]map[string]credential{},
 		oauth:    newOAuthState(),
+		github:   newGitHub(),
+		dnsimple: newDNSimple(),
+		stripe:   newStripe(),
+		hubspot:  newHubSpot(),
+		linear:   newLinear(),
 	}
+	s.apis = map[string]func(*call){GitHub: s.github.serve, DNSimple: s.dnsimple.serve, Stripe: s.stripe.serve, HubSpot: s.hubspot.serve, Linear: s.linear.serve}
 	for _, p := range providers {
-		s.tokens[p.Service] = map[string]tokenKind{p.Token: kindPAT, p.OAuthToken: kindOAuth}
+		s.addToken(p.Service, p.Token, kindPAT, 0)
+		s.addToken(p.Service, p.OAuthToken, kindOAuth, 0)
 	}
-	s.github = newGitHub()
-	s.dnsimple = newDNSimple()
-	s.stripe = newStripe()
-	s.hubspot = newHubSpot()
-	s.linear = newLinear()
 
 	protos := new(http.Protocols)
 	protos.SetHTTP1(true)
@@ -388,22 +408,27 @@ func (s *Server) Close() {
 
 // AddToken registers another valid pasted credential for a service,
 // presented like Token(service).
-func (s *Server) AddToken(service, token string) { s.addToken(service, token, kindPAT) }
+func (s *Server) AddToken(service, token string) { s.addToken(service, token, kindPAT, 0) }
 
 // AddOAuthToken registers another valid OAuth access token for a service,
 // presented as Bearer like OAuthToken(service).
-func (s *Server) AddOAuthToken(service, token string) { s.addToken(service, token, kindOAuth) }
+func (s *Server) AddOAuthToken(service, token string) { s.addToken(service, token, kindOAuth, 0) }
 
-func (s *Server) addToken(service, token string, k tokenKind) {
+// addToken registers a credential that expires after lifetime (0: never).
+func (s *Server) addToken(service, token string, k tokenKind, lifetime time.Duration) {
 	if token == "" {
 		return
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.tokens[service] == nil {
-		s.tokens[service] = map[string]tokenKind{}
+	c := credential{kind: k}
+	if lifetime > 0 {
+		c.expires = s.nowLocked().Add(lifetime)
 	}
-	s.tokens[service][token] = k
+	if s.tokens[service] == nil {
+		s.tokens[service] = map[string]credential{}
+	}
+	s.tokens[service][token] = c
 }
 
 // RevokeToken makes a credential of a service invalid (later requests with
@@ -413,7 +438,6 @@ func (s *Server) RevokeToken(service, token string) {
 	defer s.mu.Unlock()
 	s.answers = nil
 	delete(s.tokens[service], token)
-	delete(s.tokenExp[service], token)
 }
 
 // lookupToken looks a credential up; an expired one is forgotten and not
@@ -421,13 +445,12 @@ func (s *Server) RevokeToken(service, token string) {
 func (s *Server) lookupToken(service, token string) (tokenKind, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	k, ok := s.tokens[service][token]
-	if exp, expires := s.tokenExp[service][token]; ok && expires && !s.nowLocked().Before(exp) {
+	c, ok := s.tokens[service][token]
+	if ok && !c.expires.IsZero() && !s.nowLocked().Before(c.expires) {
 		delete(s.tokens[service], token)
-		delete(s.tokenExp[service], token)
 		return 0, false
 	}
-	return k, ok
+	return c.kind, ok
 }
 
 // Requests returns a copy of every request recorded since New or the last
@@ -485,13 +508,6 @@ func requestHost(r *http.Request) string {
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	host := requestHost(r)
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
-	tooLarge := false
-	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			tooLarge = true
-		}
-	}
 	s.record(Request{
 		Host:     host,
 		Method:   r.Method,
@@ -509,108 +525,85 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	if hook != nil && hook(w, r) {
 		return
 	}
-
-	svc := ""
-	for _, p := range providers {
-		if p.Host == host {
-			svc = p.Service
+	var p *provider
+	for _, q := range providers {
+		if q.Host == host {
+			p = q
 		}
 	}
-	if svc == "" {
-		for _, p := range providers {
-			if p.OAuthHost == host {
-				s.routeOAuth(w, r, p.Service)
+	if p == nil {
+		for _, q := range providers {
+			if q.OAuthHost == host && !s.serveOAuth(w, r, q.Service, host) {
+				w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+				w.WriteHeader(http.StatusNotFound)
+				fmt.Fprintf(w, "fakeapi: %s OAuth host has no endpoint %s %s\n", q.Service, r.Method, r.URL.Path)
+			}
+			if q.OAuthHost == host {
 				return
 			}
 		}
 		writeJSON(w, http.StatusMisdirectedRequest, map[string]string{"message": "fakeapi: no service at host " + host})
 		return
 	}
-	if err != nil && !tooLarge {
-		// The client went away mid-body; nothing useful to answer.
-		writeError(w, svc, http.StatusBadRequest, "could not read the request body")
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.As(err, &mbe):
+		writeError(w, p.Service, http.StatusRequestEntityTooLarge, "request body too large")
+		return
+	case err != nil: // the client went away mid-body; nothing useful to answer
+		writeError(w, p.Service, http.StatusBadRequest, "could not read the request body")
 		return
 	}
-	if tooLarge {
-		writeError(w, svc, http.StatusRequestEntityTooLarge, "request body too large")
+	// The OAuth token endpoints on API hosts (DNSimple, HubSpot, Linear)
+	// come before the API's own credential check.
+	if s.serveOAuth(w, r, p.Service, host) {
 		return
 	}
-	if s.routeOAuthAPI(w, r, svc) {
-		return
+	vals := map[string]any{"reset": time.Now().Add(time.Hour).Unix(), "reset_ms": time.Now().Add(time.Hour).UnixMilli(),
+		"uuid": mint([]any{"", "uuid", 0.0}), "request_id": mint([]any{"", "alnum", 14.0})}
+	for k, v := range p.Headers {
+		w.Header().Set(k, fmt.Sprint(fill(v, vals)))
 	}
-	cacheKey := ""
-	if r.Method == http.MethodGet && (r.Header.Get("Authorization") == "Bearer "+Token(svc) || r.Header.Get("Authorization") == Token(svc)) {
-		cacheKey = svc + "\x00" + r.URL.EscapedPath() + "?" + r.URL.RawQuery + "\x00" + r.Header.Get("Authorization") + "\x00" + r.Header.Get("Accept")
-		s.mu.Lock()
-		a := s.answers[cacheKey]
-		s.mu.Unlock()
-		if a != nil {
-			for k, v := range a.header {
-				w.Header()[k] = v
-			}
-			w.WriteHeader(a.status)
-			_, _ = w.Write(a.body)
-			return
+	c := &call{w: w, r: r, body: body, srv: s, p: p}
+	auth := r.Header.Get("Authorization")
+	if r.Method != http.MethodGet || (auth != "Bearer "+p.Token && auth != p.Token) {
+		if r.Method != http.MethodGet {
+			s.mu.Lock()
+			s.answers = nil // a write may change any later answer
+			s.mu.Unlock()
 		}
-		rec := &answerRecorder{ResponseWriter: w}
-		defer func() {
-			if rec.status >= 200 && rec.status < 300 {
-				s.mu.Lock()
-				if s.answers == nil {
-					s.answers = map[string]*cachedAnswer{}
-				}
-				s.answers[cacheKey] = &cachedAnswer{status: rec.status, header: w.Header().Clone(), body: rec.body}
-				s.mu.Unlock()
-			}
-		}()
-		w = rec
-	} else if r.Method != http.MethodGet {
-		s.mu.Lock()
-		s.answers = nil // a write may change any later answer
-		s.mu.Unlock()
-	}
-	req := &call{w: w, r: r, body: body, srv: s, service: svc}
-	switch svc {
-	case GitHub:
-		s.github.serve(req)
-	case DNSimple:
-		s.dnsimple.serve(req)
-	case Stripe:
-		s.stripe.serve(req)
-	case HubSpot:
-		s.hubspot.serve(req)
-	case Linear:
-		s.linear.serve(req)
-	}
-}
-
-// routeOAuth answers requests to a provider's OAuth host: the authorize
-// endpoint, and the token endpoint where it lives there (GitHub, Stripe).
-// Any other path is 404.
-func (s *Server) routeOAuth(w http.ResponseWriter, r *http.Request, service string) {
-	if s.serveOAuth(w, r, service, requestHost(r)) {
+		s.apis[p.Service](c)
 		return
 	}
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	w.WriteHeader(http.StatusNotFound)
-	fmt.Fprintf(w, "fakeapi: %s OAuth host has no endpoint %s %s\n", service, r.Method, r.URL.Path)
-}
-
-// routeOAuthAPI serves the OAuth token endpoints that live on API hosts
-// (DNSimple POST /v2/oauth/access_token, HubSpot POST /oauth/v1/token,
-// Linear POST /oauth/token), before the API's own credential check. It
-// reports whether it answered.
-func (s *Server) routeOAuthAPI(w http.ResponseWriter, r *http.Request, service string) bool {
-	return s.serveOAuth(w, r, service, requestHost(r))
+	key := p.Service + "\x00" + r.URL.EscapedPath() + "?" + r.URL.RawQuery + "\x00" + auth + "\x00" + r.Header.Get("Accept")
+	s.mu.Lock()
+	rec := s.answers[key]
+	s.mu.Unlock()
+	if rec == nil {
+		rec = httptest.NewRecorder()
+		c.w = rec
+		s.apis[p.Service](c)
+		if rec.Code >= 200 && rec.Code < 300 {
+			s.mu.Lock()
+			if s.answers == nil {
+				s.answers = map[string]*httptest.ResponseRecorder{}
+			}
+			s.answers[key] = rec
+			s.mu.Unlock()
+		}
+	}
+	maps.Copy(w.Header(), rec.Header())
+	w.WriteHeader(rec.Code)
+	_, _ = w.Write(rec.Body.Bytes())
 }
 
 // call is one request being served by a service.
 type call struct {
-	w       http.ResponseWriter
-	r       *http.Request
-	body    []byte
-	srv     *Server
-	service string
+	w    http.ResponseWriter
+	r    *http.Request
+	body []byte
+	srv  *Server
+	p    *provider
 }
 
 // authHeader returns the Authorization header, and whether there was
@@ -623,33 +616,49 @@ func (c *call) authHeader() (string, bool) {
 	return v[0], true
 }
 
-// authResult is what checkBearer found.
-type authResult int
-
-const (
-	authOK      authResult = iota
-	authMissing            // no Authorization header
-	authInvalid            // present but not a valid credential
-)
-
-// checkBearer checks "Authorization: Bearer <token>" against every
-// registered credential of the service (pasted or OAuth).
-func (c *call) checkBearer() authResult {
-	v, ok := c.authHeader()
-	if !ok || v == "" {
-		if len(c.r.Header.Values("Authorization")) > 1 {
-			return authInvalid
+// authenticate checks "Authorization: Bearer <token>" against every
+// registered credential of the service (pasted or OAuth), and answers 401
+// with the provider's message when it does not hold.
+func (c *call) authenticate() bool {
+	v, one := c.authHeader()
+	tok, bearer := strings.CutPrefix(v, "Bearer ")
+	if one && bearer && tok != "" {
+		if _, ok := c.srv.lookupToken(c.p.Service, tok); ok {
+			return true
 		}
-		return authMissing
 	}
-	tok, found := strings.CutPrefix(v, "Bearer ")
-	if !found || tok == "" {
-		return authInvalid
+	msg := c.p.Unauthorized[1]
+	if len(c.r.Header.Values("Authorization")) == 0 || (one && v == "") {
+		msg = c.p.Unauthorized[0]
 	}
-	if _, ok := c.srv.lookupToken(c.service, tok); !ok {
-		return authInvalid
+	masked := "****"
+	if tok = strings.TrimPrefix(c.r.Header.Get("Authorization"), "Bearer "); len(tok) > 12 {
+		masked = tok[:8] + "****" + tok[len(tok)-4:]
 	}
-	return authOK
+	writeError(c.w, c.p.Service, http.StatusUnauthorized, strings.ReplaceAll(msg, "${masked}", masked))
+	return false
+}
+
+// route is one API route: a method and a path pattern whose "*" segments
+// match any one segment, handed to h in order.
+type route struct {
+	method, pattern string
+	h               func(c *call, wild []string)
+}
+
+// route serves the request by the first route that matches it, or answers
+// the provider's 404.
+func (c *call) route(routes ...route) {
+	if segs, ok := segments(c.r.URL.EscapedPath()); ok {
+		for _, rt := range routes {
+			if v, ok := match(segs, strings.Split(rt.pattern, "/")[1:]...); ok && c.r.Method == rt.method {
+				rt.h(c, v)
+				return
+			}
+		}
+	}
+	msg := strings.NewReplacer("${method}", c.r.Method, "${path}", c.r.URL.Path).Replace(c.p.NotFound)
+	writeError(c.w, c.p.Service, http.StatusNotFound, msg)
 }
 
 // segments splits an escaped path into its segments, unescaping each one;
@@ -662,7 +671,7 @@ func segments(escaped string) ([]string, bool) {
 	raw := strings.Split(p, "/")
 	out := make([]string, len(raw))
 	for i, s := range raw {
-		u, err := unescapeSegment(s)
+		u, err := url.PathUnescape(s)
 		if err != nil || u == "" || strings.Contains(u, "/") {
 			return nil, false
 		}
@@ -694,54 +703,14 @@ func match(segs []string, pattern ...string) ([]string, bool) {
 func writeError(w http.ResponseWriter, service string, status int, msg string) {
 	switch service {
 	case GitHub:
-		githubError(w, status, msg, "https://docs.github.com/rest")
-	case DNSimple:
-		writeJSON(w, status, map[string]any{"message": msg})
+		githubError(w, status, msg, ghDocs)
 	case Stripe:
 		stripeError(w, status, msg, "", "")
 	case HubSpot:
-		hubspotError(w, status, msg, "VALIDATION_ERROR")
+		hubspotError(w, status, msg)
 	case Linear:
 		linearErrors(w, status, gqlError(msg, "INVALID_INPUT"))
 	default:
 		writeJSON(w, status, map[string]any{"message": msg})
-	}
-}
-
-// cachedAnswer is a recorded GET answer (see Server.answers): the fake
-// regenerates and re-encodes every answer otherwise, which would make
-// benchmarks measure the fake.
-type cachedAnswer struct {
-	status int
-	header http.Header
-	body   []byte
-}
-
-// answerRecorder passes an answer through and keeps a copy.
-type answerRecorder struct {
-	http.ResponseWriter
-	status int
-	body   []byte
-}
-
-func (a *answerRecorder) WriteHeader(code int) {
-	if a.status == 0 {
-		a.status = code
-	}
-	a.ResponseWriter.WriteHeader(code)
-}
-
-func (a *answerRecorder) Write(b []byte) (int, error) {
-	if a.status == 0 {
-		a.status = http.StatusOK
-	}
-	a.body = append(a.body, b...)
-	return a.ResponseWriter.Write(b)
-}
-
-// Flush passes through, for handlers that stream.
-func (a *answerRecorder) Flush() {
-	if f, ok := a.ResponseWriter.(http.Flusher); ok {
-		f.Flush()
 	}
 }

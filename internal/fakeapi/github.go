@@ -216,64 +216,23 @@ func githubError(w http.ResponseWriter, status int, msg, doc string) {
 }
 
 func (g *githubAPI) serve(c *call) {
-	h := c.w.Header()
-	h.Set("X-GitHub-Media-Type", "github.v3; format=json")
-	h.Set("X-GitHub-Api-Version-Selected", "2022-11-28")
-	h.Set("X-GitHub-Request-Id", fmt.Sprintf("FAKE:%04X:%06X", len(c.body)%65536, time.Now().UnixNano()%0xffffff))
 	if v := c.r.Header.Get("X-GitHub-Api-Version"); v != "" && v != "2022-11-28" {
 		githubError(c.w, http.StatusBadRequest, fmt.Sprintf("Unsupported 'X-GitHub-Api-Version' header. The requested version %q is not supported by this fake; use 2022-11-28.", v), ghDocs+"/about-the-rest-api/api-versions")
 		return
 	}
-	switch c.checkBearer() {
-	case authMissing:
-		githubError(c.w, http.StatusUnauthorized, "Requires authentication", ghDocs)
-		return
-	case authInvalid:
-		githubError(c.w, http.StatusUnauthorized, "Bad credentials", ghDocs)
-		return
+	if c.authenticate() {
+		c.route(
+			route{"GET", "/user", g.getUser},
+			route{"GET", "/user/repos", g.listRepos},
+			route{"GET", "/repos/*/*", g.getRepo},
+			route{"GET", "/repos/*/*/pages", g.getPages},
+			route{"GET", "/repos/*/*/issues", g.listIssues},
+			route{"POST", "/repos/*/*/issues", g.createIssue},
+		)
 	}
-	h.Set("X-RateLimit-Limit", "5000")
-	h.Set("X-RateLimit-Remaining", "4999")
-	h.Set("X-RateLimit-Reset", strconv.FormatInt(time.Now().Add(time.Hour).Unix(), 10))
-	h.Set("X-RateLimit-Used", "1")
-	h.Set("X-RateLimit-Resource", "core")
-
-	segs, ok := segments(c.r.URL.EscapedPath())
-	if !ok {
-		githubError(c.w, http.StatusNotFound, "Not Found", ghDocs)
-		return
-	}
-	m := c.r.Method
-	if _, ok := match(segs, "user"); ok && m == http.MethodGet {
-		g.getUser(c)
-		return
-	}
-	if _, ok := match(segs, "user", "repos"); ok && m == http.MethodGet {
-		g.listRepos(c)
-		return
-	}
-	if v, ok := match(segs, "repos", "*", "*"); ok && m == http.MethodGet {
-		g.getRepo(c, v[0], v[1])
-		return
-	}
-	if v, ok := match(segs, "repos", "*", "*", "pages"); ok && m == http.MethodGet {
-		g.getPages(c, v[0], v[1])
-		return
-	}
-	if v, ok := match(segs, "repos", "*", "*", "issues"); ok {
-		switch m {
-		case http.MethodGet:
-			g.listIssues(c, v[0], v[1])
-			return
-		case http.MethodPost:
-			g.createIssue(c, v[0], v[1])
-			return
-		}
-	}
-	githubError(c.w, http.StatusNotFound, "Not Found", ghDocs)
 }
 
-func (g *githubAPI) getUser(c *call) {
+func (g *githubAPI) getUser(c *call, _ []string) {
 	v := append(fill(g.tmpl["user"], g.viewer).(ordered), g.tmpl["viewer"].(ordered)...)
 	for i := range v {
 		if v[i].k == "user_view_type" {
@@ -333,7 +292,7 @@ func pageSlice[T any](xs []T, perPage, page int) []T {
 	return xs[start:min(len(xs), start+perPage)]
 }
 
-func (g *githubAPI) listRepos(c *call) {
+func (g *githubAPI) listRepos(c *call, _ []string) {
 	q := c.r.URL.Query()
 	perPage, page := pageParams(q)
 	vis := q.Get("visibility")
@@ -380,34 +339,34 @@ func (g *githubAPI) findRepo(owner, name string) *ghRepo {
 	return g.byName[strings.ToLower(owner+"/"+name)]
 }
 
-func (g *githubAPI) getRepo(c *call, owner, name string) {
+func (g *githubAPI) getRepo(c *call, v []string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	repo := g.findRepo(owner, name)
+	repo := g.findRepo(v[0], v[1])
 	if repo == nil {
 		githubError(c.w, http.StatusNotFound, "Not Found", ghDocs+"/repos/repos#get-a-repository")
 		return
 	}
-	v := map[string]any{"delete_branch_on_merge": repo.id%2 == 0, "network_count": repo.vals["forks_count"],
+	full := map[string]any{"delete_branch_on_merge": repo.id%2 == 0, "network_count": repo.vals["forks_count"],
 		"subscribers_count": int(repo.vals["watchers_count"].(float64))/10 + 1}
 	if o := repo.vals["owner"].(ordered); o.get1("type") == "Organization" {
-		v["organization"] = o
+		full["organization"] = o
 	}
-	writeJSON(c.w, http.StatusOK, append(fill(g.tmpl["repo"], repo.vals).(ordered), fill(g.tmpl["repo_full"], v).(ordered)...))
+	writeJSON(c.w, http.StatusOK, append(fill(g.tmpl["repo"], repo.vals).(ordered), fill(g.tmpl["repo_full"], full).(ordered)...))
 }
 
 // getPages serves GET /repos/{owner}/{repo}/pages.
-func (g *githubAPI) getPages(c *call, owner, name string) {
+func (g *githubAPI) getPages(c *call, v []string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if repo := g.findRepo(owner, name); repo != nil && repo.pages != nil {
+	if repo := g.findRepo(v[0], v[1]); repo != nil && repo.pages != nil {
 		writeJSON(c.w, http.StatusOK, repo.pages)
 		return
 	}
 	githubError(c.w, http.StatusNotFound, "Not Found", ghDocs+"/pages/pages#get-a-apiname-pages-site")
 }
 
-func (g *githubAPI) listIssues(c *call, owner, name string) {
+func (g *githubAPI) listIssues(c *call, v []string) {
 	q := c.r.URL.Query()
 	perPage, page := pageParams(q)
 	state := q.Get("state")
@@ -421,7 +380,7 @@ func (g *githubAPI) listIssues(c *call, owner, name string) {
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	repo := g.findRepo(owner, name)
+	repo := g.findRepo(v[0], v[1])
 	if repo == nil {
 		githubError(c.w, http.StatusNotFound, "Not Found", ghDocs+"/issues/issues#list-repository-issues")
 		return
@@ -444,7 +403,7 @@ func (g *githubAPI) listIssues(c *call, owner, name string) {
 	writeJSON(c.w, http.StatusOK, out)
 }
 
-func (g *githubAPI) createIssue(c *call, owner, name string) {
+func (g *githubAPI) createIssue(c *call, v []string) {
 	const doc = ghDocs + "/issues/issues#create-an-issue"
 	var in struct {
 		Title  json.RawMessage `json:"title"`
@@ -464,7 +423,7 @@ func (g *githubAPI) createIssue(c *call, owner, name string) {
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	repo := g.findRepo(owner, name)
+	repo := g.findRepo(v[0], v[1])
 	switch {
 	case repo == nil:
 		githubError(c.w, http.StatusNotFound, "Not Found", doc)

@@ -123,61 +123,29 @@ func (k *hsKind) view(o *hsObject, asked []string) ordered {
 	}
 }
 
-// hubspotError writes HubSpot's error envelope.
-func hubspotError(w http.ResponseWriter, status int, msg, category string) {
-	writeJSON(w, status, ordered{
-		{"status", "error"}, {"message", msg},
-		{"correlationId", uuid(rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 4)))},
-		{"category", category},
-	})
+// hubspotError writes HubSpot's error envelope; the category follows
+// from the status.
+func hubspotError(w http.ResponseWriter, status int, msg string) {
+	category := map[int]string{401: "INVALID_AUTHENTICATION", 404: "OBJECT_NOT_FOUND", 409: "CONFLICT"}[status]
+	if category == "" {
+		category = "VALIDATION_ERROR"
+	}
+	writeJSON(w, status, ordered{{"status", "error"}, {"message", msg}, {"correlationId", mint([]any{"", "uuid", 0.0})}, {"category", category}})
 }
 
 func (h *hubspotAPI) serve(c *call) {
-	hd := c.w.Header()
-	hd.Set("X-HubSpot-RateLimit-Daily", "250000")
-	hd.Set("X-HubSpot-RateLimit-Daily-Remaining", "249999")
-	hd.Set("X-HubSpot-RateLimit-Interval-Milliseconds", "10000")
-	hd.Set("X-HubSpot-RateLimit-Max", "100")
-	hd.Set("X-HubSpot-RateLimit-Remaining", "99")
-	switch c.checkBearer() {
-	case authMissing:
-		hubspotError(c.w, http.StatusUnauthorized, "Authentication credentials not found. This API supports OAuth 2.0 authentication and you can find more details at https://developers.hubspot.com/docs/methods/auth/oauth-overview", "INVALID_AUTHENTICATION")
-		return
-	case authInvalid:
-		hubspotError(c.w, http.StatusUnauthorized, "Authentication credentials not found. This API supports OAuth 2.0 authentication and you can find more details at https://developers.hubspot.com/docs/methods/auth/oauth-overview", "INVALID_AUTHENTICATION")
+	if !c.authenticate() {
 		return
 	}
-	segs, ok := segments(c.r.URL.EscapedPath())
-	m := c.r.Method
-	switch {
-	case !ok:
-	case m == http.MethodGet && eqPath(segs, "account-info", "v3", "details"):
-		writeJSON(c.w, http.StatusOK, hsData.Account)
-		return
-	case len(segs) >= 4 && segs[0] == "crm" && segs[1] == "v3" && segs[2] == "objects":
-		var kind *hsKind
-		switch segs[3] {
-		case "contacts":
-			kind = hsContacts
-		case "companies":
-			kind = hsCompanies
-		}
-		if kind == nil {
-			break
-		}
-		switch {
-		case len(segs) == 4 && m == http.MethodGet:
-			h.list(c, kind)
-			return
-		case len(segs) == 4 && m == http.MethodPost && kind == hsContacts:
-			h.createContact(c)
-			return
-		case len(segs) == 5 && m == http.MethodGet:
-			h.get(c, kind, segs[4])
-			return
-		}
-	}
-	hubspotError(c.w, http.StatusNotFound, "Resource not found", "OBJECT_NOT_FOUND")
+	objects := "/crm/v3/objects/"
+	c.route(
+		route{"GET", "/account-info/v3/details", func(c *call, _ []string) { writeJSON(c.w, http.StatusOK, hsData.Account) }},
+		route{"GET", objects + "contacts", func(c *call, _ []string) { h.list(c, hsContacts) }},
+		route{"POST", objects + "contacts", h.createContact},
+		route{"GET", objects + "contacts/*", func(c *call, v []string) { h.get(c, hsContacts, v[0]) }},
+		route{"GET", objects + "companies", func(c *call, _ []string) { h.list(c, hsCompanies) }},
+		route{"GET", objects + "companies/*", func(c *call, v []string) { h.get(c, hsCompanies, v[0]) }},
+	)
 }
 
 func (h *hubspotAPI) objects(k *hsKind) []*hsObject {
@@ -205,14 +173,14 @@ func (h *hubspotAPI) list(c *call, k *hsKind) {
 	q := c.r.URL.Query()
 	limit, ok := intParam(q, "limit", 10)
 	if !ok || limit < 1 || limit > 100 {
-		hubspotError(c.w, http.StatusBadRequest, "limit must be an integer between 1 and 100", "VALIDATION_ERROR")
+		hubspotError(c.w, http.StatusBadRequest, "limit must be an integer between 1 and 100")
 		return
 	}
 	after := int64(0)
 	if a := q.Get("after"); a != "" {
 		n, err := strconv.ParseInt(a, 10, 64)
 		if err != nil || n < 0 {
-			hubspotError(c.w, http.StatusBadRequest, fmt.Sprintf("Invalid input JSON on line 1: after %q is not a valid paging cursor", a), "VALIDATION_ERROR")
+			hubspotError(c.w, http.StatusBadRequest, fmt.Sprintf("Invalid input JSON on line 1: after %q is not a valid paging cursor", a))
 			return
 		}
 		after = n
@@ -257,17 +225,17 @@ func (h *hubspotAPI) get(c *call, k *hsKind, id string) {
 			return
 		}
 	}
-	hubspotError(c.w, http.StatusNotFound, "Object not found.  objectId are usually numeric.", "OBJECT_NOT_FOUND")
+	hubspotError(c.w, http.StatusNotFound, "Object not found.  objectId are usually numeric.")
 }
 
-func (h *hubspotAPI) createContact(c *call) {
+func (h *hubspotAPI) createContact(c *call, _ []string) {
 	var in struct {
 		Properties map[string]any `json:"properties"`
 	}
 	dec := json.NewDecoder(strings.NewReader(string(c.body)))
 	dec.UseNumber()
 	if err := dec.Decode(&in); err != nil || in.Properties == nil {
-		hubspotError(c.w, http.StatusBadRequest, "Invalid input JSON on line 1, column 1: a JSON object with \"properties\" is required", "VALIDATION_ERROR")
+		hubspotError(c.w, http.StatusBadRequest, "Invalid input JSON on line 1, column 1: a JSON object with \"properties\" is required")
 		return
 	}
 	props := map[string]string{}
@@ -279,7 +247,7 @@ func (h *hubspotAPI) createContact(c *call) {
 	for _, k := range names {
 		v := in.Properties[k]
 		if !hsContacts.schema[k] || k == "hs_object_id" || k == "createdate" || k == "lastmodifieddate" {
-			hubspotError(c.w, http.StatusBadRequest, fmt.Sprintf("Property values were not valid: [{\"isValid\":false,\"message\":\"Property \\\"%s\\\" does not exist\",\"error\":\"PROPERTY_DOESNT_EXIST\",\"name\":\"%s\"}]", k, k), "VALIDATION_ERROR")
+			hubspotError(c.w, http.StatusBadRequest, fmt.Sprintf("Property values were not valid: [{\"isValid\":false,\"message\":\"Property \\\"%s\\\" does not exist\",\"error\":\"PROPERTY_DOESNT_EXIST\",\"name\":\"%s\"}]", k, k))
 			return
 		}
 		switch v := v.(type) {
@@ -291,13 +259,13 @@ func (h *hubspotAPI) createContact(c *call) {
 			props[k] = strconv.FormatBool(v)
 		case nil:
 		default:
-			hubspotError(c.w, http.StatusBadRequest, fmt.Sprintf("Property values were not valid: %q must be a string", k), "VALIDATION_ERROR")
+			hubspotError(c.w, http.StatusBadRequest, fmt.Sprintf("Property values were not valid: %q must be a string", k))
 			return
 		}
 	}
 	email := strings.ToLower(props["email"])
 	if email != "" && (!strings.Contains(email, "@") || strings.ContainsAny(email, " \t\r\n")) {
-		hubspotError(c.w, http.StatusBadRequest, fmt.Sprintf("Property values were not valid: [{\"isValid\":false,\"message\":\"Email address %s is invalid\",\"error\":\"INVALID_EMAIL\",\"name\":\"email\"}]", email), "VALIDATION_ERROR")
+		hubspotError(c.w, http.StatusBadRequest, fmt.Sprintf("Property values were not valid: [{\"isValid\":false,\"message\":\"Email address %s is invalid\",\"error\":\"INVALID_EMAIL\",\"name\":\"email\"}]", email))
 		return
 	}
 	h.mu.Lock()
@@ -305,7 +273,7 @@ func (h *hubspotAPI) createContact(c *call) {
 	if email != "" {
 		for _, o := range h.contacts {
 			if strings.EqualFold(o.Props["email"], email) {
-				hubspotError(c.w, http.StatusConflict, fmt.Sprintf("Contact already exists. Existing ID: %d", o.ID), "CONFLICT")
+				hubspotError(c.w, http.StatusConflict, fmt.Sprintf("Contact already exists. Existing ID: %d", o.ID))
 				return
 			}
 		}

@@ -213,10 +213,6 @@ func linearErrors(w http.ResponseWriter, status int, errs ...ordered) {
 }
 
 func (l *linearAPI) serve(c *call) {
-	h := c.w.Header()
-	h.Set("X-RateLimit-Requests-Limit", "1500")
-	h.Set("X-RateLimit-Requests-Remaining", "1499")
-	h.Set("X-RateLimit-Requests-Reset", strconv.FormatInt(time.Now().Add(time.Hour).UnixMilli(), 10))
 	if !l.authenticate(c) {
 		return
 	}

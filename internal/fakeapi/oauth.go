@@ -5,8 +5,8 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
-	"encoding/hex"
 	"fmt"
+	"html"
 	"mime"
 	"net/http"
 	"net/url"
@@ -29,7 +29,8 @@ import (
 //     and the refresh_token grant. Codes and refresh tokens are single-use:
 //     presenting one twice fails like the provider fails it.
 //
-// Provider quirks reproduced (they are what a client must cope with):
+// Provider quirks reproduced (they are what a client must cope with), all
+// of them data in testdata/providers.json:
 //
 //   - GitHub answers form-encoded unless the request says
 //     "Accept: application/json", and reports every error with HTTP 200 and
@@ -53,27 +54,29 @@ import (
 // oauthProvider describes one provider's OAuth endpoints and quirks
 // (testdata/providers.json).
 type oauthProvider struct {
-	Service       string            `json:"-"`
-	AuthorizeHost string            `json:"authorize_host"`
-	AuthorizePath string            `json:"authorize_path"`
-	TokenHost     string            `json:"token_host"`
-	TokenPath     string            `json:"token_path"`
-	PKCE          bool              // accepts RFC 7636 S256 challenges
-	Refresh       bool              // issues refresh tokens
-	Lifetime      int               // default access-token lifetime in seconds; 0 = does not expire
-	ScopeSep      string            `json:"scope_sep"` // separator of the scope parameter
-	Scopes        []string          // the scopes it knows; nil = any
-	ClientID      string            `json:"client_id"`      // the default client
-	ClientSecret  string            `json:"client_secret"`  // (for Stripe a platform secret key)
-	AccessFormat  []any             `json:"access_format"`  // [prefix, "alnum"|"hex"|"uuid", length]
-	RefreshFormat []any             `json:"refresh_format"` // the same; nil = no refresh tokens
-	Answer        ordered           // the token answer template
-	Errors        map[string]string // the provider's names of the token errors, when it has its own
+	Service       string              `json:"-"`
+	AuthorizeHost string              `json:"authorize_host"`
+	AuthorizePath string              `json:"authorize_path"`
+	TokenHost     string              `json:"token_host"`
+	TokenPath     string              `json:"token_path"`
+	PKCE          bool                // accepts RFC 7636 S256 challenges
+	Refresh       bool                // issues refresh tokens
+	Lifetime      int                 // default access-token lifetime in seconds; 0 = does not expire
+	ScopeSep      string              `json:"scope_sep"` // separator of the scope parameter
+	Scopes        []string            // the scopes it knows; nil = any
+	ClientID      string              `json:"client_id"`      // the default client
+	ClientSecret  string              `json:"client_secret"`  // (for Stripe a platform secret key)
+	CodeFormat    []any               `json:"code_format"`    // [prefix, "alnum"|"hex"|"uuid", length]
+	AccessFormat  []any               `json:"access_format"`  // the same
+	RefreshFormat []any               `json:"refresh_format"` // the same; nil = no refresh tokens
+	RedirectScope bool                `json:"redirect_scope"` // the redirect carries the granted scope
+	FormAnswers   bool                `json:"form_answers"`   // form-encoded unless the request accepts JSON
+	Answer        ordered             // the token answer template
+	Errors        map[tokenErr][2]any // tokenErr -> [name, HTTP status]
+	ErrorAnswer   ordered             `json:"error_answer"` // the token error template
 }
 
-func (p *oauthProvider) lifetime() time.Duration { return time.Duration(p.Lifetime) * time.Second }
-
-// mint returns a fresh token in format f.
+// mint returns a fresh random token in format f.
 func mint(f []any) string {
 	if len(f) != 3 {
 		return ""
@@ -81,11 +84,24 @@ func mint(f []any) string {
 	prefix, n := f[0].(string), int(f[2].(float64))
 	switch f[1] {
 	case "hex":
-		return prefix + randHex(n/2)
+		return prefix + randChars(n, "0123456789abcdef")
 	case "uuid":
-		return prefix + uuidRand()
+		b := []byte(randChars(32, "0123456789abcdef"))
+		return fmt.Sprintf("%s%s-%s-%s-%s-%s", prefix, b[0:8], b[8:12], b[12:16], b[16:20], b[20:32])
 	}
-	return randToken(prefix, n)
+	return prefix + randChars(n, alnum)
+}
+
+// randChars returns n characters of alphabet from crypto/rand.
+func randChars(n int, alphabet string) string {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		panic("fakeapi: crypto/rand: " + err.Error())
+	}
+	for i := range b {
+		b[i] = alphabet[int(b[i])%len(alphabet)]
+	}
+	return string(b)
 }
 
 func oauthOf(service string) *oauthProvider {
@@ -162,57 +178,55 @@ type oauthClient struct {
 	redirects  []string // exact redirect URIs; nil = any loopback http(s) URI
 }
 
-type authCode struct {
-	service, clientID, redirectURI, scope, challenge string
-	expires                                          time.Time
-}
-
-type refreshGrant struct {
+// grant is what an authorization code or a refresh token stands for.
+type grant struct {
 	service, clientID, scope string
+	redirectURI, challenge   string    // codes only
+	expires                  time.Time // codes only
 }
 
-type faultState struct {
-	kind  TokenFault
-	times int // remaining; <= 0 = until cleared
+// oauthService is one service's OAuth state.
+type oauthService struct {
+	client     *oauthClient
+	lifetime   time.Duration // test override; 0 = the provider's
+	codeCount  int           // token requests with grant_type=authorization_code
+	refCount   int           // token requests with grant_type=refresh_token
+	fault      TokenFault
+	faultTimes int    // remaining faulted requests; <= 0 = until cleared
+	denied     string // error code the authorize endpoint answers
+	authorizes []AuthorizeRequest
 }
 
 // oauthState is the OAuth side's state. Its mutex is never held together
 // with Server.mu.
 type oauthState struct {
-	mu         sync.Mutex
-	clients    map[string]*oauthClient       // by service
-	codes      map[string]*authCode          // by code
-	refresh    map[string]*refreshGrant      // by refresh token (live only)
-	lifetimes  map[string]time.Duration      // by service (test overrides)
-	codeCount  map[string]int                // token requests with grant_type=authorization_code
-	refCount   map[string]int                // token requests with grant_type=refresh_token
-	faults     map[string]*faultState        // by service
-	denied     map[string]string             // by service: error code the authorize endpoint answers
-	authorizes map[string][]AuthorizeRequest // by service
-	stop       chan struct{}
-	stopOnce   sync.Once
+	mu       sync.Mutex
+	services map[string]*oauthService
+	codes    map[string]*grant // by code
+	refresh  map[string]*grant // by refresh token (live only)
+	stop     chan struct{}
+	stopOnce sync.Once
 }
 
 func newOAuthState() *oauthState {
-	o := &oauthState{
-		clients:    map[string]*oauthClient{},
-		codes:      map[string]*authCode{},
-		refresh:    map[string]*refreshGrant{},
-		lifetimes:  map[string]time.Duration{},
-		codeCount:  map[string]int{},
-		refCount:   map[string]int{},
-		faults:     map[string]*faultState{},
-		denied:     map[string]string{},
-		authorizes: map[string][]AuthorizeRequest{},
-		stop:       make(chan struct{}),
-	}
+	o := &oauthState{services: map[string]*oauthService{}, codes: map[string]*grant{}, refresh: map[string]*grant{}, stop: make(chan struct{})}
 	for _, p := range providers {
-		o.clients[p.Service] = &oauthClient{id: p.OAuth.ClientID, secret: p.OAuth.ClientSecret}
+		o.services[p.Service] = &oauthService{client: &oauthClient{id: p.OAuth.ClientID, secret: p.OAuth.ClientSecret}}
 	}
 	return o
 }
 
 func (o *oauthState) close() { o.stopOnce.Do(func() { close(o.stop) }) }
+
+// with runs f on a service's state with o.mu held.
+func (o *oauthState) with(service string, f func(*oauthService)) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.services[service] == nil {
+		o.services[service] = &oauthService{}
+	}
+	f(o.services[service])
+}
 
 // SetClock sets the clock the fake judges token and code expiry by (nil
 // restores time.Now). Tests move it forward to expire OAuth access tokens.
@@ -242,10 +256,9 @@ func (s *Server) nowLocked() time.Time {
 // loopback host (127.0.0.1, ::1, localhost) is accepted, which is also
 // what the default client (OAuthClientID, OAuthClientSecret) does.
 func (s *Server) RegisterOAuthClient(service, clientID, clientSecret string, redirectURIs ...string) {
-	o := s.oauth
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.clients[service] = &oauthClient{id: clientID, secret: clientSecret, redirects: slices.Clone(redirectURIs)}
+	s.oauth.with(service, func(st *oauthService) {
+		st.client = &oauthClient{id: clientID, secret: clientSecret, redirects: slices.Clone(redirectURIs)}
+	})
 }
 
 // SetOAuthLifetime sets the lifetime of the access tokens a service's
@@ -254,73 +267,42 @@ func (s *Server) RegisterOAuthClient(service, clientID, clientSecret string, red
 // DNSimple and Stripe report no expires_in whatever their lifetime, so
 // their tokens then expire without notice.
 func (s *Server) SetOAuthLifetime(service string, d time.Duration) {
-	o := s.oauth
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if d <= 0 {
-		delete(o.lifetimes, service)
-		return
-	}
-	o.lifetimes[service] = d
+	s.oauth.with(service, func(st *oauthService) { st.lifetime = max(d, 0) })
 }
 
 // SetTokenFault makes the next `times` requests to a service's token
 // endpoint fail with f (times <= 0: every request until cleared with
 // FaultNone). Faulted requests still count in TokenRequests.
 func (s *Server) SetTokenFault(service string, f TokenFault, times int) {
-	o := s.oauth
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if f == FaultNone {
-		delete(o.faults, service)
-		return
-	}
-	o.faults[service] = &faultState{kind: f, times: times}
+	s.oauth.with(service, func(st *oauthService) { st.fault, st.faultTimes = f, times })
 }
 
 // SetAuthorizeError makes a service's authorization endpoint refuse
 // (redirecting with error=code and the state, as when a member clicks
 // "Cancel": code "access_denied"). An empty code restores auto-approval.
 func (s *Server) SetAuthorizeError(service, code string) {
-	o := s.oauth
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if code == "" {
-		delete(o.denied, service)
-		return
-	}
-	o.denied[service] = code
+	s.oauth.with(service, func(st *oauthService) { st.denied = code })
 }
 
 // TokenRequests returns how many requests a service's token endpoint
 // received with grant_type authorization_code (codes) and refresh_token
 // (refreshes), failed ones included.
 func (s *Server) TokenRequests(service string) (codes, refreshes int) {
-	o := s.oauth
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.codeCount[service], o.refCount[service]
+	s.oauth.with(service, func(st *oauthService) { codes, refreshes = st.codeCount, st.refCount })
+	return codes, refreshes
 }
 
 // AuthorizeRequests returns the requests a service's authorization
 // endpoint accepted (approved or refused with a redirect), oldest first.
 func (s *Server) AuthorizeRequests(service string) []AuthorizeRequest {
-	o := s.oauth
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	out := make([]AuthorizeRequest, len(o.authorizes[service]))
-	for i, a := range o.authorizes[service] {
-		a.Query = cloneValues(a.Query)
-		out[i] = a
-	}
-	return out
-}
-
-func cloneValues(v url.Values) url.Values {
-	out := make(url.Values, len(v))
-	for k, vv := range v {
-		out[k] = slices.Clone(vv)
-	}
+	var out []AuthorizeRequest
+	s.oauth.with(service, func(st *oauthService) {
+		out = make([]AuthorizeRequest, len(st.authorizes))
+		for i, a := range st.authorizes {
+			a.Query = url.Values(http.Header(a.Query).Clone()) // a deep copy
+			out[i] = a
+		}
+	})
 	return out
 }
 
@@ -328,38 +310,17 @@ func cloneValues(v url.Values) url.Values {
 // on host, and reports whether it did.
 func (s *Server) serveOAuth(w http.ResponseWriter, r *http.Request, service, host string) bool {
 	p := oauthOf(service)
-	if p == nil {
-		return false
-	}
 	switch {
+	case p == nil:
+		return false
 	case host == p.AuthorizeHost && r.URL.Path == p.AuthorizePath:
 		s.serveAuthorize(w, r, p)
-		return true
 	case host == p.TokenHost && r.URL.Path == p.TokenPath:
 		s.serveToken(w, r, p)
-		return true
+	default:
+		return false
 	}
-	return false
-}
-
-// randToken returns prefix followed by n random characters of alnum.
-func randToken(prefix string, n int) string {
-	b := make([]byte, n)
-	if _, err := rand.Read(b); err != nil {
-		panic("fakeapi: crypto/rand: " + err.Error())
-	}
-	for i := range b {
-		b[i] = alnum[int(b[i])%len(alnum)]
-	}
-	return prefix + string(b)
-}
-
-func randHex(n int) string {
-	b := make([]byte, n)
-	if _, err := rand.Read(b); err != nil {
-		panic("fakeapi: crypto/rand: " + err.Error())
-	}
-	return hex.EncodeToString(b)
+	return true
 }
 
 // loopbackURI reports whether u is an http(s) URI on a loopback host.
@@ -368,11 +329,7 @@ func loopbackURI(raw string) bool {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.User != nil {
 		return false
 	}
-	switch u.Hostname() {
-	case "127.0.0.1", "::1", "localhost":
-		return true
-	}
-	return false
+	return slices.Contains([]string{"127.0.0.1", "::1", "localhost"}, u.Hostname())
 }
 
 func (c *oauthClient) redirectOK(uri string) bool {
@@ -387,11 +344,7 @@ func (c *oauthClient) redirectOK(uri string) bool {
 func oauthPage(w http.ResponseWriter, status int, msg string) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(status)
-	fmt.Fprintf(w, "<!doctype html><title>Authorization error</title><p>%s</p>\n", htmlEscape(msg))
-}
-
-func htmlEscape(s string) string {
-	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&quot;", "'", "&#39;").Replace(s)
+	fmt.Fprintf(w, "<!doctype html><title>Authorization error</title><p>%s</p>\n", html.EscapeString(msg))
 }
 
 // redirectWith redirects to uri with params added to its query.
@@ -437,6 +390,29 @@ func s256(verifier string) string {
 	return base64.RawURLEncoding.EncodeToString(h[:])
 }
 
+// authorizeError checks an authorization request that may redirect; it
+// returns the RFC 6749 section 4.1.2.1 error code and description, or "".
+func authorizeError(p *oauthProvider, ar AuthorizeRequest) (code, desc string) {
+	switch {
+	case ar.ResponseType != "code":
+		return "unsupported_response_type", "response_type must be code"
+	case ar.State == "":
+		return "invalid_request", "state is required"
+	case p.PKCE && (ar.CodeChallenge != "" || ar.CodeChallengeMethod != "") && ar.CodeChallengeMethod != "S256":
+		return "invalid_request", "code_challenge_method must be S256"
+	case p.PKCE && ar.CodeChallengeMethod != "" && !validChallenge(ar.CodeChallenge):
+		return "invalid_request", "code_challenge must be the base64url SHA-256 of the verifier"
+	}
+	if ar.Scope != "" {
+		for _, sc := range strings.Split(ar.Scope, p.ScopeSep) {
+			if sc == "" || strings.ContainsAny(sc, " ,") || (p.Scopes != nil && !slices.Contains(p.Scopes, sc)) {
+				return "invalid_scope", fmt.Sprintf("unknown scope %q (scopes are separated by %q)", sc, p.ScopeSep)
+			}
+		}
+	}
+	return "", ""
+}
+
 // serveAuthorize is the authorization endpoint (RFC 6749 section 4.1.1):
 // it auto-approves a valid request.
 func (s *Server) serveAuthorize(w http.ResponseWriter, r *http.Request, p *oauthProvider) {
@@ -451,99 +427,66 @@ func (s *Server) serveAuthorize(w http.ResponseWriter, r *http.Request, p *oauth
 			return
 		}
 	}
-	o := s.oauth
-	o.mu.Lock()
-	client := o.clients[p.Service]
-	denied := o.denied[p.Service]
-	o.mu.Unlock()
-	clientID, redirectURI := q.Get("client_id"), q.Get("redirect_uri")
-	if client == nil || clientID == "" || subtle.ConstantTimeCompare([]byte(clientID), []byte(client.id)) != 1 {
+	var client *oauthClient
+	var denied string
+	s.oauth.with(p.Service, func(st *oauthService) { client, denied = st.client, st.denied })
+	ar := AuthorizeRequest{
+		ClientID: q.Get("client_id"), RedirectURI: q.Get("redirect_uri"), ResponseType: q.Get("response_type"),
+		Scope: q.Get("scope"), State: q.Get("state"),
+		CodeChallenge: q.Get("code_challenge"), CodeChallengeMethod: q.Get("code_challenge_method"),
+		Query: q,
+	}
+	if client == nil || ar.ClientID == "" || subtle.ConstantTimeCompare([]byte(ar.ClientID), []byte(client.id)) != 1 {
 		oauthPage(w, http.StatusNotFound, "unknown client_id")
 		return
 	}
-	if redirectURI == "" || !client.redirectOK(redirectURI) {
+	if ar.RedirectURI == "" || !client.redirectOK(ar.RedirectURI) {
 		oauthPage(w, http.StatusBadRequest, "redirect_uri is missing or not registered for this application")
 		return
 	}
-	ar := AuthorizeRequest{
-		ClientID: clientID, RedirectURI: redirectURI, ResponseType: q.Get("response_type"),
-		Scope: q.Get("scope"), State: q.Get("state"),
-		CodeChallenge: q.Get("code_challenge"), CodeChallengeMethod: q.Get("code_challenge_method"),
-		Query: cloneValues(q),
+	s.oauth.with(p.Service, func(st *oauthService) {
+		if len(st.authorizes) >= maxRecorded {
+			st.authorizes = slices.Delete(st.authorizes, 0, 1)
+		}
+		st.authorizes = append(st.authorizes, ar)
+	})
+	code, desc := authorizeError(p, ar)
+	if code == "" && denied != "" {
+		code, desc = denied, "the user denied the request"
 	}
-	o.mu.Lock()
-	if len(o.authorizes[p.Service]) >= maxRecorded {
-		o.authorizes[p.Service] = slices.Delete(o.authorizes[p.Service], 0, 1)
-	}
-	o.authorizes[p.Service] = append(o.authorizes[p.Service], ar)
-	o.mu.Unlock()
-
-	fail := func(code, desc string) {
+	if code != "" {
 		v := url.Values{"error": {code}, "error_description": {desc}}
 		if ar.State != "" {
 			v.Set("state", ar.State)
 		}
-		redirectWith(w, redirectURI, v)
-	}
-	switch {
-	case ar.ResponseType != "code":
-		fail("unsupported_response_type", "response_type must be code")
-		return
-	case ar.State == "":
-		fail("invalid_request", "state is required")
+		redirectWith(w, ar.RedirectURI, v)
 		return
 	}
-	challenge := ""
-	if p.PKCE && (ar.CodeChallenge != "" || ar.CodeChallengeMethod != "") {
-		if ar.CodeChallengeMethod != "S256" {
-			fail("invalid_request", "code_challenge_method must be S256")
-			return
-		}
-		if !validChallenge(ar.CodeChallenge) {
-			fail("invalid_request", "code_challenge must be the base64url SHA-256 of the verifier")
-			return
-		}
-		challenge = ar.CodeChallenge
+	g := &grant{service: p.Service, clientID: ar.ClientID, redirectURI: ar.RedirectURI, scope: ar.Scope, expires: s.now().Add(10 * time.Minute)}
+	if p.PKCE {
+		g.challenge = ar.CodeChallenge
 	}
-	if ar.Scope != "" {
-		for _, sc := range strings.Split(ar.Scope, p.ScopeSep) {
-			if sc == "" || strings.ContainsAny(sc, " ,") || (p.Scopes != nil && !slices.Contains(p.Scopes, sc)) {
-				fail("invalid_scope", fmt.Sprintf("unknown scope %q (scopes are separated by %q)", sc, p.ScopeSep))
-				return
-			}
-		}
-	}
-	if denied != "" {
-		fail(denied, "the user denied the request")
-		return
-	}
-	code := randHex(10)
-	if p.Service == Stripe {
-		code = randToken("ac_", 32)
-	}
-	now := s.now()
+	code = mint(p.CodeFormat)
+	o := s.oauth
 	o.mu.Lock()
 	if len(o.codes) >= maxRecorded { // a long-running demo: forget expired codes
 		for k, c := range o.codes {
-			if !now.Before(c.expires) {
+			if !time.Now().Before(c.expires) {
 				delete(o.codes, k)
 			}
 		}
 	}
-	o.codes[code] = &authCode{
-		service: p.Service, clientID: clientID, redirectURI: redirectURI, scope: ar.Scope,
-		challenge: challenge, expires: now.Add(10 * time.Minute),
-	}
+	o.codes[code] = g
 	o.mu.Unlock()
 	v := url.Values{"code": {code}, "state": {ar.State}}
-	if p.Service == Stripe {
+	if p.RedirectScope {
 		v.Set("scope", ar.Scope)
 	}
-	redirectWith(w, redirectURI, v)
+	redirectWith(w, ar.RedirectURI, v)
 }
 
-// tokenError kinds, mapped to each provider's own error answer (the keys
-// of testdata/providers.json's "errors").
+// tokenErr is a kind of token-endpoint error, answered as each provider
+// answers it (the keys of testdata/providers.json's "errors").
 type tokenErr string
 
 const (
@@ -555,52 +498,19 @@ const (
 	errBadGrantType   tokenErr = "bad_grant_type"
 )
 
-// rfcCode is the RFC 6749 section 5.2 code of a tokenErr.
-func (e tokenErr) rfcCode() string {
-	switch e {
-	case errBadClient:
-		return "invalid_client"
-	case errBadCode, errBadRefresh, errBadRedirect:
-		return "invalid_grant"
-	case errBadGrantType:
-		return "unsupported_grant_type"
-	}
-	return "invalid_request"
-}
-
 // tokenFail answers a token-endpoint error the way p does.
-func (s *Server) tokenFail(w http.ResponseWriter, r *http.Request, p *oauthProvider, e tokenErr, desc string) {
+func tokenFail(w http.ResponseWriter, r *http.Request, p *oauthProvider, e tokenErr, desc string) {
 	w.Header().Set("Cache-Control", "no-store")
-	switch p.Service {
-	case GitHub:
-		// GitHub: HTTP 200 with an error field, form-encoded by default.
-		githubTokenAnswer(w, r, ordered{
-			{"error", p.Errors[string(e)]}, {"error_description", desc},
-			{"error_uri", "https://docs.github.com/apps/managing-oauth-apps/troubleshooting-oauth-app-access-token-request-errors"},
-		})
-	case HubSpot:
-		writeJSON(w, http.StatusBadRequest, ordered{
-			{"status", p.Errors[string(e)]}, {"message", desc}, {"correlationId", uuidRand()},
-		})
-	default:
-		status := http.StatusBadRequest
-		if e == errBadClient {
-			status = http.StatusUnauthorized
-		}
-		writeJSON(w, status, ordered{{"error", e.rfcCode()}, {"error_description", desc}})
-	}
+	name, status := p.Errors[e][0], int(p.Errors[e][1].(float64))
+	tokenAnswer(w, r, p, status, fill(p.ErrorAnswer, map[string]any{"error": name, "description": desc, "uuid": mint([]any{"", "uuid", 0.0})}).(ordered))
 }
 
-func uuidRand() string {
-	b := []byte(randHex(16))
-	return fmt.Sprintf("%s-%s-%s-%s-%s", b[0:8], b[8:12], b[12:16], b[16:20], b[20:32])
-}
-
-// githubTokenAnswer writes a GitHub token-endpoint answer: HTTP 200,
-// JSON when the request accepts application/json, form-encoded otherwise.
-func githubTokenAnswer(w http.ResponseWriter, r *http.Request, fields ordered) {
-	if acceptsJSON(r) {
-		writeJSON(w, http.StatusOK, fields)
+// tokenAnswer writes a token-endpoint answer: JSON, or for a provider
+// with form_answers (GitHub) form-encoded unless the request accepts
+// application/json.
+func tokenAnswer(w http.ResponseWriter, r *http.Request, p *oauthProvider, status int, fields ordered) {
+	if !p.FormAnswers || acceptsJSON(r) {
+		writeJSON(w, status, fields)
 		return
 	}
 	v := url.Values{}
@@ -610,7 +520,7 @@ func githubTokenAnswer(w http.ResponseWriter, r *http.Request, fields ordered) {
 	b := v.Encode()
 	w.Header().Set("Content-Type", "application/x-www-form-urlencoded; charset=utf-8")
 	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
-	w.WriteHeader(http.StatusOK)
+	w.WriteHeader(status)
 	_, _ = w.Write([]byte(b))
 }
 
@@ -626,43 +536,20 @@ func acceptsJSON(r *http.Request) bool {
 	return false
 }
 
-// takeFault returns the fault to apply to one token request of service.
-func (o *oauthState) takeFault(service string) TokenFault {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	f := o.faults[service]
-	if f == nil {
-		return FaultNone
-	}
-	if f.times > 0 {
-		f.times--
-		if f.times == 0 {
-			delete(o.faults, service)
-		}
-	}
-	return f.kind
-}
-
 // clientAuth returns the client credentials of a token request: HTTP Basic
 // (RFC 6749 section 2.3.1, form-encoded) or client_id and client_secret in
 // the body. Both at once is an error.
 func clientAuth(r *http.Request, form url.Values) (id, secret string, ok bool) {
 	bid, bsecret, basic := r.BasicAuth()
-	if basic {
-		if form.Has("client_secret") {
-			return "", "", false
-		}
-		id, err1 := url.QueryUnescape(bid)
-		secret, err2 := url.QueryUnescape(bsecret)
-		if err1 != nil || err2 != nil {
-			return "", "", false
-		}
-		if fid := form.Get("client_id"); fid != "" && fid != id {
-			return "", "", false
-		}
-		return id, secret, true
+	if !basic {
+		return form.Get("client_id"), form.Get("client_secret"), true
 	}
-	return form.Get("client_id"), form.Get("client_secret"), true
+	id, err1 := url.QueryUnescape(bid)
+	secret, err2 := url.QueryUnescape(bsecret)
+	if form.Has("client_secret") || err1 != nil || err2 != nil || (form.Get("client_id") != "" && form.Get("client_id") != id) {
+		return "", "", false
+	}
+	return id, secret, true
 }
 
 // serveToken is the token endpoint (RFC 6749 section 3.2).
@@ -672,31 +559,33 @@ func (s *Server) serveToken(w http.ResponseWriter, r *http.Request, p *oauthProv
 		writeJSON(w, http.StatusMethodNotAllowed, map[string]string{"error": "invalid_request", "error_description": "the token endpoint takes POST"})
 		return
 	}
-	o := s.oauth
 	var form url.Values
-	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	if mt == "application/x-www-form-urlencoded" {
-		if err := r.ParseForm(); err == nil {
-			form = r.PostForm
+	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt == "application/x-www-form-urlencoded" && r.ParseForm() == nil {
+		form = r.PostForm
+	}
+	grantType := form.Get("grant_type")
+	fault, client := FaultNone, (*oauthClient)(nil)
+	s.oauth.with(p.Service, func(st *oauthService) {
+		switch grantType {
+		case "authorization_code":
+			st.codeCount++
+		case "refresh_token":
+			st.refCount++
 		}
-	}
-	grant := form.Get("grant_type")
-	o.mu.Lock()
-	switch grant {
-	case "authorization_code":
-		o.codeCount[p.Service]++
-	case "refresh_token":
-		o.refCount[p.Service]++
-	}
-	o.mu.Unlock()
-
-	switch o.takeFault(p.Service) {
+		fault, client = st.fault, st.client
+		if st.faultTimes > 0 {
+			if st.faultTimes--; st.faultTimes == 0 {
+				st.fault = FaultNone
+			}
+		}
+	})
+	switch fault {
 	case FaultInvalidGrant:
 		e := errBadRefresh
-		if grant == "authorization_code" {
+		if grantType == "authorization_code" {
 			e = errBadCode
 		}
-		s.tokenFail(w, r, p, e, "the grant is invalid, expired or revoked")
+		tokenFail(w, r, p, e, "the grant is invalid, expired or revoked")
 		return
 	case FaultServerError:
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
@@ -706,132 +595,101 @@ func (s *Server) serveToken(w http.ResponseWriter, r *http.Request, p *oauthProv
 	case FaultHang:
 		select {
 		case <-r.Context().Done():
-		case <-o.stop:
+		case <-s.oauth.stop:
 		}
 		return
 	}
-
 	if form == nil {
-		s.tokenFail(w, r, p, errInvalidRequest, "the body must be application/x-www-form-urlencoded")
+		tokenFail(w, r, p, errInvalidRequest, "the body must be application/x-www-form-urlencoded")
 		return
 	}
 	id, secret, ok := clientAuth(r, form)
-	o.mu.Lock()
-	client := o.clients[p.Service]
-	o.mu.Unlock()
 	if !ok || client == nil || id != client.id || subtle.ConstantTimeCompare([]byte(secret), []byte(client.secret)) != 1 {
-		s.tokenFail(w, r, p, errBadClient, "the client_id and/or client_secret passed are incorrect")
+		tokenFail(w, r, p, errBadClient, "the client_id and/or client_secret passed are incorrect")
 		return
 	}
-	switch grant {
+	var scope string
+	var e tokenErr
+	var desc string
+	switch grantType {
 	case "authorization_code":
-		s.exchangeCode(w, r, p, form, id)
+		scope, e, desc = s.exchangeCode(p, form, id)
 	case "refresh_token":
-		if !p.Refresh {
-			s.tokenFail(w, r, p, errBadGrantType, "this provider issues no refresh tokens")
-			return
-		}
-		s.refreshGrant(w, r, p, form, id)
+		scope, e, desc = s.useRefresh(p, form, id)
 	default:
-		s.tokenFail(w, r, p, errBadGrantType, "grant_type must be authorization_code or refresh_token")
+		e, desc = errBadGrantType, "grant_type must be authorization_code or refresh_token"
 	}
+	if e != "" {
+		tokenFail(w, r, p, e, desc)
+		return
+	}
+	s.issue(w, r, p, id, scope)
 }
 
-func (s *Server) exchangeCode(w http.ResponseWriter, r *http.Request, p *oauthProvider, form url.Values, clientID string) {
-	code := form.Get("code")
+// exchangeCode consumes an authorization code and returns its scope, or
+// the error to answer.
+func (s *Server) exchangeCode(p *oauthProvider, form url.Values, clientID string) (string, tokenErr, string) {
+	code, verifier := form.Get("code"), form.Get("code_verifier")
 	o := s.oauth
 	o.mu.Lock()
 	c := o.codes[code]
 	delete(o.codes, code) // single use, whatever happens next
 	o.mu.Unlock()
-	now := s.now()
 	switch {
-	case code == "" || c == nil || c.service != p.Service || c.clientID != clientID:
-		s.tokenFail(w, r, p, errBadCode, "the code passed is incorrect or expired")
-		return
-	case !now.Before(c.expires):
-		s.tokenFail(w, r, p, errBadCode, "the code passed is incorrect or expired")
-		return
+	case code == "" || c == nil || c.service != p.Service || c.clientID != clientID || !s.now().Before(c.expires):
+		return "", errBadCode, "the code passed is incorrect or expired"
 	case form.Get("redirect_uri") != c.redirectURI:
-		s.tokenFail(w, r, p, errBadRedirect, "the redirect_uri MUST match the registered callback URL for this application")
-		return
-	}
-	verifier := form.Get("code_verifier")
-	switch {
+		return "", errBadRedirect, "the redirect_uri MUST match the registered callback URL for this application"
 	case c.challenge != "" && (!validVerifier(verifier) || subtle.ConstantTimeCompare([]byte(s256(verifier)), []byte(c.challenge)) != 1):
-		s.tokenFail(w, r, p, errBadCode, "the code_verifier does not match the code_challenge")
-		return
+		return "", errBadCode, "the code_verifier does not match the code_challenge"
 	case c.challenge == "" && verifier != "":
-		s.tokenFail(w, r, p, errBadCode, "a code_verifier was sent but the authorization request had no code_challenge")
-		return
+		return "", errBadCode, "a code_verifier was sent but the authorization request had no code_challenge"
 	}
-	s.issue(w, r, p, clientID, c.scope)
+	return c.scope, "", ""
 }
 
-func (s *Server) refreshGrant(w http.ResponseWriter, r *http.Request, p *oauthProvider, form url.Values, clientID string) {
+// useRefresh consumes a refresh token (single use: issue rotates it) and
+// returns its scope, or the error to answer.
+func (s *Server) useRefresh(p *oauthProvider, form url.Values, clientID string) (string, tokenErr, string) {
+	if !p.Refresh {
+		return "", errBadGrantType, "this provider issues no refresh tokens"
+	}
 	rt := form.Get("refresh_token")
 	o := s.oauth
 	o.mu.Lock()
+	defer o.mu.Unlock()
 	g := o.refresh[rt]
-	if g != nil && g.service == p.Service && g.clientID == clientID {
-		delete(o.refresh, rt) // single use: rotated below
-	} else {
-		g = nil
+	if rt == "" || g == nil || g.service != p.Service || g.clientID != clientID {
+		return "", errBadRefresh, "the refresh token passed is incorrect, expired or already used"
 	}
-	o.mu.Unlock()
-	if rt == "" || g == nil {
-		s.tokenFail(w, r, p, errBadRefresh, "the refresh token passed is incorrect, expired or already used")
-		return
-	}
-	s.issue(w, r, p, clientID, g.scope)
+	delete(o.refresh, rt)
+	return g.scope, "", ""
 }
 
 // issue mints an access token (a valid API credential of kind OAuth that
 // expires) and, where the provider does, a refresh token, and answers.
 func (s *Server) issue(w http.ResponseWriter, r *http.Request, p *oauthProvider, clientID, scope string) {
-	o := s.oauth
-	o.mu.Lock()
-	lifetime := p.lifetime()
-	if d, ok := o.lifetimes[p.Service]; ok {
-		lifetime = d
-	}
-	o.mu.Unlock()
-
-	access, refresh := mint(p.AccessFormat), mint(p.RefreshFormat)
-	if !p.Refresh {
-		refresh = ""
-	}
-
-	s.mu.Lock()
-	if s.tokens[p.Service] == nil {
-		s.tokens[p.Service] = map[string]tokenKind{}
-	}
-	s.tokens[p.Service][access] = kindOAuth
-	if lifetime > 0 {
-		if s.tokenExp[p.Service] == nil {
-			s.tokenExp[p.Service] = map[string]time.Time{}
+	lifetime := time.Duration(p.Lifetime) * time.Second
+	s.oauth.with(p.Service, func(st *oauthService) {
+		if st.lifetime > 0 {
+			lifetime = st.lifetime
 		}
-		s.tokenExp[p.Service][access] = s.nowLocked().Add(lifetime)
+	})
+	access, refresh := mint(p.AccessFormat), ""
+	s.addToken(p.Service, access, kindOAuth, lifetime)
+	if p.Refresh {
+		refresh = mint(p.RefreshFormat)
+		s.oauth.mu.Lock()
+		s.oauth.refresh[refresh] = &grant{service: p.Service, clientID: clientID, scope: scope}
+		s.oauth.mu.Unlock()
 	}
-	s.mu.Unlock()
-	if refresh != "" {
-		o.mu.Lock()
-		o.refresh[refresh] = &refreshGrant{service: p.Service, clientID: clientID, scope: scope}
-		o.mu.Unlock()
-	}
-
-	expiresIn := int(lifetime / time.Second)
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("Pragma", "no-cache")
 	scopes := []string{}
 	if scope != "" {
 		scopes = strings.Split(scope, p.ScopeSep)
 	}
-	answer := fill(p.Answer, map[string]any{"access": access, "refresh": refresh, "expires_in": expiresIn,
-		"scope": scope, "scopes": scopes, "publishable_key": randToken("pk_test_", 40)}).(ordered)
-	if p.Service == GitHub {
-		githubTokenAnswer(w, r, answer)
-		return
-	}
-	writeJSON(w, http.StatusOK, answer)
+	answer := fill(p.Answer, map[string]any{"access": access, "refresh": refresh, "expires_in": int(lifetime / time.Second),
+		"scope": scope, "scopes": scopes, "publishable_key": mint([]any{"pk_test_", "alnum", 40.0})}).(ordered)
+	tokenAnswer(w, r, p, http.StatusOK, answer)
 }

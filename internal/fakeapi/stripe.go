@@ -64,71 +64,33 @@ func stripeError(w http.ResponseWriter, status int, msg, code, param string) {
 }
 
 func (s *stripeAPI) serve(c *call) {
-	h := c.w.Header()
-	s.mu.Lock()
-	h.Set("Request-Id", "req_"+randString(s.rnd, 14, alnum))
-	s.mu.Unlock()
 	ver := c.r.Header.Get("Stripe-Version")
 	if ver == "" {
 		ver = stripeDefaultVersion
 	}
-	h.Set("Stripe-Version", ver)
-	switch c.checkBearer() {
-	case authMissing:
-		stripeError(c.w, http.StatusUnauthorized, "You did not provide an API key. You need to provide your API key in the Authorization header, using Bearer auth (e.g. 'Authorization: Bearer YOUR_SECRET_KEY'). See https://stripe.com/docs/api#authentication for details, or we can help at https://support.stripe.com/.", "", "")
-		return
-	case authInvalid:
-		v := c.r.Header.Get("Authorization")
-		tok := strings.TrimPrefix(v, "Bearer ")
-		masked := "****"
-		if len(tok) > 12 {
-			masked = tok[:8] + "****" + tok[len(tok)-4:]
-		}
-		stripeError(c.w, http.StatusUnauthorized, "Invalid API Key provided: "+masked, "", "")
+	c.w.Header().Set("Stripe-Version", ver)
+	if !c.authenticate() {
 		return
 	}
-	segs, ok := segments(c.r.URL.EscapedPath())
-	m := c.r.Method
-	switch {
-	case !ok:
-	case m == http.MethodGet && eqPath(segs, "v1", "account"):
-		s.account(c)
-		return
-	case m == http.MethodGet && eqPath(segs, "v1", "customers"):
-		s.mu.Lock()
-		list := s.customers
-		s.mu.Unlock()
-		s.list(c, "/v1/customers", "customer", list, func(o map[string]any, q url.Values) bool {
-			return q.Get("email") == "" || o["email"] == q.Get("email")
-		})
-		return
-	case m == http.MethodPost && eqPath(segs, "v1", "customers"):
-		s.createCustomer(c)
-		return
-	case m == http.MethodGet && len(segs) == 3 && segs[0] == "v1" && segs[1] == "customers":
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		for _, o := range s.customers {
-			if o["id"] == segs[2] {
-				stripeJSON(c.w, http.StatusOK, o)
-				return
+	s.mu.Lock()
+	customers, charges := s.customers, s.charges
+	s.mu.Unlock()
+	c.route(
+		route{"GET", "/v1/account", func(c *call, _ []string) { stripeJSON(c.w, http.StatusOK, s.tmpl["account"]) }},
+		route{"GET", "/v1/balance", s.balance},
+		route{"GET", "/v1/customers", func(c *call, _ []string) { s.list(c, "/v1/customers", "customer", customers, "email") }},
+		route{"POST", "/v1/customers", s.createCustomer},
+		route{"GET", "/v1/customers/*", func(c *call, v []string) {
+			for _, o := range customers {
+				if o["id"] == v[0] {
+					stripeJSON(c.w, http.StatusOK, o)
+					return
+				}
 			}
-		}
-		stripeError(c.w, http.StatusNotFound, fmt.Sprintf("No such customer: '%s'", segs[2]), "resource_missing", "id")
-		return
-	case m == http.MethodGet && eqPath(segs, "v1", "charges"):
-		s.mu.Lock()
-		list := s.charges
-		s.mu.Unlock()
-		s.list(c, "/v1/charges", "charge", list, func(o map[string]any, q url.Values) bool {
-			return q.Get("customer") == "" || o["customer"] == q.Get("customer")
-		})
-		return
-	case m == http.MethodGet && eqPath(segs, "v1", "balance"):
-		s.balance(c)
-		return
-	}
-	stripeError(c.w, http.StatusNotFound, fmt.Sprintf("Unrecognized request URL (%s: %s). Please see https://stripe.com/docs or we can help at https://support.stripe.com/.", m, c.r.URL.Path), "", "")
+			stripeError(c.w, http.StatusNotFound, fmt.Sprintf("No such customer: '%s'", v[0]), "resource_missing", "id")
+		}},
+		route{"GET", "/v1/charges", func(c *call, _ []string) { s.list(c, "/v1/charges", "charge", charges, "customer") }},
+	)
 }
 
 // stripeOrder converts maps into objects ordered as Stripe sends them:
@@ -172,16 +134,13 @@ func stripeOrder(v any) any {
 // stripeJSON writes a Stripe answer in Stripe's key order.
 func stripeJSON(w http.ResponseWriter, status int, v any) { writeJSON(w, status, stripeOrder(v)) }
 
-func eqPath(segs []string, want ...string) bool {
-	_, ok := match(segs, want...)
-	return ok
-}
-
 // list serves a Stripe list endpoint: limit, starting_after, ending_before
-// and a filter, in the {object: "list", data, has_more, url} envelope. The
-// slice is newest first and never modified in place (writes replace it).
-func (s *stripeAPI) list(c *call, path, kind string, all []map[string]any, keep func(map[string]any, url.Values) bool) {
+// and a filter (the parameter of that name equals the member of that
+// name), in the {object: "list", data, has_more, url} envelope. The slice
+// is newest first and never modified in place (writes replace it).
+func (s *stripeAPI) list(c *call, path, kind string, all []map[string]any, filter string) {
 	q := c.r.URL.Query()
+	keep := func(o map[string]any, q url.Values) bool { return q.Get(filter) == "" || o[filter] == q.Get(filter) }
 	for k := range q {
 		switch k {
 		case "limit", "starting_after", "ending_before", "email", "customer", "created":
@@ -256,11 +215,7 @@ func (s *stripeAPI) list(c *call, path, kind string, all []map[string]any, keep 
 	stripeJSON(c.w, http.StatusOK, map[string]any{"object": "list", "data": data, "has_more": hasMore, "url": path})
 }
 
-func (s *stripeAPI) account(c *call) {
-	stripeJSON(c.w, http.StatusOK, s.tmpl["account"])
-}
-
-func (s *stripeAPI) balance(c *call) {
+func (s *stripeAPI) balance(c *call, _ []string) {
 	s.mu.Lock()
 	avail := 0
 	for _, ch := range s.charges {
@@ -273,7 +228,7 @@ func (s *stripeAPI) balance(c *call) {
 	stripeJSON(c.w, http.StatusOK, fill(s.tmpl["balance"], map[string]any{"available": avail - pending, "pending": pending}))
 }
 
-func (s *stripeAPI) createCustomer(c *call) {
+func (s *stripeAPI) createCustomer(c *call, _ []string) {
 	mt, _, _ := mime.ParseMediaType(c.r.Header.Get("Content-Type"))
 	if len(c.body) > 0 && mt != "application/x-www-form-urlencoded" {
 		stripeError(c.w, http.StatusBadRequest, "Invalid request (check that your POST content type is application/x-www-form-urlencoded). If you have any questions, we can help at https://support.stripe.com/.", "", "")

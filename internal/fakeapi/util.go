@@ -13,8 +13,6 @@ import (
 	"time"
 )
 
-func unescapeSegment(s string) (string, error) { return url.PathUnescape(s) }
-
 // writeJSON answers with v as JSON. Encoding errors are programming errors
 // in the fake and panic (net/http recovers and logs them).
 func writeJSON(w http.ResponseWriter, status int, v any) {
