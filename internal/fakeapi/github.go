@@ -447,7 +447,7 @@ func (g *githubAPI) createIssue(c *call, v []string) {
 		var ls []any
 		for _, want := range in.Labels {
 			for _, l := range g.labels(repo) {
-				if n, _ := l.(ordered).get("name"); strings.EqualFold(n.(string), want) {
+				if strings.EqualFold(l.(ordered).get1("name").(string), want) {
 					ls = append(ls, l)
 				}
 			}

@@ -2,11 +2,10 @@ package fakeapi
 
 import (
 	"fmt"
-	"math/rand/v2"
 	"mime"
 	"net/http"
 	"net/url"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -25,25 +24,18 @@ const stripeDefaultVersion = "2024-06-20"
 
 type stripeAPI struct {
 	mu        sync.Mutex
-	rnd       *rand.Rand
-	tmpl      map[string]any   // testdata/stripe/templates.json
-	customers []map[string]any // newest first
-	charges   []map[string]any // newest first
+	tmpl      map[string]any   // testdata/stripe/templates.json, in Stripe's key order
+	customers []map[string]any // the values of the customer template, newest first
+	charges   []map[string]any // the values of the charge template, newest first
 }
 
-// newStripe loads the recorded customers and charges
-// (testdata/stripe/objects.json) into their templates.
+// newStripe loads the templates and the recorded customers and charges
+// (testdata/stripe/objects.json).
 func newStripe() *stripeAPI {
-	s := &stripeAPI{rnd: newRand(33)}
-	loadData("stripe/templates.json", &s.tmpl)
+	s := &stripeAPI{tmpl: loadTemplates("stripe/templates.json")}
 	var d struct{ Customers, Charges []map[string]any }
 	loadData("stripe/objects.json", &d)
-	for _, v := range d.Customers {
-		s.customers = append(s.customers, fill(s.tmpl["customer"], v).(map[string]any))
-	}
-	for _, v := range d.Charges {
-		s.charges = append(s.charges, fill(s.tmpl["charge"], v).(map[string]any))
-	}
+	s.customers, s.charges = d.Customers, d.Charges
 	return s
 }
 
@@ -76,143 +68,92 @@ func (s *stripeAPI) serve(c *call) {
 	customers, charges := s.customers, s.charges
 	s.mu.Unlock()
 	c.route(
-		route{"GET", "/v1/account", func(c *call, _ []string) { stripeJSON(c.w, http.StatusOK, s.tmpl["account"]) }},
+		route{"GET", "/v1/account", func(c *call, _ []string) { writeJSON(c.w, http.StatusOK, s.tmpl["account"]) }},
 		route{"GET", "/v1/balance", s.balance},
-		route{"GET", "/v1/customers", func(c *call, _ []string) { s.list(c, "/v1/customers", "customer", customers, "email") }},
+		route{"GET", "/v1/customers", func(c *call, _ []string) { s.list(c, "customer", customers, "email") }},
 		route{"POST", "/v1/customers", s.createCustomer},
 		route{"GET", "/v1/customers/*", func(c *call, v []string) {
 			for _, o := range customers {
 				if o["id"] == v[0] {
-					stripeJSON(c.w, http.StatusOK, o)
+					writeJSON(c.w, http.StatusOK, fill(s.tmpl["customer"], o))
 					return
 				}
 			}
 			stripeError(c.w, http.StatusNotFound, fmt.Sprintf("No such customer: '%s'", v[0]), "resource_missing", "id")
 		}},
-		route{"GET", "/v1/charges", func(c *call, _ []string) { s.list(c, "/v1/charges", "charge", charges, "customer") }},
+		route{"GET", "/v1/charges", func(c *call, _ []string) { s.list(c, "charge", charges, "customer") }},
 	)
 }
 
-// stripeOrder converts maps into objects ordered as Stripe sends them:
-// "id" and "object" first, then the other keys alphabetically.
-func stripeOrder(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		keys := make([]string, 0, len(x))
-		for k := range x {
-			if k != "id" && k != "object" {
-				keys = append(keys, k)
-			}
-		}
-		sort.Strings(keys)
-		out := make(ordered, 0, len(x))
-		for _, k := range []string{"id", "object"} {
-			if e, ok := x[k]; ok {
-				out = append(out, kv{k, stripeOrder(e)})
-			}
-		}
-		for _, k := range keys {
-			out = append(out, kv{k, stripeOrder(x[k])})
-		}
-		return out
-	case []map[string]any:
-		out := make([]any, len(x))
-		for i, e := range x {
-			out[i] = stripeOrder(e)
-		}
-		return out
-	case []any:
-		out := make([]any, len(x))
-		for i, e := range x {
-			out[i] = stripeOrder(e)
-		}
-		return out
-	}
-	return v
-}
-
-// stripeJSON writes a Stripe answer in Stripe's key order.
-func stripeJSON(w http.ResponseWriter, status int, v any) { writeJSON(w, status, stripeOrder(v)) }
-
-// list serves a Stripe list endpoint: limit, starting_after, ending_before
-// and a filter (the parameter of that name equals the member of that
-// name), in the {object: "list", data, has_more, url} envelope. The slice
-// is newest first and never modified in place (writes replace it).
-func (s *stripeAPI) list(c *call, path, kind string, all []map[string]any, filter string) {
+// list serves a Stripe list endpoint of kind ("customer", "charge"):
+// limit, starting_after, ending_before and a filter (the parameter of that
+// name equals the member of that name), in the {object: "list", data,
+// has_more, url} envelope. The slice is newest first and never modified in
+// place (writes replace it).
+func (s *stripeAPI) list(c *call, kind string, all []map[string]any, filter string) {
 	q := c.r.URL.Query()
-	keep := func(o map[string]any, q url.Values) bool { return q.Get(filter) == "" || o[filter] == q.Get(filter) }
 	for k := range q {
-		switch k {
-		case "limit", "starting_after", "ending_before", "email", "customer", "created":
-		default:
+		if !slices.Contains([]string{"limit", "starting_after", "ending_before", "email", "customer", "created"}, k) {
 			stripeError(c.w, http.StatusBadRequest, "Received unknown parameter: "+k, "parameter_unknown", k)
 			return
 		}
 	}
 	limit, ok := intParam(q, "limit", 10)
-	if !ok {
+	switch {
+	case !ok:
 		stripeError(c.w, http.StatusBadRequest, "Invalid integer: "+q.Get("limit"), "parameter_invalid_integer", "limit")
 		return
-	}
-	if limit < 1 || limit > 100 {
+	case limit < 1 || limit > 100:
 		stripeError(c.w, http.StatusBadRequest, "This value must be greater than or equal to 1 and less than or equal to 100.", "parameter_invalid_integer", "limit")
 		return
 	}
+	keep := func(o map[string]any) bool { return q.Get(filter) == "" || o[filter] == q.Get(filter) }
 	var filtered []map[string]any
 	for _, o := range all {
-		if keep(o, q) {
+		if keep(o) {
 			filtered = append(filtered, o)
 		}
 	}
-	var start, end int // set by each case below
+	// cursor returns the position in filtered of the object a cursor
+	// parameter names (where it is or would be).
 	cursor := func(param string) (int, bool) {
-		id := q.Get(param)
-		for i, o := range all {
-			if o["id"] == id {
-				// Position in the filtered list of the first element after
-				// (or before) the cursor object.
-				n := 0
-				for _, f := range all[:i] {
-					if keep(f, q) {
-						n++
-					}
-				}
+		n := 0
+		for _, o := range all {
+			if o["id"] == q.Get(param) {
 				return n, true
 			}
+			if keep(o) {
+				n++
+			}
 		}
-		stripeError(c.w, http.StatusBadRequest, fmt.Sprintf("No such %s: '%s'", kind, id), "resource_missing", param)
+		stripeError(c.w, http.StatusBadRequest, fmt.Sprintf("No such %s: '%s'", kind, q.Get(param)), "resource_missing", param)
 		return 0, false
 	}
-	hasMore := false
+	start, end := 0, min(len(filtered), limit)
 	switch {
 	case q.Get("starting_after") != "":
-		n, ok := cursor("starting_after")
-		if !ok {
+		if start, ok = cursor("starting_after"); !ok {
 			return
 		}
-		start = n
 		if start < len(filtered) && filtered[start]["id"] == q.Get("starting_after") {
 			start++
 		}
 		end = min(len(filtered), start+limit)
-		hasMore = end < len(filtered)
 	case q.Get("ending_before") != "":
-		n, ok := cursor("ending_before")
-		if !ok {
+		if end, ok = cursor("ending_before"); !ok {
 			return
 		}
-		end = n
 		start = max(0, end-limit)
+	}
+	data := []any{}
+	for _, o := range filtered[start:end] {
+		data = append(data, fill(s.tmpl[kind], o))
+	}
+	hasMore := end < len(filtered)
+	if q.Get("ending_before") != "" {
 		hasMore = start > 0
-	default:
-		end = min(len(filtered), limit)
-		hasMore = end < len(filtered)
 	}
-	data := filtered[start:end]
-	if data == nil {
-		data = []map[string]any{}
-	}
-	stripeJSON(c.w, http.StatusOK, map[string]any{"object": "list", "data": data, "has_more": hasMore, "url": path})
+	writeJSON(c.w, http.StatusOK, ordered{{"object", "list"}, {"data", data}, {"has_more", hasMore}, {"url", "/v1/" + kind + "s"}})
 }
 
 func (s *stripeAPI) balance(c *call, _ []string) {
@@ -225,7 +166,7 @@ func (s *stripeAPI) balance(c *call, _ []string) {
 	}
 	s.mu.Unlock()
 	pending := avail / 9
-	stripeJSON(c.w, http.StatusOK, fill(s.tmpl["balance"], map[string]any{"available": avail - pending, "pending": pending}))
+	writeJSON(c.w, http.StatusOK, fill(s.tmpl["balance"], map[string]any{"available": avail - pending, "pending": pending}))
 }
 
 func (s *stripeAPI) createCustomer(c *call, _ []string) {
@@ -267,11 +208,11 @@ func (s *stripeAPI) createCustomer(c *call, _ []string) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	cust := fill(s.tmpl["customer"], map[string]any{"id": "cus_" + randString(s.rnd, 14, alnum), "address": nil, "created": time.Now().Unix(),
+	cust := map[string]any{"id": mint([]any{"cus_", "alnum", 14.0}), "address": nil, "created": time.Now().Unix(),
 		"currency": nil, "delinquent": false, "description": opt("description"), "email": opt("email"),
-		"invoice_prefix": randString(s.rnd, 8, "0123456789ABCDEF"), "metadata": meta, "name": opt("name"),
-		"next_invoice_sequence": 1, "phone": opt("phone")}).(map[string]any)
+		"invoice_prefix": strings.ToUpper(mint([]any{"", "hex", 8.0})), "metadata": meta, "name": opt("name"),
+		"next_invoice_sequence": 1, "phone": opt("phone")}
 	// Replace, never modify, the slice: list handlers read it unlocked.
 	s.customers = append([]map[string]any{cust}, s.customers...)
-	stripeJSON(c.w, http.StatusOK, cust)
+	writeJSON(c.w, http.StatusOK, fill(s.tmpl["customer"], cust))
 }

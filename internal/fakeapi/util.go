@@ -85,20 +85,14 @@ func (o *ordered) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// get returns the value of member k.
-func (o ordered) get(k string) (any, bool) {
-	for _, m := range o {
-		if m.k == k {
-			return m.v, true
-		}
-	}
-	return nil, false
-}
-
 // get1 returns the value of member k, or nil.
 func (o ordered) get1(k string) any {
-	v, _ := o.get(k)
-	return v
+	for _, m := range o {
+		if m.k == k {
+			return m.v
+		}
+	}
+	return nil
 }
 
 // newRand returns a deterministic generator for one service's data.
@@ -108,15 +102,6 @@ func newRand(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, 0x70696
 func choose[T any](r *rand.Rand, xs []T) T { return xs[r.IntN(len(xs))] }
 
 const alnum = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-
-// randString returns n characters from alphabet.
-func randString(r *rand.Rand, n int, alphabet string) string {
-	b := make([]byte, n)
-	for i := range b {
-		b[i] = alphabet[r.IntN(len(alphabet))]
-	}
-	return string(b)
-}
 
 // uuid returns a deterministic RFC 4122 version 4 UUID string.
 func uuid(r *rand.Rand) string {
@@ -238,30 +223,16 @@ func decodeOrdered(b []byte) (any, error) {
 }
 
 // fill instantiates a template: a string "${name}" becomes vals[name] (any
-// value; a member whose name is not in vals is dropped), and ${name}
-// inside a longer string becomes its text.
+// value; an object member whose name is not in vals is dropped), and
+// ${name} inside a longer string becomes its text.
 func fill(t any, vals map[string]any) any {
 	switch x := t.(type) {
 	case ordered:
 		out := make(ordered, 0, len(x))
 		for _, m := range x {
-			if s, ok := m.v.(string); ok && isPlaceholder(s) {
-				if _, ok := vals[s[2:len(s)-1]]; !ok {
-					continue
-				}
+			if name, ok := placeholderName(m.v); !ok || hasKey(vals, name) {
+				out = append(out, kv{m.k, fill(m.v, vals)})
 			}
-			out = append(out, kv{m.k, fill(m.v, vals)})
-		}
-		return out
-	case map[string]any:
-		out := make(map[string]any, len(x))
-		for k, e := range x {
-			if s, ok := e.(string); ok && isPlaceholder(s) {
-				if _, ok := vals[s[2:len(s)-1]]; !ok {
-					continue
-				}
-			}
-			out[k] = fill(e, vals)
 		}
 		return out
 	case []any:
@@ -271,10 +242,9 @@ func fill(t any, vals map[string]any) any {
 		}
 		return out
 	case string:
-		if isPlaceholder(x) {
-			return vals[x[2:len(x)-1]]
-		}
-		if !strings.Contains(x, "${") {
+		if name, ok := placeholderName(x); ok {
+			return vals[name]
+		} else if !strings.Contains(x, "${") {
 			return x
 		}
 		return tmplVar.ReplaceAllStringFunc(x, func(m string) string {
@@ -289,6 +259,16 @@ func fill(t any, vals map[string]any) any {
 
 var tmplVar = regexp.MustCompile(`\$\{[a-z_]+\}`)
 
-func isPlaceholder(s string) bool {
-	return strings.HasPrefix(s, "${") && strings.IndexByte(s, '}') == len(s)-1
+// placeholder returns the name of a placeholder "${name}".
+func placeholderName(v any) (string, bool) {
+	s, ok := v.(string)
+	if !ok || !strings.HasPrefix(s, "${") || strings.IndexByte(s, '}') != len(s)-1 {
+		return "", false
+	}
+	return s[2 : len(s)-1], true
+}
+
+func hasKey(m map[string]any, k string) bool {
+	_, ok := m[k]
+	return ok
 }
