@@ -69,42 +69,36 @@ type linTeam struct {
 }
 
 type linIssue struct {
-	team    *linTeam
-	obj     obj
-	created string
-	updated string
+	team *linTeam
+	obj  obj
 }
 
 type linearAPI struct {
 	mu      sync.Mutex
 	queries map[string]*linQuery
 	pattern []*linQuery
-	org     obj
 	users   []obj
 	byName  map[string]obj // displayName -> user
 	teams   []*linTeam
-	labels  map[string]obj
 	issues  []*linIssue
-	syncID  int
 	newID   func() string
 }
 
 var linPriorityLabels = []string{"No priority", "Urgent", "High", "Medium", "Low"}
 
+// newLinear loads the canned queries and the recorded workspace, and
+// fills in the ids and references of the members the queries select.
 func newLinear() *linearAPI {
 	var qs struct{ Queries []*linQuery }
 	loadData("linear/queries.json", &qs)
 	var ws struct {
-		Organization obj
-		Users        []obj
-		Teams        []obj
-		Labels       []obj
-		Issues       []obj
+		Organization                obj
+		Users, Teams, Labels, Issues []obj
 	}
 	loadData("linear/workspace.json", &ws)
 	idr := newRand(5)
 	id := func() string { return uuid(idr) }
-	l := &linearAPI{queries: map[string]*linQuery{}, byName: map[string]obj{}, labels: map[string]obj{}, syncID: 184467, newID: id}
+	l := &linearAPI{queries: map[string]*linQuery{}, byName: map[string]obj{}, newID: id}
 	for _, q := range qs.Queries {
 		if q.Pattern != "" {
 			q.re = regexp.MustCompile(q.Pattern)
@@ -113,42 +107,36 @@ func newLinear() *linearAPI {
 			l.queries[q.Query] = q
 		}
 	}
-	l.org = ws.Organization
-	l.org["id"], l.org["__typename"], l.org["userCount"] = id(), "Organization", len(ws.Users)
-	for i, u := range ws.Users {
-		u["id"], u["__typename"], u["isMe"], u["active"], u["guest"] = id(), "User", i == 0, true, false
-		u["updatedAt"], u["avatarUrl"], u["timezone"], u["organization"] = u["createdAt"], nil, "Europe/Berlin", l.org
-		u["url"] = "https://linear.app/" + LinearOrgKey + "/profiles/" + u["displayName"].(string)
+	ws.Organization["id"] = id()
+	for _, u := range ws.Users {
+		u["id"], u["__typename"], u["organization"] = id(), "User", ws.Organization
 		l.users = append(l.users, u)
 		l.byName[u["displayName"].(string)] = u
 	}
 	for _, t := range ws.Teams {
 		team := &linTeam{id: id(), key: t["key"].(string), obj: t, nextNumber: 1}
-		t["id"], t["__typename"], t["icon"], t["private"], t["updatedAt"] = team.id, "Team", nil, false, t["createdAt"]
-		for i, s := range t["states"].([]any) {
-			st := s.(obj)
-			st["id"], st["__typename"], st["position"] = id(), "WorkflowState", float64(i)
-			team.states = append(team.states, st)
+		t["id"] = team.id
+		for _, s := range t["states"].([]any) {
+			team.states = append(team.states, s.(obj))
 		}
-		delete(t, "states")
 		l.teams = append(l.teams, team)
 	}
+	labels := map[any]obj{}
 	for _, lb := range ws.Labels {
-		lb["id"], lb["__typename"] = id(), "IssueLabel"
-		l.labels[lb["name"].(string)] = lb
+		labels[lb["name"]] = lb
 	}
 	for _, is := range ws.Issues {
-		var labels []any
+		var ls []any
 		for _, n := range is["labels"].([]any) {
-			labels = append(labels, l.labels[n.(string)])
+			ls = append(ls, labels[n])
 		}
-		l.addIssue(is, id(), is["team"].(string), is["state"].(string), labels)
+		l.addIssue(is, id(), is["team"].(string), is["state"].(string), ls)
 	}
 	return l
 }
 
-// addIssue completes a recorded issue (ids, references, derived fields)
-// and appends it. Caller holds l.mu or owns l.
+// addIssue completes a recorded issue (its id, identifier, url and
+// references) and appends it. Caller holds l.mu or owns l.
 func (l *linearAPI) addIssue(is obj, id, teamKey, state string, labels []any) *linIssue {
 	var team *linTeam
 	for _, t := range l.teams {
@@ -157,12 +145,9 @@ func (l *linearAPI) addIssue(is obj, id, teamKey, state string, labels []any) *l
 		}
 	}
 	ident := team.key + "-" + strconv.Itoa(team.nextNumber)
-	title := is["title"].(string)
-	is["id"], is["__typename"], is["identifier"], is["number"] = id, "Issue", ident, team.nextNumber
 	team.nextNumber++
-	team.obj["issueCount"] = team.nextNumber - 1
-	is["url"] = "https://linear.app/" + LinearOrgKey + "/issue/" + ident + "/" + slug(title)
-	is["branchName"] = strings.ToLower(ident) + "-" + slug(title)
+	is["id"], is["identifier"] = id, ident
+	is["url"] = "https://linear.app/" + LinearOrgKey + "/issue/" + ident + "/" + slug(is["title"].(string))
 	p, _ := is["priority"].(float64)
 	is["priority"], is["priorityLabel"] = int(p), linPriorityLabels[int(p)]
 	for _, s := range team.states {
@@ -170,24 +155,11 @@ func (l *linearAPI) addIssue(is obj, id, teamKey, state string, labels []any) *l
 			is["state"] = s
 		}
 	}
-	is["team"] = team.obj
 	if a, ok := is["assignee"].(string); ok {
 		is["assignee"] = l.byName[a]
 	}
-	is["creator"] = l.byName[is["creator"].(string)]
-	if labels == nil {
-		labels = []any{}
-	}
-	is["labels"] = obj{"nodes": labels}
-	is["completedAt"], is["canceledAt"], is["archivedAt"], is["startedAt"] = nil, nil, nil, nil
-	switch is["state"].(obj)["type"] {
-	case "completed":
-		is["completedAt"] = is["updatedAt"]
-	case "canceled":
-		is["canceledAt"] = is["updatedAt"]
-	}
-	is["sortOrder"], is["trashed"], is["project"], is["cycle"], is["parent"] = float64(team.nextNumber-1)*-1.5, nil, nil, nil, nil
-	li := &linIssue{team: team, obj: is, created: is["createdAt"].(string), updated: is["updatedAt"].(string)}
+	is["team"], is["creator"], is["labels"] = team.obj, l.byName[is["creator"].(string)], obj{"nodes": append([]any{}, labels...)}
+	li := &linIssue{team: team, obj: is}
 	l.issues = append(l.issues, li)
 	return li
 }
@@ -335,7 +307,7 @@ func (l *linearAPI) resolve(field string, args map[string]any) (any, *linErr) {
 	case "viewer":
 		return l.users[0], nil
 	case "teams":
-		nodes := make([]obj, len(l.teams))
+		nodes := make([]any, len(l.teams))
 		for i, t := range l.teams {
 			nodes[i] = t.obj
 		}
@@ -354,13 +326,12 @@ func (l *linearAPI) resolve(field string, args map[string]any) (any, *linErr) {
 				list = append(list, i)
 			}
 		}
-		sort.SliceStable(list, func(a, b int) bool {
-			if str("orderBy") == "updatedAt" {
-				return list[a].updated > list[b].updated
-			}
-			return list[a].created > list[b].created
-		})
-		nodes := make([]obj, len(list))
+		order := "createdAt"
+		if str("orderBy") == "updatedAt" {
+			order = "updatedAt"
+		}
+		sort.SliceStable(list, func(a, b int) bool { return list[a].obj[order].(string) > list[b].obj[order].(string) })
+		nodes := make([]any, len(list))
 		for i, is := range list {
 			nodes[i] = is.obj
 		}
@@ -382,15 +353,14 @@ func (l *linearAPI) resolve(field string, args map[string]any) (any, *linErr) {
 		is := obj{"title": str("title"), "description": args["description"], "priority": 0.0, "estimate": nil, "dueDate": nil,
 			"creator": l.users[0]["displayName"], "createdAt": now, "updatedAt": now}
 		li := l.addIssue(is, l.newID(), team.key, team.states[1]["name"].(string), nil)
-		l.syncID++
-		return obj{"success": true, "lastSyncId": float64(l.syncID), "issue": li.obj}, nil
+		return obj{"success": true, "issue": li.obj}, nil
 	}
 	return nil, &linErr{"fakeapi: no resolver for field " + field, "GRAPHQL_VALIDATION_FAILED"}
 }
 
 // connection pages nodes by id cursors: first (default 50, at most 250),
-// after.
-func connection(nodes []obj, args map[string]any) (any, *linErr) {
+// after; pageInfo holds what the queries select (hasNextPage, endCursor).
+func connection(nodes []any, args map[string]any) (any, *linErr) {
 	first := 50
 	if v, ok := args["first"]; ok && v != nil {
 		n, err := strconv.Atoi(fmt.Sprint(v))
@@ -406,7 +376,7 @@ func connection(nodes []obj, args map[string]any) (any, *linErr) {
 	if a, ok := args["after"].(string); ok && a != "" {
 		start = -1
 		for i, n := range nodes {
-			if n["id"] == a {
+			if n.(obj)["id"] == a {
 				start = i + 1
 			}
 		}
@@ -416,24 +386,17 @@ func connection(nodes []obj, args map[string]any) (any, *linErr) {
 	}
 	end := min(len(nodes), start+first)
 	page := nodes[min(start, len(nodes)):end]
-	var startCursor, endCursor any
+	var endCursor any
 	if len(page) > 0 {
-		startCursor, endCursor = page[0]["id"], page[len(page)-1]["id"]
+		endCursor = page[len(page)-1].(obj)["id"]
 	}
-	return obj{"nodes": page, "pageInfo": obj{"hasNextPage": end < len(nodes), "hasPreviousPage": start > 0,
-		"startCursor": startCursor, "endCursor": endCursor}}, nil
+	return obj{"nodes": page, "pageInfo": obj{"hasNextPage": end < len(nodes), "endCursor": endCursor}}, nil
 }
 
 // selectFields keeps the selected fields (dot paths, in the query's order) of
 // a value: an object, a list of objects, or null.
 func selectFields(v any, paths []string) any {
 	switch x := v.(type) {
-	case []obj:
-		out := make([]any, len(x))
-		for i, e := range x {
-			out[i] = selectFields(e, paths)
-		}
-		return out
 	case []any:
 		out := make([]any, len(x))
 		for i, e := range x {
