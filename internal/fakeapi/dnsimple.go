@@ -142,7 +142,6 @@ func (d *dnsimpleAPI) listRecords(c *call, v []string) {
 		switch {
 		case hasName && rec["name"] != q.Get("name"):
 		case q.Get("type") != "" && !strings.EqualFold(rec["type"].(string), q.Get("type")):
-		case q.Get("name_like") != "" && !strings.Contains(rec["name"].(string), q.Get("name_like")):
 		default:
 			out = append(out, fill(d.tmpl["record"], rec))
 		}

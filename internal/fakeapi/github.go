@@ -312,7 +312,7 @@ func (g *githubAPI) listRepos(c *call, _ []string) {
 		repos = append(repos, r)
 	}
 	sortKey := q.Get("sort")
-	desc := q.Get("direction") == "desc" || (q.Get("direction") == "" && sortKey != "" && sortKey != "full_name")
+	desc := sortKey != "" && sortKey != "full_name" // GitHub's default direction
 	key := func(r *ghRepo) string {
 		switch sortKey {
 		case "created", "updated", "pushed":
@@ -406,20 +406,12 @@ func (g *githubAPI) listIssues(c *call, v []string) {
 func (g *githubAPI) createIssue(c *call, v []string) {
 	const doc = ghDocs + "/issues/issues#create-an-issue"
 	var in struct {
-		Title  json.RawMessage `json:"title"`
-		Body   *string         `json:"body"`
-		Labels []string        `json:"labels"`
+		Title string  `json:"title"`
+		Body  *string `json:"body"`
 	}
 	if err := json.Unmarshal(c.body, &in); err != nil {
 		githubError(c.w, http.StatusBadRequest, "Problems parsing JSON", doc)
 		return
-	}
-	var title string
-	if err := json.Unmarshal(in.Title, &title); err != nil {
-		var n json.Number
-		if json.Unmarshal(in.Title, &n) == nil {
-			title = n.String()
-		}
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -431,7 +423,7 @@ func (g *githubAPI) createIssue(c *call, v []string) {
 		githubError(c.w, http.StatusForbidden, "Repository was archived so is read-only.", doc)
 	case repo.vals["has_issues"] != true:
 		githubError(c.w, http.StatusGone, "Issues are disabled for this repo", doc)
-	case strings.TrimSpace(title) == "":
+	case strings.TrimSpace(in.Title) == "":
 		writeJSON(c.w, http.StatusUnprocessableEntity, ordered{
 			{"message", "Validation Failed"},
 			{"errors", []ordered{{{"resource", "Issue"}, {"code", "missing_field"}, {"field", "title"}}}},
@@ -443,18 +435,7 @@ func (g *githubAPI) createIssue(c *call, v []string) {
 		if in.Body != nil {
 			body = *in.Body
 		}
-		is := g.newIssue(repo, len(all)+1, title, body, g.viewer, time.Now())
-		var ls []any
-		for _, want := range in.Labels {
-			for _, l := range g.labels(repo) {
-				if strings.EqualFold(l.(ordered).get1("name").(string), want) {
-					ls = append(ls, l)
-				}
-			}
-		}
-		if ls != nil {
-			is.vals["labels"] = ls
-		}
+		is := g.newIssue(repo, len(all)+1, in.Title, body, g.viewer, time.Now())
 		g.issues[repo.id] = append(all, is)
 		repo.open++
 		repo.vals["open_issues_count"], repo.vals["open_issues"] = repo.open, repo.open

@@ -144,7 +144,6 @@ func (h *hubspotAPI) serve(c *call) {
 		route{"POST", objects + "contacts", h.createContact},
 		route{"GET", objects + "contacts/*", func(c *call, v []string) { h.get(c, hsContacts, v[0]) }},
 		route{"GET", objects + "companies", func(c *call, _ []string) { h.list(c, hsCompanies) }},
-		route{"GET", objects + "companies/*", func(c *call, v []string) { h.get(c, hsCompanies, v[0]) }},
 	)
 }
 

@@ -92,7 +92,7 @@ func newLinear() *linearAPI {
 	var qs struct{ Queries []*linQuery }
 	loadData("linear/queries.json", &qs)
 	var ws struct {
-		Organization                obj
+		Organization                 obj
 		Users, Teams, Labels, Issues []obj
 	}
 	loadData("linear/workspace.json", &ws)

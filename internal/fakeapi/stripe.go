@@ -72,28 +72,19 @@ func (s *stripeAPI) serve(c *call) {
 		route{"GET", "/v1/balance", s.balance},
 		route{"GET", "/v1/customers", func(c *call, _ []string) { s.list(c, "customer", customers, "email") }},
 		route{"POST", "/v1/customers", s.createCustomer},
-		route{"GET", "/v1/customers/*", func(c *call, v []string) {
-			for _, o := range customers {
-				if o["id"] == v[0] {
-					writeJSON(c.w, http.StatusOK, fill(s.tmpl["customer"], o))
-					return
-				}
-			}
-			stripeError(c.w, http.StatusNotFound, fmt.Sprintf("No such customer: '%s'", v[0]), "resource_missing", "id")
-		}},
 		route{"GET", "/v1/charges", func(c *call, _ []string) { s.list(c, "charge", charges, "customer") }},
 	)
 }
 
 // list serves a Stripe list endpoint of kind ("customer", "charge"):
-// limit, starting_after, ending_before and a filter (the parameter of that
-// name equals the member of that name), in the {object: "list", data,
-// has_more, url} envelope. The slice is newest first and never modified in
+// limit, starting_after and a filter (the parameter of that name equals
+// the member of that name), in the {object: "list", data, has_more, url}
+// envelope. The slice is newest first and never modified in
 // place (writes replace it).
 func (s *stripeAPI) list(c *call, kind string, all []map[string]any, filter string) {
 	q := c.r.URL.Query()
 	for k := range q {
-		if !slices.Contains([]string{"limit", "starting_after", "ending_before", "email", "customer", "created"}, k) {
+		if !slices.Contains([]string{"limit", "starting_after", "email", "customer", "created"}, k) {
 			stripeError(c.w, http.StatusBadRequest, "Received unknown parameter: "+k, "parameter_unknown", k)
 			return
 		}
@@ -114,45 +105,27 @@ func (s *stripeAPI) list(c *call, kind string, all []map[string]any, filter stri
 			filtered = append(filtered, o)
 		}
 	}
-	// cursor returns the position in filtered of the object a cursor
-	// parameter names (where it is or would be).
-	cursor := func(param string) (int, bool) {
-		n := 0
-		for _, o := range all {
-			if o["id"] == q.Get(param) {
-				return n, true
-			}
+	// starting_after: the page starts after the cursor object's position
+	// in filtered (where it is or would be).
+	start := 0
+	if after := q.Get("starting_after"); after != "" {
+		i := slices.IndexFunc(all, func(o map[string]any) bool { return o["id"] == after })
+		if i < 0 {
+			stripeError(c.w, http.StatusBadRequest, fmt.Sprintf("No such %s: '%s'", kind, after), "resource_missing", "starting_after")
+			return
+		}
+		for _, o := range all[:i+1] {
 			if keep(o) {
-				n++
+				start++
 			}
 		}
-		stripeError(c.w, http.StatusBadRequest, fmt.Sprintf("No such %s: '%s'", kind, q.Get(param)), "resource_missing", param)
-		return 0, false
 	}
-	start, end := 0, min(len(filtered), limit)
-	switch {
-	case q.Get("starting_after") != "":
-		if start, ok = cursor("starting_after"); !ok {
-			return
-		}
-		if start < len(filtered) && filtered[start]["id"] == q.Get("starting_after") {
-			start++
-		}
-		end = min(len(filtered), start+limit)
-	case q.Get("ending_before") != "":
-		if end, ok = cursor("ending_before"); !ok {
-			return
-		}
-		start = max(0, end-limit)
-	}
+	end := min(len(filtered), start+limit)
 	data := []any{}
 	for _, o := range filtered[start:end] {
 		data = append(data, fill(s.tmpl[kind], o))
 	}
 	hasMore := end < len(filtered)
-	if q.Get("ending_before") != "" {
-		hasMore = start > 0
-	}
 	writeJSON(c.w, http.StatusOK, ordered{{"object", "list"}, {"data", data}, {"has_more", hasMore}, {"url", "/v1/" + kind + "s"}})
 }
 
