@@ -3,9 +3,10 @@ package fakeapi
 import (
 	"encoding/json"
 	"fmt"
-	"math/rand/v2"
+	"maps"
 	"net/http"
 	"net/url"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -17,7 +18,7 @@ import (
 //
 // Routes: GET /account-info/v3/details, GET /crm/v3/objects/contacts,
 // POST /crm/v3/objects/contacts, GET /crm/v3/objects/contacts/{id},
-// GET /crm/v3/objects/companies, GET /crm/v3/objects/companies/{id}.
+// GET /crm/v3/objects/companies.
 
 // HubSpotPortalID is the id of the fake HubSpot account (portal).
 const HubSpotPortalID = 24601234
@@ -32,12 +33,10 @@ type hsObject struct {
 
 // hsKind is one CRM object type (testdata/hubspot/crm.json).
 type hsKind struct {
-	name     string          // "contacts"
-	schema   map[string]bool // known property names
-	Schema   []string        // known property names, as listed
-	Defaults []string        // properties returned when none are asked for
-	Always   []string        // properties returned whatever is asked for
-	Modified string          // the last-modified property name
+	name     string   // "contacts"
+	Schema   []string // known property names
+	Defaults []string // properties returned when none are asked for
+	Always   []string // properties returned whatever is asked for
 }
 
 // hsData is testdata/hubspot/crm.json.
@@ -46,36 +45,24 @@ var hsData = func() (d struct {
 	Contacts, Companies *hsKind
 }) {
 	loadData("hubspot/crm.json", &d)
-	for name, k := range map[string]*hsKind{"contacts": d.Contacts, "companies": d.Companies} {
-		k.name, k.schema = name, setOf(k.Schema...)
-	}
+	d.Contacts.name, d.Companies.name = "contacts", "companies"
 	return d
 }()
 
 var hsContacts, hsCompanies = hsData.Contacts, hsData.Companies
 
-func setOf(xs ...string) map[string]bool {
-	m := map[string]bool{}
-	for _, x := range xs {
-		m[x] = true
-	}
-	return m
-}
-
 type hubspotAPI struct {
-	mu        sync.Mutex
-	rnd       *rand.Rand
-	contacts  []*hsObject // ascending id
-	companies []*hsObject
-	nextID    int64
+	mu      sync.Mutex
+	objects map[*hsKind][]*hsObject // ascending id
+	nextID  int64
 }
 
 // newHubSpot loads the recorded CRM objects (testdata/hubspot/objects.json).
 func newHubSpot() *hubspotAPI {
 	var d struct{ Contacts, Companies []*hsObject }
 	loadData("hubspot/objects.json", &d)
-	h := &hubspotAPI{rnd: newRand(44), contacts: d.Contacts, companies: d.Companies}
-	h.nextID = h.contacts[len(h.contacts)-1].ID
+	h := &hubspotAPI{objects: map[*hsKind][]*hsObject{hsContacts: d.Contacts, hsCompanies: d.Companies}}
+	h.nextID = d.Contacts[len(d.Contacts)-1].ID
 	h.id() // the next id after the last recorded one
 	return h
 }
@@ -92,35 +79,27 @@ func (k *hsKind) view(o *hsObject, asked []string) ordered {
 	if len(asked) > 0 {
 		want = append([]string{}, k.Always...)
 		for _, a := range asked {
-			if k.schema[a] {
+			if slices.Contains(k.Schema, a) {
 				want = append(want, a)
 			}
 		}
 	}
 	props := map[string]any{}
 	for _, p := range want {
-		switch p {
-		case "createdate":
+		switch v, ok := o.Props[p]; {
+		case p == "createdate":
 			props[p] = o.CreatedAt
-		case "lastmodifieddate", "hs_lastmodifieddate":
+		case p == "lastmodifieddate" || p == "hs_lastmodifieddate":
 			props[p] = o.UpdatedAt
-		case "hs_object_id":
+		case p == "hs_object_id":
 			props[p] = strconv.FormatInt(o.ID, 10)
+		case ok:
+			props[p] = v
 		default:
-			if v, ok := o.Props[p]; ok {
-				props[p] = v
-			} else {
-				props[p] = nil
-			}
+			props[p] = nil
 		}
 	}
-	return ordered{
-		{"id", strconv.FormatInt(o.ID, 10)},
-		{"properties", props},
-		{"createdAt", o.CreatedAt},
-		{"updatedAt", o.UpdatedAt},
-		{"archived", false},
-	}
+	return ordered{{"id", strconv.FormatInt(o.ID, 10)}, {"properties", props}, {"createdAt", o.CreatedAt}, {"updatedAt", o.UpdatedAt}, {"archived", false}}
 }
 
 // hubspotError writes HubSpot's error envelope; the category follows
@@ -145,13 +124,6 @@ func (h *hubspotAPI) serve(c *call) {
 		route{"GET", objects + "contacts/*", func(c *call, v []string) { h.get(c, hsContacts, v[0]) }},
 		route{"GET", objects + "companies", func(c *call, _ []string) { h.list(c, hsCompanies) }},
 	)
-}
-
-func (h *hubspotAPI) objects(k *hsKind) []*hsObject {
-	if k == hsContacts {
-		return h.contacts
-	}
-	return h.companies
 }
 
 // askedProperties parses the properties parameter (comma-separated,
@@ -186,7 +158,7 @@ func (h *hubspotAPI) list(c *call, k *hsKind) {
 	}
 	asked := askedProperties(q)
 	h.mu.Lock()
-	all := h.objects(k)
+	all := h.objects[k]
 	i := sort.Search(len(all), func(i int) bool { return all[i].ID >= after })
 	end := min(len(all), i+limit)
 	results := make([]ordered, 0, end-i)
@@ -218,7 +190,7 @@ func (h *hubspotAPI) get(c *call, k *hsKind, id string) {
 	asked := askedProperties(c.r.URL.Query())
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for _, o := range h.objects(k) {
+	for _, o := range h.objects[k] {
 		if strconv.FormatInt(o.ID, 10) == id {
 			writeJSON(c.w, http.StatusOK, k.view(o, asked))
 			return
@@ -231,33 +203,21 @@ func (h *hubspotAPI) createContact(c *call, _ []string) {
 	var in struct {
 		Properties map[string]any `json:"properties"`
 	}
-	dec := json.NewDecoder(strings.NewReader(string(c.body)))
-	dec.UseNumber()
-	if err := dec.Decode(&in); err != nil || in.Properties == nil {
+	if err := json.Unmarshal(c.body, &in); err != nil || in.Properties == nil {
 		hubspotError(c.w, http.StatusBadRequest, "Invalid input JSON on line 1, column 1: a JSON object with \"properties\" is required")
 		return
 	}
 	props := map[string]string{}
-	names := make([]string, 0, len(in.Properties))
-	for k := range in.Properties {
-		names = append(names, k)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(in.Properties))
 	for _, k := range names {
 		v := in.Properties[k]
-		if !hsContacts.schema[k] || k == "hs_object_id" || k == "createdate" || k == "lastmodifieddate" {
+		if !slices.Contains(hsContacts.Schema, k) || k == "hs_object_id" || k == "createdate" || k == "lastmodifieddate" {
 			hubspotError(c.w, http.StatusBadRequest, fmt.Sprintf("Property values were not valid: [{\"isValid\":false,\"message\":\"Property \\\"%s\\\" does not exist\",\"error\":\"PROPERTY_DOESNT_EXIST\",\"name\":\"%s\"}]", k, k))
 			return
 		}
-		switch v := v.(type) {
-		case string:
-			props[k] = v
-		case json.Number:
-			props[k] = v.String()
-		case bool:
-			props[k] = strconv.FormatBool(v)
-		case nil:
-		default:
+		if str, ok := v.(string); ok {
+			props[k] = str
+		} else if v != nil {
 			hubspotError(c.w, http.StatusBadRequest, fmt.Sprintf("Property values were not valid: %q must be a string", k))
 			return
 		}
@@ -269,17 +229,14 @@ func (h *hubspotAPI) createContact(c *call, _ []string) {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if email != "" {
-		for _, o := range h.contacts {
-			if strings.EqualFold(o.Props["email"], email) {
-				hubspotError(c.w, http.StatusConflict, fmt.Sprintf("Contact already exists. Existing ID: %d", o.ID))
-				return
-			}
+	for _, o := range h.objects[hsContacts] {
+		if email != "" && strings.EqualFold(o.Props["email"], email) {
+			hubspotError(c.w, http.StatusConflict, fmt.Sprintf("Contact already exists. Existing ID: %d", o.ID))
+			return
 		}
 	}
 	now := isoMilli(time.Now())
 	o := &hsObject{ID: h.id(), Props: props, CreatedAt: now, UpdatedAt: now}
-	h.contacts = append(h.contacts, o)
-	asked := append([]string{}, names...)
-	writeJSON(c.w, http.StatusCreated, hsContacts.view(o, append(asked, "lastmodifieddate")))
+	h.objects[hsContacts] = append(h.objects[hsContacts], o)
+	writeJSON(c.w, http.StatusCreated, hsContacts.view(o, append(names, "lastmodifieddate")))
 }
