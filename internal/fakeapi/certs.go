@@ -8,6 +8,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"math/big"
 	"net"
@@ -22,23 +23,29 @@ type certs struct {
 }
 
 // newCerts generates an ECDSA P-256 CA and a leaf certificate for dnsNames
-// plus 127.0.0.1 and ::1. Keys never leave memory.
+// plus 127.0.0.1 and ::1, valid for a year. Keys never leave memory.
 func newCerts(dnsNames []string) (*certs, error) {
 	now := time.Now()
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, fmt.Errorf("fakeapi: CA key: %w", err)
+	template := func(cn string) *x509.Certificate {
+		serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
+		if err != nil {
+			panic(err) // crypto/rand does not fail on supported platforms
+		}
+		return &x509.Certificate{
+			SerialNumber: serial.Add(serial, big.NewInt(1)),
+			Subject:      pkix.Name{CommonName: cn, Organization: []string{"pinned fakeapi (tests only)"}},
+			NotBefore:    now.Add(-time.Hour),
+			NotAfter:     now.Add(365 * 24 * time.Hour),
+		}
 	}
-	caTmpl := &x509.Certificate{
-		SerialNumber:          serial(),
-		Subject:               pkix.Name{CommonName: "pinned fakeapi test CA", Organization: []string{"pinned fakeapi (tests only)"}},
-		NotBefore:             now.Add(-time.Hour),
-		NotAfter:              now.Add(365 * 24 * time.Hour),
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-		MaxPathLenZero:        true,
+	caKey, err1 := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	leafKey, err2 := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err := errors.Join(err1, err2); err != nil {
+		return nil, fmt.Errorf("fakeapi: keys: %w", err)
 	}
+	caTmpl := template("pinned fakeapi test CA")
+	caTmpl.KeyUsage = x509.KeyUsageCertSign | x509.KeyUsageCRLSign
+	caTmpl.BasicConstraintsValid, caTmpl.IsCA, caTmpl.MaxPathLenZero = true, true, true
 	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
 	if err != nil {
 		return nil, fmt.Errorf("fakeapi: CA certificate: %w", err)
@@ -47,20 +54,9 @@ func newCerts(dnsNames []string) (*certs, error) {
 	if err != nil {
 		return nil, fmt.Errorf("fakeapi: CA certificate: %w", err)
 	}
-	leafKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, fmt.Errorf("fakeapi: leaf key: %w", err)
-	}
-	leafTmpl := &x509.Certificate{
-		SerialNumber: serial(),
-		Subject:      pkix.Name{CommonName: dnsNames[0], Organization: []string{"pinned fakeapi (tests only)"}},
-		NotBefore:    now.Add(-time.Hour),
-		NotAfter:     now.Add(365 * 24 * time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		DNSNames:     dnsNames,
-		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
-	}
+	leafTmpl := template(dnsNames[0])
+	leafTmpl.KeyUsage, leafTmpl.ExtKeyUsage = x509.KeyUsageDigitalSignature, []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
+	leafTmpl.DNSNames, leafTmpl.IPAddresses = dnsNames, []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback}
 	leafDER, err := x509.CreateCertificate(rand.Reader, leafTmpl, ca, &leafKey.PublicKey, caKey)
 	if err != nil {
 		return nil, fmt.Errorf("fakeapi: leaf certificate: %w", err)
@@ -72,18 +68,6 @@ func newCerts(dnsNames []string) (*certs, error) {
 	return &certs{
 		ca:    ca,
 		caPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}),
-		leaf: tls.Certificate{
-			Certificate: [][]byte{leafDER, caDER},
-			PrivateKey:  leafKey,
-			Leaf:        leaf,
-		},
+		leaf:  tls.Certificate{Certificate: [][]byte{leafDER, caDER}, PrivateKey: leafKey, Leaf: leaf},
 	}, nil
-}
-
-func serial() *big.Int {
-	n, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
-	if err != nil {
-		panic(err) // crypto/rand does not fail on supported platforms
-	}
-	return n.Add(n, big.NewInt(1))
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -149,24 +150,11 @@ func (d *dnsimpleAPI) listRecords(c *call, v []string) {
 	dnsPage(c, out)
 }
 
-// validDomain is a loose syntax check of a domain name.
-func validDomain(name string) bool {
-	labels := strings.Split(name, ".")
-	if len(name) > 253 || len(labels) < 2 {
-		return false
-	}
-	for _, l := range labels {
-		if l == "" || len(l) > 63 || l[0] == '-' || l[len(l)-1] == '-' {
-			return false
-		}
-		for _, c := range l {
-			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-') {
-				return false
-			}
-		}
-	}
-	return true
-}
+// domainName is a loose syntax check of a domain name: two or more
+// labels of letters, digits and inner hyphens, 63 characters at most each.
+var domainName = regexp.MustCompile(`^(?i)[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)+$`)
+
+func validDomain(name string) bool { return len(name) <= 253 && domainName.MatchString(name) }
 
 // availability follows the rule in the file comment. Caller holds d.mu.
 func (d *dnsimpleAPI) availability(name string) (available, premium bool) {
@@ -211,9 +199,7 @@ func (d *dnsimpleAPI) register(c *call, v []string) {
 		dnsimpleError(c.w, http.StatusBadRequest, "Content-Type must be application/json")
 		return
 	}
-	dec := json.NewDecoder(strings.NewReader(string(c.body)))
-	dec.UseNumber()
-	if err := dec.Decode(&in); err != nil {
+	if err := json.Unmarshal(c.body, &in); err != nil {
 		dnsimpleError(c.w, http.StatusBadRequest, "Invalid JSON body")
 		return
 	}

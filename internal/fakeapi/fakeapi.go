@@ -108,14 +108,15 @@ var providers = func() []*provider {
 	return d.Providers
 }()
 
-// providerOf returns a service's provider, or nil.
+// providerOf returns a service's provider, or for an unknown service an
+// empty one (whose strings are "").
 func providerOf(service string) *provider {
 	for _, p := range providers {
 		if p.Service == service {
 			return p
 		}
 	}
-	return nil
+	return &provider{OAuth: &oauthProvider{}}
 }
 
 // Services lists the service ids the fake serves.
@@ -129,34 +130,19 @@ func Services() []string {
 
 // Host returns the API host of a service ("api.github.com" for "github"),
 // or "" for an unknown service.
-func Host(service string) string {
-	if p := providerOf(service); p != nil {
-		return p.Host
-	}
-	return ""
-}
+func Host(service string) string { return providerOf(service).Host }
 
 // Token returns the fixed valid pasted credential (personal access token,
 // API key or private app token) of a service, presented the way the
 // service's manifest scheme says: "Authorization: Bearer <token>" for
 // GitHub, DNSimple, Stripe and HubSpot, the bare "Authorization: <token>"
 // for Linear. It returns "" for an unknown service.
-func Token(service string) string {
-	if p := providerOf(service); p != nil {
-		return p.Token
-	}
-	return ""
-}
+func Token(service string) string { return providerOf(service).Token }
 
 // OAuthToken returns the fixed valid OAuth access token of a service,
 // always presented as "Authorization: Bearer <token>" (RFC 6750). It
 // returns "" for an unknown service.
-func OAuthToken(service string) string {
-	if p := providerOf(service); p != nil {
-		return p.OAuthToken
-	}
-	return ""
-}
+func OAuthToken(service string) string { return providerOf(service).OAuthToken }
 
 // maxBody caps every request body the fake reads.
 const maxBody = 1 << 20

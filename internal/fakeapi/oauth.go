@@ -104,42 +104,26 @@ func randChars(n int, alphabet string) string {
 	return string(b)
 }
 
-func oauthOf(service string) *oauthProvider {
-	if p := providerOf(service); p != nil {
-		return p.OAuth
-	}
-	return nil
-}
+func oauthOf(service string) *oauthProvider { return providerOf(service).OAuth }
 
 // OAuthEndpoints returns the authorization and token endpoint URLs the
 // fake serves for a service (equal to its manifest's auth.oauth URLs), or
 // empty strings for an unknown service.
 func OAuthEndpoints(service string) (authorizeURL, tokenURL string) {
-	p := oauthOf(service)
-	if p == nil {
-		return "", ""
+	if p := oauthOf(service); p.TokenHost != "" {
+		return "https://" + p.AuthorizeHost + p.AuthorizePath, "https://" + p.TokenHost + p.TokenPath
 	}
-	return "https://" + p.AuthorizeHost + p.AuthorizePath, "https://" + p.TokenHost + p.TokenPath
+	return "", ""
 }
 
 // OAuthClientID returns the fixed OAuth client id of a service's default
 // client, or "" for an unknown service.
-func OAuthClientID(service string) string {
-	if p := oauthOf(service); p != nil {
-		return p.ClientID
-	}
-	return ""
-}
+func OAuthClientID(service string) string { return oauthOf(service).ClientID }
 
 // OAuthClientSecret returns the fixed client secret of a service's default
 // OAuth client (for Stripe, like the real one, it is a platform secret
 // key), or "" for an unknown service.
-func OAuthClientSecret(service string) string {
-	if p := oauthOf(service); p != nil {
-		return p.ClientSecret
-	}
-	return ""
-}
+func OAuthClientSecret(service string) string { return oauthOf(service).ClientSecret }
 
 // TokenFault makes a service's token endpoint fail ([Server.SetTokenFault]).
 type TokenFault int
@@ -311,7 +295,7 @@ func (s *Server) AuthorizeRequests(service string) []AuthorizeRequest {
 func (s *Server) serveOAuth(w http.ResponseWriter, r *http.Request, service, host string) bool {
 	p := oauthOf(service)
 	switch {
-	case p == nil:
+	case p.TokenHost == "":
 		return false
 	case host == p.AuthorizeHost && r.URL.Path == p.AuthorizePath:
 		s.serveAuthorize(w, r, p)
