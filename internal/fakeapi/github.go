@@ -3,9 +3,10 @@ package fakeapi
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -48,11 +49,6 @@ type ghRepo struct {
 	pages   ordered // the Pages site, or nil
 }
 
-type ghIssue struct {
-	vals  map[string]any
-	state string
-}
-
 type githubAPI struct {
 	mu      sync.Mutex
 	tmpl    map[string]any
@@ -61,8 +57,8 @@ type githubAPI struct {
 	verbs   []string         // and the words of their titles
 	objects []string
 	repos   []*ghRepo
-	byName  map[string]*ghRepo // lower-case full name
-	issues  map[int64][]*ghIssue
+	byName  map[string]*ghRepo         // lower-case full name
+	issues  map[int64][]map[string]any // the values of the issue template
 	nextID  int64
 }
 
@@ -82,7 +78,7 @@ func newGitHub() *githubAPI {
 		verbs:   d.Verbs,
 		objects: d.Objects,
 		byName:  map[string]*ghRepo{},
-		issues:  map[int64][]*ghIssue{},
+		issues:  map[int64][]map[string]any{},
 		nextID:  3100000000,
 	}
 	owners := map[any]map[string]any{}
@@ -141,21 +137,21 @@ func (g *githubAPI) labels(repo *ghRepo) []any {
 
 // repoIssues returns the issues of a repository, generating them on first
 // use (deterministically from the repository id). Caller holds g.mu.
-func (g *githubAPI) repoIssues(repo *ghRepo) []*ghIssue {
+func (g *githubAPI) repoIssues(repo *ghRepo) []map[string]any {
 	if is, ok := g.issues[repo.id]; ok {
 		return is
 	}
 	r := newRand(uint64(repo.id))
 	labels := g.labels(repo)
 	total := repo.open + r.IntN(30)
-	var out []*ghIssue
+	var out []map[string]any
 	open := 0
 	for n := 1; n <= total; n++ {
 		c := randTime(r, repo.created)
 		title := choose(r, g.verbs) + " " + choose(r, g.objects)
 		body := fmt.Sprintf("Steps to reproduce:\n\n1. Open %s\n2. Try the %s\n\nExpected it to work; it did not.", repo.full, choose(r, g.objects))
 		is := g.newIssue(repo, n, title, body, choose(r, g.users), c)
-		is.vals["comments"] = r.IntN(12)
+		is["comments"] = r.IntN(12)
 		var ls []any
 		for _, l := range labels {
 			if r.IntN(5) == 0 {
@@ -163,29 +159,28 @@ func (g *githubAPI) repoIssues(repo *ghRepo) []*ghIssue {
 			}
 		}
 		if ls != nil {
-			is.vals["labels"] = ls
+			is["labels"] = ls
 		}
 		if r.IntN(3) == 0 {
 			a := fill(g.tmpl["user"], choose(r, g.users[:4]))
-			is.vals["assignee"], is.vals["assignees"] = a, []any{a}
+			is["assignee"], is["assignees"] = a, []any{a}
 		}
 		pr := r.IntN(4) == 0
 		if pr {
-			is.vals["draft"] = false
-			is.vals["merged_at"] = nil
+			is["draft"] = false
+			is["merged_at"] = nil
 		}
 		if open < repo.open && (total-n < repo.open-open || r.IntN(2) == 0) {
 			open++
 		} else {
 			closed := iso(randTime(r, c))
-			is.state = "closed"
-			is.vals["state"], is.vals["closed_at"], is.vals["updated_at"], is.vals["state_reason"] = "closed", closed, closed, "completed"
+			is["state"], is["closed_at"], is["updated_at"], is["state_reason"] = "closed", closed, closed, "completed"
 			if pr {
-				is.vals["merged_at"], is.vals["state_reason"] = closed, nil
+				is["merged_at"], is["state_reason"] = closed, nil
 			}
 		}
 		if pr {
-			is.vals["pull_request"] = fill(g.tmpl["pull_request"], is.vals)
+			is["pull_request"] = fill(g.tmpl["pull_request"], is)
 		}
 		out = append(out, is)
 	}
@@ -193,7 +188,7 @@ func (g *githubAPI) repoIssues(repo *ghRepo) []*ghIssue {
 	return out
 }
 
-func (g *githubAPI) newIssue(repo *ghRepo, n int, title string, body any, user map[string]any, created time.Time) *ghIssue {
+func (g *githubAPI) newIssue(repo *ghRepo, n int, title string, body any, user map[string]any, created time.Time) map[string]any {
 	g.nextID++
 	id := g.nextID
 	ru := ghAPI + "/repos/" + repo.full
@@ -201,13 +196,13 @@ func (g *githubAPI) newIssue(repo *ghRepo, n int, title string, body any, user m
 	if user["login"] == repo.vals["owner"].(ordered).get1("login") || user["login"] == GitHubViewer {
 		assoc = "OWNER"
 	}
-	return &ghIssue{state: "open", vals: map[string]any{
+	return map[string]any{
 		"u": ru + "/issues/" + strconv.Itoa(n), "repo_url": ru, "repo_html": ghWeb + "/" + repo.full,
 		"id": id, "node_id": nodeID("I_kwDO", id), "number": n, "title": title, "user": fill(g.tmpl["user"], user),
 		"labels": []any{}, "state": "open", "assignee": nil, "assignees": []any{}, "comments": 0,
 		"created_at": iso(created), "updated_at": iso(created), "closed_at": nil, "author_association": assoc,
 		"body": body, "state_reason": nil,
-	}}
+	}
 }
 
 // githubError writes GitHub's error envelope.
@@ -233,41 +228,30 @@ func (g *githubAPI) serve(c *call) {
 }
 
 func (g *githubAPI) getUser(c *call, _ []string) {
-	v := append(fill(g.tmpl["user"], g.viewer).(ordered), g.tmpl["viewer"].(ordered)...)
-	for i := range v {
-		if v[i].k == "user_view_type" {
-			v[i].v = "private"
-		}
-	}
-	writeJSON(c.w, http.StatusOK, v)
+	me := maps.Clone(g.viewer)
+	me["user_view_type"] = "private"
+	writeJSON(c.w, http.StatusOK, append(fill(g.tmpl["user"], me).(ordered), g.tmpl["viewer"].(ordered)...))
 }
 
-// pageParams reads GitHub's per_page (default 30, capped at 100) and page
-// (default 1).
-func pageParams(q url.Values) (perPage, page int) {
+// writePage answers one page (per_page: default 30, capped at 100; page:
+// default 1) of items filled into template tmpl, with GitHub's Link header.
+func (g *githubAPI) writePage(c *call, tmpl string, items []map[string]any) {
+	q := c.r.URL.Query()
 	perPage, ok := intParam(q, "per_page", 30)
 	if !ok || perPage < 1 {
 		perPage = 30
 	}
 	perPage = min(perPage, 100)
-	page, ok = intParam(q, "page", 1)
+	page, ok := intParam(q, "page", 1)
 	if !ok || page < 1 {
 		page = 1
 	}
-	return perPage, page
-}
-
-// setLink writes GitHub's Link header for a paged list.
-func setLink(w http.ResponseWriter, path string, q url.Values, perPage, page, total int) {
-	last := max(1, (total+perPage-1)/perPage)
+	last := max(1, (len(items)+perPage-1)/perPage)
 	link := func(p int, rel string) string {
-		qq := url.Values{}
-		for k, v := range q {
-			qq[k] = v
-		}
+		qq := maps.Clone(q)
 		qq.Set("per_page", strconv.Itoa(perPage))
 		qq.Set("page", strconv.Itoa(p))
-		return fmt.Sprintf("<%s%s?%s>; rel=%q", ghAPI, path, qq.Encode(), rel)
+		return fmt.Sprintf("<%s%s?%s>; rel=%q", ghAPI, c.r.URL.EscapedPath(), qq.Encode(), rel)
 	}
 	var parts []string
 	if page > 1 {
@@ -280,8 +264,13 @@ func setLink(w http.ResponseWriter, path string, q url.Values, perPage, page, to
 		parts = append(parts, link(1, "first"))
 	}
 	if len(parts) > 0 {
-		w.Header().Set("Link", strings.Join(parts, ", "))
+		c.w.Header().Set("Link", strings.Join(parts, ", "))
 	}
+	out := []any{}
+	for _, v := range pageSlice(items, perPage, page) {
+		out = append(out, fill(g.tmpl[tmpl], v))
+	}
+	writeJSON(c.w, http.StatusOK, out)
 }
 
 func pageSlice[T any](xs []T, perPage, page int) []T {
@@ -294,7 +283,6 @@ func pageSlice[T any](xs []T, perPage, page int) []T {
 
 func (g *githubAPI) listRepos(c *call, _ []string) {
 	q := c.r.URL.Query()
-	perPage, page := pageParams(q)
 	vis := q.Get("visibility")
 	switch vis {
 	case "", "all", "public", "private":
@@ -304,34 +292,29 @@ func (g *githubAPI) listRepos(c *call, _ []string) {
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	repos := make([]*ghRepo, 0, len(g.repos))
+	repos := make([]map[string]any, 0, len(g.repos))
 	for _, r := range g.repos {
 		if p := r.vals["private"] == true; vis == "public" && p || vis == "private" && !p {
 			continue
 		}
-		repos = append(repos, r)
+		repos = append(repos, r.vals)
 	}
 	sortKey := q.Get("sort")
 	desc := sortKey != "" && sortKey != "full_name" // GitHub's default direction
-	key := func(r *ghRepo) string {
+	key := func(r map[string]any) string {
 		switch sortKey {
 		case "created", "updated", "pushed":
-			return r.vals[sortKey+"_at"].(string)
+			return r[sortKey+"_at"].(string)
 		}
-		return strings.ToLower(r.full)
+		return strings.ToLower(r["full"].(string))
 	}
-	sort.SliceStable(repos, func(i, j int) bool {
+	slices.SortStableFunc(repos, func(a, b map[string]any) int {
 		if desc {
-			return key(repos[j]) < key(repos[i])
+			a, b = b, a
 		}
-		return key(repos[i]) < key(repos[j])
+		return strings.Compare(key(a), key(b))
 	})
-	setLink(c.w, "/user/repos", q, perPage, page, len(repos))
-	out := []any{}
-	for _, r := range pageSlice(repos, perPage, page) {
-		out = append(out, fill(g.tmpl["repo"], r.vals))
-	}
-	writeJSON(c.w, http.StatusOK, out)
+	g.writePage(c, "repo", repos)
 }
 
 // findRepo looks a repository up case-insensitively, as GitHub does.
@@ -367,9 +350,7 @@ func (g *githubAPI) getPages(c *call, v []string) {
 }
 
 func (g *githubAPI) listIssues(c *call, v []string) {
-	q := c.r.URL.Query()
-	perPage, page := pageParams(q)
-	state := q.Get("state")
+	state := c.r.URL.Query().Get("state")
 	switch state {
 	case "":
 		state = "open"
@@ -385,29 +366,24 @@ func (g *githubAPI) listIssues(c *call, v []string) {
 		githubError(c.w, http.StatusNotFound, "Not Found", ghDocs+"/issues/issues#list-repository-issues")
 		return
 	}
-	var list []*ghIssue
+	var list []map[string]any
 	if repo.vals["has_issues"] == true {
 		all := g.repoIssues(repo)
 		// Newest first (sort=created, direction=desc is GitHub's default).
 		for i := len(all) - 1; i >= 0; i-- {
-			if state == "all" || all[i].state == state {
+			if state == "all" || all[i]["state"] == state {
 				list = append(list, all[i])
 			}
 		}
 	}
-	setLink(c.w, c.r.URL.EscapedPath(), q, perPage, page, len(list))
-	out := []any{}
-	for _, is := range pageSlice(list, perPage, page) {
-		out = append(out, fill(g.tmpl["issue"], is.vals))
-	}
-	writeJSON(c.w, http.StatusOK, out)
+	g.writePage(c, "issue", list)
 }
 
 func (g *githubAPI) createIssue(c *call, v []string) {
 	const doc = ghDocs + "/issues/issues#create-an-issue"
 	var in struct {
-		Title string  `json:"title"`
-		Body  *string `json:"body"`
+		Title string `json:"title"`
+		Body  any    `json:"body"` // a string or null
 	}
 	if err := json.Unmarshal(c.body, &in); err != nil {
 		githubError(c.w, http.StatusBadRequest, "Problems parsing JSON", doc)
@@ -431,15 +407,11 @@ func (g *githubAPI) createIssue(c *call, v []string) {
 		})
 	default:
 		all := g.repoIssues(repo)
-		var body any
-		if in.Body != nil {
-			body = *in.Body
-		}
-		is := g.newIssue(repo, len(all)+1, in.Title, body, g.viewer, time.Now())
+		is := g.newIssue(repo, len(all)+1, in.Title, in.Body, g.viewer, time.Now())
 		g.issues[repo.id] = append(all, is)
 		repo.open++
 		repo.vals["open_issues_count"], repo.vals["open_issues"] = repo.open, repo.open
-		c.w.Header().Set("Location", is.vals["u"].(string))
-		writeJSON(c.w, http.StatusCreated, fill(g.tmpl["issue"], is.vals))
+		c.w.Header().Set("Location", is["u"].(string))
+		writeJSON(c.w, http.StatusCreated, fill(g.tmpl["issue"], is))
 	}
 }
