@@ -233,7 +233,7 @@ type Server struct {
 	transport *http.Transport // guarded by mu
 
 	mu     sync.Mutex
-	tokens map[string]map[string]credential // service -> token
+	tokens map[[2]string]credential // {service, token}
 	clock  func() time.Time                 // nil: time.Now
 	reqs   []Request
 	hook   func(http.ResponseWriter, *http.Request) bool
@@ -282,7 +282,7 @@ func New(opts ...Option) (*Server, error) {
 		ln:       ln,
 		certs:    c,
 		done:     make(chan struct{}),
-		tokens:   map[string]map[string]credential{},
+		tokens:   map[[2]string]credential{},
 		oauth:    newOAuthState(),
 		github:   newGitHub(),
 		dnsimple: newDNSimple(),
@@ -411,10 +411,7 @@ func (s *Server) addToken(service, token string, k tokenKind, lifetime time.Dura
 	if lifetime > 0 {
 		c.expires = s.nowLocked().Add(lifetime)
 	}
-	if s.tokens[service] == nil {
-		s.tokens[service] = map[string]credential{}
-	}
-	s.tokens[service][token] = c
+	s.tokens[[2]string{service, token}] = c
 }
 
 // RevokeToken makes a credential of a service invalid (later requests with
@@ -423,7 +420,7 @@ func (s *Server) RevokeToken(service, token string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.answers = nil
-	delete(s.tokens[service], token)
+	delete(s.tokens, [2]string{service, token})
 }
 
 // lookupToken looks a credential up; an expired one is forgotten and not
@@ -431,9 +428,9 @@ func (s *Server) RevokeToken(service, token string) {
 func (s *Server) lookupToken(service, token string) (tokenKind, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	c, ok := s.tokens[service][token]
+	c, ok := s.tokens[[2]string{service, token}]
 	if ok && !c.expires.IsZero() && !s.nowLocked().Before(c.expires) {
-		delete(s.tokens[service], token)
+		delete(s.tokens, [2]string{service, token})
 		return 0, false
 	}
 	return c.kind, ok

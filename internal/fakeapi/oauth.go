@@ -446,7 +446,8 @@ func (s *Server) serveAuthorize(w http.ResponseWriter, r *http.Request, p *oauth
 		redirectWith(w, ar.RedirectURI, v)
 		return
 	}
-	g := &grant{service: p.Service, clientID: ar.ClientID, redirectURI: ar.RedirectURI, scope: ar.Scope, expires: s.now().Add(10 * time.Minute)}
+	now := s.now()
+	g := &grant{service: p.Service, clientID: ar.ClientID, redirectURI: ar.RedirectURI, scope: ar.Scope, expires: now.Add(10 * time.Minute)}
 	if p.PKCE {
 		g.challenge = ar.CodeChallenge
 	}
@@ -455,7 +456,7 @@ func (s *Server) serveAuthorize(w http.ResponseWriter, r *http.Request, p *oauth
 	o.mu.Lock()
 	if len(o.codes) >= maxRecorded { // a long-running demo: forget expired codes
 		for k, c := range o.codes {
-			if !time.Now().Before(c.expires) {
+			if !now.Before(c.expires) {
 				delete(o.codes, k)
 			}
 		}

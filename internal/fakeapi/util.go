@@ -3,6 +3,7 @@ package fakeapi
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
@@ -49,26 +50,19 @@ type ordered []kv
 
 // MarshalJSON implements json.Marshaler.
 func (o ordered) MarshalJSON() ([]byte, error) {
-	var buf bytes.Buffer
-	buf.WriteByte('{')
+	b := []byte{'{'}
 	for i, m := range o {
+		k, err1 := marshal(m.k)
+		v, err2 := marshal(m.v)
+		if err := errors.Join(err1, err2); err != nil {
+			return nil, err
+		}
 		if i > 0 {
-			buf.WriteByte(',')
+			b = append(b, ',')
 		}
-		k, err := marshal(m.k)
-		if err != nil {
-			return nil, err
-		}
-		buf.Write(k)
-		buf.WriteByte(':')
-		v, err := marshal(m.v)
-		if err != nil {
-			return nil, err
-		}
-		buf.Write(v)
+		b = append(append(append(b, k...), ':'), v...)
 	}
-	buf.WriteByte('}')
-	return buf.Bytes(), nil
+	return append(b, '}'), nil
 }
 
 // UnmarshalJSON implements json.Unmarshaler, keeping the members' order.
@@ -146,25 +140,13 @@ func intParam(q url.Values, key string, def int) (int, bool) {
 	return n, true
 }
 
-// slug makes a URL slug from a title.
+// slug makes a URL slug of at most 60 characters from a title.
 func slug(s string) string {
-	var b strings.Builder
-	dash := false
-	for _, c := range strings.ToLower(s) {
-		switch {
-		case c >= 'a' && c <= 'z' || c >= '0' && c <= '9':
-			b.WriteRune(c)
-			dash = false
-		case !dash && b.Len() > 0:
-			b.WriteByte('-')
-			dash = true
-		}
-		if b.Len() >= 60 {
-			break
-		}
-	}
-	return strings.TrimSuffix(b.String(), "-")
+	s = strings.TrimLeft(nonSlug.ReplaceAllString(strings.ToLower(s), "-"), "-")
+	return strings.TrimSuffix(s[:min(len(s), 60)], "-")
 }
+
+var nonSlug = regexp.MustCompile(`[^a-z0-9]+`)
 
 // loadTemplates decodes an embedded template file (testdata/<path>, a JSON
 // object) into its members, keeping the order of every object in it.
