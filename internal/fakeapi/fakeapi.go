@@ -234,7 +234,7 @@ type Server struct {
 
 	mu     sync.Mutex
 	tokens map[[2]string]credential // {service, token}
-	clock  func() time.Time                 // nil: time.Now
+	clock  func() time.Time         // nil: time.Now
 	reqs   []Request
 	hook   func(http.ResponseWriter, *http.Request) bool
 	// answers caches successful GET answers made with a service's fixed

@@ -1,12 +1,15 @@
 package fakeapi
 
 import (
+	"bytes"
 	"embed"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"mime"
 	"net/http"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -188,34 +191,34 @@ func (l *linearAPI) serve(c *call) {
 	if !l.authenticate(c) {
 		return
 	}
-	if c.r.URL.EscapedPath() != "/graphql" {
-		linearErrors(c.w, http.StatusNotFound, gqlError("Not found: "+c.r.URL.Path, "NOT_FOUND"))
-		return
-	}
-	if c.r.Method != http.MethodPost {
-		c.w.Header().Set("Allow", "POST")
-		linearErrors(c.w, http.StatusMethodNotAllowed, gqlError("GraphQL requests must be POST requests with a JSON body.", "BAD_REQUEST"))
-		return
-	}
-	if mt, _, _ := mime.ParseMediaType(c.r.Header.Get("Content-Type")); mt != "application/json" {
-		linearErrors(c.w, http.StatusBadRequest, gqlError("This operation has been blocked as a potential Cross-Site Request Forgery (CSRF). Send Content-Type: application/json.", "BAD_REQUEST"))
-		return
-	}
 	var in struct {
 		Query     *string        `json:"query"`
 		Variables map[string]any `json:"variables"`
 	}
-	dec := json.NewDecoder(strings.NewReader(string(c.body)))
+	dec := json.NewDecoder(bytes.NewReader(c.body))
 	dec.UseNumber()
-	if err := dec.Decode(&in); err != nil {
-		linearErrors(c.w, http.StatusBadRequest, gqlError("POST body sent invalid JSON or `variables` not an object: "+err.Error(), "BAD_REQUEST"))
-		return
-	}
-	if in.Query == nil || strings.TrimSpace(*in.Query) == "" {
+	decodeErr := dec.Decode(&in)
+	mt, _, _ := mime.ParseMediaType(c.r.Header.Get("Content-Type"))
+	switch {
+	case c.r.URL.EscapedPath() != "/graphql":
+		linearErrors(c.w, http.StatusNotFound, gqlError("Not found: "+c.r.URL.Path, "NOT_FOUND"))
+	case c.r.Method != http.MethodPost:
+		c.w.Header().Set("Allow", "POST")
+		linearErrors(c.w, http.StatusMethodNotAllowed, gqlError("GraphQL requests must be POST requests with a JSON body.", "BAD_REQUEST"))
+	case mt != "application/json":
+		linearErrors(c.w, http.StatusBadRequest, gqlError("This operation has been blocked as a potential Cross-Site Request Forgery (CSRF). Send Content-Type: application/json.", "BAD_REQUEST"))
+	case decodeErr != nil:
+		linearErrors(c.w, http.StatusBadRequest, gqlError("POST body sent invalid JSON or `variables` not an object: "+decodeErr.Error(), "BAD_REQUEST"))
+	case in.Query == nil || strings.TrimSpace(*in.Query) == "":
 		linearErrors(c.w, http.StatusBadRequest, gqlError("GraphQL operations must contain a non-empty `query`.", "BAD_REQUEST"))
-		return
+	default:
+		l.answer(c, *in.Query, in.Variables)
 	}
-	q, args := l.lookup(*in.Query, in.Variables)
+}
+
+// answer answers a GraphQL request from its canned entry.
+func (l *linearAPI) answer(c *call, query string, vars map[string]any) {
+	q, args := l.lookup(query, vars)
 	switch {
 	case q == nil:
 		linearErrors(c.w, http.StatusBadRequest, gqlError("fakeapi: no canned answer for this query text; the Linear fake answers the queries listed in internal/fakeapi/testdata/linear/queries.json", "GRAPHQL_VALIDATION_FAILED"))
@@ -252,12 +255,7 @@ func (l *linearAPI) lookup(text string, vars map[string]any) (*linQuery, map[str
 	if q == nil || q.Error != nil {
 		return q, nil
 	}
-	names := make([]string, 0, len(q.Vars))
-	for n := range q.Vars {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
+	for _, n := range slices.Sorted(maps.Keys(q.Vars)) {
 		typ := q.Vars[n]
 		v, ok := vars[n]
 		if (!ok || v == nil) && strings.HasSuffix(typ, "!") {
