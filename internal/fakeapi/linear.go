@@ -167,15 +167,18 @@ func (l *linearAPI) addIssue(is obj, id, teamKey, state string, labels []any) *l
 	return li
 }
 
+// gqlTypes are Linear's extensions.type of each error code
+// (testdata/linear/queries.json "error_types").
+var gqlTypes = func() (d struct {
+	ErrorTypes map[string]string `json:"error_types"`
+}) {
+	loadData("linear/queries.json", &d)
+	return d
+}().ErrorTypes
+
 // gqlError builds one element of Linear's "errors" array.
 func gqlError(msg, code string) ordered {
-	typ := map[string]string{
-		"AUTHENTICATION_ERROR": "authentication error",
-		"INPUT_ERROR":          "invalid input",
-		"INVALID_INPUT":        "invalid input",
-		"FORBIDDEN":            "forbidden",
-		"RATELIMITED":          "ratelimited",
-	}[code]
+	typ := gqlTypes[code]
 	if typ == "" {
 		typ = "graphql error"
 	}
