@@ -1,6 +1,7 @@
 package fakeapi
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -140,48 +141,39 @@ func askedProperties(q url.Values) []string {
 	return out
 }
 
+// list pages a kind's objects by id cursor (limit, after) in HubSpot's
+// {results, paging: {next: {after, link}}} envelope.
 func (h *hubspotAPI) list(c *call, k *hsKind) {
 	q := c.r.URL.Query()
 	limit, ok := intParam(q, "limit", 10)
-	if !ok || limit < 1 || limit > 100 {
+	after, err := strconv.ParseInt(cmp.Or(q.Get("after"), "0"), 10, 64)
+	switch {
+	case !ok || limit < 1 || limit > 100:
 		hubspotError(c.w, http.StatusBadRequest, "limit must be an integer between 1 and 100")
 		return
-	}
-	after := int64(0)
-	if a := q.Get("after"); a != "" {
-		n, err := strconv.ParseInt(a, 10, 64)
-		if err != nil || n < 0 {
-			hubspotError(c.w, http.StatusBadRequest, fmt.Sprintf("Invalid input JSON on line 1: after %q is not a valid paging cursor", a))
-			return
-		}
-		after = n
+	case err != nil || after < 0:
+		hubspotError(c.w, http.StatusBadRequest, fmt.Sprintf("Invalid input JSON on line 1: after %q is not a valid paging cursor", q.Get("after")))
+		return
 	}
 	asked := askedProperties(q)
 	h.mu.Lock()
+	defer h.mu.Unlock()
 	all := h.objects[k]
 	i := sort.Search(len(all), func(i int) bool { return all[i].ID >= after })
 	end := min(len(all), i+limit)
-	results := make([]ordered, 0, end-i)
+	results := []ordered{}
 	for _, o := range all[i:end] {
 		results = append(results, k.view(o, asked))
 	}
-	var next int64
-	if end < len(all) {
-		next = all[end].ID
-	}
-	h.mu.Unlock()
 	out := ordered{{"results", results}}
-	if next != 0 {
-		nq := url.Values{}
-		nq.Set("after", strconv.FormatInt(next, 10))
-		nq.Set("limit", strconv.Itoa(limit))
+	if end < len(all) {
+		next := strconv.FormatInt(all[end].ID, 10)
+		nq := url.Values{"after": {next}, "limit": {strconv.Itoa(limit)}}
 		if len(asked) > 0 {
 			nq.Set("properties", strings.Join(asked, ","))
 		}
-		out = append(out, kv{"paging", ordered{{"next", ordered{
-			{"after", strconv.FormatInt(next, 10)},
-			{"link", "https://api.hubapi.com/crm/v3/objects/" + k.name + "?" + nq.Encode()},
-		}}}})
+		link := "https://api.hubapi.com/crm/v3/objects/" + k.name + "?" + nq.Encode()
+		out = append(out, kv{"paging", ordered{{"next", ordered{{"after", next}, {"link", link}}}}})
 	}
 	writeJSON(c.w, http.StatusOK, out)
 }
