@@ -17,6 +17,8 @@ import (
 // GET /v2/{account}/zones/{zone}/records,
 // GET /v2/{account}/registrar/domains/{domain}/check,
 // POST /v2/{account}/registrar/domains/{domain}/registrations.
+// The domains and their zones' records are recorded
+// (testdata/dnsimple/zones.json); a domain registered here has an empty zone.
 //
 // Availability is predictable: a domain the account already has, or whose
 // first label is at most 3 characters, is taken; a first label of 4 or 5

@@ -15,7 +15,9 @@ import (
 // answers with alphabetically ordered keys, as Stripe sends them).
 //
 // Routes: GET /v1/account, GET /v1/customers, POST /v1/customers,
-// GET /v1/customers/{id}, GET /v1/charges, GET /v1/balance.
+// GET /v1/charges, GET /v1/balance. The account's customers and charges
+// are recorded (testdata/stripe/objects.json) and filled into the
+// templates (templates.json, kept in Stripe's key order) as they are served.
 
 // StripeAccountID is the id of the fake Stripe account.
 const StripeAccountID = "acct_1FakePinnedDemo0"
