@@ -75,17 +75,13 @@ func (d *dnsimpleAPI) findDomain(name string) dnsDomain {
 	return nil
 }
 
-func dnsimpleError(w http.ResponseWriter, status int, msg string) {
-	writeJSON(w, status, map[string]any{"message": msg})
-}
-
 func (d *dnsimpleAPI) serve(c *call) {
 	if !c.authenticate() {
 		return
 	}
 	// Everything but whoami is under /v2/{account}.
 	if segs, _ := segments(c.r.URL.EscapedPath()); len(segs) >= 2 && segs[0] == "v2" && segs[1] != strconv.Itoa(DNSimpleAccountID) && (len(segs) > 2 || segs[1] != "whoami") {
-		dnsimpleError(c.w, http.StatusNotFound, fmt.Sprintf("Account `%s` not found", segs[1]))
+		apiError(c.w, DNSimple, http.StatusNotFound, fmt.Sprintf("Account `%s` not found", segs[1]))
 		return
 	}
 	c.route(
@@ -102,7 +98,7 @@ func dnsPage(c *call, items []any) {
 	q := c.r.URL.Query()
 	perPage, ok := intParam(q, "per_page", 30)
 	if !ok || perPage < 1 || perPage > 100 {
-		dnsimpleError(c.w, http.StatusBadRequest, "Invalid per_page: it must be an integer between 1 and 100")
+		apiError(c.w, DNSimple, http.StatusBadRequest, "Invalid per_page: it must be an integer between 1 and 100")
 		return
 	}
 	page, ok := intParam(q, "page", 1)
@@ -136,7 +132,7 @@ func (d *dnsimpleAPI) listRecords(c *call, v []string) {
 	defer d.mu.Unlock()
 	dom := d.findDomain(zone)
 	if dom == nil {
-		dnsimpleError(c.w, http.StatusNotFound, fmt.Sprintf("Zone `%s` not found", zone))
+		apiError(c.w, DNSimple, http.StatusNotFound, fmt.Sprintf("Zone `%s` not found", zone))
 		return
 	}
 	out := []any{}
@@ -176,7 +172,7 @@ func (d *dnsimpleAPI) availability(name string) (available, premium bool) {
 func (d *dnsimpleAPI) check(c *call, v []string) {
 	name := strings.ToLower(v[1])
 	if !validDomain(name) {
-		dnsimpleError(c.w, http.StatusBadRequest, fmt.Sprintf("`%s` is an invalid domain", name))
+		apiError(c.w, DNSimple, http.StatusBadRequest, fmt.Sprintf("`%s` is an invalid domain", name))
 		return
 	}
 	d.mu.Lock()
@@ -188,7 +184,7 @@ func (d *dnsimpleAPI) check(c *call, v []string) {
 func (d *dnsimpleAPI) register(c *call, v []string) {
 	name := strings.ToLower(v[1])
 	if !validDomain(name) {
-		dnsimpleError(c.w, http.StatusBadRequest, fmt.Sprintf("`%s` is an invalid domain", name))
+		apiError(c.w, DNSimple, http.StatusBadRequest, fmt.Sprintf("`%s` is an invalid domain", name))
 		return
 	}
 	var in struct {
@@ -198,11 +194,11 @@ func (d *dnsimpleAPI) register(c *call, v []string) {
 		PremiumPrice *string      `json:"premium_price"`
 	}
 	if ct := c.r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
-		dnsimpleError(c.w, http.StatusBadRequest, "Content-Type must be application/json")
+		apiError(c.w, DNSimple, http.StatusBadRequest, "Content-Type must be application/json")
 		return
 	}
 	if err := json.Unmarshal(c.body, &in); err != nil {
-		dnsimpleError(c.w, http.StatusBadRequest, "Invalid JSON body")
+		apiError(c.w, DNSimple, http.StatusBadRequest, "Invalid JSON body")
 		return
 	}
 	if in.RegistrantID == nil {
@@ -218,11 +214,11 @@ func (d *dnsimpleAPI) register(c *call, v []string) {
 	defer d.mu.Unlock()
 	avail, premium := d.availability(name)
 	if !avail {
-		dnsimpleError(c.w, http.StatusBadRequest, fmt.Sprintf("The domain `%s` is not available for registration", name))
+		apiError(c.w, DNSimple, http.StatusBadRequest, fmt.Sprintf("The domain `%s` is not available for registration", name))
 		return
 	}
 	if premium && in.PremiumPrice == nil {
-		dnsimpleError(c.w, http.StatusBadRequest, fmt.Sprintf("`%s` is a premium domain; `premium_price` is required to register it", name))
+		apiError(c.w, DNSimple, http.StatusBadRequest, fmt.Sprintf("`%s` is a premium domain; `premium_price` is required to register it", name))
 		return
 	}
 	now := time.Now().UTC()

@@ -56,6 +56,7 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -96,6 +97,11 @@ type provider struct {
 	Unauthorized [2]string
 	// NotFound is the message of an unknown route's 404 (${method}, ${path}).
 	NotFound string `json:"not_found"`
+	// Error is the error envelope, filled with ${message}, ${status},
+	// ${uuid} (random), ErrorVals[status] (or else ErrorVals[""]) and the
+	// details an answer adds (apiError).
+	Error     ordered
+	ErrorVals map[string]map[string]string `json:"error_vals"`
 }
 
 // providers are the services the fake serves, in a stable order.
@@ -531,10 +537,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	var mbe *http.MaxBytesError
 	switch {
 	case errors.As(err, &mbe):
-		writeError(w, p.Service, http.StatusRequestEntityTooLarge, "request body too large")
+		apiError(w, p.Service, http.StatusRequestEntityTooLarge, "request body too large")
 		return
 	case err != nil: // the client went away mid-body; nothing useful to answer
-		writeError(w, p.Service, http.StatusBadRequest, "could not read the request body")
+		apiError(w, p.Service, http.StatusBadRequest, "could not read the request body")
 		return
 	}
 	// The OAuth token endpoints on API hosts (DNSimple, HubSpot, Linear)
@@ -618,7 +624,7 @@ func (c *call) authenticate() bool {
 	if tok = strings.TrimPrefix(c.r.Header.Get("Authorization"), "Bearer "); len(tok) > 12 {
 		masked = tok[:8] + "****" + tok[len(tok)-4:]
 	}
-	writeError(c.w, c.p.Service, http.StatusUnauthorized, strings.ReplaceAll(msg, "${masked}", masked))
+	apiError(c.w, c.p.Service, http.StatusUnauthorized, strings.ReplaceAll(msg, "${masked}", masked))
 	return false
 }
 
@@ -641,7 +647,7 @@ func (c *call) route(routes ...route) {
 		}
 	}
 	msg := strings.NewReplacer("${method}", c.r.Method, "${path}", c.r.URL.Path).Replace(c.p.NotFound)
-	writeError(c.w, c.p.Service, http.StatusNotFound, msg)
+	apiError(c.w, c.p.Service, http.StatusNotFound, msg)
 }
 
 // segments splits an escaped path into its segments, unescaping each one;
@@ -682,18 +688,23 @@ func match(segs []string, pattern ...string) ([]string, bool) {
 	return vals, true
 }
 
-// writeError answers with a service's error envelope.
-func writeError(w http.ResponseWriter, service string, status int, msg string) {
-	switch service {
-	case GitHub:
-		githubError(w, status, msg, ghDocs)
-	case Stripe:
-		stripeError(w, status, msg, "", "")
-	case HubSpot:
-		hubspotError(w, status, msg)
-	case Linear:
-		linearErrors(w, status, gqlError(msg, "INVALID_INPUT"))
-	default:
-		writeJSON(w, status, map[string]any{"message": msg})
+// apiError answers with a service's error envelope (providers.json
+// "error"); details are name, value pairs (GitHub "doc", Stripe "code",
+// "param", "doc_url"), an empty value leaving its member out.
+func apiError(w http.ResponseWriter, service string, status int, msg string, details ...string) {
+	p := providerOf(service)
+	vals := map[string]any{"message": msg, "status": strconv.Itoa(status), "uuid": mint([]any{"", "uuid", 0.0})}
+	byStatus, ok := p.ErrorVals[strconv.Itoa(status)]
+	if !ok {
+		byStatus = p.ErrorVals[""]
 	}
+	for k, v := range byStatus {
+		vals[k] = v
+	}
+	for i := 0; i+1 < len(details); i += 2 {
+		if details[i+1] != "" {
+			vals[details[i]] = details[i+1]
+		}
+	}
+	writeJSON(w, status, fill(p.Error, vals))
 }

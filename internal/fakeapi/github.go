@@ -205,14 +205,9 @@ func (g *githubAPI) newIssue(repo *ghRepo, n int, title string, body any, user m
 	}
 }
 
-// githubError writes GitHub's error envelope.
-func githubError(w http.ResponseWriter, status int, msg, doc string) {
-	writeJSON(w, status, ordered{{"message", msg}, {"documentation_url", doc}, {"status", strconv.Itoa(status)}})
-}
-
 func (g *githubAPI) serve(c *call) {
 	if v := c.r.Header.Get("X-GitHub-Api-Version"); v != "" && v != "2022-11-28" {
-		githubError(c.w, http.StatusBadRequest, fmt.Sprintf("Unsupported 'X-GitHub-Api-Version' header. The requested version %q is not supported by this fake; use 2022-11-28.", v), ghDocs+"/about-the-rest-api/api-versions")
+		apiError(c.w, GitHub, http.StatusBadRequest, fmt.Sprintf("Unsupported 'X-GitHub-Api-Version' header. The requested version %q is not supported by this fake; use 2022-11-28.", v), "doc", ghDocs+"/about-the-rest-api/api-versions")
 		return
 	}
 	if c.authenticate() {
@@ -287,7 +282,7 @@ func (g *githubAPI) listRepos(c *call, _ []string) {
 	switch vis {
 	case "", "all", "public", "private":
 	default:
-		githubError(c.w, http.StatusUnprocessableEntity, "Validation Failed", ghDocs+"/repos/repos#list-repositories-for-the-authenticated-user")
+		apiError(c.w, GitHub, http.StatusUnprocessableEntity, "Validation Failed", "doc", ghDocs+"/repos/repos#list-repositories-for-the-authenticated-user")
 		return
 	}
 	g.mu.Lock()
@@ -327,7 +322,7 @@ func (g *githubAPI) getRepo(c *call, v []string) {
 	defer g.mu.Unlock()
 	repo := g.findRepo(v[0], v[1])
 	if repo == nil {
-		githubError(c.w, http.StatusNotFound, "Not Found", ghDocs+"/repos/repos#get-a-repository")
+		apiError(c.w, GitHub, http.StatusNotFound, "Not Found", "doc", ghDocs+"/repos/repos#get-a-repository")
 		return
 	}
 	full := map[string]any{"delete_branch_on_merge": repo.id%2 == 0, "network_count": repo.vals["forks_count"],
@@ -346,7 +341,7 @@ func (g *githubAPI) getPages(c *call, v []string) {
 		writeJSON(c.w, http.StatusOK, repo.pages)
 		return
 	}
-	githubError(c.w, http.StatusNotFound, "Not Found", ghDocs+"/pages/pages#get-a-apiname-pages-site")
+	apiError(c.w, GitHub, http.StatusNotFound, "Not Found", "doc", ghDocs+"/pages/pages#get-a-apiname-pages-site")
 }
 
 func (g *githubAPI) listIssues(c *call, v []string) {
@@ -356,14 +351,14 @@ func (g *githubAPI) listIssues(c *call, v []string) {
 		state = "open"
 	case "open", "closed", "all":
 	default:
-		githubError(c.w, http.StatusUnprocessableEntity, "Validation Failed", ghDocs+"/issues/issues#list-repository-issues")
+		apiError(c.w, GitHub, http.StatusUnprocessableEntity, "Validation Failed", "doc", ghDocs+"/issues/issues#list-repository-issues")
 		return
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	repo := g.findRepo(v[0], v[1])
 	if repo == nil {
-		githubError(c.w, http.StatusNotFound, "Not Found", ghDocs+"/issues/issues#list-repository-issues")
+		apiError(c.w, GitHub, http.StatusNotFound, "Not Found", "doc", ghDocs+"/issues/issues#list-repository-issues")
 		return
 	}
 	var list []map[string]any
@@ -386,7 +381,7 @@ func (g *githubAPI) createIssue(c *call, v []string) {
 		Body  any    `json:"body"` // a string or null
 	}
 	if err := json.Unmarshal(c.body, &in); err != nil {
-		githubError(c.w, http.StatusBadRequest, "Problems parsing JSON", doc)
+		apiError(c.w, GitHub, http.StatusBadRequest, "Problems parsing JSON", "doc", doc)
 		return
 	}
 	g.mu.Lock()
@@ -394,11 +389,11 @@ func (g *githubAPI) createIssue(c *call, v []string) {
 	repo := g.findRepo(v[0], v[1])
 	switch {
 	case repo == nil:
-		githubError(c.w, http.StatusNotFound, "Not Found", doc)
+		apiError(c.w, GitHub, http.StatusNotFound, "Not Found", "doc", doc)
 	case repo.vals["archived"] == true:
-		githubError(c.w, http.StatusForbidden, "Repository was archived so is read-only.", doc)
+		apiError(c.w, GitHub, http.StatusForbidden, "Repository was archived so is read-only.", "doc", doc)
 	case repo.vals["has_issues"] != true:
-		githubError(c.w, http.StatusGone, "Issues are disabled for this repo", doc)
+		apiError(c.w, GitHub, http.StatusGone, "Issues are disabled for this repo", "doc", doc)
 	case strings.TrimSpace(in.Title) == "":
 		writeJSON(c.w, http.StatusUnprocessableEntity, ordered{
 			{"message", "Validation Failed"},

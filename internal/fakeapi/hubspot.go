@@ -103,16 +103,6 @@ func (k *hsKind) view(o *hsObject, asked []string) ordered {
 	return ordered{{"id", strconv.FormatInt(o.ID, 10)}, {"properties", props}, {"createdAt", o.CreatedAt}, {"updatedAt", o.UpdatedAt}, {"archived", false}}
 }
 
-// hubspotError writes HubSpot's error envelope; the category follows
-// from the status.
-func hubspotError(w http.ResponseWriter, status int, msg string) {
-	category := map[int]string{401: "INVALID_AUTHENTICATION", 404: "OBJECT_NOT_FOUND", 409: "CONFLICT"}[status]
-	if category == "" {
-		category = "VALIDATION_ERROR"
-	}
-	writeJSON(w, status, ordered{{"status", "error"}, {"message", msg}, {"correlationId", mint([]any{"", "uuid", 0.0})}, {"category", category}})
-}
-
 func (h *hubspotAPI) serve(c *call) {
 	if !c.authenticate() {
 		return
@@ -149,10 +139,10 @@ func (h *hubspotAPI) list(c *call, k *hsKind) {
 	after, err := strconv.ParseInt(cmp.Or(q.Get("after"), "0"), 10, 64)
 	switch {
 	case !ok || limit < 1 || limit > 100:
-		hubspotError(c.w, http.StatusBadRequest, "limit must be an integer between 1 and 100")
+		apiError(c.w, HubSpot, http.StatusBadRequest, "limit must be an integer between 1 and 100")
 		return
 	case err != nil || after < 0:
-		hubspotError(c.w, http.StatusBadRequest, fmt.Sprintf("Invalid input JSON on line 1: after %q is not a valid paging cursor", q.Get("after")))
+		apiError(c.w, HubSpot, http.StatusBadRequest, fmt.Sprintf("Invalid input JSON on line 1: after %q is not a valid paging cursor", q.Get("after")))
 		return
 	}
 	asked := askedProperties(q)
@@ -188,7 +178,7 @@ func (h *hubspotAPI) get(c *call, k *hsKind, id string) {
 			return
 		}
 	}
-	hubspotError(c.w, http.StatusNotFound, "Object not found.  objectId are usually numeric.")
+	apiError(c.w, HubSpot, http.StatusNotFound, "Object not found.  objectId are usually numeric.")
 }
 
 func (h *hubspotAPI) createContact(c *call, _ []string) {
@@ -196,7 +186,7 @@ func (h *hubspotAPI) createContact(c *call, _ []string) {
 		Properties map[string]any `json:"properties"`
 	}
 	if err := json.Unmarshal(c.body, &in); err != nil || in.Properties == nil {
-		hubspotError(c.w, http.StatusBadRequest, "Invalid input JSON on line 1, column 1: a JSON object with \"properties\" is required")
+		apiError(c.w, HubSpot, http.StatusBadRequest, "Invalid input JSON on line 1, column 1: a JSON object with \"properties\" is required")
 		return
 	}
 	props := map[string]string{}
@@ -204,26 +194,26 @@ func (h *hubspotAPI) createContact(c *call, _ []string) {
 	for _, k := range names {
 		v := in.Properties[k]
 		if !slices.Contains(hsContacts.Schema, k) || k == "hs_object_id" || k == "createdate" || k == "lastmodifieddate" {
-			hubspotError(c.w, http.StatusBadRequest, fmt.Sprintf("Property values were not valid: [{\"isValid\":false,\"message\":\"Property \\\"%s\\\" does not exist\",\"error\":\"PROPERTY_DOESNT_EXIST\",\"name\":\"%s\"}]", k, k))
+			apiError(c.w, HubSpot, http.StatusBadRequest, fmt.Sprintf("Property values were not valid: [{\"isValid\":false,\"message\":\"Property \\\"%s\\\" does not exist\",\"error\":\"PROPERTY_DOESNT_EXIST\",\"name\":\"%s\"}]", k, k))
 			return
 		}
 		if str, ok := v.(string); ok {
 			props[k] = str
 		} else if v != nil {
-			hubspotError(c.w, http.StatusBadRequest, fmt.Sprintf("Property values were not valid: %q must be a string", k))
+			apiError(c.w, HubSpot, http.StatusBadRequest, fmt.Sprintf("Property values were not valid: %q must be a string", k))
 			return
 		}
 	}
 	email := strings.ToLower(props["email"])
 	if email != "" && (!strings.Contains(email, "@") || strings.ContainsAny(email, " \t\r\n")) {
-		hubspotError(c.w, http.StatusBadRequest, fmt.Sprintf("Property values were not valid: [{\"isValid\":false,\"message\":\"Email address %s is invalid\",\"error\":\"INVALID_EMAIL\",\"name\":\"email\"}]", email))
+		apiError(c.w, HubSpot, http.StatusBadRequest, fmt.Sprintf("Property values were not valid: [{\"isValid\":false,\"message\":\"Email address %s is invalid\",\"error\":\"INVALID_EMAIL\",\"name\":\"email\"}]", email))
 		return
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, o := range h.objects[hsContacts] {
 		if email != "" && strings.EqualFold(o.Props["email"], email) {
-			hubspotError(c.w, http.StatusConflict, fmt.Sprintf("Contact already exists. Existing ID: %d", o.ID))
+			apiError(c.w, HubSpot, http.StatusConflict, fmt.Sprintf("Contact already exists. Existing ID: %d", o.ID))
 			return
 		}
 	}

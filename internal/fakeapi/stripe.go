@@ -41,20 +41,14 @@ func newStripe() *stripeAPI {
 	return s
 }
 
-// stripeError writes Stripe's {"error": {...}} envelope.
+// stripeError writes Stripe's {"error": {...}} envelope; a code links its
+// documentation (doc_url).
 func stripeError(w http.ResponseWriter, status int, msg, code, param string) {
-	e := map[string]any{"message": msg, "type": "invalid_request_error"}
+	doc := ""
 	if code != "" {
-		e["code"] = code
-		e["doc_url"] = "https://stripe.com/docs/error-codes/" + strings.ReplaceAll(code, "_", "-")
+		doc = "https://stripe.com/docs/error-codes/" + strings.ReplaceAll(code, "_", "-")
 	}
-	if param != "" {
-		e["param"] = param
-	}
-	if status >= 400 && status != http.StatusUnauthorized {
-		e["request_log_url"] = "https://dashboard.stripe.com/test/logs/req_fake"
-	}
-	writeJSON(w, status, map[string]any{"error": e})
+	apiError(w, Stripe, status, msg, "code", code, "param", param, "doc_url", doc)
 }
 
 func (s *stripeAPI) serve(c *call) {
