@@ -46,6 +46,7 @@ type dnsimpleAPI struct {
 	records map[string][]dnsRecord // zone name -> records
 	nextID  int64
 	regID   int64
+	mux     *http.ServeMux
 }
 
 // newDNSimple loads the recorded domains and zone records
@@ -63,6 +64,13 @@ func newDNSimple() *dnsimpleAPI {
 		}
 	}
 	d.nextID = int64(d.domains[len(d.domains)-1]["id"].(float64)) + 1
+	d.mux = routes{
+		"GET /v2/whoami":                                              func(c *call) { writeJSON(c.w, http.StatusOK, d.tmpl["whoami"]) },
+		"GET /v2/{account}/domains":                                   d.listDomains,
+		"GET /v2/{account}/zones/{zone}/records":                      d.listRecords,
+		"GET /v2/{account}/registrar/domains/{domain}/check":          d.check,
+		"POST /v2/{account}/registrar/domains/{domain}/registrations": d.register,
+	}.mux()
 	return d
 }
 
@@ -80,17 +88,11 @@ func (d *dnsimpleAPI) serve(c *call) {
 		return
 	}
 	// Everything but whoami is under /v2/{account}.
-	if segs, _ := segments(c.r.URL.EscapedPath()); len(segs) >= 2 && segs[0] == "v2" && segs[1] != strconv.Itoa(DNSimpleAccountID) && (len(segs) > 2 || segs[1] != "whoami") {
+	if segs := strings.Split(strings.TrimPrefix(c.r.URL.EscapedPath(), "/"), "/"); len(segs) >= 2 && segs[0] == "v2" && segs[1] != strconv.Itoa(DNSimpleAccountID) && (len(segs) > 2 || segs[1] != "whoami") {
 		apiError(c.w, DNSimple, http.StatusNotFound, fmt.Sprintf("Account `%s` not found", segs[1]))
 		return
 	}
-	c.route(
-		route{"GET", "/v2/whoami", func(c *call, _ []string) { writeJSON(c.w, http.StatusOK, d.tmpl["whoami"]) }},
-		route{"GET", "/v2/*/domains", d.listDomains},
-		route{"GET", "/v2/*/zones/*/records", d.listRecords},
-		route{"GET", "/v2/*/registrar/domains/*/check", d.check},
-		route{"POST", "/v2/*/registrar/domains/*/registrations", d.register},
-	)
+	c.route(d.mux)
 }
 
 // dnsPage writes DNSimple's {data, pagination} envelope.
@@ -112,7 +114,7 @@ func dnsPage(c *call, items []any) {
 	})
 }
 
-func (d *dnsimpleAPI) listDomains(c *call, _ []string) {
+func (d *dnsimpleAPI) listDomains(c *call) {
 	like := strings.ToLower(c.r.URL.Query().Get("name_like"))
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -125,8 +127,8 @@ func (d *dnsimpleAPI) listDomains(c *call, _ []string) {
 	dnsPage(c, out)
 }
 
-func (d *dnsimpleAPI) listRecords(c *call, v []string) {
-	zone := v[1]
+func (d *dnsimpleAPI) listRecords(c *call) {
+	zone := c.r.PathValue("zone")
 	q := c.r.URL.Query()
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -169,8 +171,8 @@ func (d *dnsimpleAPI) availability(name string) (available, premium bool) {
 	return true, false
 }
 
-func (d *dnsimpleAPI) check(c *call, v []string) {
-	name := strings.ToLower(v[1])
+func (d *dnsimpleAPI) check(c *call) {
+	name := strings.ToLower(c.r.PathValue("domain"))
 	if !validDomain(name) {
 		apiError(c.w, DNSimple, http.StatusBadRequest, fmt.Sprintf("`%s` is an invalid domain", name))
 		return
@@ -181,8 +183,8 @@ func (d *dnsimpleAPI) check(c *call, v []string) {
 	writeJSON(c.w, http.StatusOK, map[string]any{"data": ordered{{"domain", name}, {"available", avail}, {"premium", premium}}})
 }
 
-func (d *dnsimpleAPI) register(c *call, v []string) {
-	name := strings.ToLower(v[1])
+func (d *dnsimpleAPI) register(c *call) {
+	name := strings.ToLower(c.r.PathValue("domain"))
 	if !validDomain(name) {
 		apiError(c.w, DNSimple, http.StatusBadRequest, fmt.Sprintf("`%s` is an invalid domain", name))
 		return

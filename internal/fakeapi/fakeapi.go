@@ -55,7 +55,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
-	"net/url"
+	"path"
 	"strconv"
 	"strings"
 	"sync"
@@ -628,64 +628,35 @@ func (c *call) authenticate() bool {
 	return false
 }
 
-// route is one API route: a method and a path pattern whose "*" segments
-// match any one segment, handed to h in order.
-type route struct {
-	method, pattern string
-	h               func(c *call, wild []string)
+// routes maps ServeMux patterns ("GET /repos/{owner}/{repo}") to handlers.
+type routes map[string]func(*call)
+
+type callKey struct{}
+
+// mux builds a provider's router; its handlers get the call through the
+// request's context.
+func (rs routes) mux() *http.ServeMux {
+	m := http.NewServeMux()
+	for p, h := range rs {
+		m.HandleFunc(p, func(_ http.ResponseWriter, r *http.Request) {
+			c := r.Context().Value(callKey{}).(*call)
+			c.r = r // carries the path values
+			h(c)
+		})
+	}
+	return m
 }
 
-// route serves the request by the first route that matches it, or answers
-// the provider's 404.
-func (c *call) route(routes ...route) {
-	if segs, ok := segments(c.r.URL.EscapedPath()); ok {
-		for _, rt := range routes {
-			if v, ok := match(segs, strings.Split(rt.pattern, "/")[1:]...); ok && c.r.Method == rt.method {
-				rt.h(c, v)
-				return
-			}
-		}
+// route serves the request by m, or answers the provider's 404 (also for
+// a path that is not clean or holds an encoded slash).
+func (c *call) route(m *http.ServeMux) {
+	esc := c.r.URL.EscapedPath()
+	if _, pat := m.Handler(c.r); pat != "" && path.Clean(esc) == esc && !strings.Contains(strings.ToLower(esc), "%2f") {
+		m.ServeHTTP(c.w, c.r.WithContext(context.WithValue(c.r.Context(), callKey{}, c)))
+		return
 	}
 	msg := strings.NewReplacer("${method}", c.r.Method, "${path}", c.r.URL.Path).Replace(c.p.NotFound)
 	apiError(c.w, c.p.Service, http.StatusNotFound, msg)
-}
-
-// segments splits an escaped path into its segments, unescaping each one;
-// ok is false for an empty segment or an encoded slash.
-func segments(escaped string) ([]string, bool) {
-	p := strings.TrimPrefix(escaped, "/")
-	if p == "" {
-		return nil, true
-	}
-	raw := strings.Split(p, "/")
-	out := make([]string, len(raw))
-	for i, s := range raw {
-		u, err := url.PathUnescape(s)
-		if err != nil || u == "" || strings.Contains(u, "/") {
-			return nil, false
-		}
-		out[i] = u
-	}
-	return out, true
-}
-
-// match reports whether segs matches pattern, where a pattern segment "*"
-// matches any single segment; the wildcard values come back in order.
-func match(segs []string, pattern ...string) ([]string, bool) {
-	if len(segs) != len(pattern) {
-		return nil, false
-	}
-	var vals []string
-	for i, p := range pattern {
-		if p == "*" {
-			vals = append(vals, segs[i])
-			continue
-		}
-		if segs[i] != p {
-			return nil, false
-		}
-	}
-	return vals, true
 }
 
 // apiError answers with a service's error envelope (providers.json

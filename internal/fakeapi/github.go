@@ -60,6 +60,7 @@ type githubAPI struct {
 	byName  map[string]*ghRepo         // lower-case full name
 	issues  map[int64][]map[string]any // the values of the issue template
 	nextID  int64
+	mux     *http.ServeMux
 }
 
 // newGitHub loads the recorded repositories (testdata/github/repos.json)
@@ -104,6 +105,11 @@ func newGitHub() *githubAPI {
 		g.repos = append(g.repos, repo)
 		g.byName[strings.ToLower(repo.full)] = repo
 	}
+	g.mux = routes{
+		"GET /user": g.getUser, "GET /user/repos": g.listRepos, "GET /repos/{owner}/{repo}": g.getRepo,
+		"GET /repos/{owner}/{repo}/pages": g.getPages, "GET /repos/{owner}/{repo}/issues": g.listIssues,
+		"POST /repos/{owner}/{repo}/issues": g.createIssue,
+	}.mux()
 	return g
 }
 
@@ -211,18 +217,11 @@ func (g *githubAPI) serve(c *call) {
 		return
 	}
 	if c.authenticate() {
-		c.route(
-			route{"GET", "/user", g.getUser},
-			route{"GET", "/user/repos", g.listRepos},
-			route{"GET", "/repos/*/*", g.getRepo},
-			route{"GET", "/repos/*/*/pages", g.getPages},
-			route{"GET", "/repos/*/*/issues", g.listIssues},
-			route{"POST", "/repos/*/*/issues", g.createIssue},
-		)
+		c.route(g.mux)
 	}
 }
 
-func (g *githubAPI) getUser(c *call, _ []string) {
+func (g *githubAPI) getUser(c *call) {
 	me := maps.Clone(g.viewer)
 	me["user_view_type"] = "private"
 	writeJSON(c.w, http.StatusOK, append(fill(g.tmpl["user"], me).(ordered), g.tmpl["viewer"].(ordered)...))
@@ -276,7 +275,7 @@ func pageSlice[T any](xs []T, perPage, page int) []T {
 	return xs[start:min(len(xs), start+perPage)]
 }
 
-func (g *githubAPI) listRepos(c *call, _ []string) {
+func (g *githubAPI) listRepos(c *call) {
 	q := c.r.URL.Query()
 	vis := q.Get("visibility")
 	switch vis {
@@ -313,14 +312,14 @@ func (g *githubAPI) listRepos(c *call, _ []string) {
 }
 
 // findRepo looks a repository up case-insensitively, as GitHub does.
-func (g *githubAPI) findRepo(owner, name string) *ghRepo {
-	return g.byName[strings.ToLower(owner+"/"+name)]
+func (g *githubAPI) findRepo(c *call) *ghRepo {
+	return g.byName[strings.ToLower(c.r.PathValue("owner")+"/"+c.r.PathValue("repo"))]
 }
 
-func (g *githubAPI) getRepo(c *call, v []string) {
+func (g *githubAPI) getRepo(c *call) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	repo := g.findRepo(v[0], v[1])
+	repo := g.findRepo(c)
 	if repo == nil {
 		apiError(c.w, GitHub, http.StatusNotFound, "Not Found", "doc", ghDocs+"/repos/repos#get-a-repository")
 		return
@@ -334,17 +333,17 @@ func (g *githubAPI) getRepo(c *call, v []string) {
 }
 
 // getPages serves GET /repos/{owner}/{repo}/pages.
-func (g *githubAPI) getPages(c *call, v []string) {
+func (g *githubAPI) getPages(c *call) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if repo := g.findRepo(v[0], v[1]); repo != nil && repo.pages != nil {
+	if repo := g.findRepo(c); repo != nil && repo.pages != nil {
 		writeJSON(c.w, http.StatusOK, repo.pages)
 		return
 	}
 	apiError(c.w, GitHub, http.StatusNotFound, "Not Found", "doc", ghDocs+"/pages/pages#get-a-apiname-pages-site")
 }
 
-func (g *githubAPI) listIssues(c *call, v []string) {
+func (g *githubAPI) listIssues(c *call) {
 	state := c.r.URL.Query().Get("state")
 	switch state {
 	case "":
@@ -356,7 +355,7 @@ func (g *githubAPI) listIssues(c *call, v []string) {
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	repo := g.findRepo(v[0], v[1])
+	repo := g.findRepo(c)
 	if repo == nil {
 		apiError(c.w, GitHub, http.StatusNotFound, "Not Found", "doc", ghDocs+"/issues/issues#list-repository-issues")
 		return
@@ -374,7 +373,7 @@ func (g *githubAPI) listIssues(c *call, v []string) {
 	g.writePage(c, "issue", list)
 }
 
-func (g *githubAPI) createIssue(c *call, v []string) {
+func (g *githubAPI) createIssue(c *call) {
 	const doc = ghDocs + "/issues/issues#create-an-issue"
 	var in struct {
 		Title string `json:"title"`
@@ -386,7 +385,7 @@ func (g *githubAPI) createIssue(c *call, v []string) {
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	repo := g.findRepo(v[0], v[1])
+	repo := g.findRepo(c)
 	switch {
 	case repo == nil:
 		apiError(c.w, GitHub, http.StatusNotFound, "Not Found", "doc", doc)

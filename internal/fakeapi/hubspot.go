@@ -56,6 +56,7 @@ type hubspotAPI struct {
 	mu      sync.Mutex
 	objects map[*hsKind][]*hsObject // ascending id
 	nextID  int64
+	mux     *http.ServeMux
 }
 
 // newHubSpot loads the recorded CRM objects (testdata/hubspot/objects.json).
@@ -65,6 +66,13 @@ func newHubSpot() *hubspotAPI {
 	h := &hubspotAPI{objects: map[*hsKind][]*hsObject{hsContacts: d.Contacts, hsCompanies: d.Companies}}
 	h.nextID = d.Contacts[len(d.Contacts)-1].ID
 	h.id() // the next id after the last recorded one
+	h.mux = routes{
+		"GET /account-info/v3/details":      func(c *call) { writeJSON(c.w, http.StatusOK, hsData.Account) },
+		"GET /crm/v3/objects/contacts":      func(c *call) { h.list(c, hsContacts) },
+		"POST /crm/v3/objects/contacts":     h.createContact,
+		"GET /crm/v3/objects/contacts/{id}": func(c *call) { h.get(c, hsContacts, c.r.PathValue("id")) },
+		"GET /crm/v3/objects/companies":     func(c *call) { h.list(c, hsCompanies) },
+	}.mux()
 	return h
 }
 
@@ -107,14 +115,7 @@ func (h *hubspotAPI) serve(c *call) {
 	if !c.authenticate() {
 		return
 	}
-	objects := "/crm/v3/objects/"
-	c.route(
-		route{"GET", "/account-info/v3/details", func(c *call, _ []string) { writeJSON(c.w, http.StatusOK, hsData.Account) }},
-		route{"GET", objects + "contacts", func(c *call, _ []string) { h.list(c, hsContacts) }},
-		route{"POST", objects + "contacts", h.createContact},
-		route{"GET", objects + "contacts/*", func(c *call, v []string) { h.get(c, hsContacts, v[0]) }},
-		route{"GET", objects + "companies", func(c *call, _ []string) { h.list(c, hsCompanies) }},
-	)
+	c.route(h.mux)
 }
 
 // askedProperties parses the properties parameter (comma-separated,
@@ -181,7 +182,7 @@ func (h *hubspotAPI) get(c *call, k *hsKind, id string) {
 	apiError(c.w, HubSpot, http.StatusNotFound, "Object not found.  objectId are usually numeric.")
 }
 
-func (h *hubspotAPI) createContact(c *call, _ []string) {
+func (h *hubspotAPI) createContact(c *call) {
 	var in struct {
 		Properties map[string]any `json:"properties"`
 	}

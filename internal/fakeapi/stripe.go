@@ -25,19 +25,25 @@ const StripeAccountID = "acct_1FakePinnedDemo0"
 const stripeDefaultVersion = "2024-06-20"
 
 type stripeAPI struct {
-	mu        sync.Mutex
-	tmpl      map[string]any   // testdata/stripe/templates.json, in Stripe's key order
-	customers []map[string]any // the values of the customer template, newest first
-	charges   []map[string]any // the values of the charge template, newest first
+	mu      sync.Mutex
+	tmpl    map[string]any              // testdata/stripe/templates.json, in Stripe's key order
+	objects map[string][]map[string]any // kind -> the values of its template, newest first
+	mux     *http.ServeMux
 }
 
 // newStripe loads the templates and the recorded customers and charges
 // (testdata/stripe/objects.json).
 func newStripe() *stripeAPI {
-	s := &stripeAPI{tmpl: loadTemplates("stripe/templates.json")}
 	var d struct{ Customers, Charges []map[string]any }
 	loadData("stripe/objects.json", &d)
-	s.customers, s.charges = d.Customers, d.Charges
+	s := &stripeAPI{tmpl: loadTemplates("stripe/templates.json"), objects: map[string][]map[string]any{"customer": d.Customers, "charge": d.Charges}}
+	s.mux = routes{
+		"GET /v1/account":    func(c *call) { writeJSON(c.w, http.StatusOK, s.tmpl["account"]) },
+		"GET /v1/balance":    s.balance,
+		"GET /v1/customers":  func(c *call) { s.list(c, "customer", "email") },
+		"POST /v1/customers": s.createCustomer,
+		"GET /v1/charges":    func(c *call) { s.list(c, "charge", "customer") },
+	}.mux()
 	return s
 }
 
@@ -60,24 +66,18 @@ func (s *stripeAPI) serve(c *call) {
 	if !c.authenticate() {
 		return
 	}
-	s.mu.Lock()
-	customers, charges := s.customers, s.charges
-	s.mu.Unlock()
-	c.route(
-		route{"GET", "/v1/account", func(c *call, _ []string) { writeJSON(c.w, http.StatusOK, s.tmpl["account"]) }},
-		route{"GET", "/v1/balance", s.balance},
-		route{"GET", "/v1/customers", func(c *call, _ []string) { s.list(c, "customer", customers, "email") }},
-		route{"POST", "/v1/customers", s.createCustomer},
-		route{"GET", "/v1/charges", func(c *call, _ []string) { s.list(c, "charge", charges, "customer") }},
-	)
+	c.route(s.mux)
 }
 
 // list serves a Stripe list endpoint of kind ("customer", "charge"):
 // limit, starting_after and a filter (the parameter of that name equals
 // the member of that name), in the {object: "list", data, has_more, url}
-// envelope. The slice is newest first and never modified in
-// place (writes replace it).
-func (s *stripeAPI) list(c *call, kind string, all []map[string]any, filter string) {
+// envelope. The slice is newest first and never modified in place
+// (writes replace it).
+func (s *stripeAPI) list(c *call, kind, filter string) {
+	s.mu.Lock()
+	all := s.objects[kind]
+	s.mu.Unlock()
 	q := c.r.URL.Query()
 	for k := range q {
 		if !slices.Contains([]string{"limit", "starting_after", "email", "customer", "created"}, k) {
@@ -125,10 +125,10 @@ func (s *stripeAPI) list(c *call, kind string, all []map[string]any, filter stri
 	writeJSON(c.w, http.StatusOK, ordered{{"object", "list"}, {"data", data}, {"has_more", hasMore}, {"url", "/v1/" + kind + "s"}})
 }
 
-func (s *stripeAPI) balance(c *call, _ []string) {
+func (s *stripeAPI) balance(c *call) {
 	s.mu.Lock()
 	avail := 0
-	for _, ch := range s.charges {
+	for _, ch := range s.objects["charge"] {
 		if ch["paid"] == true {
 			avail += int(ch["amount"].(float64) - ch["amount_refunded"].(float64))
 		}
@@ -138,7 +138,7 @@ func (s *stripeAPI) balance(c *call, _ []string) {
 	writeJSON(c.w, http.StatusOK, fill(s.tmpl["balance"], map[string]any{"available": avail - pending, "pending": pending}))
 }
 
-func (s *stripeAPI) createCustomer(c *call, _ []string) {
+func (s *stripeAPI) createCustomer(c *call) {
 	mt, _, _ := mime.ParseMediaType(c.r.Header.Get("Content-Type"))
 	if len(c.body) > 0 && mt != "application/x-www-form-urlencoded" {
 		stripeError(c.w, http.StatusBadRequest, "Invalid request (check that your POST content type is application/x-www-form-urlencoded). If you have any questions, we can help at https://support.stripe.com/.", "", "")
@@ -182,6 +182,6 @@ func (s *stripeAPI) createCustomer(c *call, _ []string) {
 		"invoice_prefix": strings.ToUpper(mint([]any{"", "hex", 8.0})), "metadata": meta, "name": opt("name"),
 		"next_invoice_sequence": 1, "phone": opt("phone")}
 	// Replace, never modify, the slice: list handlers read it unlocked.
-	s.customers = append([]map[string]any{cust}, s.customers...)
+	s.objects["customer"] = append([]map[string]any{cust}, s.objects["customer"]...)
 	writeJSON(c.w, http.StatusOK, fill(s.tmpl["customer"], cust))
 }
