@@ -94,9 +94,6 @@ func newGitHub() *githubAPI {
 		if _, ok := v["dependabot"]; ok {
 			v["security_and_analysis"] = fill(g.tmpl["security_and_analysis"], v)
 		}
-		if t, ok := InjectionTexts[v["name"].(string)]; ok && v["full"] == GitHubViewer+"/"+v["name"].(string) {
-			v["description"] = t
-		}
 		created, _ := time.Parse(time.RFC3339, v["created_at"].(string))
 		repo := &ghRepo{vals: v, id: int64(v["id"].(float64)), full: v["full"].(string), created: created, open: int(v["open_issues_count"].(float64))}
 		if v["has_pages"] == true {
