@@ -25,9 +25,8 @@ import (
 // the root field it answers, its arguments (literals or "$variable"), the
 // declared variable types (checked as Linear does) and the selected fields
 // as dot paths. The workspace (users, teams and their workflow states,
-// labels, 140 issues) is recorded-shape data in
-// testdata/linear/workspace.json; ids are filled in deterministically at
-// load. Code is left for authentication, paging (first/after cursors,
+// labels, 140 issues, their ids) is recorded-shape data in
+// testdata/linear/workspace.json. Code is left for authentication, paging (first/after cursors,
 // pageInfo), the team filter, ordering and the issueCreate write.
 
 // LinearOrgKey is the URL key of the fake Linear workspace.
@@ -84,7 +83,6 @@ type linearAPI struct {
 	byName  map[string]obj // displayName -> user
 	teams   []*linTeam
 	issues  []*linIssue
-	newID   func() string
 }
 
 var linPriorityLabels = []string{"No priority", "Urgent", "High", "Medium", "Low"}
@@ -99,9 +97,7 @@ func newLinear() *linearAPI {
 		Users, Teams, Labels, Issues []obj
 	}
 	loadData("linear/workspace.json", &ws)
-	idr := newRand(5)
-	id := func() string { return uuid(idr) }
-	l := &linearAPI{queries: map[string]*linQuery{}, byName: map[string]obj{}, newID: id}
+	l := &linearAPI{queries: map[string]*linQuery{}, byName: map[string]obj{}}
 	for _, q := range qs.Queries {
 		if q.Pattern != "" {
 			q.re = regexp.MustCompile(q.Pattern)
@@ -110,15 +106,13 @@ func newLinear() *linearAPI {
 			l.queries[q.Query] = q
 		}
 	}
-	ws.Organization["id"] = id()
 	for _, u := range ws.Users {
-		u["id"], u["__typename"], u["organization"] = id(), "User", ws.Organization
+		u["__typename"], u["organization"] = "User", ws.Organization
 		l.users = append(l.users, u)
 		l.byName[u["displayName"].(string)] = u
 	}
 	for _, t := range ws.Teams {
-		team := &linTeam{id: id(), key: t["key"].(string), obj: t, nextNumber: 1}
-		t["id"] = team.id
+		team := &linTeam{id: t["id"].(string), key: t["key"].(string), obj: t, nextNumber: 1}
 		for _, s := range t["states"].([]any) {
 			team.states = append(team.states, s.(obj))
 		}
@@ -133,14 +127,14 @@ func newLinear() *linearAPI {
 		for _, n := range is["labels"].([]any) {
 			ls = append(ls, labels[n])
 		}
-		l.addIssue(is, id(), is["team"].(string), is["state"].(string), ls)
+		l.addIssue(is, is["team"].(string), is["state"].(string), ls)
 	}
 	return l
 }
 
-// addIssue completes a recorded issue (its id, identifier, url and
+// addIssue completes a recorded issue (its identifier, url and
 // references) and appends it. Caller holds l.mu or owns l.
-func (l *linearAPI) addIssue(is obj, id, teamKey, state string, labels []any) *linIssue {
+func (l *linearAPI) addIssue(is obj, teamKey, state string, labels []any) *linIssue {
 	var team *linTeam
 	for _, t := range l.teams {
 		if t.key == teamKey {
@@ -149,7 +143,7 @@ func (l *linearAPI) addIssue(is obj, id, teamKey, state string, labels []any) *l
 	}
 	ident := team.key + "-" + strconv.Itoa(team.nextNumber)
 	team.nextNumber++
-	is["id"], is["identifier"] = id, ident
+	is["identifier"] = ident
 	is["url"] = "https://linear.app/" + LinearOrgKey + "/issue/" + ident + "/" + slug(is["title"].(string))
 	p, _ := is["priority"].(float64)
 	is["priority"], is["priorityLabel"] = int(p), linPriorityLabels[int(p)]
@@ -351,9 +345,9 @@ func (l *linearAPI) resolve(field string, args map[string]any) (any, *linErr) {
 			return nil, &linErr{"Argument Validation Error: title should not be empty", "INVALID_INPUT"}
 		}
 		now := isoMilli(time.Now())
-		is := obj{"title": str("title"), "description": args["description"], "priority": 0.0, "estimate": nil, "dueDate": nil,
+		is := obj{"id": mint([]any{"", "uuid", 0.0}), "title": str("title"), "description": args["description"], "priority": 0.0, "estimate": nil, "dueDate": nil,
 			"creator": l.users[0]["displayName"], "createdAt": now, "updatedAt": now}
-		li := l.addIssue(is, l.newID(), team.key, team.states[1]["name"].(string), nil)
+		li := l.addIssue(is, team.key, team.states[1]["name"].(string), nil)
 		return obj{"success": true, "issue": li.obj}, nil
 	}
 	return nil, &linErr{"fakeapi: no resolver for field " + field, "GRAPHQL_VALIDATION_FAILED"}

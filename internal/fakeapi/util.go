@@ -97,17 +97,6 @@ func choose[T any](r *rand.Rand, xs []T) T { return xs[r.IntN(len(xs))] }
 
 const alnum = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 
-// uuid returns a deterministic RFC 4122 version 4 UUID string.
-func uuid(r *rand.Rand) string {
-	var b [16]byte
-	for i := range b {
-		b[i] = byte(r.Uint32())
-	}
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
-}
-
 // dataNow is the fake's "now": generated timestamps lie before it.
 var dataNow = time.Date(2026, 5, 11, 16, 40, 0, 0, time.UTC)
 
