@@ -94,7 +94,7 @@ type provider struct {
 	Headers map[string]string
 	// Unauthorized are the 401 messages for a missing and for a wrong
 	// Bearer credential (${masked}: the credential, partly masked).
-	Unauthorized [2]string
+	Unauthorized []string
 	// NotFound is the message of an unknown route's 404 (${method}, ${path}).
 	NotFound string `json:"not_found"`
 	// Error is the error envelope, filled with ${message}, ${status},
@@ -606,25 +606,38 @@ func (c *call) authHeader() (string, bool) {
 }
 
 // authenticate checks "Authorization: Bearer <token>" against every
-// registered credential of the service (pasted or OAuth), and answers 401
-// with the provider's message when it does not hold.
+// registered credential of the service (pasted or OAuth) or, for a
+// provider whose pasted key is sent bare (four Unauthorized messages:
+// Linear), the bare key against its pasted ones and Bearer against its
+// OAuth ones. It answers 401 (400 for a pasted key sent as Bearer) with
+// the provider's message when that does not hold.
 func (c *call) authenticate() bool {
 	v, one := c.authHeader()
 	tok, bearer := strings.CutPrefix(v, "Bearer ")
-	if one && bearer && tok != "" {
-		if _, ok := c.srv.lookupToken(c.p.Service, tok); ok {
+	bare := len(c.p.Unauthorized) == 4
+	status, msg := http.StatusUnauthorized, c.p.Unauthorized[1]
+	if k, ok := c.srv.lookupToken(c.p.Service, tok); one && tok != "" {
+		switch {
+		case ok && (bearer && (!bare || k == kindOAuth) || !bearer && bare && k == kindPAT):
 			return true
+		case ok && bearer && bare:
+			status, msg = http.StatusBadRequest, c.p.Unauthorized[3]
+		case !bearer && bare:
+			msg = c.p.Unauthorized[2]
 		}
 	}
-	msg := c.p.Unauthorized[1]
-	if len(c.r.Header.Values("Authorization")) == 0 || (one && v == "") {
+	if len(c.r.Header.Values("Authorization")) == 0 || (one && v == "") || (bare && !one) {
 		msg = c.p.Unauthorized[0]
 	}
 	masked := "****"
 	if tok = strings.TrimPrefix(c.r.Header.Get("Authorization"), "Bearer "); len(tok) > 12 {
 		masked = tok[:8] + "****" + tok[len(tok)-4:]
 	}
-	apiError(c.w, c.p.Service, http.StatusUnauthorized, strings.ReplaceAll(msg, "${masked}", masked))
+	var auth []string // a 400 is an authentication error too
+	for k, v := range c.p.ErrorVals["401"] {
+		auth = append(auth, k, v)
+	}
+	apiError(c.w, c.p.Service, status, strings.ReplaceAll(msg, "${masked}", masked), auth...)
 	return false
 }
 
@@ -663,6 +676,11 @@ func (c *call) route(m *http.ServeMux) {
 // "error"); details are name, value pairs (GitHub "doc", Stripe "code",
 // "param", "doc_url"), an empty value leaving its member out.
 func apiError(w http.ResponseWriter, service string, status int, msg string, details ...string) {
+	writeJSON(w, status, errorBody(service, status, msg, details...))
+}
+
+// errorBody fills a service's error envelope.
+func errorBody(service string, status int, msg string, details ...string) ordered {
 	p := providerOf(service)
 	vals := map[string]any{"message": msg, "status": strconv.Itoa(status), "uuid": mint([]any{"", "uuid", 0.0})}
 	byStatus, ok := p.ErrorVals[strconv.Itoa(status)]
@@ -677,5 +695,5 @@ func apiError(w http.ResponseWriter, service string, status int, msg string, det
 			vals[details[i]] = details[i+1]
 		}
 	}
-	writeJSON(w, status, fill(p.Error, vals))
+	return fill(p.Error, vals).(ordered)
 }

@@ -2,6 +2,7 @@ package fakeapi
 
 import (
 	"bytes"
+	"cmp"
 	"embed"
 	"encoding/json"
 	"fmt"
@@ -170,22 +171,21 @@ var gqlTypes = func() (d struct {
 	return d
 }().ErrorTypes
 
-// gqlError builds one element of Linear's "errors" array.
-func gqlError(msg, code string) ordered {
-	typ := gqlTypes[code]
-	if typ == "" {
-		typ = "graphql error"
-	}
-	return ordered{{"message", msg}, {"extensions", ordered{{"type", typ}, {"code", code}, {"userPresentableMessage", msg}}}}
+// linErr is one error of Linear's "errors" array.
+type linErr struct{ msg, code string }
+
+// body is Linear's error envelope (testdata/providers.json) with e.
+func (e *linErr) body() ordered {
+	return errorBody(Linear, 0, e.msg, "code", e.code, "type", cmp.Or(gqlTypes[e.code], "graphql error"))
 }
 
-// linearErrors writes {"errors": [...]} with status.
-func linearErrors(w http.ResponseWriter, status int, errs ...ordered) {
-	writeJSON(w, status, ordered{{"errors", errs}})
+// linearError writes Linear's error envelope with status.
+func linearError(w http.ResponseWriter, status int, msg, code string) {
+	writeJSON(w, status, (&linErr{msg, code}).body())
 }
 
 func (l *linearAPI) serve(c *call) {
-	if !l.authenticate(c) {
+	if !c.authenticate() {
 		return
 	}
 	var in struct {
@@ -198,16 +198,16 @@ func (l *linearAPI) serve(c *call) {
 	mt, _, _ := mime.ParseMediaType(c.r.Header.Get("Content-Type"))
 	switch {
 	case c.r.URL.EscapedPath() != "/graphql":
-		linearErrors(c.w, http.StatusNotFound, gqlError("Not found: "+c.r.URL.Path, "NOT_FOUND"))
+		linearError(c.w, http.StatusNotFound, "Not found: "+c.r.URL.Path, "NOT_FOUND")
 	case c.r.Method != http.MethodPost:
 		c.w.Header().Set("Allow", "POST")
-		linearErrors(c.w, http.StatusMethodNotAllowed, gqlError("GraphQL requests must be POST requests with a JSON body.", "BAD_REQUEST"))
+		linearError(c.w, http.StatusMethodNotAllowed, "GraphQL requests must be POST requests with a JSON body.", "BAD_REQUEST")
 	case mt != "application/json":
-		linearErrors(c.w, http.StatusBadRequest, gqlError("This operation has been blocked as a potential Cross-Site Request Forgery (CSRF). Send Content-Type: application/json.", "BAD_REQUEST"))
+		linearError(c.w, http.StatusBadRequest, "This operation has been blocked as a potential Cross-Site Request Forgery (CSRF). Send Content-Type: application/json.", "BAD_REQUEST")
 	case decodeErr != nil:
-		linearErrors(c.w, http.StatusBadRequest, gqlError("POST body sent invalid JSON or `variables` not an object: "+decodeErr.Error(), "BAD_REQUEST"))
+		linearError(c.w, http.StatusBadRequest, "POST body sent invalid JSON or `variables` not an object: "+decodeErr.Error(), "BAD_REQUEST")
 	case in.Query == nil || strings.TrimSpace(*in.Query) == "":
-		linearErrors(c.w, http.StatusBadRequest, gqlError("GraphQL operations must contain a non-empty `query`.", "BAD_REQUEST"))
+		linearError(c.w, http.StatusBadRequest, "GraphQL operations must contain a non-empty `query`.", "BAD_REQUEST")
 	default:
 		l.answer(c, *in.Query, in.Variables)
 	}
@@ -215,24 +215,24 @@ func (l *linearAPI) serve(c *call) {
 
 // answer answers a GraphQL request from its canned entry.
 func (l *linearAPI) answer(c *call, query string, vars map[string]any) {
-	q, args := l.lookup(query, vars)
+	q, args, bad := l.lookup(query, vars)
 	switch {
 	case q == nil:
-		linearErrors(c.w, http.StatusBadRequest, gqlError("fakeapi: no canned answer for this query text; the Linear fake answers the queries listed in internal/fakeapi/testdata/linear/queries.json", "GRAPHQL_VALIDATION_FAILED"))
+		linearError(c.w, http.StatusBadRequest, "fakeapi: no canned answer for this query text; the Linear fake answers the queries listed in internal/fakeapi/testdata/linear/queries.json", "GRAPHQL_VALIDATION_FAILED")
 		return
 	case q.Error != nil:
-		linearErrors(c.w, q.Status, gqlError(q.Error.Message, q.Error.Code))
+		linearError(c.w, q.Status, q.Error.Message, q.Error.Code)
 		return
 	}
-	if e, bad := args["!"].(ordered); bad {
-		linearErrors(c.w, http.StatusBadRequest, e)
+	if bad != nil {
+		writeJSON(c.w, http.StatusBadRequest, bad.body())
 		return
 	}
 	l.mu.Lock()
 	v, err := l.resolve(q.Field, args)
 	l.mu.Unlock()
 	if err != nil {
-		writeJSON(c.w, http.StatusOK, ordered{{"data", nil}, {"errors", []ordered{gqlError(err.msg, err.code)}}})
+		writeJSON(c.w, http.StatusOK, append(ordered{{"data", nil}}, err.body()...))
 		return
 	}
 	writeJSON(c.w, http.StatusOK, ordered{{"data", ordered{{q.Field, selectFields(v, q.Select)}}}})
@@ -240,9 +240,8 @@ func (l *linearAPI) answer(c *call, query string, vars map[string]any) {
 
 // lookup finds the canned entry of a query text and binds its arguments:
 // "$name" from the variables (checked against the declared types), "$1"…
-// from a pattern's groups (JSON literals). A variable error comes back as
-// args["!"].
-func (l *linearAPI) lookup(text string, vars map[string]any) (*linQuery, map[string]any) {
+// from a pattern's groups (JSON literals), or returns a variable's error.
+func (l *linearAPI) lookup(text string, vars map[string]any) (*linQuery, map[string]any, *linErr) {
 	q, groups := l.queries[text], []string(nil)
 	for _, p := range l.pattern {
 		if m := p.re.FindStringSubmatch(text); q == nil && m != nil {
@@ -250,13 +249,13 @@ func (l *linearAPI) lookup(text string, vars map[string]any) (*linQuery, map[str
 		}
 	}
 	if q == nil || q.Error != nil {
-		return q, nil
+		return q, nil, nil
 	}
 	for _, n := range slices.Sorted(maps.Keys(q.Vars)) {
 		typ := q.Vars[n]
 		v, ok := vars[n]
 		if (!ok || v == nil) && strings.HasSuffix(typ, "!") {
-			return q, map[string]any{"!": gqlError(fmt.Sprintf("Variable \"$%s\" of required type \"%s\" was not provided.", n, typ), "BAD_USER_INPUT")}
+			return q, nil, &linErr{fmt.Sprintf("Variable \"$%s\" of required type \"%s\" was not provided.", n, typ), "BAD_USER_INPUT"}
 		}
 		if !ok || v == nil {
 			continue
@@ -265,7 +264,7 @@ func (l *linearAPI) lookup(text string, vars map[string]any) (*linQuery, map[str
 		_, isStr := v.(string)
 		if strings.HasPrefix(typ, "Int") && !isNum || strings.HasPrefix(typ, "String") && !isStr {
 			b, _ := json.Marshal(v)
-			return q, map[string]any{"!": gqlError(fmt.Sprintf("Variable \"$%s\" got invalid value %s; %s cannot represent value: %s", n, b, strings.TrimSuffix(typ, "!"), b), "BAD_USER_INPUT")}
+			return q, nil, &linErr{fmt.Sprintf("Variable \"$%s\" got invalid value %s; %s cannot represent value: %s", n, b, strings.TrimSuffix(typ, "!"), b), "BAD_USER_INPUT"}
 		}
 	}
 	args := map[string]any{}
@@ -286,13 +285,11 @@ func (l *linearAPI) lookup(text string, vars map[string]any) (*linQuery, map[str
 			args[k] = a
 		}
 	}
-	return q, args
+	return q, args, nil
 }
 
-// linErr is an error raised while resolving; it goes into "errors" with
-// "data": null and status 200, as Linear answers.
-type linErr struct{ msg, code string }
-
+// An error raised while resolving goes into "errors" with "data": null
+// and status 200, as Linear answers.
 func notFound(kind string) *linErr { return &linErr{"Entity not found: " + kind, "INPUT_ERROR"} }
 
 // resolve answers one root field. Caller holds l.mu.
@@ -421,30 +418,4 @@ func selectFields(v any, paths []string) any {
 		return out
 	}
 	return v
-}
-
-// authenticate checks Linear's two schemes: a personal API key is the bare
-// Authorization value; an OAuth access token is sent as Bearer.
-func (l *linearAPI) authenticate(c *call) bool {
-	v, ok := c.authHeader()
-	fail := func(status int, msg string) bool {
-		linearErrors(c.w, status, gqlError(msg, "AUTHENTICATION_ERROR"))
-		return false
-	}
-	if !ok || v == "" {
-		return fail(http.StatusUnauthorized, "Authentication required, not authenticated")
-	}
-	if tok, bearer := strings.CutPrefix(v, "Bearer "); bearer {
-		switch k, found := c.srv.lookupToken(Linear, tok); {
-		case found && k == kindOAuth:
-			return true
-		case found && k == kindPAT:
-			return fail(http.StatusBadRequest, "It looks like you're trying to use an API key as a Bearer token. Remove the Bearer prefix from the Authorization header.")
-		}
-		return fail(http.StatusUnauthorized, "Authentication failed: invalid or expired OAuth access token")
-	}
-	if k, found := c.srv.lookupToken(Linear, v); found && k == kindPAT {
-		return true
-	}
-	return fail(http.StatusUnauthorized, "Authentication failed: invalid API key")
 }
