@@ -3,6 +3,7 @@ package fakeapi
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/tidwall/gjson"
 	"net/http"
 	"regexp"
 	"strconv"
@@ -41,7 +42,7 @@ type (
 
 type dnsimpleAPI struct {
 	mu      sync.Mutex
-	tmpl    map[string]any
+	tmpl    map[string]gjson.Result
 	domains []dnsDomain
 	records map[string][]dnsRecord // zone name -> records
 	nextID  int64
@@ -65,7 +66,7 @@ func newDNSimple() *dnsimpleAPI {
 	}
 	d.nextID = int64(d.domains[len(d.domains)-1]["id"].(float64)) + 1
 	d.mux = routes{
-		"GET /v2/whoami":                                              func(c *call) { writeJSON(c.w, http.StatusOK, d.tmpl["whoami"]) },
+		"GET /v2/whoami":                                              func(c *call) { writeJSON(c.w, http.StatusOK, fill(d.tmpl["whoami"], nil)) },
 		"GET /v2/{account}/domains":                                   d.listDomains,
 		"GET /v2/{account}/zones/{zone}/records":                      d.listRecords,
 		"GET /v2/{account}/registrar/domains/{domain}/check":          d.check,

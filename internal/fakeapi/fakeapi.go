@@ -1,44 +1,30 @@
 // Package fakeapi is a local HTTPS fake of the providers pinned ships
-// manifests for: GitHub, DNSimple, Stripe, HubSpot and Linear. It is for
-// tests and for `pinned demo` only; nothing in production imports it.
+// manifests for: GitHub, DNSimple, Stripe, HubSpot and Linear, for tests
+// and `pinned demo` only (nothing in production imports it).
 //
-// [New] generates, in memory, an ECDSA P-256 certificate authority and one
-// leaf certificate naming every provider host (API hosts and OAuth hosts),
-// "localhost", 127.0.0.1 and ::1, and serves TLS (HTTP/1.1 and h2) on a
-// loopback address only. A client reaches the fake by trusting [Server.CAPool]
-// and dialing [Server.Addr] whatever host it asks for ([Server.DialContext],
-// [Server.Client]); the request's Host header picks the provider.
+// [New] generates in memory a CA and one leaf certificate naming every
+// provider host (API and OAuth), "localhost", 127.0.0.1 and ::1, and
+// serves TLS (HTTP/1.1 and h2) on loopback only. A client trusts
+// [Server.CAPool] and dials [Server.Addr] whatever host it asks for
+// ([Server.DialContext], [Server.Client]); the Host header picks the
+// provider.
 //
-// The fake behaves like the real APIs where pinned depends on it:
-//   - each provider's credential scheme is checked exactly (Bearer for
-//     GitHub, DNSimple, Stripe and HubSpot; the bare key for a Linear
-//     personal key, Bearer for a Linear OAuth token) and a wrong or missing
-//     credential gets 401 with the provider's own error envelope;
-//   - responses use the real envelopes, field sets and sizes (a 100-repo
-//     GitHub /user/repos page is 500–600 KB). They are data, embedded from
-//     testdata/: recorded-shape JSON templates per provider
-//     (testdata/<provider>/templates.json) filled with the recorded rows of
-//     the provider's account (repos.json, zones.json, objects.json,
-//     workspace.json; GitHub's issues alone come from a generator seeded
-//     per repository); Linear's GraphQL answers are canned,
-//     keyed by the exact query text the manifests send
-//     (testdata/linear/queries.json). The code is left for auth, routing,
-//     paging, quirks and write state;
-//   - writes are accepted and reflected in later reads (state per Server);
-//   - unknown routes get 404 in the provider's envelope; request bodies are
-//     capped at 1 MiB.
+// The fake is data where it can be: each provider's hosts, credentials,
+// answer headers, error envelope and messages and OAuth quirks are
+// testdata/providers.json; its answers are recorded-shape templates
+// (testdata/<provider>/templates.json) filled with the recorded rows of
+// its account (repos.json, zones.json, objects.json, workspace.json), and
+// Linear's GraphQL answers are canned by query text (queries.json). Code
+// is left for auth (each provider's scheme, checked exactly; 401 in its
+// envelope), routing (404 in its envelope), paging, quirks and write
+// state (writes show in later reads; GitHub's issues alone come from a
+// generator seeded per repository). Request bodies are capped at 1 MiB.
 //
-// Every request is recorded ([Server.Requests]) so tests can assert exactly
-// what arrived, and [Server.SetHandler] lets a test take over any request
-// (redirects, rate limits, slow or huge bodies).
-//
-// The OAuth side (oauth.go) serves each provider's authorization endpoint
-// (auto-approving) and token endpoint on the hosts and paths of the
-// manifests' auth.oauth blocks: the OAuth hosts (github.com, dnsimple.com,
-// connect.stripe.com, app.hubspot.com, linear.app) through routeOAuth, the
-// token endpoints that live on API hosts through routeOAuthAPI. Access
-// tokens it issues are valid API credentials of kind OAuth that expire
-// (401 after expiry, [Server.SetClock], [Server.SetOAuthLifetime]).
+// Every request is recorded ([Server.Requests]) and [Server.SetHandler]
+// lets a test take over any request. The OAuth side (oauth.go) serves
+// each provider's authorization (auto-approving) and token endpoints;
+// the access tokens it issues are API credentials that expire
+// ([Server.SetClock], [Server.SetOAuthLifetime]).
 package fakeapi
 
 import (
@@ -91,7 +77,7 @@ type provider struct {
 	// Headers are set on every API answer; ${reset} (Unix seconds an hour
 	// from now), ${reset_ms} (the same in milliseconds), ${uuid} and
 	// ${request_id} (random) are filled in per request.
-	Headers map[string]string
+	Headers map[string]jsonTemplate
 	// Unauthorized are the 401 messages for a missing and for a wrong
 	// Bearer credential (${masked}: the credential, partly masked).
 	Unauthorized []string
@@ -100,7 +86,7 @@ type provider struct {
 	// Error is the error envelope, filled with ${message}, ${status},
 	// ${uuid} (random), ErrorVals[status] (or else ErrorVals[""]) and the
 	// details an answer adds (apiError).
-	Error     ordered
+	Error     jsonTemplate
 	ErrorVals map[string]map[string]string `json:"error_vals"`
 }
 
@@ -551,7 +537,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	vals := map[string]any{"reset": time.Now().Add(time.Hour).Unix(), "reset_ms": time.Now().Add(time.Hour).UnixMilli(),
 		"uuid": mint([]any{"", "uuid", 0.0}), "request_id": mint([]any{"", "alnum", 14.0})}
 	for k, v := range p.Headers {
-		w.Header().Set(k, fmt.Sprint(fill(v, vals)))
+		w.Header().Set(k, fmt.Sprint(fill(v.Result, vals)))
 	}
 	c := &call{w: w, r: r, body: body, srv: s, p: p}
 	auth := r.Header.Get("Authorization")
@@ -695,5 +681,5 @@ func errorBody(service string, status int, msg string, details ...string) ordere
 			vals[details[i]] = details[i+1]
 		}
 	}
-	return fill(p.Error, vals).(ordered)
+	return fill(p.Error.Result, vals).(ordered)
 }

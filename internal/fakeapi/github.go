@@ -3,7 +3,9 @@ package fakeapi
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/tidwall/gjson"
 	"maps"
+	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"slices"
@@ -51,7 +53,7 @@ type ghRepo struct {
 
 type githubAPI struct {
 	mu      sync.Mutex
-	tmpl    map[string]any
+	tmpl    map[string]gjson.Result
 	viewer  map[string]any
 	users   []map[string]any // the people issues are drawn from
 	verbs   []string         // and the words of their titles
@@ -89,7 +91,7 @@ func newGitHub() *githubAPI {
 	for _, v := range d.Repos {
 		v["owner"] = fill(g.tmpl["user"], owners[v["owner"]])
 		if k, ok := v["license"].(string); ok {
-			v["license"] = g.tmpl["licenses"].(ordered).get1(k)
+			v["license"] = fill(g.tmpl["licenses"], nil).(ordered).get1(k)
 		}
 		if _, ok := v["dependabot"]; ok {
 			v["security_and_analysis"] = fill(g.tmpl["security_and_analysis"], v)
@@ -129,7 +131,7 @@ func nodeID(prefix string, id int64) string {
 // labels is the label set every repository has (GitHub's defaults).
 func (g *githubAPI) labels(repo *ghRepo) []any {
 	var out []any
-	for i, d := range g.tmpl["labels"].([]any) {
+	for i, d := range fill(g.tmpl["labels"], nil).([]any) {
 		d := d.([]any)
 		id := repo.id*10 + int64(i)
 		out = append(out, fill(g.tmpl["label"], map[string]any{"id": id, "node_id": nodeID("LA_kwDO", id),
@@ -221,7 +223,7 @@ func (g *githubAPI) serve(c *call) {
 func (g *githubAPI) getUser(c *call) {
 	me := maps.Clone(g.viewer)
 	me["user_view_type"] = "private"
-	writeJSON(c.w, http.StatusOK, append(fill(g.tmpl["user"], me).(ordered), g.tmpl["viewer"].(ordered)...))
+	writeJSON(c.w, http.StatusOK, append(fill(g.tmpl["user"], me).(ordered), fill(g.tmpl["viewer"], nil).(ordered)...))
 }
 
 // writePage answers one page (per_page: default 30, capped at 100; page:
@@ -405,4 +407,22 @@ func (g *githubAPI) createIssue(c *call) {
 		c.w.Header().Set("Location", is["u"].(string))
 		writeJSON(c.w, http.StatusCreated, fill(g.tmpl["issue"], is))
 	}
+}
+
+// newRand returns a deterministic generator for one service's data.
+func newRand(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, 0x70696e6e6564)) }
+
+// choose returns one element of xs, chosen by r (not the manifest's pick).
+func choose[T any](r *rand.Rand, xs []T) T { return xs[r.IntN(len(xs))] }
+
+// dataNow is the fake's "now": generated timestamps lie before it.
+var dataNow = time.Date(2026, 5, 11, 16, 40, 0, 0, time.UTC)
+
+// randTime returns a time between from and dataNow, whole seconds.
+func randTime(r *rand.Rand, from time.Time) time.Time {
+	span := dataNow.Sub(from)
+	if span <= 0 {
+		return from
+	}
+	return from.Add(time.Duration(r.Int64N(int64(span/time.Second))) * time.Second)
 }

@@ -42,7 +42,7 @@ type hsKind struct {
 
 // hsData is testdata/hubspot/crm.json.
 var hsData = func() (d struct {
-	Account             ordered
+	Account             jsonTemplate
 	Contacts, Companies *hsKind
 }) {
 	loadData("hubspot/crm.json", &d)
@@ -67,7 +67,7 @@ func newHubSpot() *hubspotAPI {
 	h.nextID = d.Contacts[len(d.Contacts)-1].ID
 	h.id() // the next id after the last recorded one
 	h.mux = routes{
-		"GET /account-info/v3/details":      func(c *call) { writeJSON(c.w, http.StatusOK, hsData.Account) },
+		"GET /account-info/v3/details":      func(c *call) { writeJSON(c.w, http.StatusOK, fill(hsData.Account.Result, nil)) },
 		"GET /crm/v3/objects/contacts":      func(c *call) { h.list(c, hsContacts) },
 		"POST /crm/v3/objects/contacts":     h.createContact,
 		"GET /crm/v3/objects/contacts/{id}": func(c *call) { h.get(c, hsContacts, c.r.PathValue("id")) },

@@ -3,7 +3,6 @@ package fakeapi
 import (
 	"bytes"
 	"cmp"
-	"embed"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -32,21 +31,6 @@ import (
 
 // LinearOrgKey is the URL key of the fake Linear workspace.
 const LinearOrgKey = "pinned-fake"
-
-//go:embed testdata
-var dataFS embed.FS
-
-// loadData decodes one embedded data file (testdata/<provider>/<name>);
-// the files are part of the fake, so an error is a programming error.
-func loadData(path string, v any) {
-	b, err := dataFS.ReadFile("testdata/" + path)
-	if err == nil {
-		err = json.Unmarshal(b, v)
-	}
-	if err != nil {
-		panic(fmt.Sprintf("fakeapi: data file %s: %v", path, err))
-	}
-}
 
 // obj is a recorded-shape JSON object of the fake's data.
 type obj = map[string]any
@@ -419,3 +403,11 @@ func selectFields(v any, paths []string) any {
 	}
 	return v
 }
+
+// slug makes a URL slug of at most 60 characters from a title.
+func slug(s string) string {
+	s = strings.TrimLeft(nonSlug.ReplaceAllString(strings.ToLower(s), "-"), "-")
+	return strings.TrimSuffix(s[:min(len(s), 60)], "-")
+}
+
+var nonSlug = regexp.MustCompile(`[^a-z0-9]+`)

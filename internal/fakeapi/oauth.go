@@ -5,11 +5,13 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"html"
 	"mime"
 	"net/http"
 	"net/url"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -18,62 +20,40 @@ import (
 )
 
 // The OAuth 2.0 side of the fake (RFC 6749 authorization code grant, RFC
-// 7636 PKCE, RFC 6749 section 6 refresh). For each provider it serves:
-//
-//   - the authorization endpoint, which auto-approves: it validates
-//     client_id, redirect_uri, response_type=code, state, the requested
-//     scope and (for providers that support it) the PKCE challenge, records
-//     the request ([Server.AuthorizeRequests]) and redirects to redirect_uri
-//     with code and state;
-//   - the token endpoint, with the authorization_code grant (PKCE verified)
-//     and the refresh_token grant. Codes and refresh tokens are single-use:
-//     presenting one twice fails like the provider fails it.
-//
-// Provider quirks reproduced (they are what a client must cope with), all
-// of them data in testdata/providers.json:
-//
-//   - GitHub answers form-encoded unless the request says
-//     "Accept: application/json", and reports every error with HTTP 200 and
-//     an "error" field (bad_verification_code, bad_refresh_token,
-//     incorrect_client_credentials, redirect_uri_mismatch). Access tokens
-//     live 8 hours (expires_in 28800) with rotating refresh tokens.
-//   - HubSpot answers JSON with expires_in 1800 and reports errors as HTTP
-//     400 {"status":"BAD_REFRESH_TOKEN"|"BAD_AUTH_CODE"|...,"message":...}
-//     without an RFC 6749 "error" field.
-//   - Linear: expires_in 86399 (24 hours), scope as a JSON array, scopes
-//     requested comma-separated.
-//   - DNSimple issues neither a refresh token nor expires_in.
-//   - Stripe is Connect: no expires_in, a refresh token, stripe_user_id and
-//     stripe_publishable_key; only scope read_write is granted (read_only
-//     needs Stripe's approval and is refused as invalid_scope).
-//
-// The fake is stricter than some providers: every refresh token is
-// single-use (HubSpot's real ones are reusable), which is the behaviour a
-// client must survive.
+// 7636 PKCE, RFC 6749 section 6 refresh): per provider, the authorization
+// endpoint, which validates the request, records it
+// ([Server.AuthorizeRequests]) and auto-approves, and the token endpoint
+// (authorization_code with PKCE verified, refresh_token). Codes and
+// refresh tokens are single-use (stricter than HubSpot, whose refresh
+// tokens are reusable: the behaviour a client must survive). Each
+// provider's quirks are data (testdata/providers.json): GitHub's
+// form-encoded answers and errors with HTTP 200, HubSpot's error
+// envelope, lifetimes, scope separators and known scopes, Stripe
+// Connect's extra members, DNSimple's tokens without refresh or expiry.
 
 // oauthProvider describes one provider's OAuth endpoints and quirks
-// (testdata/providers.json).
+// (testdata/providers.json, whose "about" documents each member).
 type oauthProvider struct {
-	Service       string              `json:"-"`
-	AuthorizeHost string              `json:"authorize_host"`
-	AuthorizePath string              `json:"authorize_path"`
-	TokenHost     string              `json:"token_host"`
-	TokenPath     string              `json:"token_path"`
-	PKCE          bool                // accepts RFC 7636 S256 challenges
-	Refresh       bool                // issues refresh tokens
-	Lifetime      int                 // default access-token lifetime in seconds; 0 = does not expire
-	ScopeSep      string              `json:"scope_sep"` // separator of the scope parameter
-	Scopes        []string            // the scopes it knows; nil = any
-	ClientID      string              `json:"client_id"`      // the default client
-	ClientSecret  string              `json:"client_secret"`  // (for Stripe a platform secret key)
-	CodeFormat    []any               `json:"code_format"`    // [prefix, "alnum"|"hex"|"uuid", length]
-	AccessFormat  []any               `json:"access_format"`  // the same
-	RefreshFormat []any               `json:"refresh_format"` // the same; nil = no refresh tokens
-	RedirectScope bool                `json:"redirect_scope"` // the redirect carries the granted scope
-	FormAnswers   bool                `json:"form_answers"`   // form-encoded unless the request accepts JSON
-	Answer        ordered             // the token answer template
-	Errors        map[tokenErr][2]any // tokenErr -> [name, HTTP status]
-	ErrorAnswer   ordered             `json:"error_answer"` // the token error template
+	Service       string `json:"-"`
+	AuthorizeHost string `json:"authorize_host"`
+	AuthorizePath string `json:"authorize_path"`
+	TokenHost     string `json:"token_host"`
+	TokenPath     string `json:"token_path"`
+	PKCE          bool
+	Refresh       bool
+	Lifetime      int
+	ScopeSep      string `json:"scope_sep"`
+	Scopes        []string
+	ClientID      string `json:"client_id"`
+	ClientSecret  string `json:"client_secret"`
+	CodeFormat    []any  `json:"code_format"`
+	AccessFormat  []any  `json:"access_format"`
+	RefreshFormat []any  `json:"refresh_format"`
+	RedirectScope bool   `json:"redirect_scope"`
+	FormAnswers   bool   `json:"form_answers"`
+	Answer        jsonTemplate
+	Errors        map[tokenErr][2]any
+	ErrorAnswer   jsonTemplate `json:"error_answer"`
 }
 
 // mint returns a fresh random token in format f.
@@ -91,6 +71,8 @@ func mint(f []any) string {
 	}
 	return prefix + randChars(n, alnum)
 }
+
+const alnum = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 
 // randChars returns n characters of alphabet from crypto/rand.
 func randChars(n int, alphabet string) string {
@@ -355,19 +337,8 @@ func validChallenge(c string) bool {
 	return err == nil && len(b) == sha256.Size
 }
 
-// validVerifier reports whether v is a code verifier: 43 to 128 characters
-// of [A-Za-z0-9-._~] (RFC 7636 section 4.1).
-func validVerifier(v string) bool {
-	if len(v) < 43 || len(v) > 128 {
-		return false
-	}
-	for _, c := range []byte(v) {
-		if !(c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '.' || c == '_' || c == '~') {
-			return false
-		}
-	}
-	return true
-}
+// verifierSyntax is the syntax of a code verifier (RFC 7636 section 4.1).
+var verifierSyntax = regexp.MustCompile(`^[A-Za-z0-9._~-]{43,128}$`)
 
 func s256(verifier string) string {
 	h := sha256.Sum256([]byte(verifier))
@@ -487,7 +458,7 @@ const (
 func tokenFail(w http.ResponseWriter, r *http.Request, p *oauthProvider, e tokenErr, desc string) {
 	w.Header().Set("Cache-Control", "no-store")
 	name, status := p.Errors[e][0], int(p.Errors[e][1].(float64))
-	tokenAnswer(w, r, p, status, fill(p.ErrorAnswer, map[string]any{"error": name, "description": desc, "uuid": mint([]any{"", "uuid", 0.0})}).(ordered))
+	tokenAnswer(w, r, p, status, fill(p.ErrorAnswer.Result, map[string]any{"error": name, "description": desc, "uuid": mint([]any{"", "uuid", 0.0})}).(ordered))
 }
 
 // tokenAnswer writes a token-endpoint answer: JSON, or for a provider
@@ -500,6 +471,9 @@ func tokenAnswer(w http.ResponseWriter, r *http.Request, p *oauthProvider, statu
 	}
 	v := url.Values{}
 	for _, f := range fields {
+		if raw, ok := f.v.(json.RawMessage); ok { // a literal of the template
+			f.v = string(raw)
+		}
 		v.Set(f.k, fmt.Sprint(f.v))
 	}
 	b := v.Encode()
@@ -625,7 +599,7 @@ func (s *Server) exchangeCode(p *oauthProvider, form url.Values, clientID string
 		return "", errBadCode, "the code passed is incorrect or expired"
 	case form.Get("redirect_uri") != c.redirectURI:
 		return "", errBadRedirect, "the redirect_uri MUST match the registered callback URL for this application"
-	case c.challenge != "" && (!validVerifier(verifier) || subtle.ConstantTimeCompare([]byte(s256(verifier)), []byte(c.challenge)) != 1):
+	case c.challenge != "" && (!verifierSyntax.MatchString(verifier) || subtle.ConstantTimeCompare([]byte(s256(verifier)), []byte(c.challenge)) != 1):
 		return "", errBadCode, "the code_verifier does not match the code_challenge"
 	case c.challenge == "" && verifier != "":
 		return "", errBadCode, "a code_verifier was sent but the authorization request had no code_challenge"
@@ -674,7 +648,7 @@ func (s *Server) issue(w http.ResponseWriter, r *http.Request, p *oauthProvider,
 	if scope != "" {
 		scopes = strings.Split(scope, p.ScopeSep)
 	}
-	answer := fill(p.Answer, map[string]any{"access": access, "refresh": refresh, "expires_in": int(lifetime / time.Second),
+	answer := fill(p.Answer.Result, map[string]any{"access": access, "refresh": refresh, "expires_in": int(lifetime / time.Second),
 		"scope": scope, "scopes": scopes, "publishable_key": mint([]any{"pk_test_", "alnum", 40.0})}).(ordered)
 	tokenAnswer(w, r, p, http.StatusOK, answer)
 }

@@ -2,6 +2,7 @@ package fakeapi
 
 import (
 	"fmt"
+	"github.com/tidwall/gjson"
 	"mime"
 	"net/http"
 	"net/url"
@@ -26,7 +27,7 @@ const stripeDefaultVersion = "2024-06-20"
 
 type stripeAPI struct {
 	mu      sync.Mutex
-	tmpl    map[string]any              // testdata/stripe/templates.json, in Stripe's key order
+	tmpl    map[string]gjson.Result     // testdata/stripe/templates.json, in Stripe's key order
 	objects map[string][]map[string]any // kind -> the values of its template, newest first
 	mux     *http.ServeMux
 }
@@ -38,7 +39,7 @@ func newStripe() *stripeAPI {
 	loadData("stripe/objects.json", &d)
 	s := &stripeAPI{tmpl: loadTemplates("stripe/templates.json"), objects: map[string][]map[string]any{"customer": d.Customers, "charge": d.Charges}}
 	s.mux = routes{
-		"GET /v1/account":    func(c *call) { writeJSON(c.w, http.StatusOK, s.tmpl["account"]) },
+		"GET /v1/account":    func(c *call) { writeJSON(c.w, http.StatusOK, fill(s.tmpl["account"], nil)) },
 		"GET /v1/balance":    s.balance,
 		"GET /v1/customers":  func(c *call) { s.list(c, "customer", "email") },
 		"POST /v1/customers": s.createCustomer,
