@@ -66,28 +66,18 @@ const (
 	HostLinear   = "api.linear.app"
 )
 
-// provider is one entry of testdata/providers.json.
+// provider is one entry of testdata/providers.json, whose "about"
+// documents its members.
 type provider struct {
-	Service    string
-	Host       string         // API host
-	OAuthHost  string         `json:"oauth_host"` // host of the authorization page
-	Token      string         // the fixed pasted credential
-	OAuthToken string         `json:"oauth_token"` // the fixed OAuth access token
-	OAuth      *oauthProvider // the OAuth side (oauth.go)
-	// Headers are set on every API answer; ${reset} (Unix seconds an hour
-	// from now), ${reset_ms} (the same in milliseconds), ${uuid} and
-	// ${request_id} (random) are filled in per request.
-	Headers map[string]jsonTemplate
-	// Unauthorized are the 401 messages for a missing and for a wrong
-	// Bearer credential (${masked}: the credential, partly masked).
-	Unauthorized []string
-	// NotFound is the message of an unknown route's 404 (${method}, ${path}).
-	NotFound string `json:"not_found"`
-	// Error is the error envelope, filled with ${message}, ${status},
-	// ${uuid} (random), ErrorVals[status] (or else ErrorVals[""]) and the
-	// details an answer adds (apiError).
-	Error     jsonTemplate
-	ErrorVals map[string]map[string]string `json:"error_vals"`
+	Service, Host, Token string
+	OAuthHost            string         `json:"oauth_host"`
+	OAuthToken           string         `json:"oauth_token"`
+	OAuth                *oauthProvider // the OAuth side (oauth.go)
+	Headers              map[string]jsonTemplate
+	Unauthorized         []string
+	NotFound             string `json:"not_found"`
+	Error                jsonTemplate
+	ErrorVals            map[string]map[string]string `json:"error_vals"`
 }
 
 // providers are the services the fake serves, in a stable order.
@@ -139,28 +129,19 @@ func OAuthToken(service string) string { return providerOf(service).OAuthToken }
 // maxBody caps every request body the fake reads.
 const maxBody = 1 << 20
 
-// maxRecorded bounds the recorder; past it the oldest half is dropped at
-// once (amortized constant time per request, where dropping one at a time
-// moved the whole slice on every request), so a long-running demo does not
-// grow without bound.
+// maxRecorded bounds the recorder (a long-running demo); past it the
+// oldest half is dropped at once, in amortized constant time.
 const maxRecorded = 10000
 
 // Request is one request as the fake received it.
 type Request struct {
-	// Host is the request's host without a port, lower-cased.
-	Host string
-	// Method is the HTTP method.
-	Method string
-	// Path is the escaped path (r.URL.EscapedPath()).
-	Path string
-	// RawQuery is the query string without "?".
-	RawQuery string
-	// Header is a copy of the request headers (Go canonical names).
-	Header http.Header
-	// Body is the request body, at most 1 MiB.
-	Body []byte
-	// Time is when the request arrived.
-	Time time.Time
+	Host     string      // without a port, lower-cased
+	Method   string      // the HTTP method
+	Path     string      // the escaped path (r.URL.EscapedPath())
+	RawQuery string      // the query string without "?"
+	Header   http.Header // a copy of the request headers (Go canonical names)
+	Body     []byte      // the request body, at most 1 MiB
+	Time     time.Time   // when the request arrived
 }
 
 // Option configures New.
@@ -230,9 +211,8 @@ type Server struct {
 	reqs   []Request
 	hook   func(http.ResponseWriter, *http.Request) bool
 	// answers caches successful GET answers made with a service's fixed
-	// token (which never expires), cleared by every other request and by
-	// every token change: the fake regenerates and re-encodes every answer
-	// otherwise, which would make benchmarks measure the fake.
+	// token, cleared by every other request and token change, lest
+	// benchmarks measure the fake regenerating its answers.
 	answers map[string]*httptest.ResponseRecorder
 
 	oauth *oauthState
@@ -275,6 +255,7 @@ func New(opts ...Option) (*Server, error) {
 		certs:    c,
 		done:     make(chan struct{}),
 		tokens:   map[[2]string]credential{},
+		answers:  map[string]*httptest.ResponseRecorder{},
 		oauth:    newOAuthState(),
 		github:   newGitHub(),
 		dnsimple: newDNSimple(),
@@ -411,7 +392,7 @@ func (s *Server) addToken(service, token string, k tokenKind, lifetime time.Dura
 func (s *Server) RevokeToken(service, token string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.answers = nil
+	clear(s.answers)
 	delete(s.tokens, [2]string{service, token})
 }
 
@@ -500,38 +481,32 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	if hook != nil && hook(w, r) {
 		return
 	}
-	var p *provider
+	var p, oauth *provider // the provider whose API host, or OAuth host, this is
 	for _, q := range providers {
-		if q.Host == host {
+		switch host {
+		case q.Host:
 			p = q
+		case q.OAuthHost:
+			oauth = q
 		}
-	}
-	if p == nil {
-		for _, q := range providers {
-			if q.OAuthHost == host && !s.serveOAuth(w, r, q.Service, host) {
-				w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-				w.WriteHeader(http.StatusNotFound)
-				fmt.Fprintf(w, "fakeapi: %s OAuth host has no endpoint %s %s\n", q.Service, r.Method, r.URL.Path)
-			}
-			if q.OAuthHost == host {
-				return
-			}
-		}
-		writeJSON(w, http.StatusMisdirectedRequest, map[string]string{"message": "fakeapi: no service at host " + host})
-		return
 	}
 	var mbe *http.MaxBytesError
 	switch {
+	case p == nil && oauth != nil:
+		if !s.serveOAuth(w, r, oauth.Service, host) {
+			http.Error(w, fmt.Sprintf("fakeapi: %s OAuth host has no endpoint %s %s", oauth.Service, r.Method, r.URL.Path), http.StatusNotFound)
+		}
+		return
+	case p == nil:
+		writeJSON(w, http.StatusMisdirectedRequest, map[string]string{"message": "fakeapi: no service at host " + host})
+		return
 	case errors.As(err, &mbe):
 		apiError(w, p.Service, http.StatusRequestEntityTooLarge, "request body too large")
 		return
 	case err != nil: // the client went away mid-body; nothing useful to answer
 		apiError(w, p.Service, http.StatusBadRequest, "could not read the request body")
 		return
-	}
-	// The OAuth token endpoints on API hosts (DNSimple, HubSpot, Linear)
-	// come before the API's own credential check.
-	if s.serveOAuth(w, r, p.Service, host) {
+	case s.serveOAuth(w, r, p.Service, host): // token endpoints on API hosts come before the API's credential check
 		return
 	}
 	vals := map[string]any{"reset": time.Now().Add(time.Hour).Unix(), "reset_ms": time.Now().Add(time.Hour).UnixMilli(),
@@ -541,28 +516,23 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	c := &call{w: w, r: r, body: body, srv: s, p: p}
 	auth := r.Header.Get("Authorization")
+	key := host + r.URL.RequestURI() + "\x00" + auth + "\x00" + r.Header.Get("Accept")
+	s.mu.Lock()
+	if r.Method != http.MethodGet {
+		clear(s.answers) // a write may change any later answer
+	}
+	rec := s.answers[key]
+	s.mu.Unlock()
 	if r.Method != http.MethodGet || (auth != "Bearer "+p.Token && auth != p.Token) {
-		if r.Method != http.MethodGet {
-			s.mu.Lock()
-			s.answers = nil // a write may change any later answer
-			s.mu.Unlock()
-		}
 		s.apis[p.Service](c)
 		return
 	}
-	key := p.Service + "\x00" + r.URL.EscapedPath() + "?" + r.URL.RawQuery + "\x00" + auth + "\x00" + r.Header.Get("Accept")
-	s.mu.Lock()
-	rec := s.answers[key]
-	s.mu.Unlock()
 	if rec == nil {
 		rec = httptest.NewRecorder()
 		c.w = rec
 		s.apis[p.Service](c)
 		if rec.Code >= 200 && rec.Code < 300 {
 			s.mu.Lock()
-			if s.answers == nil {
-				s.answers = map[string]*httptest.ResponseRecorder{}
-			}
 			s.answers[key] = rec
 			s.mu.Unlock()
 		}
