@@ -48,32 +48,19 @@ type linQuery struct {
 	re      *regexp.Regexp
 }
 
-type linTeam struct {
-	id, key    string
-	obj        obj
-	states     []obj
-	nextNumber int
-}
-
-type linIssue struct {
-	team *linTeam
-	obj  obj
-}
-
 type linearAPI struct {
 	mu      sync.Mutex
-	queries map[string]*linQuery
-	pattern []*linQuery
+	queries []*linQuery
 	users   []obj
 	byName  map[string]obj // displayName -> user
-	teams   []*linTeam
-	issues  []*linIssue
+	teams   []any          // of obj
+	issues  []obj          // each with its team obj
 }
 
 var linPriorityLabels = []string{"No priority", "Urgent", "High", "Medium", "Low"}
 
 // newLinear loads the canned queries and the recorded workspace, and
-// fills in the ids and references of the members the queries select.
+// fills in the references of the members the queries select.
 func newLinear() *linearAPI {
 	var qs struct{ Queries []*linQuery }
 	loadData("linear/queries.json", &qs)
@@ -82,13 +69,10 @@ func newLinear() *linearAPI {
 		Users, Teams, Labels, Issues []obj
 	}
 	loadData("linear/workspace.json", &ws)
-	l := &linearAPI{queries: map[string]*linQuery{}, byName: map[string]obj{}}
+	l := &linearAPI{queries: qs.Queries, byName: map[string]obj{}}
 	for _, q := range qs.Queries {
 		if q.Pattern != "" {
 			q.re = regexp.MustCompile(q.Pattern)
-			l.pattern = append(l.pattern, q)
-		} else {
-			l.queries[q.Query] = q
 		}
 	}
 	for _, u := range ws.Users {
@@ -96,12 +80,9 @@ func newLinear() *linearAPI {
 		l.users = append(l.users, u)
 		l.byName[u["displayName"].(string)] = u
 	}
+	teams := map[any]obj{}
 	for _, t := range ws.Teams {
-		team := &linTeam{id: t["id"].(string), key: t["key"].(string), obj: t, nextNumber: 1}
-		for _, s := range t["states"].([]any) {
-			team.states = append(team.states, s.(obj))
-		}
-		l.teams = append(l.teams, team)
+		l.teams, teams[t["key"]] = append(l.teams, t), t
 	}
 	labels := map[any]obj{}
 	for _, lb := range ws.Labels {
@@ -112,38 +93,36 @@ func newLinear() *linearAPI {
 		for _, n := range is["labels"].([]any) {
 			ls = append(ls, labels[n])
 		}
-		l.addIssue(is, is["team"].(string), is["state"].(string), ls)
+		l.addIssue(is, teams[is["team"]], is["state"].(string), ls)
 	}
 	return l
 }
 
-// addIssue completes a recorded issue (its identifier, url and
-// references) and appends it. Caller holds l.mu or owns l.
-func (l *linearAPI) addIssue(is obj, teamKey, state string, labels []any) *linIssue {
-	var team *linTeam
-	for _, t := range l.teams {
-		if t.key == teamKey {
-			team = t
+// addIssue completes an issue (its identifier, url and references) and
+// appends it. Caller holds l.mu or owns l.
+func (l *linearAPI) addIssue(is, team obj, state string, labels []any) obj {
+	n := 1
+	for _, i := range l.issues {
+		if i["team"].(obj)["key"] == team["key"] {
+			n++
 		}
 	}
-	ident := team.key + "-" + strconv.Itoa(team.nextNumber)
-	team.nextNumber++
+	ident := team["key"].(string) + "-" + strconv.Itoa(n)
 	is["identifier"] = ident
 	is["url"] = "https://linear.app/" + LinearOrgKey + "/issue/" + ident + "/" + slug(is["title"].(string))
 	p, _ := is["priority"].(float64)
 	is["priority"], is["priorityLabel"] = int(p), linPriorityLabels[int(p)]
-	for _, s := range team.states {
-		if s["name"] == state {
+	for _, s := range team["states"].([]any) {
+		if s.(obj)["name"] == state {
 			is["state"] = s
 		}
 	}
 	if a, ok := is["assignee"].(string); ok {
 		is["assignee"] = l.byName[a]
 	}
-	is["team"], is["creator"], is["labels"] = team.obj, l.byName[is["creator"].(string)], obj{"nodes": append([]any{}, labels...)}
-	li := &linIssue{team: team, obj: is}
-	l.issues = append(l.issues, li)
-	return li
+	is["team"], is["creator"], is["labels"] = team, l.byName[is["creator"].(string)], obj{"nodes": append([]any{}, labels...)}
+	l.issues = append(l.issues, is)
+	return is
 }
 
 // gqlTypes are Linear's extensions.type of each error code
@@ -226,10 +205,10 @@ func (l *linearAPI) answer(c *call, query string, vars map[string]any) {
 // "$name" from the variables (checked against the declared types), "$1"…
 // from a pattern's groups (JSON literals), or returns a variable's error.
 func (l *linearAPI) lookup(text string, vars map[string]any) (*linQuery, map[string]any, *linErr) {
-	q, groups := l.queries[text], []string(nil)
-	for _, p := range l.pattern {
-		if m := p.re.FindStringSubmatch(text); q == nil && m != nil {
-			q, groups = p, m
+	var q *linQuery
+	for _, e := range l.queries {
+		if e.Query == text || e.re != nil && e.re.MatchString(text) {
+			q = e
 		}
 	}
 	if q == nil || q.Error != nil {
@@ -251,7 +230,10 @@ func (l *linearAPI) lookup(text string, vars map[string]any) (*linQuery, map[str
 			return q, nil, &linErr{fmt.Sprintf("Variable \"$%s\" got invalid value %s; %s cannot represent value: %s", n, b, strings.TrimSuffix(typ, "!"), b), "BAD_USER_INPUT"}
 		}
 	}
-	args := map[string]any{}
+	args, groups := map[string]any{}, []string(nil)
+	if q.re != nil {
+		groups = q.re.FindStringSubmatch(text)
+	}
 	for k, a := range q.Args {
 		s, isRef := a.(string)
 		switch {
@@ -283,22 +265,18 @@ func (l *linearAPI) resolve(field string, args map[string]any) (any, *linErr) {
 	case "viewer":
 		return l.users[0], nil
 	case "teams":
-		nodes := make([]any, len(l.teams))
-		for i, t := range l.teams {
-			nodes[i] = t.obj
-		}
-		return connection(nodes, args)
+		return connection(l.teams, args)
 	case "issue":
 		for _, i := range l.issues {
-			if i.obj["id"] == str("id") || strings.EqualFold(i.obj["identifier"].(string), str("id")) {
-				return i.obj, nil
+			if i["id"] == str("id") || strings.EqualFold(i["identifier"].(string), str("id")) {
+				return i, nil
 			}
 		}
 		return nil, notFound("Issue")
 	case "issues":
-		list := make([]*linIssue, 0, len(l.issues))
+		list := []any{}
 		for _, i := range l.issues {
-			if team := str("team"); team == "" || i.team.key == team {
+			if team := str("team"); team == "" || i["team"].(obj)["key"] == team {
 				list = append(list, i)
 			}
 		}
@@ -306,17 +284,13 @@ func (l *linearAPI) resolve(field string, args map[string]any) (any, *linErr) {
 		if str("orderBy") == "updatedAt" {
 			order = "updatedAt"
 		}
-		sort.SliceStable(list, func(a, b int) bool { return list[a].obj[order].(string) > list[b].obj[order].(string) })
-		nodes := make([]any, len(list))
-		for i, is := range list {
-			nodes[i] = is.obj
-		}
-		return connection(nodes, args)
+		sort.SliceStable(list, func(a, b int) bool { return list[a].(obj)[order].(string) > list[b].(obj)[order].(string) })
+		return connection(list, args)
 	case "issueCreate":
-		var team *linTeam
+		var team obj
 		for _, t := range l.teams {
-			if t.id == str("teamId") {
-				team = t
+			if t.(obj)["id"] == str("teamId") {
+				team = t.(obj)
 			}
 		}
 		if team == nil {
@@ -328,8 +302,8 @@ func (l *linearAPI) resolve(field string, args map[string]any) (any, *linErr) {
 		now := isoMilli(time.Now())
 		is := obj{"id": mint([]any{"", "uuid", 0.0}), "title": str("title"), "description": args["description"], "priority": 0.0, "estimate": nil, "dueDate": nil,
 			"creator": l.users[0]["displayName"], "createdAt": now, "updatedAt": now}
-		li := l.addIssue(is, team.key, team.states[1]["name"].(string), nil)
-		return obj{"success": true, "issue": li.obj}, nil
+		is = l.addIssue(is, team, team["states"].([]any)[1].(obj)["name"].(string), nil)
+		return obj{"success": true, "issue": is}, nil
 	}
 	return nil, &linErr{"fakeapi: no resolver for field " + field, "GRAPHQL_VALIDATION_FAILED"}
 }

@@ -15,10 +15,7 @@ import (
 // for.
 func TestLinearCannedQueries(t *testing.T) {
 	l := newLinear()
-	all := append([]*linQuery{}, l.pattern...)
-	for _, q := range l.queries {
-		all = append(all, q)
-	}
+	all := l.queries
 	if len(all) < 20 {
 		t.Fatalf("%d canned queries loaded", len(all))
 	}

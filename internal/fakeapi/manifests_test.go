@@ -209,7 +209,7 @@ func TestManifestsAgainstFake(t *testing.T) {
 		DNSimple: {"account": int64(DNSimpleAccountID), "zone": s.dnsimple.domains[0]["name"], "domain": "pinned-conformance-test.com", "registrant_id": int64(DNSimpleRegistrantID)},
 		Stripe:   {"email": "conformance@example.com", "name": "Conformance Test"},
 		HubSpot:  {"contact_id": strconv.FormatInt(s.hubspot.objects[hsContacts][0].ID, 10), "email": "conformance@example.org", "firstname": "Con", "lastname": "Formance"},
-		Linear:   {"id": "ENG-1", "team_id": s.linear.teams[0].id, "title": "Conformance issue"},
+		Linear:   {"id": "ENG-1", "team_id": s.linear.teams[0].(obj)["id"], "title": "Conformance issue"},
 	}
 	// Fields legitimately absent from every element of the sample answer
 	// (a field under a null parent counts as present).
