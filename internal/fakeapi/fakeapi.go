@@ -13,12 +13,12 @@
 // answer headers, error envelope and messages and OAuth quirks are
 // testdata/providers.json; its answers are recorded-shape templates
 // (testdata/<provider>/templates.json) filled with the recorded rows of
-// its account (repos.json, zones.json, objects.json, workspace.json), and
-// Linear's GraphQL answers are canned by query text (queries.json). Code
-// is left for auth (each provider's scheme, checked exactly; 401 in its
-// envelope), routing (404 in its envelope), paging, quirks and write
-// state (writes show in later reads; GitHub's issues alone come from a
-// generator seeded per repository). Request bodies are capped at 1 MiB.
+// its account (repos.json, issues.json, zones.json, objects.json,
+// workspace.json), and Linear's GraphQL answers are canned by query text
+// (queries.json). Code is left for auth (each provider's scheme, checked
+// exactly; 401 in its envelope), routing (404 in its envelope), paging,
+// quirks and write state (writes show in later reads). Request bodies are
+// capped at 1 MiB.
 //
 // Every request is recorded ([Server.Requests]) and [Server.SetHandler]
 // lets a test take over any request. The OAuth side (oauth.go) serves

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"github.com/tidwall/gjson"
 	"maps"
-	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"slices"
@@ -23,10 +22,9 @@ import (
 //
 // Every answer is a recorded-shape template of testdata/github/templates.json
 // (users, repositories with their ~80 members, issues, labels, Pages
-// sites) filled with the recorded rows of testdata/github/repos.json; a
-// repository's issues are generated on first use, seeded by its id. The
-// code keeps only auth, routing, paging (per_page/page, Link headers),
-// sorting and the issue write.
+// sites) filled with the recorded rows of testdata/github/repos.json and
+// issues.json. The code keeps only auth, routing, paging (per_page/page,
+// Link headers), sorting and the issue write.
 
 // GitHubViewer is the login of the fake GitHub user the tokens belong to.
 const GitHubViewer = "pinned-tester"
@@ -43,50 +41,49 @@ const (
 // ghRepo is one repository: the values its template is filled with
 // (a row of testdata/github/repos.json), and the ones the code reads.
 type ghRepo struct {
-	vals    map[string]any
-	id      int64
-	full    string
-	created time.Time
-	open    int
-	pages   ordered // the Pages site, or nil
+	vals  map[string]any
+	id    int64
+	full  string
+	open  int
+	pages ordered // the Pages site, or nil
 }
 
 type githubAPI struct {
-	mu      sync.Mutex
-	tmpl    map[string]gjson.Result
-	viewer  map[string]any
-	users   []map[string]any // the people issues are drawn from
-	verbs   []string         // and the words of their titles
-	objects []string
-	repos   []*ghRepo
-	byName  map[string]*ghRepo         // lower-case full name
-	issues  map[int64][]map[string]any // the values of the issue template
-	nextID  int64
-	mux     *http.ServeMux
+	mu     sync.Mutex
+	tmpl   map[string]gjson.Result
+	viewer map[string]any
+	people map[any]map[string]any // users by login
+	rows   []ghIssue              // testdata/github/issues.json
+	repos  []*ghRepo
+	byName map[string]*ghRepo         // lower-case full name
+	issues map[int64][]map[string]any // the values of the issue template
+	nextID int64
+	mux    *http.ServeMux
 }
 
 // newGitHub loads the recorded repositories (testdata/github/repos.json)
 // and completes each row: its owner, license, security settings and Pages
 // site are filled from the templates.
 func newGitHub() *githubAPI {
-	var d struct {
-		Users, Orgs, Repos []map[string]any
-		Verbs, Objects     []string
-	}
+	var d struct{ Users, Orgs, Repos []map[string]any }
 	loadData("github/repos.json", &d)
+	var is struct{ Issues []ghIssue }
+	loadData("github/issues.json", &is)
 	g := &githubAPI{
-		tmpl:    loadTemplates("github/templates.json"),
-		viewer:  d.Users[0],
-		users:   d.Users,
-		verbs:   d.Verbs,
-		objects: d.Objects,
-		byName:  map[string]*ghRepo{},
-		issues:  map[int64][]map[string]any{},
-		nextID:  3100000000,
+		tmpl:   loadTemplates("github/templates.json"),
+		viewer: d.Users[0],
+		people: map[any]map[string]any{},
+		rows:   is.Issues,
+		byName: map[string]*ghRepo{},
+		issues: map[int64][]map[string]any{},
+		nextID: 3100000000,
 	}
 	owners := map[any]map[string]any{}
 	for _, u := range append(d.Users, d.Orgs...) {
 		owners[u["login"]] = u
+	}
+	for _, u := range d.Users {
+		g.people[u["login"]] = u
 	}
 	for _, v := range d.Repos {
 		v["owner"] = fill(g.tmpl["user"], owners[v["owner"]])
@@ -96,8 +93,7 @@ func newGitHub() *githubAPI {
 		if _, ok := v["dependabot"]; ok {
 			v["security_and_analysis"] = fill(g.tmpl["security_and_analysis"], v)
 		}
-		created, _ := time.Parse(time.RFC3339, v["created_at"].(string))
-		repo := &ghRepo{vals: v, id: int64(v["id"].(float64)), full: v["full"].(string), created: created, open: int(v["open_issues_count"].(float64))}
+		repo := &ghRepo{vals: v, id: int64(v["id"].(float64)), full: v["full"].(string), open: int(v["open_issues_count"].(float64))}
 		if v["has_pages"] == true {
 			repo.pages = fill(g.tmpl["pages"], v).(ordered)
 		}
@@ -140,51 +136,47 @@ func (g *githubAPI) labels(repo *ghRepo) []any {
 	return out
 }
 
-// repoIssues returns the issues of a repository, generating them on first
-// use (deterministically from the repository id). Caller holds g.mu.
+// ghIssue is a row of testdata/github/issues.json.
+type ghIssue struct {
+	Title, Body, User, Assignee string
+	CreatedAt                   string `json:"created_at"`
+	ClosedAt                    string `json:"closed_at"`
+	Comments                    int
+	Labels                      []string
+	PullRequest                 bool `json:"pull_request"`
+}
+
+// repoIssues returns the issues of a repository, made on first use of the
+// recorded rows as testdata/github/issues.json says. Caller holds g.mu.
 func (g *githubAPI) repoIssues(repo *ghRepo) []map[string]any {
 	if is, ok := g.issues[repo.id]; ok {
 		return is
 	}
-	r := newRand(uint64(repo.id))
-	labels := g.labels(repo)
-	total := repo.open + r.IntN(30)
-	var out []map[string]any
-	open := 0
+	labels := map[any]any{}
+	for _, l := range g.labels(repo) {
+		labels[l.(ordered).get1("name")] = l
+	}
+	total, out := repo.open+int(repo.id%30), []map[string]any{}
 	for n := 1; n <= total; n++ {
-		c := randTime(r, repo.created)
-		title := choose(r, g.verbs) + " " + choose(r, g.objects)
-		body := fmt.Sprintf("Steps to reproduce:\n\n1. Open %s\n2. Try the %s\n\nExpected it to work; it did not.", repo.full, choose(r, g.objects))
-		is := g.newIssue(repo, n, title, body, choose(r, g.users), c)
-		is["comments"] = r.IntN(12)
-		var ls []any
-		for _, l := range labels {
-			if r.IntN(5) == 0 {
-				ls = append(ls, l)
-			}
+		row := g.rows[(int(repo.id)+n)%len(g.rows)]
+		created, closed := max(row.CreatedAt, repo.vals["created_at"].(string)), max(row.ClosedAt, repo.vals["created_at"].(string))
+		is := g.newIssue(repo, n, row.Title, strings.ReplaceAll(row.Body, "${repo}", repo.full), g.people[row.User], created)
+		is["comments"], is["labels"] = row.Comments, []any{}
+		for _, name := range row.Labels {
+			is["labels"] = append(is["labels"].([]any), labels[name])
 		}
-		if ls != nil {
-			is["labels"] = ls
+		if a, ok := g.people[row.Assignee]; ok {
+			is["assignee"] = fill(g.tmpl["user"], a)
+			is["assignees"] = []any{is["assignee"]}
 		}
-		if r.IntN(3) == 0 {
-			a := fill(g.tmpl["user"], choose(r, g.users[:4]))
-			is["assignee"], is["assignees"] = a, []any{a}
-		}
-		pr := r.IntN(4) == 0
-		if pr {
-			is["draft"] = false
-			is["merged_at"] = nil
-		}
-		if open < repo.open && (total-n < repo.open-open || r.IntN(2) == 0) {
-			open++
-		} else {
-			closed := iso(randTime(r, c))
+		if n <= total-repo.open {
 			is["state"], is["closed_at"], is["updated_at"], is["state_reason"] = "closed", closed, closed, "completed"
-			if pr {
-				is["merged_at"], is["state_reason"] = closed, nil
-			}
 		}
-		if pr {
+		if row.PullRequest {
+			is["draft"], is["merged_at"] = false, is["closed_at"]
+			if is["state"] == "closed" {
+				is["state_reason"] = nil
+			}
 			is["pull_request"] = fill(g.tmpl["pull_request"], is)
 		}
 		out = append(out, is)
@@ -193,7 +185,7 @@ func (g *githubAPI) repoIssues(repo *ghRepo) []map[string]any {
 	return out
 }
 
-func (g *githubAPI) newIssue(repo *ghRepo, n int, title string, body any, user map[string]any, created time.Time) map[string]any {
+func (g *githubAPI) newIssue(repo *ghRepo, n int, title string, body any, user map[string]any, created string) map[string]any {
 	g.nextID++
 	id := g.nextID
 	ru := ghAPI + "/repos/" + repo.full
@@ -205,7 +197,7 @@ func (g *githubAPI) newIssue(repo *ghRepo, n int, title string, body any, user m
 		"u": ru + "/issues/" + strconv.Itoa(n), "repo_url": ru, "repo_html": ghWeb + "/" + repo.full,
 		"id": id, "node_id": nodeID("I_kwDO", id), "number": n, "title": title, "user": fill(g.tmpl["user"], user),
 		"labels": []any{}, "state": "open", "assignee": nil, "assignees": []any{}, "comments": 0,
-		"created_at": iso(created), "updated_at": iso(created), "closed_at": nil, "author_association": assoc,
+		"created_at": created, "updated_at": created, "closed_at": nil, "author_association": assoc,
 		"body": body, "state_reason": nil,
 	}
 }
@@ -400,29 +392,11 @@ func (g *githubAPI) createIssue(c *call) {
 		})
 	default:
 		all := g.repoIssues(repo)
-		is := g.newIssue(repo, len(all)+1, in.Title, in.Body, g.viewer, time.Now())
+		is := g.newIssue(repo, len(all)+1, in.Title, in.Body, g.viewer, iso(time.Now()))
 		g.issues[repo.id] = append(all, is)
 		repo.open++
 		repo.vals["open_issues_count"], repo.vals["open_issues"] = repo.open, repo.open
 		c.w.Header().Set("Location", is["u"].(string))
 		writeJSON(c.w, http.StatusCreated, fill(g.tmpl["issue"], is))
 	}
-}
-
-// newRand returns a deterministic generator for one service's data.
-func newRand(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, 0x70696e6e6564)) }
-
-// choose returns one element of xs, chosen by r (not the manifest's pick).
-func choose[T any](r *rand.Rand, xs []T) T { return xs[r.IntN(len(xs))] }
-
-// dataNow is the fake's "now": generated timestamps lie before it.
-var dataNow = time.Date(2026, 5, 11, 16, 40, 0, 0, time.UTC)
-
-// randTime returns a time between from and dataNow, whole seconds.
-func randTime(r *rand.Rand, from time.Time) time.Time {
-	span := dataNow.Sub(from)
-	if span <= 0 {
-		return from
-	}
-	return from.Add(time.Duration(r.Int64N(int64(span/time.Second))) * time.Second)
 }
