@@ -1,6 +1,8 @@
 package fakeapi
 
 import (
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"github.com/tidwall/gjson"
@@ -108,20 +110,10 @@ func newGitHub() *githubAPI {
 	return g
 }
 
-// nodeID makes a GraphQL-style global id.
+// nodeID makes a GraphQL-style global id, deterministic in id.
 func nodeID(prefix string, id int64) string {
-	const b64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
-	var b strings.Builder
-	b.WriteString(prefix)
-	x := uint64(id)*2654435761 + 0x9e3779b97f4a7c15
-	for range 10 {
-		b.WriteByte(b64[x%64])
-		x /= 64
-		if x == 0 {
-			x = uint64(id) + 7
-		}
-	}
-	return b.String()
+	h := sha256.Sum256(strconv.AppendInt(nil, id, 10))
+	return prefix + base64.RawURLEncoding.EncodeToString(h[:])[:10]
 }
 
 // labels is the label set every repository has (GitHub's defaults).

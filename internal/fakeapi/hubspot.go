@@ -21,9 +21,6 @@ import (
 // POST /crm/v3/objects/contacts, GET /crm/v3/objects/contacts/{id},
 // GET /crm/v3/objects/companies.
 
-// HubSpotPortalID is the id of the fake HubSpot account (portal).
-const HubSpotPortalID = 24601234
-
 // hsObject is one CRM object (a row of testdata/hubspot/objects.json).
 type hsObject struct {
 	ID        int64             `json:"id"`

@@ -289,20 +289,14 @@ func (s *Server) serveOAuth(w http.ResponseWriter, r *http.Request, service, hos
 	return true
 }
 
-// loopbackURI reports whether u is an http(s) URI on a loopback host.
-func loopbackURI(raw string) bool {
-	u, err := url.Parse(raw)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.User != nil {
-		return false
-	}
-	return slices.Contains([]string{"127.0.0.1", "::1", "localhost"}, u.Hostname())
-}
-
+// redirectOK reports whether uri is one of c's redirect URIs or, when it
+// has none, an http(s) URI on a loopback host.
 func (c *oauthClient) redirectOK(uri string) bool {
-	if c.redirects == nil {
-		return loopbackURI(uri)
+	if c.redirects != nil {
+		return slices.Contains(c.redirects, uri)
 	}
-	return slices.Contains(c.redirects, uri)
+	u, err := url.Parse(uri)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.User == nil && slices.Contains([]string{"127.0.0.1", "::1", "localhost"}, u.Hostname())
 }
 
 // oauthPage answers an authorization-endpoint error that must not
