@@ -155,8 +155,6 @@ func (d *dnsimpleAPI) listRecords(c *call) {
 // labels of letters, digits and inner hyphens, 63 characters at most each.
 var domainName = regexp.MustCompile(`^(?i)[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)+$`)
 
-func validDomain(name string) bool { return len(name) <= 253 && domainName.MatchString(name) }
-
 // availability follows the rule in the file comment. Caller holds d.mu.
 func (d *dnsimpleAPI) availability(name string) (available, premium bool) {
 	if d.findDomain(name) != nil {
@@ -172,22 +170,29 @@ func (d *dnsimpleAPI) availability(name string) (available, premium bool) {
 	return true, false
 }
 
-func (d *dnsimpleAPI) check(c *call) {
+// domain returns the request's domain, lower-cased, or answers that it is
+// not one.
+func domain(c *call) (string, bool) {
 	name := strings.ToLower(c.r.PathValue("domain"))
-	if !validDomain(name) {
+	if len(name) > 253 || !domainName.MatchString(name) {
 		apiError(c.w, DNSimple, http.StatusBadRequest, fmt.Sprintf("`%s` is an invalid domain", name))
-		return
+		return "", false
 	}
-	d.mu.Lock()
-	avail, premium := d.availability(name)
-	d.mu.Unlock()
-	writeJSON(c.w, http.StatusOK, map[string]any{"data": ordered{{"domain", name}, {"available", avail}, {"premium", premium}}})
+	return name, true
+}
+
+func (d *dnsimpleAPI) check(c *call) {
+	if name, ok := domain(c); ok {
+		d.mu.Lock()
+		avail, premium := d.availability(name)
+		d.mu.Unlock()
+		writeJSON(c.w, http.StatusOK, map[string]any{"data": ordered{{"domain", name}, {"available", avail}, {"premium", premium}}})
+	}
 }
 
 func (d *dnsimpleAPI) register(c *call) {
-	name := strings.ToLower(c.r.PathValue("domain"))
-	if !validDomain(name) {
-		apiError(c.w, DNSimple, http.StatusBadRequest, fmt.Sprintf("`%s` is an invalid domain", name))
+	name, ok := domain(c)
+	if !ok {
 		return
 	}
 	var in struct {
@@ -196,42 +201,35 @@ func (d *dnsimpleAPI) register(c *call) {
 		AutoRenew    *bool        `json:"auto_renew"`
 		PremiumPrice *string      `json:"premium_price"`
 	}
-	if ct := c.r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
-		apiError(c.w, DNSimple, http.StatusBadRequest, "Content-Type must be application/json")
-		return
-	}
-	if err := json.Unmarshal(c.body, &in); err != nil {
-		apiError(c.w, DNSimple, http.StatusBadRequest, "Invalid JSON body")
-		return
-	}
-	if in.RegistrantID == nil {
-		writeJSON(c.w, http.StatusBadRequest, ordered{{"message", "Validation failed"}, {"errors", map[string][]string{"registrant_id": {"can't be blank"}}}})
-		return
-	}
-	rid, err := in.RegistrantID.Int64()
-	if err != nil || rid != DNSimpleRegistrantID {
-		writeJSON(c.w, http.StatusBadRequest, ordered{{"message", "Validation failed"}, {"errors", map[string][]string{"registrant_id": {"is invalid"}}}})
-		return
+	invalid := func(msg string) { // DNSimple's validation envelope
+		writeJSON(c.w, http.StatusBadRequest, ordered{{"message", "Validation failed"}, {"errors", map[string][]string{"registrant_id": {msg}}}})
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	avail, premium := d.availability(name)
-	if !avail {
+	switch err := json.Unmarshal(c.body, &in); {
+	case !strings.HasPrefix(c.r.Header.Get("Content-Type"), "application/json"):
+		apiError(c.w, DNSimple, http.StatusBadRequest, "Content-Type must be application/json")
+	case err != nil:
+		apiError(c.w, DNSimple, http.StatusBadRequest, "Invalid JSON body")
+	case in.RegistrantID == nil:
+		invalid("can't be blank")
+	case in.RegistrantID.String() != strconv.Itoa(DNSimpleRegistrantID):
+		invalid("is invalid")
+	case !avail:
 		apiError(c.w, DNSimple, http.StatusBadRequest, fmt.Sprintf("The domain `%s` is not available for registration", name))
-		return
-	}
-	if premium && in.PremiumPrice == nil {
+	case premium && in.PremiumPrice == nil:
 		apiError(c.w, DNSimple, http.StatusBadRequest, fmt.Sprintf("`%s` is a premium domain; `premium_price` is required to register it", name))
-		return
+	default:
+		now := time.Now().UTC()
+		exp := now.AddDate(1, 0, 0)
+		dom := dnsDomain{"id": float64(d.nextID), "registrant_id": DNSimpleRegistrantID, "name": name, "state": "registered",
+			"auto_renew": in.AutoRenew != nil && *in.AutoRenew, "private_whois": in.WhoisPrivacy != nil && *in.WhoisPrivacy,
+			"expires_at": iso(exp), "expires_on": exp.Format("2006-01-02"), "created_at": iso(now), "updated_at": iso(now)}
+		d.nextID++
+		d.domains = append(d.domains, dom)
+		writeJSON(c.w, http.StatusCreated, fill(d.tmpl["registration"], map[string]any{"id": d.regID, "domain_id": dom["id"],
+			"registrant_id": DNSimpleRegistrantID, "auto_renew": dom["auto_renew"], "whois_privacy": dom["private_whois"], "now": iso(now)}))
+		d.regID++
 	}
-	now := time.Now().UTC()
-	exp := now.AddDate(1, 0, 0)
-	dom := dnsDomain{"id": float64(d.nextID), "registrant_id": rid, "name": name, "state": "registered",
-		"auto_renew": in.AutoRenew != nil && *in.AutoRenew, "private_whois": in.WhoisPrivacy != nil && *in.WhoisPrivacy,
-		"expires_at": iso(exp), "expires_on": exp.Format("2006-01-02"), "created_at": iso(now), "updated_at": iso(now)}
-	d.nextID++
-	d.domains = append(d.domains, dom)
-	writeJSON(c.w, http.StatusCreated, fill(d.tmpl["registration"], map[string]any{"id": d.regID, "domain_id": dom["id"],
-		"registrant_id": rid, "auto_renew": dom["auto_renew"], "whois_privacy": dom["private_whois"], "now": iso(now)}))
-	d.regID++
 }
