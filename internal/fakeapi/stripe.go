@@ -80,50 +80,37 @@ func (s *stripeAPI) list(c *call, kind, filter string) {
 	all := s.objects[kind]
 	s.mu.Unlock()
 	q := c.r.URL.Query()
+	limit, ok := intParam(q, "limit", 10)
+	after, unknown := q.Get("starting_after"), ""
+	cursor := slices.IndexFunc(all, func(o map[string]any) bool { return o["id"] == after })
 	for k := range q {
 		if !slices.Contains([]string{"limit", "starting_after", "email", "customer", "created"}, k) {
-			stripeError(c.w, http.StatusBadRequest, "Received unknown parameter: "+k, "parameter_unknown", k)
-			return
+			unknown = k
 		}
 	}
-	limit, ok := intParam(q, "limit", 10)
 	switch {
+	case unknown != "":
+		stripeError(c.w, http.StatusBadRequest, "Received unknown parameter: "+unknown, "parameter_unknown", unknown)
 	case !ok:
 		stripeError(c.w, http.StatusBadRequest, "Invalid integer: "+q.Get("limit"), "parameter_invalid_integer", "limit")
-		return
 	case limit < 1 || limit > 100:
 		stripeError(c.w, http.StatusBadRequest, "This value must be greater than or equal to 1 and less than or equal to 100.", "parameter_invalid_integer", "limit")
-		return
-	}
-	keep := func(o map[string]any) bool { return q.Get(filter) == "" || o[filter] == q.Get(filter) }
-	var filtered []map[string]any
-	for _, o := range all {
-		if keep(o) {
-			filtered = append(filtered, o)
-		}
-	}
-	// starting_after: the page starts after the cursor object's position
-	// in filtered (where it is or would be).
-	start := 0
-	if after := q.Get("starting_after"); after != "" {
-		i := slices.IndexFunc(all, func(o map[string]any) bool { return o["id"] == after })
-		if i < 0 {
-			stripeError(c.w, http.StatusBadRequest, fmt.Sprintf("No such %s: '%s'", kind, after), "resource_missing", "starting_after")
-			return
-		}
-		for _, o := range all[:i+1] {
-			if keep(o) {
-				start++
+	case after != "" && cursor < 0:
+		stripeError(c.w, http.StatusBadRequest, fmt.Sprintf("No such %s: '%s'", kind, after), "resource_missing", "starting_after")
+	default:
+		// The page: the objects the filter keeps after the cursor's position.
+		data, more := []any{}, false
+		for i, o := range all {
+			if i <= cursor || q.Get(filter) != "" && o[filter] != q.Get(filter) {
+				continue
+			} else if len(data) == limit {
+				more = true
+				break
 			}
+			data = append(data, fill(s.tmpl[kind], o))
 		}
+		writeJSON(c.w, http.StatusOK, ordered{{"object", "list"}, {"data", data}, {"has_more", more}, {"url", "/v1/" + kind + "s"}})
 	}
-	end := min(len(filtered), start+limit)
-	data := []any{}
-	for _, o := range filtered[start:end] {
-		data = append(data, fill(s.tmpl[kind], o))
-	}
-	hasMore := end < len(filtered)
-	writeJSON(c.w, http.StatusOK, ordered{{"object", "list"}, {"data", data}, {"has_more", hasMore}, {"url", "/v1/" + kind + "s"}})
 }
 
 func (s *stripeAPI) balance(c *call) {
@@ -141,12 +128,12 @@ func (s *stripeAPI) balance(c *call) {
 
 func (s *stripeAPI) createCustomer(c *call) {
 	mt, _, _ := mime.ParseMediaType(c.r.Header.Get("Content-Type"))
-	if len(c.body) > 0 && mt != "application/x-www-form-urlencoded" {
+	form, err := url.ParseQuery(string(c.body))
+	switch {
+	case len(c.body) > 0 && mt != "application/x-www-form-urlencoded":
 		stripeError(c.w, http.StatusBadRequest, "Invalid request (check that your POST content type is application/x-www-form-urlencoded). If you have any questions, we can help at https://support.stripe.com/.", "", "")
 		return
-	}
-	form, err := url.ParseQuery(string(c.body))
-	if err != nil {
+	case err != nil:
 		stripeError(c.w, http.StatusBadRequest, "Invalid request: the body is not valid form encoding.", "", "")
 		return
 	}
