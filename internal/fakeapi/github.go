@@ -1,6 +1,7 @@
 package fakeapi
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
@@ -89,6 +90,9 @@ func newGitHub() *githubAPI {
 	}
 	for _, v := range d.Repos {
 		v["owner"] = fill(g.tmpl["user"], owners[v["owner"]])
+		if owners[v["owner"].(ordered).get1("login")]["type"] == "Organization" {
+			v["organization"] = v["owner"]
+		}
 		if k, ok := v["license"].(string); ok {
 			v["license"] = fill(g.tmpl["licenses"], nil).(ordered).get1(k)
 		}
@@ -261,9 +265,7 @@ func pageSlice[T any](xs []T, perPage, page int) []T {
 func (g *githubAPI) listRepos(c *call) {
 	q := c.r.URL.Query()
 	vis := q.Get("visibility")
-	switch vis {
-	case "", "all", "public", "private":
-	default:
+	if !slices.Contains([]string{"", "all", "public", "private"}, vis) {
 		apiError(c.w, GitHub, http.StatusUnprocessableEntity, "Validation Failed", "doc", ghDocs+"/repos/repos#list-repositories-for-the-authenticated-user")
 		return
 	}
@@ -307,12 +309,7 @@ func (g *githubAPI) getRepo(c *call) {
 		apiError(c.w, GitHub, http.StatusNotFound, "Not Found", "doc", ghDocs+"/repos/repos#get-a-repository")
 		return
 	}
-	full := map[string]any{"delete_branch_on_merge": repo.id%2 == 0, "network_count": repo.vals["forks_count"],
-		"subscribers_count": int(repo.vals["watchers_count"].(float64))/10 + 1}
-	if o := repo.vals["owner"].(ordered); o.get1("type") == "Organization" {
-		full["organization"] = o
-	}
-	writeJSON(c.w, http.StatusOK, append(fill(g.tmpl["repo"], repo.vals).(ordered), fill(g.tmpl["repo_full"], full).(ordered)...))
+	writeJSON(c.w, http.StatusOK, append(fill(g.tmpl["repo"], repo.vals).(ordered), fill(g.tmpl["repo_full"], repo.vals).(ordered)...))
 }
 
 // getPages serves GET /repos/{owner}/{repo}/pages.
@@ -327,20 +324,17 @@ func (g *githubAPI) getPages(c *call) {
 }
 
 func (g *githubAPI) listIssues(c *call) {
-	state := c.r.URL.Query().Get("state")
-	switch state {
-	case "":
-		state = "open"
-	case "open", "closed", "all":
-	default:
-		apiError(c.w, GitHub, http.StatusUnprocessableEntity, "Validation Failed", "doc", ghDocs+"/issues/issues#list-repository-issues")
-		return
-	}
+	const doc = ghDocs + "/issues/issues#list-repository-issues"
+	state := cmp.Or(c.r.URL.Query().Get("state"), "open")
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	repo := g.findRepo(c)
-	if repo == nil {
-		apiError(c.w, GitHub, http.StatusNotFound, "Not Found", "doc", ghDocs+"/issues/issues#list-repository-issues")
+	switch {
+	case !slices.Contains([]string{"open", "closed", "all"}, state):
+		apiError(c.w, GitHub, http.StatusUnprocessableEntity, "Validation Failed", "doc", doc)
+		return
+	case repo == nil:
+		apiError(c.w, GitHub, http.StatusNotFound, "Not Found", "doc", doc)
 		return
 	}
 	var list []map[string]any
@@ -377,11 +371,8 @@ func (g *githubAPI) createIssue(c *call) {
 	case repo.vals["has_issues"] != true:
 		apiError(c.w, GitHub, http.StatusGone, "Issues are disabled for this repo", "doc", doc)
 	case strings.TrimSpace(in.Title) == "":
-		writeJSON(c.w, http.StatusUnprocessableEntity, ordered{
-			{"message", "Validation Failed"},
-			{"errors", []ordered{{{"resource", "Issue"}, {"code", "missing_field"}, {"field", "title"}}}},
-			{"documentation_url", doc}, {"status", "422"},
-		})
+		missing := []ordered{{{"resource", "Issue"}, {"code", "missing_field"}, {"field", "title"}}}
+		writeJSON(c.w, http.StatusUnprocessableEntity, ordered{{"message", "Validation Failed"}, {"errors", missing}, {"documentation_url", doc}, {"status", "422"}})
 	default:
 		all := g.repoIssues(repo)
 		is := g.newIssue(repo, len(all)+1, in.Title, in.Body, g.viewer, iso(time.Now()))
