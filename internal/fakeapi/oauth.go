@@ -365,15 +365,10 @@ func authorizeError(p *oauthProvider, ar AuthorizeRequest) (code, desc string) {
 // serveAuthorize is the authorization endpoint (RFC 6749 section 4.1.1):
 // it auto-approves a valid request.
 func (s *Server) serveAuthorize(w http.ResponseWriter, r *http.Request, p *oauthProvider) {
-	if r.Method != http.MethodGet {
-		oauthPage(w, http.StatusMethodNotAllowed, "the authorization endpoint takes GET")
-		return
-	}
-	q := r.URL.Query()
+	q, twice := r.URL.Query(), ""
 	for k, vv := range q {
 		if len(vv) > 1 {
-			oauthPage(w, http.StatusBadRequest, "parameter "+k+" given more than once")
-			return
+			twice = k
 		}
 	}
 	var client *oauthClient
@@ -385,11 +380,17 @@ func (s *Server) serveAuthorize(w http.ResponseWriter, r *http.Request, p *oauth
 		CodeChallenge: q.Get("code_challenge"), CodeChallengeMethod: q.Get("code_challenge_method"),
 		Query: q,
 	}
-	if client == nil || ar.ClientID == "" || subtle.ConstantTimeCompare([]byte(ar.ClientID), []byte(client.id)) != 1 {
+	switch {
+	case r.Method != http.MethodGet:
+		oauthPage(w, http.StatusMethodNotAllowed, "the authorization endpoint takes GET")
+		return
+	case twice != "":
+		oauthPage(w, http.StatusBadRequest, "parameter "+twice+" given more than once")
+		return
+	case client == nil || ar.ClientID == "" || subtle.ConstantTimeCompare([]byte(ar.ClientID), []byte(client.id)) != 1:
 		oauthPage(w, http.StatusNotFound, "unknown client_id")
 		return
-	}
-	if ar.RedirectURI == "" || !client.redirectOK(ar.RedirectURI) {
+	case ar.RedirectURI == "" || !client.redirectOK(ar.RedirectURI):
 		oauthPage(w, http.StatusBadRequest, "redirect_uri is missing or not registered for this application")
 		return
 	}
@@ -552,22 +553,17 @@ func (s *Server) serveToken(w http.ResponseWriter, r *http.Request, p *oauthProv
 		}
 		return
 	}
-	if form == nil {
-		tokenFail(w, r, p, errInvalidRequest, "the body must be application/x-www-form-urlencoded")
-		return
-	}
 	id, secret, ok := clientAuth(r, form)
-	if !ok || client == nil || id != client.id || subtle.ConstantTimeCompare([]byte(secret), []byte(client.secret)) != 1 {
-		tokenFail(w, r, p, errBadClient, "the client_id and/or client_secret passed are incorrect")
-		return
-	}
-	var scope string
+	var scope, desc string
 	var e tokenErr
-	var desc string
-	switch grantType {
-	case "authorization_code":
+	switch {
+	case form == nil:
+		e, desc = errInvalidRequest, "the body must be application/x-www-form-urlencoded"
+	case !ok || client == nil || id != client.id || subtle.ConstantTimeCompare([]byte(secret), []byte(client.secret)) != 1:
+		e, desc = errBadClient, "the client_id and/or client_secret passed are incorrect"
+	case grantType == "authorization_code":
 		scope, e, desc = s.exchangeCode(p, form, id)
-	case "refresh_token":
+	case grantType == "refresh_token":
 		scope, e, desc = s.useRefresh(p, form, id)
 	default:
 		e, desc = errBadGrantType, "grant_type must be authorization_code or refresh_token"
