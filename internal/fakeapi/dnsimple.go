@@ -12,13 +12,8 @@ import (
 	"time"
 )
 
-// DNSimple fake: API v2 at api.dnsimple.com.
-//
-// Routes: GET /v2/whoami, GET /v2/{account}/domains,
-// GET /v2/{account}/zones/{zone}/records,
-// GET /v2/{account}/registrar/domains/{domain}/check,
-// POST /v2/{account}/registrar/domains/{domain}/registrations.
-// The domains and their zones' records are recorded
+// DNSimple fake: API v2 at api.dnsimple.com (its routes: the table in
+// newDNSimple). The domains and their zones' records are recorded
 // (testdata/dnsimple/zones.json); a domain registered here has an empty zone.
 //
 // Availability is predictable: a domain the account already has, or whose

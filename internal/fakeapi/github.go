@@ -17,11 +17,8 @@ import (
 	"time"
 )
 
-// GitHub fake: REST API v3 at api.github.com, version 2022-11-28.
-//
-// Routes: GET /user, GET /user/repos, GET /repos/{owner}/{repo},
-// GET /repos/{owner}/{repo}/issues, POST /repos/{owner}/{repo}/issues,
-// GET /repos/{owner}/{repo}/pages (research.go).
+// GitHub fake: REST API v3 at api.github.com, version 2022-11-28 (its
+// routes: the table in newGitHub).
 //
 // Every answer is a recorded-shape template of testdata/github/templates.json
 // (users, repositories with their ~80 members, issues, labels, Pages

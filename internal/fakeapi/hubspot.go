@@ -15,11 +15,8 @@ import (
 	"time"
 )
 
-// HubSpot fake: CRM v3 and account-info v3 at api.hubapi.com.
-//
-// Routes: GET /account-info/v3/details, GET /crm/v3/objects/contacts,
-// POST /crm/v3/objects/contacts, GET /crm/v3/objects/contacts/{id},
-// GET /crm/v3/objects/companies.
+// HubSpot fake: CRM v3 and account-info v3 at api.hubapi.com (its routes:
+// the table in newHubSpot).
 
 // hsObject is one CRM object (a row of testdata/hubspot/objects.json).
 type hsObject struct {

@@ -26,8 +26,8 @@ import (
 // declared variable types (checked as Linear does) and the selected fields
 // as dot paths. The workspace (users, teams and their workflow states,
 // labels, 140 issues, their ids) is recorded-shape data in
-// testdata/linear/workspace.json. Code is left for authentication, paging (first/after cursors,
-// pageInfo), the team filter, ordering and the issueCreate write.
+// testdata/linear/workspace.json. Code is left for paging (first/after
+// cursors, pageInfo), the team filter, ordering and the issueCreate write.
 
 // LinearOrgKey is the URL key of the fake Linear workspace.
 const LinearOrgKey = "pinned-fake"
@@ -322,17 +322,10 @@ func connection(nodes []any, args map[string]any) (any, *linErr) {
 		}
 		first = n
 	}
-	start := 0
-	if a, ok := args["after"].(string); ok && a != "" {
-		start = -1
-		for i, n := range nodes {
-			if n.(obj)["id"] == a {
-				start = i + 1
-			}
-		}
-		if start < 0 {
-			return nil, &linErr{"Argument Validation Error: after is not a valid cursor", "INVALID_INPUT"}
-		}
+	after, _ := args["after"].(string)
+	start := slices.IndexFunc(nodes, func(n any) bool { return n.(obj)["id"] == after }) + 1
+	if after != "" && start == 0 {
+		return nil, &linErr{"Argument Validation Error: after is not a valid cursor", "INVALID_INPUT"}
 	}
 	end := min(len(nodes), start+first)
 	page := nodes[min(start, len(nodes)):end]

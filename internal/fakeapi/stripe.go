@@ -15,8 +15,7 @@ import (
 // Stripe fake: API v1 at api.stripe.com (form-encoded requests, JSON
 // answers with alphabetically ordered keys, as Stripe sends them).
 //
-// Routes: GET /v1/account, GET /v1/customers, POST /v1/customers,
-// GET /v1/charges, GET /v1/balance. The account's customers and charges
+// Its routes: the table in newStripe. The account's customers and charges
 // are recorded (testdata/stripe/objects.json) and filled into the
 // templates (templates.json, kept in Stripe's key order) as they are served.
 
@@ -70,11 +69,10 @@ func (s *stripeAPI) serve(c *call) {
 	c.route(s.mux)
 }
 
-// list serves a Stripe list endpoint of kind ("customer", "charge"):
+// list serves a Stripe list of kind ("customer", "charge", newest first):
 // limit, starting_after and a filter (the parameter of that name equals
 // the member of that name), in the {object: "list", data, has_more, url}
-// envelope. The slice is newest first and never modified in place
-// (writes replace it).
+// envelope.
 func (s *stripeAPI) list(c *call, kind, filter string) {
 	s.mu.Lock()
 	all := s.objects[kind]
