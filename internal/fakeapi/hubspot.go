@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 )
 
 // HubSpot fake: CRM v3 and account-info v3 at api.hubapi.com (its routes:
@@ -115,15 +116,7 @@ func (h *hubspotAPI) serve(c *call) {
 // askedProperties parses the properties parameter (comma-separated,
 // repeatable).
 func askedProperties(q url.Values) []string {
-	var out []string
-	for _, v := range q["properties"] {
-		for _, p := range strings.Split(v, ",") {
-			if p = strings.TrimSpace(p); p != "" {
-				out = append(out, p)
-			}
-		}
-	}
-	return out
+	return strings.FieldsFunc(strings.Join(q["properties"], ","), func(r rune) bool { return r == ',' || unicode.IsSpace(r) })
 }
 
 // list pages a kind's objects by id cursor (limit, after) in HubSpot's
@@ -180,40 +173,36 @@ func (h *hubspotAPI) createContact(c *call) {
 	var in struct {
 		Properties map[string]any `json:"properties"`
 	}
-	if err := json.Unmarshal(c.body, &in); err != nil || in.Properties == nil {
-		apiError(c.w, HubSpot, http.StatusBadRequest, "Invalid input JSON on line 1, column 1: a JSON object with \"properties\" is required")
-		return
-	}
-	props := map[string]string{}
-	names := slices.Sorted(maps.Keys(in.Properties))
-	for _, k := range names {
-		v := in.Properties[k]
-		if !slices.Contains(hsContacts.Schema, k) || k == "hs_object_id" || k == "createdate" || k == "lastmodifieddate" {
-			apiError(c.w, HubSpot, http.StatusBadRequest, fmt.Sprintf("Property values were not valid: [{\"isValid\":false,\"message\":\"Property \\\"%s\\\" does not exist\",\"error\":\"PROPERTY_DOESNT_EXIST\",\"name\":\"%s\"}]", k, k))
-			return
-		}
-		if str, ok := v.(string); ok {
-			props[k] = str
-		} else if v != nil {
-			apiError(c.w, HubSpot, http.StatusBadRequest, fmt.Sprintf("Property values were not valid: %q must be a string", k))
-			return
+	err := json.Unmarshal(c.body, &in)
+	props, names, bad := map[string]string{}, slices.Sorted(maps.Keys(in.Properties)), ""
+	for _, k := range slices.Backward(names) { // the first bad property is reported
+		switch v, isStr := in.Properties[k].(string); {
+		case !slices.Contains(hsContacts.Schema, k) || k == "hs_object_id" || k == "createdate" || k == "lastmodifieddate":
+			bad = fmt.Sprintf("[{\"isValid\":false,\"message\":\"Property \\\"%s\\\" does not exist\",\"error\":\"PROPERTY_DOESNT_EXIST\",\"name\":\"%s\"}]", k, k)
+		case !isStr && in.Properties[k] != nil:
+			bad = fmt.Sprintf("%q must be a string", k)
+		case isStr:
+			props[k] = v
 		}
 	}
 	email := strings.ToLower(props["email"])
-	if email != "" && (!strings.Contains(email, "@") || strings.ContainsAny(email, " \t\r\n")) {
-		apiError(c.w, HubSpot, http.StatusBadRequest, fmt.Sprintf("Property values were not valid: [{\"isValid\":false,\"message\":\"Email address %s is invalid\",\"error\":\"INVALID_EMAIL\",\"name\":\"email\"}]", email))
-		return
+	if bad == "" && email != "" && (!strings.Contains(email, "@") || strings.ContainsAny(email, " \t\r\n")) {
+		bad = fmt.Sprintf("[{\"isValid\":false,\"message\":\"Email address %s is invalid\",\"error\":\"INVALID_EMAIL\",\"name\":\"email\"}]", email)
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for _, o := range h.objects[hsContacts] {
-		if email != "" && strings.EqualFold(o.Props["email"], email) {
-			apiError(c.w, HubSpot, http.StatusConflict, fmt.Sprintf("Contact already exists. Existing ID: %d", o.ID))
-			return
-		}
+	dup := slices.IndexFunc(h.objects[hsContacts], func(o *hsObject) bool { return email != "" && strings.EqualFold(o.Props["email"], email) })
+	switch {
+	case err != nil || in.Properties == nil:
+		apiError(c.w, HubSpot, http.StatusBadRequest, "Invalid input JSON on line 1, column 1: a JSON object with \"properties\" is required")
+	case bad != "":
+		apiError(c.w, HubSpot, http.StatusBadRequest, "Property values were not valid: "+bad)
+	case dup >= 0:
+		apiError(c.w, HubSpot, http.StatusConflict, fmt.Sprintf("Contact already exists. Existing ID: %d", h.objects[hsContacts][dup].ID))
+	default:
+		now := isoMilli(time.Now())
+		o := &hsObject{ID: h.id(), Props: props, CreatedAt: now, UpdatedAt: now}
+		h.objects[hsContacts] = append(h.objects[hsContacts], o)
+		writeJSON(c.w, http.StatusCreated, hsContacts.view(o, append(names, "lastmodifieddate")))
 	}
-	now := isoMilli(time.Now())
-	o := &hsObject{ID: h.id(), Props: props, CreatedAt: now, UpdatedAt: now}
-	h.objects[hsContacts] = append(h.objects[hsContacts], o)
-	writeJSON(c.w, http.StatusCreated, hsContacts.view(o, append(names, "lastmodifieddate")))
 }
