@@ -90,8 +90,7 @@ var providers = func() []*provider {
 	return d.Providers
 }()
 
-// providerOf returns a service's provider, or for an unknown service an
-// empty one (whose strings are "").
+// providerOf returns a service's provider, or an empty one.
 func providerOf(service string) *provider {
 	for _, p := range providers {
 		if p.Service == service {
@@ -114,16 +113,13 @@ func Services() []string {
 // or "" for an unknown service.
 func Host(service string) string { return providerOf(service).Host }
 
-// Token returns the fixed valid pasted credential (personal access token,
-// API key or private app token) of a service, presented the way the
-// service's manifest scheme says: "Authorization: Bearer <token>" for
-// GitHub, DNSimple, Stripe and HubSpot, the bare "Authorization: <token>"
-// for Linear. It returns "" for an unknown service.
+// Token returns the fixed valid pasted credential of a service (or ""),
+// presented as its manifest says: "Authorization: Bearer <token>", for
+// Linear the bare "Authorization: <token>".
 func Token(service string) string { return providerOf(service).Token }
 
-// OAuthToken returns the fixed valid OAuth access token of a service,
-// always presented as "Authorization: Bearer <token>" (RFC 6750). It
-// returns "" for an unknown service.
+// OAuthToken returns the fixed valid OAuth access token of a service (or
+// ""), always presented as "Authorization: Bearer <token>" (RFC 6750).
 func OAuthToken(service string) string { return providerOf(service).OAuthToken }
 
 // maxBody caps every request body the fake reads.

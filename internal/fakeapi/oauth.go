@@ -89,8 +89,7 @@ func randChars(n int, alphabet string) string {
 func oauthOf(service string) *oauthProvider { return providerOf(service).OAuth }
 
 // OAuthEndpoints returns the authorization and token endpoint URLs the
-// fake serves for a service (equal to its manifest's auth.oauth URLs), or
-// empty strings for an unknown service.
+// fake serves for a service (its manifest's auth.oauth URLs), or "".
 func OAuthEndpoints(service string) (authorizeURL, tokenURL string) {
 	if p := oauthOf(service); p.TokenHost != "" {
 		return "https://" + p.AuthorizeHost + p.AuthorizePath, "https://" + p.TokenHost + p.TokenPath
@@ -98,13 +97,11 @@ func OAuthEndpoints(service string) (authorizeURL, tokenURL string) {
 	return "", ""
 }
 
-// OAuthClientID returns the fixed OAuth client id of a service's default
-// client, or "" for an unknown service.
+// OAuthClientID returns the id of a service's default OAuth client, or "".
 func OAuthClientID(service string) string { return oauthOf(service).ClientID }
 
-// OAuthClientSecret returns the fixed client secret of a service's default
-// OAuth client (for Stripe, like the real one, it is a platform secret
-// key), or "" for an unknown service.
+// OAuthClientSecret returns the secret of a service's default OAuth
+// client (for Stripe, as there, a platform secret key), or "".
 func OAuthClientSecret(service string) string { return oauthOf(service).ClientSecret }
 
 // TokenFault makes a service's token endpoint fail ([Server.SetTokenFault]).
