@@ -12,8 +12,9 @@ import (
 	"time"
 )
 
-// Stripe fake: API v1 at api.stripe.com (form-encoded requests, JSON
-// answers with alphabetically ordered keys, as Stripe sends them).
+// Stripe fake: API v1 at api.stripe.com, version 2024-06-20 (form-encoded
+// requests, JSON answers with alphabetically ordered keys, as Stripe sends
+// them).
 //
 // Its routes: the table in newStripe. The account's customers and charges
 // are recorded (testdata/stripe/objects.json) and filled into the
@@ -21,8 +22,6 @@ import (
 
 // StripeAccountID is the id of the fake Stripe account.
 const StripeAccountID = "acct_1FakePinnedDemo0"
-
-const stripeDefaultVersion = "2024-06-20"
 
 type stripeAPI struct {
 	mu      sync.Mutex
@@ -58,11 +57,6 @@ func stripeError(w http.ResponseWriter, status int, msg, code, param string) {
 }
 
 func (s *stripeAPI) serve(c *call) {
-	ver := c.r.Header.Get("Stripe-Version")
-	if ver == "" {
-		ver = stripeDefaultVersion
-	}
-	c.w.Header().Set("Stripe-Version", ver)
 	if !c.authenticate() {
 		return
 	}
@@ -135,17 +129,8 @@ func (s *stripeAPI) createCustomer(c *call) {
 		stripeError(c.w, http.StatusBadRequest, "Invalid request: the body is not valid form encoding.", "", "")
 		return
 	}
-	meta := map[string]any{}
-	for k, v := range form {
-		switch {
-		case k == "email" || k == "name" || k == "description" || k == "phone":
-			if len(v) != 1 {
-				stripeError(c.w, http.StatusBadRequest, "Invalid string: "+k+" was given more than once", "parameter_invalid_string", k)
-				return
-			}
-		case strings.HasPrefix(k, "metadata[") && strings.HasSuffix(k, "]"):
-			meta[k[len("metadata["):len(k)-1]] = v[0]
-		default:
+	for k := range form {
+		if !slices.Contains([]string{"email", "name", "description", "phone"}, k) {
 			stripeError(c.w, http.StatusBadRequest, "Received unknown parameter: "+k, "parameter_unknown", k)
 			return
 		}
@@ -165,7 +150,7 @@ func (s *stripeAPI) createCustomer(c *call) {
 	defer s.mu.Unlock()
 	cust := map[string]any{"id": mint([]any{"cus_", "alnum", 14.0}), "address": nil, "created": time.Now().Unix(),
 		"currency": nil, "delinquent": false, "description": opt("description"), "email": opt("email"),
-		"invoice_prefix": strings.ToUpper(mint([]any{"", "hex", 8.0})), "metadata": meta, "name": opt("name"),
+		"invoice_prefix": strings.ToUpper(mint([]any{"", "hex", 8.0})), "metadata": map[string]any{}, "name": opt("name"),
 		"next_invoice_sequence": 1, "phone": opt("phone")}
 	// Replace, never modify, the slice: list handlers read it unlocked.
 	s.objects["customer"] = append([]map[string]any{cust}, s.objects["customer"]...)
