@@ -149,7 +149,7 @@ func (g *githubAPI) repoIssues(repo *ghRepo) []map[string]any {
 	for _, l := range g.labels(repo) {
 		labels[l.(ordered).get1("name")] = l
 	}
-	total, out := repo.open+int(repo.id%30), []map[string]any{}
+	total, out := int(repo.vals["issue_count"].(float64)), []map[string]any{}
 	for n := 1; n <= total; n++ {
 		row := g.rows[(int(repo.id)+n)%len(g.rows)]
 		created, closed := max(row.CreatedAt, repo.vals["created_at"].(string)), max(row.ClosedAt, repo.vals["created_at"].(string))
