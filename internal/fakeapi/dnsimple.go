@@ -203,11 +203,7 @@ func (d *dnsimpleAPI) register(c *call) {
 	defer d.mu.Unlock()
 	avail, premium := d.availability(name)
 	switch err := json.Unmarshal(c.body, &in); {
-	case !strings.HasPrefix(c.r.Header.Get("Content-Type"), "application/json"):
-		apiError(c.w, DNSimple, http.StatusBadRequest, "Content-Type must be application/json")
-	case err != nil:
-		apiError(c.w, DNSimple, http.StatusBadRequest, "Invalid JSON body")
-	case in.RegistrantID == nil:
+	case err != nil || in.RegistrantID == nil:
 		invalid("can't be blank")
 	case in.RegistrantID.String() != strconv.Itoa(DNSimpleRegistrantID):
 		invalid("is invalid")

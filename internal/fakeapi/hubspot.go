@@ -179,8 +179,6 @@ func (h *hubspotAPI) createContact(c *call) {
 		switch v, isStr := in.Properties[k].(string); {
 		case !slices.Contains(hsContacts.Schema, k) || k == "hs_object_id" || k == "createdate" || k == "lastmodifieddate":
 			bad = fmt.Sprintf("[{\"isValid\":false,\"message\":\"Property \\\"%s\\\" does not exist\",\"error\":\"PROPERTY_DOESNT_EXIST\",\"name\":\"%s\"}]", k, k)
-		case !isStr && in.Properties[k] != nil:
-			bad = fmt.Sprintf("%q must be a string", k)
 		case isStr:
 			props[k] = v
 		}
