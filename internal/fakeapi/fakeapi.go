@@ -252,7 +252,7 @@ func New(opts ...Option) (*Server, error) {
 		done:     make(chan struct{}),
 		tokens:   map[[2]string]credential{},
 		answers:  map[string]*httptest.ResponseRecorder{},
-		oauth:    newOAuthState(),
+		oauth:    &oauthState{services: map[string]*oauthService{}, stop: make(chan struct{})},
 		github:   newGitHub(),
 		dnsimple: newDNSimple(),
 		stripe:   newStripe(),

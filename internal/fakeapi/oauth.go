@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"html"
+	"maps"
 	"mime"
 	"net/http"
 	"net/url"
@@ -136,28 +137,25 @@ type AuthorizeRequest struct {
 	Query url.Values
 }
 
-type oauthClient struct {
-	id, secret string
-	redirects  []string // exact redirect URIs; nil = any loopback http(s) URI
-}
-
 // grant is what an authorization code or a refresh token stands for.
 type grant struct {
-	service, clientID, scope string
-	redirectURI, challenge   string    // codes only
-	expires                  time.Time // codes only
+	clientID, scope        string
+	redirectURI, challenge string    // codes only
+	expires                time.Time // codes only
 }
 
 // oauthService is one service's OAuth state.
 type oauthService struct {
-	client     *oauthClient
-	lifetime   time.Duration // test override; 0 = the provider's
-	codeCount  int           // token requests with grant_type=authorization_code
-	refCount   int           // token requests with grant_type=refresh_token
-	fault      TokenFault
-	faultTimes int    // remaining faulted requests; <= 0 = until cleared
-	denied     string // error code the authorize endpoint answers
-	authorizes []AuthorizeRequest
+	clientID, secret string            // its client
+	redirects        []string          // exact redirect URIs; nil = any loopback http(s) URI
+	codes, refresh   map[string]*grant // live authorization codes and refresh tokens
+	lifetime         time.Duration     // test override; 0 = the provider's
+	codeCount        int               // token requests with grant_type=authorization_code
+	refCount         int               // token requests with grant_type=refresh_token
+	fault            TokenFault
+	faultTimes       int    // remaining faulted requests; <= 0 = until cleared
+	denied           string // error code the authorize endpoint answers
+	authorizes       []AuthorizeRequest
 }
 
 // oauthState is the OAuth side's state. Its mutex is never held together
@@ -165,28 +163,20 @@ type oauthService struct {
 type oauthState struct {
 	mu       sync.Mutex
 	services map[string]*oauthService
-	codes    map[string]*grant // by code
-	refresh  map[string]*grant // by refresh token (live only)
 	stop     chan struct{}
 	stopOnce sync.Once
 }
 
-func newOAuthState() *oauthState {
-	o := &oauthState{services: map[string]*oauthService{}, codes: map[string]*grant{}, refresh: map[string]*grant{}, stop: make(chan struct{})}
-	for _, p := range providers {
-		o.services[p.Service] = &oauthService{client: &oauthClient{id: p.OAuth.ClientID, secret: p.OAuth.ClientSecret}}
-	}
-	return o
-}
-
 func (o *oauthState) close() { o.stopOnce.Do(func() { close(o.stop) }) }
 
-// with runs f on a service's state with o.mu held.
+// with runs f on a service's state with o.mu held; a service starts with
+// its provider's default client.
 func (o *oauthState) with(service string, f func(*oauthService)) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.services[service] == nil {
-		o.services[service] = &oauthService{}
+		p := oauthOf(service)
+		o.services[service] = &oauthService{clientID: p.ClientID, secret: p.ClientSecret, codes: map[string]*grant{}, refresh: map[string]*grant{}}
 	}
 	f(o.services[service])
 }
@@ -220,7 +210,7 @@ func (s *Server) nowLocked() time.Time {
 // what the default client (OAuthClientID, OAuthClientSecret) does.
 func (s *Server) RegisterOAuthClient(service, clientID, clientSecret string, redirectURIs ...string) {
 	s.oauth.with(service, func(st *oauthService) {
-		st.client = &oauthClient{id: clientID, secret: clientSecret, redirects: slices.Clone(redirectURIs)}
+		st.clientID, st.secret, st.redirects = clientID, clientSecret, slices.Clone(redirectURIs)
 	})
 }
 
@@ -286,11 +276,11 @@ func (s *Server) serveOAuth(w http.ResponseWriter, r *http.Request, service, hos
 	return true
 }
 
-// redirectOK reports whether uri is one of c's redirect URIs or, when it
+// redirectOK reports whether uri is one of st's redirect URIs or, when it
 // has none, an http(s) URI on a loopback host.
-func (c *oauthClient) redirectOK(uri string) bool {
-	if c.redirects != nil {
-		return slices.Contains(c.redirects, uri)
+func (st *oauthService) redirectOK(uri string) bool {
+	if st.redirects != nil {
+		return slices.Contains(st.redirects, uri)
 	}
 	u, err := url.Parse(uri)
 	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.User == nil && slices.Contains([]string{"127.0.0.1", "::1", "localhost"}, u.Hostname())
@@ -368,15 +358,18 @@ func (s *Server) serveAuthorize(w http.ResponseWriter, r *http.Request, p *oauth
 			twice = k
 		}
 	}
-	var client *oauthClient
-	var denied string
-	s.oauth.with(p.Service, func(st *oauthService) { client, denied = st.client, st.denied })
 	ar := AuthorizeRequest{
 		ClientID: q.Get("client_id"), RedirectURI: q.Get("redirect_uri"), ResponseType: q.Get("response_type"),
 		Scope: q.Get("scope"), State: q.Get("state"),
 		CodeChallenge: q.Get("code_challenge"), CodeChallengeMethod: q.Get("code_challenge_method"),
 		Query: q,
 	}
+	var client, redirect bool
+	var denied string
+	s.oauth.with(p.Service, func(st *oauthService) {
+		client = st.clientID != "" && subtle.ConstantTimeCompare([]byte(ar.ClientID), []byte(st.clientID)) == 1
+		redirect, denied = ar.RedirectURI != "" && st.redirectOK(ar.RedirectURI), st.denied
+	})
 	switch {
 	case r.Method != http.MethodGet:
 		oauthPage(w, http.StatusMethodNotAllowed, "the authorization endpoint takes GET")
@@ -384,10 +377,10 @@ func (s *Server) serveAuthorize(w http.ResponseWriter, r *http.Request, p *oauth
 	case twice != "":
 		oauthPage(w, http.StatusBadRequest, "parameter "+twice+" given more than once")
 		return
-	case client == nil || ar.ClientID == "" || subtle.ConstantTimeCompare([]byte(ar.ClientID), []byte(client.id)) != 1:
+	case !client:
 		oauthPage(w, http.StatusNotFound, "unknown client_id")
 		return
-	case ar.RedirectURI == "" || !client.redirectOK(ar.RedirectURI):
+	case !redirect:
 		oauthPage(w, http.StatusBadRequest, "redirect_uri is missing or not registered for this application")
 		return
 	}
@@ -410,22 +403,17 @@ func (s *Server) serveAuthorize(w http.ResponseWriter, r *http.Request, p *oauth
 		return
 	}
 	now := s.now()
-	g := &grant{service: p.Service, clientID: ar.ClientID, redirectURI: ar.RedirectURI, scope: ar.Scope, expires: now.Add(10 * time.Minute)}
+	g := &grant{clientID: ar.ClientID, redirectURI: ar.RedirectURI, scope: ar.Scope, expires: now.Add(10 * time.Minute)}
 	if p.PKCE {
 		g.challenge = ar.CodeChallenge
 	}
 	code = mint(p.CodeFormat)
-	o := s.oauth
-	o.mu.Lock()
-	if len(o.codes) >= maxRecorded { // a long-running demo: forget expired codes
-		for k, c := range o.codes {
-			if !now.Before(c.expires) {
-				delete(o.codes, k)
-			}
+	s.oauth.with(p.Service, func(st *oauthService) {
+		if len(st.codes) >= maxRecorded { // a long-running demo: forget expired codes
+			maps.DeleteFunc(st.codes, func(_ string, c *grant) bool { return !now.Before(c.expires) })
 		}
-	}
-	o.codes[code] = g
-	o.mu.Unlock()
+		st.codes[code] = g
+	})
 	v := url.Values{"code": {code}, "state": {ar.State}}
 	if p.RedirectScope {
 		v.Set("scope", ar.Scope)
@@ -515,7 +503,7 @@ func (s *Server) serveToken(w http.ResponseWriter, r *http.Request, p *oauthProv
 		form = r.PostForm
 	}
 	grantType := form.Get("grant_type")
-	fault, client := FaultNone, (*oauthClient)(nil)
+	fault, clientID, clientSecret := FaultNone, "", ""
 	s.oauth.with(p.Service, func(st *oauthService) {
 		switch grantType {
 		case "authorization_code":
@@ -523,7 +511,7 @@ func (s *Server) serveToken(w http.ResponseWriter, r *http.Request, p *oauthProv
 		case "refresh_token":
 			st.refCount++
 		}
-		fault, client = st.fault, st.client
+		fault, clientID, clientSecret = st.fault, st.clientID, st.secret
 		if st.faultTimes > 0 {
 			if st.faultTimes--; st.faultTimes == 0 {
 				st.fault = FaultNone
@@ -556,7 +544,7 @@ func (s *Server) serveToken(w http.ResponseWriter, r *http.Request, p *oauthProv
 	switch {
 	case form == nil:
 		e, desc = errInvalidRequest, "the body must be application/x-www-form-urlencoded"
-	case !ok || client == nil || id != client.id || subtle.ConstantTimeCompare([]byte(secret), []byte(client.secret)) != 1:
+	case !ok || id == "" || id != clientID || subtle.ConstantTimeCompare([]byte(secret), []byte(clientSecret)) != 1:
 		e, desc = errBadClient, "the client_id and/or client_secret passed are incorrect"
 	case grantType == "authorization_code":
 		scope, e, desc = s.exchangeCode(p, form, id)
@@ -576,13 +564,13 @@ func (s *Server) serveToken(w http.ResponseWriter, r *http.Request, p *oauthProv
 // the error to answer.
 func (s *Server) exchangeCode(p *oauthProvider, form url.Values, clientID string) (string, tokenErr, string) {
 	code, verifier := form.Get("code"), form.Get("code_verifier")
-	o := s.oauth
-	o.mu.Lock()
-	c := o.codes[code]
-	delete(o.codes, code) // single use, whatever happens next
-	o.mu.Unlock()
+	var c *grant
+	s.oauth.with(p.Service, func(st *oauthService) {
+		c = st.codes[code]
+		delete(st.codes, code) // single use, whatever happens next
+	})
 	switch {
-	case code == "" || c == nil || c.service != p.Service || c.clientID != clientID || !s.now().Before(c.expires):
+	case code == "" || c == nil || c.clientID != clientID || !s.now().Before(c.expires):
 		return "", errBadCode, "the code passed is incorrect or expired"
 	case form.Get("redirect_uri") != c.redirectURI:
 		return "", errBadRedirect, "the redirect_uri MUST match the registered callback URL for this application"
@@ -600,35 +588,34 @@ func (s *Server) useRefresh(p *oauthProvider, form url.Values, clientID string) 
 	if !p.Refresh {
 		return "", errBadGrantType, "this provider issues no refresh tokens"
 	}
-	rt := form.Get("refresh_token")
-	o := s.oauth
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	g := o.refresh[rt]
-	if rt == "" || g == nil || g.service != p.Service || g.clientID != clientID {
+	rt, g := form.Get("refresh_token"), (*grant)(nil)
+	s.oauth.with(p.Service, func(st *oauthService) {
+		if g = st.refresh[rt]; g != nil && g.clientID == clientID {
+			delete(st.refresh, rt)
+		}
+	})
+	if rt == "" || g == nil || g.clientID != clientID {
 		return "", errBadRefresh, "the refresh token passed is incorrect, expired or already used"
 	}
-	delete(o.refresh, rt)
 	return g.scope, "", ""
 }
 
 // issue mints an access token (a valid API credential of kind OAuth that
 // expires) and, where the provider does, a refresh token, and answers.
 func (s *Server) issue(w http.ResponseWriter, r *http.Request, p *oauthProvider, clientID, scope string) {
-	lifetime := time.Duration(p.Lifetime) * time.Second
+	lifetime, access, refresh := time.Duration(p.Lifetime)*time.Second, mint(p.AccessFormat), ""
+	if p.Refresh {
+		refresh = mint(p.RefreshFormat)
+	}
 	s.oauth.with(p.Service, func(st *oauthService) {
 		if st.lifetime > 0 {
 			lifetime = st.lifetime
 		}
+		if refresh != "" {
+			st.refresh[refresh] = &grant{clientID: clientID, scope: scope}
+		}
 	})
-	access, refresh := mint(p.AccessFormat), ""
 	s.addToken(p.Service, access, kindOAuth, lifetime)
-	if p.Refresh {
-		refresh = mint(p.RefreshFormat)
-		s.oauth.mu.Lock()
-		s.oauth.refresh[refresh] = &grant{service: p.Service, clientID: clientID, scope: scope}
-		s.oauth.mu.Unlock()
-	}
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("Pragma", "no-cache")
 	scopes := []string{}
