@@ -230,9 +230,6 @@ func New(opts ...Option) (*Server, error) {
 			return nil, err
 		}
 	}
-	if err := CheckLoopback(cfg.listen); err != nil {
-		return nil, err
-	}
 	var names []string
 	for _, p := range providers {
 		names = append(names, p.Host, p.OAuthHost)
