@@ -152,13 +152,14 @@ func (l *linearAPI) serve(c *call) {
 		return
 	}
 	var in struct {
-		Query     *string        `json:"query"`
+		Query     string         `json:"query"`
 		Variables map[string]any `json:"variables"`
 	}
 	dec := json.NewDecoder(bytes.NewReader(c.body))
 	dec.UseNumber()
 	decodeErr := dec.Decode(&in)
 	mt, _, _ := mime.ParseMediaType(c.r.Header.Get("Content-Type"))
+	q, args, bad := l.lookup(in.Query, in.Variables)
 	switch {
 	case c.r.URL.EscapedPath() != "/graphql":
 		linearError(c.w, http.StatusNotFound, "Not found: "+c.r.URL.Path, "NOT_FOUND")
@@ -169,50 +170,38 @@ func (l *linearAPI) serve(c *call) {
 		linearError(c.w, http.StatusBadRequest, "This operation has been blocked as a potential Cross-Site Request Forgery (CSRF). Send Content-Type: application/json.", "BAD_REQUEST")
 	case decodeErr != nil:
 		linearError(c.w, http.StatusBadRequest, "POST body sent invalid JSON or `variables` not an object: "+decodeErr.Error(), "BAD_REQUEST")
-	case in.Query == nil || strings.TrimSpace(*in.Query) == "":
+	case strings.TrimSpace(in.Query) == "":
 		linearError(c.w, http.StatusBadRequest, "GraphQL operations must contain a non-empty `query`.", "BAD_REQUEST")
-	default:
-		l.answer(c, *in.Query, in.Variables)
-	}
-}
-
-// answer answers a GraphQL request from its canned entry.
-func (l *linearAPI) answer(c *call, query string, vars map[string]any) {
-	q, args, bad := l.lookup(query, vars)
-	switch {
-	case q == nil:
-		linearError(c.w, http.StatusBadRequest, "fakeapi: no canned answer for this query text; the Linear fake answers the queries listed in internal/fakeapi/testdata/linear/queries.json", "GRAPHQL_VALIDATION_FAILED")
-		return
-	case q.Error != nil:
-		linearError(c.w, q.Status, q.Error.Message, q.Error.Code)
-		return
-	}
-	if bad != nil {
+	case bad != nil: // every canned error is a 400 (linear_test.go)
 		writeJSON(c.w, http.StatusBadRequest, bad.body())
-		return
+	default:
+		l.mu.Lock()
+		v, err := l.resolve(q.Field, args)
+		l.mu.Unlock()
+		if err != nil {
+			writeJSON(c.w, http.StatusOK, append(ordered{{"data", nil}}, err.body()...))
+		} else {
+			writeJSON(c.w, http.StatusOK, ordered{{"data", ordered{{q.Field, selectFields(v, q.Select)}}}})
+		}
 	}
-	l.mu.Lock()
-	v, err := l.resolve(q.Field, args)
-	l.mu.Unlock()
-	if err != nil {
-		writeJSON(c.w, http.StatusOK, append(ordered{{"data", nil}}, err.body()...))
-		return
-	}
-	writeJSON(c.w, http.StatusOK, ordered{{"data", ordered{{q.Field, selectFields(v, q.Select)}}}})
 }
 
 // lookup finds the canned entry of a query text and binds its arguments:
 // "$name" from the variables (checked against the declared types), "$1"…
-// from a pattern's groups (JSON literals), or returns a variable's error.
+// from a pattern's groups (JSON literals), or returns the entry's error, a
+// variable's or that there is no entry.
 func (l *linearAPI) lookup(text string, vars map[string]any) (*linQuery, map[string]any, *linErr) {
 	var q *linQuery
 	for _, e := range l.queries {
-		if e.Query == text || e.re != nil && e.re.MatchString(text) {
+		if e.re == nil && e.Query == text || e.re != nil && e.re.MatchString(text) {
 			q = e
 		}
 	}
-	if q == nil || q.Error != nil {
-		return q, nil, nil
+	switch {
+	case q == nil:
+		return nil, nil, &linErr{"fakeapi: no canned answer for this query text; the Linear fake answers the queries listed in internal/fakeapi/testdata/linear/queries.json", "GRAPHQL_VALIDATION_FAILED"}
+	case q.Error != nil:
+		return nil, nil, &linErr{q.Error.Message, q.Error.Code}
 	}
 	for _, n := range slices.Sorted(maps.Keys(q.Vars)) {
 		typ := q.Vars[n]
