@@ -179,6 +179,9 @@ func iso(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 // isoMilli formats t with milliseconds ("2024-01-02T03:04:05.000Z").
 func isoMilli(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
 
+// validEmail is the loose check Stripe and HubSpot make of an email address.
+func validEmail(s string) bool { return strings.Contains(s, "@") && !strings.ContainsAny(s, " \t\r\n") }
+
 // intParam parses an integer query parameter; ok is false when the value
 // is present but not an integer.
 func intParam(q url.Values, key string, def int) (int, bool) {

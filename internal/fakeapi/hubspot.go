@@ -184,7 +184,7 @@ func (h *hubspotAPI) createContact(c *call) {
 		}
 	}
 	email := strings.ToLower(props["email"])
-	if bad == "" && email != "" && (!strings.Contains(email, "@") || strings.ContainsAny(email, " \t\r\n")) {
+	if bad == "" && email != "" && !validEmail(email) {
 		bad = fmt.Sprintf("[{\"isValid\":false,\"message\":\"Email address %s is invalid\",\"error\":\"INVALID_EMAIL\",\"name\":\"email\"}]", email)
 	}
 	h.mu.Lock()

@@ -112,38 +112,33 @@ func (s *stripeAPI) balance(c *call) {
 func (s *stripeAPI) createCustomer(c *call) {
 	mt, _, _ := mime.ParseMediaType(c.r.Header.Get("Content-Type"))
 	form, err := url.ParseQuery(string(c.body))
+	email, unknown := form.Get("email"), ""
+	for k := range form {
+		if !slices.Contains([]string{"email", "name", "description", "phone"}, k) {
+			unknown = k
+		}
+	}
 	switch {
 	case len(c.body) > 0 && mt != "application/x-www-form-urlencoded":
 		stripeError(c.w, http.StatusBadRequest, "Invalid request (check that your POST content type is application/x-www-form-urlencoded). If you have any questions, we can help at https://support.stripe.com/.", "", "")
-		return
 	case err != nil:
 		stripeError(c.w, http.StatusBadRequest, "Invalid request: the body is not valid form encoding.", "", "")
-		return
-	}
-	for k := range form {
-		if !slices.Contains([]string{"email", "name", "description", "phone"}, k) {
-			stripeError(c.w, http.StatusBadRequest, "Received unknown parameter: "+k, "parameter_unknown", k)
-			return
-		}
-	}
-	email := form.Get("email")
-	if email != "" && (!strings.Contains(email, "@") || strings.ContainsAny(email, " \t\r\n")) {
+	case unknown != "":
+		stripeError(c.w, http.StatusBadRequest, "Received unknown parameter: "+unknown, "parameter_unknown", unknown)
+	case email != "" && !validEmail(email):
 		stripeError(c.w, http.StatusBadRequest, "Invalid email address: "+email, "email_invalid", "email")
-		return
-	}
-	opt := func(k string) any {
-		if _, ok := form[k]; !ok || form.Get(k) == "" {
-			return nil
+	default:
+		cust := map[string]any{"id": mint([]any{"cus_", "alnum", 14.0}), "address": nil, "created": time.Now().Unix(), "currency": nil, "delinquent": false,
+			"invoice_prefix": strings.ToUpper(mint([]any{"", "hex", 8.0})), "metadata": map[string]any{}, "next_invoice_sequence": 1}
+		for _, k := range []string{"description", "email", "name", "phone"} {
+			if cust[k] = nil; form.Get(k) != "" {
+				cust[k] = form.Get(k)
+			}
 		}
-		return form.Get(k)
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		// Replace, never modify, the slice: list handlers read it unlocked.
+		s.objects["customer"] = append([]map[string]any{cust}, s.objects["customer"]...)
+		writeJSON(c.w, http.StatusOK, fill(s.tmpl["customer"], cust))
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	cust := map[string]any{"id": mint([]any{"cus_", "alnum", 14.0}), "address": nil, "created": time.Now().Unix(),
-		"currency": nil, "delinquent": false, "description": opt("description"), "email": opt("email"),
-		"invoice_prefix": strings.ToUpper(mint([]any{"", "hex", 8.0})), "metadata": map[string]any{}, "name": opt("name"),
-		"next_invoice_sequence": 1, "phone": opt("phone")}
-	// Replace, never modify, the slice: list handlers read it unlocked.
-	s.objects["customer"] = append([]map[string]any{cust}, s.objects["customer"]...)
-	writeJSON(c.w, http.StatusOK, fill(s.tmpl["customer"], cust))
 }
