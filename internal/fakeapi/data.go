@@ -50,12 +50,7 @@ func (t *jsonTemplate) UnmarshalJSON(b []byte) error {
 func loadTemplates(path string) map[string]gjson.Result {
 	var t jsonTemplate
 	loadData(path, &t)
-	out := map[string]gjson.Result{}
-	t.ForEach(func(k, v gjson.Result) bool {
-		out[k.Str] = v
-		return true
-	})
-	return out
+	return t.Map()
 }
 
 // fill instantiates a template: a string "${name}" becomes vals[name] (any

@@ -29,6 +29,7 @@ package fakeapi
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -446,11 +447,8 @@ func (s *Server) record(r Request) {
 
 // requestHost returns r's host without port, lower-cased.
 func requestHost(r *http.Request) string {
-	h := r.Host
-	if hh, _, err := net.SplitHostPort(h); err == nil {
-		h = hh
-	}
-	return strings.ToLower(strings.TrimSuffix(h, "."))
+	h, _, _ := net.SplitHostPort(r.Host)
+	return strings.ToLower(strings.TrimSuffix(cmp.Or(h, r.Host), "."))
 }
 
 // serve is the root handler: record, hook, route by host.
