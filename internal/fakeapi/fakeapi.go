@@ -1,30 +1,23 @@
 // Package fakeapi is a local HTTPS fake of the providers pinned ships
-// manifests for: GitHub, DNSimple, Stripe, HubSpot and Linear, for tests
-// and `pinned demo` only (nothing in production imports it).
-//
-// [New] generates in memory a CA and one leaf certificate naming every
-// provider host (API and OAuth), "localhost", 127.0.0.1 and ::1, and
-// serves TLS (HTTP/1.1 and h2) on loopback only. A client trusts
+// manifests for (GitHub, DNSimple, Stripe, HubSpot, Linear), for tests and
+// `pinned demo` only. [New] serves TLS (HTTP/1.1 and h2) on loopback with
+// an in-memory CA whose leaf names every provider host; a client trusts
 // [Server.CAPool] and dials [Server.Addr] whatever host it asks for
-// ([Server.DialContext], [Server.Client]); the Host header picks the
+// ([Server.DialContext], [Server.Client]), and the Host header picks the
 // provider.
 //
 // The fake is data where it can be: each provider's hosts, credentials,
 // answer headers, error envelope and messages and OAuth quirks are
 // testdata/providers.json; its answers are recorded-shape templates
 // (testdata/<provider>/templates.json) filled with the recorded rows of
-// its account (repos.json, issues.json, zones.json, objects.json,
-// workspace.json), and Linear's GraphQL answers are canned by query text
-// (queries.json). Code is left for auth (each provider's scheme, checked
-// exactly; 401 in its envelope), routing (404 in its envelope), paging,
-// quirks and write state (writes show in later reads). Request bodies are
-// capped at 1 MiB.
+// its account, and Linear's GraphQL answers are canned by query text.
+// Code is left for auth (each provider's scheme, checked exactly), routing,
+// paging, quirks and write state (writes show in later reads).
 //
-// Every request is recorded ([Server.Requests]) and [Server.SetHandler]
-// lets a test take over any request. The OAuth side (oauth.go) serves
-// each provider's authorization (auto-approving) and token endpoints;
-// the access tokens it issues are API credentials that expire
-// ([Server.SetClock], [Server.SetOAuthLifetime]).
+// Every request is recorded ([Server.Requests]); [Server.SetHandler] lets
+// a test take over any. The OAuth side (oauth.go) serves each provider's
+// authorization (auto-approving) and token endpoints; the access tokens
+// it issues expire ([Server.SetClock], [Server.SetOAuthLifetime]).
 package fakeapi
 
 import (
@@ -552,12 +545,11 @@ func (c *call) authHeader() (string, bool) {
 	return v[0], true
 }
 
-// authenticate checks "Authorization: Bearer <token>" against every
-// registered credential of the service (pasted or OAuth) or, for a
-// provider whose pasted key is sent bare (four Unauthorized messages:
-// Linear), the bare key against its pasted ones and Bearer against its
-// OAuth ones. It answers 401 (400 for a pasted key sent as Bearer) with
-// the provider's message when that does not hold.
+// authenticate checks "Authorization: Bearer <token>" against the
+// service's credentials or, where the pasted key is sent bare (four
+// Unauthorized messages: Linear), a bare key against the pasted ones and
+// Bearer against the OAuth ones; else it answers the provider's 401 (400
+// for a pasted key sent as Bearer).
 func (c *call) authenticate() bool {
 	v, one := c.authHeader()
 	tok, bearer := strings.CutPrefix(v, "Bearer ")

@@ -21,10 +21,8 @@ import (
 // routes: the table in newGitHub).
 //
 // Every answer is a recorded-shape template of testdata/github/templates.json
-// (users, repositories with their ~80 members, issues, labels, Pages
-// sites) filled with the recorded rows of testdata/github/repos.json and
-// issues.json. The code keeps only auth, routing, paging (per_page/page,
-// Link headers), sorting and the issue write.
+// filled with the recorded rows of repos.json and issues.json; the code
+// keeps auth, routing, paging (Link headers), sorting and the issue write.
 
 // GitHubViewer is the login of the fake GitHub user the tokens belong to.
 const GitHubViewer = "pinned-tester"
@@ -61,9 +59,8 @@ type githubAPI struct {
 	mux    *http.ServeMux
 }
 
-// newGitHub loads the recorded repositories (testdata/github/repos.json)
-// and completes each row: its owner, license, security settings and Pages
-// site are filled from the templates.
+// newGitHub loads the recorded repositories and fills each one's owner,
+// license, security settings and Pages site from the templates.
 func newGitHub() *githubAPI {
 	var d struct{ Users, Orgs, Repos []map[string]any }
 	loadData("github/repos.json", &d)

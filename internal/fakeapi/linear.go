@@ -19,15 +19,12 @@ import (
 
 // Linear fake: the GraphQL API at api.linear.app/graphql.
 //
-// The fake does not parse GraphQL. The host sends a manifest's query text
-// exactly as the manifest wrote it, so the fake answers from canned
-// entries keyed by that text (testdata/linear/queries.json): each names
-// the root field it answers, its arguments (literals or "$variable"), the
-// declared variable types (checked as Linear does) and the selected fields
-// as dot paths. The workspace (users, teams and their workflow states,
-// labels, 140 issues, their ids) is recorded-shape data in
-// testdata/linear/workspace.json. Code is left for paging (first/after
-// cursors, pageInfo), the team filter, ordering and the issueCreate write.
+// The fake does not parse GraphQL: the host sends a manifest's query text
+// as the manifest wrote it, so the fake answers from canned entries keyed
+// by that text (testdata/linear/queries.json, whose "about" says what an
+// entry holds), resolved against the recorded workspace (workspace.json).
+// Code is left for paging (first/after cursors, pageInfo), the team
+// filter, ordering and the issueCreate write.
 
 // LinearOrgKey is the URL key of the fake Linear workspace.
 const LinearOrgKey = "pinned-fake"

@@ -20,17 +20,14 @@ import (
 	"time"
 )
 
-// The OAuth 2.0 side of the fake (RFC 6749 authorization code grant, RFC
-// 7636 PKCE, RFC 6749 section 6 refresh): per provider, the authorization
-// endpoint, which validates the request, records it
-// ([Server.AuthorizeRequests]) and auto-approves, and the token endpoint
-// (authorization_code with PKCE verified, refresh_token). Codes and
-// refresh tokens are single-use (stricter than HubSpot, whose refresh
-// tokens are reusable: the behaviour a client must survive). Each
-// provider's quirks are data (testdata/providers.json): GitHub's
-// form-encoded answers and errors with HTTP 200, HubSpot's error
-// envelope, lifetimes, scope separators and known scopes, Stripe
-// Connect's extra members, DNSimple's tokens without refresh or expiry.
+// The OAuth 2.0 side of the fake (RFC 6749 code grant and refresh, RFC
+// 7636 PKCE): per provider, the authorization endpoint, which validates,
+// records ([Server.AuthorizeRequests]) and auto-approves, and the token
+// endpoint. Codes and refresh tokens are single-use (stricter than
+// HubSpot: the behaviour a client must survive). The providers' quirks
+// are data (testdata/providers.json): GitHub's form-encoded answers and
+// errors with HTTP 200, HubSpot's error envelope, lifetimes, scopes,
+// Stripe Connect's extra members, DNSimple's tokens that never expire.
 
 // oauthProvider describes one provider's OAuth endpoints and quirks
 // (testdata/providers.json, whose "about" documents each member).
@@ -204,21 +201,18 @@ func (s *Server) nowLocked() time.Time {
 }
 
 // RegisterOAuthClient replaces a service's OAuth client: only this id and
-// secret are accepted from then on, and only the listed redirect URIs
-// (exact match). With no redirect URIs, any http or https URI on a
-// loopback host (127.0.0.1, ::1, localhost) is accepted, which is also
-// what the default client (OAuthClientID, OAuthClientSecret) does.
+// secret are accepted from then on, with only the listed redirect URIs
+// (exact match) or, with none, like the default client, any http(s) URI
+// on a loopback host (127.0.0.1, ::1, localhost).
 func (s *Server) RegisterOAuthClient(service, clientID, clientSecret string, redirectURIs ...string) {
 	s.oauth.with(service, func(st *oauthService) {
 		st.clientID, st.secret, st.redirects = clientID, clientSecret, slices.Clone(redirectURIs)
 	})
 }
 
-// SetOAuthLifetime sets the lifetime of the access tokens a service's
-// token endpoint issues from now on (expires_in reports it where the
-// provider reports one). A lifetime <= 0 restores the provider's default.
-// DNSimple and Stripe report no expires_in whatever their lifetime, so
-// their tokens then expire without notice.
+// SetOAuthLifetime sets the lifetime of the access tokens a service issues
+// from now on (<= 0: the provider's), reported in expires_in where the
+// provider reports one (DNSimple's and Stripe's expire without notice).
 func (s *Server) SetOAuthLifetime(service string, d time.Duration) {
 	s.oauth.with(service, func(st *oauthService) { st.lifetime = max(d, 0) })
 }

@@ -12,13 +12,10 @@ import (
 	"time"
 )
 
-// Stripe fake: API v1 at api.stripe.com, version 2024-06-20 (form-encoded
-// requests, JSON answers with alphabetically ordered keys, as Stripe sends
-// them).
-//
-// Its routes: the table in newStripe. The account's customers and charges
-// are recorded (testdata/stripe/objects.json) and filled into the
-// templates (templates.json, kept in Stripe's key order) as they are served.
+// Stripe fake: API v1 at api.stripe.com, version 2024-06-20 (its routes:
+// the table in newStripe). The account's customers and charges are
+// recorded (testdata/stripe/objects.json) and filled into the templates
+// (templates.json, in Stripe's key order) as they are served.
 
 // StripeAccountID is the id of the fake Stripe account.
 const StripeAccountID = "acct_1FakePinnedDemo0"
