@@ -323,16 +323,10 @@ func (s *Server) Client() *http.Client {
 		s.transport = &http.Transport{
 			DialContext:       s.DialContext,
 			TLSClientConfig:   &tls.Config{RootCAs: s.CAPool(), MinVersion: tls.VersionTLS12},
-			ForceAttemptHTTP2: true,
-			Proxy:             nil,
+			ForceAttemptHTTP2: true, // and no proxy
 		}
-		s.client = &http.Client{
-			Transport: s.transport,
-			Timeout:   30 * time.Second,
-			CheckRedirect: func(*http.Request, []*http.Request) error {
-				return http.ErrUseLastResponse
-			},
-		}
+		noRedirects := func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+		s.client = &http.Client{Transport: s.transport, Timeout: 30 * time.Second, CheckRedirect: noRedirects}
 	}
 	return s.client
 }

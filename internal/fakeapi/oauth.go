@@ -458,15 +458,10 @@ func tokenAnswer(w http.ResponseWriter, r *http.Request, p *oauthProvider, statu
 }
 
 func acceptsJSON(r *http.Request) bool {
-	for _, a := range r.Header.Values("Accept") {
-		for _, part := range strings.Split(a, ",") {
-			mt, _, err := mime.ParseMediaType(strings.TrimSpace(part))
-			if err == nil && mt == "application/json" {
-				return true
-			}
-		}
-	}
-	return false
+	return slices.ContainsFunc(strings.Split(strings.Join(r.Header.Values("Accept"), ","), ","), func(part string) bool {
+		mt, _, err := mime.ParseMediaType(strings.TrimSpace(part))
+		return err == nil && mt == "application/json"
+	})
 }
 
 // clientAuth returns the client credentials of a token request: HTTP Basic
