@@ -23,6 +23,9 @@ import (
 //go:embed testdata
 var dataFS embed.FS
 
+// obj is a recorded-shape JSON object of the fake's data.
+type obj = map[string]any
+
 // loadData decodes one embedded data file (testdata/<provider>/<name>);
 // the files are part of the fake, so an error is a programming error.
 func loadData(path string, v any) {

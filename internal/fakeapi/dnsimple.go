@@ -28,18 +28,11 @@ const DNSimpleAccountID = 1385
 // DNSimpleRegistrantID is a contact id that exists in the fake account.
 const DNSimpleRegistrantID = 2715
 
-// A domain and a record are the values their templates
-// (testdata/dnsimple/templates.json) are filled with.
-type (
-	dnsDomain = map[string]any
-	dnsRecord = map[string]any
-)
-
 type dnsimpleAPI struct {
 	mu      sync.Mutex
 	tmpl    map[string]gjson.Result
-	domains []dnsDomain
-	records map[string][]dnsRecord // zone name -> records
+	domains []obj            // the values of the domain template
+	records map[string][]obj // zone name -> the values of the record template
 	nextID  int64
 	regID   int64
 	mux     *http.ServeMux
@@ -49,8 +42,8 @@ type dnsimpleAPI struct {
 // (testdata/dnsimple/zones.json).
 func newDNSimple() *dnsimpleAPI {
 	var z struct {
-		Domains []dnsDomain
-		Records map[string][]dnsRecord
+		Domains []obj
+		Records map[string][]obj
 	}
 	loadData("dnsimple/zones.json", &z)
 	d := &dnsimpleAPI{domains: z.Domains, records: z.Records, regID: 5001, tmpl: loadTemplates("dnsimple/templates.json")}
@@ -70,7 +63,7 @@ func newDNSimple() *dnsimpleAPI {
 	return d
 }
 
-func (d *dnsimpleAPI) findDomain(name string) dnsDomain {
+func (d *dnsimpleAPI) findDomain(name string) obj {
 	for _, dom := range d.domains {
 		if strings.EqualFold(dom["name"].(string), name) || strconv.FormatInt(int64(dom["id"].(float64)), 10) == name {
 			return dom
@@ -214,7 +207,7 @@ func (d *dnsimpleAPI) register(c *call) {
 	default:
 		now := time.Now().UTC()
 		exp := now.AddDate(1, 0, 0)
-		dom := dnsDomain{"id": float64(d.nextID), "registrant_id": DNSimpleRegistrantID, "name": name, "state": "registered",
+		dom := obj{"id": float64(d.nextID), "registrant_id": DNSimpleRegistrantID, "name": name, "state": "registered",
 			"auto_renew": in.AutoRenew != nil && *in.AutoRenew, "private_whois": in.WhoisPrivacy != nil && *in.WhoisPrivacy,
 			"expires_at": iso(exp), "expires_on": exp.Format("2006-01-02"), "created_at": iso(now), "updated_at": iso(now)}
 		d.nextID++

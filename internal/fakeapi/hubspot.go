@@ -88,22 +88,18 @@ func (k *hsKind) view(o *hsObject, asked []string) ordered {
 			}
 		}
 	}
-	props := map[string]any{}
+	id := strconv.FormatInt(o.ID, 10)
+	props, derived := map[string]any{}, map[string]string{"createdate": o.CreatedAt, "lastmodifieddate": o.UpdatedAt, "hs_lastmodifieddate": o.UpdatedAt, "hs_object_id": id}
 	for _, p := range want {
-		switch v, ok := o.Props[p]; {
-		case p == "createdate":
-			props[p] = o.CreatedAt
-		case p == "lastmodifieddate" || p == "hs_lastmodifieddate":
-			props[p] = o.UpdatedAt
-		case p == "hs_object_id":
-			props[p] = strconv.FormatInt(o.ID, 10)
-		case ok:
+		v, ok := derived[p]
+		if !ok {
+			v, ok = o.Props[p]
+		}
+		if props[p] = nil; ok {
 			props[p] = v
-		default:
-			props[p] = nil
 		}
 	}
-	return ordered{{"id", strconv.FormatInt(o.ID, 10)}, {"properties", props}, {"createdAt", o.CreatedAt}, {"updatedAt", o.UpdatedAt}, {"archived", false}}
+	return ordered{{"id", id}, {"properties", props}, {"createdAt", o.CreatedAt}, {"updatedAt", o.UpdatedAt}, {"archived", false}}
 }
 
 func (h *hubspotAPI) serve(c *call) {

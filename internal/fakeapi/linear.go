@@ -29,9 +29,6 @@ import (
 // LinearOrgKey is the URL key of the fake Linear workspace.
 const LinearOrgKey = "pinned-fake"
 
-// obj is a recorded-shape JSON object of the fake's data.
-type obj = map[string]any
-
 // linQuery is one canned entry of testdata/linear/queries.json.
 type linQuery struct {
 	Query   string            `json:"query"`
@@ -48,6 +45,7 @@ type linQuery struct {
 type linearAPI struct {
 	mu      sync.Mutex
 	queries []*linQuery
+	types   map[string]string // error code -> extensions.type
 	users   []obj
 	byName  map[string]obj // displayName -> user
 	teams   []any          // of obj
@@ -59,14 +57,17 @@ var linPriorityLabels = []string{"No priority", "Urgent", "High", "Medium", "Low
 // newLinear loads the canned queries and the recorded workspace, and
 // fills in the references of the members the queries select.
 func newLinear() *linearAPI {
-	var qs struct{ Queries []*linQuery }
+	var qs struct {
+		Queries []*linQuery
+		Types   map[string]string `json:"error_types"` // extensions.type by code
+	}
 	loadData("linear/queries.json", &qs)
 	var ws struct {
 		Organization                 obj
 		Users, Teams, Labels, Issues []obj
 	}
 	loadData("linear/workspace.json", &ws)
-	l := &linearAPI{queries: qs.Queries, byName: map[string]obj{}}
+	l := &linearAPI{queries: qs.Queries, types: qs.Types, byName: map[string]obj{}}
 	for _, q := range qs.Queries {
 		if q.Pattern != "" {
 			q.re = regexp.MustCompile(q.Pattern)
@@ -122,26 +123,17 @@ func (l *linearAPI) addIssue(is, team obj, state string, labels []any) obj {
 	return is
 }
 
-// gqlTypes are Linear's extensions.type of each error code
-// (testdata/linear/queries.json "error_types").
-var gqlTypes = func() (d struct {
-	ErrorTypes map[string]string `json:"error_types"`
-}) {
-	loadData("linear/queries.json", &d)
-	return d
-}().ErrorTypes
-
 // linErr is one error of Linear's "errors" array.
 type linErr struct{ msg, code string }
 
-// body is Linear's error envelope (testdata/providers.json) with e.
-func (e *linErr) body() ordered {
-	return errorBody(Linear, 0, e.msg, "code", e.code, "type", cmp.Or(gqlTypes[e.code], "graphql error"))
-}
-
-// linearError writes Linear's error envelope with status.
-func linearError(w http.ResponseWriter, status int, msg, code string) {
-	writeJSON(w, status, (&linErr{msg, code}).body())
+// answerError writes Linear's error envelope (testdata/providers.json)
+// with e, its extensions.type by its code, and for a 200 "data": null.
+func (l *linearAPI) answerError(w http.ResponseWriter, status int, e *linErr) {
+	body := errorBody(Linear, 0, e.msg, "code", e.code, "type", cmp.Or(l.types[e.code], "graphql error"))
+	if status == http.StatusOK {
+		body = append(ordered{{"data", nil}}, body...)
+	}
+	writeJSON(w, status, body)
 }
 
 func (l *linearAPI) serve(c *call) {
@@ -159,24 +151,24 @@ func (l *linearAPI) serve(c *call) {
 	q, args, bad := l.lookup(in.Query, in.Variables)
 	switch {
 	case c.r.URL.EscapedPath() != "/graphql":
-		linearError(c.w, http.StatusNotFound, "Not found: "+c.r.URL.Path, "NOT_FOUND")
+		l.answerError(c.w, http.StatusNotFound, &linErr{"Not found: " + c.r.URL.Path, "NOT_FOUND"})
 	case c.r.Method != http.MethodPost:
 		c.w.Header().Set("Allow", "POST")
-		linearError(c.w, http.StatusMethodNotAllowed, "GraphQL requests must be POST requests with a JSON body.", "BAD_REQUEST")
+		l.answerError(c.w, http.StatusMethodNotAllowed, &linErr{"GraphQL requests must be POST requests with a JSON body.", "BAD_REQUEST"})
 	case mt != "application/json":
-		linearError(c.w, http.StatusBadRequest, "This operation has been blocked as a potential Cross-Site Request Forgery (CSRF). Send Content-Type: application/json.", "BAD_REQUEST")
+		l.answerError(c.w, http.StatusBadRequest, &linErr{"This operation has been blocked as a potential Cross-Site Request Forgery (CSRF). Send Content-Type: application/json.", "BAD_REQUEST"})
 	case decodeErr != nil:
-		linearError(c.w, http.StatusBadRequest, "POST body sent invalid JSON or `variables` not an object: "+decodeErr.Error(), "BAD_REQUEST")
+		l.answerError(c.w, http.StatusBadRequest, &linErr{"POST body sent invalid JSON or `variables` not an object: " + decodeErr.Error(), "BAD_REQUEST"})
 	case strings.TrimSpace(in.Query) == "":
-		linearError(c.w, http.StatusBadRequest, "GraphQL operations must contain a non-empty `query`.", "BAD_REQUEST")
+		l.answerError(c.w, http.StatusBadRequest, &linErr{"GraphQL operations must contain a non-empty `query`.", "BAD_REQUEST"})
 	case bad != nil: // every canned error is a 400 (linear_test.go)
-		writeJSON(c.w, http.StatusBadRequest, bad.body())
+		l.answerError(c.w, http.StatusBadRequest, bad)
 	default:
 		l.mu.Lock()
 		v, err := l.resolve(q.Field, args)
 		l.mu.Unlock()
 		if err != nil {
-			writeJSON(c.w, http.StatusOK, append(ordered{{"data", nil}}, err.body()...))
+			l.answerError(c.w, http.StatusOK, err)
 		} else {
 			writeJSON(c.w, http.StatusOK, ordered{{"data", ordered{{q.Field, selectFields(v, q.Select)}}}})
 		}
