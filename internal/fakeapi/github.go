@@ -50,7 +50,7 @@ type githubAPI struct {
 	mu     sync.Mutex
 	tmpl   map[string]gjson.Result
 	viewer map[string]any
-	people map[any]map[string]any // users by login
+	people map[any]map[string]any // users and organizations by login
 	rows   []ghIssue              // testdata/github/issues.json
 	repos  []*ghRepo
 	byName map[string]*ghRepo         // lower-case full name
@@ -75,16 +75,12 @@ func newGitHub() *githubAPI {
 		issues: map[int64][]map[string]any{},
 		nextID: 3100000000,
 	}
-	owners := map[any]map[string]any{}
 	for _, u := range append(d.Users, d.Orgs...) {
-		owners[u["login"]] = u
-	}
-	for _, u := range d.Users {
 		g.people[u["login"]] = u
 	}
 	for _, v := range d.Repos {
-		v["owner"] = fill(g.tmpl["user"], owners[v["owner"]])
-		if owners[v["owner"].(ordered).get1("login")]["type"] == "Organization" {
+		v["owner"] = fill(g.tmpl["user"], g.people[v["owner"]])
+		if g.people[v["owner"].(ordered).get1("login")]["type"] == "Organization" {
 			v["organization"] = v["owner"]
 		}
 		if k, ok := v["license"].(string); ok {
@@ -114,18 +110,6 @@ func nodeID(prefix string, id int64) string {
 	return prefix + base64.RawURLEncoding.EncodeToString(h[:])[:10]
 }
 
-// labels is the label set every repository has (GitHub's defaults).
-func (g *githubAPI) labels(repo *ghRepo) []any {
-	var out []any
-	for i, d := range fill(g.tmpl["labels"], nil).([]any) {
-		d := d.([]any)
-		id := repo.id*10 + int64(i)
-		out = append(out, fill(g.tmpl["label"], map[string]any{"id": id, "node_id": nodeID("LA_kwDO", id),
-			"repo_url": ghAPI + "/repos/" + repo.full, "escaped": url.PathEscape(d[0].(string)), "name": d[0], "color": d[1], "description": d[2]}))
-	}
-	return out
-}
-
 // ghIssue is a row of testdata/github/issues.json.
 type ghIssue struct {
 	Title, Body, User, Assignee string
@@ -142,9 +126,11 @@ func (g *githubAPI) repoIssues(repo *ghRepo) []map[string]any {
 	if is, ok := g.issues[repo.id]; ok {
 		return is
 	}
-	labels := map[any]any{}
-	for _, l := range g.labels(repo) {
-		labels[l.(ordered).get1("name")] = l
+	labels := map[any]any{} // the label set every repository has (GitHub's defaults), by name
+	for i, d := range fill(g.tmpl["labels"], nil).([]any) {
+		d, id := d.([]any), repo.id*10+int64(i)
+		labels[d[0]] = fill(g.tmpl["label"], map[string]any{"id": id, "node_id": nodeID("LA_kwDO", id),
+			"repo_url": ghAPI + "/repos/" + repo.full, "escaped": url.PathEscape(d[0].(string)), "name": d[0], "color": d[1], "description": d[2]})
 	}
 	total, out := int(repo.vals["issue_count"].(float64)), []map[string]any{}
 	for n := 1; n <= total; n++ {
@@ -302,7 +288,6 @@ func (g *githubAPI) getRepo(c *call) {
 	writeJSON(c.w, http.StatusOK, append(fill(g.tmpl["repo"], repo.vals).(ordered), fill(g.tmpl["repo_full"], repo.vals).(ordered)...))
 }
 
-// getPages serves GET /repos/{owner}/{repo}/pages.
 func (g *githubAPI) getPages(c *call) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
