@@ -145,17 +145,9 @@ var domainName = regexp.MustCompile(`^(?i)[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[
 
 // availability follows the rule in the file comment. Caller holds d.mu.
 func (d *dnsimpleAPI) availability(name string) (available, premium bool) {
-	if d.findDomain(name) != nil {
-		return false, false
-	}
 	first := strings.SplitN(name, ".", 2)[0]
-	switch {
-	case len(first) <= 3:
-		return false, false
-	case len(first) <= 5:
-		return true, true
-	}
-	return true, false
+	available = d.findDomain(name) == nil && len(first) > 3
+	return available, available && len(first) <= 5
 }
 
 // domain returns the request's domain, lower-cased, or answers that it is

@@ -108,10 +108,9 @@ type TokenFault int
 const (
 	// FaultNone clears a fault.
 	FaultNone TokenFault = iota
-	// FaultInvalidGrant answers the provider's own "dead grant" error
-	// (invalid_grant; GitHub's bad_refresh_token / bad_verification_code
-	// with HTTP 200; HubSpot's BAD_REFRESH_TOKEN / BAD_AUTH_CODE) without
-	// consuming the code or refresh token.
+	// FaultInvalidGrant answers the provider's own "dead grant" error (its
+	// bad_code or bad_refresh: invalid_grant, GitHub's bad_verification_code
+	// with HTTP 200, ...) without consuming the code or refresh token.
 	FaultInvalidGrant
 	// FaultServerError answers 503 with an HTML body, like a load balancer.
 	FaultServerError
