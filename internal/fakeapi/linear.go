@@ -265,15 +265,11 @@ func (l *linearAPI) resolve(field string, args map[string]any) (any, *linErr) {
 		sort.SliceStable(list, func(a, b int) bool { return list[a].(obj)[order].(string) > list[b].(obj)[order].(string) })
 		return connection(list, args)
 	case "issueCreate":
-		var team obj
-		for _, t := range l.teams {
-			if t.(obj)["id"] == str("teamId") {
-				team = t.(obj)
-			}
-		}
-		if team == nil {
+		i := slices.IndexFunc(l.teams, func(t any) bool { return t.(obj)["id"] == str("teamId") })
+		if i < 0 {
 			return nil, notFound("Team")
 		}
+		team := l.teams[i].(obj)
 		if strings.TrimSpace(str("title")) == "" {
 			return nil, &linErr{"Argument Validation Error: title should not be empty", "INVALID_INPUT"}
 		}
