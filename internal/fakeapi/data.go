@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -163,10 +164,8 @@ func (o ordered) MarshalJSON() ([]byte, error) {
 
 // get1 returns the value of member k, or nil.
 func (o ordered) get1(k string) any {
-	for _, m := range o {
-		if m.k == k {
-			return m.v
-		}
+	if i := slices.IndexFunc(o, func(m kv) bool { return m.k == k }); i >= 0 {
+		return o[i].v
 	}
 	return nil
 }
@@ -184,12 +183,8 @@ func validEmail(s string) bool { return strings.Contains(s, "@") && !strings.Con
 // is present but not an integer.
 func intParam(q url.Values, key string, def int) (int, bool) {
 	v := q.Get(key)
-	if v == "" {
-		return def, true
+	if n, err := strconv.Atoi(v); err == nil {
+		return n, true
 	}
-	n, err := strconv.Atoi(v)
-	if err != nil {
-		return def, false
-	}
-	return n, true
+	return def, v == ""
 }

@@ -529,23 +529,14 @@ type call struct {
 	p    *provider
 }
 
-// authHeader returns the Authorization header, and whether there was
-// exactly one.
-func (c *call) authHeader() (string, bool) {
-	v := c.r.Header.Values("Authorization")
-	if len(v) != 1 {
-		return "", false
-	}
-	return v[0], true
-}
-
 // authenticate checks "Authorization: Bearer <token>" against the
 // service's credentials or, where the pasted key is sent bare (four
 // Unauthorized messages: Linear), a bare key against the pasted ones and
 // Bearer against the OAuth ones; else it answers the provider's 401 (400
 // for a pasted key sent as Bearer).
 func (c *call) authenticate() bool {
-	v, one := c.authHeader()
+	all := c.r.Header.Values("Authorization")
+	v, one := strings.Join(all, ","), len(all) == 1
 	tok, bearer := strings.CutPrefix(v, "Bearer ")
 	bare := len(c.p.Unauthorized) == 4
 	status, msg := http.StatusUnauthorized, c.p.Unauthorized[1]
@@ -559,7 +550,7 @@ func (c *call) authenticate() bool {
 			msg = c.p.Unauthorized[2]
 		}
 	}
-	if len(c.r.Header.Values("Authorization")) == 0 || (one && v == "") || (bare && !one) {
+	if len(all) == 0 || (one && v == "") || (bare && !one) {
 		msg = c.p.Unauthorized[0]
 	}
 	masked := "****"
