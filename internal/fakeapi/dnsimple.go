@@ -73,9 +73,6 @@ func (d *dnsimpleAPI) findDomain(name string) obj {
 }
 
 func (d *dnsimpleAPI) serve(c *call) {
-	if !c.authenticate() {
-		return
-	}
 	// Everything but whoami is under /v2/{account}.
 	if segs := strings.Split(strings.TrimPrefix(c.r.URL.EscapedPath(), "/"), "/"); len(segs) >= 2 && segs[0] == "v2" && segs[1] != strconv.Itoa(DNSimpleAccountID) && (len(segs) > 2 || segs[1] != "whoami") {
 		apiError(c.w, DNSimple, http.StatusNotFound, fmt.Sprintf("Account `%s` not found", segs[1]))

@@ -206,7 +206,7 @@ type Server struct {
 	answers map[string]*httptest.ResponseRecorder
 
 	oauth *oauthState
-	apis  map[string]func(*call) // service -> its API
+	apis  map[string]func(*call) // service -> its API, once authenticated
 
 	github   *githubAPI
 	dnsimple *dnsimpleAPI
@@ -250,7 +250,8 @@ func New(opts ...Option) (*Server, error) {
 		hubspot:  newHubSpot(),
 		linear:   newLinear(),
 	}
-	s.apis = map[string]func(*call){GitHub: s.github.serve, DNSimple: s.dnsimple.serve, Stripe: s.stripe.serve, HubSpot: s.hubspot.serve, Linear: s.linear.serve}
+	s.apis = map[string]func(*call){GitHub: s.github.serve, DNSimple: s.dnsimple.serve, Linear: s.linear.serve,
+		Stripe: func(c *call) { c.route(s.stripe.mux) }, HubSpot: func(c *call) { c.route(s.hubspot.mux) }}
 	for _, p := range providers {
 		s.addToken(p.Service, p.Token, kindPAT, 0)
 		s.addToken(p.Service, p.OAuthToken, kindOAuth, 0)
@@ -502,13 +503,13 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	rec := s.answers[key]
 	s.mu.Unlock()
 	if r.Method != http.MethodGet || (auth != "Bearer "+p.Token && auth != p.Token) {
-		s.apis[p.Service](c)
+		c.serveAPI()
 		return
 	}
 	if rec == nil {
 		rec = httptest.NewRecorder()
 		c.w = rec
-		s.apis[p.Service](c)
+		c.serveAPI()
 		if rec.Code >= 200 && rec.Code < 300 {
 			s.mu.Lock()
 			s.answers[key] = rec
@@ -518,6 +519,13 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	maps.Copy(w.Header(), rec.Header())
 	w.WriteHeader(rec.Code)
 	_, _ = w.Write(rec.Body.Bytes())
+}
+
+// serveAPI authenticates the request and hands it to its service's API.
+func (c *call) serveAPI() {
+	if c.authenticate() {
+		c.srv.apis[c.p.Service](c)
+	}
 }
 
 // call is one request being served by a service.

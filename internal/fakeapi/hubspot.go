@@ -102,13 +102,6 @@ func (k *hsKind) view(o *hsObject, asked []string) ordered {
 	return ordered{{"id", id}, {"properties", props}, {"createdAt", o.CreatedAt}, {"updatedAt", o.UpdatedAt}, {"archived", false}}
 }
 
-func (h *hubspotAPI) serve(c *call) {
-	if !c.authenticate() {
-		return
-	}
-	c.route(h.mux)
-}
-
 // askedProperties parses the properties parameter (comma-separated,
 // repeatable).
 func askedProperties(q url.Values) []string {

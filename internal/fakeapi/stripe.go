@@ -53,13 +53,6 @@ func stripeError(w http.ResponseWriter, status int, msg, code, param string) {
 	apiError(w, Stripe, status, msg, "code", code, "param", param, "doc_url", doc)
 }
 
-func (s *stripeAPI) serve(c *call) {
-	if !c.authenticate() {
-		return
-	}
-	c.route(s.mux)
-}
-
 // list serves a Stripe list of kind ("customer", "charge", newest first):
 // limit, starting_after and a filter (the parameter of that name equals
 // the member of that name), in the {object: "list", data, has_more, url}
