@@ -63,8 +63,9 @@ func newLinear() *linearAPI {
 	}
 	loadData("linear/queries.json", &qs)
 	var ws struct {
-		Organization                 obj
-		Users, Teams, Labels, Issues []obj
+		Organization         obj
+		Users, Teams, Issues []obj
+		Labels               map[string]obj // by name
 	}
 	loadData("linear/workspace.json", &ws)
 	l := &linearAPI{queries: qs.Queries, types: qs.Types, byName: map[string]obj{}}
@@ -82,14 +83,10 @@ func newLinear() *linearAPI {
 	for _, t := range ws.Teams {
 		l.teams, teams[t["key"]] = append(l.teams, t), t
 	}
-	labels := map[any]obj{}
-	for _, lb := range ws.Labels {
-		labels[lb["name"]] = lb
-	}
 	for _, is := range ws.Issues {
 		var ls []any
 		for _, n := range is["labels"].([]any) {
-			ls = append(ls, labels[n])
+			ls = append(ls, ws.Labels[n.(string)])
 		}
 		l.addIssue(is, teams[is["team"]], is["state"].(string), ls)
 	}
