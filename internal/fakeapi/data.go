@@ -66,7 +66,8 @@ func fill(t gjson.Result, vals map[string]any) any {
 	case t.IsObject():
 		out := ordered{}
 		t.ForEach(func(k, v gjson.Result) bool {
-			if name, ok := placeholderName(v); !ok || hasKey(vals, name) {
+			name, isVar := placeholderName(v)
+			if _, filled := vals[name]; !isVar || filled {
 				out = append(out, kv{k.Str, fill(v, vals)})
 			}
 			return true
@@ -104,11 +105,6 @@ func placeholderName(v gjson.Result) (string, bool) {
 		return "", false
 	}
 	return s[2 : len(s)-1], true
-}
-
-func hasKey(m map[string]any, k string) bool {
-	_, ok := m[k]
-	return ok
 }
 
 // writeJSON answers with v as JSON. Encoding errors are programming errors

@@ -68,7 +68,7 @@ func newLinear() *linearAPI {
 		Labels               map[string]obj // by name
 	}
 	loadData("linear/workspace.json", &ws)
-	l := &linearAPI{queries: qs.Queries, types: qs.Types, byName: map[string]obj{}}
+	l := &linearAPI{queries: qs.Queries, types: qs.Types, users: ws.Users, byName: map[string]obj{}}
 	for _, q := range qs.Queries {
 		if q.Pattern != "" {
 			q.re = regexp.MustCompile(q.Pattern)
@@ -76,7 +76,6 @@ func newLinear() *linearAPI {
 	}
 	for _, u := range ws.Users {
 		u["__typename"], u["organization"] = "User", ws.Organization
-		l.users = append(l.users, u)
 		l.byName[u["displayName"].(string)] = u
 	}
 	teams := map[any]obj{}

@@ -243,10 +243,9 @@ func (s *Server) TokenRequests(service string) (codes, refreshes int) {
 func (s *Server) AuthorizeRequests(service string) []AuthorizeRequest {
 	var out []AuthorizeRequest
 	s.oauth.with(service, func(st *oauthService) {
-		out = make([]AuthorizeRequest, len(st.authorizes))
-		for i, a := range st.authorizes {
+		for _, a := range st.authorizes {
 			a.Query = url.Values(http.Header(a.Query).Clone()) // a deep copy
-			out[i] = a
+			out = append(out, a)
 		}
 	})
 	return out
@@ -606,10 +605,7 @@ func (s *Server) issue(w http.ResponseWriter, r *http.Request, p *oauthProvider,
 	s.addToken(p.Service, access, kindOAuth, lifetime)
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("Pragma", "no-cache")
-	scopes := []string{}
-	if scope != "" {
-		scopes = strings.Split(scope, p.ScopeSep)
-	}
+	scopes := strings.FieldsFunc(scope, func(r rune) bool { return strings.ContainsRune(p.ScopeSep, r) })
 	answer := fill(p.Answer.Result, map[string]any{"access": access, "refresh": refresh, "expires_in": int(lifetime / time.Second),
 		"scope": scope, "scopes": scopes, "publishable_key": mint([]any{"pk_test_", "alnum", 40.0})}).(ordered)
 	tokenAnswer(w, r, p, http.StatusOK, answer)
