@@ -149,13 +149,11 @@ func (h *hubspotAPI) get(c *call, k *hsKind, id string) {
 	asked := askedProperties(c.r.URL.Query())
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for _, o := range h.objects[k] {
-		if strconv.FormatInt(o.ID, 10) == id {
-			writeJSON(c.w, http.StatusOK, k.view(o, asked))
-			return
-		}
+	if i := slices.IndexFunc(h.objects[k], func(o *hsObject) bool { return strconv.FormatInt(o.ID, 10) == id }); i >= 0 {
+		writeJSON(c.w, http.StatusOK, k.view(h.objects[k][i], asked))
+	} else {
+		apiError(c.w, HubSpot, http.StatusNotFound, "Object not found.  objectId are usually numeric.")
 	}
-	apiError(c.w, HubSpot, http.StatusNotFound, "Object not found.  objectId are usually numeric.")
 }
 
 func (h *hubspotAPI) createContact(c *call) {

@@ -54,11 +54,8 @@ type oauthProvider struct {
 	ErrorAnswer   jsonTemplate `json:"error_answer"`
 }
 
-// mint returns a fresh random token in format f.
+// mint returns a fresh random token in format f, [prefix, alphabet, length].
 func mint(f []any) string {
-	if len(f) != 3 {
-		return ""
-	}
 	prefix, n := f[0].(string), int(f[2].(float64))
 	switch f[1] {
 	case "hex":
@@ -256,8 +253,6 @@ func (s *Server) AuthorizeRequests(service string) []AuthorizeRequest {
 func (s *Server) serveOAuth(w http.ResponseWriter, r *http.Request, service, host string) bool {
 	p := oauthOf(service)
 	switch {
-	case p.TokenHost == "":
-		return false
 	case host == p.AuthorizeHost && r.URL.Path == p.AuthorizePath:
 		s.serveAuthorize(w, r, p)
 	case host == p.TokenHost && r.URL.Path == p.TokenPath:
