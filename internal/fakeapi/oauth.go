@@ -289,9 +289,7 @@ func redirectWith(w http.ResponseWriter, uri string, params url.Values) {
 		return
 	}
 	q := u.Query()
-	for k, vv := range params {
-		q[k] = vv
-	}
+	maps.Copy(q, params)
 	u.RawQuery = q.Encode()
 	w.Header().Set("Location", u.String())
 	w.Header().Set("Cache-Control", "no-store")
