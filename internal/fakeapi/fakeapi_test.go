@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -671,6 +672,13 @@ func TestLinear(t *testing.T) {
 		t.Fatalf("issueCreate: %d %s", st, b)
 	}
 	newIdent := dig(v, "data.issueCreate.issue.identifier").(string)
+	// Ids are deterministic: the same create on a fresh fake gets the same
+	// id, a UUID, as the recorded issues' are.
+	newID, _ := dig(v, "data.issueCreate.issue.id").(string)
+	_, v2, _ := linearQuery(t, newServer(t), createQ, map[string]any{"teamId": teamID, "title": "Made by a test"})
+	if !regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`).MatchString(newID) || dig(v2, "data.issueCreate.issue.id") != newID {
+		t.Errorf("created issue id %q, on a fresh fake %v: want one UUID", newID, dig(v2, "data.issueCreate.issue.id"))
+	}
 	_, v, _ = linearQuery(t, s, "query Issue($id: String!) { issue(id: $id) { title description } }", map[string]any{"id": newIdent})
 	if dig(v, "data.issue.title") != "Made by a test" || dig(v, "data.issue.description") != nil {
 		t.Errorf("created issue: %v", v)

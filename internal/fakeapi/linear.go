@@ -3,6 +3,8 @@ package fakeapi
 import (
 	"bytes"
 	"cmp"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -103,6 +105,13 @@ func (l *linearAPI) addIssue(is, team obj, state string, labels []any) obj {
 	}
 	ident := team["key"].(string) + "-" + strconv.Itoa(n)
 	is["identifier"] = ident
+	if _, ok := is["id"]; !ok {
+		// A created issue's id: a UUID deterministic in its identifier,
+		// as the recorded issues' ids are fixed.
+		h := sha256.Sum256([]byte(ident))
+		x := hex.EncodeToString(h[:16])
+		is["id"] = x[0:8] + "-" + x[8:12] + "-" + x[12:16] + "-" + x[16:20] + "-" + x[20:32]
+	}
 	is["url"] = "https://linear.app/" + LinearOrgKey + "/issue/" + ident + "/" + slug(is["title"].(string))
 	p, _ := is["priority"].(float64)
 	is["priority"], is["priorityLabel"] = int(p), linPriorityLabels[int(p)]
@@ -267,7 +276,7 @@ func (l *linearAPI) resolve(field string, args map[string]any) (any, *linErr) {
 			return nil, &linErr{"Argument Validation Error: title should not be empty", "INVALID_INPUT"}
 		}
 		now := isoMilli(time.Now())
-		is := obj{"id": mint([]any{"", "uuid", 0.0}), "title": str("title"), "description": args["description"], "priority": 0.0, "estimate": nil, "dueDate": nil,
+		is := obj{"title": str("title"), "description": args["description"], "priority": 0.0, "estimate": nil, "dueDate": nil,
 			"creator": l.users[0]["displayName"], "createdAt": now, "updatedAt": now}
 		is = l.addIssue(is, team, team["states"].([]any)[1].(obj)["name"].(string), nil)
 		return obj{"success": true, "issue": is}, nil
