@@ -33,8 +33,12 @@ func (e *Engine) runNative(ctx context.Context, call Call) (*Result, *Error) {
 	if err != nil || rej != nil {
 		return nil, newError(CodeBadArgs, "native render failed")
 	}
+	want, brej := p.bind.Bind(call.Args)
+	if brej != nil {
+		return nil, newError(CodeBadArgs, "native bind failed")
+	}
 	r, deny := egress.DecodeRequest(req)
-	if deny != "" || p.policy.Check(r) != "" {
+	if deny != "" || egress.Admit(p.policy, p.bind, want, r) != "" {
 		return nil, newError(CodeEgressDenied, "native request refused")
 	}
 	res, _, herr := e.send(ctx, p, r, call.Credential)

@@ -428,6 +428,18 @@ func TestPaginateGuards(t *testing.T) {
 				hubspotPage(w, []int{1}, fakeapi.Token(fakeapi.HubSpot)[4:20])
 				return true
 			}, wantIDs: "1", wantStopped: StopCursorInvalid, wantMsg: "echoes the credential", wantRequests: 1},
+		// The echo check runs on every page's cursor, not only the
+		// first: page 2 answers with a cursor holding part of the token,
+		// and paging stops there with no next (it would carry it).
+		{name: "a later page's cursor that echoes the credential", service: fakeapi.HubSpot, op: "list_contacts", pages: 5,
+			hook: func(w http.ResponseWriter, r *http.Request) bool {
+				if r.URL.Query().Get("after") == "" {
+					hubspotPage(w, []int{1}, "c2")
+				} else {
+					hubspotPage(w, []int{2}, "x"+fakeapi.Token(fakeapi.HubSpot)[6:18])
+				}
+				return true
+			}, wantIDs: "1,2", wantStopped: StopCursorInvalid, wantMsg: "echoes the credential", wantPages: 2, wantRequests: 2},
 		{name: "duplicate has_more key", service: fakeapi.Stripe, op: "list_customers",
 			hook: func(w http.ResponseWriter, r *http.Request) bool {
 				_, _ = io.WriteString(w, `{"object":"list","data":[{"id":"cus_1"}],"has_more":false,"has_more":true}`)

@@ -169,6 +169,17 @@ func TestUpstreamErrors(t *testing.T) {
 		{name: "bidi overrides and marks are stripped", service: "github", op: "get_viewer", args: `{}`,
 			hook: answer(400, `{"message":"pay \u202egnp.exe\u202c to \u2066x\u2069\u200f."}`),
 			want: Error{Code: CodeUpstreamError, Status: 400, Message: "pay  gnp.exe  to  x  ."}},
+		// The error details are upstream text too, keys included: the
+		// same display rule and the same credential redaction apply.
+		{name: "details keys and values get the display rule", service: "dnsimple", op: "get_viewer", args: `{}`,
+			hook: answer(400, `{"message":"Validation failed","errors":{"na\u202eme":["line1\nline2 \u200bx\u001b[2J"]}}`),
+			want: Error{Code: CodeUpstreamError, Status: 400, Message: "Validation failed (na me: line1 line2  x [2J)"}},
+		{name: "a details value echoing the credential is redacted", service: "dnsimple", op: "get_viewer", args: `{}`,
+			hook: answer(400, `{"message":"Bad","errors":{"token":["`+fakeapi.Token(fakeapi.DNSimple)+`"]}}`),
+			want: Error{Code: CodeUpstreamError, Status: 400, Message: "Bad (token: [redacted]"}},
+		{name: "a details key echoing the credential is redacted", service: "dnsimple", op: "get_viewer", args: `{}`,
+			hook: answer(400, `{"message":"Bad","errors":{"`+fakeapi.Token(fakeapi.DNSimple)+`":["is not valid"]}}`),
+			want: Error{Code: CodeUpstreamError, Status: 400, Message: "Bad [redacted] is not valid)"}},
 	}
 
 	// A contact that exists, for the native 409.

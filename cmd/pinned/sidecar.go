@@ -263,7 +263,10 @@ func runSidecarContext(ctx context.Context, args []string, stdout, stderr io.Wri
 		return engineFailed(stderr, "sidecar", err)
 	}
 	defer eng.Close(context.Background())
-	log.Info().Str("event", "engine_ready").Float64("took_ms", float64(time.Since(start).Microseconds())/1000).Msg("sandbox compiled")
+	// The isolation strategy in use, with why reset was not possible
+	// (off Linux: "fresh (copy-on-write memory needs Linux)").
+	log.Info().Str("event", "engine_ready").Str("isolation", eng.Strategy()).
+		Float64("took_ms", float64(time.Since(start).Microseconds())/1000).Msg("sandbox compiled")
 
 	cfg.Engine, cfg.Key, cfg.CallerToken = eng, key, token
 	cfg.Logger, cfg.Prometheus = &log, prom

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -256,6 +257,15 @@ func TestRunSidecarAgainstFake(t *testing.T) {
 	}
 	if base == "" {
 		t.Fatalf("the sidecar never listened: %s", stderr.String())
+	}
+	// The log says which isolation strategy the ops run with: reset on
+	// Linux, and off it the fallback and why (never a silent pretend).
+	wantIsolation := `"isolation":"reset"`
+	if runtime.GOOS != "linux" {
+		wantIsolation = `"isolation":"fresh (`
+	}
+	if logs := stderr.String(); !strings.Contains(logs, `"event":"engine_ready"`) || !strings.Contains(logs, wantIsolation) {
+		t.Fatalf("the engine_ready event does not carry %s: %s", wantIsolation, logs)
 	}
 	client := &http.Client{Timeout: 30 * time.Second}
 	defer client.CloseIdleConnections()

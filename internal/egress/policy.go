@@ -14,7 +14,9 @@
 package egress
 
 import (
+	"bytes"
 	"net/textproto"
+	"slices"
 	"strings"
 
 	"github.com/elevenmessenger/pinned/internal/jsonv"
@@ -56,9 +58,10 @@ const (
 	DenyRedirect        DenyReason = "redirect"          // upstream answered 3xx; not followed
 )
 
-// Request is the guest's request as DecodeRequest read it; once
-// Policy.Check and Binding.Check accepted it, the one the host sends. It
-// is read-only: its parts are read through its methods.
+// Request is the guest's request as DecodeRequest read it; once Admit
+// accepted it (Policy.Check, then Binding.Check), the one the host sends.
+// It is read-only: its parts are read through its methods, which return
+// copies, so an admitted request stays the one the checks saw.
 type Request struct {
 	method  string
 	url     string
@@ -66,6 +69,9 @@ type Request struct {
 	body    []byte
 	hasBody bool
 	json    *jsonv.Value // the parsed body of a body_json op (set by the policy)
+	// admitted is the pinned host Admit accepted the request for; "" until
+	// then. The upstream exchange sends nothing else (Admitted).
+	admitted string
 }
 
 // Method is the request's HTTP method.
@@ -75,11 +81,35 @@ func (r *Request) Method() string { return r.method }
 // and query), exactly as the guest wrote it.
 func (r *Request) URL() string { return r.url }
 
-// Headers are the guest's headers, [name, value], in its order.
-func (r *Request) Headers() [][2]string { return r.headers }
+// Headers are the guest's headers, [name, value], in its order (a copy).
+func (r *Request) Headers() [][2]string { return slices.Clone(r.headers) }
 
-// Body is the request body and whether there is one.
-func (r *Request) Body() ([]byte, bool) { return r.body, r.hasBody }
+// Body is the request body (a copy) and whether there is one.
+func (r *Request) Body() ([]byte, bool) { return bytes.Clone(r.body), r.hasBody }
+
+// Admit runs every check a guest's request must pass before it may be
+// sent, in the one order: the policy (Policy.Check: the shape any request
+// of the op must have, the pinned host first), then the binding
+// (Binding.Check: exactly the request want renders; it reads the URL
+// past the pinned host, so it runs only on what the policy accepted). A
+// request Admit accepts is marked admitted for the policy's pinned host;
+// it returns the rule broken otherwise (DenyNotBound for the binding, or
+// with no binding) and r stays unadmitted. pin_v1.request calls it
+// (internal/sandbox), and the upstream exchange sends only an admitted
+// request, to the host it was admitted for.
+func Admit(p *Policy, b *Binding, want *Bound, r *Request) DenyReason {
+	if d := p.Check(r); d != "" {
+		return d
+	}
+	if b == nil || !b.Check(want, r, p.Host()) {
+		return DenyNotBound
+	}
+	r.admitted = p.host
+	return ""
+}
+
+// Admitted reports whether Admit accepted r for the pinned host host.
+func (r *Request) Admitted(host string) bool { return r.admitted != "" && r.admitted == host }
 
 // Policy is what the request check needs of one op, precomputed. It
 // holds every request to the shape any request must have (the pinned

@@ -56,6 +56,36 @@ var layers = []struct {
 	{"binaries", []string{"cmd/...", "internal/benchtool"}},
 }
 
+// hostOnly are the host's internal packages: the enforcement code every
+// op goes through (the egress checks, the sandbox, the exchange that
+// injects the credential, paging, the projection). Only the host and
+// these packages themselves may import them, whatever layer the importer
+// is in: a service that imported internal/upstream would hold a path to
+// the provider beside the host's op path (docs/ARCHITECTURE.md, "Layers").
+var hostOnly = []string{"internal/egress", "internal/pick", "internal/sandbox", "internal/upstream", "internal/paginate"}
+
+// hostOnlyImporters may import the hostOnly packages.
+var hostOnlyImporters = append([]string{"host"}, hostOnly...)
+
+// privateViolations returns the imports of a hostOnly package by any
+// package but hostOnlyImporters.
+func privateViolations(pkgs []listed) []string {
+	var bad []string
+	for _, p := range pkgs {
+		from, ok := strings.CutPrefix(p.ImportPath, module+"/")
+		if !ok || slices.Contains(hostOnlyImporters, from) {
+			continue
+		}
+		for _, imp := range p.Imports {
+			if to, ok := strings.CutPrefix(imp, module+"/"); ok && slices.Contains(hostOnly, to) {
+				bad = append(bad, from+" imports "+to+", which only host and its internal packages may import")
+			}
+		}
+	}
+	slices.Sort(bad)
+	return bad
+}
+
 // allowed are the edges the layers alone would refuse, each with why.
 // None today: the host no longer imports guest/executor (the argument
 // rules both run are internal/argrules).
@@ -157,7 +187,11 @@ func TestLayering(t *testing.T) {
 	}
 	for _, env := range [][]string{nil, {"GOOS=wasip1", "GOARCH=wasm"}} {
 		t.Run(strings.Join(append([]string{"default"}, env...), ","), func(t *testing.T) {
-			for _, v := range violations(list(t, env...)) {
+			pkgs := list(t, env...)
+			for _, v := range violations(pkgs) {
+				t.Error(v)
+			}
+			for _, v := range privateViolations(pkgs) {
 				t.Error(v)
 			}
 		})
@@ -203,5 +237,32 @@ func TestViolationsCatches(t *testing.T) {
 				t.Fatalf("violations = %q, want %d", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestHostOnlyPackages: the layers alone let a service import the host's
+// internal packages (they sit in lower layers), so a sidecar, broker, web
+// or MCP package could send through internal/upstream, or decode and
+// check requests, beside the host's op path. privateViolations refuses
+// that; these edges are what it must catch and what it must let be.
+func TestHostOnlyPackages(t *testing.T) {
+	pkgs := []listed{
+		{ImportPath: module + "/sidecar", Imports: []string{module + "/internal/upstream", module + "/host"}},
+		{ImportPath: module + "/mcpserver", Imports: []string{module + "/internal/egress"}},
+		{ImportPath: module + "/internal/rotate", Imports: []string{module + "/internal/pick"}},
+		{ImportPath: module + "/host", Imports: []string{module + "/internal/upstream", module + "/internal/sandbox", module + "/internal/paginate"}},
+		{ImportPath: module + "/internal/upstream", Imports: []string{module + "/internal/egress", module + "/internal/pick"}},
+	}
+	if v := violations(pkgs); len(v) != 0 {
+		t.Fatalf("the layers refuse %v; the fixture needs edges they allow", v)
+	}
+	got := privateViolations(pkgs)
+	want := []string{
+		"internal/rotate imports internal/pick, which only host and its internal packages may import",
+		"mcpserver imports internal/egress, which only host and its internal packages may import",
+		"sidecar imports internal/upstream, which only host and its internal packages may import",
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("privateViolations = %q, want %q", got, want)
 	}
 }

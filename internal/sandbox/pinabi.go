@@ -212,9 +212,9 @@ func pinInputRead(ctx context.Context, mod api.Module, stack []uint64) {
 // pinRequest: request(buf, buf_len) -> code. Checks, in order: the op's
 // outcome is not yet fixed (ESTATE); buf_len <= abi.MaxRequestBytes
 // (ETOOBIG); the bytes are inside memory (EFAULT); they decode as the
-// request encoding (EINVAL); the request passes the egress policy
-// (EDENIED) and is exactly the request the caller's args bind the op to
-// (EDENIED, DenyNotBound). The check runs on a copy of the guest's bytes. ETOOBIG,
+// request encoding (EINVAL); egress.Admit accepts it: it passes the
+// egress policy (EDENIED) and is exactly the request the caller's args
+// bind the op to (EDENIED, DenyNotBound). The check runs on a copy of the guest's bytes. ETOOBIG,
 // EINVAL and EDENIED fix the op's outcome as denied; OK fixes it as
 // accepted. Results: OK, ETOOBIG, EFAULT, EINVAL, EDENIED, ESTATE, ELIMIT.
 func pinRequest(ctx context.Context, mod api.Module, stack []uint64) {
@@ -244,13 +244,8 @@ func pinRequest(ctx context.Context, mod api.Module, stack []uint64) {
 		result(stack, abi.EINVAL)
 		return
 	}
-	if deny := st.policy.Check(req); deny != "" {
+	if deny := egress.Admit(st.policy, st.bind, st.want, req); deny != "" {
 		st.outcome, st.deny = OutcomeDenied, deny
-		result(stack, abi.EDENIED)
-		return
-	}
-	if st.bind == nil || !st.bind.Check(st.want, req, st.policy.Host()) {
-		st.outcome, st.deny = OutcomeDenied, egress.DenyNotBound
 		result(stack, abi.EDENIED)
 		return
 	}

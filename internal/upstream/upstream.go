@@ -103,9 +103,10 @@ type Answer struct {
 	Header http.Header
 }
 
-// Send performs r, a request the egress checks accepted, with the
-// credential (kind "oauth" is always Bearer, RFC 6750; else the
-// manifest's auth scheme) injected after them. It returns the answer or
+// Send performs r, a request the egress checks admitted for op's pinned
+// host (egress.Admit; any other is refused, KindDenied with DenyNotBound,
+// and nothing is sent), with the credential (kind "oauth" is always
+// Bearer, RFC 6750; else the manifest's auth scheme) injected after them. It returns the answer or
 // the failure, and the decoded size of the body read either way. For a
 // write op whose request was written to a connection, a failure carries
 // Applied.
@@ -120,6 +121,11 @@ func (c *Client) Send(ctx context.Context, op *Op, r *egress.Request, kind strin
 }
 
 func (c *Client) send(ctx context.Context, op *Op, r *egress.Request, kind string, cred secret.Secret) (*Answer, int64, *Failure) {
+	if !r.Admitted(op.m.Host) {
+		// Only what the egress checks admitted for this op's pinned host
+		// goes out with its credential (egress.Admit).
+		return nil, 0, &Failure{Kind: KindDenied, Message: "the request was not admitted by the egress checks", Deny: egress.DenyNotBound}
+	}
 	var body io.Reader
 	if b, ok := r.Body(); ok {
 		body = bytes.NewReader(b)

@@ -5,14 +5,13 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 
 	"github.com/elevenmessenger/pinned/internal/jsonv"
 )
 
 // ErrArgs is returned by CanonicalArgs for args that are not a strict JSON
 // object.
-var ErrArgs = errors.New("grant: args are not a JSON object (strict: unique keys, valid UTF-8)")
+const ErrArgs = constError("grant: args are not a JSON object (strict: unique keys, valid UTF-8)")
 
 // CanonicalArgs returns the canonical form of an op's args, the bytes
 // whose SHA-256 a grant's args_sha256 binds ([ArgsSHA256]). A member's

@@ -333,7 +333,7 @@ func openWire(sealed string, k *PrivateKey, w any, what string) error {
 
 // ErrInvalid is the one error for every failure to open a grant. Test for
 // it with errors.Is; the *OpenError Open returns also says why, for logs.
-var ErrInvalid = errors.New("grant: cannot be opened")
+const ErrInvalid = constError("grant: cannot be opened")
 
 // OpenError is what Open returns: it is ErrInvalid (errors.Is) and carries
 // the reason for logs. The reason is a fixed phrase, never text from the
@@ -383,17 +383,24 @@ func Open(sealed string, k *PrivateKey) (*Grant, error) {
 }
 
 // Errors of CheckTime and CheckBinding.
-var (
+const (
 	// ErrExpired: now is past expires_at plus ClockSkew.
-	ErrExpired = errors.New("grant: expired")
+	ErrExpired = constError("grant: expired")
 	// ErrTooLong: expires_at is further ahead than the maximum TTL plus
 	// ClockSkew.
-	ErrTooLong = errors.New("grant: expires too far in the future")
+	ErrTooLong = constError("grant: expires too far in the future")
 	// ErrOpMismatch: the grant is bound to another op.
-	ErrOpMismatch = errors.New("grant: bound to another op")
+	ErrOpMismatch = constError("grant: bound to another op")
 	// ErrArgsMismatch: the grant is bound to other args.
-	ErrArgsMismatch = errors.New("grant: bound to other args")
+	ErrArgsMismatch = constError("grant: bound to other args")
 )
+
+// constError is an error that is a constant: the package's errors are
+// constants so that no package of a program can replace one (assigning
+// nil to a variable would make the check that returns it pass).
+type constError string
+
+func (e constError) Error() string { return string(e) }
 
 // CheckTime refuses a grant that expired (ErrExpired) or that expires more
 // than maxTTL from now (ErrTooLong), each with ClockSkew allowed. maxTTL

@@ -3,7 +3,6 @@ package grant
 import (
 	"container/heap"
 	"crypto/sha256"
-	"errors"
 	"sync"
 	"time"
 )
@@ -13,13 +12,13 @@ import (
 const DefaultReplayCacheSize = 100000
 
 // Errors of ReplayCache.Record.
-var (
+const (
 	// ErrReplayed: the nonce was already recorded and has not expired.
-	ErrReplayed = errors.New("grant: nonce already used")
+	ErrReplayed = constError("grant: nonce already used")
 	// ErrCacheFull: the cache holds its maximum of live nonces. The caller
 	// MUST refuse the grant (fail closed) rather than run it unrecorded;
 	// nonces leave the cache as their grants expire.
-	ErrCacheFull = errors.New("grant: replay cache full")
+	ErrCacheFull = constError("grant: replay cache full")
 )
 
 // ReplayCache remembers the nonces of grants already used, in memory,
