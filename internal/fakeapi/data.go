@@ -88,7 +88,12 @@ func fill(t gjson.Result, vals map[string]any) any {
 	} else if !strings.Contains(t.Str, "${") {
 		return t.Str
 	}
-	return tmplVar.ReplaceAllStringFunc(t.Str, func(m string) string {
+	return expand(t.Str, vals)
+}
+
+// expand fills each ${name} of s with vals[name]'s text.
+func expand(s string, vals map[string]any) string {
+	return tmplVar.ReplaceAllStringFunc(s, func(m string) string {
 		if f, ok := vals[m[2:len(m)-1]].(float64); ok { // a number of the recorded data
 			return strconv.FormatFloat(f, 'f', -1, 64)
 		}

@@ -64,10 +64,10 @@ const (
 // documents its members.
 type provider struct {
 	Service, Host, Token string
-	OAuthHost            string         `json:"oauth_host"`
-	OAuthToken           string         `json:"oauth_token"`
-	OAuth                *oauthProvider // the OAuth side (oauth.go)
-	Headers              map[string]jsonTemplate
+	OAuthHost            string            `json:"oauth_host"`
+	OAuthToken           string            `json:"oauth_token"`
+	OAuth                *oauthProvider    // the OAuth side (oauth.go)
+	Headers              map[string]string // canonical names; ${name} filled per answer
 	Unauthorized         []string
 	NotFound             string `json:"not_found"`
 	Error                jsonTemplate
@@ -80,6 +80,11 @@ var providers = func() []*provider {
 	loadData("providers.json", &d)
 	for _, p := range d.Providers {
 		p.OAuth.Service = p.Service
+		h := map[string]string{}
+		for k, v := range p.Headers {
+			h[http.CanonicalHeaderKey(k)] = v // as Header.Set would
+		}
+		p.Headers = h
 	}
 	return d.Providers
 }()
@@ -488,11 +493,6 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	case s.serveOAuth(w, r, p.Service, host): // token endpoints on API hosts come before the API's credential check
 		return
 	}
-	vals := map[string]any{"reset": time.Now().Add(time.Hour).Unix(), "reset_ms": time.Now().Add(time.Hour).UnixMilli(),
-		"uuid": mint([]any{"", "uuid", 0.0}), "request_id": mint([]any{"", "alnum", 14.0})}
-	for k, v := range p.Headers {
-		w.Header().Set(k, fmt.Sprint(fill(v.Result, vals)))
-	}
 	c := &call{w: w, r: r, body: body, srv: s, p: p}
 	auth := r.Header.Get("Authorization")
 	key := host + r.URL.RequestURI() + "\x00" + auth + "\x00" + r.Header.Get("Accept")
@@ -503,11 +503,13 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	rec := s.answers[key]
 	s.mu.Unlock()
 	if r.Method != http.MethodGet || (auth != "Bearer "+p.Token && auth != p.Token) {
+		p.answerHeaders(w.Header())
 		c.serveAPI()
 		return
 	}
-	if rec == nil {
+	if rec == nil { // a cached answer keeps its headers, request id included
 		rec = httptest.NewRecorder()
+		p.answerHeaders(rec.Header())
 		c.w = rec
 		c.serveAPI()
 		if rec.Code >= 200 && rec.Code < 300 {
@@ -519,6 +521,22 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	maps.Copy(w.Header(), rec.Header())
 	w.WriteHeader(rec.Code)
 	_, _ = w.Write(rec.Body.Bytes())
+}
+
+// answerHeaders sets the provider's answer headers on h, each ${name}
+// filled afresh (a reset time, a request id).
+func (p *provider) answerHeaders(h http.Header) {
+	var vals map[string]any // made only for a header that needs one
+	for k, v := range p.Headers {
+		if strings.Contains(v, "${") {
+			if vals == nil {
+				vals = map[string]any{"reset": time.Now().Add(time.Hour).Unix(), "reset_ms": time.Now().Add(time.Hour).UnixMilli(),
+					"uuid": mint([]any{"", "uuid", 0.0}), "request_id": mint([]any{"", "alnum", 14.0})}
+			}
+			v = expand(v, vals)
+		}
+		h[k] = []string{v}
+	}
 }
 
 // serveAPI authenticates the request and hands it to its service's API.
