@@ -30,7 +30,13 @@ pick let through, and the result.
 Then one research session (POST /v1/research) asks "Which of my DNSimple
 domains point at GitHub Pages?" under a GitHub and a DNSimple read grant,
 answered by a SCRIPTED model (a program replaying tool calls against a
-local fake of the Messages API, not a language model).
+local fake of the Messages API, not a language model). Each tool call is
+printed with its outcome. Two are failures on purpose: a repository
+description carries a prompt injection, the model obeys it and names
+github__create_issue, and the call is refused access_denied (a research
+session runs read ops only; nothing was sent); and one Pages domain is not
+a DNSimple zone, so its list_zone_records answers upstream_error (the
+provider's 404).
 
 With --web it instead starts, in this one process and on loopback only,
 the provider fake, the OAuth broker with the fake's OAuth apps, a bot
@@ -139,9 +145,9 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// isolationPhrase says where the ops ran, from the engine's isolation
-// strategy (host.Engine.Strategy): "reset", "fresh" or "fresh (<why reset
-// was not possible>)".
+// demoResearch runs the demo's research session: the Pages question under
+// a GitHub and a DNSimple read grant, answered by the scripted model
+// (fakemodel.Pages), each tool call printed as it is answered.
 func demoResearch(ctx context.Context, eng *host.Engine, stdout, stderr io.Writer) int {
 	const q = "Which of my DNSimple domains point at GitHub Pages?"
 	fm, model, err := scriptedModel(fakemodel.Pages())
@@ -166,6 +172,9 @@ func demoResearch(ctx context.Context, eng *host.Engine, stdout, stderr io.Write
 	return 0
 }
 
+// isolationPhrase says where the ops ran, from the engine's isolation
+// strategy (host.Engine.Strategy): "reset", "fresh" or "fresh (<why reset
+// was not possible>)".
 func isolationPhrase(strategy string) string {
 	if strategy == host.IsolationReset {
 		return "in pooled sandbox instances, each restored byte for byte to its post-initialization state before the op (isolation strategy: reset)"

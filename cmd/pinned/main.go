@@ -5,7 +5,7 @@
 //	pinned sidecar   serve the bot-facing API (grants, scope, ops)
 //	pinned keygen    generate a bot's key pair
 //	pinned grant     seal a grant to a bot's public key, open a rotated pair
-//	pinned demo      run ops of every service against the local provider fake (--web: the catalog too)
+//	pinned demo      run ops of every service and a scripted research session against local fakes (--web: the catalog too)
 //	pinned research  answer a question by reading services (a bounded model tool loop)
 //	pinned broker    run the OAuth relay members connect their accounts through
 //	pinned web       serve the member's catalog and companion apps
@@ -14,7 +14,7 @@
 //	pinned connect   connect a service for your own agent
 //	pinned connections  list or remove your connections
 //	pinned mcp       serve your connections to your agent over MCP
-//	pinned version   print the version and the embedded registry digest
+//	pinned version   print the version and the embedded registry and guest module digests
 //	pinned healthcheck  exit 0 when a local sidecar is ready
 //	pinned completion  print a shell completion script
 //
@@ -42,7 +42,7 @@ func commands() []command {
 		{"sidecar", "serve the bot-facing API: open grants, enforce scope, run ops", runSidecar},
 		{"keygen", "generate a bot's key pair (private key file, public key on stdout)", runKeygen},
 		{"grant", "seal a grant to a bot's public key (grant seal), open a rotated pair (grant open)", runGrant},
-		{"demo", "run ops of every service against the local provider fake", runDemo},
+		{"demo", "run ops of every service and a scripted research session against local fakes", runDemo},
 		{"research", "answer a question by reading services: a bounded model tool loop", runResearch},
 		{"broker", "run the OAuth relay (code exchange, token refresh, GET /registry)", runBroker},
 		{"web", "serve the member's catalog and the GitHub app (relays sealed grants to bots)", runWeb},
@@ -51,7 +51,7 @@ func commands() []command {
 		{"connect", "connect a service for your own agent (token verified, sealed locally)", runConnect},
 		{"connections", "list your connections (connections remove SERVICE deletes one)", runConnections},
 		{"mcp", "serve your connections to your agent over MCP (stdio or --listen)", runMCP},
-		{"version", "print the version and the embedded registry digest", runVersion},
+		{"version", "print the version and the embedded registry and guest module digests", runVersion},
 		{"healthcheck", "exit 0 when a local sidecar is ready (a container HEALTHCHECK)", runHealthcheck},
 		{"completion", "print a shell completion script (completion bash|zsh)", runCompletion},
 	}
