@@ -125,7 +125,7 @@ func showOp(w io.Writer, m *registry.Manifest, name string, op *registry.Op) {
 	for _, k := range op.FormKeys() {
 		fmt.Fprintf(w, "  form %s=%s\n", k, op.BodyForm[k])
 	}
-	fmt.Fprintln(w, "  (an absent optional arg leaves its query key or form key out)")
+	fmt.Fprintln(w, "  (an absent optional arg with no default leaves out its query key, form key or body_json member)")
 	fmt.Fprintln(w, "\nargs:")
 	if len(op.Args) == 0 {
 		fmt.Fprintln(w, "  none")
