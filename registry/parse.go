@@ -410,8 +410,10 @@ func (p *parser) checkAuth(a *Auth) {
 			p.add("", "auth.header", "required with scheme %q: the header that carries the key, e.g. \"X-Api-Key\"", SchemeHeader)
 		case !tokenRE.MatchString(a.Header):
 			p.add("", "auth.header", "%q is not an HTTP header name (RFC 9110 token)", a.Header)
+		case strings.EqualFold(a.Header, "Authorization"):
+			p.add("", "auth.header", "%q is set by the host; for a key in Authorization use scheme %q (or %q)", a.Header, SchemeBearer, SchemeNone)
 		case hostOwned(a.Header):
-			p.add("", "auth.header", "%q is set by the host; scheme %q sends Authorization itself: use scheme %q or %q", a.Header, SchemeHeader, SchemeBearer, SchemeNone)
+			p.add("", "auth.header", "%q is owned by the host; name the header the provider reads the key from, e.g. \"X-Api-Key\"", a.Header)
 		}
 	case "":
 		p.add("", "auth.scheme", `required: "bearer", "none" or "header"`)
