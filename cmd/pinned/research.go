@@ -15,9 +15,9 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode"
 
 	"github.com/elevenmessenger/pinned/host"
+	"github.com/elevenmessenger/pinned/internal/display"
 	"github.com/elevenmessenger/pinned/internal/fakeapi"
 	"github.com/elevenmessenger/pinned/internal/fakemodel"
 	"github.com/elevenmessenger/pinned/internal/research"
@@ -206,9 +206,10 @@ func stepLine(st research.Step) string {
 	return termSafe(fmt.Sprintf("%-30s %-16s %7d bytes  args %s", name, st.Outcome, st.Bytes, st.Args), false)
 }
 
-// termSafe writes every control character (C0 but, with keepLines, "\n"
-// and "\t"; DEL; C1) and every Unicode format character (bidi controls,
-// zero-width, tag characters) of s as a \u escape, so text a model chose
+// termSafe writes every rune display.Classify does not call Visible (line
+// breaks but, with keepLines, "\n"; C0 controls but, with keepLines,
+// "\t"; DEL; C1; Unicode format characters: bidi controls, zero-width,
+// tag characters) of s as a \u escape, so text a model chose
 // — persuaded, maybe, by the data it read — cannot drive the terminal
 // (ANSI escapes, OSC 8 links, a cleared screen) or hide in it.
 func termSafe(s string, keepLines bool) string {
@@ -217,7 +218,7 @@ func termSafe(s string, keepLines bool) string {
 		switch {
 		case keepLines && (r == '\n' || r == '\t'):
 			b.WriteRune(r)
-		case r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) || unicode.Is(unicode.Cf, r):
+		case display.Classify(r) != display.Visible: // the one rule (internal/display)
 			if r > 0xFFFF {
 				fmt.Fprintf(&b, "\\U%08x", r)
 			} else {

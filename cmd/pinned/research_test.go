@@ -89,6 +89,7 @@ func TestResearchOutputCannotDriveTerminal(t *testing.T) {
 		{"bidi override", "abc\u202edef", true, `abc\u202edef`},
 		{"tag characters", "x\U000E0069\U000E0067", true, `x\U000e0069\U000e0067`},
 		{"carriage return", "safe\rEVIL", true, `safe\u000dEVIL`},
+		{"line separator", "safe\u2028EVIL\u2029", true, `safe\u2028EVIL\u2029`},
 		{"invalid utf-8", "a\xffb", true, "a\uFFFDb"},
 	}
 	for _, tt := range tests {
