@@ -35,9 +35,9 @@
 // back to ([Store.Key], grant.Rotated): a pair the sidecar rotates during
 // a call is re-sealed into the store at once ([Store.PutRotated]).
 //
-// It imports only package grant (keys, sealed boxes, Secret) and
-// internal/jsonv (strict JSON), so cmd/pinned and package mcpserver can
-// use it.
+// It imports only package grant (keys, sealed boxes, Secret),
+// internal/jsonv (strict JSON) and internal/display (the rule for text
+// people read), so cmd/pinned and package mcpserver can use it.
 package connstore
 
 import (
@@ -47,6 +47,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/elevenmessenger/pinned/internal/display"
 	"io"
 	"io/fs"
 	"os"
@@ -56,7 +57,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode"
 	"unicode/utf8"
 
 	"golang.org/x/crypto/nacl/box"
@@ -130,7 +130,7 @@ var serviceRe = regexp.MustCompile(`^[a-z][a-z0-9]{1,30}$`)
 func CleanViewer(v string) string {
 	var b strings.Builder
 	for _, r := range strings.ToValidUTF8(v, "?") {
-		if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || r == '\u2028' || r == '\u2029' {
+		if display.Classify(r) != display.Visible { // the one rule (internal/display)
 			r = '?'
 		}
 		if b.Len()+utf8.RuneLen(r) > MaxViewerLen {
