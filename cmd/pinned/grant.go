@@ -49,7 +49,7 @@ Flags:
 `
 
 // credentialHint is the fix for a credential the host would refuse.
-const credentialHint = "strip the spaces and line breaks around the token (read -r, or $(cat FILE), drop a trailing newline)"
+const credentialHint = "strip the spaces and line breaks around the token (read -r, or $(cat FILE), drop a trailing newline) and any pasted \"Bearer \" prefix: the host adds the scheme"
 
 // grantSubcommands are the words after "pinned grant".
 var grantSubcommands = []string{"seal", "open"}
