@@ -245,13 +245,7 @@ func runConnect(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-func serviceIDs() []string {
-	var ids []string
-	for _, m := range registry.Default().Services() {
-		ids = append(ids, m.ID)
-	}
-	return ids
-}
+func serviceIDs() []string { return registry.Default().IDs() }
 
 func orDash(s string) string {
 	if s == "" {

@@ -133,10 +133,7 @@ func runOp(args []string, stdout, stderr io.Writer) int {
 	}
 	m, ok := reg.Service(*service)
 	if !ok {
-		var ids []string
-		for _, s := range reg.Services() {
-			ids = append(ids, s.ID)
-		}
+		ids := reg.IDs()
 		fmt.Fprintf(stderr, "pinned op: unknown_service: %s (services: %s)\n", unknownWord("service", *service, ids), joinList(ids))
 		return 1
 	}

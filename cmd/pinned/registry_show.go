@@ -41,10 +41,7 @@ func registryShow(pos []string, opts showOptions, stdout, stderr io.Writer) int 
 	}
 	m, ok := reg.Service(pos[0])
 	if !ok {
-		var ids []string
-		for _, s := range reg.Services() {
-			ids = append(ids, s.ID)
-		}
+		ids := reg.IDs()
 		fmt.Fprintf(stderr, "pinned registry show: %s (services: %s)\n", unknownWord("service", pos[0], ids), joinList(ids))
 		return 1
 	}

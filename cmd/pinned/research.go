@@ -102,11 +102,7 @@ func runResearch(args []string, stdout, stderr io.Writer) int {
 	}
 	for _, s := range services {
 		if _, ok := registry.Default().Service(s); !ok {
-			var ids []string
-			for _, m := range registry.Default().Services() {
-				ids = append(ids, m.ID)
-			}
-			return usage("unknown service %q (services: %s)", s, joinList(ids))
+			return usage("unknown service %q (services: %s)", s, joinList(registry.Default().IDs()))
 		}
 	}
 	lim := research.Limits{ToolCalls: *toolCalls, WallSeconds: int(*wall / time.Second)}

@@ -75,7 +75,7 @@ func readBuildInfo() buildInfo {
 		}
 	}
 	reg := registry.Default()
-	b.Registry.Digest, b.Registry.Services = reg.Digest(), len(reg.Services())
+	b.Registry.Digest, b.Registry.Services = reg.Digest(), len(reg.IDs())
 	sum := sha256.Sum256(guest.Wasm())
 	b.Guest = "sha256:" + hex.EncodeToString(sum[:])
 	return b
