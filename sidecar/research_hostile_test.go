@@ -18,6 +18,7 @@ import (
 	"github.com/elevenmessenger/pinned/internal/fakemodel"
 	"github.com/elevenmessenger/pinned/internal/research"
 	"github.com/elevenmessenger/pinned/internal/rotate"
+	"github.com/elevenmessenger/pinned/internal/testutil"
 	"github.com/elevenmessenger/pinned/sidecar/grant"
 )
 
@@ -417,9 +418,7 @@ func TestResearchClientGoneFreesSlot(t *testing.T) {
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("%d", resp.StatusCode)
 	}
-	for len(re.model.Requests()) == 0 {
-		time.Sleep(10 * time.Millisecond)
-	}
+	testutil.WaitFor(t, 10*time.Second, "the model asked", func() bool { return len(re.model.Requests()) > 0 })
 	cancel()
 	resp.Body.Close()
 	select {
