@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -22,17 +23,26 @@ import (
 // the fake received no request, and the credential is in no result, error,
 // log line or metric.
 
-// guestCode extracts "code=<n>" from the guest's output.
-func guestCode(t *testing.T, out string) int32 {
+// guestField returns the value of the first "key=<value>" the guest
+// printed (up to a space or a line break), failing the test if there is
+// none.
+func guestField(t *testing.T, out, key string) string {
 	t.Helper()
-	i := strings.Index(out, "code=")
+	i := strings.Index(out, key+"=")
 	if i < 0 {
-		t.Fatalf("guest printed no code: %q", out)
+		t.Fatalf("guest printed no %s=: %q", key, out)
 	}
-	s := out[i+5:]
+	s := out[i+len(key)+1:]
 	if j := strings.IndexAny(s, "\n "); j >= 0 {
 		s = s[:j]
 	}
+	return s
+}
+
+// guestCode extracts "code=<n>" from the guest's output.
+func guestCode(t *testing.T, out string) int32 {
+	t.Helper()
+	s := guestField(t, out, "code")
 	n, err := strconv.Atoi(s)
 	if err != nil {
 		t.Fatalf("guest code %q: %v", s, err)
@@ -330,7 +340,7 @@ func TestHostileResources(t *testing.T) {
 			t.Fatalf("op failed: %v", err)
 		}
 		want := []int32{abi.OK, abi.ESTATE, abi.ESTATE, abi.ESTATE}
-		if c := guestCodes(t, out); !equalCodes(c, want) {
+		if c := guestCodes(t, out); !slices.Equal(c, want) {
 			t.Fatalf("codes %v, want %v", c, want)
 		}
 		if n := len(env.fake.Requests()); n != 1 {
@@ -343,7 +353,7 @@ func TestHostileResources(t *testing.T) {
 			t.Fatalf("got %v", err)
 		}
 		want := []int32{abi.EFAULT, abi.ERANGE, abi.EFAULT, abi.ETOOBIG, abi.ESTATE}
-		if c := guestCodes(t, out); !equalCodes(c, want) {
+		if c := guestCodes(t, out); !slices.Equal(c, want) {
 			t.Fatalf("codes %v, want %v", c, want)
 		}
 		noRequest(t)
@@ -354,7 +364,7 @@ func TestHostileResources(t *testing.T) {
 			t.Fatalf("got %v", err)
 		}
 		want := []int32{abi.EFAULT, abi.EINVAL, abi.EINVAL, abi.EINVAL, abi.EINVAL}
-		if c := guestCodes(t, out); !equalCodes(c, want) {
+		if c := guestCodes(t, out); !slices.Equal(c, want) {
 			t.Fatalf("codes %v, want %v", c, want)
 		}
 		noRequest(t)
@@ -367,7 +377,7 @@ func TestHostileResources(t *testing.T) {
 			t.Fatalf("got %v", err)
 		}
 		want := []int32{errnoFault, errnoFault, errnoInval, errnoFault, errnoFault, errnoFault, errnoInval, errnoFault, errnoFault, errnoInval}
-		if c := guestCodes(t, out); !equalCodes(c, want) {
+		if c := guestCodes(t, out); !slices.Equal(c, want) {
 			t.Fatalf("codes %v, want %v", c, want)
 		}
 		noRequest(t)
@@ -385,18 +395,6 @@ func TestHostileResources(t *testing.T) {
 	})
 }
 
-func equalCodes(a, b []int32) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
 // isolationFinding runs the isolation guest with a harness line and
 // returns what it reported ("marker=<found|absent>" in the op's log); the
 // op's request must be the honest one and reach the fake.
@@ -410,16 +408,7 @@ func isolationFinding(t *testing.T, env *testEnv, harness string) string {
 	if reqs := env.fake.Requests(); len(reqs) != 1 || reqs[0].Path != "/repos/octo/hello/issues" {
 		t.Fatalf("requests %+v, want the honest one", reqs)
 	}
-	out := env.guestOutput()[before:]
-	i := strings.Index(out, "marker=")
-	if i < 0 {
-		t.Fatalf("guest reported nothing: %q", out)
-	}
-	f := out[i+len("marker="):]
-	if j := strings.IndexAny(f, " \n"); j >= 0 {
-		f = f[:j]
-	}
-	return f
+	return guestField(t, env.guestOutput()[before:], "marker")
 }
 
 func TestHostileIsolation(t *testing.T) {

@@ -3,7 +3,6 @@ package host
 import (
 	"math/rand/v2"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -143,14 +142,5 @@ func leakFinding(t *testing.T, env *testEnv, harness string) string {
 	if n := len(env.fake.Requests()); n != 1 {
 		t.Fatalf("%d requests", n)
 	}
-	out := env.guestOutput()[before:]
-	i := strings.Index(out, "leak=")
-	if i < 0 {
-		t.Fatalf("guest reported nothing: %q", out)
-	}
-	f := out[i+len("leak="):]
-	if j := strings.IndexAny(f, " \n"); j >= 0 {
-		f = f[:j]
-	}
-	return f
+	return guestField(t, env.guestOutput()[before:], "leak")
 }

@@ -21,6 +21,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -249,7 +250,7 @@ func CheckModule(m wazero.CompiledModule) error {
 		if !ok {
 			return fmt.Errorf("host: guest imports %s, which the host does not provide", key)
 		}
-		if !sameTypes(def.ParamTypes(), sig[0]) || !sameTypes(def.ResultTypes(), sig[1]) {
+		if !slices.Equal(def.ParamTypes(), sig[0]) || !slices.Equal(def.ResultTypes(), sig[1]) {
 			return fmt.Errorf("host: guest imports %s with a signature the host does not provide", key)
 		}
 	}
@@ -260,23 +261,11 @@ func CheckModule(m wazero.CompiledModule) error {
 	if f, ok := ex[abi.ExportInitialize]; !ok || len(f.ParamTypes()) != 0 || len(f.ResultTypes()) != 0 {
 		return errors.New("host: guest lacks export _initialize() (build with -buildmode=c-shared)")
 	}
-	if f, ok := ex[abi.ExportRun]; !ok || len(f.ParamTypes()) != 0 || !sameTypes(f.ResultTypes(), []api.ValueType{i32}) {
+	if f, ok := ex[abi.ExportRun]; !ok || len(f.ParamTypes()) != 0 || !slices.Equal(f.ResultTypes(), []api.ValueType{i32}) {
 		return errors.New("host: guest lacks export run() -> i32")
 	}
 	if _, ok := m.ExportedMemories()[abi.ExportMemory]; !ok {
 		return errors.New("host: guest lacks exported memory")
 	}
 	return nil
-}
-
-func sameTypes(a, b []api.ValueType) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
