@@ -405,19 +405,11 @@ func (e *Engine) prepare(service, opName string) (*prepared, *Error) {
 	if !ok {
 		return nil, newError(CodeUnknownOp, fmt.Sprintf("service %s has no op %q (ops: %s)", service, opName, joinNames(m.OpNames())))
 	}
-	pol, err := egress.NewPolicy(m, op)
+	eg, err := egress.Prepare(m, op)
 	if err != nil {
 		return nil, &Error{Code: CodeSandboxError, Message: "op cannot be prepared", cause: err}
 	}
-	prefix, err := egress.InputPrefix(m, op)
-	if err != nil {
-		return nil, &Error{Code: CodeSandboxError, Message: "op cannot be prepared", cause: err}
-	}
-	bind, err := egress.NewBinding(m, op, prefix)
-	if err != nil {
-		return nil, &Error{Code: CodeSandboxError, Message: "op cannot be prepared", cause: err}
-	}
-	p = &prepared{m: m, op: op, name: opName, policy: pol, bind: bind, prefix: prefix, x: upstream.NewOp(m, op, pol.ContentType())}
+	p = &prepared{m: m, op: op, name: opName, policy: eg.Policy, bind: eg.Binding, prefix: eg.Prefix, x: upstream.NewOp(m, op, eg.Policy.ContentType())}
 	p.pager = paginate.New(m, op)
 	e.mu.Lock()
 	e.preps[key] = p

@@ -14,18 +14,11 @@ import (
 func TestAdmittedRequestImmutable(t *testing.T) {
 	m, _ := registry.Default().Service("github")
 	op, _ := m.Op("create_issue")
-	pol, err := NewPolicy(m, op)
+	eg, err := Prepare(m, op)
 	if err != nil {
 		t.Fatal(err)
 	}
-	prefix, err := InputPrefix(m, op)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := NewBinding(m, op, prefix)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pol, b := eg.Policy, eg.Binding
 	want, rej := b.Bind([]byte(`{"owner":"octo","repo":"hello","title":"hi"}`))
 	if rej != nil {
 		t.Fatal(rej)
@@ -60,9 +53,11 @@ func TestAdmittedRequestImmutable(t *testing.T) {
 func TestAdmitOrder(t *testing.T) {
 	m, _ := registry.Default().Service("github")
 	op, _ := m.Op("get_repo")
-	pol, _ := NewPolicy(m, op)
-	prefix, _ := InputPrefix(m, op)
-	b, _ := NewBinding(m, op, prefix)
+	eg, err := Prepare(m, op)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pol, b := eg.Policy, eg.Binding
 	want, _ := b.Bind([]byte(`{"owner":"octo","repo":"hello"}`))
 	for _, tt := range []struct {
 		url  string

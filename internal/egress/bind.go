@@ -96,6 +96,33 @@ type Bound struct {
 	buf    [256]byte
 }
 
+// Prepared is one op's egress checks, compiled once: the op input's
+// prefix the guest reads (InputPrefix), the request policy (NewPolicy)
+// and the request binding read from that same prefix (NewBinding).
+type Prepared struct {
+	Prefix  []byte
+	Policy  *Policy
+	Binding *Binding
+}
+
+// Prepare compiles the egress checks of op of m, as the host runs them.
+// The error is a manifest the loader would refuse.
+func Prepare(m *registry.Manifest, op *registry.Op) (*Prepared, error) {
+	pol, err := NewPolicy(m, op)
+	if err != nil {
+		return nil, err
+	}
+	prefix, err := InputPrefix(m, op)
+	if err != nil {
+		return nil, err
+	}
+	b, err := NewBinding(m, op, prefix)
+	if err != nil {
+		return nil, err
+	}
+	return &Prepared{Prefix: prefix, Policy: pol, Binding: b}, nil
+}
+
 // InputPrefix encodes the op input (docs/ABI.md, "The op input") up to
 // the caller's args: the op spec (host, headers, op) as one line of
 // JSON, then a newline. The guest reads it; NewBinding reads the arg

@@ -24,18 +24,11 @@ func rawVerdict(t *testing.T, service, opName, args, req string) DenyReason {
 	if !ok {
 		t.Fatalf("no op %s.%s", service, opName)
 	}
-	prefix, err := InputPrefix(m, op)
+	eg, err := Prepare(m, op)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := NewBinding(m, op, prefix)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pol, err := NewPolicy(m, op)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b, pol := eg.Binding, eg.Policy
 	want, rej := b.Bind([]byte(args))
 	if rej != nil {
 		t.Fatalf("args rejected: %+v", rej)

@@ -27,19 +27,11 @@ func allOps(t testing.TB) []fuzzOp {
 	for _, m := range registry.Default().Services() {
 		for _, name := range m.OpNames() {
 			op, _ := m.Op(name)
-			pol, err := egress.NewPolicy(m, op)
+			eg, err := egress.Prepare(m, op)
 			if err != nil {
 				t.Fatal(err)
 			}
-			prefix, err := egress.InputPrefix(m, op)
-			if err != nil {
-				t.Fatal(err)
-			}
-			b, err := egress.NewBinding(m, op, prefix)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ops = append(ops, fuzzOp{m, op, pol, b, prefix})
+			ops = append(ops, fuzzOp{m, op, eg.Policy, eg.Binding, eg.Prefix})
 		}
 	}
 	return ops

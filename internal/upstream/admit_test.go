@@ -43,19 +43,11 @@ func admitFixture(t *testing.T, service, opName string) (*registry.Manifest, *re
 	if !ok {
 		t.Fatal(opName)
 	}
-	pol, err := egress.NewPolicy(m, op)
+	eg, err := egress.Prepare(m, op)
 	if err != nil {
 		t.Fatal(err)
 	}
-	prefix, err := egress.InputPrefix(m, op)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := egress.NewBinding(m, op, prefix)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m, op, pol, b
+	return m, op, eg.Policy, eg.Binding
 }
 
 // TestSendOnlyAdmitted: the exchange sends, with the credential, only a
