@@ -235,27 +235,32 @@ func (pr *Pager) readLink(h http.Header, reqURL string) *Cursor {
 
 // splitLinks splits a Link field value at the commas between link-values
 // (a comma inside <...> or a quoted string belongs to it).
-func splitLinks(v string) []string {
+func splitLinks(v string) []string { return splitOutside(v, ',', true) }
+
+// splitOutside splits s at each sep outside quoted strings (RFC 9110
+// section 5.6.4; a backslash escapes inside one) and, with angles, outside
+// <...> (a link-value's URI-Reference, RFC 8288 section 3).
+func splitOutside(s string, sep byte, angles bool) []string {
 	var out []string
 	inURI, inQuote, start := false, false, 0
-	for i := 0; i < len(v); i++ {
-		switch c := v[i]; {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
 		case inQuote && c == '\\':
 			i++
 		case inQuote:
 			inQuote = c != '"'
 		case inURI:
 			inURI = c != '>'
-		case c == '<':
+		case angles && c == '<':
 			inURI = true
 		case c == '"':
 			inQuote = true
-		case c == ',':
-			out = append(out, v[start:i])
+		case c == sep:
+			out = append(out, s[start:i])
 			start = i + 1
 		}
 	}
-	return append(out, v[start:])
+	return append(out, s[start:])
 }
 
 // nextTarget returns the target of a link-value whose rel includes
@@ -272,7 +277,7 @@ func nextTarget(l string) (string, bool) {
 		return "", false
 	}
 	target := l[1:end]
-	for _, param := range splitParams(l[end+1:]) {
+	for _, param := range splitOutside(l[end+1:], ';', false) { // the parameters, at semicolons outside quoted strings
 		k, v, ok := strings.Cut(strings.TrimSpace(param), "=")
 		if !ok || !strings.EqualFold(strings.TrimSpace(k), "rel") {
 			continue
@@ -286,27 +291,6 @@ func nextTarget(l string) (string, bool) {
 		return "", false // the first rel parameter counts (RFC 8288 section 3.3)
 	}
 	return "", false
-}
-
-// splitParams splits a link-value's parameters at the semicolons outside
-// quoted strings (RFC 9110 section 5.6.4; a backslash escapes inside one).
-func splitParams(s string) []string {
-	var out []string
-	inQuote, start := false, 0
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case inQuote && c == '\\':
-			i++
-		case inQuote:
-			inQuote = c != '"'
-		case c == '"':
-			inQuote = true
-		case c == ';':
-			out = append(out, s[start:i])
-			start = i + 1
-		}
-	}
-	return append(out, s[start:])
 }
 
 func splitPath(p string) []string {
