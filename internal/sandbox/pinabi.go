@@ -219,12 +219,8 @@ func pinInputRead(ctx context.Context, mod api.Module, stack []uint64) {
 // accepted. Results: OK, ETOOBIG, EFAULT, EINVAL, EDENIED, ESTATE, ELIMIT.
 func pinRequest(ctx context.Context, mod api.Module, stack []uint64) {
 	st := stateFrom(ctx)
-	if r := st.budget(); r != abi.OK {
+	if r := st.budget(); r != abi.OK { // ELIMIT, or ESTATE once the outcome is fixed
 		result(stack, r)
-		return
-	}
-	if st.outcome != OutcomeNone {
-		result(stack, abi.ESTATE)
 		return
 	}
 	buf, n := uint32(stack[0]), uint32(stack[1])
@@ -263,12 +259,8 @@ func pinRequest(ctx context.Context, mod api.Module, stack []uint64) {
 // OK, EINVAL, EFAULT, ESTATE, ELIMIT.
 func pinReject(ctx context.Context, mod api.Module, stack []uint64) {
 	st := stateFrom(ctx)
-	if r := st.budget(); r != abi.OK {
+	if r := st.budget(); r != abi.OK { // ELIMIT, or ESTATE once the outcome is fixed
 		result(stack, r)
-		return
-	}
-	if st.outcome != OutcomeNone {
-		result(stack, abi.ESTATE)
 		return
 	}
 	reason, ptr, n := api.DecodeI32(stack[0]), uint32(stack[1]), uint32(stack[2])
