@@ -181,6 +181,11 @@ type Call struct {
 	// to Pages pages (1 to the op's paginate.max_pages) merged into one
 	// list under the result cap (internal/paginate). 0 runs one page.
 	Pages int
+	// Withhold are other secrets the caller holds beside Credential (a
+	// refresh token, a token a rotation replaced): like the credential,
+	// an answer that echoes one is withheld (CodeCredentialEcho). They
+	// are never sent.
+	Withhold []Secret
 }
 
 // Result is a successful op.
@@ -470,6 +475,9 @@ func (e *Engine) run(ctx context.Context, call Call, start time.Time) (*Result, 
 		return nil, herr
 	}
 	res, raw, err := e.send(ctx, p, st.Request(), call.Credential)
+	if err == nil && e.echoes(call, res.Data) {
+		err, res = e.echoError(p, res.Status), nil
+	}
 	status := 0
 	if res != nil {
 		status = res.Status
@@ -560,6 +568,35 @@ func (e *Engine) guestLog(ctx context.Context, p *prepared, st *sandbox.State) {
 	e.logger(ctx).Debug().Str("service", p.m.ID).Str("op", p.name).
 		Str("guest_output", string(bytes.ToValidUTF8(out, []byte("\ufffd")))).
 		Int64("guest_output_dropped", dropped).Msg("guest output")
+}
+
+// echoes reports whether data (a projected answer, the next page's args)
+// holds the call's credential or a secret of call.Withhold, in any JSON
+// spelling (upstream.Echoes; it fails closed on data it cannot read).
+// It is the one credential echo check of the op path: every caller of
+// Engine.Run — POST /v1/ops, research, pinned mcp, the CLI — gets a
+// result that passed it.
+func (e *Engine) echoes(call Call, data []byte) bool {
+	return upstream.Echoes(data, callSecrets(call)...)
+}
+
+func callSecrets(call Call) []string {
+	out := []string{string(call.Credential.Secret)}
+	for _, s := range call.Withhold {
+		out = append(out, string(s))
+	}
+	return out
+}
+
+// echoError is the op error of an answer withheld because it echoed a
+// credential: a write's request took effect (the provider answered 2xx).
+func (e *Engine) echoError(p *prepared, status int) *Error {
+	err := &Error{Code: CodeCredentialEcho, Status: status,
+		Message: "the provider's answer held the op's credential, so it was withheld; the credential may be exposed upstream"}
+	if p.op.Access == registry.AccessWrite {
+		err.Applied = AppliedYes
+	}
+	return err
 }
 
 func checkCredential(c Credential) *Error {

@@ -24,6 +24,7 @@ const (
 	CodeResultTooLarge      Code = "result_too_large"     // the projected result is over the result cap
 	CodeRateLimited         Code = "rate_limited"         // the provider asked to slow down
 	CodeCanceled            Code = "canceled"             // the caller went away
+	CodeCredentialEcho      Code = "credential_echo"      // the provider's answer held the credential and was withheld
 )
 
 // Error is an op failure. Message is safe to show to the caller: it never

@@ -110,8 +110,15 @@ func (e *Engine) runPages(ctx context.Context, call Call, start time.Time) (*Res
 	if ferr != nil { // paginate.ErrNotList
 		return nil, newError(CodeUpstreamInvalid, "the op's projected result is not a list, so its pages cannot be merged")
 	}
-	return &Result{Status: out.Status, Data: out.Data, RawBytes: out.RawBytes, Next: out.Next, Pages: out.Pages,
-		Stopped: out.Stopped, StopMessage: out.StopMessage}, nil
+	res = &Result{Status: out.Status, Data: out.Data, RawBytes: out.RawBytes, Next: out.Next, Pages: out.Pages,
+		Stopped: out.Stopped, StopMessage: out.StopMessage}
+	// The merged pages and the next args, checked as each page was: a
+	// credential split across pages, or carried in a cursor, never
+	// comes back.
+	if e.echoes(call, res.Data) || e.echoes(call, res.Next) || upstream.EchoesText(res.StopMessage, callSecrets(call)...) {
+		return nil, e.echoError(p, res.Status)
+	}
+	return res, nil
 }
 
 // page is res as internal/paginate reads it.
@@ -144,7 +151,14 @@ func (o pageOp) Refused(args json.RawMessage) (string, bool) {
 	return "", false
 }
 
-// Echoes judges a cursor as upstream.Redact judges an error message.
+// Echoes judges a cursor as upstream.Redact judges an error message and
+// upstream.EchoesText judges text, for the credential and the call's
+// other secrets.
 func (o pageOp) Echoes(v string) bool {
-	return upstream.Redact(v, string(o.call.Credential.Secret)) != v
+	for _, s := range callSecrets(o.call) {
+		if upstream.Redact(v, s) != v {
+			return true
+		}
+	}
+	return upstream.EchoesText(v, callSecrets(o.call)...)
 }

@@ -61,6 +61,7 @@ const (
 	CodeResultTooLarge      Code = Code(host.CodeResultTooLarge)      // 502: the projected result is over the result cap
 	CodeRateLimited         Code = Code(host.CodeRateLimited)         // 429: the provider asked to slow down (retry_after, Retry-After)
 	CodeCanceled            Code = Code(host.CodeCanceled)            // 499: the caller went away (logged; nobody reads the answer)
+	CodeCredentialEcho      Code = Code(host.CodeCredentialEcho)      // 502: the provider's answer held the grant's credential and was withheld
 
 	// The sidecar itself.
 
@@ -115,6 +116,7 @@ var codeStatus = httperr.Statuses[Code]{
 	CodeResultTooLarge:      http.StatusBadGateway,
 	CodeRateLimited:         http.StatusTooManyRequests,
 	CodeCanceled:            StatusClientClosed,
+	CodeCredentialEcho:      http.StatusBadGateway,
 
 	CodeModelNotConfigured: http.StatusServiceUnavailable,
 	CodeModelError:         http.StatusBadGateway,

@@ -246,7 +246,16 @@ func (s *Server) enforceOp(ctx context.Context, info *reqInfo, req *OpRequest) (
 		}
 		cred = rot.credential()
 	}
-	res, he, e := s.run(ctx, info, req, args, cred)
+	// Every secret of the grant (and of the pairs a research session's
+	// rotations replaced) is withheld like the credential if an answer
+	// echoes it (host.Call.Withhold).
+	withhold := []host.Secret{host.Secret(g.Secret), host.Secret(g.Refresh)}
+	if req.held != nil {
+		for _, past := range req.held.all() {
+			withhold = append(withhold, host.Secret(past.Secret), host.Secret(past.Refresh))
+		}
+	}
+	res, he, e := s.run(ctx, info, req, args, cred, withhold)
 	if rot != nil && unauthorized401(he) {
 		retry, re := rot.unauthorized(ctx, info, he)
 		if re != nil {
@@ -256,7 +265,7 @@ func (s *Server) enforceOp(ctx context.Context, info *reqInfo, req *OpRequest) (
 			return nil, "", re
 		}
 		if retry {
-			res, he, e = s.run(ctx, info, req, args, rot.credential())
+			res, he, e = s.run(ctx, info, req, args, rot.credential(), append(withhold, host.Secret(rot.pair.Refresh)))
 		}
 	}
 	if req.held != nil && rot != nil && rot.rotated {
@@ -292,9 +301,9 @@ func grantID(g *grant.Grant) string {
 
 // run runs the op once in the engine. A failure of the op is he; e is a
 // failure of the engine itself (internal).
-func (s *Server) run(ctx context.Context, info *reqInfo, req *OpRequest, args json.RawMessage, cred host.Credential) (*host.Result, *host.Error, *Error) {
+func (s *Server) run(ctx context.Context, info *reqInfo, req *OpRequest, args json.RawMessage, cred host.Credential, withhold []host.Secret) (*host.Result, *host.Error, *Error) {
 	start := time.Now()
-	res, err := s.eng.Run(ctx, host.Call{Service: req.Service, Op: req.Op, Args: args, Credential: cred, Pages: req.Pages})
+	res, err := s.eng.Run(ctx, host.Call{Service: req.Service, Op: req.Op, Args: args, Credential: cred, Pages: req.Pages, Withhold: withhold})
 	s.m.duration.WithLabelValues(req.Service, req.Op).Observe(time.Since(start).Seconds())
 	if err == nil {
 		return res, nil, nil

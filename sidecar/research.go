@@ -1,7 +1,6 @@
 package sidecar
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -221,8 +220,9 @@ func (s *Server) handleResearch(w http.ResponseWriter, r *http.Request) {
 		if e != nil && e.Rotated != "" {
 			rot = e.Rotated
 		}
-		// A provider echoing the credential: it must never reach the model.
-		echo := e == nil && echoesCredential([]json.RawMessage{res.Data, res.Next}, h.all()...)
+		// A provider echoing a credential: the host withheld the result
+		// (host.CodeCredentialEcho), so it never reaches the model.
+		echo := e != nil && e.Code == CodeCredentialEcho
 		if rot != "" {
 			mu.Lock()
 			rotated[service] = rot
@@ -237,7 +237,7 @@ func (s *Server) handleResearch(w http.ResponseWriter, r *http.Request) {
 			ev = s.log.Error()
 		}
 		if echo {
-			outcome, ev = research.CodeCredentialEcho, s.log.Warn()
+			ev = s.log.Warn()
 		}
 		ev = ev.Str("event", "research_step").Str("request_id", reqID).Str("service", step.service).Str("op", step.op).
 			Str("outcome", outcome).Str("grant_id", step.grantID).
@@ -257,10 +257,6 @@ func (s *Server) handleResearch(w http.ResponseWriter, r *http.Request) {
 		ev.Msg("research step")
 		svc, o := s.labels(service, op)
 		s.m.researchSteps.WithLabelValues(svc, o, outcome).Inc()
-		if echo {
-			return research.Result{Err: &research.ToolError{Code: research.CodeCredentialEcho,
-				Message: "the result held this session's credential and was withheld"}}
-		}
 		if e != nil {
 			if e.Code == CodeUpstreamError && e.UpstreamStatus == 0 {
 				e.UpstreamStatus = step.upstreamStatus
@@ -322,54 +318,6 @@ func (s *Server) handleResearch(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, out)
-}
-
-// credentialWindow is the length of the credential fragments
-// echoesCredential looks for: long enough that a fragment of a token in
-// data is no coincidence.
-const credentialWindow = 16
-
-// echoesCredential reports whether a result holds a credential of the
-// grants (a token or refresh token, or any credentialWindow bytes of
-// one), in its bytes or in any JSON string of it decoded (so an escape
-// does not hide it).
-func echoesCredential(raws []json.RawMessage, grants ...*grant.Grant) bool {
-	var texts []string
-	for _, raw := range raws {
-		if len(raw) == 0 {
-			continue
-		}
-		texts = append(texts, string(raw))
-		if !bytes.Contains(raw, []byte(`\`)) {
-			continue
-		}
-		dec := json.NewDecoder(bytes.NewReader(raw))
-		for {
-			t, err := dec.Token()
-			if err != nil {
-				break
-			}
-			if s, ok := t.(string); ok {
-				texts = append(texts, s)
-			}
-		}
-	}
-	for _, g := range grants {
-		for _, secret := range []string{string(g.Secret), string(g.Refresh)} {
-			if len(secret) < 8 {
-				continue
-			}
-			n := min(credentialWindow, len(secret))
-			for _, text := range texts {
-				for i := 0; i+n <= len(secret); i++ {
-					if strings.Contains(text, secret[i:i+n]) {
-						return true
-					}
-				}
-			}
-		}
-	}
-	return false
 }
 
 func maps(m map[string]string) map[string]string {

@@ -15,98 +15,155 @@ const maxErrorsScanned = 64
 
 // FindString returns the string at path in doc: objects are descended by
 // key, and an array on the way (or at the end) is entered at its first
-// element. ok is false when there is no string there or doc is not JSON
-// along the way.
+// element. ok is false when there is no string there, doc is not JSON
+// along the way, or a key on the way occurs twice in its object (the
+// answer is ambiguous: readers disagree on which one counts).
 func FindString(doc []byte, path []string) (string, bool) {
 	s := scanner{b: doc}
 	s.ws()
-	return s.findString(path, 0)
-}
-
-func (s *scanner) findString(path []string, depth int) (string, bool) {
-	if depth >= MaxDepth || s.i >= len(s.b) {
+	if !s.find(path) {
 		return "", false
 	}
-	switch s.b[s.i] {
-	case '[':
+	for depth := len(path); s.i < len(s.b) && s.b[s.i] == '['; depth++ {
+		if depth >= MaxDepth {
+			return "", false
+		}
 		s.i++
 		s.ws()
-		if s.i >= len(s.b) || s.b[s.i] == ']' {
-			return "", false
+	}
+	if s.i >= len(s.b) || s.b[s.i] != '"' {
+		return "", false
+	}
+	n := jsonv.ScanString(s.b[s.i:])
+	if n == 0 {
+		return "", false
+	}
+	v, err := jsonv.Parse(s.b[s.i : s.i+n])
+	if err != nil {
+		return "", false
+	}
+	return v.S, true
+}
+
+// find moves s to the value at path, descending objects by key and
+// entering an array on the way at its first element. It fails on a key
+// of the path that occurs twice in its object, which it reads to the end
+// (or to where it stops being valid JSON: a key before that point counts).
+func (s *scanner) find(path []string) bool {
+	for depth := 0; len(path) > 0; depth++ {
+		if depth >= MaxDepth || s.i >= len(s.b) {
+			return false
 		}
-		return s.findString(path, depth+1)
-	case '"':
-		if len(path) > 0 {
-			return "", false
-		}
-		n := jsonv.ScanString(s.b[s.i:])
-		if n == 0 {
-			return "", false
-		}
-		v, err := jsonv.Parse(s.b[s.i : s.i+n])
-		if err != nil {
-			return "", false
-		}
-		return v.S, true
-	case '{':
-		if len(path) == 0 {
-			return "", false
+		switch s.b[s.i] {
+		case '[':
+			s.i++
+			s.ws()
+			if s.i >= len(s.b) || s.b[s.i] == ']' {
+				return false
+			}
+			continue
+		case '{':
+		default:
+			return false
 		}
 		s.i++
 		s.ws()
 		if s.i < len(s.b) && s.b[s.i] == '}' {
-			return "", false
+			return false
 		}
+		at := -1
 		for {
 			key, err := s.key()
+			if err == nil && string(key) == path[0] {
+				if at >= 0 {
+					return false // twice: ambiguous
+				}
+				at = s.i
+			}
+			if err == nil {
+				err = s.skip(depth + 1)
+			}
+			done := false
+			if err == nil {
+				done, err = s.next('}')
+			}
 			if err != nil {
-				return "", false
+				// Invalid past this point: the key read so far, if any,
+				// counts (an error body cut short still has its message),
+				// and no reader finds a second one.
+				if at < 0 {
+					return false
+				}
+				break
 			}
-			if string(key) == path[0] {
-				return s.findString(path[1:], depth+1)
-			}
-			if s.skip(depth+1) != nil {
-				return "", false
-			}
-			done, err := s.next('}')
-			if err != nil || done {
-				return "", false
+			if done {
+				break
 			}
 		}
+		if at < 0 {
+			return false
+		}
+		s.i, path = at, path[1:]
 	}
-	return "", false
+	return s.i < len(s.b)
 }
 
 // GraphQLErrors reports whether doc is an object whose top-level "errors"
 // member is a non-empty array, and whether any of its first
 // maxErrorsScanned elements carries extensions.code "RATELIMITED".
-func GraphQLErrors(doc []byte) (present, rateLimited bool) {
+// ambiguous reports an object that has "errors" twice: whether the
+// answer failed cannot be told, so the host refuses it.
+func GraphQLErrors(doc []byte) (present, rateLimited, ambiguous bool) {
 	s := scanner{b: doc}
 	s.ws()
 	if s.i >= len(s.b) || s.b[s.i] != '{' {
-		return false, false
+		return false, false, false
 	}
 	s.i++
 	s.ws()
 	if s.i < len(s.b) && s.b[s.i] == '}' {
-		return false, false
+		return false, false, false
 	}
+	seen := false
 	for {
 		key, err := s.key()
 		if err != nil {
-			return false, false
+			return present, rateLimited, false
 		}
 		if string(key) == "errors" {
-			return s.errorsArray()
+			if seen {
+				return false, false, true
+			}
+			seen = true
+			at := s.i
+			present, rateLimited = s.errorsArray()
+			s.i = at
 		}
 		if s.skip(1) != nil {
-			return false, false
+			return present, rateLimited, false
 		}
 		done, err := s.next('}')
 		if err != nil || done {
-			return false, false
+			return present, rateLimited, false
 		}
 	}
+}
+
+// FindValue returns the raw JSON value at path in doc, descending objects
+// by key (an array on the way is entered at its first element, as in
+// FindString). ok is false when there is no value there, doc is not JSON
+// along the way, or a key on the way occurs twice in its object.
+func FindValue(doc []byte, path []string) ([]byte, bool) {
+	s := scanner{b: doc}
+	s.ws()
+	if !s.find(path) {
+		return nil, false
+	}
+	start := s.i
+	if s.skip(len(path)) != nil {
+		return nil, false
+	}
+	return s.b[start:s.i], true
 }
 
 func (s *scanner) errorsArray() (present, rateLimited bool) {
@@ -132,59 +189,4 @@ func (s *scanner) errorsArray() (present, rateLimited bool) {
 		}
 	}
 	return true, false
-}
-
-// FindValue returns the raw JSON value at path in doc, descending objects
-// by key (an array on the way is entered at its first element, as in
-// FindString). ok is false when there is no value there or doc is not
-// JSON along the way.
-func FindValue(doc []byte, path []string) ([]byte, bool) {
-	s := scanner{b: doc}
-	s.ws()
-	for depth := 0; ; depth++ {
-		if depth >= MaxDepth || s.i >= len(s.b) {
-			return nil, false
-		}
-		if len(path) == 0 {
-			start := s.i
-			if s.skip(depth) != nil {
-				return nil, false
-			}
-			return s.b[start:s.i], true
-		}
-		switch s.b[s.i] {
-		case '[':
-			s.i++
-			s.ws()
-			if s.i >= len(s.b) || s.b[s.i] == ']' {
-				return nil, false
-			}
-			continue
-		case '{':
-		default:
-			return nil, false
-		}
-		s.i++
-		s.ws()
-		if s.i < len(s.b) && s.b[s.i] == '}' {
-			return nil, false
-		}
-		for {
-			key, err := s.key()
-			if err != nil {
-				return nil, false
-			}
-			if string(key) == path[0] {
-				path = path[1:]
-				break
-			}
-			if s.skip(depth+1) != nil {
-				return nil, false
-			}
-			done, err := s.next('}')
-			if err != nil || done {
-				return nil, false
-			}
-		}
-	}
 }

@@ -51,6 +51,11 @@ func TestFindString(t *testing.T) {
 		{`{"a":[1,2,{"message":"x"}],"message":"y"}`, "message", "y", true},
 		{`{"message":"esc\u00e9\n"}`, "message", "escé\n", true},
 		{`[{"message":"in array"}]`, "message", "in array", true},
+		// A key the host reads, twice: ambiguous, so not read at all.
+		{`{"message":"a","message":"b"}`, "message", "", false},
+		{`{"message":"a","m\u0065ssage":"b"}`, "message", "", false},
+		{`{"error":{"message":"x"},"error":{}}`, "error.message", "", false},
+		{`{"error":{"message":"x","message":"y"}}`, "error.message", "", false},
 	}
 	for _, tt := range tests {
 		got, ok := FindString([]byte(tt.doc), strings.Split(tt.path, "."))
@@ -59,18 +64,21 @@ func TestFindString(t *testing.T) {
 		}
 	}
 	for _, tt := range []struct {
-		doc            string
-		present, limit bool
+		doc                 string
+		present, limit, dup bool
 	}{
-		{`{"data":null,"errors":[{"message":"x","extensions":{"code":"RATELIMITED"}}]}`, true, true},
-		{`{"errors":[{"message":"x"}],"data":{}}`, true, false},
-		{`{"errors":[]}`, false, false},
-		{`{"data":{"errors":[1]}}`, false, false},
-		{`[]`, false, false},
+		{`{"data":null,"errors":[{"message":"x","extensions":{"code":"RATELIMITED"}}]}`, true, true, false},
+		{`{"errors":[{"message":"x"}],"data":{}}`, true, false, false},
+		{`{"errors":[]}`, false, false, false},
+		{`{"data":{"errors":[1]}}`, false, false, false},
+		{`[]`, false, false, false},
+		// Read first-wins, this answer was ok: errors twice is ambiguous.
+		{`{"errors":[],"errors":[{"message":"mutation failed"}],"data":{"issueCreate":{"success":true}}}`, false, false, true},
+		{`{"errors":[{"message":"x"}],"data":{},"\u0065rrors":[]}`, false, false, true},
 	} {
-		p, l := GraphQLErrors([]byte(tt.doc))
-		if p != tt.present || l != tt.limit {
-			t.Errorf("GraphQLErrors(%s) = %v %v, want %v %v", tt.doc, p, l, tt.present, tt.limit)
+		p, l, d := GraphQLErrors([]byte(tt.doc))
+		if p != tt.present || l != tt.limit || d != tt.dup {
+			t.Errorf("GraphQLErrors(%s) = %v %v %v, want %v %v %v", tt.doc, p, l, d, tt.present, tt.limit, tt.dup)
 		}
 	}
 }

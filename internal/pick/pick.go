@@ -11,6 +11,7 @@ package pick
 
 import (
 	"errors"
+	"strconv"
 	"strings"
 
 	"github.com/elevenmessenger/pinned/internal/jsonv"
@@ -84,22 +85,46 @@ var errProjection = errors.New("response is not valid JSON")
 const MaxDepth = 128
 
 type projErr struct {
-	off int
-	msg string
+	off      int
+	msg      string
+	disagree bool // valid JSON, refused because readers disagree on it
 }
 
 func (e *projErr) Error() string { return e.msg }
 func (e *projErr) Unwrap() error { return errProjection }
 
+// Disagreement returns, for a projection error on valid JSON that a kept
+// value makes ambiguous (a key twice, an escaped lone surrogate, a number
+// out of range), what it found in the host's own words (never a byte of
+// the body); "" for any other error.
+func Disagreement(err error) string {
+	var pe *projErr
+	if errors.As(err, &pe) && pe.disagree {
+		return pe.msg
+	}
+	return ""
+}
+
+// disagree is fail for valid JSON refused because readers disagree on it.
+func (s *scanner) disagree(msg string) error {
+	return &projErr{off: s.i, msg: msg, disagree: true}
+}
+
 // Project applies the projection to a JSON document and appends the
-// result to dst. The output is compact JSON: objects keep the members the
-// pick names, in document order, with keys written canonically; kept
-// values are copied verbatim minus insignificant white space; array
-// elements that are not objects or arrays are dropped where a field path
-// goes through them. A missing root, or an empty field list, yields null.
+// result to dst. The output is compact JSON in one canonical form:
+// objects keep the members the pick names, in document order; every key
+// and string is decoded and written again canonically (no escape but
+// those a JSON string needs: `\"`, `\\`, \n, \r, \t, \u00XX for other
+// controls); numbers are copied as written; array elements that are not
+// objects or arrays are dropped where a field path goes through them. A
+// missing root, or an empty field list, yields null.
 //
 // The whole document is validated, including what the pick drops: an
 // invalid body is an error naming the byte offset, never a partial result.
+// Inside a kept value, what readers disagree on is refused too: a key
+// twice in one object (escaped or not), an escaped lone surrogate
+// (`\ud800`), and a number of more than MaxNumberBytes characters or out
+// of the range of a float64 (`1e400`, a 400-digit integer).
 func (p *Projection) Project(dst []byte, doc []byte) ([]byte, error) {
 	s := scanner{b: doc}
 	s.ws()
@@ -169,7 +194,7 @@ func (s *scanner) descend(dst []byte, p *Projection, level, depth int) ([]byte, 
 		}
 		if string(key) == p.root[level] {
 			if seen {
-				return dst, false, s.fail("duplicate key on the pick root path")
+				return dst, false, s.disagree("a key of the pick root, twice in one object")
 			}
 			seen = true
 			if dst, found, err = s.descend(dst, p, level+1, depth+1); err != nil {
@@ -251,11 +276,7 @@ func (s *scanner) next(close byte) (bool, error) {
 // project appends the projection of the value at s.i by node n.
 func (s *scanner) project(dst []byte, n *pickNode, depth int) ([]byte, error) {
 	if n.leaf {
-		start := s.i
-		if err := s.skip(depth); err != nil {
-			return dst, err
-		}
-		return appendCompact(dst, s.b[start:s.i]), nil
+		return s.canonical(dst, depth)
 	}
 	if depth >= MaxDepth {
 		return dst, s.fail("nesting too deep")
@@ -283,7 +304,7 @@ func (s *scanner) project(dst []byte, n *pickNode, depth int) ([]byte, error) {
 			if c != nil {
 				for _, x := range seen {
 					if x == c {
-						return dst, s.fail("duplicate key " + string(key))
+						return dst, s.disagree("a key the pick names, twice in one object")
 					}
 				}
 				seen = append(seen, c)
@@ -429,21 +450,207 @@ func (s *scanner) lit(word string) bool {
 	return false
 }
 
-// appendCompact appends a valid JSON value without insignificant white
-// space; strings are copied byte for byte.
-func appendCompact(dst, v []byte) []byte {
-	for i := 0; i < len(v); {
-		switch c := v[i]; c {
-		case ' ', '\t', '\n', '\r':
-			i++
-		case '"':
-			n := jsonv.ScanString(v[i:])
-			dst = append(dst, v[i:i+n]...)
-			i += n
-		default:
-			dst = append(dst, c)
-			i++
+// MaxNumberBytes bounds the text of a number inside a kept value: a
+// longer one is refused (no provider's id or amount needs it; readers
+// disagree on what a 5,000-digit integer is).
+const MaxNumberBytes = 64
+
+// canonical validates the value at s.i and appends it in the canonical
+// form Project documents, refusing what readers disagree on.
+func (s *scanner) canonical(dst []byte, depth int) ([]byte, error) {
+	if s.i >= len(s.b) {
+		return dst, s.fail("unexpected end of input")
+	}
+	switch c := s.b[s.i]; {
+	case c == '{':
+		if depth >= MaxDepth {
+			return dst, s.fail("nesting too deep")
+		}
+		s.i++
+		s.ws()
+		dst = append(dst, '{')
+		if s.i < len(s.b) && s.b[s.i] == '}' {
+			s.i++
+			return append(dst, '}'), nil
+		}
+		var seen keySet
+		for first := true; ; first = false {
+			at := s.i
+			key, err := s.canonicalKey()
+			if err != nil {
+				return dst, err
+			}
+			if !seen.add(string(key)) {
+				s.i = at
+				return dst, s.disagree("a key twice in one object of a kept value")
+			}
+			if !first {
+				dst = append(dst, ',')
+			}
+			dst = jsonv.AppendString(dst, string(key))
+			dst = append(dst, ':')
+			if dst, err = s.canonical(dst, depth+1); err != nil {
+				return dst, err
+			}
+			done, err := s.next('}')
+			if err != nil {
+				return dst, err
+			}
+			if done {
+				return append(dst, '}'), nil
+			}
+		}
+	case c == '[':
+		if depth >= MaxDepth {
+			return dst, s.fail("nesting too deep")
+		}
+		s.i++
+		s.ws()
+		dst = append(dst, '[')
+		if s.i < len(s.b) && s.b[s.i] == ']' {
+			s.i++
+			return append(dst, ']'), nil
+		}
+		for first := true; ; first = false {
+			if !first {
+				dst = append(dst, ',')
+			}
+			var err error
+			if dst, err = s.canonical(dst, depth+1); err != nil {
+				return dst, err
+			}
+			done, err := s.next(']')
+			if err != nil {
+				return dst, err
+			}
+			if done {
+				return append(dst, ']'), nil
+			}
+		}
+	case c == '"':
+		n := jsonv.ScanString(s.b[s.i:])
+		if n == 0 {
+			return dst, s.fail("invalid string")
+		}
+		str := s.b[s.i : s.i+n]
+		if indexByte(str, '\\') < 0 {
+			s.i += n
+			return append(dst, str...), nil // already canonical
+		}
+		if LoneSurrogate(str) {
+			return dst, s.disagree("escaped lone surrogate in a kept value")
+		}
+		v, err := jsonv.Parse(str)
+		if err != nil {
+			return dst, s.fail("invalid string")
+		}
+		s.i += n
+		return jsonv.AppendString(dst, v.S), nil
+	case c == '-' || (c >= '0' && c <= '9'):
+		n := jsonv.ScanNumber(s.b[s.i:])
+		if n == 0 {
+			return dst, s.fail("invalid number")
+		}
+		if n > MaxNumberBytes {
+			return dst, s.disagree("number of more than " + strconv.Itoa(MaxNumberBytes) + " characters in a kept value")
+		}
+		if _, err := strconv.ParseFloat(string(s.b[s.i:s.i+n]), 64); err != nil {
+			return dst, s.disagree("number out of range in a kept value")
+		}
+		dst = append(dst, s.b[s.i:s.i+n]...)
+		s.i += n
+		return dst, nil
+	}
+	start := s.i
+	if s.lit("true") || s.lit("false") || s.lit("null") {
+		return append(dst, s.b[start:s.i]...), nil
+	}
+	return dst, s.fail("invalid character")
+}
+
+// canonicalKey reads a key as key does, refusing an escaped lone
+// surrogate (which would decode to U+FFFD, like every other).
+func (s *scanner) canonicalKey() ([]byte, error) {
+	if s.i < len(s.b) && s.b[s.i] == '"' {
+		if n := jsonv.ScanString(s.b[s.i:]); n > 0 && LoneSurrogate(s.b[s.i:s.i+n]) {
+			return nil, s.disagree("escaped lone surrogate in a kept key")
 		}
 	}
-	return dst
+	return s.key()
+}
+
+// keySet is the keys of one object: a slice while small, a map after.
+type keySet struct {
+	small []string
+	big   map[string]struct{}
+}
+
+// add reports whether k is new, recording it.
+func (ks *keySet) add(k string) bool {
+	if ks.big != nil {
+		if _, ok := ks.big[k]; ok {
+			return false
+		}
+		ks.big[k] = struct{}{}
+		return true
+	}
+	for _, x := range ks.small {
+		if x == k {
+			return false
+		}
+	}
+	if len(ks.small) < 16 {
+		ks.small = append(ks.small, k)
+		return true
+	}
+	ks.big = make(map[string]struct{}, 32)
+	for _, x := range ks.small {
+		ks.big[x] = struct{}{}
+	}
+	ks.big[k] = struct{}{}
+	return true
+}
+
+// LoneSurrogate reports whether str, a valid JSON string (quotes
+// included), escapes a surrogate that is not half of a pair: `\ud800`
+// alone, a low `\udc00` first. Decoders disagree on these (U+FFFD, an
+// error, the raw code unit), so the host reads none of them.
+func LoneSurrogate(str []byte) bool {
+	for i := 0; i < len(str); i++ {
+		if str[i] != '\\' {
+			continue
+		}
+		if i+1 < len(str) && str[i+1] != 'u' {
+			i++ // a two-byte escape, `\\` among them
+			continue
+		}
+		h, ok := hex4at(str, i+2)
+		if !ok {
+			return false // not a valid string: ScanString said so first
+		}
+		switch {
+		case h >= 0xDC00 && h < 0xE000:
+			return true
+		case h >= 0xD800 && h < 0xDC00:
+			if i+7 >= len(str) || str[i+6] != '\\' || str[i+7] != 'u' {
+				return true
+			}
+			l, ok := hex4at(str, i+8)
+			if !ok || l < 0xDC00 || l >= 0xE000 {
+				return true
+			}
+			i += 11
+		default:
+			i += 5
+		}
+	}
+	return false
+}
+
+func hex4at(b []byte, i int) (rune, bool) {
+	if i+4 > len(b) {
+		return 0, false
+	}
+	v, err := strconv.ParseUint(string(b[i:i+4]), 16, 16)
+	return rune(v), err == nil
 }

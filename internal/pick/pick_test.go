@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -26,7 +29,17 @@ func TestProject(t *testing.T) {
 		{"root through a scalar yields null", "data.viewer", []string{"name"}, `{"data":5}`, `null`},
 		{"empty fields yield null", "", nil, `{"secret":"x"}`, `null`},
 		{"document order kept, keys canonical", "", []string{"b", "a"}, `{"a":1,"\u0062":2,"c":3}`, `{"a":1,"b":2}`},
-		{"values verbatim minus white space", "", []string{"a"}, `{"a" : { "x" : [ 1 , "é\u00e9\n" ] } }`, `{"a":{"x":[1,"é\u00e9\n"]}}`},
+		{"values canonical, without white space", "", []string{"a"}, `{"a" : { "x" : [ 1 , "é\u00e9\n\/\u0007", -0.5E+2 ] , "\u0079": true } }`, `{"a":{"x":[1,"éé\n/\u0007",-0.5E+2],"y":true}}`},
+		{"duplicate key inside a kept value refused", "", []string{"title"}, `{"title":{"a":1,"a":2}}`, ""},
+		{"duplicate escaped key inside a kept value refused", "", []string{"title"}, `{"title":[{"a":1,"\u0061":2}]}`, ""},
+		{"escaped lone surrogate in a kept value refused", "", []string{"title"}, `{"title":"\ud800"}`, ""},
+		{"escaped lone low surrogate refused", "", []string{"title"}, `{"title":"a\udc00b"}`, ""},
+		{"escaped surrogate pair kept", "", []string{"title"}, `{"title":"\ud83d\ude00"}`, `{"title":"😀"}`},
+		{"escaped lone surrogate in a kept key refused", "", []string{"t"}, `{"t":{"\udfff":1}}`, ""},
+		{"a number out of range refused", "", []string{"id"}, `{"id":1e400}`, ""},
+		{"a 400-digit integer refused", "", []string{"id"}, `{"id":` + strings.Repeat("9", 400) + `}`, ""},
+		{"a 5000-digit integer refused", "", []string{"t"}, `{"t":[` + strings.Repeat("1", 5000) + `]}`, ""},
+		{"a huge number where dropped is fine", "", []string{"a"}, `{"a":1,"id":1e400}`, `{"a":1}`},
 		{"prefix field keeps the whole value", "", []string{"user", "user.login"}, `{"user":{"login":"a","id":1}}`, `{"user":{"login":"a","id":1}}`},
 		{"scalar where fields expected is omitted", "", []string{"user.login"}, `{"user":"plain"}`, `{}`},
 		{"scalars in arrays are dropped", "", []string{"name"}, `[1,{"name":"a"},"x",null,[{"name":"b"}]]`, `[{"name":"a"},[{"name":"b"}]]`},
@@ -158,7 +171,7 @@ func refMembers(v json.RawMessage) ([]refMember, bool, error) {
 
 func refProjectValue(out *bytes.Buffer, v json.RawMessage, node map[string]any) error {
 	if node == nil {
-		return json.Compact(out, v)
+		return refCanonical(out, v)
 	}
 	switch v[0] {
 	case '{':
@@ -219,6 +232,133 @@ func refProjectValue(out *bytes.Buffer, v json.RawMessage, node map[string]any) 
 	}
 	return nil
 }
+
+// refCanonical writes a kept value as Project documents it, with
+// encoding/json reading it: strings decoded and written with only the
+// escapes JSON needs, numbers as written; a duplicate key, an escaped
+// lone surrogate or a number over 64 characters or out of float64 range
+// refused.
+func refCanonical(out *bytes.Buffer, v json.RawMessage) error {
+	if refLoneSurrogate(v) {
+		return errors.New("lone surrogate")
+	}
+	dec := json.NewDecoder(bytes.NewReader(v))
+	dec.UseNumber()
+	var walk func() error
+	walk = func() error {
+		tok, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		switch t := tok.(type) {
+		case json.Delim:
+			if t == '[' {
+				out.WriteByte('[')
+				for n := 0; dec.More(); n++ {
+					if n > 0 {
+						out.WriteByte(',')
+					}
+					if err := walk(); err != nil {
+						return err
+					}
+				}
+				dec.Token()
+				out.WriteByte(']')
+				return nil
+			}
+			out.WriteByte('{')
+			seen := map[string]bool{}
+			for n := 0; dec.More(); n++ {
+				k, _ := dec.Token()
+				if seen[k.(string)] {
+					return errors.New("duplicate key")
+				}
+				seen[k.(string)] = true
+				if n > 0 {
+					out.WriteByte(',')
+				}
+				refString(out, k.(string))
+				out.WriteByte(':')
+				if err := walk(); err != nil {
+					return err
+				}
+			}
+			dec.Token()
+			out.WriteByte('}')
+		case string:
+			refString(out, t)
+		case json.Number:
+			if len(t) > 64 {
+				return errors.New("long number")
+			}
+			if _, err := t.Float64(); err != nil {
+				return err
+			}
+			out.WriteString(string(t))
+		case bool:
+			fmt.Fprint(out, t)
+		case nil:
+			out.WriteString("null")
+		}
+		return nil
+	}
+	return walk()
+}
+
+func refString(out *bytes.Buffer, s string) {
+	out.WriteByte('"')
+	for _, r := range s {
+		switch {
+		case r == '"' || r == '\\':
+			out.WriteByte('\\')
+			out.WriteRune(r)
+		case r == '\n':
+			out.WriteString(`\n`)
+		case r == '\r':
+			out.WriteString(`\r`)
+		case r == '\t':
+			out.WriteString(`\t`)
+		case r < 0x20:
+			fmt.Fprintf(out, `\u%04x`, r)
+		default:
+			out.WriteRune(r)
+		}
+	}
+	out.WriteByte('"')
+}
+
+// refLoneSurrogate finds an escaped lone surrogate anywhere in v, read
+// with a regular expression over the escapes (a backslash occurs only
+// inside strings).
+func refLoneSurrogate(v []byte) bool {
+	locs := escapeRE.FindAllIndex(v, -1)
+	hex := func(i int) (uint64, bool) {
+		if locs[i][1]-locs[i][0] != 6 {
+			return 0, false
+		}
+		h, _ := strconv.ParseUint(string(v[locs[i][0]+2:locs[i][1]]), 16, 16)
+		return h, true
+	}
+	for i := 0; i < len(locs); i++ {
+		h, ok := hex(i)
+		switch {
+		case !ok:
+		case h >= 0xDC00 && h < 0xE000:
+			return true
+		case h >= 0xD800 && h < 0xDC00:
+			if i+1 >= len(locs) || locs[i+1][0] != locs[i][1] {
+				return true
+			}
+			if l, ok := hex(i + 1); !ok || l < 0xDC00 || l >= 0xE000 {
+				return true
+			}
+			i++
+		}
+	}
+	return false
+}
+
+var escapeRE = regexp.MustCompile(`\\(u[0-9a-fA-F]{4}|.)`)
 
 // FuzzPick is differential: the streaming projection and the reference
 // agree byte for byte on every document both accept, and the streaming one

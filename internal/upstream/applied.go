@@ -49,9 +49,10 @@ func markApplied(f *Failure, sent bool) {
 		return
 	}
 	switch s := f.Status; {
-	case s >= 200 && s < 300 && (f.Kind == KindError || f.Kind == KindRateLimited):
-		// GraphQL errors in a 2xx answer, a rate limit among them: a
-		// mutation may have partly run, or not at all.
+	case s >= 200 && s < 300 && (f.Kind == KindError || f.Kind == KindRateLimited || f.unsure):
+		// GraphQL errors in a 2xx answer, a rate limit among them, an
+		// error envelope or an ambiguous answer: a mutation may have
+		// partly run, or not at all.
 		f.Applied = AppliedMaybe
 	case s >= 200 && s < 300:
 		f.Applied = AppliedYes

@@ -84,6 +84,10 @@ type Failure struct {
 	// Cause is the internal cause, for logs only: it may hold Go error
 	// text and MUST NOT be sent to callers.
 	Cause error
+
+	// unsure marks a 2xx answer that does not say whether a write took
+	// effect (an error envelope, "errors" twice): Applied "maybe".
+	unsure bool
 }
 
 // transportFailure classifies an error of the transport or of reading
@@ -99,7 +103,35 @@ func transportFailure(ctx context.Context, err error, host string) *Failure {
 	case ctx.Err() == context.Canceled:
 		return &Failure{Kind: KindCanceled, Message: "the op was canceled", Cause: err}
 	}
+	if f := answeredBadly(err); f != nil {
+		return f
+	}
 	return &Failure{Kind: KindUnreachable, Message: "the provider could not be reached: " + unreachableReason(err, host), Cause: err}
+}
+
+// answeredBadly classifies a transport error that means the provider
+// was reached and answered, but not with an answer the host can take:
+// headers over the transport's cap (64 KiB, egress.NewTransport), an
+// HTTP/2 stream the provider reset or a connection it closed with GOAWAY,
+// a malformed HTTP/1 answer. nil for any other error. net/http exports
+// no type for these, so its text is matched here and never sent.
+func answeredBadly(err error) *Failure {
+	msg := err.Error()
+	switch {
+	case strings.Contains(msg, "server response headers exceeded"),
+		strings.Contains(msg, "response header list larger than advertised limit"),
+		strings.Contains(msg, "connection error: COMPRESSION_ERROR"): // a header over the limit fails HPACK decoding
+		return &Failure{Kind: KindTooLarge, Message: "the provider's response headers are over the host's 64 KiB limit or cannot be decoded", Cause: err}
+	case strings.Contains(msg, "connection error: "):
+		return &Failure{Kind: KindInvalid, Message: "the provider broke the HTTP/2 protocol in its answer", Cause: err}
+	case strings.Contains(msg, "stream error: stream ID"):
+		return &Failure{Kind: KindInvalid, Message: "the provider aborted its answer (it reset the HTTP/2 stream)", Cause: err}
+	case strings.Contains(msg, "http2: server sent GOAWAY"):
+		return &Failure{Kind: KindInvalid, Message: "the provider closed the connection before it finished answering (HTTP/2 GOAWAY)", Cause: err}
+	case strings.Contains(msg, "malformed HTTP"):
+		return &Failure{Kind: KindInvalid, Message: "the provider's answer is not well-formed HTTP", Cause: err}
+	}
+	return nil
 }
 
 // unreachableReason says which step of reaching the pinned host failed —

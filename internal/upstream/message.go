@@ -15,13 +15,27 @@ import (
 
 // graphQLError reports a 200 answer that carries a non-empty errors array.
 func graphQLError(raw []byte, op *Op) (string, bool) {
-	if present, _ := pick.GraphQLErrors(raw); !present {
+	if present, _, _ := pick.GraphQLErrors(raw); !present {
 		return "", false
 	}
 	if msg, ok := pick.FindString(raw, op.errMsg); ok && msg != "" {
 		return capMessage(msg), true
 	}
 	return "the provider answered with GraphQL errors", true
+}
+
+// errorEnvelope reports a 2xx answer that is the provider's error
+// envelope: the pick kept nothing of it (out is {} or null) and the
+// manifest's error_message path holds a message.
+func errorEnvelope(op *Op, out, raw []byte) (string, bool) {
+	if string(out) != "{}" && string(out) != "null" {
+		return "", false
+	}
+	msg, ok := pick.FindString(raw, op.errMsg)
+	if msg = capMessage(msg); !ok || msg == "" {
+		return "", false
+	}
+	return msg, true
 }
 
 // errorMessage projects the human message of an error body through the
@@ -110,44 +124,71 @@ const maxDetailsBytes = 64 << 10
 // credential.
 const redactedWord = "[redacted]"
 
-// Redact replaces every word (a run of non-space characters) of
-// an upstream message that echoes the op's credential: one holding 8 or
-// more consecutive characters of it, or a masked echo — a word with '*'
-// that starts with the credential's first 4 characters or ends with its
-// last 4 (Stripe answers a bad key with "Invalid API Key provided:
-// sk_test_****abcd"). The message goes to the bot, which must never see
-// any part of the credential.
+// redactWindow is the run of credential characters Redact removes.
+const redactWindow = 8
+
+// Redact replaces every word (a run of characters that are not white
+// space, control or invisible format characters) of an upstream message
+// that echoes the op's credential. The message goes to the caller, which
+// must never see the credential, so it is read the way a person would
+// rejoin pieces: the words are joined with those characters removed
+// ("ghp_fak e_pinne", "ghp_fak\u200be_pinne" are "ghp_fake_pinne"), and
+// every word that holds part of a run of 8 consecutive characters of the
+// credential (the whole credential when shorter) is replaced, as is a
+// masked echo — a word with '*' that starts with the credential's first 4
+// characters or ends with its last 4 (Stripe answers a bad key with
+// "Invalid API Key provided: sk_test_****abcd").
+//
+// The guarantee (TestRedactCredential, FuzzRedact): the result, with
+// white space, control and invisible characters removed, holds no run of
+// 8 consecutive characters of the credential, and no masked echo.
 func Redact(msg, secret string) string {
 	if len(secret) < 4 || msg == "" {
 		return msg
 	}
-	echoes := func(w string) bool {
+	words := strings.FieldsFunc(msg, hidden)
+	redact := make([]bool, len(words))
+	changed := false
+	for i, w := range words {
 		if strings.Contains(w, "*") {
 			t := strings.Trim(w, `"'.,;:()[]{}<>`)
 			if strings.HasPrefix(t, secret[:4]) || strings.HasSuffix(t, secret[len(secret)-4:]) {
-				return true
+				redact[i], changed = true, true
 			}
 		}
-		const n = 8
-		if len(secret) < n {
-			return strings.Contains(w, secret)
-		}
-		for i := 0; i+n <= len(secret); i++ {
-			if strings.Contains(w, secret[i:i+n]) {
-				return true
-			}
-		}
-		return false
 	}
-	words := strings.Fields(msg)
-	changed := false
+	// The words joined, and which word each byte came from.
+	var joined strings.Builder
+	owner := make([]int, 0, len(msg))
 	for i, w := range words {
-		if echoes(w) {
-			words[i], changed = redactedWord, true
+		joined.WriteString(w)
+		for range len(w) {
+			owner = append(owner, i)
+		}
+	}
+	text := joined.String()
+	n := min(redactWindow, len(secret))
+	for k := 0; k+n <= len(secret); k++ {
+		f := secret[k : k+n]
+		for off := 0; off+n <= len(text); {
+			at := strings.Index(text[off:], f)
+			if at < 0 {
+				break
+			}
+			at += off
+			for b := at; b < at+n; b++ {
+				redact[owner[b]], changed = true, true
+			}
+			off = at + 1
 		}
 	}
 	if !changed {
 		return msg
+	}
+	for i := range words {
+		if redact[i] {
+			words[i] = redactedWord
+		}
 	}
 	return strings.Join(words, " ")
 }

@@ -61,6 +61,6 @@ func retryAfter(h http.Header, now time.Time) int {
 }
 
 func graphQLRateLimitedBody(raw []byte) bool {
-	_, limited := pick.GraphQLErrors(raw)
+	_, limited, _ := pick.GraphQLErrors(raw)
 	return limited
 }

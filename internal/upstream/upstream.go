@@ -175,6 +175,10 @@ func (c *Client) send(ctx context.Context, op *Op, r *egress.Request, kind strin
 		return nil, n, &Failure{Kind: KindError, Status: resp.StatusCode, Message: Redact(errorMessage(op, raw, resp.StatusCode), string(cred))}
 	}
 	if op.m.GraphQL {
+		if _, _, dup := pick.GraphQLErrors(raw); dup {
+			return nil, n, &Failure{Kind: KindInvalid, Status: resp.StatusCode, unsure: true,
+				Message: `the provider's answer has "errors" twice, so whether it failed cannot be told`}
+		}
 		if msg, ok := graphQLError(raw, op); ok {
 			return nil, n, &Failure{Kind: KindError, Status: resp.StatusCode, Message: Redact(msg, string(cred))}
 		}
@@ -186,7 +190,16 @@ func (c *Client) send(ctx context.Context, op *Op, r *egress.Request, kind strin
 	}
 	out, err := op.proj.Project(make([]byte, 0, 4096), raw)
 	if err != nil {
-		return nil, n, &Failure{Kind: KindInvalid, Status: resp.StatusCode, Message: "the provider's answer is not valid JSON", Cause: err}
+		msg := "the provider's answer is not valid JSON"
+		if d := pick.Disagreement(err); d != "" {
+			msg = "the provider's answer holds what JSON readers disagree on: " + d
+		}
+		return nil, n, &Failure{Kind: KindInvalid, Status: resp.StatusCode, Message: msg, Cause: err}
+	}
+	if msg, ok := errorEnvelope(op, out, raw); ok {
+		// A 2xx whose body is the provider's error envelope, nothing the
+		// pick names in it: a failure, never an empty success.
+		return nil, n, &Failure{Kind: KindError, Status: resp.StatusCode, unsure: true, Message: Redact(msg, string(cred))}
 	}
 	if len(out) > c.maxResultBytes {
 		return nil, n, &Failure{Kind: KindResultTooLarge, Status: resp.StatusCode,
