@@ -104,7 +104,7 @@ func (e *Engine) audit(ctx context.Context, call Call, p *prepared, res *Result,
 		Int("bytes_projected", projected).
 		Float64("duration_ms", float64(time.Since(start).Microseconds())/1000).
 		Str("outcome", outcome)
-	if target != "" {
+	if target != "" && !e.cfg.OmitTarget {
 		ev = ev.Str("target", target)
 	}
 	if deny != "" {

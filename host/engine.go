@@ -125,6 +125,10 @@ type Config struct {
 	// Logger receives one audit event per egress attempt; default a
 	// disabled logger.
 	Logger *zerolog.Logger
+	// OmitTarget leaves the request target out of the audit events, so
+	// the log holds no argument value at all (pinned mcp, docs/MCP.md);
+	// by default the target is logged with every secret arg redacted.
+	OmitTarget bool
 	// Metrics, when set, counts egress attempts, denials and upstream body
 	// sizes; see NewMetrics.
 	Metrics *Metrics

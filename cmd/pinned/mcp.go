@@ -124,7 +124,8 @@ func runMCP(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
-	eng, err := host.New(ctx, host.Config{Timeout: *opTimeout, CacheDir: defaultCacheDir(), Override: override, Logger: &log})
+	// OmitTarget: the person's log holds no argument value (docs/MCP.md).
+	eng, err := host.New(ctx, host.Config{Timeout: *opTimeout, CacheDir: defaultCacheDir(), Override: override, Logger: &log, OmitTarget: true})
 	if err != nil {
 		fmt.Fprintf(stderr, "pinned mcp: %s\n", errText(err))
 		return 1
@@ -159,7 +160,9 @@ func runMCP(args []string, stdout, stderr io.Writer) int {
 	}
 
 	if *listen == "" {
-		err := srv.MCP().Run(ctx, &mcp.StdioTransport{})
+		// mcpserver's stdio transport answers a bad line (-32700,
+		// -32600) and reads on, where the SDK's would end the session.
+		err := srv.MCP().Run(ctx, &mcpserver.StdioTransport{In: os.Stdin, Out: os.Stdout, Logger: &log})
 		if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, mcp.ErrConnectionClosed) && !errors.Is(err, io.EOF) {
 			fmt.Fprintf(stderr, "pinned mcp: %s\n", err)
 			return 1

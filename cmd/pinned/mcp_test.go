@@ -1,11 +1,14 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -415,4 +418,85 @@ func storeSecrets(t *testing.T, dir string) []string {
 		out = append(out, base64.StdEncoding.EncodeToString(w)[:32], base64.RawURLEncoding.EncodeToString(w)[:32], hex.EncodeToString(w))
 	}
 	return out
+}
+
+// TestMCPStdioBadLines runs the real binary: `pinned mcp` on stdio answers
+// each line of issue 21 that used to end it (exit 1) with its JSON-RPC
+// error and answers tools/list next, on the same process, which exits 0
+// at the end of stdin.
+func TestMCPStdioBadLines(t *testing.T) {
+	p := newPinnedEnv(t)
+	if code, out, errs := p.run(t, fakeapi.Token("github"), append([]string{"connect", "github"}, p.fakeFlags()...)...); code != 0 {
+		t.Fatalf("connect: %d %s %s", code, out, errs)
+	}
+	cmd := exec.Command(p.bin, append([]string{"mcp"}, p.fakeFlags()...)...)
+	cmd.Env = p.env
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stderr := &testutil.SyncBuffer{}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	out := bufio.NewReader(stdout)
+	ask := func(line string) map[string]any {
+		t.Helper()
+		if _, err := io.WriteString(stdin, line+"\n"); err != nil {
+			t.Fatalf("write: %v\n%s", err, stderr.String())
+		}
+		b, err := out.ReadBytes('\n')
+		var m map[string]any
+		if err != nil || json.Unmarshal(b, &m) != nil {
+			t.Fatalf("read %q: %v\n%s", b, err, stderr.String())
+		}
+		return m
+	}
+	if a := ask(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`); a["result"] == nil {
+		t.Fatalf("initialize: %v", a)
+	}
+	if _, err := io.WriteString(stdin, `{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n"); err != nil {
+		t.Fatal(err)
+	}
+	for i, tt := range []struct {
+		name, line string
+		code       float64
+	}{
+		{"invalid JSON", `{"jsonrpc":`, -32700},
+		{"invalid UTF-8", "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"x\xfe\"}", -32700},
+		{"100k-deep nesting", strings.Repeat("[", 100000) + strings.Repeat("]", 100000), -32700},
+		{"a batch", `[{"jsonrpc":"2.0","id":5,"method":"tools/list"}]`, -32600},
+		{"[]", `[]`, -32600},
+		{"id 1e400", `{"jsonrpc":"2.0","id":1e400,"method":"tools/list"}`, -32600},
+		{"id twice", `{"jsonrpc":"2.0","id":1,"id":2,"method":"tools/list"}`, -32600},
+		{"a 20 MiB line", `{"jsonrpc":"2.0","id":6,"method":"tools/list","params":{"x":"` + strings.Repeat("a", 20<<20) + `"}}`, -32600},
+	} {
+		a := ask(tt.line)
+		if e, _ := a["error"].(map[string]any); e == nil || e["code"] != tt.code || a["id"] != nil {
+			t.Errorf("%s: answered %v, want error %v, id null", tt.name, a, tt.code)
+		}
+		a = ask(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/list"}`, 10+i))
+		if r, _ := a["result"].(map[string]any); r == nil || a["id"] != float64(10+i) || len(r["tools"].([]any)) == 0 {
+			t.Fatalf("%s: tools/list answered %v", tt.name, a)
+		}
+	}
+	// The log holds no argument value (docs/MCP.md): not the egress
+	// target either.
+	a := ask(`{"jsonrpc":"2.0","id":99,"method":"tools/call","params":{"name":"github_get_repo","arguments":{"owner":"pinned-tester","repo":"zz-unseen-repo-name"}}}`)
+	if a["result"] == nil {
+		t.Fatalf("tools/call: %v", a)
+	}
+	stdin.Close()
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("pinned mcp exited with %v at the end of stdin\n%s", err, stderr.String())
+	}
+	if logs := stderr.String(); strings.Contains(logs, "zz-unseen-repo-name") || !strings.Contains(logs, `"event":"egress"`) {
+		t.Errorf("the log holds an argument value (or no egress event):\n%s", logs)
+	}
 }
