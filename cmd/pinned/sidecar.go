@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
 	"crypto/x509"
 	"encoding/hex"
 	"errors"
@@ -12,6 +13,7 @@ import (
 	"net/netip"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -103,6 +105,7 @@ type sidecarFlags struct {
 	maxGrantTTL       time.Duration
 	logLevel          string
 	cacheDir          string
+	stateDir          string
 	connectTo         string
 	caFile            string
 	brokerURL         string
@@ -188,6 +191,7 @@ func runSidecarContext(ctx context.Context, args []string, stdout, stderr io.Wri
 	fs.DurationVar(&f.maxGrantTTL, "max-grant-ttl", env.dur("max-grant-ttl", grant.DefaultMaxTTL), h("max-grant-ttl", "refuse grants that expire further ahead than this"))
 	fs.StringVar(&f.logLevel, "log-level", env.str("log-level", "info"), h("log-level", "log `level`: debug, info, warn or error"))
 	fs.StringVar(&f.cacheDir, "cache-dir", env.str("cache-dir", defaultCacheDir()), h("cache-dir", "wazero compilation cache `directory` (empty: compile in memory at every start)"))
+	fs.StringVar(&f.stateDir, "state-dir", env.str("state-dir", defaultStateDir()), h("state-dir", "`directory` of the durable state file (grant replay records and the grace cache of rotated pairs; one file per bot key), so a restart loses no grant use; empty: in memory, lost on restart; not used with --redis-url"))
 	fs.StringVar(&f.brokerURL, "broker-url", env.str("broker-url", ""), h("broker-url", "the broker's base `URL` (https, or http on loopback) for token rotation; empty: never rotate"))
 	fs.StringVar(&f.brokerTokenFile, "broker-token-file", env.str("broker-token-file", ""), h("broker-token-file", "`file` holding the broker instance token (or set PINNED_SIDECAR_BROKER_TOKEN); required with --broker-url"))
 	fs.DurationVar(&f.refreshMargin, "refresh-margin", env.dur("refresh-margin", rotate.DefaultMargin), h("refresh-margin", "refresh a token pair before the call when it expires within this"))
@@ -230,8 +234,10 @@ func runSidecarContext(ctx context.Context, args []string, stdout, stderr io.Wri
 		if code := checkRedis(rs, f, log, stderr); code != 0 {
 			return code
 		}
+	} else if fst, ok := cfg.Store.(*state.File); ok {
+		log.Info().Str("event", "state_store").Str("store", "file").Str("path", fst.Path()).Msg("state in a file: a restart loses no grant use; run one replica per bot key, or share --redis-url (docs/OPERATING.md)")
 	} else {
-		log.Info().Str("event", "state_store").Str("store", "memory").Msg("state in memory: run one replica per bot key (docs/OPERATING.md)")
+		log.Warn().Str("event", "state_store").Str("store", "memory").Msg("state in memory (--state-dir empty): a restart forgets which grants ran, so one captured inside its TTL runs again; run one replica per bot key (docs/OPERATING.md)")
 	}
 
 	prom := prometheus.NewRegistry()
@@ -370,6 +376,14 @@ func (f *sidecarFlags) check() (sidecar.Config, *grant.PrivateKey, host.Secret, 
 	}
 	if store != nil {
 		cfg.Store = store
+	} else if f.stateDir != "" {
+		// One process, durable: a file per bot key under the state
+		// directory (internal/state.File).
+		fst, err := state.OpenFile(stateFile(f.stateDir, key), state.FileOptions{ReplayCacheSize: f.replayCacheSize, MaxGrace: rotate.DefaultMaxCached})
+		if err != nil {
+			return cfg, nil, "", fmt.Errorf("--state-dir: %w", err)
+		}
+		cfg.Store = fst
 	}
 	modelKey, err := secretFromFileOrEnv("model API key", "--model-key-file", f.modelKeyFile, "PINNED_SIDECAR_MODEL_KEY", 16)
 	if err != nil {
@@ -383,6 +397,25 @@ func (f *sidecarFlags) check() (sidecar.Config, *grant.PrivateKey, host.Secret, 
 		cfg.Model = m
 	}
 	return cfg, key, token, nil
+}
+
+// defaultStateDir is $XDG_STATE_HOME/pinned, or ~/.local/state/pinned
+// (the XDG Base Directory default); "" without a home directory.
+func defaultStateDir() string {
+	if d := os.Getenv("XDG_STATE_HOME"); filepath.IsAbs(d) {
+		return filepath.Join(d, "pinned")
+	}
+	if home, err := os.UserHomeDir(); err == nil && home != "" {
+		return filepath.Join(home, ".local", "state", "pinned")
+	}
+	return ""
+}
+
+// stateFile is the state file of the sidecar with key under dir: named
+// for the key's public half, so sidecars of two bots never share one.
+func stateFile(dir string, key *grant.PrivateKey) string {
+	sum := sha256.Sum256([]byte(key.Public().String()))
+	return filepath.Join(dir, "sidecar-"+hex.EncodeToString(sum[:6])+".db")
 }
 
 // envOr is the environment variable name's value, or def when unset.

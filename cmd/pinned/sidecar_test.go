@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"runtime"
@@ -398,4 +399,107 @@ func mintExpiredGitHubPair(t *testing.T, fake *fakeapi.Server) testPair {
 		t.Fatal("token exchange: no expires_in")
 	}
 	return testPair{p.Access, p.Refresh, p.ExpiresAt.UTC().Format(time.RFC3339)}
+}
+
+// TestSidecarRestartRefusesReplay restarts a real `pinned sidecar`
+// process (killed with SIGKILL, no shutdown) inside a write grant's TTL:
+// on the default store, a file under the state directory, the replay of
+// the captured grant is refused with grant_replayed and the provider sees
+// one POST. The control, the same with --state-dir "" (in memory), runs
+// the write a second time.
+func TestSidecarRestartRefusesReplay(t *testing.T) {
+	bin := pinnedBinary(t)
+	fake := testutil.Fake(t)
+	ca := testutil.CAFile(t, fake)
+	dir := t.TempDir()
+	keyFile := filepath.Join(dir, "bot.key")
+	key, err := grant.GenerateKey(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := grant.WriteKeyFile(keyFile, key, false); err != nil {
+		t.Fatal(err)
+	}
+	const token = "restart-test-caller-token-0123456789"
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "PINNED_") && !strings.HasPrefix(kv, "XDG_") && !strings.HasPrefix(kv, "HOME=") {
+			env = append(env, kv)
+		}
+	}
+	env = append(env, "HOME="+dir, "PINNED_SIDECAR_TOKEN="+token,
+		"PINNED_SIDECAR_CACHE_DIR="+filepath.Join(os.TempDir(), "pinned-test-wazero-cache"))
+	// start runs the sidecar until the test ends or it is killed.
+	start := func(t *testing.T, extra ...string) (string, *exec.Cmd) {
+		t.Helper()
+		addrFile := filepath.Join(t.TempDir(), "addr")
+		cmd := exec.Command(bin, append([]string{"sidecar", "--key-file", keyFile, "--listen", "127.0.0.1:0",
+			"--connect-to", fake.Addr(), "--cacert", ca, "--addr-file", addrFile}, extra...)...)
+		cmd.Env = env
+		stderr := &testutil.SyncBuffer{}
+		cmd.Stderr = stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+		for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			if b, err := os.ReadFile(addrFile); err == nil && strings.HasSuffix(string(b), "\n") {
+				return "http://" + strings.TrimSpace(string(b)), cmd
+			}
+		}
+		t.Fatalf("the sidecar never listened: %s", stderr.String())
+		return "", nil
+	}
+	post := func(t *testing.T, base, body string) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequest("POST", base+"/v1/ops", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	for _, tt := range []struct {
+		name      string
+		args      []string
+		wantCode  int
+		wantPosts int
+	}{
+		{"default store: a file under the state directory", nil, http.StatusConflict, 1},
+		{"control: in memory", []string{"--state-dir", ""}, http.StatusOK, 2},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			fake.Reset()
+			sealed, err := grant.Seal(&grant.Grant{Service: "github", Access: grant.AccessWrite, Kind: grant.KindPAT,
+				Secret: grant.Secret(fakeapi.Token("github")), ExpiresAt: time.Now().Add(5 * time.Minute)}, key.Public(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body := `{"service":"github","op":"create_issue","args":{"owner":"pinned-tester","repo":"notes","title":"once"},"grant":"` + sealed + `"}`
+			base, cmd := start(t, tt.args...)
+			if code, b := post(t, base, body); code != http.StatusOK || !strings.Contains(b, `"status":201`) {
+				t.Fatalf("first run: %d %s", code, b)
+			}
+			_ = cmd.Process.Kill() // no shutdown: what was answered is on disk
+			_ = cmd.Wait()
+			base, _ = start(t, tt.args...)
+			code, b := post(t, base, body)
+			if code != tt.wantCode || (tt.wantCode == http.StatusConflict && !strings.Contains(b, `"code":"grant_replayed"`)) {
+				t.Fatalf("the replay after a restart: %d %s, want %d", code, b, tt.wantCode)
+			}
+			posts := 0
+			for _, r := range fake.Requests() {
+				if r.Method == "POST" {
+					posts++
+				}
+			}
+			if posts != tt.wantPosts {
+				t.Errorf("%d POSTs reached the provider, want %d", posts, tt.wantPosts)
+			}
+		})
+	}
 }

@@ -16,18 +16,21 @@
 //     short TTL, so an op arriving with the just-rotated pair (on any
 //     replica) gets the fresh pair instead of spending the old token again.
 //
-// Two stores implement it: Memory (one process; the default, and the
-// behaviour of a single sidecar) and Redis (several replicas on one Redis;
-// grace entries encrypted with XChaCha20-Poly1305 under a key the
-// replicas share). A store that cannot answer — Redis unreachable, slower
+// Three stores implement it: File (one process, durable: a bbolt file
+// under the state directory, the default of `pinned sidecar`, so a
+// restart inside a grant's TTL still refuses its replay), Memory (one
+// process, lost on restart: the zero value of sidecar.Config, and
+// `--state-dir ""`) and Redis (several replicas on one Redis; grace
+// entries encrypted with XChaCha20-Poly1305 under a key the replicas
+// share). A store that cannot answer — Redis unreachable, slower
 // than its bound, or answering an error — returns an error matching
 // ErrUnavailable, and callers MUST fail closed on it (refuse the op, never
 // run it unrecorded).
 //
 // The package is internal: only the binary's own packages (sidecar,
 // internal/rotate, cmd/pinned) use it. It may import the standard
-// library, golang.org/x/crypto, github.com/redis/go-redis/v9 and package
-// sidecar/grant (the in-memory replay cache); nothing else of the
+// library, golang.org/x/crypto, github.com/redis/go-redis/v9,
+// go.etcd.io/bbolt and package sidecar/grant (the in-memory replay cache); nothing else of the
 // project.
 package state
 

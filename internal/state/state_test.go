@@ -33,6 +33,14 @@ func stores(t *testing.T) []struct {
 		new  func(t *testing.T) Store
 	}{
 		{"memory", func(t *testing.T) Store { return NewMemory(MemoryOptions{}) }},
+		{"file", func(t *testing.T) Store {
+			f, err := OpenFile(filepath.Join(t.TempDir(), "state", "sidecar.db"), FileOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { f.Close() })
+			return f
+		}},
 		{"redis", func(t *testing.T) Store {
 			srv := redistest.Start(t)
 			return newRedisStore(t, RedisOptions{URL: srv.URL()})
