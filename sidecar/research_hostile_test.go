@@ -639,3 +639,89 @@ func TestResearchRetiredPairEchoWithheld(t *testing.T) {
 		}
 	}
 }
+
+// TestResearchOversizedArgsClipped: a 300 KB arg is bad_args, and the
+// result that says so repeats at most research.MaxErrorArgsBytes of what
+// the model sent, so under the default result budget the session goes
+// on (the next call runs) instead of ending at its first refusal.
+func TestResearchOversizedArgsClipped(t *testing.T) {
+	huge := map[string]any{"owner": "pinned-tester", "repo": strings.Repeat("a", 300<<10)}
+	re := newResearchEnv(t, oneTurn(
+		fakemodel.Use{Name: "github__get_repo", Input: huge},
+		fakemodel.Use{Name: "github__get_viewer", Input: map[string]any{}},
+	), nil)
+	re.fake.Reset()
+	r, ans := re.research(t, ResearchRequest{Question: "q", Grants: []string{re.readGrant(t, fakeapi.GitHub)}})
+	if r.status != http.StatusOK || len(ans.Steps) != 2 {
+		t.Fatalf("%d %s", r.status, r.body)
+	}
+	if st := ans.Steps[0]; st.Outcome != "bad_args" || st.Bytes > 2048 {
+		t.Errorf("the bad_args step: %s, %d bytes in the model's context", st.Outcome, st.Bytes)
+	}
+	if ans.Steps[1].Outcome != "ok" || ans.Stop != research.StopEndTurn {
+		t.Errorf("the session did not go on: %s, stop %s", ans.Steps[1].Outcome, ans.Stop)
+	}
+	if n := len(upstream(re.fake)); n != 1 {
+		t.Errorf("%d provider requests, want the 1 valid call", n)
+	}
+	for _, m := range modelRequests(t, re.model) {
+		for _, tr := range m.toolResults() {
+			if strings.Contains(tr, strings.Repeat("a", 1024)) {
+				t.Errorf("a tool_result repeats the 300 KB input (%d bytes)", len(tr))
+			}
+		}
+	}
+}
+
+// TestResearchDuplicateToolUseIDsRefused: a model turn that repeats a
+// tool_use id (in the turn, or one of an earlier turn) is refused whole:
+// model_error, none of its calls run, no tool_result answers it.
+func TestResearchDuplicateToolUseIDsRefused(t *testing.T) {
+	tests := []struct {
+		name   string
+		script fakemodel.Script
+	}{
+		{"twice in one turn", oneTurn(
+			fakemodel.Use{Name: "github__get_viewer", Input: map[string]any{}, ID: "toolu_same"},
+			fakemodel.Use{Name: "github__get_viewer", Input: map[string]any{}, ID: "toolu_same"},
+		)},
+		{"again in a later turn", func(c *fakemodel.Conversation) fakemodel.Reply {
+			if len(c.Calls) < 2 && !c.NoTools {
+				return fakemodel.Reply{Uses: []fakemodel.Use{{Name: "github__get_viewer", Input: map[string]any{}, ID: "toolu_again"}}}
+			}
+			return fakemodel.Reply{Text: "done"}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			re := newResearchEnv(t, tt.script, nil)
+			re.fake.Reset()
+			r, _ := re.research(t, ResearchRequest{Question: "q", Grants: []string{re.readGrant(t, fakeapi.GitHub)}})
+			if r.status != http.StatusBadGateway || r.err.Error.Code != "model_error" {
+				t.Fatalf("%d %s, want 502 model_error", r.status, r.body)
+			}
+			want := 0
+			if tt.name == "again in a later turn" {
+				want = 1 // the first turn's call, before the id came back
+			}
+			if n := len(upstream(re.fake)); n != want {
+				t.Errorf("%d provider requests, want %d", n, want)
+			}
+			for _, m := range modelRequests(t, re.model) {
+				for _, msg := range m.Messages {
+					ids := map[string]int{}
+					for _, b := range msg.Content {
+						if b.Type == "tool_result" {
+							ids[b.ToolUseID]++
+						}
+					}
+					for id, n := range ids {
+						if n > 1 {
+							t.Errorf("tool_use id %s answered %d times", id, n)
+						}
+					}
+				}
+			}
+		})
+	}
+}

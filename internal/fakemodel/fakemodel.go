@@ -201,7 +201,11 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 		if u.Input == nil {
 			in = []byte("{}")
 		}
-		content = append(content, wireBlock{Type: "tool_use", ID: fmt.Sprintf("toolu_fake_%06d", s.nextID), Name: u.Name, Input: in})
+		id := u.ID
+		if id == "" {
+			id = fmt.Sprintf("toolu_fake_%06d", s.nextID)
+		}
+		content = append(content, wireBlock{Type: "tool_use", ID: id, Name: u.Name, Input: in})
 	}
 	s.nextID++
 	id := fmt.Sprintf("msg_fake_%06d", s.nextID)
@@ -388,10 +392,12 @@ func (c Call) Fence() (f Fenced, token string, ok bool) {
 	return f, tok, true
 }
 
-// Use is a tool call a script makes.
+// Use is a tool call a script makes. ID, when set, is its tool_use id
+// (a hostile model repeating one); else the server numbers it.
 type Use struct {
 	Name  string
 	Input any
+	ID    string
 }
 
 // Reply is a script's answer: text, tool calls, or a scripted API failure

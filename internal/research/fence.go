@@ -68,7 +68,15 @@ type Provenance struct {
 	Op      string          `json:"op,omitempty"`
 	Tool    string          `json:"tool,omitempty"`
 	Args    json.RawMessage `json:"args,omitempty"`
+	// ArgsBytes, on an error result whose args are over
+	// MaxErrorArgsBytes, is their size: the args are left out.
+	ArgsBytes int `json:"args_bytes,omitempty"`
 }
+
+// MaxErrorArgsBytes bounds the args an error result repeats: the model
+// sent them, and a refusal that repeats a 300 KB input would take the
+// session's result budget (and end it) for nothing.
+const MaxErrorArgsBytes = 1 << 10
 
 // ToolError is a tool call's failure as the model sees it: one of the
 // sidecar's stable codes and its caller-safe message.
@@ -98,6 +106,9 @@ func (f *Fence) Wrap(p Provenance, status int, data json.RawMessage, te *ToolErr
 func (f *Fence) WrapNext(p Provenance, status int, data, next json.RawMessage, te *ToolError) (string, bool) {
 	if len(next) > 0 && !json.Valid(next) {
 		next = nil
+	}
+	if te != nil && len(p.Args) > MaxErrorArgsBytes {
+		p.Args, p.ArgsBytes = nil, len(p.Args)
 	}
 	body := f.body(fenced{Provenance: p, Status: status, Data: data, Next: next, Error: te})
 	if body == nil || f.Held(body) {

@@ -243,6 +243,7 @@ func Run(ctx context.Context, cfg Config) (*Answer, error) {
 	}
 	ans := &Answer{Steps: []Step{}}
 	calls := 0
+	seenIDs := map[string]bool{}
 	for ans.Stop == "" {
 		if ans.Turns >= lim.Turns {
 			ans.Stop = StopTurns
@@ -260,6 +261,11 @@ func Run(ctx context.Context, cfg Config) (*Answer, error) {
 			return nil, &ModelError{err}
 		}
 		ans.Turns++
+		if err := checkToolUseIDs(resp.Content, seenIDs); err != nil {
+			// Each tool_result answers one tool_use by its id: a turn that
+			// repeats one is refused whole, nothing of it run.
+			return nil, &ModelError{err}
+		}
 		req.Messages = append(req.Messages, Message{Role: RoleAssistant, Content: resp.Content})
 		var results []Block
 		for _, b := range resp.Content {
@@ -383,6 +389,25 @@ func call(ctx context.Context, cfg Config, fence *Fence, b Block) (string, Step)
 		step.Outcome = CodeFenceCollision
 	}
 	return text, step
+}
+
+// checkToolUseIDs refuses a turn whose tool_use blocks lack an id or
+// repeat one (in the turn or from an earlier turn of the session), and
+// records the turn's ids in seen.
+func checkToolUseIDs(blocks []Block, seen map[string]bool) error {
+	for _, b := range blocks {
+		if b.Type != BlockToolUse {
+			continue
+		}
+		switch {
+		case b.ID == "":
+			return errors.New("a tool_use block has no id")
+		case seen[b.ID]:
+			return fmt.Errorf("the tool_use id %q occurs twice in the session", clip(b.ID, 64))
+		}
+		seen[b.ID] = true
+	}
+	return nil
 }
 
 func textOf(blocks []Block) string {
