@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -17,6 +18,7 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/elevenmessenger/pinned/internal/brokerapi"
+	"github.com/elevenmessenger/pinned/internal/jsonv"
 	"github.com/elevenmessenger/pinned/internal/secret"
 )
 
@@ -100,20 +102,27 @@ func (b *Broker) refresh(w http.ResponseWriter, r *http.Request) {
 		writeError(w, log, errorf(brokerapi.CodeUnsupportedMediaType, "the body must be application/json"))
 		return
 	}
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxRefreshBody))
-	dec.DisallowUnknownFields()
-	var req refreshRequest
-	if err := dec.Decode(&req); err != nil {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxRefreshBody))
+	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
 			writeError(w, log, errorf(brokerapi.CodeTooLarge, "the body is over %d bytes", maxRefreshBody))
 			return
 		}
-		writeError(w, log, errorf(brokerapi.CodeBadRequest, "the body must be {\"service\": ..., \"refresh_token\": ...}"))
+		writeError(w, log, errorf(brokerapi.CodeBadRequest, "the body could not be read"))
 		return
 	}
-	if _, err := dec.Token(); err != io.EOF {
-		writeError(w, log, errorf(brokerapi.CodeBadRequest, "the body must be one JSON object"))
+	// Strict JSON first, as the sidecar and pinned web read theirs: a key
+	// twice ("service" or "refresh_token") is ambiguous, so refused.
+	if _, err := jsonv.Parse(body); err != nil {
+		writeError(w, log, errorf(brokerapi.CodeBadRequest, "the body must be one strict JSON object (unique keys, valid UTF-8)"))
+		return
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	var req refreshRequest
+	if err := dec.Decode(&req); err != nil {
+		writeError(w, log, errorf(brokerapi.CodeBadRequest, "the body must be {\"service\": ..., \"refresh_token\": ...}"))
 		return
 	}
 	if req.Service == "" || req.RefreshToken == "" {

@@ -51,6 +51,7 @@ func TestRefresh(t *testing.T) {
 		body    func(rt string) string
 		status  int
 		code    brokerapi.Code // "" = success
+		quiet   bool           // the provider must see no refresh
 	}{
 		{name: "github success", service: fakeapi.GitHub, status: 200},
 		{name: "hubspot success", service: fakeapi.HubSpot, status: 200},
@@ -78,6 +79,17 @@ func TestRefresh(t *testing.T) {
 		{name: "unknown field", service: fakeapi.GitHub, body: func(rt string) string { return `{"service":"github","refresh_token":"x","scope":"all"}` }, status: 400, code: brokerapi.CodeBadRequest},
 		{name: "two objects", service: fakeapi.GitHub, body: func(rt string) string { return refreshBody("github", rt) + "{}" }, status: 400, code: brokerapi.CodeBadRequest},
 		{name: "missing refresh token", service: fakeapi.GitHub, body: func(string) string { return `{"service":"github"}` }, status: 400, code: brokerapi.CodeBadRequest},
+		// A key twice is ambiguous (which token would be refreshed?): the
+		// sidecar and pinned web refuse it, so the broker does too.
+		{name: "refresh_token twice", service: fakeapi.GitHub, body: func(rt string) string {
+			return `{"service":"github","refresh_token":"` + rt + `","refresh_token":"` + rt + `x"}`
+		}, status: 400, code: brokerapi.CodeBadRequest, quiet: true},
+		{name: "service twice, escaped", service: fakeapi.GitHub, body: func(rt string) string {
+			return `{"service":"hubspot","refresh_token":"` + rt + `","s\u0065rvice":"github"}`
+		}, status: 400, code: brokerapi.CodeBadRequest, quiet: true},
+		{name: "invalid UTF-8", service: fakeapi.GitHub, body: func(rt string) string {
+			return `{"service":"github","refresh_token":"` + rt + "\xff" + `"}`
+		}, status: 400, code: brokerapi.CodeBadRequest, quiet: true},
 		{name: "huge body", service: fakeapi.GitHub, body: func(string) string { return refreshBody("github", strings.Repeat("x", 20000)) }, status: 413, code: brokerapi.CodeTooLarge},
 	}
 	for _, tt := range tests {
@@ -117,6 +129,9 @@ func TestRefresh(t *testing.T) {
 				}
 				if strings.Contains(string(ans), rt) && rt != "" {
 					t.Fatal("the refresh token is echoed in the error")
+				}
+				if _, refs := e.fake.TokenRequests(tt.service); tt.quiet && refs != 0 {
+					t.Errorf("the provider saw %d refreshes, want none", refs)
 				}
 				if tt.code == brokerapi.CodeProviderUnavailable && time.Since(start) > 5*time.Second {
 					t.Errorf("the timeout took %v", time.Since(start))

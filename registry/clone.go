@@ -8,7 +8,7 @@ import (
 
 // Clone returns a deep copy of m: every map, slice and pointer reachable
 // from it (ops, args and their defaults, enums and bounds, headers, query,
-// body_json bytes, body_form, pick fields, paginate, auth.oauth) is new, so
+// body_json bytes, body_form, pick fields, paginate, auth.oauth, web_hosts) is new, so
 // changing the copy never changes m, and changing m never changes the copy.
 // Nil stays nil and empty stays empty (a parsed manifest's empty Scopes and
 // Fields are non-nil). Clone of nil is nil.
@@ -23,6 +23,7 @@ func (m *Manifest) Clone() *Manifest {
 	c := *m
 	c.Auth = m.Auth.clone()
 	c.Headers = maps.Clone(m.Headers)
+	c.WebHosts = slices.Clone(m.WebHosts)
 	if m.Ops != nil {
 		c.Ops = make(map[string]*Op, len(m.Ops))
 		for name, op := range m.Ops {

@@ -63,6 +63,11 @@ type Manifest struct {
 	Description string `json:"description,omitempty"`
 	// Docs is the provider's API reference (https URL).
 	Docs string `json:"docs,omitempty"`
+	// WebHosts are the provider's own web hosts (bare lower-case DNS
+	// names, at most 8, e.g. "github.com"): pinned web links a URL from
+	// the service's data (an issue's html_url) only when it is https to
+	// one of these, and to no other host.
+	WebHosts []string `json:"web_hosts,omitempty"`
 	// Host is the ONE API host every op talks to: a bare lower-case DNS
 	// name, no scheme, port, path, userinfo or IP literal. Requests go to
 	// https://<Host>:443 only.

@@ -276,6 +276,16 @@ func (p *parser) check(m *Manifest) {
 	p.text("", "name", m.Name, false)
 	p.text("", "description", m.Description, true)
 	p.url("", "docs", m.Docs, false)
+	if len(m.WebHosts) > maxWebHosts {
+		p.add("", "web_hosts", "has %d hosts; at most %d", len(m.WebHosts), maxWebHosts)
+	}
+	for i, h := range m.WebHosts {
+		if msg := hostProblem(h); msg != "" {
+			p.add("", "web_hosts", "host %d: %s", i+1, msg)
+		} else if slices.Index(m.WebHosts, h) != i {
+			p.add("", "web_hosts", "%q is listed twice", h)
+		}
+	}
 	if msg := hostProblem(m.Host); msg != "" {
 		p.add("", "host", "%s", msg)
 	}
@@ -358,6 +368,9 @@ func (p *parser) url(op, field, s string, required bool) {
 		p.add(op, field, "%q must be an https:// URL with a host and no userinfo", s)
 	}
 }
+
+// maxWebHosts bounds a manifest's web_hosts.
+const maxWebHosts = 8
 
 // hostProblem explains what is wrong with a manifest's host, or returns "".
 func hostProblem(h string) string {

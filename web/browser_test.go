@@ -243,6 +243,7 @@ func TestBrowser(t *testing.T) {
 		})
 	}
 	run("crypto across languages", func(t *testing.T) { testCrypto(t, e) })
+	run("a provider's link goes to its own web hosts only", func(t *testing.T) { testSafeHref(t, e) })
 	run("the CSP and the same-origin relay hold", func(t *testing.T) { testSameOrigin(t, e) })
 	run("paste a token read-only", func(t *testing.T) { testPasteReadOnly(t, e, pat) })
 	run("read-only cap refuses a write in the page", func(t *testing.T) { testReadOnlyRefuses(t, e) })
@@ -260,6 +261,48 @@ func TestBrowser(t *testing.T) {
 // testCrypto: a grant sealed in Chromium (libsodium crypto_box_seal) opens
 // in Go (grant.Open), and a rotated pair sealed in Go (grant.SealRotated)
 // opens in Chromium (crypto_box_seal_open).
+// testSafeHref: a URL from a provider's data (an issue's html_url) is
+// linked only when it is https to one of the service's web_hosts from
+// the catalog (GitHub's: github.com); every other row gets no link.
+func testSafeHref(t *testing.T, e *browserEnv) {
+	e.openCatalog()
+	if got := eval[string](e, `pinned.catalog().then(c => JSON.stringify(c.byId.github.web_hosts))`); got != `["github.com"]` {
+		t.Fatalf("the catalog's GitHub web_hosts are %s", got)
+	}
+	tests := []struct{ name, url, want string }{
+		{"an issue on github.com", "https://github.com/octo/hello/issues/1", "https://github.com/octo/hello/issues/1"},
+		{"the host in upper case", "https://GitHub.com/x", "https://github.com/x"},
+		{"another https host", "https://evil.example/x", ""},
+		{"a look-alike suffix", "https://github.com.evil.example/x", ""},
+		{"a subdomain", "https://gist.github.com/x", ""},
+		{"userinfo", "https://github.com@evil.example/x", ""},
+		{"userinfo naming github.com", "https://x:y@github.com/x", ""},
+		{"a backslash", "https://evil.example\\@github.com/x", ""},
+		{"a port", "https://github.com:8443/x", ""},
+		{"the default port spelt", "https://github.com:443/x", ""},
+		{"a trailing dot", "https://github.com./x", ""},
+		{"a percent-encoded host", "https://git%68ub.com/x", ""},
+		{"http", "http://github.com/x", ""},
+		{"javascript:", "javascript:alert(1)", ""},
+		{"protocol-relative", "//github.com/x", ""},
+		{"white space", "https://github.com/x y", ""},
+		{"not a string", "", ""},
+	}
+	for _, tt := range tests {
+		arg := fmt.Sprintf("%q", tt.url)
+		if tt.url == "" {
+			arg = "{}"
+		}
+		got := eval[string](e, `pinned.catalog().then(c => String(pinned.safeHref(`+arg+`, c.byId.github.web_hosts) ?? ""))`)
+		if got != tt.want {
+			t.Errorf("%s: safeHref(%s) = %q, want %q", tt.name, arg, got, tt.want)
+		}
+	}
+	if got := eval[string](e, `String(pinned.safeHref("https://github.com/x") ?? "")`); got != "" {
+		t.Errorf("without web hosts a link is kept: %q", got)
+	}
+}
+
 func testCrypto(t *testing.T, e *browserEnv) {
 	e.openCatalog()
 	bot := e.st.BotKey.Public().String()
@@ -394,9 +437,14 @@ func testPasteReadOnly(t *testing.T, e *browserEnv, pat string) {
 	if got := e.text("#repo-h"); got != "pinned-tester/notes" {
 		t.Errorf("repository heading = %q", got)
 	}
-	// Links built from provider data are https or nothing.
-	if got := eval[string](e, `JSON.stringify(['https://github.com/x', 'javascript:alert(1)', 'JAVASCRIPT:x', 'data:text/html,x', '//evil.test', 'http://x'].map(pinned.safeHref))`); got != `["https://github.com/x",null,null,null,null,null]` {
+	// Links built from provider data are https to GitHub's web host or
+	// nothing (testSafeHref has the hostile rows); the rendered issue
+	// links are github.com's.
+	if got := eval[string](e, `JSON.stringify(['https://github.com/x', 'javascript:alert(1)', 'JAVASCRIPT:x', 'data:text/html,x', '//evil.test', 'http://x'].map(u => pinned.safeHref(u, ['github.com'])))`); got != `["https://github.com/x",null,null,null,null,null]` {
 		t.Errorf("safeHref = %s", got)
+	}
+	if got := eval[string](e, `[...document.querySelectorAll('#issues li.issue a')].map(a => a.getAttribute('href')).find(h => !(h || '').startsWith('https://github.com/')) ?? 'all github.com'`); got != "all github.com" {
+		t.Errorf("an issue link points to %q", got)
 	}
 }
 

@@ -33,6 +33,9 @@ type CatalogService struct {
 	Docs        string `json:"docs,omitempty"`
 	// Host is the one API host the service's ops may reach.
 	Host string `json:"host"`
+	// WebHosts are the manifest's web_hosts: the only hosts a link taken
+	// from the service's data may point to (pinned.safeHref).
+	WebHosts []string `json:"web_hosts,omitempty"`
 	// PATHelp is the provider's page to mint a scoped token.
 	PATHelp string `json:"pat_help,omitempty"`
 	// Viewer is the read op that says whose credential it is.
@@ -74,7 +77,7 @@ func (s *Server) catalog(ctx context.Context) Catalog {
 	var wg sync.WaitGroup
 	for _, m := range s.reg.Services() {
 		cs := CatalogService{
-			ID: m.ID, Name: m.Name, Description: m.Description, Docs: m.Docs, Host: m.Host,
+			ID: m.ID, Name: m.Name, Description: m.Description, Docs: m.Docs, Host: m.Host, WebHosts: m.WebHosts,
 			PATHelp: m.Auth.PATHelp, Viewer: m.Viewer, OAuth: m.Auth.OAuth != nil, Ops: []CatalogOp{},
 		}
 		for _, name := range m.OpNames() {

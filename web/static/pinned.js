@@ -434,9 +434,18 @@
       Date.now() - rec.at >= 0 && Date.now() - rec.at < FLOW_TTL_MS;
   }
 
-  // safeHref keeps a URL that came from a provider only when it is https
-  // (never javascript:, data: or a relative path).
-  function safeHref(u) { return typeof u === 'string' && /^https:\/\/[^\s]+$/.test(u) ? u : undefined; }
+  // safeHref keeps a URL that came from a provider's data only when it is
+  // https, on the default port, without userinfo, to one of the service's
+  // own web hosts (the manifest's web_hosts, in the catalog): anything
+  // else gets no link at all.
+  function safeHref(u, webHosts) {
+    if (typeof u !== 'string' || !Array.isArray(webHosts) || /[\s\\]/.test(u)) return undefined;
+    let url;
+    try { url = new URL(u); } catch (e) { return undefined; }
+    if (url.protocol !== 'https:' || url.port !== '' || url.username !== '' || url.password !== '') return undefined;
+    if (!u.toLowerCase().startsWith('https://' + url.hostname + '/') && u.toLowerCase() !== 'https://' + url.hostname) return undefined;
+    return webHosts.includes(url.hostname) ? url.href : undefined;
+  }
   function status(node, msg, kind) {
     node.textContent = msg || '';
     node.className = kind === 'bad' ? 'status-bad' : kind === 'ok' ? 'status-ok' : '';

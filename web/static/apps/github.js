@@ -36,6 +36,7 @@
 
   let state = fold([]);
   let conn = null;
+  let webHosts = []; // the manifest's web_hosts: the only hosts an issue link may point to
   async function emit(ev, supersedes) {
     await P.appendEvent(APP, ev, supersedes);
     state = fold(await P.events(APP));
@@ -73,7 +74,7 @@
       const pr = i.pull_request && i.pull_request.html_url;
       issues.append(el('li', { class: 'issue', 'data-number': String(i.number) },
         el('span', { class: 'tag ' + (pr ? 'write' : 'read'), text: pr ? 'PR' : 'issue' }), ' ',
-        el('a', { href: P.safeHref(i.html_url), rel: 'noopener noreferrer', target: '_blank' }, '#' + i.number + ' ' + i.title),
+        el('a', { href: P.safeHref(i.html_url, webHosts), rel: 'noopener noreferrer', target: '_blank' }, '#' + i.number + ' ' + i.title),
         i.user && i.user.login ? el('span', { class: 'muted', text: ' by ' + i.user.login }) : null));
     }
   }
@@ -204,7 +205,7 @@
 
   async function main() {
     await P.ready();
-    await P.catalog();
+    webHosts = (await P.catalog()).byId.github.web_hosts || [];
     await P.fillBotSelect($('bot'));
     conn = await P.getConnection('github');
     if (!conn) {
