@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -434,5 +435,49 @@ func TestLedgerRefusesOtherTool(t *testing.T) {
 		if got := l.consume(id, a, "github", "create_issue", "h", now); got != CodeConfirmationReplayed {
 			t.Errorf("%s.%s then the right tool: %q", tc.service, tc.op, got)
 		}
+	}
+}
+
+// TestEchoedCredentialNeverReachesAgent: a provider echoing the
+// connection's token in a picked field (plainly, JSON-escaped, or after
+// a huge number) gets an error result, never the data: the agent (and
+// its model) never sees the token; the transcript and the log are
+// scanned for it (newEnv's cleanup).
+func TestEchoedCredentialNeverReachesAgent(t *testing.T) {
+	e := newEnv(t, envOpts{conns: []connstore.Connection{ghWrite}})
+	cs := e.connect(t, clientOpts{answer: "accept"})
+	tok := string(ghWrite.Token)
+	escaped := tok[:3] + `\u` + fmt.Sprintf("%04x", tok[3]) + tok[4:]
+	cases := []struct{ name, body, want string }{
+		{"the token as the login", `{"login":"` + tok + `","id":1}`, "credential_echo"},
+		{"the token escaped", `{"login":"` + escaped + `","id":1}`, "credential_echo"},
+		{"after 1e400", `{"login":"x","id":1e400,"name":"` + escaped + `"}`, "upstream_invalid"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e.fake.Reset()
+			e.fake.SetHandler(func(w http.ResponseWriter, r *http.Request) bool {
+				w.Header().Set("Content-Type", "application/json")
+				_, _ = w.Write([]byte(tc.body))
+				return true
+			})
+			defer e.fake.SetHandler(nil)
+			res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "github_get_viewer", Arguments: map[string]any{}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := errorCode(t, res); got != tc.want {
+				t.Fatalf("code %q, want %s: %.200s", got, tc.want, toolText(t, res))
+			}
+			if res.StructuredContent != nil {
+				b, _ := json.Marshal(res.StructuredContent)
+				if strings.Contains(string(b), tok[4:20]) {
+					t.Errorf("structured content holds the token: %s", b)
+				}
+			}
+			if n := len(e.fake.Requests()); n != 1 {
+				t.Errorf("%d requests reached the fake, want 1", n)
+			}
+		})
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -56,5 +57,76 @@ func TestRunOpRefusesHostileGrants(t *testing.T) {
 	}
 	if strings.Contains(env.allLogs(), fakeapi.Token("github")) {
 		t.Error("the secret is in the sidecar's log")
+	}
+}
+
+// TestOpsWithholdCredentialEcho: a provider that echoes the grant's token
+// in a picked field gets the result withheld on POST /v1/ops and RunOp
+// alike (the host's one check, host.CodeCredentialEcho): 502
+// credential_echo, no data, and the token in no answer or log line.
+func TestOpsWithholdCredentialEcho(t *testing.T) {
+	env := newTestEnv(t, nil)
+	tok := fakeapi.Token("github")
+	escaped := `ghp\u005f` + tok[4:]
+	issue := `{"owner":"pinned-tester","repo":"notes","title":"t"}`
+	tests := []struct {
+		name, op, args, body string
+		status               int
+		applied              string
+	}{
+		{"the token as the login", "get_viewer", `{}`, `{"login":"` + tok + `","id":1}`, 200, ""},
+		{"the token JSON-escaped", "get_viewer", `{}`, `{"login":"` + escaped + `","id":1}`, 200, ""},
+		{"the token after 1e400 (refused as ambiguous)", "get_viewer", `{}`, `{"login":"x","id":1e400,"name":"` + escaped + `"}`, 200, ""},
+		{"the token in a write's answer", "create_issue", issue, `{"number":1,"title":"` + tok + `"}`, 201, "yes"},
+	}
+	for _, tt := range tests {
+		for _, via := range []string{"POST /v1/ops", "RunOp"} {
+			t.Run(tt.name+" via "+via, func(t *testing.T) {
+				env.fake.Reset()
+				env.fake.SetHandler(func(w http.ResponseWriter, r *http.Request) bool {
+					w.Header().Set("Content-Type", "application/json")
+					w.WriteHeader(tt.status)
+					_, _ = w.Write([]byte(tt.body))
+					return true
+				})
+				defer env.fake.SetHandler(nil)
+				access := grant.AccessRead
+				if tt.op == "create_issue" {
+					access = grant.AccessWrite
+				}
+				sealed := env.seal(t, grant.Grant{Access: access})
+				var text string
+				var code Code
+				var applied string
+				if via == "RunOp" {
+					res, e := env.srv.RunOp(context.Background(), OpRequest{Service: "github", Op: tt.op, Args: json.RawMessage(tt.args), Grant: sealed})
+					if res.Data != nil || e == nil {
+						t.Fatalf("RunOp returned %+v, %v", res, e)
+					}
+					code, applied, text = e.Code, e.Applied, e.Message
+				} else {
+					r := env.op(t, "github", tt.op, tt.args, sealed)
+					if r.status != http.StatusBadGateway {
+						t.Fatalf("%d %s", r.status, r.body)
+					}
+					code, applied, text = Code(r.err.Error.Code), r.err.Error.Applied, string(r.body)
+				}
+				want := CodeCredentialEcho
+				if strings.Contains(tt.body, "1e400") {
+					want = CodeUpstreamInvalid
+				}
+				if code != want || applied != tt.applied {
+					t.Fatalf("code %s applied %q, want %s %q", code, applied, want, tt.applied)
+				}
+				if n := len(env.fake.Requests()); n != 1 {
+					t.Errorf("%d requests reached the provider, want 1", n)
+				}
+				for _, s := range []string{tok, escaped, tok[4:20]} {
+					if strings.Contains(text, s) || strings.Contains(env.allLogs(), s) {
+						t.Errorf("%q is in the answer or the log", s)
+					}
+				}
+			})
+		}
 	}
 }
