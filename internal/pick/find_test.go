@@ -115,6 +115,9 @@ func TestFindValue(t *testing.T) {
 		{name: "missing", doc: `{"message":"m"}`, path: "errors", ok: false},
 		{name: "broken value", doc: `{"errors":{"a":[1,}`, path: "errors", ok: false},
 		{name: "not JSON", doc: `<html>`, path: "errors", ok: false},
+		{name: "the key twice", doc: `{"errors":{"a":["x"]},"errors":{"b":["y"]}}`, path: "errors", ok: false},
+		{name: "the key twice, escaped", doc: `{"errors":{"a":["x"]},"\u0065rrors":[]}`, path: "errors", ok: false},
+		{name: "a key on the way twice", doc: `{"e":{"f":1},"e":{"f":2}}`, path: "e.f", ok: false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
