@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
 
 	"github.com/elevenmessenger/pinned/sidecar/grant"
 )
@@ -86,7 +87,7 @@ func OpenFile(path string, o FileOptions) (*File, error) {
 		timeout = 2 * time.Second
 	}
 	db, err := bbolt.Open(path, 0o600, &bbolt.Options{Timeout: timeout})
-	if errors.Is(err, bbolt.ErrTimeout) {
+	if errors.Is(err, bolterrors.ErrTimeout) {
 		return nil, fmt.Errorf("%w: %s (another sidecar with this key runs on this machine; replicas share --redis-url)", ErrFileBusy, path)
 	}
 	if err != nil {
