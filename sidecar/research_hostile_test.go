@@ -725,3 +725,58 @@ func TestResearchDuplicateToolUseIDsRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestResearchEchoSpellingsWithheld: the spellings of issue 21 that got
+// the token in front of the model. Each result is withheld whole (no
+// piece of the token in any model request): a JSON escape every 8th byte
+// (credential_echo), the same after `"id":1e400` or a 400-digit integer
+// (upstream_invalid: the host refuses what readers disagree on, where the
+// echo check used to stop reading), and pieces joined by U+200B.
+func TestResearchEchoSpellingsWithheld(t *testing.T) {
+	tok := fakeapi.Token(fakeapi.GitHub)
+	var every8, zw strings.Builder
+	for i := 0; i < len(tok); i++ {
+		if i%8 == 7 {
+			fmt.Fprintf(&every8, `\u%04x`, tok[i])
+		} else {
+			every8.WriteByte(tok[i])
+		}
+		if i > 0 && i%7 == 0 {
+			zw.WriteString(`\u200b`)
+		}
+		zw.WriteByte(tok[i])
+	}
+	tests := []struct{ name, body, want string }{
+		{"every 8th byte escaped", `{"login":"pinned-tester","id":1,"name":"` + every8.String() + `"}`, research.CodeCredentialEcho},
+		{"after id 1e400", `{"login":"pinned-tester","id":1e400,"name":"` + every8.String() + `"}`, string(CodeUpstreamInvalid)},
+		{"after a 400-digit id", `{"login":"pinned-tester","id":` + strings.Repeat("4", 400) + `,"name":"` + every8.String() + `"}`, string(CodeUpstreamInvalid)},
+		{"pieces joined by U+200B", `{"login":"pinned-tester","id":1,"name":"` + zw.String() + `"}`, research.CodeCredentialEcho},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			re := newResearchEnv(t, oneTurn(fakemodel.Use{Name: "github__get_viewer", Input: map[string]any{}}), nil)
+			re.fake.SetHandler(func(w http.ResponseWriter, r *http.Request) bool {
+				if r.Host != fakeapi.HostGitHub || r.URL.Path != "/user" {
+					return false
+				}
+				w.Header().Set("Content-Type", "application/json")
+				_, _ = w.Write([]byte(tt.body))
+				return true
+			})
+			r, ans := re.research(t, ResearchRequest{Question: "q", Grants: []string{re.readGrant(t, fakeapi.GitHub)}})
+			if r.status != http.StatusOK || len(ans.Steps) != 1 || ans.Steps[0].Outcome != tt.want {
+				t.Fatalf("%d %s, want one step %s", r.status, r.body, tt.want)
+			}
+			for i, m := range modelRequests(t, re.model) {
+				for _, tr := range m.toolResults() {
+					if strings.Contains(tr, "pinned-tester") || strings.Contains(tr, tok[:7]) || strings.Contains(tr, "github_") {
+						t.Errorf("model request %d: a tool_result holds the answer: %s", i, tr)
+					}
+				}
+			}
+			if logs := re.allLogs(); strings.Contains(logs, tok) || strings.Contains(logs, every8.String()) {
+				t.Errorf("the logs hold the token")
+			}
+		})
+	}
+}
