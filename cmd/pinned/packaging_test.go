@@ -21,7 +21,7 @@ func TestSystemdUnit(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"DynamicUser=yes", "ProtectSystem=strict", "NoNewPrivileges=yes", "CacheDirectory=pinned-sidecar",
-		"Environment=PINNED_SIDECAR_CACHE_DIR=/var/cache/pinned-sidecar", "LoadCredential=bot.key:", "CapabilityBoundingSet=\n", "TimeoutStopSec=30"} {
+		"Environment=PINNED_SIDECAR_CACHE_DIR=/var/cache/pinned-sidecar", "StateDirectory=pinned-sidecar", "Environment=PINNED_SIDECAR_STATE_DIR=/var/lib/pinned-sidecar", "LoadCredential=bot.key:", "CapabilityBoundingSet=\n", "TimeoutStopSec=30"} {
 		if !bytes.Contains(unit, []byte(want)) {
 			t.Errorf("the unit lacks %q", want)
 		}
