@@ -1,6 +1,8 @@
 package host
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
@@ -215,5 +217,35 @@ func TestEchoPropertyNeverReturned(t *testing.T) {
 			t.Fatalf("case %d: %s: %v", i, body.String(), herr)
 		}
 		env.assertNoLeak(t, res, herr, append(spellings, tok)...)
+	}
+}
+
+// TestEchoSplitAcrossPagesWithheld: a provider that cuts the token across
+// two pages of a paged call (each page holding under 16 characters of
+// it) gets the merged result withheld; the same call with one page
+// returns that page.
+func TestEchoSplitAcrossPagesWithheld(t *testing.T) {
+	env := newEnv(t, nil)
+	tok := fakeapi.Token(fakeapi.GitHub)
+	env.fake.SetHandler(func(w http.ResponseWriter, r *http.Request) bool {
+		if r.URL.Query().Get("page") == "" {
+			githubPage(w, []string{"a/one", tok[:14]}, `<https://api.github.com/user/repos?per_page=5&page=2>; rel="next"`)
+		} else {
+			githubPage(w, []string{tok[14:28], "a/two"}, "")
+		}
+		return true
+	})
+	call := Call{Service: fakeapi.GitHub, Op: "list_repos", Args: json.RawMessage(`{"per_page":5}`),
+		Credential: Credential{Secret: Secret(tok)}}
+	if res, err := env.eng.Run(context.Background(), call); err != nil || !strings.Contains(string(res.Data), tok[:14]) {
+		t.Fatalf("one page: %v %v", res, err)
+	}
+	call.Pages = 2
+	res, err := env.eng.Run(context.Background(), call)
+	if res != nil || err == nil || err.(*Error).Code != CodeCredentialEcho {
+		t.Fatalf("two pages: %v, %v; want credential_echo", res, err)
+	}
+	if n := len(env.fake.Requests()); n != 3 {
+		t.Errorf("%d requests, want 3 (one page, then two)", n)
 	}
 }

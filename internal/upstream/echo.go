@@ -2,12 +2,12 @@ package upstream
 
 import (
 	"bytes"
-	"encoding/json"
-	"io"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/elevenmessenger/pinned/internal/display"
+	"github.com/elevenmessenger/pinned/internal/pick"
 )
 
 // The credential echo check: what the host returns from an op MUST NOT
@@ -33,69 +33,35 @@ const minEchoSecret = 8
 // looked for in each and across neighbours (strings concatenated, with and
 // without the numbers and keys between them), so an escape, a split by
 // keys, numbers or spaces hides nothing. It fails closed: data that
-// cannot be read to the end as JSON (invalid, a number encoding/json
-// cannot hold) is reported as an echo.
+// cannot be read to the end as one JSON value is reported as an echo.
 func Echoes(data []byte, secrets ...string) bool {
-	frags := fragments(secrets, EchoWindow)
-	if len(frags) == 0 || len(bytes.TrimSpace(data)) == 0 || string(data) == "null" {
+	if len(bytes.TrimSpace(data)) == 0 || string(data) == "null" || !anySecret(secrets) {
 		return false
 	}
 	// The four readings of data, each normalized: every scalar in order;
 	// string values only; string and number values; keys only.
-	var all, strs, vals, keys strings.Builder
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	type level struct{ object, key bool } // key: the next token is a key
-	var stack []level
-	tops := 0
-	for {
-		tok, err := dec.Token()
-		if err == io.EOF && len(stack) == 0 && tops == 1 {
-			break
+	buf := make([]byte, 0, 4*len(data))
+	all, strs, vals, keys := buf[:0:len(data)], buf[len(data):len(data):2*len(data)], buf[2*len(data):2*len(data):3*len(data)], buf[3*len(data):3*len(data)]
+	err := pick.Walk(data, func(kind int, text []byte) {
+		start := len(all)
+		all = appendVisible(all, text)
+		part := all[start:]
+		switch kind {
+		case pick.TokenKey:
+			keys = append(keys, part...)
+		case pick.TokenString:
+			strs = append(strs, part...)
+			vals = append(vals, part...)
+		case pick.TokenNumber:
+			vals = append(vals, part...)
 		}
-		if err != nil {
-			return true // fail closed: cut short, invalid, unreadable
-		}
-		top := len(stack) - 1
-		if top < 0 {
-			if tops++; tops > 1 {
-				return true // a second document
-			}
-		}
-		inObject := top >= 0 && stack[top].object
-		isKey := inObject && stack[top].key
-		switch t := tok.(type) {
-		case json.Delim:
-			switch t {
-			case '{', '[':
-				if inObject {
-					stack[top].key = true // this container is a member's value
-				}
-				stack = append(stack, level{object: t == '{', key: true})
-			default:
-				stack = stack[:top]
-			}
-			continue
-		case string:
-			text := normalize(t)
-			all.WriteString(text)
-			if isKey {
-				keys.WriteString(text)
-			} else {
-				strs.WriteString(text)
-				vals.WriteString(text)
-			}
-		case json.Number:
-			all.WriteString(string(t))
-			vals.WriteString(string(t))
-		}
-		if inObject {
-			stack[top].key = !isKey
-		}
+	})
+	if err != nil {
+		return true // fail closed
 	}
-	for _, text := range []string{all.String(), strs.String(), vals.String(), keys.String()} {
-		for _, f := range frags {
-			if strings.Contains(text, f) {
+	for _, text := range [][]byte{all, strs, vals, keys} {
+		for _, s := range secrets {
+			if holds(text, s) {
 				return true
 			}
 		}
@@ -103,33 +69,86 @@ func Echoes(data []byte, secrets ...string) bool {
 	return false
 }
 
-// EchoesText reports whether text (a cursor, a message) holds a fragment
-// of EchoWindow characters of one of the secrets once white space,
-// control and invisible characters are removed.
-func EchoesText(text string, secrets ...string) bool {
-	norm := normalize(text)
-	for _, f := range fragments(secrets, EchoWindow) {
-		if strings.Contains(norm, f) {
+// anySecret reports whether one of secrets is long enough to look for.
+func anySecret(secrets []string) bool {
+	for _, s := range secrets {
+		if len(s) >= minEchoSecret {
 			return true
 		}
 	}
 	return false
 }
 
-// fragments returns every run of n characters of each secret of at
-// least minEchoSecret characters (the whole secret when shorter than n).
-func fragments(secrets []string, n int) []string {
-	var out []string
-	for _, s := range secrets {
-		if len(s) < minEchoSecret {
-			continue
-		}
-		w := min(n, len(s))
-		for i := 0; i+w <= len(s); i++ {
-			out = append(out, s[i:i+w])
+// holds reports whether text holds EchoWindow consecutive characters of
+// secret (all of it when shorter; nothing for a secret under
+// minEchoSecret). Every run of EchoWindow characters of secret contains
+// one of its aligned 8-character blocks, so only those are searched, and
+// each hit is extended both ways to see how long the run is.
+func holds(text []byte, secret string) bool {
+	if len(secret) < minEchoSecret {
+		return false
+	}
+	w := min(EchoWindow, len(secret))
+	if w < EchoWindow {
+		return bytes.Contains(text, []byte(secret))
+	}
+	const block = EchoWindow / 2
+	for k := 0; k+block <= len(secret); k += block {
+		needle := []byte(secret[k : k+block])
+		for off := 0; ; {
+			at := bytes.Index(text[off:], needle)
+			if at < 0 {
+				break
+			}
+			p := off + at
+			left := 0
+			for left < k && left < p && text[p-left-1] == secret[k-left-1] {
+				left++
+			}
+			right := 0
+			for k+block+right < len(secret) && p+block+right < len(text) && text[p+block+right] == secret[k+block+right] {
+				right++
+			}
+			if left+block+right >= w {
+				return true
+			}
+			off = p + 1
 		}
 	}
-	return out
+	return false
+}
+
+// appendVisible appends text without its hidden runes.
+func appendVisible(dst, text []byte) []byte {
+	for i := 0; i < len(text); {
+		c := text[i]
+		if c < utf8.RuneSelf {
+			if c > ' ' && c != 0x7f {
+				dst = append(dst, c)
+			}
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRune(text[i:])
+		if !hidden(r) {
+			dst = append(dst, text[i:i+n]...)
+		}
+		i += n
+	}
+	return dst
+}
+
+// EchoesText reports whether text (a cursor, a message) holds a fragment
+// of EchoWindow characters of one of the secrets once white space,
+// control and invisible characters are removed.
+func EchoesText(text string, secrets ...string) bool {
+	norm := []byte(normalize(text))
+	for _, s := range secrets {
+		if holds(norm, s) {
+			return true
+		}
+	}
+	return false
 }
 
 // hidden reports a rune a reader would not see between two characters:

@@ -101,3 +101,24 @@ func FuzzEchoes(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkEchoes: the check on a result the size of 100 GitHub repos.
+func BenchmarkEchoes(b *testing.B) {
+	var doc strings.Builder
+	doc.WriteString("[")
+	for i := range 100 {
+		if i > 0 {
+			doc.WriteString(",")
+		}
+		fmt.Fprintf(&doc, `{"id":%d,"name":"repo-%d","full_name":"pinned-tester/repo-%d","private":false,"html_url":"https://github.com/pinned-tester/repo-%d","description":"A repository \u00e9 with a description of some length, %d","fork":false,"language":"Go","stargazers_count":%d,"updated_at":"2026-01-02T03:04:05Z"}`, i, i, i, i, i, i*7)
+	}
+	doc.WriteString("]")
+	data := []byte(doc.String())
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if Echoes(data, echoSecret, "ghr_refresh_token_0123456789abcdef") {
+			b.Fatal("echo")
+		}
+	}
+}
