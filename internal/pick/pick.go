@@ -3,7 +3,8 @@
 // the raw body before anything else sees it (ABI invariant 5), and the
 // lookups the host's error handling and pagination take from a body (a
 // string or value at a dotted path, a GraphQL errors array, the last
-// element of a list). Nothing here builds a tree: the bytes are walked
+// element of a list), and the walk of every key, string and number the
+// credential echo check reads (Walk). Nothing here builds a tree: the bytes are walked
 // once, depth-bounded by MaxDepth, and only the output is allocated.
 //
 // It imports only internal/jsonv; the host imports it.
