@@ -406,7 +406,7 @@ func (s *Server) askConfirm(ctx context.Context, req *mcp.CallToolRequest, servi
 	return &mcp.CallToolResult{
 		InputRequests: mcp.InputRequestMap{"confirm": &mcp.ElicitParams{
 			Mode:            "form",
-			Message:         chk.Confirm,
+			Message:         chk.Text,
 			RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{}},
 		}},
 		RequestState: id,

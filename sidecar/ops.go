@@ -87,9 +87,22 @@ type ConsentResponse struct {
 	Op      string `json:"op"`
 	// Access is "read" or "write".
 	Access string `json:"access"`
-	// Confirm is the write op's confirm sentence with the args filled in
-	// (defaults applied); "" for a read op.
+	// Confirm is the write op's confirm line: its target first, quoted,
+	// then the manifest's sentence with the args filled in (defaults
+	// applied); "" for a read op.
 	Confirm string `json:"confirm"`
+	// Target is the write's target args and values, as Confirm shows them
+	// first (absent for a read op).
+	Target []host.Shown `json:"target,omitempty"`
+	// Sends is every other arg value the request will carry that Confirm
+	// does not show whole, labelled by arg name, each value whole
+	// (never cut; invisible code points as visible escapes such as
+	// ⟨U+200B⟩). A consent shows Confirm and every Sends value: nothing
+	// else is sent. Absent when Confirm shows everything.
+	Sends []host.Shown `json:"sends,omitempty"`
+	// Text is the whole consent as text (Confirm, then "Also sent:" and
+	// one "- arg: value" entry per Sends value; host.ConsentText).
+	Text string `json:"text,omitempty"`
 	// ArgsSHA256 is the value of a grant's args_sha256 that binds exactly
 	// these args (grant.ArgsSHA256).
 	ArgsSHA256 string `json:"args_sha256"`
@@ -446,7 +459,11 @@ func (s *Server) checkConsent(ctx context.Context, info *reqInfo, req *ConsentRe
 		// parsers disagree, which is a bug.
 		return nil, NewError(CodeInternal, "the args could not be canonicalized").withCause(err)
 	}
-	return &ConsentResponse{Service: c.Service, Op: c.Op, Access: c.Access, Confirm: c.Confirm, ArgsSHA256: hash}, nil
+	res := &ConsentResponse{Service: c.Service, Op: c.Op, Access: c.Access, Confirm: c.Confirm, Target: c.Target, Sends: c.Sends, ArgsSHA256: hash}
+	if c.Confirm != "" {
+		res.Text = c.Text()
+	}
+	return res, nil
 }
 
 func (s *Server) handleTools(w http.ResponseWriter, r *http.Request) {
