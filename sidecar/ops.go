@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/elevenmessenger/pinned/host"
+	"github.com/elevenmessenger/pinned/internal/flow"
 	"github.com/elevenmessenger/pinned/internal/jsonenc"
 	"github.com/elevenmessenger/pinned/internal/jsonv"
 	"github.com/elevenmessenger/pinned/internal/state"
@@ -78,6 +79,10 @@ type ConsentRequest struct {
 	// instead of Service, Op and Args.
 	Services []string `json:"services,omitempty"`
 	Question string   `json:"question,omitempty"`
+	// Flows are the cross-service flows the research consent allows
+	// ({"from": "dnsimple", "to": "github"}), named in its sentence; the
+	// bot sends the same flows with POST /v1/research.
+	Flows []flow.Allow `json:"flows,omitempty"`
 }
 
 // ConsentResponse is the answer of POST /v1/consent.
@@ -431,6 +436,9 @@ func (s *Server) serveConsent(w http.ResponseWriter, r *http.Request, req *Conse
 func (s *Server) checkConsent(ctx context.Context, info *reqInfo, req *ConsentRequest) (*ConsentResponse, *Error) {
 	if req.Service == "" || req.Op == "" {
 		return nil, NewError(CodeBadRequest, "service and op are required")
+	}
+	if len(req.Flows) > 0 {
+		return nil, NewError(CodeBadRequest, "flows belong to a research consent (services), not an op's")
 	}
 	if _, e := s.lookup(info, req.Service, req.Op); e != nil {
 		return nil, e
