@@ -30,8 +30,8 @@
 // it, which is what an injected instruction asks of it; see the threat
 // model for what remains.
 //
-// It imports registry (the class names), golang.org/x/text and the
-// standard library; internal/research's callers (the sidecar) and
+// It imports registry (the class names), internal/jsonv, golang.org/x/text
+// and the standard library; internal/research's callers (the sidecar) and
 // mcpserver use it, one implementation for both.
 package flow
 
@@ -48,6 +48,7 @@ import (
 	"golang.org/x/text/cases"
 	"golang.org/x/text/unicode/norm"
 
+	"github.com/elevenmessenger/pinned/internal/jsonv"
 	"github.com/elevenmessenger/pinned/registry"
 )
 
@@ -145,6 +146,10 @@ type Session struct {
 	// finds them by their first keyLen bytes.
 	byCanon map[string]*entry
 	index   map[string][]*entry
+	// seen has one bit per hash of an index key (keyHash): a window of an
+	// arg whose bit is clear starts no recorded value, without a map
+	// lookup.
+	seen []uint64
 	// known holds, by service, the canonical values it returned, joined
 	// by NUL (which no canonical form holds): does a service hold a text.
 	known map[string]*strings.Builder
@@ -163,6 +168,15 @@ type entry struct {
 // value has at least MinLength runes, so at least keyLen bytes.
 const keyLen = MinLength
 
+// seenBits is the size of Session.seen: 2^16 bits (8 KiB).
+const seenBits = 16
+
+// keyHash hashes the keyLen bytes of c at i into seenBits bits.
+func keyHash(c string, i int) uint32 {
+	x := uint64(c[i]) | uint64(c[i+1])<<8 | uint64(c[i+2])<<16 | uint64(c[i+3])<<24 | uint64(c[i+4])<<32 | uint64(c[i+5])<<40
+	return uint32((x * 0x9E3779B97F4A7C15) >> (64 - seenBits))
+}
+
 // New returns an empty session allowing the flows in allow; maxBytes <= 0
 // means DefaultMaxBytes.
 func New(allow []Allow, maxBytes int) *Session {
@@ -170,7 +184,7 @@ func New(allow []Allow, maxBytes int) *Session {
 		maxBytes = DefaultMaxBytes
 	}
 	s := &Session{allow: map[Allow]bool{}, max: maxBytes, byCanon: map[string]*entry{},
-		index: map[string][]*entry{}, known: map[string]*strings.Builder{}, fold: cases.Fold()}
+		index: map[string][]*entry{}, known: map[string]*strings.Builder{}, fold: cases.Fold(), seen: make([]uint64, 1<<seenBits/64)}
 	for _, a := range allow {
 		s.allow[a] = true
 	}
@@ -188,6 +202,25 @@ func Canonical(v string) string {
 }
 
 func canonical(fold cases.Caser, v string) string {
+	ascii := true
+	for i := 0; i < len(v); i++ {
+		if v[i] >= utf8.RuneSelf {
+			ascii = false
+			break
+		}
+	}
+	if ascii { // ASCII is its own NFKC; folding it is lower-casing
+		out := make([]byte, 0, len(v))
+		for i := 0; i < len(v); i++ {
+			switch c := v[i]; {
+			case 'a' <= c && c <= 'z', '0' <= c && c <= '9':
+				out = append(out, c)
+			case 'A' <= c && c <= 'Z':
+				out = append(out, c+'a'-'A')
+			}
+		}
+		return string(out)
+	}
 	v = fold.String(norm.NFKC.String(v))
 	out := make([]byte, 0, len(v))
 	for _, r := range v {
@@ -221,9 +254,43 @@ type leaf struct {
 
 // leaves walks a JSON document and returns its strings and numbers with
 // the dot path of object keys leading to each (array indices left out,
-// as a pick field maps over arrays). Invalid JSON yields what came before
-// the error.
+// as a pick field maps over arrays). A document the strict parser
+// (internal/jsonv, the args' own) refuses is read leniently
+// (encoding/json's tokens): invalid JSON yields what came before the
+// error, duplicate keys all their values.
 func leaves(doc []byte) []leaf {
+	v, err := jsonv.Parse(doc)
+	if err != nil {
+		return leavesLenient(doc)
+	}
+	var out []leaf
+	var walk func(v *jsonv.Value, path string)
+	walk = func(v *jsonv.Value, path string) {
+		switch v.Kind {
+		case jsonv.String:
+			out = append(out, leaf{path: path, text: v.S})
+		case jsonv.Number:
+			out = append(out, leaf{path: path, text: v.S, number: true})
+		case jsonv.Array:
+			for i := range v.A {
+				walk(&v.A[i], path)
+			}
+		case jsonv.Object:
+			for i := range v.O {
+				p := v.O[i].Key
+				if path != "" {
+					p = path + "." + p
+				}
+				walk(&v.O[i].Value, p)
+			}
+		}
+	}
+	walk(&v, "")
+	return out
+}
+
+// leavesLenient is leaves over encoding/json's token stream.
+func leavesLenient(doc []byte) []leaf {
 	dec := json.NewDecoder(bytes.NewReader(doc))
 	dec.UseNumber()
 	var out []leaf
@@ -342,6 +409,8 @@ func (s *Session) Record(service, op string, pick *registry.Pick, data json.RawM
 			e = &entry{canon: v.canon, orig: v.orig, first: Source{service, op}, numeric: allDigits(v.canon)}
 			s.byCanon[v.canon] = e
 			s.index[v.canon[:keyLen]] = append(s.index[v.canon[:keyLen]], e)
+			h := keyHash(v.canon, 0)
+			s.seen[h/64] |= 1 << (h % 64)
 		}
 		if !contains(e.services, service) {
 			e.services = insertSorted(e.services, service)
@@ -422,6 +491,9 @@ func (s *Session) find(a argValue) []*entry {
 	var out []*entry
 	c := a.canon
 	for i := 0; i+keyLen <= len(c); i++ {
+		if h := keyHash(c, i); s.seen[h/64]&(1<<(h%64)) == 0 {
+			continue
+		}
 		for _, e := range s.index[c[i:i+keyLen]] {
 			if !strings.HasPrefix(c[i:], e.canon) || e.numeric && !digitBounded(c, i, i+len(e.canon)) || containsEntry(out, e) {
 				continue
