@@ -12,6 +12,8 @@ import (
 	"github.com/elevenmessenger/pinned/internal/connstore"
 	"github.com/elevenmessenger/pinned/internal/fakeapi"
 	"github.com/elevenmessenger/pinned/internal/flow"
+	"github.com/elevenmessenger/pinned/internal/testutil"
+	"github.com/elevenmessenger/pinned/registry"
 	"github.com/elevenmessenger/pinned/sidecar/grant"
 )
 
@@ -188,5 +190,50 @@ func TestMCPAllowedAndHonestFlows(t *testing.T) {
 	}
 	if got := flowRefused(t, prom, "mcp", "github", "dnsimple"); got != 1 {
 		t.Errorf("refusals counted: %v, want 1", got)
+	}
+}
+
+// TestMCPConfirmationShowsEverySentArg: the MCP confirmation of every
+// write op of every manifest, with every arg given, shows each arg the
+// request carries (the confirm line or its "- arg: value" entry); the
+// person declines and nothing reaches the provider. A mutation that drops
+// one entry from the message is caught by the same check.
+func TestMCPConfirmationShowsEverySentArg(t *testing.T) {
+	var conns []connstore.Connection
+	for _, svc := range fakeapi.Services() {
+		conns = append(conns, connstore.Connection{Service: svc, Cap: connstore.CapWrite, Kind: grant.KindPAT, Token: grant.Secret(fakeapi.Token(svc)), Viewer: "v"})
+	}
+	e := newEnv(t, envOpts{conns: conns})
+	var asked []string
+	cs := e.connect(t, clientOpts{answer: "decline", asked: &asked})
+	fixtures := testutil.ConsentArgs()
+	for _, m := range registry.Default().Services() {
+		for _, name := range m.OpNames() {
+			op, _ := m.Op(name)
+			if op.Access != registry.AccessWrite {
+				continue
+			}
+			args := fixtures[m.ID+"."+name]
+			t.Run(m.ID+"."+name, func(t *testing.T) {
+				asked = nil
+				e.fake.Reset()
+				res := call(t, cs, m.ID+"_"+name, args)
+				if code := errorCode(t, res); code != CodeConfirmationDeclined || len(asked) != 1 {
+					t.Fatalf("code %q, asked %d times", code, len(asked))
+				}
+				if miss := testutil.MissingFromConsent(op, args, asked[0]); len(miss) > 0 {
+					t.Errorf("sent but not shown: %v in\n%s", miss, asked[0])
+				}
+				for arg, v := range testutil.Carried(op, args) {
+					entry := testutil.Entry(arg, v)
+					if strings.Contains(asked[0], entry) && len(testutil.MissingFromConsent(op, args, strings.Replace(asked[0], entry, "", 1))) == 0 {
+						t.Errorf("dropping the entry of %s went unnoticed", arg)
+					}
+				}
+				if n := len(e.fake.Requests()); n != 0 {
+					t.Errorf("declined, yet %d requests reached the provider", n)
+				}
+			})
+		}
 	}
 }

@@ -179,3 +179,35 @@ func TestResearchConsentFlows(t *testing.T) {
 		}
 	}
 }
+
+// TestResearchHonestScriptsNoFlowRefusal: the project's own honest
+// scripted models — the Pages question, a model paging through
+// repositories, one that never stops reading, and the write and unknown
+// op probes — see no cross-service flow refusal: the count is 0.
+func TestResearchHonestScriptsNoFlowRefusal(t *testing.T) {
+	scripts := map[string]fakemodel.Script{
+		"pages": fakemodel.Pages(), "page after page": fakemodel.PageAfterPage(), "forever": fakemodel.Forever(),
+		"write op": fakemodel.WriteOp(), "unknown op": fakemodel.UnknownOp(),
+	}
+	refusals := 0
+	for name, script := range scripts {
+		t.Run(name, func(t *testing.T) {
+			re := newResearchEnv(t, script, nil)
+			r, ans := re.research(t, ResearchRequest{Question: pagesQuestion, Limits: &research.Limits{ToolCalls: 12},
+				Grants: []string{re.readGrant(t, fakeapi.GitHub), re.readGrant(t, fakeapi.DNSimple)}})
+			if r.status != http.StatusOK {
+				t.Fatalf("%d %s", r.status, r.body)
+			}
+			for _, st := range ans.Steps {
+				if st.Outcome == flow.Code {
+					refusals++
+					t.Errorf("%s.%s %s refused", st.Service, st.Op, st.Args)
+				}
+			}
+			if strings.Contains(re.metrics(t), "pinned_sidecar_flow_refused_total{") {
+				t.Error("a flow refusal was counted")
+			}
+		})
+	}
+	t.Logf("cross-service flow refusals over %d honest scripts: %d", len(scripts), refusals)
+}

@@ -110,7 +110,7 @@ func showOp(w io.Writer, m *registry.Manifest, name string, op *registry.Op) {
 		fmt.Fprintf(w, "  %s\n", op.Description)
 	}
 	if op.Confirm != "" {
-		fmt.Fprintf(w, "\nconfirm (shown to the member before it runs, after its target, with every other arg it sends):\n  %s\n", op.Confirm)
+		fmt.Fprintf(w, "\nconfirm (shown to the member before it runs, after its target; every other value it sends follows it):\n  %s\n", op.Confirm)
 		if t := op.TargetArgs(); len(t) > 0 {
 			fmt.Fprintf(w, "  target (shown first): %s\n", joinList(t))
 		}
@@ -185,7 +185,10 @@ func showRequest(stdout, stderr io.Writer, m *registry.Manifest, name string, op
 	w := stdout
 	fmt.Fprintf(w, "%s.%s (%s): the request the host accepts for these args (nothing was sent)\n", m.ID, name, op.Access)
 	if r.Confirm != "" {
-		fmt.Fprintf(w, "\nconfirm (shown to the member before it runs):\n  %s\n", r.Confirm)
+		// What the member is shown: the confirm line and every other value
+		// sent (host.ConsentText), indented.
+		text := termSafe(host.ConsentText(r.Confirm, r.Sends), true)
+		fmt.Fprintf(w, "\nconsent (shown to the member before it runs):\n  %s\n", strings.ReplaceAll(text, "\n", "\n  "))
 	}
 	fmt.Fprintf(w, "\n%s %s\n", r.Method, r.URL)
 	for _, h := range r.Headers {
