@@ -379,7 +379,7 @@ func (s *Session) Record(service, op string, pick *registry.Pick, data json.RawM
 		if !recordable(classOf(pick, l.path), l.number) {
 			continue
 		}
-		c := l.text
+		var c string
 		if l.number {
 			c = integerDigits(l.text)
 		} else {
