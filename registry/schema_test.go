@@ -145,6 +145,8 @@ func TestSchemaAgreesWithParse(t *testing.T) {
 		{name: "pick field of each class", edits: []string{`"fields": { "id": "identifier", "name": "text" }`, `"fields": { "a": "identifier", "b": "enum", "c": "number", "d": "boolean", "e": "time", "f": "url", "g": "text" }`}, accept: true},
 		{name: "write op target", edits: []string{`"confirm": "Charge {amount} cents?",`, `"confirm": "Charge {amount} cents?", "target": ["amount"],`}, accept: true},
 		{name: "target on a read op", edits: []string{`"path": "/v1/me",`, `"path": "/v1/me", "target": [],`}},
+		{name: "empty target", edits: []string{`"confirm": "Charge {amount} cents?",`, `"confirm": "Charge {amount} cents?", "target": [],`}},
+		{name: "target twice", edits: []string{`"confirm": "Charge {amount} cents?",`, `"confirm": "Charge {amount} cents?", "target": ["amount", "amount"],`}},
 		{name: "pick root too deep", edits: []string{`"root": "data.items.nodes"`, `"root": "a.b.c.d.e.f.g.h.i"`}},
 		{name: "too many pick fields", edits: []string{`"fields": { "id": "identifier", "name": "text" }`, `"fields": ` + manyFields(65)}},
 		{name: "paginate on a write op", edits: []string{`"body_form": { "amount"`, `"paginate": { "style": "cursor", "arg": "note", "cursor": "next", "max_pages": 2 }, "body_form": { "amount"`}},
