@@ -3,9 +3,14 @@ package host
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
 	"strings"
 
 	"github.com/elevenmessenger/pinned/internal/display"
+	"github.com/elevenmessenger/pinned/internal/egress"
 	"github.com/elevenmessenger/pinned/registry"
 )
 
@@ -16,17 +21,72 @@ type Checked struct {
 	Op      string
 	// Access is the op's access level, "read" or "write".
 	Access string
-	// Confirm is the op's confirm sentence with the args filled in (write
-	// ops; empty for reads): what a consent chip shows.
+	// Confirm is a write op's confirm line (empty for reads): its target
+	// first, then the manifest's sentence with the args filled in, e.g.
+	// `[GitHub: owner "pinned-tester", repo "notes"] Open an issue titled
+	// "Typo" in pinned-tester/notes?` (see Consent).
 	Confirm string
+	// Target is the write's target args (registry.Op.TargetArgs) with
+	// their values, as Confirm shows them first.
+	Target []Shown
+	// Sends is every other arg value the request carries that Confirm
+	// does not show whole and as is, labelled by arg name, each value
+	// whole (display.Block). Nothing is sent that Confirm and Sends do not
+	// show.
+	Sends []Shown
+}
+
+// Shown is one arg value as a consent shows it.
+type Shown struct {
+	// Arg is the arg's name.
+	Arg string `json:"arg"`
+	// Value is the value as the person must see it: the text sent,
+	// whole, line breaks kept, every invisible, blank-looking or control
+	// code point written as a visible escape such as ⟨U+200B⟩ (package
+	// internal/display); "[redacted]" for a secret arg.
+	Value string `json:"value"`
+}
+
+// Text is the whole consent as text, for a terminal, a chat client or an
+// MCP confirmation: Confirm, then, when the request carries more, "Also
+// sent:" and one "- arg: value" entry per Sends value. A value of several
+// lines starts on the line after its label, each line indented four
+// spaces, so no line of a value can pass for a label.
+func (c *Checked) Text() string {
+	return ConsentText(c.Confirm, c.Sends)
+}
+
+// ConsentText is Checked.Text for a confirm line and its sends.
+func ConsentText(confirm string, sends []Shown) string {
+	if len(sends) == 0 {
+		return confirm
+	}
+	var b strings.Builder
+	b.WriteString(confirm)
+	b.WriteString("\nAlso sent:")
+	for _, s := range sends {
+		b.WriteString("\n- " + s.Arg + ":")
+		switch {
+		case s.Value == "":
+			b.WriteString(` ""`)
+		case !strings.Contains(s.Value, "\n"):
+			b.WriteString(" " + s.Value)
+		default:
+			for _, line := range strings.Split(s.Value, "\n") {
+				b.WriteString("\n    " + line)
+			}
+		}
+	}
+	return b.String()
 }
 
 // Check runs an op's guest exactly as Run does — in an instance in the
 // state of a fresh one (a pooled instance reset to the template, or a new
 // one; Config.Isolation), the args validated and the request rendered and
 // checked against the egress policy and the request binding — but sends nothing and needs no credential. It then
-// renders the op's confirm sentence from the validated args (defaults
-// applied). The error, when not nil, is an *Error: CodeUnknownService,
+// renders a write op's consent from the validated args (defaults
+// applied): the confirm line and every other value the request carries.
+// The error, when not nil, is an *Error: CodeUnknownService,
 // CodeUnknownOp, CodeBadArgs, CodeEgressDenied, CodeSandboxError, CodeTimeout.
 func (e *Engine) Check(ctx context.Context, service, op string, args json.RawMessage) (*Checked, error) {
 	p, err := e.prepare(service, op)
@@ -45,37 +105,91 @@ func (e *Engine) Check(ctx context.Context, service, op string, args json.RawMes
 	c := &Checked{Service: service, Op: op, Access: p.op.Access}
 	if p.op.Confirm != "" {
 		// The host validated these exact args and the guest's request is
-		// bound to them; the sentence shows their canonical text
+		// bound to them; the consent shows their canonical text
 		// (defaults applied).
-		c.Confirm = renderConfirm(p.op.Confirm, p.bind.ConfirmValues(st.Want()))
+		c.Confirm, c.Target, c.Sends = consent(p.m, p.op, p.bind, st.Want(), true)
 	}
 	return c, nil
 }
 
-// renderConfirm fills the confirm template. The values are caller text
-// (a model's proposal) inside a sentence a member will trust, so each is
-// made one visible line: line breaks show as "⏎", other control
-// characters as spaces, bidirectional-override and invisible formatting
-// characters are dropped, and a value over maxConfirmValueRunes is cut
-// with "…". The op itself runs with the values as given (and a grant's
-// args_sha256 binds them exactly).
-func renderConfirm(tmpl string, vals map[string]string) string {
-	pieces, err := registry.ParseTemplate(tmpl)
-	if err != nil {
-		return tmpl
-	}
-	var b strings.Builder
-	for _, pc := range pieces {
-		if pc.Arg != "" {
-			b.WriteString(confirmValue(vals[pc.Arg]))
-		} else {
-			b.WriteString(pc.Text)
-		}
-	}
-	return b.String()
-}
-
-// maxConfirmValueRunes bounds one value in a confirm sentence.
+// maxConfirmValueRunes bounds one value inside the confirm sentence; a
+// value cut there is shown whole in Sends.
 const maxConfirmValueRunes = 200
 
-func confirmValue(s string) string { return display.Value(s, maxConfirmValueRunes) }
+// consent renders a write op's consent from the bound args: the confirm
+// line (the target, quoted, then the sentence), the target values, and
+// every other arg the request carries that the line does not show whole
+// and as is. With redact, a secret arg's value is Redacted (the loader
+// keeps secret args out of confirm and target).
+func consent(m *registry.Manifest, op *registry.Op, b *egress.Binding, want *egress.Bound, redact bool) (confirm string, target, sends []Shown) {
+	vals := b.ConfirmValues(want)
+	var line strings.Builder
+	line.WriteString("[" + m.Name)
+	shownWhole := map[string]bool{}
+	for i, a := range op.TargetArgs() {
+		v, ok := vals[a]
+		if !ok {
+			continue
+		}
+		sep := ", "
+		if i == 0 {
+			sep = ": "
+		}
+		line.WriteString(sep + a + " " + quote(v))
+		target = append(target, Shown{Arg: a, Value: display.Block(v)})
+		shownWhole[a] = display.Shown(v, math.MaxInt) && !strings.ContainsAny(v, `"\`)
+	}
+	line.WriteString("] ")
+	pieces, err := registry.ParseTemplate(op.Confirm)
+	if err != nil { // the loader parsed it
+		pieces = []registry.Piece{{Text: op.Confirm}}
+	}
+	for _, pc := range pieces {
+		if pc.Arg == "" {
+			line.WriteString(pc.Text)
+			continue
+		}
+		v := vals[pc.Arg]
+		line.WriteString(display.Value(v, maxConfirmValueRunes))
+		if display.Shown(v, maxConfirmValueRunes) {
+			shownWhole[pc.Arg] = true
+		}
+	}
+	for _, s := range b.Sent(want) {
+		if shownWhole[s.Name] {
+			continue
+		}
+		v := display.Block(s.Text)
+		if s.Secret && redact {
+			v = Redacted
+		}
+		sends = append(sends, Shown{Arg: s.Name, Value: v})
+	}
+	return line.String(), target, sends
+}
+
+// quote renders a target value in double quotes, whole, escaped like a
+// consent value (display.Value) with `"` and `\` written as `\"` and
+// `\\`, so a value cannot close the quote or the bracket early.
+func quote(v string) string {
+	v = strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(v)
+	return `"` + display.Value(v, math.MaxInt) + `"`
+}
+
+// refuseHidden refuses a write op's args that carry a code point a
+// person cannot be shown and must not approve unseen (display.Refused:
+// the Unicode tag characters), naming the arg and the code point. Read
+// ops are not affected.
+func refuseHidden(op *registry.Op, b *egress.Binding, want *egress.Bound) *Error {
+	if op.Access != registry.AccessWrite {
+		return nil
+	}
+	vals := b.ConfirmValues(want)
+	for _, name := range slices.Sorted(maps.Keys(vals)) {
+		if r, bad := display.Refused(vals[name]); bad {
+			return &Error{Code: CodeBadArgs, Arg: name, Message: fmt.Sprintf(
+				"arg %q holds %U, an invisible Unicode tag character; a write op's args may not carry tag characters, which a person approving it cannot see: remove them", name, r)}
+		}
+	}
+	return nil
+}

@@ -16,12 +16,12 @@ func TestCheck(t *testing.T) {
 	}{
 		{"write op renders its confirm line", "github", "create_issue",
 			`{"owner":"pinned-tester","repo":"notes","title":"Fix \"it\"","body":"x"}`,
-			"write", `Open an issue titled "Fix "it"" in pinned-tester/notes?`, ""},
+			"write", `[GitHub: owner "pinned-tester", repo "notes"] Open an issue titled "Fix "it"" in pinned-tester/notes?`, ""},
 		{"read op has no confirm", "github", "list_repos", `{"per_page":5}`, "read", "", ""},
 		{"bad args are refused by the sandbox", "github", "create_issue", `{"owner":"pinned-tester","repo":"notes"}`, "", "", CodeBadArgs},
 		{"unknown op", "github", "delete_repo", `{}`, "", "", CodeUnknownOp},
 		{"dnsimple register", "dnsimple", "register_domain", `{"account":1385,"domain":"blip.com","registrant_id":2715}`,
-			"write", "Register blip.com? This buys the domain and costs real money.", ""},
+			"write", `[DNSimple: account "1385", domain "blip.com"] Register blip.com? This buys the domain and costs real money.`, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

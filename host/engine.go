@@ -510,6 +510,9 @@ func (e *Engine) execute(ctx context.Context, p *prepared, args json.RawMessage)
 	if rej != nil {
 		return nil, badArgs(p, rej.Reason, rej.Arg)
 	}
+	if herr := refuseHidden(p.op, p.bind, want); herr != nil {
+		return nil, herr
+	}
 	input := append(append(make([]byte, 0, len(p.prefix)+len(args)), p.prefix...), args...)
 	if inputHook != nil {
 		input = inputHook(ctx, input)

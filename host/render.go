@@ -42,9 +42,13 @@ type Request struct {
 	// members and typed values are not), or the body_form pairs joined by
 	// "&" (like the query, any order). "" when the op has no body.
 	Body string `json:"body,omitempty"`
-	// Confirm is the op's confirm sentence with the args filled in, as a
-	// member's consent chip shows it (write ops; "" for reads).
+	// Confirm is a write op's confirm line with the args filled in, its
+	// target first, as a member's consent shows it ("" for reads;
+	// Checked.Confirm).
 	Confirm string `json:"confirm,omitempty"`
+	// Sends is every other arg value a write's request carries, as the
+	// consent shows it besides Confirm (Checked.Sends).
+	Sends []Shown `json:"sends,omitempty"`
 }
 
 // Header is one declared request header.
@@ -89,7 +93,7 @@ func render(m *registry.Manifest, opName string, args json.RawMessage, redact bo
 		r.Headers = append(r.Headers, Header{Name: h[0], Value: h[1]})
 	}
 	if op.Confirm != "" {
-		r.Confirm = renderConfirm(op.Confirm, rr.Values)
+		r.Confirm, _, r.Sends = consent(m, op, b, want, redact)
 	}
 	return r, nil
 }
@@ -122,6 +126,9 @@ func bindFor(m *registry.Manifest, opName string, args json.RawMessage, maxArgsB
 	want, rej := b.Bind(args)
 	if rej != nil {
 		return nil, nil, nil, badArgs(&prepared{m: m, op: op, name: opName}, rej.Reason, rej.Arg)
+	}
+	if herr := refuseHidden(op, b, want); herr != nil {
+		return nil, nil, nil, herr
 	}
 	return op, b, want, nil
 }

@@ -112,7 +112,7 @@ const renderManifest = `{
       },
       "query": { "v": "{value}", "n": "{name}" },
       "body_form": { "secret": "{value}", "ttl": "{ttl}", "note": "a b&c" },
-      "pick": { "fields": ["id"] }
+      "pick": { "fields": { "id": "identifier" } }
     },
     "put_json": {
       "access": "write",
@@ -127,7 +127,7 @@ const renderManifest = `{
         "on": { "type": "boolean", "default": true }
       },
       "body_json": { "name": "{name}", "label": "x-{name}", "value": "{value}", "n": "{n}", "on": "{on}", "k": [1, 2.5, null, false, "{value}"] },
-      "pick": { "fields": ["id"] }
+      "pick": { "fields": { "id": "identifier" } }
     }
   }
 }`
@@ -159,22 +159,22 @@ func TestRender(t *testing.T) {
 			want: &Request{Method: "POST", URL: "https://api.github.com/repos/octo/hello.go/issues",
 				Headers:     []Header{{"Accept", "application/vnd.github+json"}, {"X-Github-Api-Version", "2022-11-28"}},
 				ContentType: "application/json", Body: `{"title":"<b> & \"q\""}`,
-				Confirm: `Open an issue titled "<b> & "q"" in octo/hello.go?`}},
+				Confirm: `[GitHub: owner "octo", repo "hello.go"] Open an issue titled "<b> & "q"" in octo/hello.go?`}},
 		{name: "secret redacted in path, query and form", m: vault, op: "put_secret", args: `{"name":"db","value":"hunter2 x"}`,
 			want: &Request{Method: "POST", URL: "https://api.vault.example/v1/secrets/[redacted]?n=db&v=[redacted]",
 				Headers:     []Header{{"Accept", "application/json"}},
 				ContentType: "application/x-www-form-urlencoded", Body: "note=a+b%26c&secret=[redacted]&ttl=7",
-				Confirm: "Store a secret as db (ttl 7)?"}},
+				Confirm: "[Render test] Store a secret as db (ttl 7)?", Sends: []Shown{{"value", "[redacted]"}}}},
 		{name: "secret redacted in a JSON body, typed values", m: vault, op: "put_json", args: `{"name":"db","value":"hunter2","n":1.5}`,
 			want: &Request{Method: "PUT", URL: "https://api.vault.example/v1/json",
 				Headers:     []Header{{"Accept", "application/json"}},
 				ContentType: "application/json", Body: `{"name":"db","label":"x-db","value":"[redacted]","n":1.5,"on":true,"k":[1,2.5,null,false,"[redacted]"]}`,
-				Confirm: "Store db?"}},
+				Confirm: "[Render test] Store db?", Sends: []Shown{{"n", "1.5"}, {"on", "true"}, {"value", "[redacted]"}}}},
 		{name: "absent optional JSON members left out", m: vault, op: "put_json", args: `{"name":"db","on":false}`,
 			want: &Request{Method: "PUT", URL: "https://api.vault.example/v1/json",
 				Headers:     []Header{{"Accept", "application/json"}},
 				ContentType: "application/json", Body: `{"name":"db","label":"x-db","on":false,"k":[1,2.5,null,false]}`,
-				Confirm: "Store db?"}},
+				Confirm: "[Render test] Store db?", Sends: []Shown{{"on", "false"}}}},
 		{name: "bad args: missing", m: github, op: "create_issue", args: `{"owner":"octo"}`, code: CodeBadArgs, arg: "repo", message: `arg "repo" is required`},
 		{name: "bad args: above max", m: github, op: "list_repos", args: `{"per_page":101}`, code: CodeBadArgs, arg: "per_page", message: `arg "per_page" must be at most 100`},
 		{name: "bad args: undeclared", m: github, op: "list_repos", args: `{"per_pgae":1}`, code: CodeBadArgs, arg: "per_pgae"},

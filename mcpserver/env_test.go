@@ -14,12 +14,14 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 	"go.uber.org/goleak"
 
 	"github.com/elevenmessenger/pinned/host"
 	"github.com/elevenmessenger/pinned/internal/connstore"
 	"github.com/elevenmessenger/pinned/internal/fakeapi"
+	"github.com/elevenmessenger/pinned/internal/flow"
 	"github.com/elevenmessenger/pinned/internal/rotate"
 	"github.com/elevenmessenger/pinned/internal/testutil"
 	"github.com/elevenmessenger/pinned/sidecar"
@@ -106,6 +108,8 @@ type envOpts struct {
 	tools     string
 	maxResult int
 	refresher rotate.Refresher
+	allow     []flow.Allow
+	prom      *prometheus.Registry
 }
 
 func newEnv(t *testing.T, o envOpts) *env {
@@ -125,13 +129,13 @@ func newEnv(t *testing.T, o envOpts) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	side, err := sidecar.New(sidecar.Config{Engine: eng, Key: key, Refresher: o.refresher})
+	side, err := sidecar.New(sidecar.Config{Engine: eng, Key: key, Refresher: o.refresher, Prometheus: o.prom})
 	if err != nil {
 		t.Fatal(err)
 	}
 	e := &env{fake: fake, store: store, side: side, clock: &clock{}, wire: &testutil.SyncBuffer{}, logs: &testutil.SyncBuffer{}}
 	log := zerolog.New(e.logs)
-	e.srv, err = New(Config{Sidecar: side, Store: store, Tools: o.tools, MaxResultBytes: o.maxResult, Now: e.clock.now, Logger: &log, Version: "test"})
+	e.srv, err = New(Config{Sidecar: side, Store: store, Tools: o.tools, MaxResultBytes: o.maxResult, Now: e.clock.now, Logger: &log, Version: "test", AllowFlows: o.allow})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -272,5 +276,5 @@ var (
 	ghWrite     = connstore.Connection{Service: "github", Cap: connstore.CapWrite, Kind: grant.KindPAT, Token: grant.Secret(fakeapi.Token("github")), Viewer: "pinned-tester"}
 	stripeRead  = connstore.Connection{Service: "stripe", Cap: connstore.CapRead, Kind: grant.KindPAT, Token: grant.Secret(fakeapi.Token("stripe")), Viewer: "acct_x"}
 	issueArgs   = map[string]any{"owner": "pinned-tester", "repo": "notes", "title": "Hello from MCP", "body": "via pinned mcp"}
-	issueSpoken = `Open an issue titled "Hello from MCP" in pinned-tester/notes?`
+	issueSpoken = "[GitHub: owner \"pinned-tester\", repo \"notes\"] Open an issue titled \"Hello from MCP\" in pinned-tester/notes?\nAlso sent:\n- body: via pinned mcp"
 )

@@ -122,8 +122,10 @@ func TestMalformedConfirmAnswersDecline(t *testing.T) {
 // TestConfirmSentenceOneLine: args crafted to make the confirm
 // sentence lie — line breaks pushing the real target out of view, a
 // fake target in the title, bidi overrides and isolates, a zero-width
-// joiner. The elicitation's message is the sanitized one-line sentence
-// naming the repository the op writes to; the record binds those args.
+// joiner. The elicitation's message starts with a one-line confirm line
+// naming the repository the op writes to first, then shows the title
+// whole with every invisible character escaped; the record binds those
+// args.
 func TestConfirmSentenceOneLine(t *testing.T) {
 	e := newEnv(t, envOpts{conns: []connstore.Connection{ghWrite}})
 	cs := e.connect(t, clientOpts{answer: "accept", manual: true})
@@ -139,13 +141,21 @@ func TestConfirmSentenceOneLine(t *testing.T) {
 	}
 	msg := ep.Message
 	t.Logf("confirm: %q", msg)
+	line, rest, _ := strings.Cut(msg, "\n")
 	for _, r := range msg {
-		if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || r == '\u2028' || r == '\u2029' {
-			t.Errorf("the confirm sentence holds %U: %q", r, msg)
+		if unicode.IsControl(r) && r != '\n' || unicode.Is(unicode.Cf, r) || r == '\u2028' || r == '\u2029' {
+			t.Errorf("the confirmation holds %U: %q", r, msg)
 		}
 	}
-	if !strings.HasSuffix(msg, " in pinned-tester/secrets?") {
-		t.Errorf("the sentence does not end naming the real target: %q", msg)
+	if !strings.HasPrefix(line, `[GitHub: owner "pinned-tester", repo "secrets"] Open an issue titled "Weekly notes" in pinned-tester/notes?⏎`) ||
+		!strings.HasSuffix(line, " in pinned-tester/secrets?") {
+		t.Errorf("the confirm line does not start with the real target, on one line: %q", line)
+	}
+	// The title, which the line cannot show as is, follows whole, its
+	// invisible characters escaped.
+	if !strings.HasPrefix(rest, "Also sent:\n- title:\n    Weekly notes\" in pinned-tester/notes?\n") ||
+		!strings.Contains(rest, "⟨U+202E⟩⟨U+2066⟩⟨U+2067⟩⟨U+2068⟩⟨U+2069⟩⟨U+200D⟩⟨U+061C⟩⟨U+200F⟩ x") {
+		t.Errorf("the title is not shown whole: %q", rest)
 	}
 	if n := len(e.fake.Requests()); n != 0 {
 		t.Errorf("%d requests reached the fake while asking", n)
@@ -208,7 +218,7 @@ func TestLoneSurrogateSeenIsSent(t *testing.T) {
 	if err != nil || res.IsError {
 		t.Fatalf("%v %+v", err, res)
 	}
-	if len(asked) != 1 || asked[0] != "Open an issue titled \"a\uFFFDb\" in pinned-tester/notes?" {
+	if len(asked) != 1 || asked[0] != "[GitHub: owner \"pinned-tester\", repo \"notes\"] Open an issue titled \"a\uFFFDb\" in pinned-tester/notes?" {
 		t.Errorf("asked %q", asked)
 	}
 	var sent []string

@@ -87,8 +87,9 @@ func TestStreamableHTTP(t *testing.T) {
 			if got := errorCode(t, res); got != wantCode {
 				t.Errorf("code %q, want %q", got, wantCode)
 			}
-			if len(asked) != 1 || asked[0] != issueSpoken {
-				t.Errorf("asked %q", asked)
+			// The owner was read in this session: the confirmation says so.
+			if want := issueSpoken + "\nWhere its values came from (read earlier in this session):\n- the owner contains text returned by github_get_viewer: \"pinned-tester\""; len(asked) != 1 || asked[0] != want {
+				t.Errorf("asked %q, want %q", asked, want)
 			}
 			if n := requestsTo(e.fake, "POST", "/repos/"); n != wantPOST {
 				t.Errorf("%d requests reached the fake, want %d", n, wantPOST)

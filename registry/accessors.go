@@ -3,6 +3,7 @@ package registry
 import (
 	"maps"
 	"slices"
+	"strings"
 )
 
 // OpNames returns the names of m's ops, sorted.
@@ -69,4 +70,26 @@ func (o *Op) PageQueryKey() string {
 		}
 	}
 	return ""
+}
+
+// TargetArgs returns the args that say where a write op's request goes,
+// which a consent shows first: Target when the manifest declares it, else
+// the path's placeholders in path order, less any secret arg (a secret is
+// never displayed). Nil for a read op.
+func (o *Op) TargetArgs() []string {
+	if o.Access != AccessWrite {
+		return nil
+	}
+	if o.Target != nil {
+		return slices.Clone(o.Target)
+	}
+	var out []string
+	for _, seg := range strings.Split(o.Path, "/") {
+		if strings.HasPrefix(seg, "{") && strings.HasSuffix(seg, "}") {
+			if a := o.Args[seg[1:len(seg)-1]]; a == nil || !a.Secret {
+				out = append(out, seg[1:len(seg)-1])
+			}
+		}
+	}
+	return out
 }

@@ -59,9 +59,11 @@ func (o *Op) clone() *Op {
 	c.Query = maps.Clone(o.Query)
 	c.BodyJSON = bytes.Clone(o.BodyJSON)
 	c.BodyForm = maps.Clone(o.BodyForm)
+	c.Target = slices.Clone(o.Target)
 	if o.Pick != nil {
 		p := *o.Pick
 		p.Fields = slices.Clone(o.Pick.Fields)
+		p.Classes = maps.Clone(o.Pick.Classes)
 		c.Pick = &p
 	}
 	if o.Paginate != nil {

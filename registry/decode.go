@@ -67,7 +67,12 @@ type walker struct {
 	stack []string // path segments of the current value: keys and "[i]"
 }
 
-var rawMessageType = reflect.TypeFor[json.RawMessage]()
+var (
+	rawMessageType = reflect.TypeFor[json.RawMessage]()
+	pickType       = reflect.TypeFor[Pick]()
+	pickShapeType  = reflect.TypeFor[pickShape]()
+	fieldsType     = reflect.TypeFor[fieldsShape]()
+)
 
 // walk checks the whole document and returns the root of the position
 // tree, or nil, after recording the problem, when the text is not JSON or
@@ -118,8 +123,11 @@ func (w *walker) value(t reflect.Type) (*node, error) {
 	for t != nil && t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
-	if t == rawMessageType {
+	switch t {
+	case rawMessageType:
 		t = nil
+	case pickType:
+		t = pickShapeType // Pick encodes its fields as an object (pick.go)
 	}
 	n := &node{off: w.start()}
 	tok, err := w.dec.Token()
@@ -315,6 +323,9 @@ func describe(t reflect.Type) string {
 	case reflect.Slice:
 		return "an array of " + article(describe(t.Elem())) + "s"
 	case reflect.Map:
+		if t == fieldsType {
+			return `an object of dot path → class (` + strings.Join(Classes(), ", ") + `), e.g. {"id": "identifier", "title": "text"}`
+		}
 		return "an object of " + article(describe(t.Elem())) + "s"
 	}
 	return "an object"

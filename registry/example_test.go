@@ -22,7 +22,7 @@ func ExampleParse() {
       "summary": "Who the token belongs to",
       "method": "GET",
       "path": "/v1/me",
-      "pick": {"fields": ["id", "name"]}
+      "pick": {"fields": {"id": "identifier", "name": "text"}}
     }
   }
 }`))
@@ -51,7 +51,7 @@ func ExampleParse_problems() {
       "summary": "Who the token belongs to",
       "method": "get",
       "path": "/v1/me",
-      "pick": {"fields": ["id"]}
+      "pick": {"fields": {"id": "identifier"}}
     }
   }
 }`))

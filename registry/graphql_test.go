@@ -12,7 +12,7 @@ func TestGraphQLQueryIsLiteral(t *testing.T) {
  "ops":{"issue":{"access":"read","summary":"One issue","method":"POST","path":"/graphql",
    "args":{"id":{"type":"string","required":true}},
    "body_json":` + body + `,
-   "pick":{"root":"data.issue","fields":["id"]}}}}`
+   "pick":{"root":"data.issue","fields":{"id":"identifier"}}}}}`
 	}
 	if _, err := Parse("gq.json", []byte(manifest(`{"query":"query Q($id: String!) { issue(id: $id) { id } }","variables":{"id":"{id}"}}`))); err != nil {
 		t.Fatalf("a literal query with variables is refused: %v", err)

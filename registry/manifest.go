@@ -177,6 +177,13 @@ type Op struct {
 	// BodyForm maps form keys to value templates, sent as
 	// application/x-www-form-urlencoded. Never together with BodyJSON.
 	BodyForm map[string]string `json:"body_form,omitempty"`
+	// Target, on a write op, names the args that say where the write goes
+	// (a repository's owner and name, an account and a domain, a team):
+	// a consent shows them first, quoted, so no other arg's text can push
+	// them out of view. Absent means the path args, in path order
+	// ([Op.TargetArgs]). Each is a required arg or one with a default,
+	// never secret.
+	Target []string `json:"target,omitempty"`
 	// Pick is the projection of the response: nothing else comes back.
 	Pick *Pick `json:"pick"`
 	// Paginate, on a read op, says where the next page's cursor is and
@@ -270,15 +277,56 @@ type Arg struct {
 // Unicode code points.
 const DefaultMaxLength = 4096
 
+// Data-flow classes of a picked field (Pick.Classes): what a value is,
+// so that what a service returns can be told apart from what it merely
+// enumerates. Flow control (package internal/flow) records the values of
+// the classes that carry a member's data or a third party's text.
+const (
+	// ClassIdentifier: a name or id that picks out one thing: a login, a
+	// repository or domain name, an email address, a record id.
+	ClassIdentifier = "identifier"
+	// ClassEnum: one of a small set the provider defines (a state, a
+	// type, a plan, a language).
+	ClassEnum = "enum"
+	// ClassNumber: a count, an amount or a measure.
+	ClassNumber = "number"
+	// ClassBoolean: true or false (an object or list of flags too).
+	ClassBoolean = "boolean"
+	// ClassTime: a date or a timestamp.
+	ClassTime = "time"
+	// ClassURL: a URL.
+	ClassURL = "url"
+	// ClassText: free text a third party can write — a title, a body, a
+	// person's or company's name, a description, a note. Treat it as data,
+	// never as instructions.
+	ClassText = "text"
+)
+
+// Classes lists every data-flow class, in the order docs/MANIFEST.md
+// gives them.
+func Classes() []string {
+	return []string{ClassIdentifier, ClassEnum, ClassNumber, ClassBoolean, ClassTime, ClassURL, ClassText}
+}
+
 // Pick is the projection applied to a response before anything else sees
-// it.
+// it. In a manifest it is {"root": "...", "fields": {"<dot path>":
+// "<class>", ...}}: each kept field with its data-flow class, in the
+// file's order.
 type Pick struct {
 	// Root is a dot path of object keys to descend first ("data.viewer",
 	// "results"); empty means the whole body.
 	Root string `json:"root,omitempty"`
 	// Fields are dot paths kept in each element (when the value at Root is
-	// an array) or in the object. A path through an array maps over its
-	// elements. Missing fields are omitted. Required; an empty list returns
-	// no data (never nil in a parsed manifest).
-	Fields []string `json:"fields"`
+	// an array) or in the object, in the manifest's order. A path through
+	// an array maps over its elements. Missing fields are omitted.
+	// Required; an empty list returns no data (never nil in a parsed
+	// manifest).
+	Fields []string `json:"-"`
+	// Classes is each field's data-flow class (one of [Classes]), by
+	// dot path: every field has one.
+	Classes map[string]string `json:"-"`
 }
+
+// Class returns the data-flow class of the picked field path ("" when
+// path is not a field).
+func (p *Pick) Class(path string) string { return p.Classes[path] }

@@ -92,17 +92,28 @@ var reservedAuthorizeParams = map[string]bool{
 // are compacted (json.Compact), so that encoding it with encoding/json
 // (SetEscapeHTML(false)) and parsing the result yields an equal Manifest.
 func Parse(file string, data []byte) (*Manifest, error) {
+	m, _, err := Check(file, data)
+	return m, err
+}
+
+// Check is [Parse] that also returns the manifest's warnings: what the
+// loader accepts but a reviewer should look at, located like problems.
+// Today one kind: a string arg of a read op with neither pattern nor
+// enum (free text: a model can put any text a service returned into it,
+// so declare the provider's format — docs/MANIFEST.md, "Args"). Warnings
+// come only with an accepted manifest.
+func Check(file string, data []byte) (*Manifest, []Problem, error) {
 	p := &parser{file: file, data: data, bad: map[string]bool{}}
 	if len(data) > MaxManifestSize {
 		p.addAt(-1, "", "", fmt.Sprintf("file is %d bytes; a manifest is at most %d bytes (256 KiB)", len(data), MaxManifestSize))
-		return nil, p.err()
+		return nil, nil, p.err()
 	}
 	if !utf8.Valid(data) {
 		p.addAt(-1, "", "", "not valid UTF-8; a manifest is UTF-8 JSON")
-		return nil, p.err()
+		return nil, nil, p.err()
 	}
 	if p.root = (&walker{p: p}).walk(); p.root == nil || p.bad[""] {
-		return nil, p.err()
+		return nil, nil, p.err()
 	}
 	var m Manifest
 	if err := json.Unmarshal(data, &m); err != nil && len(p.bad) == 0 {
@@ -111,10 +122,10 @@ func Parse(file string, data []byte) (*Manifest, error) {
 	}
 	p.check(&m)
 	if len(p.probs) > 0 {
-		return nil, p.err()
+		return nil, nil, p.err()
 	}
 	normalize(&m)
-	return &m, nil
+	return &m, p.locate(p.warns), nil
 }
 
 // normalize gives an accepted manifest the form that survives an
@@ -158,6 +169,7 @@ type parser struct {
 	root  *node           // where each value is
 	bad   map[string]bool // paths with shape problems: later checks stay quiet at and below them
 	probs []rawProblem
+	warns []rawProblem // see Check
 	// truncated is set when more than maxProblems problems were found.
 	truncated bool
 }
@@ -223,19 +235,29 @@ func (p *parser) has(op, field string) bool {
 	return exact
 }
 
-// err returns the problems as an *Error, ordered by position.
-func (p *parser) err() error {
-	slices.SortStableFunc(p.probs, func(a, b rawProblem) int {
+// warn records a warning at the value op/field (see Check).
+func (p *parser) warn(op, field, format string, args ...any) {
+	off, _ := p.root.find(loc{op, field}.path())
+	p.warns = append(p.warns, rawProblem{off, op, field, fmt.Sprintf(format, args...)})
+}
+
+// locate orders raw problems by position and gives each its line and
+// column; nil for none.
+func (p *parser) locate(raw []rawProblem) []Problem {
+	if len(raw) == 0 {
+		return nil
+	}
+	slices.SortStableFunc(raw, func(a, b rawProblem) int {
 		if a.off != b.off {
 			return a.off - b.off
 		}
 		return strings.Compare(a.op+"\x00"+a.field+"\x00"+a.msg, b.op+"\x00"+b.field+"\x00"+b.msg)
 	})
-	p.probs = slices.Compact(p.probs)
-	e := &Error{Problems: make([]Problem, len(p.probs))}
+	raw = slices.Compact(raw)
+	out := make([]Problem, len(raw))
 	line, lineStart, at := 1, 0, 0 // offsets only grow: count lines once
-	for i, r := range p.probs {
-		e.Problems[i] = Problem{File: p.file, Op: r.op, Field: r.field, Msg: r.msg}
+	for i, r := range raw {
+		out[i] = Problem{File: p.file, Op: r.op, Field: r.field, Msg: r.msg}
 		if r.off < 0 {
 			continue
 		}
@@ -244,8 +266,14 @@ func (p *parser) err() error {
 				line, lineStart = line+1, at+1
 			}
 		}
-		e.Problems[i].Line, e.Problems[i].Col = line, at-lineStart+1
+		out[i].Line, out[i].Col = line, at-lineStart+1
 	}
+	return out
+}
+
+// err returns the problems as an *Error, ordered by position.
+func (p *parser) err() error {
+	e := &Error{Problems: p.locate(p.probs)}
 	if p.truncated {
 		e.Problems = append(e.Problems, Problem{File: p.file, Msg: fmt.Sprintf("more problems not shown (at most %d are reported); fix these first", maxProblems)})
 	}
@@ -601,8 +629,11 @@ func (p *parser) checkOp(name string, o *Op) {
 		if !nameRE.MatchString(a) {
 			p.add(name, "args."+a, "arg name must match ^[a-z][a-z0-9_]{0,47}$ (lower-case letters, digits and _, starting with a letter)")
 		}
-		if o.Args[a] != nil {
-			p.checkArg(name, a, o.Args[a])
+		if arg := o.Args[a]; arg != nil {
+			p.checkArg(name, a, arg)
+			if o.Access == AccessRead && arg.Type == TypeString && arg.Pattern == "" && len(arg.Enum) == 0 {
+				p.warn(name, "args."+a, "string arg %q of a read op is free text (no pattern, no enum): a model could put anything a service returned into it; declare the provider's format (a pattern with a short max_length)", a)
+			}
 		}
 	}
 
@@ -660,6 +691,7 @@ func (p *parser) checkOp(name string, o *Op) {
 			p.add(name, "args."+a, "is declared but no template uses it; use it as {%s} in the path, query, body_json, body_form or confirm, or remove it", a)
 		}
 	}
+	p.checkTarget(name, o)
 	p.checkPick(name, o.Pick)
 	if o.Paginate != nil {
 		p.checkPaginate(name, o)
@@ -1141,7 +1173,7 @@ func jsonKind(v any) string {
 
 func (p *parser) checkPick(op string, pk *Pick) {
 	if pk == nil {
-		p.add(op, "pick", "required: the response fields the op may return, e.g. {\"fields\": [\"id\"]} ([] returns no data)")
+		p.add(op, "pick", "required: the response fields the op may return, each with its data-flow class, e.g. {\"fields\": {\"id\": \"identifier\"}} ({} returns no data)")
 		return
 	}
 	if pk.Root != "" {
@@ -1149,18 +1181,49 @@ func (p *parser) checkPick(op string, pk *Pick) {
 	}
 	switch {
 	case pk.Fields == nil:
-		p.add(op, "pick.fields", "required: an array of dot paths to keep ([] returns no data)")
+		p.add(op, "pick.fields", "required: an object of dot path → data-flow class, e.g. {\"id\": \"identifier\", \"title\": \"text\"} ({} returns no data)")
 	case len(pk.Fields) > maxFields:
 		p.add(op, "pick.fields", "has %d fields; at most %d", len(pk.Fields), maxFields)
 	}
-	seen := map[string]bool{}
-	for i, f := range pk.Fields {
-		ff := "pick.fields[" + strconv.Itoa(i) + "]"
-		if seen[f] {
-			p.add(op, ff, "%q is listed twice", f)
-		} else {
-			p.dotPath(op, ff, f)
+	for _, f := range pk.Fields {
+		ff := "pick.fields." + f
+		p.dotPath(op, ff, f)
+		switch c := pk.Classes[f]; {
+		case c == "":
+			p.add(op, ff, "declares no data-flow class; say what %q is: one of %s (text is free text a third party can write: titles, bodies, names, descriptions, notes)", f, strings.Join(Classes(), ", "))
+		case !slices.Contains(Classes(), c):
+			p.add(op, ff, "%q is not a data-flow class; want one of %s", c, strings.Join(Classes(), ", "))
 		}
-		seen[f] = true
+	}
+}
+
+// checkTarget checks a write op's target args (see Op.Target).
+func (p *parser) checkTarget(name string, o *Op) {
+	if o.Target == nil {
+		return
+	}
+	if o.Access != AccessWrite {
+		p.add(name, "target", "only write ops have a target (the consent shows it first); remove it")
+		return
+	}
+	if len(o.Target) == 0 {
+		p.add(name, "target", "is empty; leave it out to show the path args first, or name the args that say where the write goes")
+		return
+	}
+	seen := map[string]bool{}
+	for i, a := range o.Target {
+		f := "target[" + strconv.Itoa(i) + "]"
+		arg := o.Args[a]
+		switch {
+		case seen[a]:
+			p.add(name, f, "%q is listed twice", a)
+		case arg == nil:
+			p.add(name, f, "names %q, which is not a declared arg", a)
+		case arg.Secret:
+			p.add(name, f, "names secret arg %q; a secret is never displayed", a)
+		case !arg.Required && len(arg.Default) == 0:
+			p.add(name, f, "names optional arg %q without a default; a target is always sent: make it required or give it a default", a)
+		}
+		seen[a] = true
 	}
 }

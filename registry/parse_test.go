@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -104,7 +105,7 @@ func TestParseRefuses(t *testing.T) {
 		{name: "redteam paginate arg spliced into a GraphQL variable", edits: []string{
 			`"args": { "first": { "type": "integer", "min": 1, "max": 50, "default": 10 } },`, `"args": { "first": { "type": "integer", "min": 1, "max": 50, "default": 10 }, "after": { "type": "string", "pattern": "^[a-z]+$", "max_length": 32 } },`,
 			`"variables": { "first": "{first}" }`, `"variables": { "first": "{first}", "filter": "after:{after}" }`,
-			`"pick": { "root": "data.items.nodes", "fields": ["id", "title"] }`, `"pick": { "root": "data.items.nodes", "fields": ["id", "title"] }, "paginate": { "style": "cursor", "arg": "after", "cursor": "data.items.end", "max_pages": 3 }`},
+			`"pick": { "root": "data.items.nodes", "fields": { "id": "identifier", "title": "text" } }`, `"pick": { "root": "data.items.nodes", "fields": { "id": "identifier", "title": "text" } }, "paginate": { "style": "cursor", "arg": "after", "cursor": "data.items.end", "max_pages": 3 }`},
 			want: []string{`op "search": body_json.variables.filter: uses paginate arg "after" inside "after:{after}"`}},
 		{name: "paginate cursor path missing", edits: []string{`"cursor": "meta.next", `, ``},
 			want: []string{`op "list_items": paginate.cursor: required with style "cursor"`}},
@@ -146,7 +147,7 @@ func TestParseRefuses(t *testing.T) {
 			want: []string{`op "list_items": args.limit.min: want a number, got a string`}},
 		{name: "integer field with a fraction", edits: []string{`"max_length": 40`, `"max_length": 40.5`},
 			want: []string{`op "list_items": args.project.max_length: want an integer (32-bit, no fraction or exponent), got 40.5`}},
-		{name: "null outside body_json", edits: []string{`"pick": { "fields": ["id", "name"] }`, `"pick": null`},
+		{name: "null outside body_json", edits: []string{`"pick": { "fields": { "id": "identifier", "name": "text" } }`, `"pick": null`},
 			want: []string{`op "get_viewer": pick: want an object, got null`}},
 		{name: "id differs from file name", file: "testdata/widgets.json", want: []string{`widgets.json:3:9: id: "acme" must equal the file name without .json`}},
 		{name: "id syntax", edits: []string{`"id": "acme",`, `"id": "Acme-1",`}, file: "Acme-1.json", want: []string{`id: "Acme-1" must match ^[a-z][a-z0-9]{1,30}$`}},
@@ -255,7 +256,7 @@ func TestParseRefuses(t *testing.T) {
 			want: []string{`op "add_charge": confirm: names optional arg "memo" without a default`}},
 		{name: "secret arg in confirm", edits: []string{`"Charge {amount} cents?"`, `"Charge {amount} cents ({note})?"`},
 			want: []string{`op "add_charge": confirm: shows secret arg "note"`}},
-		{name: "body_json on GET", edits: []string{`"pick": { "root": "data", "fields": ["id", "title", "labels.name"] }`, `"body_json": {}, "pick": { "root": "data", "fields": ["id", "title", "labels.name"] }`},
+		{name: "body_json on GET", edits: []string{`"pick": { "root": "data", "fields": { "id": "identifier", "title": "text", "labels.name": "text" } }`, `"body_json": {}, "pick": { "root": "data", "fields": { "id": "identifier", "title": "text", "labels.name": "text" } }`},
 			want: []string{`op "list_items": body_json: a GET request has no body; body_json goes only with POST, PUT or PATCH`}},
 		{name: "lower-case method is one problem", edits: []string{`"method": "POST",
       "path": "/v1/charges"`, `"method": "post",
@@ -316,14 +317,27 @@ func TestParseRefuses(t *testing.T) {
 		{name: "too many args", edits: []string{`"note": { "type": "string", "secret": true }`, `"note": { "type": "string", "secret": true }` + manyArgs(32)},
 			want: []string{`op "add_charge": args: has 34 args; at most 32`}},
 		{name: "pick missing", edits: []string{`,
-      "pick": { "fields": ["id", "name"] }`, ``}, want: []string{`op "get_viewer": pick: required`}},
-		{name: "pick fields missing", edits: []string{`"pick": { "fields": ["id", "name"] }`, `"pick": { "root": "data" }`}, want: []string{`op "get_viewer": pick.fields: required`}},
-		{name: "pick field not a dot path", edits: []string{`"fields": ["id", "name"]`, `"fields": ["id", "name.", "a b"]`},
-			want: []string{`op "get_viewer": pick.fields[1]: "name." is not a dot path`}},
-		{name: "pick field twice", edits: []string{`"fields": ["id", "name"]`, `"fields": ["id", "id"]`}, want: []string{`op "get_viewer": pick.fields[1]: "id" is listed twice`}},
+      "pick": { "fields": { "id": "identifier", "name": "text" } }`, ``}, want: []string{`op "get_viewer": pick: required`}},
+		{name: "pick fields missing", edits: []string{`"pick": { "fields": { "id": "identifier", "name": "text" } }`, `"pick": { "root": "data" }`}, want: []string{`op "get_viewer": pick.fields: required`}},
+		{name: "pick field not a dot path", edits: []string{`"fields": { "id": "identifier", "name": "text" }`, `"fields": { "id": "identifier", "name.": "text", "a b": "text" }`},
+			want: []string{`op "get_viewer": pick.fields.name.: "name." is not a dot path`}},
+		{name: "pick field twice", edits: []string{`"fields": { "id": "identifier", "name": "text" }`, `"fields": { "id": "identifier", "id": "text" }`}, want: []string{`op "get_viewer": pick.fields.id: duplicate key "id"`}},
+		{name: "pick field without a class", edits: []string{`"fields": { "id": "identifier", "name": "text" }`, `"fields": { "id": "identifier", "name": "" }`},
+			want: []string{`op "get_viewer": pick.fields.name: declares no data-flow class; say what "name" is: one of identifier, enum, number, boolean, time, url, text`}},
+		{name: "pick field with an unknown class", edits: []string{`"fields": { "id": "identifier", "name": "text" }`, `"fields": { "id": "identifier", "name": "secret" }`},
+			want: []string{`op "get_viewer": pick.fields.name: "secret" is not a data-flow class`}},
+		{name: "pick field class not a string", edits: []string{`"fields": { "id": "identifier", "name": "text" }`, `"fields": { "id": "identifier", "name": true }`},
+			want: []string{`op "get_viewer": pick.fields.name: want a string, got a boolean`}},
+		{name: "pick fields as a list without classes", edits: []string{`"fields": { "id": "identifier", "name": "text" }`, `"fields": ["id", "name"]`},
+			want: []string{`op "get_viewer": pick.fields: want an object of dot path → class (identifier, enum, number, boolean, time, url, text)`}},
+		{name: "target on a read op", edits: []string{`"path": "/v1/me",`, `"path": "/v1/me", "target": [],`}, want: []string{`op "get_viewer": target: only write ops have a target`}},
+		{name: "empty target", edits: []string{`"confirm": "Charge {amount} cents?",`, `"confirm": "Charge {amount} cents?", "target": [],`}, want: []string{`op "add_charge": target: is empty`}},
+		{name: "target not an arg", edits: []string{`"confirm": "Charge {amount} cents?",`, `"confirm": "Charge {amount} cents?", "target": ["amount", "nope"],`}, want: []string{`op "add_charge": target[1]: names "nope", which is not a declared arg`}},
+		{name: "target a secret arg", edits: []string{`"confirm": "Charge {amount} cents?",`, `"confirm": "Charge {amount} cents?", "target": ["note"],`}, want: []string{`op "add_charge": target[0]: names secret arg "note"`}},
+		{name: "target twice", edits: []string{`"confirm": "Charge {amount} cents?",`, `"confirm": "Charge {amount} cents?", "target": ["amount", "amount"],`}, want: []string{`op "add_charge": target[1]: "amount" is listed twice`}},
 		{name: "pick root too deep", edits: []string{`"root": "data.items.nodes"`, `"root": "a.b.c.d.e.f.g.h.i"`},
 			want: []string{`op "search": pick.root: "a.b.c.d.e.f.g.h.i" has 9 segments; at most 8`}},
-		{name: "too many pick fields", edits: []string{`"fields": ["id", "name"]`, `"fields": ` + manyFields(65)},
+		{name: "too many pick fields", edits: []string{`"fields": { "id": "identifier", "name": "text" }`, `"fields": ` + manyFields(65)},
 			want: []string{`op "get_viewer": pick.fields: has 65 fields; at most 64`}},
 	}
 	for _, tt := range tests {
@@ -381,7 +395,7 @@ func manyFields(n int) string {
 	for i := range f {
 		f[i] = `"f` + string(rune('a'+i%26)) + string(rune('a'+i/26)) + `"`
 	}
-	return "[" + strings.Join(f, ", ") + "]"
+	return "{" + strings.Join(f, `: "number", `) + `: "number"}`
 }
 
 // TestParseCollectsAll checks that independent problems are all reported,
@@ -594,8 +608,11 @@ func FuzzParse(f *testing.F) {
 }
 
 func TestParseCapsProblems(t *testing.T) {
-	fields := strings.TrimSuffix(strings.Repeat(`"a..", `, 300), ", ")
-	lines := problems(t, "acme.json", acme(t, `"fields": ["id", "name"]`, `"fields": [`+fields+`]`))
+	var fs []string
+	for i := range 300 {
+		fs = append(fs, fmt.Sprintf(`"a..%d": "text"`, i))
+	}
+	lines := problems(t, "acme.json", acme(t, `"fields": { "id": "identifier", "name": "text" }`, `"fields": {`+strings.Join(fs, ", ")+`}`))
 	if len(lines) != maxProblems+1 {
 		t.Fatalf("got %d problems, want %d and a last line saying more were found", len(lines), maxProblems+1)
 	}

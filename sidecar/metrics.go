@@ -30,6 +30,10 @@ type metrics struct {
 	// researchSteps their tool calls by service, op and outcome.
 	research      *prometheus.CounterVec
 	researchSteps *prometheus.CounterVec
+	// flowRefused counts calls refused as cross-service flows, by
+	// surface (research, mcp) and the services the value came from and
+	// was to go to.
+	flowRefused *prometheus.CounterVec
 }
 
 // Metric names, documented in docs/OPERATING.md.
@@ -50,6 +54,7 @@ const (
 	metricStateErr = "pinned_sidecar_state_errors_total"
 	metricResearch = "pinned_sidecar_research_total"
 	metricResSteps = "pinned_sidecar_research_steps_total"
+	metricFlow     = "pinned_sidecar_flow_refused_total"
 )
 
 // unknownLabel stands for a service or op not in the registry.
@@ -109,9 +114,13 @@ func newMetrics(reg prometheus.Registerer, store state.Store) *metrics {
 			Name: metricResSteps,
 			Help: "Research tool calls that reached the enforcement path, by service, op and outcome (\"ok\" or the error code).",
 		}, []string{"service", "op", "outcome"}),
+		flowRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: metricFlow,
+			Help: "Calls refused before anything was sent because their args carried a value another service returned in the session (cross_service_flow), by surface (research, mcp), the service the value came from and the service it was to go to.",
+		}, []string{"surface", "from", "to"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.ops, m.consent, m.duration, m.inFlight, m.denials, m.requests, m.refreshes, m.stateDuration, m.stateErrors, m.research, m.researchSteps)
+		reg.MustRegister(m.ops, m.consent, m.duration, m.inFlight, m.denials, m.requests, m.refreshes, m.stateDuration, m.stateErrors, m.research, m.researchSteps, m.flowRefused)
 		if g, ok := store.(replayGauges); ok {
 			reg.MustRegister(
 				prometheus.NewGaugeFunc(prometheus.GaugeOpts{

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/elevenmessenger/pinned/host"
+	"github.com/elevenmessenger/pinned/internal/flow"
 	"github.com/elevenmessenger/pinned/internal/jsonenc"
 	"github.com/elevenmessenger/pinned/internal/jsonv"
 	"github.com/elevenmessenger/pinned/internal/state"
@@ -78,6 +79,10 @@ type ConsentRequest struct {
 	// instead of Service, Op and Args.
 	Services []string `json:"services,omitempty"`
 	Question string   `json:"question,omitempty"`
+	// Flows are the cross-service flows the research consent allows
+	// ({"from": "dnsimple", "to": "github"}), named in its sentence; the
+	// bot sends the same flows with POST /v1/research.
+	Flows []flow.Allow `json:"flows,omitempty"`
 }
 
 // ConsentResponse is the answer of POST /v1/consent.
@@ -87,9 +92,22 @@ type ConsentResponse struct {
 	Op      string `json:"op"`
 	// Access is "read" or "write".
 	Access string `json:"access"`
-	// Confirm is the write op's confirm sentence with the args filled in
-	// (defaults applied); "" for a read op.
+	// Confirm is the write op's confirm line: its target first, quoted,
+	// then the manifest's sentence with the args filled in (defaults
+	// applied); "" for a read op.
 	Confirm string `json:"confirm"`
+	// Target is the write's target args and values, as Confirm shows them
+	// first (absent for a read op).
+	Target []host.Shown `json:"target,omitempty"`
+	// Sends is every other arg value the request will carry that Confirm
+	// does not show whole, labelled by arg name, each value whole
+	// (never cut; invisible code points as visible escapes such as
+	// ⟨U+200B⟩). A consent shows Confirm and every Sends value: nothing
+	// else is sent. Absent when Confirm shows everything.
+	Sends []host.Shown `json:"sends,omitempty"`
+	// Text is the whole consent as text (Confirm, then "Also sent:" and
+	// one "- arg: value" entry per Sends value; host.ConsentText).
+	Text string `json:"text,omitempty"`
 	// ArgsSHA256 is the value of a grant's args_sha256 that binds exactly
 	// these args (grant.ArgsSHA256).
 	ArgsSHA256 string `json:"args_sha256"`
@@ -428,6 +446,9 @@ func (s *Server) checkConsent(ctx context.Context, info *reqInfo, req *ConsentRe
 	if req.Service == "" || req.Op == "" {
 		return nil, NewError(CodeBadRequest, "service and op are required")
 	}
+	if len(req.Flows) > 0 {
+		return nil, NewError(CodeBadRequest, "flows belong to a research consent (services), not an op's")
+	}
 	if _, e := s.lookup(info, req.Service, req.Op); e != nil {
 		return nil, e
 	}
@@ -455,7 +476,11 @@ func (s *Server) checkConsent(ctx context.Context, info *reqInfo, req *ConsentRe
 		// parsers disagree, which is a bug.
 		return nil, NewError(CodeInternal, "the args could not be canonicalized").withCause(err)
 	}
-	return &ConsentResponse{Service: c.Service, Op: c.Op, Access: c.Access, Confirm: c.Confirm, ArgsSHA256: hash}, nil
+	res := &ConsentResponse{Service: c.Service, Op: c.Op, Access: c.Access, Confirm: c.Confirm, Target: c.Target, Sends: c.Sends, ArgsSHA256: hash}
+	if c.Confirm != "" {
+		res.Text = c.Text()
+	}
+	return res, nil
 }
 
 func (s *Server) handleTools(w http.ResponseWriter, r *http.Request) {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"mime"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/go-chi/chi/v5/middleware"
 
+	"github.com/elevenmessenger/pinned/internal/flow"
 	"github.com/elevenmessenger/pinned/internal/httperr"
 	"github.com/elevenmessenger/pinned/internal/research"
 	"github.com/elevenmessenger/pinned/internal/rotate"
@@ -40,6 +42,11 @@ import (
 //   - The opened grants live only in this handler's locals and die with
 //     the request; a rotated pair replaces the held one, so later calls run
 //     with it, and goes back sealed to member_key in `rotated`.
+//   - Cross-service flow control (package internal/flow): the session
+//     records the values each service returned, by the pick's data-flow
+//     classes; a call whose args carry a value another service returned is
+//     refused before enforceOp runs (cross_service_flow, naming the op that
+//     returned it), unless the request's flows allow that flow.
 
 // Defaults of the research configuration.
 const (
@@ -62,6 +69,11 @@ type ResearchRequest struct {
 	Grants []string `json:"grants"`
 	// Limits override the session's bounds (research.Limits).
 	Limits *research.Limits `json:"limits,omitempty"`
+	// Flows are the cross-service flows the member allowed on the
+	// research consent ({"from": "dnsimple", "to": "github"}: a read of
+	// GitHub may carry a value DNSimple returned). Without one, no value a
+	// service returned goes into a call to another (cross_service_flow).
+	Flows []flow.Allow `json:"flows,omitempty"`
 }
 
 // ResearchResponse is the answer of POST /v1/research (also the data of
@@ -171,6 +183,9 @@ func (s *Server) handleResearch(w http.ResponseWriter, r *http.Request) {
 	case len(req.Grants) > MaxResearchGrants:
 		e = NewError(CodeBadRequest, fmt.Sprintf("at most %d grants (one per service)", MaxResearchGrants))
 	}
+	if e == nil {
+		e = s.checkFlows(req.Flows, nil)
+	}
 	var lim research.Limits
 	if e == nil && req.Limits != nil {
 		if _, err := req.Limits.Resolve(); err != nil {
@@ -202,6 +217,7 @@ func (s *Server) handleResearch(w http.ResponseWriter, r *http.Request) {
 		s.researchFail(w, r, NewError(CodeInternal, "the palette could not be built").withCause(err), nil)
 		return
 	}
+	flows := flow.New(req.Flows, 0)
 	resolved, _ := lim.Resolve()
 	// The session outlives the server's write timeout.
 	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(resolved.Wall() + research.FinalTurnTimeout + 30*time.Second))
@@ -216,6 +232,18 @@ func (s *Server) handleResearch(w http.ResponseWriter, r *http.Request) {
 		}
 		step := &reqInfo{}
 		start := time.Now()
+		// Before anything else: a value another service returned in this
+		// session does not go to this one.
+		if bad, _ := flows.Check(service, args); bad != nil {
+			s.log.Warn().Str("event", "research_step").Str("request_id", reqID).Str("service", service).Str("op", op).
+				Str("outcome", flow.Code).Str("flow_source", bad.Source.String()).Str("flow_arg", bad.Arg).
+				Float64("duration_ms", float64(time.Since(start).Microseconds())/1000).Msg("research step")
+			svc, o := s.labels(service, op)
+			s.m.researchSteps.WithLabelValues(svc, o, flow.Code).Inc()
+			s.FlowRefused("research", bad.Source.Service, service)
+			return research.Result{Err: &research.ToolError{Code: flow.Code, Message: fmt.Sprintf(
+				"not run: arg %s carries a value that %s returned in this session, and what one service returns does not go to another; answer from what each service says", bad.Arg, bad.Source)}}
+		}
 		res, rot, e := s.enforceOp(ctx, step, &OpRequest{Service: service, Op: op, Args: args, held: h})
 		if e != nil && e.Rotated != "" {
 			rot = e.Rotated
@@ -223,6 +251,14 @@ func (s *Server) handleResearch(w http.ResponseWriter, r *http.Request) {
 		// A provider echoing a credential: the host withheld the result
 		// (host.CodeCredentialEcho), so it never reaches the model.
 		echo := e != nil && e.Code == CodeCredentialEcho
+		// What reaches the model is recorded first; what cannot be recorded
+		// does not reach it.
+		full := false
+		if e == nil {
+			m, _ := s.reg.Service(service)
+			o, _ := m.Op(op)
+			full = flows.Record(service, op, o.Pick, res.Data) != nil
+		}
 		if rot != "" {
 			mu.Lock()
 			rotated[service] = rot
@@ -238,6 +274,9 @@ func (s *Server) handleResearch(w http.ResponseWriter, r *http.Request) {
 		}
 		if echo {
 			ev = s.log.Warn()
+		}
+		if full {
+			outcome, ev = flow.CodeLimit, s.log.Warn()
 		}
 		ev = ev.Str("event", "research_step").Str("request_id", reqID).Str("service", step.service).Str("op", step.op).
 			Str("outcome", outcome).Str("grant_id", step.grantID).
@@ -257,6 +296,10 @@ func (s *Server) handleResearch(w http.ResponseWriter, r *http.Request) {
 		ev.Msg("research step")
 		svc, o := s.labels(service, op)
 		s.m.researchSteps.WithLabelValues(svc, o, outcome).Inc()
+		if full {
+			return research.Result{Err: &research.ToolError{Code: flow.CodeLimit,
+				Message: "the session has read more than it can keep track of; the result was withheld: answer from the results so far"}}
+		}
 		if e != nil {
 			if e.Code == CodeUpstreamError && e.UpstreamStatus == 0 {
 				e.UpstreamStatus = step.upstreamStatus
@@ -426,12 +469,33 @@ func (s *sseWriter) event(name string, v any) {
 	_ = s.rc.Flush()
 }
 
+// checkFlows refuses a research request's or consent's flows that are
+// malformed (flow.CheckAllows) or, when services is not nil, name a
+// service the session does not read.
+func (s *Server) checkFlows(flows []flow.Allow, services []string) *Error {
+	if err := flow.CheckAllows(s.reg, flows); err != nil {
+		return NewError(CodeBadRequest, "flows: "+err.Error())
+	}
+	if services == nil {
+		return nil
+	}
+	for i, f := range flows {
+		if !slices.Contains(services, f.From) || !slices.Contains(services, f.To) {
+			return NewError(CodeBadRequest, fmt.Sprintf("flow %d (%s to %s) names a service the session does not read (services: %s)", i+1, f.From, f.To, strings.Join(services, ", ")))
+		}
+	}
+	return nil
+}
+
 // researchConsent is the answer of POST /v1/consent for a research
 // session.
 type researchConsent struct {
 	Services []string `json:"services"`
 	Access   string   `json:"access"`
 	Confirm  string   `json:"confirm"`
+	// Flows are the cross-service flows the consent allows (the request's),
+	// which Confirm names.
+	Flows []flow.Allow `json:"flows,omitempty"`
 	// Ops are the palette: every read op the session may call.
 	Ops []string `json:"ops"`
 	// GrantTTLSeconds is the life to seal each grant with (10 minutes);
@@ -459,11 +523,14 @@ func (s *Server) researchConsent(req *ConsentRequest) (*researchConsent, *Error)
 	if len(req.Question) > research.MaxQuestionBytes {
 		return nil, NewError(CodeBadRequest, fmt.Sprintf("the question must be at most %d bytes", research.MaxQuestionBytes))
 	}
-	sentence, ops, err := research.Consent(s.reg, req.Services, req.Question, SuggestedResearchGrantTTL)
+	if e := s.checkFlows(req.Flows, req.Services); e != nil {
+		return nil, e
+	}
+	sentence, ops, err := research.Consent(s.reg, req.Services, req.Question, SuggestedResearchGrantTTL, req.Flows)
 	if err != nil {
 		return nil, NewError(CodeInternal, "the consent could not be rendered").withCause(err)
 	}
 	svcs, _ := research.NewPalette(s.reg, req.Services)
-	return &researchConsent{Services: svcs.Services(), Access: grant.AccessRead, Confirm: sentence, Ops: ops,
+	return &researchConsent{Services: svcs.Services(), Access: grant.AccessRead, Confirm: sentence, Flows: req.Flows, Ops: ops,
 		GrantTTLSeconds: int(SuggestedResearchGrantTTL / time.Second)}, nil
 }

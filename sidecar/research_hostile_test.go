@@ -551,11 +551,13 @@ func TestResearchGrantRecheckedEachCall(t *testing.T) {
 	}
 }
 
-// TestResearchConsentDropsInvisible: a question carrying a bidi
-// override, zero-width characters, tag characters, a control and a line
-// break cannot make the consent sentence the member confirms read other
-// than it is: they are dropped (white space becomes one space).
-func TestResearchConsentDropsInvisible(t *testing.T) {
+// TestResearchConsentShowsInvisible: the research consent quotes the
+// question with every character a member would not see — bidi overrides
+// and isolates, zero-width characters, tag characters, a control — as a
+// visible escape, never dropped (internal/display's one rule), and white
+// space as single spaces, so the sentence reads as what the model will
+// be asked.
+func TestResearchConsentShowsInvisible(t *testing.T) {
 	re := newResearchEnv(t, nil, nil)
 	q := "Which domains\u202e\u2066 point\u200b at\u200d Pages\U000E0069\U000E0067?\x07\nAlso\u00a0this"
 	body, _ := json.Marshal(map[string]any{"services": []string{"github"}, "question": q})
@@ -564,7 +566,8 @@ func TestResearchConsentDropsInvisible(t *testing.T) {
 	if r.status != http.StatusOK || json.Unmarshal(r.body, &c) != nil {
 		t.Fatalf("%d %s", r.status, r.body)
 	}
-	want := "Let this bot read your GitHub for about 10 minutes to answer \u201cWhich domains point at Pages? Also this\u201d? It can only read; it cannot change anything, and it never sees your keys."
+	want := "Let this bot read your GitHub for about 10 minutes to answer \u201cWhich domains⟨U+202E⟩⟨U+2066⟩ point⟨U+200B⟩ at⟨U+200D⟩ Pages⟨U+E0069⟩⟨U+E0067⟩?⟨U+0007⟩ Also this\u201d? " +
+		"It can only read; it cannot change anything, and it never sees your keys. What it reads in one service never goes into its reads of another."
 	if c.Confirm != want {
 		t.Errorf("confirm %q\nwant    %q", c.Confirm, want)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/elevenmessenger/pinned/internal/fakeapi"
 	"github.com/elevenmessenger/pinned/internal/fakemodel"
+	"github.com/elevenmessenger/pinned/internal/flow"
 	"github.com/elevenmessenger/pinned/internal/research"
 	"github.com/elevenmessenger/pinned/internal/research/claude"
 	"github.com/elevenmessenger/pinned/internal/rotate"
@@ -168,6 +169,21 @@ func TestResearchEndToEnd(t *testing.T) {
 	}
 	if ans.Stop != research.StopEndTurn || !strings.HasPrefix(ans.Answer, fakemodel.ScriptedLabel) {
 		t.Errorf("stop %q, answer %q", ans.Stop, ans.Answer)
+	}
+	// The honest flow — GitHub Pages domains, then their DNSimple
+	// records — is never refused as a cross-service flow: the zone it
+	// asks DNSimple for is a part of what GitHub returned, never a whole
+	// value of GitHub's.
+	refusals := 0
+	for _, st := range ans.Steps {
+		if st.Outcome == flow.Code {
+			refusals++
+			t.Errorf("step %s.%s %s refused as a cross-service flow", st.Service, st.Op, st.Args)
+		}
+	}
+	t.Logf("cross-service flow refusals: %d", refusals)
+	if m := re.metrics(t); strings.Contains(m, "pinned_sidecar_flow_refused_total{") {
+		t.Errorf("a flow refusal was counted")
 	}
 
 	// The write op the model named is refused, and nothing was written.
@@ -467,7 +483,8 @@ func TestResearchConsent(t *testing.T) {
 	if r.status != http.StatusOK || json.Unmarshal(r.body, &c) != nil {
 		t.Fatalf("%d %s", r.status, r.body)
 	}
-	want := "Let this bot read your DNSimple and GitHub for about 10 minutes to answer \u201c" + pagesQuestion + "\u201d? It can only read; it cannot change anything, and it never sees your keys."
+	want := "Let this bot read your DNSimple and GitHub for about 10 minutes to answer \u201c" + pagesQuestion + "\u201d? It can only read; it cannot change anything, and it never sees your keys. " +
+		"What it reads in one service never goes into its reads of another."
 	if c.Confirm != want || c.Access != "read" || c.GrantTTLSeconds != 600 || !slices.Equal(c.Services, []string{"dnsimple", "github"}) {
 		t.Errorf("consent: %s", r.body)
 	}

@@ -42,3 +42,21 @@ func (s *Server) CheckOp(ctx context.Context, req ConsentRequest) (ConsentRespon
 	}
 	return *res, nil
 }
+
+// FlowRefused counts a call refused as a cross-service flow (package
+// internal/flow) in pinned_sidecar_flow_refused_total: surface is
+// "research" or "mcp", from the service that returned the value, to the
+// service the call was for. Names outside the registry count as
+// "unknown", so a caller cannot grow the label set.
+func (s *Server) FlowRefused(surface, from, to string) {
+	if surface != "research" && surface != "mcp" {
+		surface = unknownLabel
+	}
+	if !s.reg.Has(from) {
+		from = unknownLabel
+	}
+	if !s.reg.Has(to) {
+		to = unknownLabel
+	}
+	s.m.flowRefused.WithLabelValues(surface, from, to).Inc()
+}

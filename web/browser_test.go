@@ -466,8 +466,14 @@ func testOpenIssue(t *testing.T, e *browserEnv) {
 	e.open("/apps/github")
 	e.waitFor("the saved repository", `document.getElementById('repo-h').textContent === 'pinned-tester/notes' && document.querySelectorAll('#issues li.issue').length > 0`)
 	title := "Opened from Chromium: a dark mode for the catalog"
-	e.do(chromedp.SendKeys(chromedp.ID("issue-title"), title))
-	e.waitFor("the confirm sentence", `document.getElementById('confirm').textContent === `+jsString(`Open an issue titled "`+title+`" in pinned-tester/notes?`))
+	body := "First line of the body.\n\u200bSecond line, whole."
+	e.do(chromedp.SetValue(chromedp.ID("issue-body"), body), chromedp.SendKeys(chromedp.ID("issue-title"), title))
+	// The consent: the confirm line, target first, then the body whole,
+	// labelled, its zero-width space shown as an escape.
+	e.waitFor("the confirm line", `(document.querySelector('#confirm .confirm-line') || {}).textContent === `+
+		jsString(`[GitHub: owner "pinned-tester", repo "notes"] Open an issue titled "`+title+`" in pinned-tester/notes?`))
+	e.waitFor("the body in the consent", `document.querySelector('#confirm dt').textContent === 'body' && `+
+		`document.querySelector('#confirm .consent-value').textContent === `+jsString("First line of the body.\n⟨U+200B⟩Second line, whole."))
 	e.st.Fake.Reset()
 	e.do(chromedp.Click(chromedp.ID("issue-submit")))
 	e.waitFor("the new issue", `document.getElementById('issue-status').textContent.startsWith('Opened #')`)
@@ -480,9 +486,9 @@ func testOpenIssue(t *testing.T, e *browserEnv) {
 	if len(posts) != 1 || posts[0].Path != "/repos/pinned-tester/notes/issues" {
 		t.Fatalf("POSTs at the fake = %d (%v), want exactly one to /repos/pinned-tester/notes/issues", len(posts), posts)
 	}
-	var body map[string]any
-	if err := json.Unmarshal(posts[0].Body, &body); err != nil || body["title"] != title {
-		t.Fatalf("POST body = %s, want title %q", posts[0].Body, title)
+	var sent map[string]any
+	if err := json.Unmarshal(posts[0].Body, &sent); err != nil || sent["title"] != title || sent["body"] != body {
+		t.Fatalf("POST body = %s, want title %q and body %q", posts[0].Body, title, body)
 	}
 	if first := e.text("#issues li.issue"); !strings.Contains(first, title) {
 		t.Fatalf("first issue in the app = %q, want the new one", first)

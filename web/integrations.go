@@ -62,6 +62,9 @@ type CatalogOp struct {
 	Args        map[string]*registry.Arg `json:"args"`
 	Root        string                   `json:"root,omitempty"`
 	Fields      []string                 `json:"fields"`
+	// Classes is each field's data-flow class (docs/MANIFEST.md, "Pick"),
+	// by field.
+	Classes map[string]string `json:"classes"`
 }
 
 // oauthMaxAge is how long a broker's "enabled" answer is reused.
@@ -88,7 +91,7 @@ func (s *Server) catalog(ctx context.Context) Catalog {
 			}
 			cs.Ops = append(cs.Ops, CatalogOp{
 				Name: name, Access: op.Access, Summary: op.Summary, Description: op.Description,
-				Confirm: op.Confirm, Args: args, Root: op.Pick.Root, Fields: op.Pick.Fields,
+				Confirm: op.Confirm, Args: args, Root: op.Pick.Root, Fields: op.Pick.Fields, Classes: op.Pick.Classes,
 			})
 		}
 		c.Services = append(c.Services, cs)

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -18,9 +19,11 @@ import (
 
 	"github.com/elevenmessenger/pinned/broker"
 	"github.com/elevenmessenger/pinned/host"
+	"github.com/elevenmessenger/pinned/internal/flow"
 	"github.com/elevenmessenger/pinned/internal/rotate"
 	"github.com/elevenmessenger/pinned/internal/secret"
 	"github.com/elevenmessenger/pinned/mcpserver"
+	"github.com/elevenmessenger/pinned/registry"
 	"github.com/elevenmessenger/pinned/sidecar"
 	"github.com/elevenmessenger/pinned/sidecar/grant"
 )
@@ -36,7 +39,13 @@ Every call runs through the sidecar's own checks (a one-shot grant bound
 to the op and its args, the sandbox, the manifest's pick). Write tools
 exist only for connections made with --cap write, are offered only to
 clients that can ask you (elicitation), and run only after you confirm the
-manifest's sentence.
+manifest's sentence and every other value the call sends.
+
+Data read from one service does not go to another: within a session, a
+read whose args carry a value another service returned is refused
+(cross_service_flow), and a write's confirmation says which of its values
+came from which earlier call. --allow-flow FROM:TO lets reads of TO carry
+what FROM returned, for this run only (docs/MCP.md).
 
 With --listen, a bearer token (--token-file or PINNED_MCP_TOKEN, never a
 flag value) is required, on loopback too: every local user can reach it.
@@ -47,6 +56,7 @@ Examples:
   pinned mcp                                  # stdio, for the agent to start
   pinned mcp --fake                           # against the in-process provider fake
   pinned mcp --tools compact                  # one tool per service
+  pinned mcp --allow-flow dnsimple:github     # reads of GitHub may carry DNSimple values
   PINNED_MCP_TOKEN=$(cat tok) pinned mcp --listen 127.0.0.1:8765
 
 Exit status: 0 after the client closed stdin (or SIGINT/SIGTERM), 1 the
@@ -68,6 +78,23 @@ func runMCP(args []string, stdout, stderr io.Writer) int {
 	maxResult := fs.Int("max-result-bytes", mcpserver.DefaultMaxResultBytes, "refuse a result whose projected data is over this many `bytes`")
 	opTimeout := fs.Duration("op-timeout", host.DefaultTimeout, "deadline of one op")
 	logLevel := fs.String("log-level", "info", "`level`: debug, info, warn or error")
+	var allow []flow.Allow
+	fs.Func("allow-flow", "let values `FROM:TO` flow: a read of service TO may carry what service FROM returned in the session (repeatable; e.g. dnsimple:github)", func(v string) error {
+		from, to, ok := strings.Cut(v, ":")
+		if !ok || from == "" || to == "" || strings.Contains(to, ":") {
+			return fmt.Errorf("want FROM:TO, two service ids, e.g. dnsimple:github")
+		}
+		for _, id := range []string{from, to} {
+			if !registry.Default().Has(id) {
+				return fmt.Errorf("%s: %s", unknownWord("service", id, registry.Default().IDs()), "want a service of the registry")
+			}
+		}
+		if from == to {
+			return fmt.Errorf("%s:%s: a service's own values always flow back to it", from, to)
+		}
+		allow = append(allow, flow.Allow{From: from, To: to})
+		return nil
+	})
 	if code, ok := parseFlags(fs, mcpUsage, args, stdout, stderr); !ok {
 		return code
 	}
@@ -147,7 +174,8 @@ func runMCP(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	// serverInfo.version is what pinned version prints (the stamped one first).
-	srv, err := mcpserver.New(mcpserver.Config{Sidecar: side, Store: store, Tools: *tools, MaxResultBytes: *maxResult, Logger: &log, Version: readBuildInfo().Version})
+	srv, err := mcpserver.New(mcpserver.Config{Sidecar: side, Store: store, Tools: *tools, MaxResultBytes: *maxResult, Logger: &log,
+		Version: readBuildInfo().Version, AllowFlows: allow})
 	if err != nil {
 		fmt.Fprintf(stderr, "pinned mcp: %s\n", errText(err))
 		return 1

@@ -202,7 +202,9 @@ func TestConnectAndMCPStdio(t *testing.T) {
 					t.Errorf("%s: %d POSTs (want %d), isError %v", a, posts, wantPosts, res.IsError)
 				}
 			}
-			if len(asked) != 2 || asked[0] != `Open an issue titled "From stdio" in pinned-tester/notes?` {
+			// The second ask says the title came back from the first issue.
+			if want := "[GitHub: owner \"pinned-tester\", repo \"notes\"] Open an issue titled \"From stdio\" in pinned-tester/notes?\nAlso sent:\n- body: x"; len(asked) != 2 || asked[0] != want ||
+				asked[1] != want+"\nWhere its values came from (read earlier in this session):\n- the title contains text returned by github_create_issue: \"From stdio\"" {
 				t.Errorf("asked %q", asked)
 			}
 			if err := cs.Close(); err != nil {

@@ -33,9 +33,10 @@ The credential is read from the environment variable named by --token-env
 (default PINNED_TOKEN); it is never accepted on the command line, where it
 would land in shell history and process listings.
 
-A write op first prints its confirm sentence, rendered from the args (what
-a member's consent chip shows), and asks on a terminal; without a
-terminal it runs only with --yes.
+A write op first prints its consent, rendered from the args (what a
+member's consent shows): the target, the confirm sentence and every other
+value the request will carry, whole ("Also sent:"); then it asks on a
+terminal. Without a terminal it runs only with --yes.
 
 --args takes the JSON object inline, from a file (--args @args.json) or
 from stdin (--args -).
@@ -315,7 +316,7 @@ func confirmWrite(ctx context.Context, eng *host.Engine, service, opName, args s
 		}
 		return 1, false
 	}
-	fmt.Fprintf(stderr, "pinned op: %s.%s writes: %s\n", service, opName, chk.Confirm)
+	fmt.Fprintf(stderr, "pinned op: %s.%s writes: %s\n", service, opName, termSafe(chk.Text(), true))
 	if yes {
 		return 0, true
 	}

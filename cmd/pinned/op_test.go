@@ -225,7 +225,7 @@ func TestRunOp(t *testing.T) {
 			stderr: []string{"pinned op: --args @/nonexistent/args.json: no such file or directory\n"}},
 		{name: "a write op without a terminal needs --yes", code: 2,
 			args:  []string{"--fake", "--service", "github", "--op", "create_issue", "--args", `{"owner":"pinned-tester","repo":"notes","title":"<b>Hi</b> & bye"}`},
-			exact: "pinned op: github.create_issue writes: Open an issue titled \"<b>Hi</b> & bye\" in pinned-tester/notes?\npinned op: not run: a write op needs confirmation; add --yes to run it without a terminal\n"},
+			exact: "pinned op: github.create_issue writes: [GitHub: owner \"pinned-tester\", repo \"notes\"] Open an issue titled \"<b>Hi</b> & bye\" in pinned-tester/notes?\npinned op: not run: a write op needs confirmation; add --yes to run it without a terminal\n"},
 		{name: "--timeout negative", code: 2,
 			args:  []string{"--fake", "--timeout", "-1s", "--service", "github", "--op", "get_viewer"},
 			exact: "pinned op: --timeout must not be negative (0 means no deadline)\n"},

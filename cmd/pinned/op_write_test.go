@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/elevenmessenger/pinned/internal/fakeapi"
+	"github.com/elevenmessenger/pinned/internal/testutil"
+	"github.com/elevenmessenger/pinned/registry"
 )
 
 // TestRunOpWrites: a write op shows its confirm sentence and runs only
@@ -20,7 +22,7 @@ func TestRunOpWrites(t *testing.T) {
 	t.Setenv("PINNED_TEST_WRONG_TOKEN", "ghp_not_the_fake_token_00000000000000000")
 	t.Setenv("PINNED_TEST_NEWLINE_TOKEN", "ghp_pasted_with_a_newline\n")
 	const issue = `{"owner":"pinned-tester","repo":"notes","title":"From the test"}`
-	const confirm = "pinned op: github.create_issue writes: Open an issue titled \"From the test\" in pinned-tester/notes?\n"
+	const confirm = "pinned op: github.create_issue writes: [GitHub: owner \"pinned-tester\", repo \"notes\"] Open an issue titled \"From the test\" in pinned-tester/notes?\n"
 	dir := t.TempDir()
 	argsFile := filepath.Join(dir, "args.json")
 	if err := os.WriteFile(argsFile, []byte(issue+"\n"), 0o600); err != nil {
@@ -123,6 +125,47 @@ func TestManifestFlagIsCLIOnly(t *testing.T) {
 		dispatch([]string{c.name, "--help"}, &stdout, &bytes.Buffer{})
 		if has := strings.Contains(stdout.String(), "\n  -manifest "); has != (c.name == "op") {
 			t.Errorf("pinned %s --help: has --manifest = %v", c.name, has)
+		}
+	}
+}
+
+// TestOpPromptShowsEverySentArg: pinned op's prompt, for every write op
+// of every manifest with every arg given, shows each arg the request
+// carries (the confirm line or its "- arg: value" entry) before it asks;
+// declined, nothing reaches the provider. A mutation that drops one
+// entry from the prompt is caught by the same check.
+func TestOpPromptShowsEverySentArg(t *testing.T) {
+	t.Setenv("XDG_CACHE_HOME", filepath.Join(os.TempDir(), "pinned-test-cmd-xdg-cache"))
+	fixtures := testutil.ConsentArgs()
+	for _, m := range registry.Default().Services() {
+		for _, name := range m.OpNames() {
+			op, _ := m.Op(name)
+			if op.Access != registry.AccessWrite {
+				continue
+			}
+			args := fixtures[m.ID+"."+name]
+			t.Run(m.ID+"."+name, func(t *testing.T) {
+				old := console
+				console.in = strings.NewReader("n\n")
+				console.isTerminal = func() bool { return true }
+				defer func() { console = old }()
+				var stdout, stderr bytes.Buffer
+				code := runOp([]string{"--fake", "--service", m.ID, "--op", name, "--args", string(args)}, &stdout, &stderr)
+				prompt, found := strings.CutPrefix(stderr.String(), "pinned op: "+m.ID+"."+name+" writes: ")
+				if code != 1 || !found || !strings.HasSuffix(prompt, "Run it? [y/N] pinned op: not run\n") {
+					t.Fatalf("exit %d, stderr %q", code, &stderr)
+				}
+				prompt = strings.TrimSuffix(prompt, "\nRun it? [y/N] pinned op: not run\n")
+				if miss := testutil.MissingFromConsent(op, args, prompt); len(miss) > 0 {
+					t.Errorf("sent but not shown: %v in\n%s", miss, prompt)
+				}
+				for arg, v := range testutil.Carried(op, args) {
+					e := testutil.Entry(arg, v)
+					if strings.Contains(prompt, e) && len(testutil.MissingFromConsent(op, args, strings.Replace(prompt, e, "", 1))) == 0 {
+						t.Errorf("dropping the entry of %s went unnoticed", arg)
+					}
+				}
+			})
 		}
 	}
 }

@@ -32,6 +32,11 @@ unique across the files given. When every file passes it prints
 
   FILE:LINE:COL: op "NAME": FIELD: what is wrong and what would be right
 
+A manifest that passes may still print warnings on stderr ("warning:
+FILE:LINE:COL: ..."), which do not fail the check: today a string arg of
+a read op with neither pattern nor enum (free text a model could fill
+with anything another service returned; declare the provider's format).
+
 list prints one line per op of the registry built into this binary,
 sorted by service and op, under a header line:
 
@@ -272,11 +277,14 @@ func registryCheck(args []string, stdout, stderr io.Writer) int {
 			failed = true
 			continue
 		}
-		m, err := registry.Parse(f, data)
+		m, warns, err := registry.Check(f, data)
 		if err != nil {
 			printProblems(stderr, f, err)
 			failed = true
 			continue
+		}
+		for _, w := range warns {
+			fmt.Fprintf(stderr, "warning: %s\n", w)
 		}
 		if first, dup := byID[m.ID]; dup {
 			fmt.Fprintf(stderr, "%s: id: %q is also the id of %s; ids are unique\n", f, m.ID, first)

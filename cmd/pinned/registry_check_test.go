@@ -55,7 +55,7 @@ func TestRunRegistry(t *testing.T) {
 		{name: "list --output yaml", args: []string{"list", "--output", "yaml"}, code: 2, stderr: []string{`pinned registry list: --output "yaml": want table or json`}},
 		{name: "show a service", args: []string{"show", "github"}, code: 0, stdout: []string{"GitHub (github)", "host:  https://api.github.com", "create_issue  write   POST /repos/{owner}/{repo}/issues"}},
 		{name: "show an op", args: []string{"show", "dnsimple", "register_domain"}, code: 0,
-			stdout: []string{"dnsimple.register_domain (write)", "confirm (shown to the member before it runs):", "costs real money", "request:\n  POST https://api.dnsimple.com/", "args:\n", "registrant_id", "returns (pick; nothing else comes back):"}},
+			stdout: []string{"dnsimple.register_domain (write)", "confirm (shown to the member before it runs, after its target", "target (shown first): account, domain", "costs real money", "request:\n  POST https://api.dnsimple.com/", "args:\n", "registrant_id", "returns (pick; nothing else comes back):"}},
 		{name: "show an op as JSON", args: []string{"show", "github", "create_issue", "--json"}, code: 0, stdout: []string{`"access": "write"`, `"confirm": "Open an issue titled \"{title}\" in {owner}/{repo}?"`}},
 		{name: "show a typo", args: []string{"show", "github", "create_isue"}, code: 1, stderr: []string{`service github has no op "create_isue" (did you mean "create_issue"?)`}},
 		{name: "show nothing", args: []string{"show"}, code: 2, stderr: []string{"show takes SERVICE and optionally OP"}},

@@ -110,7 +110,10 @@ func showOp(w io.Writer, m *registry.Manifest, name string, op *registry.Op) {
 		fmt.Fprintf(w, "  %s\n", op.Description)
 	}
 	if op.Confirm != "" {
-		fmt.Fprintf(w, "\nconfirm (shown to the member before it runs):\n  %s\n", op.Confirm)
+		fmt.Fprintf(w, "\nconfirm (shown to the member before it runs, after its target; every other value it sends follows it):\n  %s\n", op.Confirm)
+		if t := op.TargetArgs(); len(t) > 0 {
+			fmt.Fprintf(w, "  target (shown first): %s\n", joinList(t))
+		}
 	}
 	fmt.Fprintf(w, "\nrequest:\n  %s https://%s%s\n", op.Method, m.Host, op.Path)
 	for _, k := range op.QueryKeys() {
@@ -139,7 +142,12 @@ func showOp(w io.Writer, m *registry.Manifest, name string, op *registry.Op) {
 	if len(op.Pick.Fields) == 0 {
 		fmt.Fprintln(w, "  no fields")
 	} else {
-		fmt.Fprintf(w, "  fields %s\n", joinList(op.Pick.Fields))
+		fmt.Fprintln(w, "  field\tclass (docs/MANIFEST.md; text is free text a third party can write)")
+		tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+		for _, f := range op.Pick.Fields {
+			fmt.Fprintf(tw, "  %s\t%s\n", f, op.Pick.Class(f))
+		}
+		tw.Flush()
 	}
 	fmt.Fprintf(w, "\nsee the request for args: pinned registry show %s %s --args '%s'\n", m.ID, name, exampleArgs(op))
 	fmt.Fprintf(w, "run it: pinned op --service %s --op %s --args '%s'\n", m.ID, name, exampleArgs(op))
@@ -177,7 +185,10 @@ func showRequest(stdout, stderr io.Writer, m *registry.Manifest, name string, op
 	w := stdout
 	fmt.Fprintf(w, "%s.%s (%s): the request the host accepts for these args (nothing was sent)\n", m.ID, name, op.Access)
 	if r.Confirm != "" {
-		fmt.Fprintf(w, "\nconfirm (shown to the member before it runs):\n  %s\n", r.Confirm)
+		// What the member is shown: the confirm line and every other value
+		// sent (host.ConsentText), indented.
+		text := termSafe(host.ConsentText(r.Confirm, r.Sends), true)
+		fmt.Fprintf(w, "\nconsent (shown to the member before it runs):\n  %s\n", strings.ReplaceAll(text, "\n", "\n  "))
 	}
 	fmt.Fprintf(w, "\n%s %s\n", r.Method, r.URL)
 	for _, h := range r.Headers {

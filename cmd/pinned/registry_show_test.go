@@ -40,11 +40,11 @@ and sends a request only if it is exactly this one (query pairs, form pairs and
 JSON members in any order).
 `},
 		{name: "write op with its confirm sentence", args: []string{"show", "github", "create_issue", "--args", `{"owner":"octo","repo":"hello","title":"Fix <b> & co"}`},
-			frags: []string{"github.create_issue (write)", "confirm (shown to the member before it runs):\n  Open an issue titled \"Fix <b> & co\" in octo/hello?\n",
+			frags: []string{"github.create_issue (write)", "consent (shown to the member before it runs):\n  [GitHub: owner \"octo\", repo \"hello\"] Open an issue titled \"Fix <b> & co\" in octo/hello?\n",
 				"\nPOST https://api.github.com/repos/octo/hello/issues\n", "Content-Type: application/json\n\n{\"title\":\"Fix <b> & co\"}\n"}},
 		{name: "write op as JSON", args: []string{"show", "github", "create_issue", "--json", "--args", `{"owner":"octo","repo":"hello","title":"T"}`},
 			frags: []string{`"service": "github"`, `"access": "write"`, `"url": "https://api.github.com/repos/octo/hello/issues"`,
-				`"body": "{\"title\":\"T\"}"`, `"confirm": "Open an issue titled \"T\" in octo/hello?"`}},
+				`"body": "{\"title\":\"T\"}"`, `"confirm": "[GitHub: owner \"octo\", repo \"hello\"] Open an issue titled \"T\" in octo/hello?"`}},
 		{name: "--output table is text", args: []string{"show", "github", "get_viewer", "--output", "table", "--args", `{}`},
 			frags: []string{"GET https://api.github.com/user\n"}},
 		{name: "secret arg redacted", args: []string{"show", "vault", "put_secret", "--manifest", vault, "--args", `{"name":"db","value":"hunter2"}`},

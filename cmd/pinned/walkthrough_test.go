@@ -136,7 +136,7 @@ func TestWalkthroughs(t *testing.T) {
 		tools []string
 	}{
 		{name: "README sidecar", doc: "../../README.md", heading: "## Running the sidecar",
-			want: []string{`"name":"service_op"`, `{"tools":[{"name":"service_op"`, `"confirm":"Open an issue titled \"Hi\" in pinned-tester/notes?"`}},
+			want: []string{`"name":"service_op"`, `{"tools":[{"name":"service_op"`, `"confirm":"[GitHub: owner \"pinned-tester\", repo \"notes\"] Open an issue titled \"Hi\" in pinned-tester/notes?"`}},
 		{name: "OAUTH trying it locally", doc: "../../docs/OAUTH.md", heading: "## Trying it locally",
 			want:  []string{`"rotated":"`},
 			count: map[string]int{`{"status":200,"data":{`: 2, `"rotated":"`: 1, "export PINNED_": 0}},

@@ -195,6 +195,20 @@ func runReport(benchPath, extismPath, rssPath, readyPath, out string) error {
 		row("pick projection of a 100-repo page (≥ 5× encoding/json)", fmt.Sprintf("%s per page", pk.dur()),
 			fmt.Sprintf("decode into any + re-encode %s: **%.1f×**; output byte-identical to the reference projection (checked in the benchmark)", ja.dur(), ratio), met(ratio >= 5))
 	}
+	if fc, ok := st.get("BenchmarkFlow/check-small", "ns/op"); ok {
+		fv, _ := st.get("BenchmarkFlow/validate-small", "ns/op")
+		bc, _ := st.get("BenchmarkFlow/check-body", "ns/op")
+		bv, _ := st.get("BenchmarkFlow/validate-body", "ns/op")
+		row("cross-service flow check per call (session of 460 recorded values): list_issues args; create_issue with a 16 KiB body",
+			fmt.Sprintf("%s; %s", fc.dur(), bc.dur()),
+			fmt.Sprintf("the host's own validation and binding of the same args (host.ValidateArgs, paid by every call): %s (%.2f×); %s (%.2f×)", dur(fv.center), fc.center/fv.center, dur(bv.center), bc.center/bv.center),
+			"(context)")
+	}
+	if fr, ok := st.get("BenchmarkFlow/record-repos100", "ns/op"); ok {
+		fd, _ := st.get("BenchmarkFlow/decode-repos100", "ns/op")
+		row("recording a 100-repository page's values (flow control)", fr.dur(),
+			fmt.Sprintf("encoding/json decoding the same page into any: %s (%.1f×)", dur(fd.center), fr.center/fd.center), "(context)")
+	}
 	if rss.InFlight > 0 {
 		ok := rss.Statuses["200 "] == rss.InFlight && rss.ExtraStatus == 503 && rss.ExtraCode == "busy" && rss.PeakRSS <= 1<<30
 		row(fmt.Sprintf("%d ops in flight, upstream holds each %d ms: peak RSS (≤ 1 GiB), all succeed, past the limit busy", rss.InFlight, rss.HoldMS),
@@ -257,6 +271,6 @@ func runReport(benchPath, extismPath, rssPath, readyPath, out string) error {
 		}
 	}
 	p("\n## Reproduce\n\n```\nmake bench            # BENCHCOUNT=6 BENCHTIME=1s by default\n```\n\n")
-	p("`make bench` runs the Go benchmarks of ./host, the state store's of ./sidecar (a real redis-server on loopback; skipped without one) and bench/extism's, then `go run ./internal/benchtool rss` and `ready`, then writes this file with `benchtool report`.\n")
+	p("`make bench` runs the Go benchmarks of ./host, the projection's of ./internal/pick, the flow check's of ./internal/flow, the state store's of ./sidecar (a real redis-server on loopback; skipped without one) and bench/extism's, then `go run ./internal/benchtool rss` and `ready`, then writes this file with `benchtool report`.\n")
 	return os.WriteFile(out, []byte(w.String()), 0o644)
 }

@@ -30,6 +30,8 @@ func TestReportTargets(t *testing.T) {
 		{"sandbox alone", "| sandbox alone (instance, guest, checks, reset), p50 |", "× slower"},
 		{"throughput", "| throughput with fresh-equivalent isolation, 2 cores (≥ 5,000 ops/s) |", "ops/s"},
 		{"pick", "| pick projection of a 100-repo page (≥ 5× encoding/json) |", "ms"},
+		{"flow check", "| cross-service flow check per call (session of 460 recorded values): list_issues args; create_issue with a 16 KiB body |", "host.ValidateArgs"},
+		{"flow record", "| recording a 100-repository page's values (flow control) |", "encoding/json decoding the same page"},
 		{"redis state", "| Redis state store on loopback, added per op, p50 (≤ 250 µs) |", "the replay record alone: in memory"},
 		{"replicas", "| throughput of 3 replicas on one Redis, 2 cores, one process |", "1 sidecar on the in-memory store"},
 	}

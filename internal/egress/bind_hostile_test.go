@@ -92,7 +92,7 @@ func TestBindRefusesRawRequests(t *testing.T) {
 		{"query: an integer with a leading zero", "github", "list_issues", li, get("/repos/pinned-tester/notes/issues?page=01&per_page=5&state=open", gh), DenyNotBound},
 		{"query: a trailing &", "github", "list_issues", li, get(liQuery+"&", gh), DenyQuerySyntax},
 		{"query: a pair twice, same value", "github", "list_issues", li, get(liQuery+"&state=open", gh), DenyQueryDuplicate},
-		{"query: + for a space", "stripe", "list_customers", `{"email":"a b@example.org"}`, `{"method":"GET","url":"https://api.stripe.com/v1/customers?email=a+b%40example.org","headers":[]}`, DenyQuerySyntax},
+		{"query: a raw + (read as a space)", "stripe", "list_customers", `{"email":"a+b@example.org"}`, `{"method":"GET","url":"https://api.stripe.com/v1/customers?email=a+b%40example.org","headers":[]}`, DenyQuerySyntax},
 		{"query: a default left out", "github", "list_issues", `{"owner":"pinned-tester","repo":"notes"}`, get("/repos/pinned-tester/notes/issues?state=open", gh), DenyNotBound},
 		{"query: no query where defaults render one", "github", "list_issues", `{"owner":"pinned-tester","repo":"notes"}`, get("/repos/pinned-tester/notes/issues", gh), DenyNotBound},
 		{"query: the defaults (the same request)", "github", "list_issues", `{"owner":"pinned-tester","repo":"notes"}`, get("/repos/pinned-tester/notes/issues?per_page=30&state=open", gh), ""},

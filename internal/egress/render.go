@@ -138,3 +138,63 @@ func (n *bindNode) appendJSON(dst []byte, vals []argrules.Value) []byte {
 	}
 	return dst
 }
+
+// SentArg is one arg the bound request carries.
+type SentArg struct {
+	// Name is the arg's name.
+	Name string
+	// Text is its effective value as text (given or defaulted): a string
+	// as is, a number in its canonical text, a boolean as true or false.
+	Text string
+	// IsString is true for a string value.
+	IsString bool
+	// Secret is true when the manifest marks the arg secret.
+	Secret bool
+}
+
+// Sent lists the args the request want describes carries — in a path
+// segment, a query or form value that is sent, or a body_json member that
+// is rendered — in the op spec's order (by name). An optional arg left
+// out (no value, no default) is not carried. It is what a consent must
+// show besides its sentence (host.Checked.Sends).
+func (b *Binding) Sent(want *Bound) []SentArg {
+	used := make([]bool, len(b.args))
+	mark := func(ps []bindPiece) {
+		for _, p := range ps {
+			if p.arg >= 0 {
+				used[p.arg] = true
+			}
+		}
+	}
+	for _, seg := range b.path {
+		mark(seg)
+	}
+	for _, kvs := range [][]bindKV{b.query, b.form} {
+		for _, kv := range kvs {
+			if complete(kv.pieces, want.vals) {
+				mark(kv.pieces)
+			}
+		}
+	}
+	var walk func(n *bindNode)
+	walk = func(n *bindNode) {
+		if n == nil || !n.present(want.vals) {
+			return
+		}
+		if n.exact >= 0 {
+			used[n.exact] = true
+		}
+		mark(n.pieces)
+		for _, c := range n.vals {
+			walk(c)
+		}
+	}
+	walk(b.body)
+	var out []SentArg
+	for i, v := range want.vals {
+		if used[i] && v.Set {
+			out = append(out, SentArg{Name: b.args[i].Name, Text: v.Text(), IsString: v.Kind == jsonv.String, Secret: b.secret[i]})
+		}
+	}
+	return out
+}

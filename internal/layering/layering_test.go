@@ -32,7 +32,9 @@ var layers = []struct {
 		"internal/httpallow", "internal/schematest", "internal/wasmbuild", "internal/wasmtest", "internal/redistest", "internal/fakeapi", "internal/fakemodel", "internal/layering"}},
 	// sidecar/grant is the sealed-grant format (it imports only the
 	// bottom), so it sits here, below the parts of the sidecar that use it.
-	{"contracts and test helpers", []string{"internal/argrules", "internal/brokerapi", "sidecar/grant", "internal/testutil"}},
+	// internal/flow (cross-service flow control) is a contract of the
+	// sessions that use it, research and MCP alike: it imports registry.
+	{"contracts and test helpers", []string{"internal/argrules", "internal/brokerapi", "sidecar/grant", "internal/flow", "internal/testutil"}},
 	{"guest", []string{"guest/..."}},
 	// The host's parts, each named for what it is; only host imports them.
 	{"host core", []string{"internal/pick", "internal/egress"}},

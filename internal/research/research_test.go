@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/elevenmessenger/pinned/internal/flow"
 	"github.com/elevenmessenger/pinned/registry"
 )
 
@@ -241,8 +242,13 @@ func TestLimitsResolve(t *testing.T) {
 }
 
 func TestConsent(t *testing.T) {
-	s, ops, err := Consent(registry.Default(), []string{"github"}, "  what   are my repos? ", 10*time.Minute)
-	if err != nil || s != "Let this bot read your GitHub for about 10 minutes to answer \u201cwhat are my repos?\u201d? It can only read; it cannot change anything, and it never sees your keys." {
+	s, ops, err := Consent(registry.Default(), []string{"github"}, "  what   are my repos? ", 10*time.Minute, nil)
+	if err != nil || s != "Let this bot read your GitHub for about 10 minutes to answer \u201cwhat are my repos?\u201d? It can only read; it cannot change anything, and it never sees your keys. "+
+		"What it reads in one service never goes into its reads of another." {
+		t.Fatalf("%q %v", s, err)
+	}
+	s, _, err = Consent(registry.Default(), []string{"github", "dnsimple"}, "q", 10*time.Minute, []flow.Allow{{From: "dnsimple", To: "github"}})
+	if err != nil || !strings.HasSuffix(s, " It may carry what it reads in DNSimple into its reads of GitHub; nothing else it reads goes from one service to another.") {
 		t.Fatalf("%q %v", s, err)
 	}
 	for _, op := range ops {

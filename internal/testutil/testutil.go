@@ -1,9 +1,12 @@
 // Package testutil holds the helpers the tests of several packages share
 // (outside host, whose tests keep their own until its split): a
-// goroutine-safe log sink, the provider fake's set-up and a token pair
-// minted at its OAuth provider (MintPair). Only _test.go files import it.
+// goroutine-safe log sink, the provider fake's set-up, a token pair
+// minted at its OAuth provider (MintPair), and the consent checks every
+// surface that asks a person runs (ConsentArgs, MissingFromConsent).
+// Only _test.go files import it.
 //
-// It imports internal/fakeapi and nothing else of the project's.
+// It imports internal/fakeapi, internal/display and registry, and nothing
+// else of the project's.
 package testutil
 
 import (

@@ -44,6 +44,12 @@
     return r && r.value === 'write' ? 'write' : 'read';
   }
 
+  // fieldLabel names a field the op reads, marking free text a third
+  // party can write (its data-flow class, docs/MANIFEST.md).
+  function fieldLabel(op, f) {
+    return op.classes && op.classes[f] === 'text' ? f + ' (free text)' : f;
+  }
+
   function opsTable(svc) {
     const rows = svc.ops.map((op) => el('tr', {},
       el('td', {}, el('code', { text: op.name })),
@@ -52,7 +58,7 @@
         el('div', { text: op.summary }),
         op.access === 'write'
           ? el('div', {}, el('strong', { text: 'Writes: ' }), op.confirm)
-          : el('div', { class: 'fields' }, el('strong', { text: 'Reads: ' }), op.fields.length ? op.fields.join(', ') : '(nothing)'))));
+          : el('div', { class: 'fields' }, el('strong', { text: 'Reads: ' }), op.fields.length ? op.fields.map((f) => fieldLabel(op, f)).join(', ') : '(nothing)'))));
     return el('table', { class: 'ops' },
       el('caption', { text: 'What ' + svc.name + ' ops can do' }),
       el('thead', {}, el('tr', {}, el('th', { scope: 'col', text: 'Op' }), el('th', { scope: 'col', text: 'Access' }), el('th', { scope: 'col', text: 'Reads or writes' }))),

@@ -288,7 +288,7 @@
     const bot = await currentBot();
     const r = await api('/api/bots/' + encodeURIComponent(bot.name) + '/consent', { service: service, op: opName, args: args || {} });
     if (!r.ok) throw errorFrom(r);
-    return r.body; // {service, op, access, confirm, args_sha256}
+    return r.body; // {service, op, access, confirm, target, sends, text, args_sha256}
   }
 
   function errorFrom(r) {
@@ -411,6 +411,25 @@
     for (const c of children) if (c !== null && c !== undefined) e.append(c);
     return e;
   }
+
+  // renderConsent shows a write's consent (POST /v1/consent) in node: the
+  // confirm line (its target first), then every other value the request
+  // will carry, labelled by arg name and shown whole in a scrollable
+  // block (never cut). The sidecar has already written every invisible
+  // character as a visible escape (⟨U+200B⟩); text only, never HTML.
+  function renderConsent(node, c) {
+    node.textContent = '';
+    if (!c || !c.confirm) return;
+    node.append(el('p', { class: 'confirm-line', text: c.confirm }));
+    const sends = Array.isArray(c.sends) ? c.sends : [];
+    if (sends.length === 0) return;
+    const list = el('dl', { class: 'confirm-sends' });
+    for (const s of sends) {
+      list.append(el('dt', { text: String(s.arg) }), el('dd', {}, el('pre', { class: 'consent-value', text: String(s.value) })));
+    }
+    node.append(el('p', { class: 'confirm-also', text: 'Also sent:' }), list);
+  }
+
   // ---- OAuth flows ------------------------------------------------------------
 
   // An OAuth result arrives in the fragment of a URL anyone can write: a
@@ -454,7 +473,7 @@
   window.pinned = {
     PinnedError, ready, memberPublicKey, catalog, bots, currentBot, chooseBot, fillBotSelect,
     connections, getConnection, connect, disconnect, setCap, capAllows, consent, runOp,
-    appendEvent, events, clearEvents, el, status, safeHref, beginOAuth, endOAuth,
+    appendEvent, events, clearEvents, el, status, safeHref, beginOAuth, endOAuth, renderConsent,
     get rotations() { return rotations; },
     // For the cross-language test: the member's sealed-box primitives.
     _seal: (obj, pub) => seal(obj, pub),

@@ -155,7 +155,7 @@
       const c = await P.consent('github', 'create_issue', args);
       if (keyOf(issueArgs()) !== key) return null; // typed on meanwhile
       pendingConsent = { key: key, args_sha256: c.args_sha256, confirm: c.confirm };
-      $('confirm').textContent = c.confirm;
+      P.renderConsent($('confirm'), c);
       P.status($('issue-status'), '');
       return pendingConsent;
     } catch (e) {
