@@ -16,7 +16,7 @@ import (
 	"github.com/elevenmessenger/pinned/internal/brokerapi"
 	"github.com/elevenmessenger/pinned/internal/demo/fakeapi"
 	"github.com/elevenmessenger/pinned/internal/rotate"
-	"github.com/elevenmessenger/pinned/internal/secret"
+	"github.com/elevenmessenger/pinned/secret"
 )
 
 // pairFor connects a service through the full flow and returns the

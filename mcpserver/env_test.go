@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/elevenmessenger/pinned/secret"
+
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
@@ -273,8 +275,8 @@ func errorCode(t *testing.T, res *mcp.CallToolResult) string {
 }
 
 var (
-	ghWrite     = connstore.Connection{Service: "github", Cap: connstore.CapWrite, Kind: grant.KindPAT, Token: grant.Secret(fakeapi.Token("github")), Viewer: "pinned-tester"}
-	stripeRead  = connstore.Connection{Service: "stripe", Cap: connstore.CapRead, Kind: grant.KindPAT, Token: grant.Secret(fakeapi.Token("stripe")), Viewer: "acct_x"}
+	ghWrite     = connstore.Connection{Service: "github", Cap: connstore.CapWrite, Kind: grant.KindPAT, Token: secret.Secret(fakeapi.Token("github")), Viewer: "pinned-tester"}
+	stripeRead  = connstore.Connection{Service: "stripe", Cap: connstore.CapRead, Kind: grant.KindPAT, Token: secret.Secret(fakeapi.Token("stripe")), Viewer: "acct_x"}
 	issueArgs   = map[string]any{"owner": "pinned-tester", "repo": "notes", "title": "Hello from MCP", "body": "via pinned mcp"}
 	issueSpoken = "[GitHub: owner \"pinned-tester\", repo \"notes\"] Open an issue titled \"Hello from MCP\" in pinned-tester/notes?\nAlso sent:\n- body: via pinned mcp"
 )

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/elevenmessenger/pinned/secret"
+
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -17,7 +19,7 @@ import (
 	"github.com/elevenmessenger/pinned/sidecar/grant"
 )
 
-var dnsRead = connstore.Connection{Service: "dnsimple", Cap: connstore.CapRead, Kind: grant.KindPAT, Token: grant.Secret(fakeapi.Token("dnsimple")), Viewer: "pinned-tester@example.com"}
+var dnsRead = connstore.Connection{Service: "dnsimple", Cap: connstore.CapRead, Kind: grant.KindPAT, Token: secret.Secret(fakeapi.Token("dnsimple")), Viewer: "pinned-tester@example.com"}
 
 func call(t *testing.T, cs *mcp.ClientSession, tool string, args any) *mcp.CallToolResult {
 	t.Helper()
@@ -201,7 +203,7 @@ func TestMCPAllowedAndHonestFlows(t *testing.T) {
 func TestMCPConfirmationShowsEverySentArg(t *testing.T) {
 	var conns []connstore.Connection
 	for _, svc := range fakeapi.Services() {
-		conns = append(conns, connstore.Connection{Service: svc, Cap: connstore.CapWrite, Kind: grant.KindPAT, Token: grant.Secret(fakeapi.Token(svc)), Viewer: "v"})
+		conns = append(conns, connstore.Connection{Service: svc, Cap: connstore.CapWrite, Kind: grant.KindPAT, Token: secret.Secret(fakeapi.Token(svc)), Viewer: "v"})
 	}
 	e := newEnv(t, envOpts{conns: conns})
 	var asked []string

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/elevenmessenger/pinned/secret"
+
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/elevenmessenger/pinned/broker"
@@ -67,7 +69,7 @@ func TestRotatedPairRestored(t *testing.T) {
 	access, refresh, exp := mintPair(t, fake, 9*time.Hour) // 8-hour tokens: expired an hour ago
 	conn := connstore.Connection{
 		Service: "github", Cap: connstore.CapRead, Kind: grant.KindOAuth,
-		Token: grant.Secret(access), Refresh: grant.Secret(refresh), TokenExpiresAt: exp.UTC().Format(time.RFC3339),
+		Token: secret.Secret(access), Refresh: secret.Secret(refresh), TokenExpiresAt: exp.UTC().Format(time.RFC3339),
 	}
 	e := newEnv(t, envOpts{conns: []connstore.Connection{conn}, refresher: newBroker(t, fake)})
 	cs := e.connect(t, clientOpts{answer: "accept"})

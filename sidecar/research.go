@@ -13,6 +13,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/elevenmessenger/pinned/secret"
+
 	"github.com/go-chi/chi/v5/middleware"
 
 	"github.com/elevenmessenger/pinned/internal/flow"
@@ -35,7 +37,7 @@ import (
 //     a whole, and can never run again — not in another session, not in
 //     POST /v1/ops — whatever becomes of the session.
 //   - Each tool call then runs through enforceOp with the opened grant held in
-//     the session (heldGrant): lookup, slot, expiry, service, access,
+//     the session (its held parameter, a heldGrant): lookup, slot, expiry, service, access,
 //     binding, rotation, sandbox, pick — everything POST /v1/ops checks but
 //     opening and recording the nonce. A grant expiring mid-session fails
 //     its later calls (grant_expired).
@@ -113,7 +115,7 @@ func (h *heldGrant) rotated(p rotate.Pair) {
 	defer h.mu.Unlock()
 	c := *h.g
 	c.Kind = grant.KindOAuth
-	c.Secret, c.Refresh = grant.Secret(p.Access), grant.Secret(p.Refresh)
+	c.Secret, c.Refresh = secret.Secret(p.Access), secret.Secret(p.Refresh)
 	c.TokenExpiresAt = rotate.FormatExpiry(p.ExpiresAt)
 	h.past = append(h.past, h.g)
 	h.g = &c
@@ -161,7 +163,7 @@ func (s *Server) researchFail(w http.ResponseWriter, r *http.Request, e *Error, 
 func (s *Server) handleResearch(w http.ResponseWriter, r *http.Request) {
 	info := infoFrom(r)
 	if s.cfg.Model == nil {
-		s.researchFail(w, r, NewError(CodeModelNotConfigured, "this sidecar has no model configured for research (docs/OPERATING.md)"), nil)
+		s.researchFail(w, r, newError(CodeModelNotConfigured, "this sidecar has no model configured for research (docs/OPERATING.md)"), nil)
 		return
 	}
 	body, e := s.readBody(w, r)
@@ -177,11 +179,11 @@ func (s *Server) handleResearch(w http.ResponseWriter, r *http.Request) {
 	q := strings.TrimSpace(req.Question)
 	switch {
 	case q == "" || len(req.Grants) == 0:
-		e = NewError(CodeBadRequest, "question and grants are required")
+		e = newError(CodeBadRequest, "question and grants are required")
 	case len(q) > research.MaxQuestionBytes || !utf8.ValidString(q):
-		e = NewError(CodeBadRequest, fmt.Sprintf("the question must be valid UTF-8 of at most %d bytes", research.MaxQuestionBytes))
+		e = newError(CodeBadRequest, fmt.Sprintf("the question must be valid UTF-8 of at most %d bytes", research.MaxQuestionBytes))
 	case len(req.Grants) > MaxResearchGrants:
-		e = NewError(CodeBadRequest, fmt.Sprintf("at most %d grants (one per service)", MaxResearchGrants))
+		e = newError(CodeBadRequest, fmt.Sprintf("at most %d grants (one per service)", MaxResearchGrants))
 	}
 	if e == nil {
 		e = s.checkFlows(req.Flows, nil)
@@ -189,7 +191,7 @@ func (s *Server) handleResearch(w http.ResponseWriter, r *http.Request) {
 	var lim research.Limits
 	if e == nil && req.Limits != nil {
 		if _, err := req.Limits.Resolve(); err != nil {
-			e = NewError(CodeBadRequest, err.Error())
+			e = newError(CodeBadRequest, err.Error())
 		}
 		lim = *req.Limits
 	}
@@ -214,7 +216,7 @@ func (s *Server) handleResearch(w http.ResponseWriter, r *http.Request) {
 	}
 	palette, err := research.NewPalette(s.reg, services)
 	if err != nil { // openResearchGrants checked every service
-		s.researchFail(w, r, NewError(CodeInternal, "the palette could not be built").withCause(err), nil)
+		s.researchFail(w, r, newError(CodeInternal, "the palette could not be built").withCause(err), nil)
 		return
 	}
 	flows := flow.New(req.Flows, 0)
@@ -244,12 +246,12 @@ func (s *Server) handleResearch(w http.ResponseWriter, r *http.Request) {
 			return research.Result{Err: &research.ToolError{Code: flow.Code, Message: fmt.Sprintf(
 				"not run: arg %s carries a value that %s returned in this session, and what one service returns does not go to another; answer from what each service says", bad.Arg, bad.Source)}}
 		}
-		res, rot, e := s.enforceOp(ctx, step, &OpRequest{Service: service, Op: op, Args: args, held: h})
+		res, rot, e := s.enforceOp(ctx, step, &OpRequest{Service: service, Op: op, Args: args}, h)
 		if e != nil && e.Rotated != "" {
 			rot = e.Rotated
 		}
 		// A provider echoing a credential: the host withheld the result
-		// (host.CodeCredentialEcho), so it never reaches the model.
+		// (api.CodeCredentialEcho), so it never reaches the model.
 		echo := e != nil && e.Code == CodeCredentialEcho
 		// What reaches the model is recorded first; what cannot be recorded
 		// does not reach it.
@@ -325,11 +327,11 @@ func (s *Server) handleResearch(w http.ResponseWriter, r *http.Request) {
 		var me *research.ModelError
 		switch {
 		case errors.As(err, &me):
-			e = NewError(CodeModelError, "the model API failed; the sidecar log has the cause").withCause(err)
+			e = newError(CodeModelError, "the model API failed; the sidecar log has the cause").withCause(err)
 		case r.Context().Err() != nil:
-			e = NewError(CodeCanceled, "the caller went away").withCause(err)
+			e = newError(CodeCanceled, "the caller went away").withCause(err)
 		default:
-			e = NewError(CodeInternal, "the research session failed").withCause(err)
+			e = newError(CodeInternal, "the research session failed").withCause(err)
 		}
 		if stream {
 			s.m.research.WithLabelValues(string(e.Code)).Inc()
@@ -357,7 +359,7 @@ func (s *Server) handleResearch(w http.ResponseWriter, r *http.Request) {
 	}
 	out, err := json.Marshal(resp)
 	if err != nil {
-		s.researchFail(w, r, NewError(CodeInternal, "the answer could not be encoded").withCause(err), rot)
+		s.researchFail(w, r, newError(CodeInternal, "the answer could not be encoded").withCause(err), rot)
 		return
 	}
 	writeJSON(w, http.StatusOK, out)
@@ -377,34 +379,34 @@ func maps(m map[string]string) map[string]string {
 // openResearchGrants opens and checks every grant of a session, then
 // records their nonces (all or none).
 func (s *Server) openResearchGrants(ctx context.Context, info *reqInfo, sealed []string) (map[string]*heldGrant, []string, *Error) {
-	now := s.cfg.Now()
+	now := s.cfg.now()
 	held := map[string]*heldGrant{}
 	var services []string
 	var ids []string
 	for i, sg := range sealed {
 		g, err := grant.Open(sg, s.key)
 		if err != nil {
-			return nil, nil, NewError(CodeGrantInvalid, fmt.Sprintf("grant %d cannot be opened by this bot", i+1)).withCause(err)
+			return nil, nil, newError(CodeGrantInvalid, fmt.Sprintf("grant %d cannot be opened by this bot", i+1)).withCause(err)
 		}
 		ids = append(ids, grantID(g))
-		switch err := g.CheckTime(now, s.cfg.ResearchGrantTTL); err {
+		switch err := g.CheckTime(now, s.cfg.researchGrantTTL()); err {
 		case nil:
 		case grant.ErrExpired:
-			return nil, nil, NewError(CodeGrantExpired, fmt.Sprintf("grant %d (%s) has expired; ask the member for a new one", i+1, g.Service)).withCause(err)
+			return nil, nil, newError(CodeGrantExpired, fmt.Sprintf("grant %d (%s) has expired; ask the member for a new one", i+1, g.Service)).withCause(err)
 		default:
-			return nil, nil, NewError(CodeGrantInvalid, fmt.Sprintf("grant %d (%s) expires more than %s from now; research grants must be short-lived", i+1, g.Service, s.cfg.ResearchGrantTTL)).withCause(err)
+			return nil, nil, newError(CodeGrantInvalid, fmt.Sprintf("grant %d (%s) expires more than %s from now; research grants must be short-lived", i+1, g.Service, s.cfg.researchGrantTTL())).withCause(err)
 		}
 		if !s.reg.Has(g.Service) {
-			return nil, nil, NewError(CodeUnknownService, fmt.Sprintf("grant %d is for service %q, which is not in the registry", i+1, clip(g.Service, 64)))
+			return nil, nil, newError(CodeUnknownService, fmt.Sprintf("grant %d is for service %q, which is not in the registry", i+1, clip(g.Service, 64)))
 		}
 		if held[g.Service] != nil {
-			return nil, nil, NewError(CodeBadRequest, fmt.Sprintf("two grants for %s: send one grant per service", g.Service))
+			return nil, nil, newError(CodeBadRequest, fmt.Sprintf("two grants for %s: send one grant per service", g.Service))
 		}
 		if g.Access == grant.AccessWrite {
-			return nil, nil, NewError(CodeAccessDenied, fmt.Sprintf("grant %d (%s) is a write grant; research runs under read grants only", i+1, g.Service))
+			return nil, nil, newError(CodeAccessDenied, fmt.Sprintf("grant %d (%s) is a write grant; research runs under read grants only", i+1, g.Service))
 		}
 		if g.Op != "" {
-			return nil, nil, NewError(CodeGrantMismatch, fmt.Sprintf("grant %d (%s) is bound to op %q; a research grant must not be bound to an op", i+1, g.Service, g.Op))
+			return nil, nil, newError(CodeGrantMismatch, fmt.Sprintf("grant %d (%s) is bound to op %q; a research grant must not be bound to an op", i+1, g.Service, g.Op))
 		}
 		held[g.Service] = &heldGrant{g: g}
 		services = append(services, g.Service)
@@ -474,14 +476,14 @@ func (s *sseWriter) event(name string, v any) {
 // service the session does not read.
 func (s *Server) checkFlows(flows []flow.Allow, services []string) *Error {
 	if err := flow.CheckAllows(s.reg, flows); err != nil {
-		return NewError(CodeBadRequest, "flows: "+err.Error())
+		return newError(CodeBadRequest, "flows: "+err.Error())
 	}
 	if services == nil {
 		return nil
 	}
 	for i, f := range flows {
 		if !slices.Contains(services, f.From) || !slices.Contains(services, f.To) {
-			return NewError(CodeBadRequest, fmt.Sprintf("flow %d (%s to %s) names a service the session does not read (services: %s)", i+1, f.From, f.To, strings.Join(services, ", ")))
+			return newError(CodeBadRequest, fmt.Sprintf("flow %d (%s to %s) names a service the session does not read (services: %s)", i+1, f.From, f.To, strings.Join(services, ", ")))
 		}
 	}
 	return nil
@@ -505,30 +507,30 @@ type researchConsent struct {
 
 func (s *Server) researchConsent(req *ConsentRequest) (*researchConsent, *Error) {
 	if req.Service != "" || req.Op != "" || len(req.Args) > 0 {
-		return nil, NewError(CodeBadRequest, "send either services (a research consent) or service and op, not both")
+		return nil, newError(CodeBadRequest, "send either services (a research consent) or service and op, not both")
 	}
 	if len(req.Services) == 0 || len(req.Services) > MaxResearchGrants {
-		return nil, NewError(CodeBadRequest, fmt.Sprintf("services must name 1 to %d services", MaxResearchGrants))
+		return nil, newError(CodeBadRequest, fmt.Sprintf("services must name 1 to %d services", MaxResearchGrants))
 	}
 	seen := map[string]bool{}
 	for _, id := range req.Services {
 		if !s.reg.Has(id) {
-			return nil, NewError(CodeUnknownService, fmt.Sprintf("unknown service %q", clip(id, 64)))
+			return nil, newError(CodeUnknownService, fmt.Sprintf("unknown service %q", clip(id, 64)))
 		}
 		if seen[id] {
-			return nil, NewError(CodeBadRequest, fmt.Sprintf("service %s is listed twice", id))
+			return nil, newError(CodeBadRequest, fmt.Sprintf("service %s is listed twice", id))
 		}
 		seen[id] = true
 	}
 	if len(req.Question) > research.MaxQuestionBytes {
-		return nil, NewError(CodeBadRequest, fmt.Sprintf("the question must be at most %d bytes", research.MaxQuestionBytes))
+		return nil, newError(CodeBadRequest, fmt.Sprintf("the question must be at most %d bytes", research.MaxQuestionBytes))
 	}
 	if e := s.checkFlows(req.Flows, req.Services); e != nil {
 		return nil, e
 	}
 	sentence, ops, err := research.Consent(s.reg, req.Services, req.Question, SuggestedResearchGrantTTL, req.Flows)
 	if err != nil {
-		return nil, NewError(CodeInternal, "the consent could not be rendered").withCause(err)
+		return nil, newError(CodeInternal, "the consent could not be rendered").withCause(err)
 	}
 	svcs, _ := research.NewPalette(s.reg, req.Services)
 	return &researchConsent{Services: svcs.Services(), Access: grant.AccessRead, Confirm: sentence, Flows: req.Flows, Ops: ops,

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/elevenmessenger/pinned/secret"
+
 	"github.com/elevenmessenger/pinned/internal/demo/fakeapi"
 	"github.com/elevenmessenger/pinned/internal/demo/fakemodel"
 	"github.com/elevenmessenger/pinned/internal/research"
@@ -608,7 +610,7 @@ func TestResearchRetiredPairEchoWithheld(t *testing.T) {
 	), nil)
 	old := mintPair(t, re.fake, fakeapi.GitHub, 0)
 	gh := re.seal(t, grant.Grant{Service: fakeapi.GitHub, Access: grant.AccessRead, Kind: grant.KindOAuth,
-		Secret: grant.Secret(old.Access), Refresh: grant.Secret(old.Refresh), TokenExpiresAt: rotate.FormatExpiry(old.ExpiresAt),
+		Secret: secret.Secret(old.Access), Refresh: secret.Secret(old.Refresh), TokenExpiresAt: rotate.FormatExpiry(old.ExpiresAt),
 		MemberKey: re.member.Public().String(), ExpiresAt: time.Now().Add(10 * time.Minute)})
 	re.fake.RevokeToken(fakeapi.GitHub, string(old.Access)) // the first call gets 401 and rotates
 	var n atomic.Int32

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/elevenmessenger/pinned/secret"
+
 	"github.com/elevenmessenger/pinned/internal/demo/fakeapi"
 	"github.com/elevenmessenger/pinned/internal/demo/fakemodel"
 	"github.com/elevenmessenger/pinned/internal/flow"
@@ -141,7 +143,7 @@ func TestResearchEndToEnd(t *testing.T) {
 	re := newResearchEnv(t, fakemodel.Pages(), nil)
 	old := mintPair(t, re.fake, fakeapi.GitHub, 0)
 	gh := re.seal(t, grant.Grant{Service: fakeapi.GitHub, Access: grant.AccessRead, Kind: grant.KindOAuth,
-		Secret: grant.Secret(old.Access), Refresh: grant.Secret(old.Refresh), TokenExpiresAt: rotate.FormatExpiry(old.ExpiresAt),
+		Secret: secret.Secret(old.Access), Refresh: secret.Secret(old.Refresh), TokenExpiresAt: rotate.FormatExpiry(old.ExpiresAt),
 		MemberKey: re.member.Public().String(), ExpiresAt: time.Now().Add(10 * time.Minute)})
 	dns := re.readGrant(t, fakeapi.DNSimple)
 	re.fake.Reset()

@@ -15,8 +15,8 @@ import (
 	"github.com/elevenmessenger/pinned/broker"
 	"github.com/elevenmessenger/pinned/internal/demo/fakeapi"
 	"github.com/elevenmessenger/pinned/internal/rotate"
-	"github.com/elevenmessenger/pinned/internal/secret"
 	"github.com/elevenmessenger/pinned/internal/testing/testutil"
+	"github.com/elevenmessenger/pinned/secret"
 	"github.com/elevenmessenger/pinned/sidecar/grant"
 )
 
@@ -127,7 +127,7 @@ func newRotEnv(t *testing.T, bo brokerOpts, mod func(*Config)) *rotEnv {
 func mintPair(t *testing.T, fake *fakeapi.Server, service string, age time.Duration) rotate.Pair {
 	t.Helper()
 	p := testutil.MintPair(t, fake, service, age)
-	return rotate.Pair{Access: grant.Secret(p.Access), Refresh: grant.Secret(p.Refresh), ExpiresAt: p.ExpiresAt}
+	return rotate.Pair{Access: secret.Secret(p.Access), Refresh: secret.Secret(p.Refresh), ExpiresAt: p.ExpiresAt}
 }
 
 // oauthGrant seals a read grant carrying p, with the member key or not.
@@ -135,7 +135,7 @@ func (re *rotEnv) oauthGrant(t testing.TB, service string, p rotate.Pair, withMe
 	t.Helper()
 	g := grant.Grant{
 		Service: service, Access: grant.AccessRead, Kind: grant.KindOAuth,
-		Secret: grant.Secret(p.Access), Refresh: grant.Secret(p.Refresh), TokenExpiresAt: rotate.FormatExpiry(p.ExpiresAt),
+		Secret: secret.Secret(p.Access), Refresh: secret.Secret(p.Refresh), TokenExpiresAt: rotate.FormatExpiry(p.ExpiresAt),
 	}
 	if withMemberKey {
 		g.MemberKey = re.member.Public().String()

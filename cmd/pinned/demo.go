@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/elevenmessenger/pinned/secret"
+
 	"github.com/elevenmessenger/pinned/host"
 	"github.com/elevenmessenger/pinned/internal/demo/fakeapi"
 	"github.com/elevenmessenger/pinned/internal/demo/fakemodel"
@@ -117,7 +119,7 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 	for _, d := range demoOps {
 		res, err := eng.Run(ctx, host.Call{
 			Service: d.service, Op: d.op, Args: json.RawMessage(d.args),
-			Credential: host.Credential{Kind: "pat", Secret: host.Secret(fakeapi.Token(d.service))},
+			Credential: host.Credential{Kind: "pat", Secret: secret.Secret(fakeapi.Token(d.service))},
 		})
 		if err != nil {
 			failed++

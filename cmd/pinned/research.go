@@ -16,6 +16,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/elevenmessenger/pinned/secret"
+
 	"github.com/elevenmessenger/pinned/host"
 	"github.com/elevenmessenger/pinned/internal/demo/fakeapi"
 	"github.com/elevenmessenger/pinned/internal/demo/fakemodel"
@@ -272,7 +274,7 @@ func researchSession(ctx context.Context, eng *host.Engine, model research.Model
 	}
 	slices.Sort(services)
 	for _, s := range services {
-		sealed, err := grant.Seal(&grant.Grant{Service: s, Access: grant.AccessRead, Kind: grant.KindPAT, Secret: grant.Secret(tokens[s]),
+		sealed, err := grant.Seal(&grant.Grant{Service: s, Access: grant.AccessRead, Kind: grant.KindPAT, Secret: secret.Secret(tokens[s]),
 			ExpiresAt: time.Now().Add(sidecar.SuggestedResearchGrantTTL)}, key.Public(), nil)
 		if err != nil {
 			return nil, nil, err

@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/elevenmessenger/pinned/internal/brokerapi"
-	"github.com/elevenmessenger/pinned/internal/secret"
+	"github.com/elevenmessenger/pinned/secret"
 )
 
 // DefaultBrokerTimeout bounds one call to the broker.

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/elevenmessenger/pinned/internal/secret"
+	"github.com/elevenmessenger/pinned/secret"
 )
 
 const instanceToken = "instance-token-0123456789abcdefghijklmnopqrstuvwxyz"

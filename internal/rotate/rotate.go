@@ -67,7 +67,7 @@
 // The package is internal: only the binary's own packages (sidecar,
 // mcpserver, internal/demo/webstack, cmd/pinned) use it. It may import
 // internal/state, internal/brokerapi (the broker's codes),
-// internal/secret, golang.org/x/sync and the standard library; nothing
+// secret, golang.org/x/sync and the standard library; nothing
 // above the sidecar.
 package rotate
 
@@ -84,8 +84,8 @@ import (
 	"github.com/rs/zerolog"
 	"golang.org/x/sync/singleflight"
 
-	"github.com/elevenmessenger/pinned/internal/secret"
 	"github.com/elevenmessenger/pinned/internal/state"
+	"github.com/elevenmessenger/pinned/secret"
 )
 
 // Defaults of Options.

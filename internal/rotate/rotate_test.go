@@ -14,8 +14,8 @@ import (
 	"github.com/rs/zerolog"
 	"go.uber.org/goleak"
 
-	"github.com/elevenmessenger/pinned/internal/secret"
 	"github.com/elevenmessenger/pinned/internal/state"
+	"github.com/elevenmessenger/pinned/secret"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

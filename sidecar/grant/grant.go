@@ -42,7 +42,7 @@
 // The package is public on purpose: the sealed grant is the format other
 // clients (a member's device, the web catalog, a bot's own tooling)
 // implement, and this is its reference. It may import internal/jsonv,
-// internal/secret, golang.org/x/crypto and the standard library only, so
+// secret, golang.org/x/crypto and the standard library only, so
 // it sits below everything that uses it (docs/ARCHITECTURE.md).
 package grant
 
@@ -60,7 +60,7 @@ import (
 	"golang.org/x/crypto/nacl/box"
 
 	"github.com/elevenmessenger/pinned/internal/jsonv"
-	"github.com/elevenmessenger/pinned/internal/secret"
+	"github.com/elevenmessenger/pinned/secret"
 )
 
 // Version is the only plaintext version this package seals and opens.
@@ -103,13 +103,6 @@ const (
 	MaxSecretLen = 16 << 10
 )
 
-// Secret is a credential value inside a grant: the one type of package
-// internal/secret (the host's Credential.Secret is the same type). Its
-// String, Format and MarshalText methods print "[redacted]", so a Grant
-// logged or printed by mistake does not leak it. Seal encodes the real
-// value.
-type Secret = secret.Secret
-
 // Grant is the v1 plaintext (DESIGN.md, "Grants") plus the optional
 // bindings Op and ArgsSHA256. On the wire:
 //
@@ -129,9 +122,9 @@ type Grant struct {
 	// the manifest's scheme says).
 	Kind string
 	// Secret is the access token.
-	Secret Secret
+	Secret secret.Secret
 	// Refresh is the refresh token of an expiring pair, if any.
-	Refresh Secret
+	Refresh secret.Secret
 	// TokenExpiresAt is when Secret expires (RFC 3339), if it does.
 	TokenExpiresAt string
 	// ExpiresAt is when the grant itself expires.
@@ -373,7 +366,7 @@ func Open(sealed string, k *PrivateKey) (*Grant, error) {
 	}
 	g := &Grant{
 		Service: w.Service, Access: w.Access, Kind: w.Kind,
-		Secret: Secret(w.Secret), Refresh: Secret(w.Refresh), TokenExpiresAt: w.TokenExpiresAt,
+		Secret: secret.Secret(w.Secret), Refresh: secret.Secret(w.Refresh), TokenExpiresAt: w.TokenExpiresAt,
 		ExpiresAt: exp, Nonce: w.Nonce, MemberKey: w.MemberKey, Op: w.Op, ArgsSHA256: w.ArgsSHA256,
 	}
 	if err := g.Validate(); err != nil {
