@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/elevenmessenger/pinned/sidecar/api"
+
 	"github.com/elevenmessenger/pinned/secret"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -23,8 +25,6 @@ import (
 	"github.com/elevenmessenger/pinned/host"
 	"github.com/elevenmessenger/pinned/internal/connstore"
 	"github.com/elevenmessenger/pinned/internal/demo/fakeapi"
-	"github.com/elevenmessenger/pinned/internal/flow"
-	"github.com/elevenmessenger/pinned/internal/rotate"
 	"github.com/elevenmessenger/pinned/internal/testing/testutil"
 	"github.com/elevenmessenger/pinned/sidecar"
 	"github.com/elevenmessenger/pinned/sidecar/grant"
@@ -109,8 +109,8 @@ type envOpts struct {
 	conns     []connstore.Connection
 	tools     string
 	maxResult int
-	refresher rotate.Refresher
-	allow     []flow.Allow
+	refresher api.Refresher
+	allow     []api.Flow
 	prom      *prometheus.Registry
 }
 

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/elevenmessenger/pinned/sidecar/api"
+
 	"github.com/elevenmessenger/pinned/secret"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -13,7 +15,6 @@ import (
 
 	"github.com/elevenmessenger/pinned/internal/connstore"
 	"github.com/elevenmessenger/pinned/internal/demo/fakeapi"
-	"github.com/elevenmessenger/pinned/internal/flow"
 	"github.com/elevenmessenger/pinned/internal/testing/testutil"
 	"github.com/elevenmessenger/pinned/registry"
 	"github.com/elevenmessenger/pinned/sidecar/grant"
@@ -77,7 +78,7 @@ func TestMCPCrossServiceFlow(t *testing.T) {
 	for _, tt := range reads {
 		t.Run(tt.name, func(t *testing.T) {
 			res := call(t, cs, tt.tool, tt.args)
-			if code := errorCode(t, res); code != flow.Code {
+			if code := errorCode(t, res); code != api.CodeCrossServiceFlow {
 				t.Fatalf("code %q: %s", code, toolText(t, res))
 			}
 			if msg := toolText(t, res); !strings.Contains(msg, "dnsimple_list_domains") || !strings.Contains(msg, `"arg":"`+tt.arg+`"`) {
@@ -157,12 +158,12 @@ func flowRefused(t *testing.T, prom *prometheus.Registry, surface, from, to stri
 // no refusal.
 func TestMCPAllowedAndHonestFlows(t *testing.T) {
 	prom := prometheus.NewRegistry()
-	e := newEnv(t, envOpts{conns: []connstore.Connection{ghWrite, dnsRead}, prom: prom, allow: []flow.Allow{{From: "dnsimple", To: "github"}}})
+	e := newEnv(t, envOpts{conns: []connstore.Connection{ghWrite, dnsRead}, prom: prom, allow: []api.Flow{{From: "dnsimple", To: "github"}}})
 	cs := e.connect(t, clientOpts{answer: "accept"})
 	names := domainNames(t, cs)
 	e.fake.Reset()
 	res := call(t, cs, "github_get_repo", map[string]any{"owner": "attacker-org", "repo": names[0]})
-	if code := errorCode(t, res); code == flow.Code {
+	if code := errorCode(t, res); code == api.CodeCrossServiceFlow {
 		t.Fatalf("an allowed flow was refused: %s", toolText(t, res))
 	}
 	if n := requestsTo(e.fake, "GET", "/repos/attacker-org/"); n != 1 {
@@ -173,7 +174,7 @@ func TestMCPAllowedAndHonestFlows(t *testing.T) {
 		t.Fatal(toolText(t, res))
 	}
 	res = call(t, cs, "dnsimple_list_domains", map[string]any{"account": fakeapi.DNSimpleAccountID, "name_like": "pinned-tester"})
-	if code := errorCode(t, res); code != flow.Code || !strings.Contains(toolText(t, res), "github_get_viewer") {
+	if code := errorCode(t, res); code != api.CodeCrossServiceFlow || !strings.Contains(toolText(t, res), "github_get_viewer") {
 		t.Errorf("github→dnsimple: %s", toolText(t, res))
 	}
 	// Honest same-service sequences.
@@ -186,7 +187,7 @@ func TestMCPAllowedAndHonestFlows(t *testing.T) {
 		{"dnsimple_list_zone_records", map[string]any{"account": fakeapi.DNSimpleAccountID, "zone": names[0]}},
 		{"dnsimple_check_domain", map[string]any{"account": fakeapi.DNSimpleAccountID, "domain": names[1]}},
 	} {
-		if res := call(t, cs, c.tool, c.args); errorCode(t, res) == flow.Code {
+		if res := call(t, cs, c.tool, c.args); errorCode(t, res) == api.CodeCrossServiceFlow {
 			t.Errorf("%s refused: %s", c.tool, toolText(t, res))
 		}
 	}

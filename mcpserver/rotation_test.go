@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/elevenmessenger/pinned/sidecar/api"
+
 	"github.com/elevenmessenger/pinned/secret"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -25,7 +27,7 @@ const testInstanceToken = "mcpserver-test-instance-token-0123456789"
 
 // newBroker starts a real broker for GitHub (the fake's default client)
 // and returns the sidecar's client to it.
-func newBroker(t *testing.T, fake *fakeapi.Server) rotate.Refresher {
+func newBroker(t *testing.T, fake *fakeapi.Server) api.Refresher {
 	t.Helper()
 	srv := httptest.NewUnstartedServer(nil)
 	u := "http://" + srv.Listener.Addr().String()

@@ -49,6 +49,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/elevenmessenger/pinned/sidecar/api"
+
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rs/zerolog"
 
@@ -82,7 +84,7 @@ const (
 	CodeResultTooLarge = "result_too_large" // the projected data is over MaxResultBytes
 	CodeBadArguments   = "bad_args"         // the arguments are not one strict JSON object (or, compact, not {op, args})
 	CodeStoreFailed    = "store_failed"     // the connection store cannot be read
-	CodeFlowLimit      = flow.CodeLimit     // the session recorded as much as it may of what services returned; the result is withheld
+	CodeFlowLimit      = api.CodeFlowLimit  // the session recorded as much as it may of what services returned; the result is withheld
 )
 
 // Config configures a Server. Sidecar and Store are required.
@@ -115,7 +117,7 @@ type Config struct {
 	// From returned earlier in the session. Every other read carrying
 	// another service's value is refused (cross_service_flow); a write is
 	// confirmed with where its values came from.
-	AllowFlows []flow.Allow
+	AllowFlows []api.Flow
 	// MaxFlowBytes bounds what one session records of the values services
 	// returned (flow.DefaultMaxBytes when 0); past it, results are
 	// withheld (flow_limit).
@@ -414,11 +416,11 @@ func (s *Server) call(ctx context.Context, req *mcp.CallToolRequest, service, op
 	if bad != nil && op.Access == registry.AccessRead {
 		*refused = bad
 		s.side.FlowRefused("mcp", bad.Source.Service, service)
-		return toolError(flow.Code, fmt.Sprintf(
+		return toolError(api.CodeCrossServiceFlow, fmt.Sprintf(
 			"arg %s carries a value that %s returned in this session, and data read from one service is not sent to another; nothing was sent. "+
 				"If the person wants %s data to flow to %s, they can restart pinned mcp with --allow-flow %s:%s",
 			bad.Arg, toolName(bad.Source), bad.Source.Service, service, bad.Source.Service, service),
-			map[string]any{"arg": bad.Arg, "source": toolName(bad.Source)}), flow.Code
+			map[string]any{"arg": bad.Arg, "source": toolName(bad.Source)}), api.CodeCrossServiceFlow
 	}
 
 	if op.Access == registry.AccessWrite && conn.Cap == connstore.CapWrite {

@@ -3,7 +3,7 @@ package sidecar
 import (
 	"net/http"
 
-	"github.com/elevenmessenger/pinned/host/api"
+	hostapi "github.com/elevenmessenger/pinned/host/api"
 	"github.com/elevenmessenger/pinned/internal/httperr"
 	"github.com/elevenmessenger/pinned/internal/jsonenc"
 )
@@ -47,21 +47,21 @@ const (
 
 	// Op failures, from package host (their codes are host/api's).
 
-	CodeUnknownService      Code = Code(api.CodeUnknownService)      // 400: no such service in the embedded registry
-	CodeUnknownOp           Code = Code(api.CodeUnknownOp)           // 400: the service has no such op
-	CodeBadArgs             Code = Code(api.CodeBadArgs)             // 422: the args break the op's declarations (the sandbox said which)
-	CodeCredentialInvalid   Code = Code(api.CodeCredentialInvalid)   // 403: the grant's secret cannot be sent (empty, or characters a header cannot carry)
-	CodeEgressDenied        Code = Code(api.CodeEgressDenied)        // 502: the rendered request or the connection broke the egress policy; nothing was sent
-	CodeSandboxError        Code = Code(api.CodeSandboxError)        // 500: the executor trapped, exited or produced no request
-	CodeTimeout             Code = Code(api.CodeTimeout)             // 504: the op's deadline passed
-	CodeUpstreamUnreachable Code = Code(api.CodeUpstreamUnreachable) // 502: DNS, connect or TLS to the pinned host failed
-	CodeUpstreamError       Code = Code(api.CodeUpstreamError)       // 502: the provider answered non-2xx (upstream_status says which)
-	CodeUpstreamInvalid     Code = Code(api.CodeUpstreamInvalid)     // 502: the provider's answer is not valid JSON
-	CodeUpstreamTooLarge    Code = Code(api.CodeUpstreamTooLarge)    // 502: the provider's answer is over the raw cap
-	CodeResultTooLarge      Code = Code(api.CodeResultTooLarge)      // 502: the projected result is over the result cap
-	CodeRateLimited         Code = Code(api.CodeRateLimited)         // 429: the provider asked to slow down (retry_after, Retry-After)
-	CodeCanceled            Code = Code(api.CodeCanceled)            // 499: the caller went away (logged; nobody reads the answer)
-	CodeCredentialEcho      Code = Code(api.CodeCredentialEcho)      // 502: the provider's answer held the grant's credential and was withheld
+	CodeUnknownService      Code = Code(hostapi.CodeUnknownService)      // 400: no such service in the embedded registry
+	CodeUnknownOp           Code = Code(hostapi.CodeUnknownOp)           // 400: the service has no such op
+	CodeBadArgs             Code = Code(hostapi.CodeBadArgs)             // 422: the args break the op's declarations (the sandbox said which)
+	CodeCredentialInvalid   Code = Code(hostapi.CodeCredentialInvalid)   // 403: the grant's secret cannot be sent (empty, or characters a header cannot carry)
+	CodeEgressDenied        Code = Code(hostapi.CodeEgressDenied)        // 502: the rendered request or the connection broke the egress policy; nothing was sent
+	CodeSandboxError        Code = Code(hostapi.CodeSandboxError)        // 500: the executor trapped, exited or produced no request
+	CodeTimeout             Code = Code(hostapi.CodeTimeout)             // 504: the op's deadline passed
+	CodeUpstreamUnreachable Code = Code(hostapi.CodeUpstreamUnreachable) // 502: DNS, connect or TLS to the pinned host failed
+	CodeUpstreamError       Code = Code(hostapi.CodeUpstreamError)       // 502: the provider answered non-2xx (upstream_status says which)
+	CodeUpstreamInvalid     Code = Code(hostapi.CodeUpstreamInvalid)     // 502: the provider's answer is not valid JSON
+	CodeUpstreamTooLarge    Code = Code(hostapi.CodeUpstreamTooLarge)    // 502: the provider's answer is over the raw cap
+	CodeResultTooLarge      Code = Code(hostapi.CodeResultTooLarge)      // 502: the projected result is over the result cap
+	CodeRateLimited         Code = Code(hostapi.CodeRateLimited)         // 429: the provider asked to slow down (retry_after, Retry-After)
+	CodeCanceled            Code = Code(hostapi.CodeCanceled)            // 499: the caller went away (logged; nobody reads the answer)
+	CodeCredentialEcho      Code = Code(hostapi.CodeCredentialEcho)      // 502: the provider's answer held the grant's credential and was withheld
 
 	// The sidecar itself.
 
@@ -78,7 +78,7 @@ const (
 
 // StatusClientClosed is the status logged when the caller went away
 // before the answer (nginx's 499); no client sees it.
-const StatusClientClosed = httperr.StatusClientClosed
+const StatusClientClosed = 499
 
 // codeStatus is the sidecar's one status table: the one place a code,
 // the host's included, becomes an HTTP status.

@@ -12,14 +12,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/elevenmessenger/pinned/host/api"
+	"github.com/elevenmessenger/pinned/sidecar/api"
+
 	"github.com/elevenmessenger/pinned/secret"
 
 	"github.com/elevenmessenger/pinned/host"
-	"github.com/elevenmessenger/pinned/internal/flow"
 	"github.com/elevenmessenger/pinned/internal/jsonenc"
 	"github.com/elevenmessenger/pinned/internal/jsonv"
-	"github.com/elevenmessenger/pinned/internal/state"
 	"github.com/elevenmessenger/pinned/registry"
 	"github.com/elevenmessenger/pinned/sidecar/grant"
 )
@@ -81,7 +80,7 @@ type ConsentRequest struct {
 	// Flows are the cross-service flows the research consent allows
 	// ({"from": "dnsimple", "to": "github"}), named in its sentence; the
 	// bot sends the same flows with POST /v1/research.
-	Flows []flow.Allow `json:"flows,omitempty"`
+	Flows []api.Flow `json:"flows,omitempty"`
 }
 
 // ConsentResponse is the answer of POST /v1/consent.
@@ -238,7 +237,7 @@ func (s *Server) enforceOp(ctx context.Context, info *reqInfo, req *OpRequest, h
 	defer release()
 
 	g, args, e := s.checkGrant(info, req, op, held)
-	var rec *state.Nonce
+	var rec *api.Nonce
 	if e == nil && held == nil {
 		rec, e = s.record(ctx, g)
 	}
@@ -289,7 +288,7 @@ func (s *Server) enforceOp(ctx context.Context, info *reqInfo, req *OpRequest, h
 		return nil, "", se
 	}
 	if err != nil {
-		if he := hostError(err); he != nil && he.Code == api.CodeBadArgs {
+		if he := hostError(err); he != nil && Code(he.Code) == CodeBadArgs {
 			// Nothing left the sandbox: the grant is not spent, so the bot
 			// can correct the args and retry with it.
 			s.forget(ctx, rec)
@@ -400,14 +399,14 @@ func (s *Server) checkGrant(info *reqInfo, req *OpRequest, op *registry.Op, held
 // refusal that did not spend the grant). A store that does not answer
 // refuses the op (unavailable): a grant whose use cannot be recorded does
 // not run.
-func (s *Server) record(ctx context.Context, g *grant.Grant) (*state.Nonce, *Error) {
+func (s *Server) record(ctx context.Context, g *grant.Grant) (*api.Nonce, *Error) {
 	rec, err := s.store.RecordNonce(ctx, g.Nonce, g.ExpiresAt.Add(grant.ClockSkew), s.cfg.now())
 	switch {
 	case err == nil:
 		return &rec, nil
-	case errors.Is(err, state.ErrReplayed):
+	case errors.Is(err, api.ErrReplayed):
 		return nil, newError(CodeGrantReplayed, "the grant was already used; a grant runs once").withCause(err)
-	case errors.Is(err, state.ErrFull):
+	case errors.Is(err, api.ErrFull):
 		return nil, s.busy("too many live grants are remembered; retry shortly").withCause(err)
 	}
 	return nil, s.unavailable("the shared state store (Redis) did not answer, so the grant's use cannot be recorded; retry shortly (the grant is not spent)").withCause(err)

@@ -13,6 +13,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/elevenmessenger/pinned/sidecar/api"
+
 	"github.com/elevenmessenger/pinned/secret"
 
 	"github.com/go-chi/chi/v5/middleware"
@@ -21,7 +23,6 @@ import (
 	"github.com/elevenmessenger/pinned/internal/httperr"
 	"github.com/elevenmessenger/pinned/internal/research"
 	"github.com/elevenmessenger/pinned/internal/rotate"
-	"github.com/elevenmessenger/pinned/internal/state"
 	"github.com/elevenmessenger/pinned/sidecar/grant"
 )
 
@@ -69,13 +70,13 @@ type ResearchRequest struct {
 	Question string `json:"question"`
 	// Grants are sealed read grants, one per service.
 	Grants []string `json:"grants"`
-	// Limits override the session's bounds (research.Limits).
-	Limits *research.Limits `json:"limits,omitempty"`
+	// Limits override the session's bounds (api.Limits).
+	Limits *api.Limits `json:"limits,omitempty"`
 	// Flows are the cross-service flows the member allowed on the
 	// research consent ({"from": "dnsimple", "to": "github"}: a read of
 	// GitHub may carry a value DNSimple returned). Without one, no value a
 	// service returned goes into a call to another (cross_service_flow).
-	Flows []flow.Allow `json:"flows,omitempty"`
+	Flows []api.Flow `json:"flows,omitempty"`
 }
 
 // ResearchResponse is the answer of POST /v1/research (also the data of
@@ -86,11 +87,11 @@ type ResearchResponse struct {
 	// Stop is why the loop ended: "end_turn" or the bound reached
 	// ("tool_calls", "turns", "result_bytes", "wall_time").
 	Stop string `json:"stop"`
-	// Steps are the model's tool calls, in order (research.Step): the
+	// Steps are the model's tool calls, in order (api.Step): the
 	// service and op (or the tool name, when it names no op of the
 	// palette), the args, the outcome ("ok" or a code) and the bytes of
 	// the result that entered the model's context.
-	Steps []research.Step `json:"steps"`
+	Steps []api.Step `json:"steps"`
 	// Turns counts the model turns; ResultBytes the tool_result text that
 	// entered the model's context.
 	Turns       int `json:"turns"`
@@ -110,7 +111,7 @@ type heldGrant struct {
 }
 
 // rotated replaces the held pair with the fresh one a call rotated to.
-func (h *heldGrant) rotated(p rotate.Pair) {
+func (h *heldGrant) rotated(p api.Pair) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	c := *h.g
@@ -188,7 +189,7 @@ func (s *Server) handleResearch(w http.ResponseWriter, r *http.Request) {
 	if e == nil {
 		e = s.checkFlows(req.Flows, nil)
 	}
-	var lim research.Limits
+	var lim api.Limits
 	if e == nil && req.Limits != nil {
 		if _, err := req.Limits.Resolve(); err != nil {
 			e = newError(CodeBadRequest, err.Error())
@@ -238,12 +239,12 @@ func (s *Server) handleResearch(w http.ResponseWriter, r *http.Request) {
 		// session does not go to this one.
 		if bad, _ := flows.Check(service, args); bad != nil {
 			s.log.Warn().Str("event", "research_step").Str("request_id", reqID).Str("service", service).Str("op", op).
-				Str("outcome", flow.Code).Str("flow_source", bad.Source.String()).Str("flow_arg", bad.Arg).
+				Str("outcome", api.CodeCrossServiceFlow).Str("flow_source", bad.Source.String()).Str("flow_arg", bad.Arg).
 				Float64("duration_ms", float64(time.Since(start).Microseconds())/1000).Msg("research step")
 			svc, o := s.labels(service, op)
-			s.m.researchSteps.WithLabelValues(svc, o, flow.Code).Inc()
+			s.m.researchSteps.WithLabelValues(svc, o, api.CodeCrossServiceFlow).Inc()
 			s.FlowRefused("research", bad.Source.Service, service)
-			return research.Result{Err: &research.ToolError{Code: flow.Code, Message: fmt.Sprintf(
+			return research.Result{Err: &research.ToolError{Code: api.CodeCrossServiceFlow, Message: fmt.Sprintf(
 				"not run: arg %s carries a value that %s returned in this session, and what one service returns does not go to another; answer from what each service says", bad.Arg, bad.Source)}}
 		}
 		res, rot, e := s.enforceOp(ctx, step, &OpRequest{Service: service, Op: op, Args: args}, h)
@@ -278,7 +279,7 @@ func (s *Server) handleResearch(w http.ResponseWriter, r *http.Request) {
 			ev = s.log.Warn()
 		}
 		if full {
-			outcome, ev = flow.CodeLimit, s.log.Warn()
+			outcome, ev = api.CodeFlowLimit, s.log.Warn()
 		}
 		ev = ev.Str("event", "research_step").Str("request_id", reqID).Str("service", step.service).Str("op", step.op).
 			Str("outcome", outcome).Str("grant_id", step.grantID).
@@ -299,7 +300,7 @@ func (s *Server) handleResearch(w http.ResponseWriter, r *http.Request) {
 		svc, o := s.labels(service, op)
 		s.m.researchSteps.WithLabelValues(svc, o, outcome).Inc()
 		if full {
-			return research.Result{Err: &research.ToolError{Code: flow.CodeLimit,
+			return research.Result{Err: &research.ToolError{Code: api.CodeFlowLimit,
 				Message: "the session has read more than it can keep track of; the result was withheld: answer from the results so far"}}
 		}
 		if e != nil {
@@ -317,7 +318,7 @@ func (s *Server) handleResearch(w http.ResponseWriter, r *http.Request) {
 	info.service = clip(strings.Join(services, ","), 64)
 	if stream {
 		sse = newSSE(w)
-		cfg.OnStep = func(st research.Step) { sse.event("step", st) }
+		cfg.OnStep = func(st api.Step) { sse.event("step", st) }
 	}
 	ans, err := research.Run(r.Context(), cfg)
 	mu.Lock()
@@ -412,7 +413,7 @@ func (s *Server) openResearchGrants(ctx context.Context, info *reqInfo, sealed [
 		services = append(services, g.Service)
 	}
 	info.grantID = strings.Join(ids, ",")
-	var recorded []*state.Nonce
+	var recorded []*api.Nonce
 	for _, svc := range services {
 		rec, e := s.record(ctx, held[svc].g)
 		if e != nil {
@@ -474,7 +475,7 @@ func (s *sseWriter) event(name string, v any) {
 // checkFlows refuses a research request's or consent's flows that are
 // malformed (flow.CheckAllows) or, when services is not nil, name a
 // service the session does not read.
-func (s *Server) checkFlows(flows []flow.Allow, services []string) *Error {
+func (s *Server) checkFlows(flows []api.Flow, services []string) *Error {
 	if err := flow.CheckAllows(s.reg, flows); err != nil {
 		return newError(CodeBadRequest, "flows: "+err.Error())
 	}
@@ -497,7 +498,7 @@ type researchConsent struct {
 	Confirm  string   `json:"confirm"`
 	// Flows are the cross-service flows the consent allows (the request's),
 	// which Confirm names.
-	Flows []flow.Allow `json:"flows,omitempty"`
+	Flows []api.Flow `json:"flows,omitempty"`
 	// Ops are the palette: every read op the session may call.
 	Ops []string `json:"ops"`
 	// GrantTTLSeconds is the life to seal each grant with (10 minutes);

@@ -5,10 +5,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/elevenmessenger/pinned/sidecar/api"
+
 	"github.com/elevenmessenger/pinned/internal/demo/fakeapi"
 	"github.com/elevenmessenger/pinned/internal/demo/fakemodel"
-	"github.com/elevenmessenger/pinned/internal/flow"
-	"github.com/elevenmessenger/pinned/internal/research"
 )
 
 // exfilGrants seals read grants for the four services Exfiltrate reads.
@@ -49,7 +49,7 @@ func TestResearchCrossServiceFlowsRefused(t *testing.T) {
 	re := newResearchEnv(t, fakemodel.Exfiltrate(), nil)
 	grants := re.exfilGrants(t)
 	re.fake.Reset()
-	r, ans := re.research(t, ResearchRequest{Question: "Summarize my accounts", Grants: grants, Limits: &research.Limits{ToolCalls: 20}})
+	r, ans := re.research(t, ResearchRequest{Question: "Summarize my accounts", Grants: grants, Limits: &api.Limits{ToolCalls: 20}})
 	if r.status != http.StatusOK {
 		t.Fatalf("%d %s", r.status, r.body)
 	}
@@ -67,8 +67,8 @@ func TestResearchCrossServiceFlowsRefused(t *testing.T) {
 		"dnsimple.check_domain": "github.list_issues", "dnsimple.list_domains": "github.list_issues",
 	}
 	for i, st := range ans.Steps[5 : 5+fakemodel.ExfiltrateMoves] {
-		if st.Outcome != flow.Code {
-			t.Errorf("move %d (%s.%s %s): %s, want %s", i, st.Service, st.Op, st.Args, st.Outcome, flow.Code)
+		if st.Outcome != api.CodeCrossServiceFlow {
+			t.Errorf("move %d (%s.%s %s): %s, want %s", i, st.Service, st.Op, st.Args, st.Outcome, api.CodeCrossServiceFlow)
 		}
 		if want := sources[st.Service+"."+st.Op]; want != "" && !strings.Contains(re.allLogs(), `"op":"`+st.Op+`","outcome":"cross_service_flow","flow_source":"`+want+`"`) {
 			t.Errorf("move %d: no log naming the source %s", i, want)
@@ -119,15 +119,15 @@ func TestResearchAllowedFlow(t *testing.T) {
 	re := newResearchEnv(t, fakemodel.Exfiltrate(), nil)
 	grants := re.exfilGrants(t)
 	re.fake.Reset()
-	r, ans := re.research(t, ResearchRequest{Question: "q", Grants: grants, Limits: &research.Limits{ToolCalls: 20},
-		Flows: []flow.Allow{{From: "dnsimple", To: "github"}}})
+	r, ans := re.research(t, ResearchRequest{Question: "q", Grants: grants, Limits: &api.Limits{ToolCalls: 20},
+		Flows: []api.Flow{{From: "dnsimple", To: "github"}}})
 	if r.status != http.StatusOK {
 		t.Fatalf("%d %s", r.status, r.body)
 	}
 	n := 0
 	for _, st := range ans.Steps[5 : 5+fakemodel.ExfiltrateMoves] {
 		allowed := st.Service == "github"
-		if (st.Outcome == flow.Code) == allowed {
+		if (st.Outcome == api.CodeCrossServiceFlow) == allowed {
 			t.Errorf("%s.%s: %s (allowed %v)", st.Service, st.Op, st.Outcome, allowed)
 		}
 		if allowed {
@@ -138,7 +138,7 @@ func TestResearchAllowedFlow(t *testing.T) {
 		t.Errorf("%d allowed moves, %d reached GitHub; want 2 and 2", n, got)
 	}
 	// A malformed flow is refused before any grant is spent.
-	r, _ = re.research(t, ResearchRequest{Question: "q", Grants: re.exfilGrants(t), Flows: []flow.Allow{{From: "dnsimple", To: "dnsimple"}}})
+	r, _ = re.research(t, ResearchRequest{Question: "q", Grants: re.exfilGrants(t), Flows: []api.Flow{{From: "dnsimple", To: "dnsimple"}}})
 	if r.status != http.StatusBadRequest || !strings.Contains(string(r.body), "to itself") {
 		t.Errorf("%d %s", r.status, r.body)
 	}
@@ -193,13 +193,13 @@ func TestResearchHonestScriptsNoFlowRefusal(t *testing.T) {
 	for name, script := range scripts {
 		t.Run(name, func(t *testing.T) {
 			re := newResearchEnv(t, script, nil)
-			r, ans := re.research(t, ResearchRequest{Question: pagesQuestion, Limits: &research.Limits{ToolCalls: 12},
+			r, ans := re.research(t, ResearchRequest{Question: pagesQuestion, Limits: &api.Limits{ToolCalls: 12},
 				Grants: []string{re.readGrant(t, fakeapi.GitHub), re.readGrant(t, fakeapi.DNSimple)}})
 			if r.status != http.StatusOK {
 				t.Fatalf("%d %s", r.status, r.body)
 			}
 			for _, st := range ans.Steps {
-				if st.Outcome == flow.Code {
+				if st.Outcome == api.CodeCrossServiceFlow {
 					refusals++
 					t.Errorf("%s.%s %s refused", st.Service, st.Op, st.Args)
 				}

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/elevenmessenger/pinned/sidecar/api"
+
 	"github.com/elevenmessenger/pinned/secret"
 
 	"github.com/elevenmessenger/pinned/internal/demo/fakeapi"
@@ -90,7 +92,7 @@ func TestResearchInventedToolNamesRunNothing(t *testing.T) {
 	re := newResearchEnv(t, oneTurn(uses...), nil)
 	re.fake.Reset()
 	r, ans := re.research(t, ResearchRequest{Question: "q", Grants: []string{re.readGrant(t, fakeapi.GitHub)},
-		Limits: &research.Limits{ToolCalls: 64}})
+		Limits: &api.Limits{ToolCalls: 64}})
 	if r.status != http.StatusOK {
 		t.Fatalf("%d %s", r.status, r.body)
 	}
@@ -146,7 +148,7 @@ func TestResearchCallBoundCountsUses(t *testing.T) {
 	re := newResearchEnv(t, oneTurn(uses...), nil)
 	re.fake.Reset()
 	r, ans := re.research(t, ResearchRequest{Question: "q", Grants: []string{re.readGrant(t, fakeapi.GitHub)},
-		Limits: &research.Limits{ToolCalls: 3}})
+		Limits: &api.Limits{ToolCalls: 3}})
 	if r.status != http.StatusOK {
 		t.Fatalf("%d %s", r.status, r.body)
 	}
@@ -200,7 +202,7 @@ func TestResearchHostileInputsRunNothing(t *testing.T) {
 	re := newResearchEnv(t, oneTurn(uses...), nil)
 	re.fake.Reset()
 	r, ans := re.research(t, ResearchRequest{Question: "q", Grants: []string{re.readGrant(t, fakeapi.GitHub)},
-		Limits: &research.Limits{ToolCalls: 64, ResultBytes: research.MaxResultBytes}})
+		Limits: &api.Limits{ToolCalls: 64, ResultBytes: api.MaxResultBytes}})
 	if r.status != http.StatusOK {
 		t.Fatalf("%d %s", r.status, r.body)
 	}
@@ -217,7 +219,7 @@ func TestResearchHostileInputsRunNothing(t *testing.T) {
 	for _, fr := range upstream(re.fake) {
 		t.Errorf("a provider request: %s %s", fr.Method, fr.Path)
 	}
-	if ans.ResultBytes > research.MaxResultBytes {
+	if ans.ResultBytes > api.MaxResultBytes {
 		t.Errorf("result bytes %d", ans.ResultBytes)
 	}
 	checkFences(t, modelRequests(t, re.model))
@@ -379,7 +381,7 @@ func TestResearchHangingProviderEndsAtWallTime(t *testing.T) {
 		return true
 	})
 	start := time.Now()
-	r, ans := re.research(t, ResearchRequest{Question: "q", Grants: []string{re.readGrant(t, fakeapi.GitHub)}, Limits: &research.Limits{WallSeconds: 1}})
+	r, ans := re.research(t, ResearchRequest{Question: "q", Grants: []string{re.readGrant(t, fakeapi.GitHub)}, Limits: &api.Limits{WallSeconds: 1}})
 	took := time.Since(start)
 	if r.status != http.StatusOK {
 		t.Fatalf("%d %s", r.status, r.body)
@@ -581,13 +583,13 @@ func TestResearchConsentShowsInvisible(t *testing.T) {
 // under research.MaxNoticeBytes (docs/API.md, "limits").
 func TestResearchResultBytesBoundWithholds(t *testing.T) {
 	re := newResearchEnv(t, fakemodel.Forever(), nil)
-	_, cal := re.research(t, ResearchRequest{Question: "q", Grants: []string{re.readGrant(t, fakeapi.GitHub)}, Limits: &research.Limits{ToolCalls: 1}})
+	_, cal := re.research(t, ResearchRequest{Question: "q", Grants: []string{re.readGrant(t, fakeapi.GitHub)}, Limits: &api.Limits{ToolCalls: 1}})
 	if len(cal.Steps) != 1 || cal.Steps[0].Outcome != "ok" {
 		t.Fatalf("calibration: %+v", cal.Steps)
 	}
 	size := cal.Steps[0].Bytes
 	re.fake.Reset()
-	_, ans := re.research(t, ResearchRequest{Question: "q", Grants: []string{re.readGrant(t, fakeapi.GitHub)}, Limits: &research.Limits{ResultBytes: size + 1}})
+	_, ans := re.research(t, ResearchRequest{Question: "q", Grants: []string{re.readGrant(t, fakeapi.GitHub)}, Limits: &api.Limits{ResultBytes: size + 1}})
 	if ans.Stop != research.StopResultBytes || len(ans.Steps) != 2 || ans.Steps[1].Outcome != "limit_reached" {
 		t.Fatalf("stop %s, steps %+v", ans.Stop, ans.Steps)
 	}

@@ -7,12 +7,12 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/elevenmessenger/pinned/sidecar/api"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/elevenmessenger/pinned/host"
-	"github.com/elevenmessenger/pinned/host/api"
 	"github.com/elevenmessenger/pinned/internal/rotate"
-	"github.com/elevenmessenger/pinned/internal/state"
 	"github.com/elevenmessenger/pinned/secret"
 	"github.com/elevenmessenger/pinned/sidecar/grant"
 )
@@ -44,10 +44,10 @@ type rotation struct {
 	service   string
 	name      string // the service's human name, for messages
 	memberKey string
-	kind      string      // the grant's credential kind
-	pair      rotate.Pair // the pair the op runs with
-	rotated   bool        // pair is not the grant's: it goes back to the member
-	tried     bool        // this op rotated or tried to: at most once per op
+	kind      string   // the grant's credential kind
+	pair      api.Pair // the pair the op runs with
+	rotated   bool     // pair is not the grant's: it goes back to the member
+	tried     bool     // this op rotated or tried to: at most once per op
 }
 
 // rotationFor returns the rotation state of an op under g, or nil when its
@@ -66,7 +66,7 @@ func (s *Server) rotationFor(service string, g *grant.Grant) *rotation {
 	exp, _ := rotate.ParseExpiry(g.TokenExpiresAt)
 	return &rotation{
 		s: s, service: service, name: m.Name, memberKey: g.MemberKey, kind: g.Kind,
-		pair: rotate.Pair{Access: g.Secret, Refresh: g.Refresh, ExpiresAt: exp},
+		pair: api.Pair{Access: g.Secret, Refresh: g.Refresh, ExpiresAt: exp},
 	}
 }
 
@@ -147,22 +147,22 @@ func (r *rotation) unauthorized(ctx context.Context, info *reqInfo, he *host.Err
 // reconnect_required, a transient failure refresh_unavailable (never a
 // reconnect), anything else refresh_failed.
 func (r *rotation) refreshError(ctx context.Context, err error) *Error {
-	if ctx.Err() != nil && errors.Is(err, rotate.ErrRetryable) {
+	if ctx.Err() != nil && errors.Is(err, api.ErrRetryable) {
 		// The caller went away while the refresh was in flight; the refresh
 		// completes in the background and lands in the grace cache.
 		return newError(CodeCanceled, "the caller went away").withCause(err)
 	}
 	switch {
-	case errors.Is(err, state.ErrUnavailable):
+	case errors.Is(err, api.ErrUnavailable):
 		return r.s.unavailable("the shared state store (Redis) did not answer; retry shortly (the grant is not spent)").withCause(err)
-	case errors.Is(err, rotate.ErrReconnectRequired):
+	case errors.Is(err, api.ErrReconnectRequired):
 		return newError(CodeReconnectRequired, fmt.Sprintf(
 			"the connection to %s has expired or was revoked; reconnect it in Integrations", r.name)).withCause(err)
-	case errors.Is(err, rotate.ErrRetryable):
+	case errors.Is(err, api.ErrRetryable):
 		e := newError(CodeRefreshUnavailable, fmt.Sprintf(
 			"refreshing the %s token failed temporarily; retry shortly (the grant is not spent)", r.name)).withCause(err)
 		wait := DefaultRefreshRetryAfter
-		var re *rotate.Error
+		var re *api.RefreshError
 		if errors.As(err, &re) && re.RetryAfter > 0 {
 			wait = re.RetryAfter
 		}
@@ -196,28 +196,28 @@ func (r *rotation) seal() (string, *Error) {
 
 // unauthorized401 reports whether a host error is the provider's 401.
 func unauthorized401(he *host.Error) bool {
-	return he != nil && he.Code == api.CodeUpstreamError && he.Status == http.StatusUnauthorized
+	return he != nil && Code(he.Code) == CodeUpstreamError && he.Status == http.StatusUnauthorized
 }
 
 // countingRefresher counts every refresh sent to the broker, by service
 // and outcome (the Rotator calls it once per refresh, whatever the number
 // of ops sharing it).
 type countingRefresher struct {
-	next rotate.Refresher
+	next api.Refresher
 	m    *prometheus.CounterVec
 }
 
-func (c countingRefresher) Refresh(ctx context.Context, service string, refreshToken secret.Secret) (rotate.Pair, error) {
+func (c countingRefresher) Refresh(ctx context.Context, service string, refreshToken secret.Secret) (api.Pair, error) {
 	p, err := c.next.Refresh(ctx, service, refreshToken)
 	outcome := "ok"
 	if err != nil {
-		outcome = rotate.KindRetryable.String() // as the Rotator classifies an unknown error
-		var re *rotate.Error
+		outcome = api.RefreshRetryable.String() // as the Rotator classifies an unknown error
+		var re *api.RefreshError
 		if errors.As(err, &re) && re.Kind != 0 {
 			outcome = re.Kind.String()
 		}
 	} else if p.Access == "" {
-		outcome = rotate.KindFailed.String()
+		outcome = api.RefreshFailed.String()
 	}
 	c.m.WithLabelValues(service, outcome).Inc()
 	return p, err

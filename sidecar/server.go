@@ -21,18 +21,19 @@
 // With a Config.Refresher (the broker), a grant's expiring OAuth pair is
 // rotated in the op path — before the call when stale, once after a
 // surprise 401 — and the fresh pair goes back sealed to the grant's
-// member_key (rotation.go; the core is package internal/rotate).
+// member_key (rotation.go).
 //
 // What must hold across replicas of one bot — a grant runs once, a
-// single-use refresh token is spent once — lives in a state.Store
+// single-use refresh token is spent once — lives in an api.Store
 // (Config.Store): in memory for one process, or on Redis shared by the
 // replicas (docs/OPERATING.md, "Several replicas"). When the store cannot
 // answer, ops are refused with unavailable (503), never run unrecorded.
 //
-// It imports host, registry, sidecar/grant, the binary's own parts
-// internal/state, internal/rotate and internal/research, the shared
-// internal/httperr, httpallow, jsonenc, jsonv and secret, and chi, zerolog
-// and prometheus; never broker or web (docs/ARCHITECTURE.md). In the
+// It imports host, registry, secret, sidecar/api (the contracts of its
+// pluggable parts), sidecar/grant, pinned's implementations of those
+// parts (internal/state, internal/rotate, internal/research), the shared
+// internal/httperr, httpallow, jsonenc and jsonv, and chi, zerolog and
+// prometheus; never broker or web (docs/ARCHITECTURE.md). In the
 // module, cmd/pinned, internal/demo/webstack and internal/cmd/benchtool build a
 // Server; mcpserver runs its ops through one (Server.RunOp).
 package sidecar
@@ -52,6 +53,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/elevenmessenger/pinned/sidecar/api"
+
 	"github.com/elevenmessenger/pinned/secret"
 
 	"github.com/go-chi/chi/v5"
@@ -63,7 +66,6 @@ import (
 	"github.com/elevenmessenger/pinned/host"
 	"github.com/elevenmessenger/pinned/internal/httpallow"
 	"github.com/elevenmessenger/pinned/internal/jsonenc"
-	"github.com/elevenmessenger/pinned/internal/research"
 	"github.com/elevenmessenger/pinned/internal/rotate"
 	"github.com/elevenmessenger/pinned/internal/state"
 	"github.com/elevenmessenger/pinned/registry"
@@ -126,9 +128,9 @@ type Config struct {
 	ReplayCacheSize int
 	// Store holds the state replicas share: grant nonces, refresh locks
 	// and the grace cache of just-rotated pairs. Default an in-memory store
-	// (one process); a *state.Redis for several replicas. The caller
-	// closes it after Serve returns.
-	Store state.Store
+	// (one process); `pinned sidecar` uses a file, or Redis for several
+	// replicas. The caller closes it after Serve returns.
+	Store api.Store
 	// UnavailableRetryAfter is the Retry-After of unavailable; default
 	// DefaultUnavailableRetryAfter (2s).
 	UnavailableRetryAfter time.Duration
@@ -152,26 +154,26 @@ type Config struct {
 	Now func() time.Time
 
 	// Refresher rotates expiring OAuth pairs (DESIGN.md, "Expiring
-	// tokens"): in production a *rotate.BrokerClient for the broker's
-	// POST /api/refresh. nil turns rotation off: a stale pair runs as is,
+	// tokens"): `pinned sidecar` uses the broker's POST /api/refresh.
+	// nil turns rotation off: a stale pair runs as is,
 	// and a 401 to a grant carrying a refresh token is answered
 	// rotation_not_configured.
-	Refresher rotate.Refresher
+	Refresher api.Refresher
 	// RefreshMargin: a pair whose known expiry falls within it is refreshed
-	// before the call; default rotate.DefaultMargin (60s).
+	// before the call; default 60s.
 	RefreshMargin time.Duration
 	// RefreshTimeout bounds one refresh, whatever the op's own context;
 	// default DefaultRefreshTimeout (20s).
 	RefreshTimeout time.Duration
 	// RefreshGrace is how long a fresh pair answers for the pair it
 	// replaced (an op arriving with the old pair gets the fresh one);
-	// default rotate.DefaultGrace (2 min).
+	// default 2 min.
 	RefreshGrace time.Duration
 
-	// Model answers research sessions (POST /v1/research): in production a
-	// *claude.Client (package internal/research/claude). nil: the endpoint
-	// answers model_not_configured.
-	Model research.Model
+	// Model answers research sessions (POST /v1/research): `pinned
+	// sidecar` uses the Anthropic Messages API. nil: the endpoint answers
+	// model_not_configured.
+	Model api.Model
 	// ResearchGrantTTL refuses research grants expiring further ahead than
 	// this (plus grant.ClockSkew); default DefaultResearchGrantTTL (15m).
 	ResearchGrantTTL time.Duration
@@ -276,7 +278,7 @@ type Server struct {
 	log      zerolog.Logger
 	prom     *prometheus.Registry
 	m        *metrics
-	store    state.Store     // instrumented
+	store    api.Store       // instrumented
 	rot      *rotate.Rotator // nil: rotation is off
 	slots    chan struct{}
 	handler  http.Handler

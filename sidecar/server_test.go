@@ -20,7 +20,8 @@ import (
 	"time"
 
 	"github.com/elevenmessenger/pinned/host"
-	"github.com/elevenmessenger/pinned/host/api"
+	hostapi "github.com/elevenmessenger/pinned/host/api"
+	"github.com/elevenmessenger/pinned/internal/httperr"
 	"github.com/elevenmessenger/pinned/registry"
 	"github.com/elevenmessenger/pinned/sidecar/grant"
 )
@@ -461,19 +462,27 @@ func TestHostCodesMapped(t *testing.T) {
 		}
 		return true
 	})
-	if len(codes) < 10 || len(codes) != len(api.Codes()) {
-		t.Fatalf("found %d host codes, api.Codes has %d: %v", len(codes), len(api.Codes()), codes)
+	if len(codes) < 10 || len(codes) != len(hostapi.Codes()) {
+		t.Fatalf("found %d host codes, hostapi.Codes has %d: %v", len(codes), len(hostapi.Codes()), codes)
 	}
 	for _, c := range codes {
 		t.Run(c, func(t *testing.T) {
 			if _, ok := codeStatus[Code(c)]; !ok {
 				t.Fatalf("host code %q has no status in codes.go", c)
 			}
-			e := opError(&host.Error{Code: api.Code(c), Message: "m"}, "the op failed")
+			e := opError(&host.Error{Code: hostapi.Code(c), Message: "m"}, "the op failed")
 			if string(e.Code) != c || e.Status != codeStatus[Code(c)] || e.Message != "m" {
 				t.Fatalf("opError made %q %d %q of %q", e.Code, e.Status, e.Message, c)
 			}
 		})
+	}
+}
+
+// TestStatusClientClosedIsHTTPErrs: the sidecar's 499 is the one the
+// shared error model logs for the broker and web.
+func TestStatusClientClosedIsHTTPErrs(t *testing.T) {
+	if StatusClientClosed != httperr.StatusClientClosed {
+		t.Fatalf("sidecar %d, httperr %d", StatusClientClosed, httperr.StatusClientClosed)
 	}
 }
 

@@ -14,12 +14,13 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/elevenmessenger/pinned/sidecar/api"
+
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rs/zerolog"
 
 	"github.com/elevenmessenger/pinned/broker"
 	"github.com/elevenmessenger/pinned/host"
-	"github.com/elevenmessenger/pinned/internal/flow"
 	"github.com/elevenmessenger/pinned/internal/rotate"
 	"github.com/elevenmessenger/pinned/mcpserver"
 	"github.com/elevenmessenger/pinned/registry"
@@ -78,7 +79,7 @@ func runMCP(args []string, stdout, stderr io.Writer) int {
 	maxResult := fs.Int("max-result-bytes", mcpserver.DefaultMaxResultBytes, "refuse a result whose projected data is over this many `bytes`")
 	opTimeout := fs.Duration("op-timeout", host.DefaultTimeout, "deadline of one op")
 	logLevel := fs.String("log-level", "info", "`level`: debug, info, warn or error")
-	var allow []flow.Allow
+	var allow []api.Flow
 	fs.Func("allow-flow", "let values `FROM:TO` flow: a read of service TO may carry what service FROM returned in the session (repeatable; e.g. dnsimple:github)", func(v string) error {
 		from, to, ok := strings.Cut(v, ":")
 		if !ok || from == "" || to == "" || strings.Contains(to, ":") {
@@ -92,7 +93,7 @@ func runMCP(args []string, stdout, stderr io.Writer) int {
 		if from == to {
 			return fmt.Errorf("%s:%s: a service's own values always flow back to it", from, to)
 		}
-		allow = append(allow, flow.Allow{From: from, To: to})
+		allow = append(allow, api.Flow{From: from, To: to})
 		return nil
 	})
 	if code, ok := parseFlags(fs, mcpUsage, args, stdout, stderr); !ok {

@@ -7,11 +7,13 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/elevenmessenger/pinned/sidecar/api"
 )
 
 // TestFileSurvivesReopen: what the file store recorded is there after it
 // is closed and opened again (a restart): a nonce inside its TTL is
-// ErrReplayed, a grace entry is read back, a fence keeps growing, and an
+// api.ErrReplayed, a grace entry is read back, a fence keeps growing, and an
 // expired nonce is free again.
 func TestFileSurvivesReopen(t *testing.T) {
 	ctx := context.Background()
@@ -43,8 +45,8 @@ func TestFileSurvivesReopen(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	if _, err := f.RecordNonce(ctx, "live", now.Add(time.Minute), now.Add(2*time.Second)); !errors.Is(err, ErrReplayed) {
-		t.Errorf("a live nonce after reopening: %v, want ErrReplayed", err)
+	if _, err := f.RecordNonce(ctx, "live", now.Add(time.Minute), now.Add(2*time.Second)); !errors.Is(err, api.ErrReplayed) {
+		t.Errorf("a live nonce after reopening: %v, want api.ErrReplayed", err)
 	}
 	if _, err := f.RecordNonce(ctx, "short", now.Add(time.Minute), now.Add(2*time.Second)); err != nil {
 		t.Errorf("an expired nonce after reopening: %v", err)
@@ -94,7 +96,7 @@ func TestFileRefusesHostile(t *testing.T) {
 }
 
 // TestFileReplayBound: at the bound, expired records are dropped to make
-// room, and with none expired RecordNonce is ErrFull.
+// room, and with none expired RecordNonce is api.ErrFull.
 func TestFileReplayBound(t *testing.T) {
 	ctx := context.Background()
 	f, err := OpenFile(filepath.Join(t.TempDir(), "sidecar.db"), FileOptions{ReplayCacheSize: 3})
@@ -108,8 +110,8 @@ func TestFileReplayBound(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := f.RecordNonce(ctx, "d", now.Add(time.Minute), now); !errors.Is(err, ErrFull) {
-		t.Fatalf("at the bound: %v, want ErrFull", err)
+	if _, err := f.RecordNonce(ctx, "d", now.Add(time.Minute), now); !errors.Is(err, api.ErrFull) {
+		t.Fatalf("at the bound: %v, want api.ErrFull", err)
 	}
 	later := now.Add(2500 * time.Millisecond) // a and b expired
 	if _, err := f.RecordNonce(ctx, "d", now.Add(time.Minute), later); err != nil {
@@ -118,7 +120,7 @@ func TestFileReplayBound(t *testing.T) {
 	if f.ReplayLen() != 2 {
 		t.Errorf("ReplayLen %d, want 2 (c and d)", f.ReplayLen())
 	}
-	if _, err := f.RecordNonce(ctx, "c", now.Add(time.Minute), later); !errors.Is(err, ErrReplayed) {
+	if _, err := f.RecordNonce(ctx, "c", now.Add(time.Minute), later); !errors.Is(err, api.ErrReplayed) {
 		t.Errorf("c, still live: %v", err)
 	}
 }
