@@ -15,7 +15,6 @@ import (
 	"os"
 	"sort"
 	"strings"
-	"testing/fstest"
 	"text/tabwriter"
 	"time"
 
@@ -434,17 +433,12 @@ func registryWithManifestFor(cmd, file string, stderr io.Writer) (*registry.Regi
 		fmt.Fprintf(stderr, "pinned %s: --manifest: the manifest is refused (pinned registry check shows the same)\n", cmd)
 		return nil, 1
 	}
-	fsys := fstest.MapFS{}
 	def := registry.Default()
-	for _, s := range def.Services() {
-		fsys[s.ID+".json"] = &fstest.MapFile{Data: def.Raw(s.ID)}
-	}
 	verb := "adds"
-	if _, ok := def.Service(m.ID); ok {
+	if def.Has(m.ID) {
 		verb = "replaces the embedded"
 	}
-	fsys[m.ID+".json"] = &fstest.MapFile{Data: data}
-	reg, err := registry.Load(fsys)
+	reg, err := def.With(file, data)
 	if err != nil {
 		printProblems(stderr, file, err)
 		return nil, 1

@@ -460,3 +460,26 @@ func isInternal(path string) bool {
 	}
 	return false
 }
+
+// TestBinaryLinksNoTesting: the shipped binary links no testing package,
+// neither the standard library's (testing, testing/fstest, ...) nor the
+// module's test helpers (internal/testing/...).
+func TestBinaryLinksNoTesting(t *testing.T) {
+	cmd := exec.Command("go", "list", "-deps", "./cmd/pinned")
+	cmd.Dir = "../../.."
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list -deps: %v", err)
+	}
+	n := 0
+	for _, p := range strings.Fields(string(out)) {
+		n++
+		if p == "testing" || strings.HasPrefix(p, "testing/") || strings.HasPrefix(p, module+"/internal/testing/") {
+			t.Errorf("cmd/pinned links %s", p)
+		}
+	}
+	if n < 50 {
+		t.Fatalf("go list -deps listed %d packages: not the binary's graph", n)
+	}
+}
