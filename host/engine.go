@@ -31,8 +31,10 @@
 // dialer), host/internal/upstream (the exchange with the provider: credential
 // injection, caps, rate limits, error messages, whether a write was
 // applied), host/internal/paginate (the next cursor and following pages) and
-// host/internal/pick (the projection). It owns the op path that joins them,
-// the audit events and metrics, and the op errors (Code, Error).
+// host/internal/pick (the projection). It owns the one op path that joins
+// them, the audit events and metrics, and Error. The values an op's
+// outcome carries (codes, applied, deny and stop reasons) are package
+// host/api's, which the internal packages produce.
 //
 // host knows nothing of grants or OAuth: callers pass a Credential.
 package host

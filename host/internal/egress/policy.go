@@ -6,11 +6,12 @@
 // from the manifest's templates (Binding: request binding, bind.go), and
 // the dialer that connects only to public addresses of the pinned host
 // (Dialer, PublicAddr) under the one HTTP transport (no proxy, TLS 1.2 or
-// later, compression owned by the host). Refusals are api.DenyReason values,
-// stable strings; the host maps them to its errors.
+// later, compression owned by the host). Refusals are host/api's
+// DenyReason values, which the host reports as they are.
 //
-// It imports registry, internal/abi, internal/argrules, internal/jsonv and
-// internal/jsonenc; only the host and its internal packages import it.
+// It imports registry, host/api, internal/abi, internal/argrules,
+// internal/jsonv and internal/jsonenc; only the host and its internal
+// packages import it.
 package egress
 
 import (

@@ -11,7 +11,7 @@
 // provider's cursors (repeated, cyclic, empty, echoing the credential,
 // refused as args) and bounded in time.
 //
-// It imports the registry, internal/jsonv and host/internal/pick; only the
+// It imports the registry, host/api, internal/jsonv and host/internal/pick; only the
 // host imports it, and hands it the op to run.
 package paginate
 

@@ -8,12 +8,14 @@
 // compilation cache directory (CacheDir) safe to execute code from.
 //
 // The pin_v1 request function is where the guest's request meets the
-// egress checks (host/internal/egress); the sandbox fixes each run's outcome in
-// its State and the host reads it. Errors are Go errors: the host maps
+// host's check: each Run gets a Call whose Admit the host built from its
+// egress policy, binding and expected request (host/internal/egress), and
+// returns the Result the run fixed. Errors are Go errors: the host maps
 // them to its op errors.
 //
-// It imports registry, internal/abi, internal/argrules, internal/jsonv,
-// host/internal/sandbox/wasmbin and host/internal/egress; only the host imports it.
+// It imports registry, host/api, internal/abi, internal/argrules,
+// internal/jsonv, host/internal/sandbox/wasmbin and host/internal/egress
+// (the request decoder); only the host imports it.
 package sandbox
 
 import (
