@@ -8,10 +8,10 @@ import (
 	"github.com/elevenmessenger/pinned/host/api"
 )
 
-// TestPublicValuesStable: the wire values of Applied and api.StopReason are
-// part of the API and the host's doc names each beside its constant;
-// their one home is an internal package (host/internal/upstream,
-// host/internal/paginate), where a rename would change host's API unnoticed.
+// TestPublicValuesStable: the wire values of api.Applied and
+// api.StopReason are part of the API, each named beside its constant in
+// host/api, and docs/API.md has a row for each: a rename would change the
+// API unnoticed.
 // This pins them, and docs/API.md's tables ("Writes that happened",
 // "Pages") list each one.
 func TestPublicValuesStable(t *testing.T) {
