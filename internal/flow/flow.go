@@ -8,9 +8,9 @@
 // What is recorded: every string, and every integer of at least
 // MinLength digits, that a result's data holds in a picked field of a
 // class that carries a member's data or a third party's text
-// (registry.ClassIdentifier, ClassText, ClassURL, and for integers
-// ClassNumber too); values of the closed classes (enum, boolean, time)
-// carry no such data and are not. Values are compared canonically
+// (registry.ClassIdentifier, ClassText, ClassURL and ClassNumber, whose
+// numbers may come as strings); values of the closed classes (enum,
+// boolean, time) carry no such data and are not. Values are compared canonically
 // (Canonical): NFKC (golang.org/x/text/unicode/norm), case-folded
 // (golang.org/x/text/cases), letters and digits only, so a change of
 // case, width, spacing or punctuation ("Hello-Fake.IO" for
@@ -235,13 +235,13 @@ func canonical(fold cases.Caser, v string) string {
 }
 
 // recordable reports whether a value of the class is recorded (see the
-// package comment); number says the value is a JSON number.
-func recordable(class string, number bool) bool {
+// package comment).
+func recordable(class string) bool {
 	switch class {
 	case registry.ClassIdentifier, registry.ClassText, registry.ClassURL:
 		return true
 	case registry.ClassNumber:
-		return number
+		return true // a number, or a string holding one (HubSpot's properties are strings)
 	case registry.ClassEnum, registry.ClassBoolean, registry.ClassTime:
 		return false
 	}
@@ -412,7 +412,7 @@ func (s *Session) Record(service, op string, pick *registry.Pick, data json.RawM
 	var vals []val
 	size := 0
 	for _, l := range leaves(data) {
-		if !recordable(classOf(pick, l.path), l.number) {
+		if !recordable(classOf(pick, l.path)) {
 			continue
 		}
 		var c string

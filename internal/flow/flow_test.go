@@ -57,6 +57,7 @@ func session(t testing.TB, allow ...Allow) *Session {
 	rec("github", "get_viewer", `{"login":"pinned-tester","id":90210001,"name":"Pinned Tester","type":"User"}`)
 	rec("github", "list_issues", `[{"number":7,"title":"Typo in README","state":"open","html_url":"https://github.com/pinned-tester/notes/issues/7","user":{"login":"octocat"},"labels":[{"name":"documentation"}],"comments":2}]`)
 	rec("github", "get_pages", `{"cname":"docs.hello-fake.io","html_url":"https://docs.hello-fake.io/","status":"built","source":{"branch":"gh-pages","path":"/"}}`)
+	rec("hubspot", "list_companies", `[{"id":"8100","properties":{"name":"Acme","numberofemployees":"2750000","industry":"COMPUTER_SOFTWARE"}}]`)
 	rec("stripe", "list_charges", `[{"id":"ch_1","amount":7.654321e6,"currency":"usd"}]`)
 	rec("stripe", "list_customers", `[{"id":"cus_NffrFeUfNV2Hib","email":"ann@example.org","name":"Ann Lovelace","created":1680000000,"balance":1234567,"currency":"usd","delinquent":false}]`)
 	return s
@@ -101,6 +102,8 @@ func TestCheckFlows(t *testing.T) {
 			refused: "github.get_viewer", arg: "account", value: "90210001"},
 		{name: "a number returned in an exponent form, sent plainly", service: "github", args: `{"page":7654321}`,
 			refused: "stripe.list_charges", arg: "page", value: "7.654321e6"},
+		{name: "a number class value that came as a string (HubSpot's properties)", service: "github", args: `{"page":2750000}`,
+			refused: "hubspot.list_companies", arg: "page", value: "2750000"},
 		{name: "nested and repeated members count", service: "github", args: `{"owner":"x","extra":{"a":["shop-fake.co"]}}`,
 			refused: "dnsimple.list_domains", arg: "extra", value: "shop-fake.co"},
 		{name: "same service: a repo then its issues", service: "github", args: `{"owner":"pinned-tester","repo":"notes"}`},
