@@ -71,8 +71,10 @@ type ResearchRequest struct {
 	Limits *research.Limits `json:"limits,omitempty"`
 	// Flows are the cross-service flows the member allowed on the
 	// research consent ({"from": "dnsimple", "to": "github"}: a read of
-	// GitHub may carry a value DNSimple returned). Without one, no value a
-	// service returned goes into a call to another (cross_service_flow).
+	// GitHub may carry a value DNSimple returned), each sealed in the
+	// grants of both its services (grant.Grant.Flows), else
+	// grant_mismatch. Without one, no value a service returned goes into
+	// a call to another (cross_service_flow).
 	Flows []flow.Allow `json:"flows,omitempty"`
 }
 
