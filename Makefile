@@ -95,15 +95,15 @@ web-vendor:
 ## that file; ratios are against baselines measured in the same run).
 bench: build
 	$(GO) test -run='^$$' -bench=. -benchmem -benchtime=$(BENCHTIME) -count=$(BENCHCOUNT) ./host/ | tee bench.out
-	$(GO) test -run='^$$' -bench='^BenchmarkProject$$' -benchmem -benchtime=$(BENCHTIME) -count=$(BENCHCOUNT) ./internal/pick/ | tee -a bench.out
+	$(GO) test -run='^$$' -bench='^BenchmarkProject$$' -benchmem -benchtime=$(BENCHTIME) -count=$(BENCHCOUNT) ./host/internal/pick/ | tee -a bench.out
 	$(GO) test -run='^$$' -bench='^BenchmarkFlow$$' -benchmem -benchtime=$(BENCHTIME) -count=$(BENCHCOUNT) ./internal/flow/ | tee -a bench.out
 	$(GO) test -run='^$$' -bench='^(BenchmarkStateRecord|BenchmarkStateOverhead|BenchmarkReplicas)$$' -benchtime=$(BENCHTIME) -count=$(BENCHCOUNT) ./sidecar/ | tee -a bench.out
 	@if [ -f bench/extism/go.mod ]; then \
 	  (cd bench/extism && $(GO) test -run='^$$' -bench=. -benchtime=$(BENCHTIME) -count=$(BENCHCOUNT) .) | tee bench-extism.out; \
 	else : > bench-extism.out; fi
-	$(GO) run ./internal/benchtool rss -out rss.json
-	$(GO) run ./internal/benchtool ready -bin bin/pinned -out ready.json
-	$(GO) run ./internal/benchtool report -bench bench.out -extism bench-extism.out -rss rss.json -ready ready.json -out docs/BENCHMARKS.md
+	$(GO) run ./internal/cmd/benchtool rss -out rss.json
+	$(GO) run ./internal/cmd/benchtool ready -bin bin/pinned -out ready.json
+	$(GO) run ./internal/cmd/benchtool report -bench bench.out -extism bench-extism.out -rss rss.json -ready ready.json -out docs/BENCHMARKS.md
 
 ## check: the CI contract (.ci/run runs `make check test`): formatting, a
 ## tidy go.mod, vet, builds and vet for $(CROSS_GOOS), staticcheck,

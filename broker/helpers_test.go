@@ -16,9 +16,9 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/elevenmessenger/pinned/internal/brokerapi"
-	"github.com/elevenmessenger/pinned/internal/fakeapi"
+	"github.com/elevenmessenger/pinned/internal/demo/fakeapi"
 	"github.com/elevenmessenger/pinned/internal/httperr"
-	"github.com/elevenmessenger/pinned/internal/testutil"
+	"github.com/elevenmessenger/pinned/internal/testing/testutil"
 )
 
 const (

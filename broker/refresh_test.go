@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/elevenmessenger/pinned/internal/brokerapi"
-	"github.com/elevenmessenger/pinned/internal/fakeapi"
+	"github.com/elevenmessenger/pinned/internal/demo/fakeapi"
 	"github.com/elevenmessenger/pinned/internal/rotate"
 	"github.com/elevenmessenger/pinned/internal/secret"
 )

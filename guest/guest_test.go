@@ -6,7 +6,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/elevenmessenger/pinned/internal/wasmbuild"
+	"github.com/elevenmessenger/pinned/internal/testing/wasmbuild"
 )
 
 // TestWasmUpToDate rebuilds the executor from source and requires the

@@ -11,8 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/elevenmessenger/pinned/internal/fakeapi"
-	"github.com/elevenmessenger/pinned/internal/upstream"
+	"github.com/elevenmessenger/pinned/host/internal/upstream"
+	"github.com/elevenmessenger/pinned/internal/demo/fakeapi"
 )
 
 // TestHostileAnswers: a hostile provider's answers to honest requests

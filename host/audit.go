@@ -74,7 +74,7 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 // (path and query; target is empty for a denied request, which was not
 // sent), status, bytes raw and projected, duration, deny reason and, on a
 // write that failed after it was sent, applied. The target is the bound
-// request's (internal/egress: exactly what was sent) with the value of every arg
+// request's (host/internal/egress: exactly what was sent) with the value of every arg
 // the manifest marks secret replaced by "[redacted]"; the event never
 // holds the credential or a body.
 func (e *Engine) audit(ctx context.Context, call Call, p *prepared, res *Result, err *Error, status int, raw int64, start time.Time, target string) {

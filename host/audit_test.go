@@ -9,9 +9,9 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/elevenmessenger/pinned/internal/egress"
-	"github.com/elevenmessenger/pinned/internal/fakeapi"
-	"github.com/elevenmessenger/pinned/internal/testutil"
+	"github.com/elevenmessenger/pinned/host/internal/egress"
+	"github.com/elevenmessenger/pinned/internal/demo/fakeapi"
+	"github.com/elevenmessenger/pinned/internal/testing/testutil"
 	"github.com/elevenmessenger/pinned/registry"
 )
 

@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/elevenmessenger/pinned/guest/executor"
-	"github.com/elevenmessenger/pinned/internal/egress"
-	"github.com/elevenmessenger/pinned/internal/fakeapi"
-	"github.com/elevenmessenger/pinned/internal/sandbox"
+	"github.com/elevenmessenger/pinned/host/internal/egress"
+	"github.com/elevenmessenger/pinned/host/internal/sandbox"
+	"github.com/elevenmessenger/pinned/internal/demo/fakeapi"
 )
 
 // The benchmarks of `make bench` (BENCHMARKS.md). Every comparison is

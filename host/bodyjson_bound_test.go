@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/elevenmessenger/pinned/internal/egress"
-	"github.com/elevenmessenger/pinned/internal/fakeapi"
+	"github.com/elevenmessenger/pinned/host/internal/egress"
+	"github.com/elevenmessenger/pinned/internal/demo/fakeapi"
 )
 
 // TestBodyJSONBoundToTemplate (found by the red team): a hostile

@@ -9,8 +9,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/elevenmessenger/pinned/host/internal/egress"
 	"github.com/elevenmessenger/pinned/internal/display"
-	"github.com/elevenmessenger/pinned/internal/egress"
 	"github.com/elevenmessenger/pinned/registry"
 )
 

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/elevenmessenger/pinned/internal/fakeapi"
-	"github.com/elevenmessenger/pinned/internal/testutil"
+	"github.com/elevenmessenger/pinned/internal/demo/fakeapi"
+	"github.com/elevenmessenger/pinned/internal/testing/testutil"
 )
 
 // TestCloseWhileRunning closes an engine while ops run in it (a shutdown

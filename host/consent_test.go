@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/elevenmessenger/pinned/internal/display"
-	"github.com/elevenmessenger/pinned/internal/testutil"
+	"github.com/elevenmessenger/pinned/internal/testing/testutil"
 	"github.com/elevenmessenger/pinned/registry"
 )
 

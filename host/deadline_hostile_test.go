@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/elevenmessenger/pinned/internal/wasmtest"
+	"github.com/elevenmessenger/pinned/internal/testing/wasmtest"
 )
 
 // yieldGuest is a guest with the two WASI imports the red-team modules

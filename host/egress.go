@@ -5,7 +5,7 @@ import (
 	"net/http"
 	"net/netip"
 
-	"github.com/elevenmessenger/pinned/internal/egress"
+	"github.com/elevenmessenger/pinned/host/internal/egress"
 )
 
 // Override maps every pinned host to one local HTTPS server: the provider
@@ -41,7 +41,7 @@ type Resolver = egress.Resolver
 // Reasons are stable: they appear in the audit log, in the
 // pinned_egress_denied_total metric and in Error.Deny. They never reach
 // the guest, which sees only abi.EDENIED. Their one home is the egress
-// policy (internal/egress).
+// policy (host/internal/egress).
 type DenyReason = egress.DenyReason
 
 // newTransport builds the engine's one transport: the egress dialer

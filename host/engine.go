@@ -15,7 +15,7 @@
 //  2. All egress goes through pin_v1.request and its checks, and is
 //     exactly the request the op's manifest templates render from the
 //     caller's args, which the host validates itself (request binding,
-//     internal/egress).
+//     host/internal/egress).
 //  3. The credential is injected after the checks and never enters guest
 //     memory, logs, errors or metrics.
 //  4. Only public addresses are dialed; no proxy, no redirects, TLS only,
@@ -26,12 +26,12 @@
 //  7. Errors cross the boundary as small integer codes.
 //
 // host is the public layer over internal packages, each named for what
-// it is: internal/sandbox (wazero, the reset pool, the pin_v1 and WASI
-// functions), internal/egress (the request policy, request binding, the
-// dialer), internal/upstream (the exchange with the provider: credential
+// it is: host/internal/sandbox (wazero, the reset pool, the pin_v1 and WASI
+// functions), host/internal/egress (the request policy, request binding, the
+// dialer), host/internal/upstream (the exchange with the provider: credential
 // injection, caps, rate limits, error messages, whether a write was
-// applied), internal/paginate (the next cursor and following pages) and
-// internal/pick (the projection). It owns the op path that joins them,
+// applied), host/internal/paginate (the next cursor and following pages) and
+// host/internal/pick (the projection). It owns the op path that joins them,
 // the audit events and metrics, and the op errors (Code, Error).
 //
 // host knows nothing of grants or OAuth: callers pass a Credential.
@@ -53,11 +53,11 @@ import (
 	"github.com/tetratelabs/wazero/sys"
 
 	"github.com/elevenmessenger/pinned/guest"
-	"github.com/elevenmessenger/pinned/internal/egress"
-	"github.com/elevenmessenger/pinned/internal/paginate"
-	"github.com/elevenmessenger/pinned/internal/sandbox"
+	"github.com/elevenmessenger/pinned/host/internal/egress"
+	"github.com/elevenmessenger/pinned/host/internal/paginate"
+	"github.com/elevenmessenger/pinned/host/internal/sandbox"
+	"github.com/elevenmessenger/pinned/host/internal/upstream"
 	"github.com/elevenmessenger/pinned/internal/secret"
-	"github.com/elevenmessenger/pinned/internal/upstream"
 	"github.com/elevenmessenger/pinned/registry"
 )
 
@@ -183,7 +183,7 @@ type Call struct {
 	Credential Credential
 	// Pages, when not 0, asks the host to follow Result.Next itself: up
 	// to Pages pages (1 to the op's paginate.max_pages) merged into one
-	// list under the result cap (internal/paginate). 0 runs one page.
+	// list under the result cap (host/internal/paginate). 0 runs one page.
 	Pages int
 	// Withhold are other secrets the caller holds beside Credential (a
 	// refresh token, a token a rotation replaced): like the credential,
@@ -450,7 +450,7 @@ var inputHook func(ctx context.Context, input []byte) []byte
 //
 // For an op that pages, the result carries Next (the args of the next
 // page); with call.Pages, Run follows Next itself, each page a whole op as
-// above, and merges the pages' items (internal/paginate).
+// above, and merges the pages' items (host/internal/paginate).
 func (e *Engine) Run(ctx context.Context, call Call) (*Result, error) {
 	start := time.Now()
 	res, err := e.runPages(ctx, call, start)
@@ -505,7 +505,7 @@ func (e *Engine) execute(ctx context.Context, p *prepared, args json.RawMessage)
 	// The host checks the caller's args itself (package argrules, the
 	// rules the guest also runs) and renders the request they bind the op
 	// to: bad args fail here, before any guest runs, and the guest's
-	// request must be exactly this one (internal/egress).
+	// request must be exactly this one (host/internal/egress).
 	want, rej := p.bind.Bind(args)
 	if rej != nil {
 		return nil, badArgs(p, rej.Reason, rej.Arg)

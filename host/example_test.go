@@ -8,7 +8,7 @@ import (
 	"log"
 
 	"github.com/elevenmessenger/pinned/host"
-	"github.com/elevenmessenger/pinned/internal/fakeapi"
+	"github.com/elevenmessenger/pinned/internal/demo/fakeapi"
 )
 
 // An engine runs ops of the embedded registry: Run renders the request in

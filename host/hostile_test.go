@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/elevenmessenger/pinned/host/internal/egress"
 	"github.com/elevenmessenger/pinned/internal/abi"
-	"github.com/elevenmessenger/pinned/internal/egress"
-	"github.com/elevenmessenger/pinned/internal/fakeapi"
+	"github.com/elevenmessenger/pinned/internal/demo/fakeapi"
 )
 
 // The hostile-guest conformance suite. Every case runs a guest built from

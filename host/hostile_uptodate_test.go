@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/elevenmessenger/pinned/guest"
-	"github.com/elevenmessenger/pinned/internal/wasmbuild"
+	"github.com/elevenmessenger/pinned/internal/testing/wasmbuild"
 )
 
 // TestHostileUpToDate rebuilds every hostile guest from its committed

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/elevenmessenger/pinned/internal/wasmtest"
+	"github.com/elevenmessenger/pinned/internal/testing/wasmtest"
 )
 
 // vmSizeMiB is the process's virtual size (VmSize of /proc/self/status).

@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/elevenmessenger/pinned/internal/egress"
-	"github.com/elevenmessenger/pinned/internal/fakeapi"
+	"github.com/elevenmessenger/pinned/host/internal/egress"
+	"github.com/elevenmessenger/pinned/internal/demo/fakeapi"
 )
 
 // Network-side attacks: the guest is the real executor, the attacker is

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/elevenmessenger/pinned/internal/paginate"
-	"github.com/elevenmessenger/pinned/internal/upstream"
+	"github.com/elevenmessenger/pinned/host/internal/paginate"
+	"github.com/elevenmessenger/pinned/host/internal/upstream"
 )
 
 // Pagination (docs/MANIFEST.md "Paginate", docs/API.md "Pages"): an op
@@ -15,11 +15,11 @@ import (
 // Call.Pages the host follows Next itself, each page a whole op through
 // Engine.run (guest renders, host checks, sends, projects), and merges
 // the projected items under the same result cap. The paging itself —
-// reading the cursor, the guards, merging — is internal/paginate's.
+// reading the cursor, the guards, merging — is host/internal/paginate's.
 
 // StopReason says why paging ended (Result.Stopped). The values, each
 // named beside its constant, are part of the API (TestPublicValuesStable);
-// their one home is internal/paginate.
+// their one home is host/internal/paginate.
 type StopReason = paginate.StopReason
 
 // Stop reasons of Result.Stopped.
@@ -79,7 +79,7 @@ func (e *Engine) pagesTimeout() time.Duration {
 }
 
 // runPages runs call: one page, or with call.Pages up to that many pages
-// merged into one result (internal/paginate follows them through
+// merged into one result (host/internal/paginate follows them through
 // pageOp).
 func (e *Engine) runPages(ctx context.Context, call Call, start time.Time) (*Result, *Error) {
 	p, perr := e.prepare(call.Service, call.Op)
@@ -122,12 +122,12 @@ func (e *Engine) runPages(ctx context.Context, call Call, start time.Time) (*Res
 	return res, nil
 }
 
-// page is res as internal/paginate reads it.
+// page is res as host/internal/paginate reads it.
 func (res *Result) page() *paginate.Page {
 	return &paginate.Page{Status: res.Status, Data: res.Data, RawBytes: res.RawBytes, Cursor: res.cursor}
 }
 
-// pageOp is a paged call's op as internal/paginate runs its next pages:
+// pageOp is a paged call's op as host/internal/paginate runs its next pages:
 // each a whole op with the next args, validated as the caller's are.
 type pageOp struct {
 	e    *Engine

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/elevenmessenger/pinned/internal/fakeapi"
+	"github.com/elevenmessenger/pinned/internal/demo/fakeapi"
 )
 
 // Pagination against the provider fake: every item of a list exactly

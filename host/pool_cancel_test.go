@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/elevenmessenger/pinned/internal/testutil"
+	"github.com/elevenmessenger/pinned/internal/testing/testutil"
 )
 
 // TestPoolWaitCancelIsCanceled (found by the red team; it guards the fix): an op whose caller cancels while it waits

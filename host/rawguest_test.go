@@ -5,9 +5,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/elevenmessenger/pinned/internal/egress"
-	"github.com/elevenmessenger/pinned/internal/sandbox"
-	"github.com/elevenmessenger/pinned/internal/wasmtest"
+	"github.com/elevenmessenger/pinned/host/internal/egress"
+	"github.com/elevenmessenger/pinned/host/internal/sandbox"
+	"github.com/elevenmessenger/pinned/internal/testing/wasmtest"
 )
 
 // Hand-assembled hostile guests for state the Go toolchain cannot reach:

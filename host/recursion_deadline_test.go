@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/elevenmessenger/pinned/internal/wasmtest"
+	"github.com/elevenmessenger/pinned/internal/testing/wasmtest"
 )
 
 // treeRecursion is a module whose run, once the realtime clock passes

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/elevenmessenger/pinned/internal/wasmtest"
+	"github.com/elevenmessenger/pinned/internal/testing/wasmtest"
 )
 
 // rejectText is a module whose run calls pin_v1.reject(RejectUndeclared,

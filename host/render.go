@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/elevenmessenger/pinned/internal/egress"
+	"github.com/elevenmessenger/pinned/host/internal/egress"
 	"github.com/elevenmessenger/pinned/registry"
 )
 
@@ -14,7 +14,7 @@ import (
 const Redacted = egress.Redacted
 
 // Request is the request an op's args bind it to (request binding,
-// internal/egress): what the host
+// host/internal/egress): what the host
 // accepts from the guest for those args and nothing else. It is built by
 // the binding code itself, so it is by construction the request the host
 // checks the guest's against.

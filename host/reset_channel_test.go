@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/elevenmessenger/pinned/internal/testutil"
+	"github.com/elevenmessenger/pinned/internal/testing/testutil"
 )
 
 // TestResetClosesPageFaultChannel (found by the red team): the reset

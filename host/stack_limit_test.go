@@ -9,8 +9,8 @@ import (
 	"testing/fstest"
 	"time"
 
-	"github.com/elevenmessenger/pinned/internal/testutil"
-	"github.com/elevenmessenger/pinned/internal/wasmtest"
+	"github.com/elevenmessenger/pinned/internal/testing/testutil"
+	"github.com/elevenmessenger/pinned/internal/testing/wasmtest"
 	"github.com/elevenmessenger/pinned/registry"
 )
 

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/elevenmessenger/pinned/internal/wasmtest"
+	"github.com/elevenmessenger/pinned/internal/testing/wasmtest"
 )
 
 // startSleeper is a module whose wasm start function sleeps sleepFor (by

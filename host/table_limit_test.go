@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/elevenmessenger/pinned/internal/fakeapi"
-	"github.com/elevenmessenger/pinned/internal/wasmtest"
+	"github.com/elevenmessenger/pinned/internal/demo/fakeapi"
+	"github.com/elevenmessenger/pinned/internal/testing/wasmtest"
 )
 
 // tableGrowGuest's run grows a funcref table (declared with no maximum)

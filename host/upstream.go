@@ -3,8 +3,8 @@ package host
 import (
 	"context"
 
-	"github.com/elevenmessenger/pinned/internal/egress"
-	"github.com/elevenmessenger/pinned/internal/upstream"
+	"github.com/elevenmessenger/pinned/host/internal/egress"
+	"github.com/elevenmessenger/pinned/host/internal/upstream"
 )
 
 // Applied says whether a write op's request took effect upstream, on an
@@ -13,7 +13,7 @@ import (
 // first looking at the provider's state: the answer looked like a failure
 // but the write happened (or may have). Its values, "yes", "maybe" and
 // "no", are part of the API (TestPublicValuesStable); their one home is
-// the upstream exchange (internal/upstream), which tracks whether the
+// the upstream exchange (host/internal/upstream), which tracks whether the
 // request went out.
 type Applied = upstream.Applied
 
@@ -37,7 +37,7 @@ const (
 )
 
 // send performs an accepted request through the upstream exchange
-// (internal/upstream: the credential injected, the answer capped,
+// (host/internal/upstream: the credential injected, the answer capped,
 // failures classified, a success projected) and reads the paging cursor
 // of a success.
 func (e *Engine) send(ctx context.Context, p *prepared, r *egress.Request, cred Credential) (*Result, int64, *Error) {

@@ -11,8 +11,8 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/elevenmessenger/pinned/internal/fakeapi"
-	"github.com/elevenmessenger/pinned/internal/upstream"
+	"github.com/elevenmessenger/pinned/host/internal/upstream"
+	"github.com/elevenmessenger/pinned/internal/demo/fakeapi"
 )
 
 // Upstream answers the host maps to errors: each provider's error

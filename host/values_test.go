@@ -8,8 +8,8 @@ import (
 
 // TestPublicValuesStable: the wire values of Applied and StopReason are
 // part of the API and the host's doc names each beside its constant;
-// their one home is an internal package (internal/upstream,
-// internal/paginate), where a rename would change host's API unnoticed.
+// their one home is an internal package (host/internal/upstream,
+// host/internal/paginate), where a rename would change host's API unnoticed.
 // This pins them, and docs/API.md's tables ("Writes that happened",
 // "Pages") list each one.
 func TestPublicValuesStable(t *testing.T) {

@@ -9,7 +9,7 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
-	"github.com/elevenmessenger/pinned/internal/schematest"
+	"github.com/elevenmessenger/pinned/internal/testing/schematest"
 )
 
 const schemaID = "https://github.com/elevenmessenger/pinned/registry/manifest.schema.json"

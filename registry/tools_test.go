@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/elevenmessenger/pinned/internal/schematest"
+	"github.com/elevenmessenger/pinned/internal/testing/schematest"
 )
 
 // branches walks the tool schema's if/then/else chains and returns the

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/elevenmessenger/pinned/internal/redistest"
 	"github.com/elevenmessenger/pinned/internal/state"
+	"github.com/elevenmessenger/pinned/internal/testing/redistest"
 	"github.com/elevenmessenger/pinned/sidecar/grant"
 )
 

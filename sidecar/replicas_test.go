@@ -13,17 +13,17 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/elevenmessenger/pinned/internal/fakeapi"
-	"github.com/elevenmessenger/pinned/internal/redistest"
+	"github.com/elevenmessenger/pinned/internal/demo/fakeapi"
 	"github.com/elevenmessenger/pinned/internal/rotate"
 	"github.com/elevenmessenger/pinned/internal/state"
-	"github.com/elevenmessenger/pinned/internal/testutil"
+	"github.com/elevenmessenger/pinned/internal/testing/redistest"
+	"github.com/elevenmessenger/pinned/internal/testing/testutil"
 	"github.com/elevenmessenger/pinned/sidecar/grant"
 )
 
 // The replica tests run several sidecar.Servers in this process, each
 // with its own HTTP listener and its own Redis client, sharing one bot
-// key and one real redis-server (internal/redistest): what several
+// key and one real redis-server (internal/testing/redistest): what several
 // `pinned sidecar --redis-url` processes behind a load balancer share.
 
 var replicaStateKey = bytes.Repeat([]byte{5}, state.StateKeySize)

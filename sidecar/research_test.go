@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/elevenmessenger/pinned/internal/fakeapi"
-	"github.com/elevenmessenger/pinned/internal/fakemodel"
+	"github.com/elevenmessenger/pinned/internal/demo/fakeapi"
+	"github.com/elevenmessenger/pinned/internal/demo/fakemodel"
 	"github.com/elevenmessenger/pinned/internal/flow"
 	"github.com/elevenmessenger/pinned/internal/research"
 	"github.com/elevenmessenger/pinned/internal/research/claude"
@@ -22,7 +22,7 @@ import (
 
 // The research tests run a sidecar whose Model is the shipped client
 // (package claude, the official SDK) pointed at the fake Messages API
-// (internal/fakemodel), which replays a scripted model, against the
+// (internal/demo/fakemodel), which replays a scripted model, against the
 // provider fake and, for rotation, a real broker.
 
 const pagesQuestion = "Which of my DNSimple domains point at GitHub Pages?"

@@ -33,7 +33,7 @@
 // internal/state, internal/rotate and internal/research, the shared
 // internal/httperr, httpallow, jsonenc, jsonv and secret, and chi, zerolog
 // and prometheus; never broker or web (docs/ARCHITECTURE.md). In the
-// module, cmd/pinned, internal/webstack and internal/benchtool build a
+// module, cmd/pinned, internal/demo/webstack and internal/cmd/benchtool build a
 // Server; mcpserver runs its ops through one (Server.RunOp).
 package sidecar
 

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/elevenmessenger/pinned/internal/schematest"
+	"github.com/elevenmessenger/pinned/internal/testing/schematest"
 
 	"github.com/elevenmessenger/pinned/registry"
 )

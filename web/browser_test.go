@@ -22,9 +22,9 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 
-	"github.com/elevenmessenger/pinned/internal/fakeapi"
-	"github.com/elevenmessenger/pinned/internal/testutil"
-	"github.com/elevenmessenger/pinned/internal/webstack"
+	"github.com/elevenmessenger/pinned/internal/demo/fakeapi"
+	"github.com/elevenmessenger/pinned/internal/demo/webstack"
+	"github.com/elevenmessenger/pinned/internal/testing/testutil"
 	"github.com/elevenmessenger/pinned/sidecar/grant"
 )
 

@@ -15,7 +15,7 @@ import (
 
 	"github.com/elevenmessenger/pinned/host"
 	"github.com/elevenmessenger/pinned/internal/httperr"
-	"github.com/elevenmessenger/pinned/internal/testutil"
+	"github.com/elevenmessenger/pinned/internal/testing/testutil"
 )
 
 // TestWebDocListsEveryCode: docs/WEB.md's table lists every code of pinned

@@ -18,7 +18,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/elevenmessenger/pinned/host"
-	"github.com/elevenmessenger/pinned/internal/testutil"
+	"github.com/elevenmessenger/pinned/internal/testing/testutil"
 )
 
 // stubSidecar speaks the sidecar's wire format for /v1/identity, /v1/ops

@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/elevenmessenger/pinned/broker"
-	"github.com/elevenmessenger/pinned/internal/fakeapi"
-	"github.com/elevenmessenger/pinned/internal/testutil"
+	"github.com/elevenmessenger/pinned/internal/demo/fakeapi"
+	"github.com/elevenmessenger/pinned/internal/testing/testutil"
 )
 
 func TestRunBrokerExits(t *testing.T) {

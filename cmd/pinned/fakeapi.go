@@ -12,7 +12,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/elevenmessenger/pinned/internal/fakeapi"
+	"github.com/elevenmessenger/pinned/internal/demo/fakeapi"
 )
 
 const fakeAPIUsage = `Usage: pinned fakeapi [--listen 127.0.0.1:0] [--ca-out FILE] [--addr-file FILE]

@@ -17,9 +17,9 @@ import (
 	"time"
 
 	"github.com/elevenmessenger/pinned/host"
+	"github.com/elevenmessenger/pinned/internal/demo/fakeapi"
+	"github.com/elevenmessenger/pinned/internal/demo/fakemodel"
 	"github.com/elevenmessenger/pinned/internal/display"
-	"github.com/elevenmessenger/pinned/internal/fakeapi"
-	"github.com/elevenmessenger/pinned/internal/fakemodel"
 	"github.com/elevenmessenger/pinned/internal/research"
 	"github.com/elevenmessenger/pinned/internal/research/claude"
 	"github.com/elevenmessenger/pinned/registry"

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/elevenmessenger/pinned/internal/redistest"
-	"github.com/elevenmessenger/pinned/internal/testutil"
+	"github.com/elevenmessenger/pinned/internal/testing/redistest"
+	"github.com/elevenmessenger/pinned/internal/testing/testutil"
 )
 
 // TestRunSidecarRedis: with --redis-url the sidecar checks Redis at

@@ -18,7 +18,7 @@
 // Refused names the Unicode tag characters, which a write op's args may
 // not carry at all.
 //
-// It imports nothing of the project's: the host (consents), internal/upstream
+// It imports nothing of the project's: the host (consents), host/internal/upstream
 // (error messages) and the front ends all use it.
 package display
 

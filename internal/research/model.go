@@ -8,7 +8,7 @@ import (
 // Model is one model behind a small interface: one Messages-API-shaped turn
 // at a time. The shipped implementation is package internal/research/claude
 // (the Anthropic Messages API through the official Go SDK); tests and the
-// demo point it at a fake Messages API (package internal/fakemodel).
+// demo point it at a fake Messages API (package internal/demo/fakemodel).
 //
 // Turn sends the whole conversation so far and returns the model's reply.
 // An error ends the session (the sidecar answers model_error); it must not

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/elevenmessenger/pinned/internal/redistest"
 	"github.com/elevenmessenger/pinned/internal/secret"
 	"github.com/elevenmessenger/pinned/internal/state"
+	"github.com/elevenmessenger/pinned/internal/testing/redistest"
 )
 
 // sharedStores are the stores replicas share in these tests: one

@@ -65,7 +65,7 @@
 // # Imports
 //
 // The package is internal: only the binary's own packages (sidecar,
-// mcpserver, internal/webstack, cmd/pinned) use it. It may import
+// mcpserver, internal/demo/webstack, cmd/pinned) use it. It may import
 // internal/state, internal/brokerapi (the broker's codes),
 // internal/secret, golang.org/x/sync and the standard library; nothing
 // above the sidecar.

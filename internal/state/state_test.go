@@ -15,7 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
 
-	"github.com/elevenmessenger/pinned/internal/redistest"
+	"github.com/elevenmessenger/pinned/internal/testing/redistest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

@@ -1,0 +1,157 @@
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/elevenmessenger/pinned/internal/testing/wasmtest"
+)
+
+// counterGuest is a pooled guest whose run adds 1 to a mutable global and
+// stores the global at address 0: every run leaves a mark in a global and
+// in memory.
+func counterGuest() []byte {
+	m := &wasmtest.Module{
+		Types:   [][2][]byte{{nil, nil}, {nil, {wasmtest.I32}}},
+		Imports: []wasmtest.Import{{Mod: WASIModuleName, Name: "sched_yield", Type: 1}}, // instrumentable: pooled
+		Funcs: []wasmtest.Func{
+			{Type: 0}, // 1: _initialize
+			{Type: 1, Code: []byte{ // 2: run
+				0x23, 0x00, 0x41, 0x01, 0x6a, 0x24, 0x00, // g0 = g0 + 1
+				0x41, 0x00, 0x23, 0x00, 0x36, 0x02, 0x00, // mem[0] = g0
+				0x41, 0x00,
+			}},
+		},
+		MemMin:  1,
+		MemMax:  -1,
+		Globals: [][]byte{{wasmtest.I32, 0x01, 0x41, 0x00, 0x0b}},
+		Exports: []wasmtest.Export{{Name: "_initialize", Kind: 0, Idx: 1}, {Name: "run", Kind: 0, Idx: 2}, {Name: "memory", Kind: 2, Idx: 0}},
+		Start:   -1,
+	}
+	return m.Bytes()
+}
+
+func newPooledRuntime(t *testing.T) *Runtime {
+	t.Helper()
+	if !cowSupported {
+		t.Skip("the reset pool needs Linux (copy-on-write memory); off Linux every run is a fresh instance")
+	}
+	ctx := context.Background()
+	wasm := counterGuest()
+	r, err := New(ctx, Config{Guest: wasm, GuestSum: sha256.Sum256(wasm), MemoryLimitPages: 16, Reset: true, PoolSize: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = r.Close(context.Background()) })
+	if err := r.Start(ctx, func() ([]Warm, error) { return nil, nil }); err != nil {
+		t.Fatal(err)
+	}
+	if !r.Pooled() {
+		t.Fatalf("not pooled: %s", r.WhyFresh())
+	}
+	return r
+}
+
+// assertTemplate fails unless the next leased instance is the template
+// byte for byte, every global included.
+func assertTemplate(t *testing.T, r *Runtime, after string) {
+	t.Helper()
+	l, err := r.Lease(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Return()
+	tmem, tglobals, err := r.Template()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := l.Globals(); !slices.Equal(got, tglobals) {
+		t.Fatalf("after %s: globals %v, template %v", after, got, tglobals)
+	}
+	if !bytes.Equal(l.Memory(), tmem) {
+		t.Fatalf("after %s: memory differs from the template", after)
+	}
+}
+
+// TestLeaseCannotBypassReset is the hostile caller of the pool's
+// inspection hook (Runtime.Lease): a lease that ran the guest, wrote into
+// the copy Memory returned, was returned twice or ran after its return
+// never puts a changed instance, or one instance twice, in front of the
+// next op.
+func TestLeaseCannotBypassReset(t *testing.T) {
+	ctx := context.Background()
+	t.Run("a lease that ran is reset on Return", func(t *testing.T) {
+		r := newPooledRuntime(t)
+		l, err := r.Lease(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 2 {
+			if err := l.Run(ctx, NewState([]byte("{}"), nil, nil, nil, nil, 16, 64)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		_, tglobals, _ := r.Template()
+		if g := l.Globals(); g[0] != tglobals[0]+2 {
+			t.Fatalf("control: two runs on one lease left global %d (template %d): the test cannot see a mark", g[0], tglobals[0])
+		}
+		if m := l.Memory(); m[0] != byte(tglobals[0]+2) {
+			t.Fatalf("control: memory[0] = %d after two runs", m[0])
+		}
+		resets := r.Stats().Resets
+		l.Return()
+		assertTemplate(t, r, "a lease that ran")
+		if got := r.Stats().Resets; got != resets+1 {
+			t.Fatalf("resets %d, want %d", got, resets+1)
+		}
+	})
+	t.Run("Memory is a copy", func(t *testing.T) {
+		r := newPooledRuntime(t)
+		l, err := r.Lease(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := l.Memory()
+		m[0], m[65535] = 0xaa, 0xbb
+		if again := l.Memory(); again[0] == 0xaa || again[65535] == 0xbb {
+			t.Fatal("writing Memory's result changed the instance")
+		}
+		l.Return()
+		assertTemplate(t, r, "a write into Memory's copy")
+	})
+	t.Run("Return twice gives the instance back once", func(t *testing.T) {
+		r := newPooledRuntime(t)
+		a, err := r.Lease(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a.Return()
+		a.Return()
+		if a.Memory() != nil || a.Globals() != nil {
+			t.Error("a returned lease still reads the instance")
+		}
+		if err := a.Run(ctx, NewState([]byte("{}"), nil, nil, nil, nil, 16, 64)); err == nil {
+			t.Error("Run after Return ran")
+		}
+		b, err := r.Lease(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The pool has one instance and one slot: b holds both.
+		short, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+		defer cancel()
+		if c, err := r.Lease(short); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("a second lease while the only instance is leased: %v, %v (the double Return freed a slot or queued the instance twice)", c, err)
+		}
+		if s := r.Stats(); s.InUse != 1 || s.Idle != 0 {
+			t.Fatalf("stats %+v: want 1 in use, 0 idle", s)
+		}
+		b.Return()
+		assertTemplate(t, r, "a double Return")
+	})
+}

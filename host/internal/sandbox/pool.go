@@ -1,0 +1,515 @@
+package sandbox
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/experimental"
+
+	"github.com/elevenmessenger/pinned/host/internal/sandbox/wasmbin"
+	"github.com/elevenmessenger/pinned/internal/abi"
+)
+
+// template is the state every pooled instance is reset to: linear memory
+// (as a sealed image), the values of every mutable global, and the guest's
+// monotonic clock when it was taken.
+type template struct {
+	image   *memImage
+	globals []uint64
+	pages   uint32
+	clock   time.Duration
+}
+
+// instance is one reusable module instance.
+type instance struct {
+	mod     api.Module
+	mem     *cowMemory
+	globals []api.MutableGlobal
+}
+
+// run returns the instance's run export as a new api.Function for one
+// op. It is not kept between ops: a wazero function owns its call stack,
+// a Go slice that doubles as wasm calls nest (up to ~100 MiB, outside the
+// memory limit), so a kept function would hold whatever stack the deepest
+// op ever needed for as long as the pooled instance lives.
+func (i *instance) run() api.Function { return i.mod.ExportedFunction(abi.ExportRun) }
+
+// pool hands out instances reset to the template. At most max exist at
+// once; sandbox time per op is microseconds, so a small pool serves many
+// concurrent ops (egress happens after the instance is back).
+type pool struct {
+	rt       wazero.Runtime
+	compiled wazero.CompiledModule // the guest with its globals exported (owned by the Runtime)
+	names    []string              // export names of the mutable globals
+	maxBytes uint64
+	tmpl     *template
+	free     chan *instance // instances in the template state
+	dirty    chan *instance // released instances waiting for their reset
+	done     chan struct{}  // closed with the pool
+	sem      chan struct{}  // one token per instance in use or being reset
+	closed   atomic.Bool
+	// filling is the background fill; close waits for it, so no instance
+	// is being created from a template (or a runtime) that close releases.
+	filling sync.WaitGroup
+	// resets and discards count what put did, for tests and metrics.
+	resets, discards atomic.Int64
+	// restoredPages counts the 4 KiB pages resets copied back or dropped.
+	restoredPages atomic.Int64
+	// class is the canonical page state reset returns every instance to,
+	// learned from the registry's own ops (see cowMemory.reset).
+	class []byte
+}
+
+// guestPlan is the guest as the host runs it: instrumented with the
+// countdown that calls sched_yield and its mutable globals exported
+// (wasmbin.Instrument).
+type guestPlan struct {
+	wasm []byte
+	// globals are the export names of the mutable globals (reset restores
+	// them).
+	globals []string
+	// notResettable says why IsolationReset cannot be used; empty when it
+	// can.
+	notResettable string
+}
+
+// planCacheVersion names the instrumentation scheme in cached plans; bump
+// it whenever Instrument's output (or the cache's format) changes.
+const planCacheVersion = "6"
+
+// castagnoli is the CRC-32C table (hardware-assisted on amd64 and arm64).
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// planGuestCached is planGuest with its result kept in cacheDir (beside
+// wazero's compiled code, and trusted as much), keyed by sum, the guest's
+// SHA-256: instrumenting the executor takes tens of milliseconds a start.
+// The cached module is checked against the CRC-32C recorded beside it,
+// which catches a damaged file; it is not a defence against whoever can
+// write the directory, who could as well rewrite wazero's machine code
+// there (docs/OPERATING.md: the cache directory is the process's own).
+func planGuestCached(wasm []byte, sum [sha256.Size]byte, cacheDir string) (*guestPlan, error) {
+	if cacheDir == "" {
+		return planGuest(wasm)
+	}
+	base := filepath.Join(cacheDir, "pinned-plan-v"+planCacheVersion+"-"+hex.EncodeToString(sum[:]))
+	type meta struct {
+		Globals       []string `json:"globals"`
+		NotResettable string   `json:"not_resettable"`
+		CRC32C        uint32   `json:"crc32c"` // of the .wasm
+		Size          int      `json:"size"`   // of the .wasm, bytes
+	}
+	if mb, err := os.ReadFile(base + ".json"); err == nil {
+		var m meta
+		if json.Unmarshal(mb, &m) == nil {
+			if w, err := os.ReadFile(base + ".wasm"); err == nil && len(w) == m.Size && crc32.Checksum(w, castagnoli) == m.CRC32C {
+				p := &guestPlan{wasm: w, globals: m.Globals, notResettable: m.NotResettable}
+				if !cowSupported {
+					p.notResettable = errNoCowReason().Error()
+				}
+				return p, nil
+			}
+		}
+	}
+	p, err := planGuest(wasm)
+	if err != nil {
+		return nil, err
+	}
+	mb, _ := json.Marshal(meta{Globals: p.globals, NotResettable: p.notResettable, CRC32C: crc32.Checksum(p.wasm, castagnoli), Size: len(p.wasm)})
+	if os.MkdirAll(cacheDir, 0o700) == nil {
+		writeAtomic(base+".wasm", p.wasm)
+		writeAtomic(base+".json", mb)
+	}
+	return p, nil
+}
+
+// writeAtomic writes a file through a temporary name and a rename, so a
+// reader never sees half of it. Errors are ignored: the cache is an
+// optimisation.
+func writeAtomic(path string, b []byte) {
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
+	if err != nil {
+		return
+	}
+	_, werr := tmp.Write(b)
+	cerr := tmp.Close()
+	if werr != nil || cerr != nil || os.Rename(tmp.Name(), path) != nil {
+		os.Remove(tmp.Name())
+	}
+}
+
+// planGuest reads and instruments a guest.
+func planGuest(wasm []byte) (*guestPlan, error) {
+	m, err := wasmbin.Parse(wasm)
+	if err != nil {
+		return nil, err
+	}
+	if m.HasStart {
+		// wazero runs a start function inside InstantiateModule, before any
+		// deadline can be armed; a reactor never has one.
+		return nil, errors.New("the guest has a start function; a guest is a WASI reactor initialized by _initialize")
+	}
+	ins, err := m.Instrument()
+	if err != nil {
+		// Fail closed: without the countdown nothing bounds the guest's
+		// time (wazero's close-on-done checks loop heads only, so a
+		// loop-free tree of calls outruns it; see docs/RATIONALE.md).
+		return nil, fmt.Errorf("the deadline check cannot be added: %w", err)
+	}
+	p := &guestPlan{wasm: ins.Wasm, globals: ins.Globals, notResettable: m.NotResettable}
+	switch {
+	case !cowSupported:
+		p.notResettable = errNoCowReason().Error()
+	case m.ImportedGlobals+m.ImportedTables+m.ImportedMemories > 0:
+		p.notResettable = "the guest imports a global, table or memory"
+	}
+	return p, nil
+}
+
+// newPool builds the template (instantiate, _initialize, one warm-up op
+// per registry op, snapshot) from the planned guest and fills the pool.
+func newPool(ctx context.Context, r *Runtime, warm []Warm) (*pool, error) {
+	size := r.size
+	p := &pool{
+		rt:       r.rt,
+		compiled: r.compiled,
+		names:    r.plan.globals,
+		maxBytes: r.maxBytes,
+		free:     make(chan *instance, size),
+		dirty:    make(chan *instance, size),
+		done:     make(chan struct{}),
+		sem:      make(chan struct{}, size),
+	}
+	if err := p.buildTemplate(ctx, warm); err != nil {
+		return nil, err
+	}
+	// The canonical page state: run the warm-up ops on a fresh copy of the
+	// template and see which pages they wrote and read. That instance has
+	// run every warm-up op a second time (a guest keeping state per run
+	// may have grown its memory past the template's), so it is closed,
+	// never pooled: every pooled instance, the first included, is made by
+	// create, the same way (TestPoolFirstInstanceIsTemplate). The rest
+	// are made in the background, so the engine is ready as soon as the
+	// template is (get creates instances on demand).
+	probe, err := p.create()
+	if err != nil {
+		return nil, err
+	}
+	err = p.warm(ctx, warm, probe)
+	if err == nil {
+		if p.class, err = probe.mem.pageClasses(); err != nil {
+			p.class, err = nil, nil // no pagemap: reset drops everything
+		}
+	}
+	probe.mod.Close(context.Background())
+	if err != nil {
+		return nil, err
+	}
+	inst, err := p.create()
+	if err != nil {
+		return nil, err
+	}
+	p.free <- inst
+	go p.resetLoop()
+	p.filling.Add(1)
+	go func() {
+		defer p.filling.Done()
+		p.fill(size - 1)
+	}()
+	return p, nil
+}
+
+// fill adds up to n instances to the free list, stopping early when the
+// pool closes or an instance cannot be created (get will try again).
+func (p *pool) fill(n int) {
+	for i := 0; i < n && !p.closed.Load(); i++ {
+		inst, err := p.create()
+		if err != nil {
+			return
+		}
+		select {
+		case p.free <- inst:
+		default:
+			inst.mod.Close(context.Background())
+			return
+		}
+		if p.closed.Load() {
+			p.drain()
+			return
+		}
+	}
+}
+
+func errNoCowReason() error { return errors.New("copy-on-write memory needs Linux") }
+
+// templateTimeout bounds building the template (a guest whose
+// initialization loops must not hang the engine's start).
+const templateTimeout = 30 * time.Second
+
+// buildTemplate runs _initialize and one warm-up op per registry op on a
+// scratch instance, then snapshots its memory and globals. The warm-up
+// inputs are the registry's own op specs with empty args: the template
+// holds nothing any caller sent.
+func (p *pool) buildTemplate(ctx context.Context, warm []Warm) error {
+	inst, err := p.instantiate()
+	if err != nil {
+		return err
+	}
+	defer inst.mod.Close(context.Background())
+	ctx, cancel := context.WithTimeout(ctx, templateTimeout)
+	defer cancel()
+	st := &State{start: time.Now(), clockBase: clockOrigin, maxCall: 1 << 30, log: logBuffer{max: 4096}}
+	gctx := context.WithValue(ctx, stateKey{}, st)
+	if _, err := inst.mod.ExportedFunction(abi.ExportInitialize).Call(gctx); err != nil {
+		return fmt.Errorf("host: guest _initialize: %w (guest output: %q)", err, st.log.buf)
+	}
+	if err := warmOps(gctx, warm, inst, st); err != nil {
+		return err
+	}
+	mem := inst.mod.Memory()
+	buf, ok := mem.Read(0, mem.Size())
+	if !ok {
+		return errors.New("host: read guest memory for the template")
+	}
+	img, err := newMemImage(buf)
+	if err != nil {
+		return err
+	}
+	t := &template{image: img, pages: mem.Size() / 65536, clock: st.monotonic()}
+	for _, g := range inst.globals {
+		t.globals = append(t.globals, g.Get())
+	}
+	p.tmpl = t
+	return nil
+}
+
+// instantiate creates an instance of the rewritten module over a fresh
+// copy-on-write memory reservation; no start function runs.
+func (p *pool) instantiate() (*instance, error) {
+	var mem *cowMemory
+	var allocErr error
+	alloc := experimental.MemoryAllocatorFunc(func(cap, max uint64) experimental.LinearMemory {
+		if max > p.maxBytes {
+			max = p.maxBytes
+		}
+		mem, allocErr = newCowMemory(max)
+		if allocErr != nil {
+			return nil
+		}
+		return mem
+	})
+	ctx := experimental.WithMemoryAllocator(context.Background(), alloc)
+	mod, err := p.rt.InstantiateModule(ctx, p.compiled, wazero.NewModuleConfig().WithName("").WithStartFunctions())
+	if err != nil {
+		if allocErr != nil {
+			err = allocErr
+		}
+		if mem != nil {
+			mem.Free() // wazero does not close a module that failed to instantiate
+		}
+		return nil, fmt.Errorf("host: instantiate guest: %w", err)
+	}
+	inst := &instance{mod: mod, mem: mem}
+	for _, name := range p.names {
+		g, ok := mod.ExportedGlobal(name).(api.MutableGlobal)
+		if !ok {
+			mod.Close(context.Background())
+			return nil, fmt.Errorf("host: global export %s missing", name)
+		}
+		inst.globals = append(inst.globals, g)
+	}
+	return inst, nil
+}
+
+// create makes a new instance equal to the template: its memory grown to
+// the template's size and replaced by a private mapping of the image, its
+// globals set to the template's values.
+func (p *pool) create() (*instance, error) {
+	inst, err := p.instantiate()
+	if err != nil {
+		return nil, err
+	}
+	mem := inst.mod.Memory()
+	if cur := mem.Size() / 65536; cur < p.tmpl.pages {
+		if _, ok := mem.Grow(p.tmpl.pages - cur); !ok {
+			inst.mod.Close(context.Background())
+			return nil, errors.New("host: grow a new instance to the template's size")
+		}
+	}
+	if mem.Size()/65536 != p.tmpl.pages {
+		inst.mod.Close(context.Background())
+		return nil, errors.New("host: a new instance is larger than the template")
+	}
+	if err := inst.mem.adopt(p.tmpl.image); err != nil {
+		inst.mod.Close(context.Background())
+		return nil, err
+	}
+	for i, g := range inst.globals {
+		g.Set(p.tmpl.globals[i])
+	}
+	inst.mem.prime(p.class)
+	return inst, nil
+}
+
+// warm runs one op per registry op, with empty args, on inst.
+func (p *pool) warm(ctx context.Context, warm []Warm, inst *instance) error {
+	ctx, cancel := context.WithTimeout(ctx, templateTimeout)
+	defer cancel()
+	st := &State{start: time.Now(), clockBase: p.tmpl.clock, maxCall: 1 << 30}
+	return warmOps(context.WithValue(ctx, stateKey{}, st), warm, inst, st)
+}
+
+// warmOps runs every registry op once on inst, with empty args, under st
+// (gctx carries st): the inputs are the registry's own op specs, so
+// nothing any caller sent reaches the instance.
+func warmOps(gctx context.Context, warm []Warm, inst *instance, st *State) error {
+	for _, w := range warm {
+		st.input = append(st.input[:0], w.Input...)
+		st.policy, st.op, st.outcome, st.req = w.Policy, w.Op, OutcomeNone, nil
+		st.running = true
+		_, err := inst.run().Call(gctx)
+		st.running = false
+		if err != nil {
+			return fmt.Errorf("host: guest warm-up: %w", err)
+		}
+	}
+	return nil
+}
+
+// get returns an instance in the template state. At most the pool's size
+// are in use at once; past that, get waits (sandbox time is microseconds)
+// until one is released or ctx ends.
+func (p *pool) get(ctx context.Context) (*instance, error) {
+	select {
+	case p.sem <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	for {
+		var inst *instance
+		select {
+		case inst = <-p.free:
+		default:
+			var err error
+			if inst, err = p.create(); err != nil {
+				<-p.sem
+				return nil, err
+			}
+		}
+		if inst.mem.setBusy(true) {
+			return inst, nil
+		}
+		// Freed behind our back (the runtime is closing): drop it.
+		inst.mod.Close(context.Background())
+		if p.closed.Load() {
+			<-p.sem
+			return nil, errors.New("host: engine closed")
+		}
+	}
+}
+
+// put releases an instance after an op. reuse is true only when the op's
+// run returned normally; the instance is then reset to the template and
+// kept, by the pool's reset goroutine so the op does not wait for it (the
+// instance's slot is released only once the reset is done, and only a
+// reset instance ever reaches the free list). An instance that trapped,
+// exited, timed out, grew its memory or cannot be reset is closed
+// instead.
+func (p *pool) put(inst *instance, reuse bool) {
+	if !inst.mem.setBusy(false) {
+		p.discards.Add(1)
+		<-p.sem
+		return // freed while the op ran (the runtime closed): already unmapped
+	}
+	if !reuse || p.closed.Load() || inst.mod.Memory().Size()/65536 != p.tmpl.pages {
+		p.discards.Add(1)
+		inst.mod.Close(context.Background())
+		<-p.sem
+		return
+	}
+	select {
+	case p.dirty <- inst:
+	default:
+		p.recycle(inst) // the reset goroutine is behind: reset here
+	}
+}
+
+// resetLoop resets released instances until the pool closes.
+func (p *pool) resetLoop() {
+	for {
+		select {
+		case inst := <-p.dirty:
+			p.recycle(inst)
+		case <-p.done:
+			for {
+				select {
+				case inst := <-p.dirty:
+					p.recycle(inst) // closes it: the pool is closed
+				default:
+					return
+				}
+			}
+		}
+	}
+}
+
+// recycle resets an instance to the template, returns it to the free
+// list and releases its slot.
+func (p *pool) recycle(inst *instance) {
+	defer func() { <-p.sem }()
+	if p.closed.Load() {
+		inst.mod.Close(context.Background())
+		return
+	}
+	n, err := inst.mem.reset(p.class)
+	if err != nil {
+		p.discards.Add(1)
+		inst.mod.Close(context.Background())
+		return
+	}
+	p.resets.Add(1)
+	p.restoredPages.Add(int64(n))
+	for i, g := range inst.globals {
+		g.Set(p.tmpl.globals[i])
+	}
+	select {
+	case p.free <- inst:
+	default:
+		inst.mod.Close(context.Background())
+	}
+}
+
+func (p *pool) close() {
+	if p.closed.Swap(true) {
+		return
+	}
+	close(p.done)
+	p.filling.Wait()
+	p.drain()
+	if p.tmpl != nil {
+		p.tmpl.image.close() // the pool's reference; instances hold theirs
+	}
+}
+
+// drain closes every free instance.
+func (p *pool) drain() {
+	for {
+		select {
+		case inst := <-p.free:
+			inst.mod.Close(context.Background())
+		default:
+			return
+		}
+	}
+}

@@ -1,0 +1,271 @@
+// Package sandbox runs the guest: the wazero runtime with the guest
+// compiled once (instrumented with the deadline countdown, its imports
+// checked against the documented list: ABI invariant 1), the pin_v1 and
+// WASI host functions (docs/ABI.md), and the isolation of every run — a
+// pooled instance reset byte for byte to the post-initialization template
+// over copy-on-write memory (Linux), or a fresh instance (docs/RATIONALE.md,
+// "Why is a reset instance as isolated as a fresh one?"). It also keeps the
+// compilation cache directory (CacheDir) safe to execute code from.
+//
+// The pin_v1 request function is where the guest's request meets the
+// egress checks (host/internal/egress); the sandbox fixes each run's outcome in
+// its State and the host reads it. Errors are Go errors: the host maps
+// them to its op errors.
+//
+// It imports registry, internal/abi, internal/argrules, internal/jsonv,
+// host/internal/sandbox/wasmbin and host/internal/egress; only the host imports it.
+package sandbox
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+
+	"github.com/elevenmessenger/pinned/host/internal/egress"
+	"github.com/elevenmessenger/pinned/internal/abi"
+	"github.com/elevenmessenger/pinned/registry"
+)
+
+// Config configures a Runtime. Every field is required (the host applies
+// its defaults).
+type Config struct {
+	// Guest is the guest module, and GuestSum its SHA-256 (the key of the
+	// cached instrumentation plan).
+	Guest    []byte
+	GuestSum [sha256.Size]byte
+	// MemoryLimitPages caps guest linear memory in 64 KiB pages.
+	MemoryLimitPages uint32
+	// CacheDir, when not empty, holds wazero's compilation cache and the
+	// instrumented guest; it is refused (ErrCacheDir) when others could
+	// write it.
+	CacheDir string
+	// Reset asks for the reset pool; without it, or where a reset cannot
+	// be proven equivalent (WhyFresh), every run gets a fresh instance.
+	Reset bool
+	// PoolSize bounds the guests that run at once (> 0).
+	PoolSize int
+}
+
+// Runtime is the compiled guest and its host functions. It is safe for
+// concurrent use.
+type Runtime struct {
+	rt       wazero.Runtime
+	compiled wazero.CompiledModule
+	modCfg   wazero.ModuleConfig
+	plan     *guestPlan
+	reset    bool
+	maxBytes uint64
+	size     int
+
+	pool  *pool         // nil until Start, and without the reset pool
+	fresh chan struct{} // fresh instances: a slot per running guest
+}
+
+// New prepares the cache directory, instruments (or refuses) the guest,
+// compiles it and checks its imports and exports (CheckModule). The
+// reset pool is built by Start.
+func New(ctx context.Context, cfg Config) (*Runtime, error) {
+	if cfg.CacheDir != "" {
+		if err := prepareCacheDir(cfg.CacheDir); err != nil {
+			return nil, err
+		}
+	}
+	// The guest is instrumented (or refused) before anything is compiled.
+	plan, perr := planGuestCached(cfg.Guest, cfg.GuestSum, cfg.CacheDir)
+	if perr != nil {
+		return nil, fmt.Errorf("host: read guest: %w", perr)
+	}
+	rc := wazero.NewRuntimeConfig().
+		WithMemoryLimitPages(cfg.MemoryLimitPages).
+		WithCoreFeatures(api.CoreFeaturesV2)
+	if cfg.CacheDir != "" {
+		cache, err := wazero.NewCompilationCacheWithDir(cfg.CacheDir)
+		if err != nil {
+			return nil, fmt.Errorf("host: compilation cache %s: %w", cfg.CacheDir, err)
+		}
+		rc = rc.WithCompilationCache(cache)
+	}
+	r := &Runtime{
+		rt:       wazero.NewRuntimeWithConfig(ctx, rc),
+		plan:     plan,
+		reset:    cfg.Reset && plan.notResettable == "",
+		maxBytes: uint64(cfg.MemoryLimitPages) * 65536,
+		size:     cfg.PoolSize,
+		fresh:    make(chan struct{}, cfg.PoolSize),
+	}
+	if err := instantiatePin(ctx, r.rt); err != nil {
+		return nil, r.closeWith(ctx, err)
+	}
+	if err := instantiateWASI(ctx, r.rt); err != nil {
+		return nil, r.closeWith(ctx, err)
+	}
+	var err error
+	r.compiled, err = r.rt.CompileModule(ctx, plan.wasm)
+	if err != nil {
+		return nil, r.closeWith(ctx, fmt.Errorf("host: compile guest: %w", err))
+	}
+	if err := CheckModule(r.compiled); err != nil {
+		return nil, r.closeWith(ctx, err)
+	}
+	r.modCfg = wazero.NewModuleConfig().WithName("").WithStartFunctions()
+	return r, nil
+}
+
+// Warm is one warm-up run of the template: an op's input with empty args
+// ("{}") and its policy, taken from the registry (never from a caller).
+type Warm struct {
+	Input  []byte
+	Policy *egress.Policy
+	Op     *registry.Op
+}
+
+// Start builds the reset pool (Config.Reset, where the guest allows it):
+// the template is an instance after _initialize and one run of every op
+// warm lists (called only then). Without the pool it does nothing.
+func (r *Runtime) Start(ctx context.Context, warm func() ([]Warm, error)) error {
+	if !r.reset {
+		return nil
+	}
+	ws, err := warm()
+	if err != nil {
+		return err
+	}
+	p, err := newPool(ctx, r, ws)
+	if err != nil {
+		return err
+	}
+	r.pool = p
+	return nil
+}
+
+// Pooled reports whether runs use the reset pool (after Start).
+func (r *Runtime) Pooled() bool { return r.pool != nil }
+
+// WhyFresh says why the guest cannot use the reset pool ("" when it can):
+// the guest's own shape (a table.set, an imported global, ...) or the
+// platform (copy-on-write memory needs Linux).
+func (r *Runtime) WhyFresh() string { return r.plan.notResettable }
+
+func (r *Runtime) closeWith(ctx context.Context, err error) error {
+	_ = r.rt.Close(ctx)
+	return err
+}
+
+// Close releases the pool and the runtime.
+func (r *Runtime) Close(ctx context.Context) error {
+	if r.pool != nil {
+		r.pool.close()
+	}
+	return r.rt.Close(ctx)
+}
+
+// Run runs the guest once for st: in a pooled instance reset to the
+// template, or in a fresh one it instantiates and initializes. ctx should
+// carry the op's deadline; the guest ends with a *sys.ExitError
+// (sys.ExitCodeDeadlineExceeded, sys.ExitCodeContextCanceled) once it is
+// done. The error is wazero's: a trap, an exit, or ctx's error.
+func (r *Runtime) Run(ctx context.Context, st *State) error {
+	if r.pool == nil {
+		return r.runFresh(ctx, st)
+	}
+	inst, err := r.pool.get(ctx)
+	if err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		r.pool.put(inst, true)
+		return err
+	}
+	gctx := context.WithValue(ctx, stateKey{}, st)
+	st.clockBase, st.start = r.pool.tmpl.clock, time.Now()
+	st.running = true
+	_, err = inst.run().Call(gctx)
+	st.running = false
+	r.pool.put(inst, err == nil)
+	return err
+}
+
+// runFresh instantiates a fresh guest, initializes it and runs it once.
+func (r *Runtime) runFresh(ctx context.Context, st *State) error {
+	// As many guests run at once as the pool would hold: each may hold a
+	// call stack outside the memory limit while it runs.
+	select {
+	case r.fresh <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-r.fresh }()
+	gctx := context.WithValue(ctx, stateKey{}, st)
+	mod, err := r.rt.InstantiateModule(gctx, r.compiled, r.modCfg)
+	if err != nil {
+		return err
+	}
+	defer mod.Close(context.Background())
+	if _, err := mod.ExportedFunction(abi.ExportInitialize).Call(gctx); err != nil {
+		return err
+	}
+	st.running = true
+	_, err = mod.ExportedFunction(abi.ExportRun).Call(gctx)
+	st.running = false
+	return err
+}
+
+// Imports lists every function the host provides to guests as
+// "module.name", sorted: the pin_v1 functions and the WASI subset. It is
+// the list docs/ABI.md documents (TestABIDrift).
+func Imports() []string {
+	var out []string
+	for _, f := range pinFuncs {
+		out = append(out, abi.ModuleName+"."+f.name)
+	}
+	for _, f := range wasiFuncs {
+		out = append(out, WASIModuleName+"."+f.name)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// CheckModule refuses a compiled guest that imports anything but the
+// documented functions with their exact signatures, imports memory, a
+// table or a global, or lacks the exports _initialize, run and memory.
+func CheckModule(m wazero.CompiledModule) error {
+	allowed := map[string][2][]api.ValueType{}
+	for _, f := range pinFuncs {
+		allowed[abi.ModuleName+"."+f.name] = [2][]api.ValueType{f.params, f.results}
+	}
+	for _, f := range wasiFuncs {
+		allowed[WASIModuleName+"."+f.name] = [2][]api.ValueType{f.params, f.results}
+	}
+	for _, def := range m.ImportedFunctions() {
+		mod, name, _ := def.Import()
+		key := mod + "." + name
+		sig, ok := allowed[key]
+		if !ok {
+			return fmt.Errorf("host: guest imports %s, which the host does not provide", key)
+		}
+		if !slices.Equal(def.ParamTypes(), sig[0]) || !slices.Equal(def.ResultTypes(), sig[1]) {
+			return fmt.Errorf("host: guest imports %s with a signature the host does not provide", key)
+		}
+	}
+	if len(m.ImportedMemories()) > 0 {
+		return errors.New("host: guest imports memory")
+	}
+	ex := m.ExportedFunctions()
+	if f, ok := ex[abi.ExportInitialize]; !ok || len(f.ParamTypes()) != 0 || len(f.ResultTypes()) != 0 {
+		return errors.New("host: guest lacks export _initialize() (build with -buildmode=c-shared)")
+	}
+	if f, ok := ex[abi.ExportRun]; !ok || len(f.ParamTypes()) != 0 || !slices.Equal(f.ResultTypes(), []api.ValueType{i32}) {
+		return errors.New("host: guest lacks export run() -> i32")
+	}
+	if _, ok := m.ExportedMemories()[abi.ExportMemory]; !ok {
+		return errors.New("host: guest lacks exported memory")
+	}
+	return nil
+}

@@ -1,0 +1,276 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"sort"
+	"strings"
+	"time"
+
+	"golang.org/x/perf/benchfmt"
+	"golang.org/x/perf/benchmath"
+)
+
+// stats holds every benchmark value by benchmark name and unit.
+type stats map[string]map[string][]float64
+
+func readBench(path string, into stats) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	r := benchfmt.NewReader(f, path)
+	for r.Scan() {
+		res, ok := r.Result().(*benchfmt.Result)
+		if !ok {
+			continue
+		}
+		// benchfmt drops the "Benchmark" prefix and tidies units ("ns/op"
+		// becomes "sec/op"); the report uses the names and units the
+		// benchmarks print.
+		name := "Benchmark" + string(res.Name.Full())
+		name = strings.TrimSuffix(name, "-"+fmt.Sprint(runtime.GOMAXPROCS(0)))
+		if i := strings.LastIndex(name, "-"); i > 0 && allDigits(name[i+1:]) {
+			name = name[:i]
+		}
+		if into[name] == nil {
+			into[name] = map[string][]float64{}
+		}
+		for _, v := range res.Values {
+			unit, value := v.Unit, v.Value
+			if v.OrigUnit != "" {
+				unit, value = v.OrigUnit, v.OrigValue
+			}
+			into[name][unit] = append(into[name][unit], value)
+		}
+	}
+	return r.Err()
+}
+
+func allDigits(s string) bool {
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// summary is a benchstat-style median with its 95% confidence interval
+// (distribution-free) over the runs.
+type summary struct {
+	center, lo, hi float64
+	n              int
+}
+
+func (s stats) get(name, unit string) (summary, bool) {
+	vs := s[name][unit]
+	if len(vs) == 0 {
+		return summary{}, false
+	}
+	sm := benchmath.AssumeNothing.Summary(benchmath.NewSample(append([]float64(nil), vs...), &benchmath.DefaultThresholds), 0.95)
+	return summary{sm.Center, sm.Lo, sm.Hi, len(vs)}, true
+}
+
+func dur(ns float64) string {
+	switch {
+	case ns >= 1e6:
+		return fmt.Sprintf("%.2f ms", ns/1e6)
+	case ns >= 1e3:
+		return fmt.Sprintf("%.1f µs", ns/1e3)
+	}
+	return fmt.Sprintf("%.0f ns", ns)
+}
+
+func (s summary) dur() string {
+	return fmt.Sprintf("%s (%s – %s, n=%d)", dur(s.center), dur(s.lo), dur(s.hi), s.n)
+}
+
+func machine() string {
+	var b strings.Builder
+	model := "unknown CPU"
+	if f, err := os.Open("/proc/cpuinfo"); err == nil {
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			if v, ok := strings.CutPrefix(sc.Text(), "model name"); ok {
+				model = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(v), ":"))
+				break
+			}
+		}
+		f.Close()
+	}
+	kernel, _ := exec.Command("uname", "-r").Output()
+	load, _ := os.ReadFile("/proc/loadavg")
+	fmt.Fprintf(&b, "- CPU: %s, %d logical cores (GOMAXPROCS %d)\n", model, runtime.NumCPU(), runtime.GOMAXPROCS(0))
+	fmt.Fprintf(&b, "- %s, linux/%s, kernel %s", runtime.Version(), runtime.GOARCH, strings.TrimSpace(string(kernel)))
+	fmt.Fprintf(&b, ", wazero v1.12.0\n- load average when the report was written: %s\n", strings.Join(strings.Fields(string(load))[:3], " "))
+	return b.String()
+}
+
+func runReport(benchPath, extismPath, rssPath, readyPath, out string) error {
+	st := stats{}
+	if err := readBench(benchPath, st); err != nil {
+		return fmt.Errorf("read %s: %w", benchPath, err)
+	}
+	if extismPath != "" {
+		if err := readBench(extismPath, st); err != nil {
+			fmt.Fprintf(os.Stderr, "benchtool: no Extism results (%v)\n", err)
+		}
+	}
+	var rss rssResult
+	if b, err := os.ReadFile(rssPath); err == nil {
+		json.Unmarshal(b, &rss)
+	}
+	var ready readyResult
+	if b, err := os.ReadFile(readyPath); err == nil {
+		json.Unmarshal(b, &ready)
+	}
+
+	var w strings.Builder
+	p := func(format string, args ...any) { fmt.Fprintf(&w, format, args...) }
+	p("# Benchmarks\n\n")
+	p("Written by `make bench` on %s. Every ratio compares figures measured in the same run on the same machine:\n\n", time.Now().UTC().Format("2006-01-02 15:04 UTC"))
+	p("%s\n", machine())
+	p("Figures are medians over the runs, with the 95%% confidence interval of the median in parentheses (benchstat's method, golang.org/x/perf/benchmath). ")
+	p("Latency percentiles (p50) are per op, over every op of a run. ")
+	p("\"native\" is the same executor code compiled natively, with the same checks, egress, and projection; ")
+	p("\"reset\" is the shipped strategy; \"fresh\" instantiates a new module per op (the naive strategy).\n\n")
+
+	row := func(target, figure, baseline, verdict string) {
+		p("| %s | %s | %s | %s |\n", target, figure, baseline, verdict)
+	}
+	met := func(ok bool) string {
+		if ok {
+			return "**met**"
+		}
+		return "**not met**"
+	}
+	p("## Targets\n\n| target | figure | baseline in the same run | verdict |\n| --- | --- | --- | --- |\n")
+	for _, op := range []string{"viewer", "repos100"} {
+		ov, ok1 := st.get("BenchmarkOverhead/"+op, "overhead-p50-ns")
+		nat, _ := st.get("BenchmarkOverhead/"+op, "native-p50-ns")
+		sb, _ := st.get("BenchmarkOverhead/"+op, "sandbox-p50-ns")
+		fresh, ok2 := st.get("BenchmarkOp/"+op+"/fresh", "p50-ns/op")
+		natOp, _ := st.get("BenchmarkOp/"+op+"/native", "p50-ns/op")
+		if !ok1 {
+			continue
+		}
+		base := fmt.Sprintf("native op p50 %s, sandboxed op p50 %s", dur(nat.center), dur(sb.center))
+		if ok2 {
+			base += fmt.Sprintf("; naive fresh-per-op overhead %s (fresh p50 %s − native p50 %s)", dur(fresh.center-natOp.center), dur(fresh.center), dur(natOp.center))
+		}
+		row(fmt.Sprintf("sandbox overhead per op, p50, %s op (≤ 100 µs)", op), ov.dur(), base, met(ov.center <= 100e3))
+	}
+	for _, op := range []string{"viewer", "repos100"} {
+		bc, ok := st.get("BenchmarkOverhead/"+op, "bind-p50-ns")
+		if !ok {
+			continue
+		}
+		base := "measured inside BenchmarkOverhead's iterations, cold after each op"
+		if pc, ok := st.get("BenchmarkOverhead/"+op, "policy-p50-ns"); ok {
+			base += fmt.Sprintf("; the request's shape check, measured the same way: %s", pc.dur())
+		}
+		if warm, ok := st.get("BenchmarkBinding/"+op, "bind-p50-ns"); ok {
+			base += fmt.Sprintf("; warm (BenchmarkBinding): %s", warm.dur())
+		}
+		row(fmt.Sprintf("request binding per op, p50, %s op (≤ 5 µs)", op), bc.dur(), base, met(bc.center <= 5e3))
+	}
+	if sr, ok := st.get("BenchmarkSandbox/reset", "p50-ns/op"); ok {
+		sf, _ := st.get("BenchmarkSandbox/fresh", "p50-ns/op")
+		row("sandbox alone (instance, guest, checks, reset), p50", sr.dur(), fmt.Sprintf("fresh instance per op %s: %.0f× slower", dur(sf.center), sf.center/sr.center), "(context)")
+	}
+	if tr, ok := st.get("BenchmarkThroughput/reset", "ops/s"); ok {
+		tn, _ := st.get("BenchmarkThroughput/native", "ops/s")
+		row("throughput with fresh-equivalent isolation, 2 cores (≥ 5,000 ops/s)", fmt.Sprintf("%.0f ops/s (%.0f – %.0f, n=%d)", tr.center, tr.lo, tr.hi, tr.n),
+			fmt.Sprintf("native executor %.0f ops/s (%.0f%% of it)", tn.center, 100*tr.center/tn.center), met(tr.center >= 5000))
+	}
+	if pk, ok := st.get("BenchmarkProject/pick", "ns/op"); ok {
+		ja, _ := st.get("BenchmarkProject/jsonany", "ns/op")
+		ratio := ja.center / pk.center
+		row("pick projection of a 100-repo page (≥ 5× encoding/json)", fmt.Sprintf("%s per page", pk.dur()),
+			fmt.Sprintf("decode into any + re-encode %s: **%.1f×**; output byte-identical to the reference projection (checked in the benchmark)", ja.dur(), ratio), met(ratio >= 5))
+	}
+	if fc, ok := st.get("BenchmarkFlow/check-small", "ns/op"); ok {
+		fv, _ := st.get("BenchmarkFlow/validate-small", "ns/op")
+		bc, _ := st.get("BenchmarkFlow/check-body", "ns/op")
+		bv, _ := st.get("BenchmarkFlow/validate-body", "ns/op")
+		row("cross-service flow check per call (session of 460 recorded values): list_issues args; create_issue with a 16 KiB body",
+			fmt.Sprintf("%s; %s", fc.dur(), bc.dur()),
+			fmt.Sprintf("the host's own validation and binding of the same args (host.ValidateArgs, paid by every call): %s (%.2f×); %s (%.2f×)", dur(fv.center), fc.center/fv.center, dur(bv.center), bc.center/bv.center),
+			"(context)")
+	}
+	if fr, ok := st.get("BenchmarkFlow/record-repos100", "ns/op"); ok {
+		fd, _ := st.get("BenchmarkFlow/decode-repos100", "ns/op")
+		row("recording a 100-repository page's values (flow control)", fr.dur(),
+			fmt.Sprintf("encoding/json decoding the same page into any: %s (%.1f×)", dur(fd.center), fr.center/fd.center), "(context)")
+	}
+	if rss.InFlight > 0 {
+		ok := rss.Statuses["200 "] == rss.InFlight && rss.ExtraStatus == 503 && rss.ExtraCode == "busy" && rss.PeakRSS <= 1<<30
+		row(fmt.Sprintf("%d ops in flight, upstream holds each %d ms: peak RSS (≤ 1 GiB), all succeed, past the limit busy", rss.InFlight, rss.HoldMS),
+			fmt.Sprintf("peak RSS %.0f MiB; answers %v; op %d: HTTP %d %s; %d ms", float64(rss.PeakRSS)/(1<<20), rss.Statuses, rss.InFlight+1, rss.ExtraStatus, rss.ExtraCode, rss.ElapsedMS),
+			fmt.Sprintf("RSS before the load %.0f MiB (%s)", float64(rss.BaselineRSS)/(1<<20), rss.Note), met(ok))
+	}
+	if ad, ok := st.get("BenchmarkStateOverhead", "added-p50-ns"); ok {
+		mem, _ := st.get("BenchmarkStateOverhead", "memory-p50-ns")
+		red, _ := st.get("BenchmarkStateOverhead", "redis-p50-ns")
+		base := fmt.Sprintf("op on the in-memory store p50 %s, on Redis p50 %s (the same op, alternating)", dur(mem.center), dur(red.center))
+		if rm, ok := st.get("BenchmarkStateRecord/memory", "p50-ns/op"); ok {
+			rr, _ := st.get("BenchmarkStateRecord/redis", "p50-ns/op")
+			base += fmt.Sprintf("; the replay record alone: in memory %s, Redis SET NX PXAT %s", dur(rm.center), dur(rr.center))
+		}
+		row("Redis state store on loopback, added per op, p50 (≤ 250 µs)", ad.dur(), base, met(ad.center <= 250e3))
+	}
+	if r3, ok := st.get("BenchmarkReplicas/3-redis", "ops/s"); ok {
+		r1, _ := st.get("BenchmarkReplicas/1-memory", "ops/s")
+		row("throughput of 3 replicas on one Redis, 2 cores, one process", fmt.Sprintf("%.0f ops/s (%.0f – %.0f, n=%d)", r3.center, r3.lo, r3.hi, r3.n),
+			fmt.Sprintf("1 sidecar on the in-memory store %.0f ops/s (the replicas share the same cores)", r1.center), "(context)")
+	}
+	if len(ready.WarmMS) > 0 {
+		w := median(append([]float64(nil), ready.WarmMS...))
+		c := median(append([]float64(nil), ready.ColdMS...))
+		row("sidecar ready, compilation cache warm (≤ 150 ms)", fmt.Sprintf("%.0f ms (median of %d starts; %v)", w, len(ready.WarmMS), ready.WarmMS),
+			fmt.Sprintf("cold cache %.0f ms (median of %d; %v)", c, len(ready.ColdMS), ready.ColdMS), met(w <= 150))
+	}
+	p("\n")
+
+	if ei, ok := st.get("BenchmarkExtism/instance-per-op", "p50-ns/op"); ok {
+		er, _ := st.get("BenchmarkExtism/reuse", "p50-ns/op")
+		sr, _ := st.get("BenchmarkSandbox/reset", "p50-ns/op")
+		p("## Extism, running the same guest\n\n")
+		p("bench/extism runs guest/executor.wasm under Extism's Go SDK with the pin_v1 functions as Extism host functions (no egress policy check; the request is only decoded).\n\n")
+		p("| | p50 per op |\n| --- | --- |\n")
+		p("| Extism, new plugin instance per op (isolated) | %s |\n", ei.dur())
+		p("| Extism, one reused instance (not isolated) | %s |\n", er.dur())
+		p("| pinned, reset strategy (isolated; includes the egress check) | %s |\n\n", sr.dur())
+	}
+
+	p("## Every benchmark\n\n| benchmark | unit | median (95%% CI, runs) |\n| --- | --- | --- |\n")
+	names := make([]string, 0, len(st))
+	for n := range st {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		units := make([]string, 0, len(st[n]))
+		for u := range st[n] {
+			units = append(units, u)
+		}
+		sort.Strings(units)
+		for _, u := range units {
+			s, _ := st.get(n, u)
+			val := fmt.Sprintf("%.4g (%.4g – %.4g, n=%d)", s.center, s.lo, s.hi, s.n)
+			if strings.HasSuffix(u, "-ns") || strings.HasSuffix(u, "ns/op") {
+				val = s.dur()
+			}
+			p("| %s | %s | %s |\n", n, u, val)
+		}
+	}
+	p("\n## Reproduce\n\n```\nmake bench            # BENCHCOUNT=6 BENCHTIME=1s by default\n```\n\n")
+	p("`make bench` runs the Go benchmarks of ./host, the projection's of ./host/internal/pick, the flow check's of ./internal/flow, the state store's of ./sidecar (a real redis-server on loopback; skipped without one) and bench/extism's, then `go run ./internal/cmd/benchtool rss` and `ready`, then writes this file with `benchtool report`.\n")
+	return os.WriteFile(out, []byte(w.String()), 0o644)
+}

@@ -1,0 +1,89 @@
+// Package testutil holds the helpers the tests of several packages share
+// (outside host, whose tests keep their own until its split): a
+// goroutine-safe log sink, the provider fake's set-up, a token pair
+// minted at its OAuth provider (MintPair), and the consent checks every
+// surface that asks a person runs (ConsentArgs, MissingFromConsent).
+// Only _test.go files import it.
+//
+// It imports internal/demo/fakeapi, internal/display and registry, and nothing
+// else of the project's.
+package testutil
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/elevenmessenger/pinned/internal/demo/fakeapi"
+)
+
+// SyncBuffer is a goroutine-safe io.Writer that keeps what was written: a
+// log sink tests read while servers write to it. The zero value is ready.
+type SyncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+// Write appends p.
+func (s *SyncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.buf.Write(p)
+}
+
+// Reset empties the buffer.
+func (s *SyncBuffer) Reset() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.buf.Reset()
+}
+
+// String returns everything written so far.
+func (s *SyncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.buf.String()
+}
+
+// Fake starts the provider fake (fakeapi.New with opts) on loopback and
+// closes it when the test ends.
+func Fake(t testing.TB, opts ...fakeapi.Option) *fakeapi.Server {
+	t.Helper()
+	fake, err := fakeapi.New(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(fake.Close)
+	return fake
+}
+
+// CAFile writes the fake's CA certificate (PEM) into the test's temporary
+// directory and returns its path, for --cacert / --provider-ca flags.
+func CAFile(t testing.TB, fake *fakeapi.Server) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(p, fake.CACertPEM(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// WaitFor polls cond every millisecond until it holds, and fails the test
+// (naming what, e.g. "the pool's only instance in use") when it still does
+// not after timeout. Tests use it to order goroutines on an observable
+// condition instead of sleeping for a guessed time.
+func WaitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited %v for %s: it never happened", timeout, what)
+		}
+		<-tick.C
+	}
+}
