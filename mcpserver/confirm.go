@@ -1,131 +1,170 @@
 package mcpserver
 
 import (
+	"context"
+	"crypto/cipher"
 	"crypto/rand"
 	"encoding/base64"
-	"sync"
+	"encoding/json"
+	"errors"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/crypto/chacha20poly1305"
+
+	"github.com/elevenmessenger/pinned/sidecar/api"
 )
 
 // Confirmations of write calls (docs/MCP.md, "The confirmation flow").
 //
 // A write tool call runs in two rounds of one MCP tools/call, the
 // protocol's multi round-trip request (SEP-2322, protocol 2026-07-28; the
-// SDK plays the same rounds server-side with elicitation/create for older
-// clients):
+// SDK plays the same rounds server-side with elicitation/create for
+// legacy sessions):
 //
 //  1. The call without a requestState is checked in the sandbox (nothing
-//     is sent), a confirmation record is issued — bound to the session,
-//     the service, the op, the SHA-256 of the args' canonical form and an
-//     expiry — and the call answers input_required with one elicitation
-//     (the manifest's confirm sentence) and the record's id as
-//     requestState.
-//  2. The retry carries the person's answer and the requestState. The
-//     record is consumed (single use, whatever follows), then checked:
-//     same session, same service and op, same args hash, not expired; only
-//     then, and only when the person accepted, is the op run.
+//     is sent) and answers input_required: one elicitation (the
+//     consent) and a requestState the server sealed — XChaCha20-Poly1305
+//     under the confirmation key — over the service, the op, the SHA-256
+//     of the args' canonical form, the principal, the expiry, the era and
+//     a random nonce. No server keeps anything.
+//  2. The retry carries the person's answer and the requestState. Any
+//     replica holding the key opens it (a forged or altered one does not
+//     open), checks the era, the principal and the expiry, then spends
+//     the nonce in the state store (once, across replicas on Redis),
+//     then checks service, op and args; only then, and only when the
+//     person accepted, is the op run.
 //
 // The requestState travels through the client, so a client (or whatever
-// drives it) can send it back twice, with other args, from another
-// session or late: each is refused here, before anything is sent.
+// drives it) can send it back twice, with other args, as another
+// principal, late or made up: each is refused before anything is sent.
 
 // Codes of confirmation refusals (isError results; docs/MCP.md).
 const (
 	CodeConfirmationUnavailable = "confirmation_unavailable" // the client cannot ask the person (no elicitation capability)
 	CodeConfirmationDeclined    = "confirmation_declined"    // the person declined or dismissed the confirmation
-	CodeConfirmationInvalid     = "confirmation_invalid"     // the requestState names no confirmation of this session
+	CodeConfirmationInvalid     = "confirmation_invalid"     // the requestState does not open under this server's key, or is another principal's or era's
 	CodeConfirmationReplayed    = "confirmation_replayed"    // the confirmation was already used
 	CodeConfirmationMismatch    = "confirmation_mismatch"    // the call's op or args differ from what the person confirmed
 	CodeConfirmationExpired     = "confirmation_expired"     // the confirmation's expiry passed
+	CodeStateUnavailable        = "unavailable"              // the state store cannot record the confirmation's nonce; nothing was sent (retry)
 )
 
-// confirmation is one issued confirmation record.
+// codeBusy: the in-memory nonce store is full of live confirmations.
+const codeBusy = "busy"
+
+// ConfirmKeySize is the length of Config.ConfirmKey: an XChaCha20-Poly1305
+// key.
+const ConfirmKeySize = chacha20poly1305.KeySize
+
+// confirmAAD binds a sealed confirmation to its purpose and format.
+const confirmAAD = "pinned mcp confirmation v1"
+
+// NonceStore spends a confirmation's nonce once: the RecordNonce of
+// sidecar/api.Store (internal/state's Memory, File or Redis).
+// api.ErrReplayed: already spent; any other error: the store cannot
+// answer (refused, fail closed).
+type NonceStore interface {
+	RecordNonce(ctx context.Context, nonce string, until, now time.Time) (api.Nonce, error)
+}
+
+// confirmation is what a requestState holds, sealed.
 type confirmation struct {
-	session  *mcp.ServerSession
-	service  string
-	op       string
-	argsHash string
-	expires  time.Time
-	used     bool
+	Service   string `json:"svc"`
+	Op        string `json:"op"`
+	ArgsHash  string `json:"args"` // SHA-256 of the canonical args, hex
+	Principal string `json:"sub"`
+	Expires   int64  `json:"exp"` // Unix ms
+	Nonce     string `json:"n"`   // 16 random bytes, base64url
+	// Legacy: issued to a legacy session, where the SDK answers it
+	// server-side; such a state never reaches a client, so a client
+	// presenting one is refused.
+	Legacy bool `json:"legacy,omitempty"`
 }
 
-// ledger holds the confirmation records. A used record is kept until its
-// expiry plus its lifetime, so a replay is reported as one.
-type ledger struct {
-	mu  sync.Mutex
-	m   map[string]*confirmation
-	ttl time.Duration
-	max int
+// sealer seals and opens confirmations under one key.
+type sealer struct{ aead cipher.AEAD }
+
+func newSealer(key []byte) (*sealer, error) {
+	if key == nil {
+		key = make([]byte, ConfirmKeySize)
+		_, _ = rand.Read(key) // crypto/rand.Read never fails
+	}
+	aead, err := chacha20poly1305.NewX(key)
+	if err != nil {
+		return nil, errors.New("mcpserver: Config.ConfirmKey must be 32 bytes")
+	}
+	return &sealer{aead}, nil
 }
 
-func newLedger(ttl time.Duration, max int) *ledger {
-	return &ledger{m: map[string]*confirmation{}, ttl: ttl, max: max}
+// seal returns the requestState of c: base64url(nonce || ciphertext).
+func (s *sealer) seal(c *confirmation) string {
+	var n [16]byte
+	_, _ = rand.Read(n[:])
+	c.Nonce = base64.RawURLEncoding.EncodeToString(n[:])
+	plain, _ := json.Marshal(c) // strings and numbers: cannot fail
+	out := make([]byte, s.aead.NonceSize(), s.aead.NonceSize()+len(plain)+s.aead.Overhead())
+	_, _ = rand.Read(out)
+	out = s.aead.Seal(out, out, plain, []byte(confirmAAD))
+	return base64.RawURLEncoding.EncodeToString(out)
 }
 
-// issue records a confirmation and returns its id (the requestState): 16
-// random bytes, unpadded base64url. ok is false when max records are held,
-// or when the session holds max/16 (at least 1) unanswered live ones
-// (answered busy).
-func (l *ledger) issue(session *mcp.ServerSession, service, op, argsHash string, now time.Time) (id string, ok bool) {
-	var b [16]byte
-	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
-	id = base64.RawURLEncoding.EncodeToString(b[:])
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for k, c := range l.m {
-		if now.After(c.expires.Add(l.ttl)) {
-			delete(l.m, k)
-		}
+// open returns the confirmation sealed in state, or false when it does
+// not open (made up, altered, another key).
+func (s *sealer) open(state string) (*confirmation, bool) {
+	if len(state) > 4096 {
+		return nil, false
 	}
-	if len(l.m) >= l.max {
-		return "", false
+	raw, err := base64.RawURLEncoding.DecodeString(state)
+	if err != nil || len(raw) < s.aead.NonceSize()+s.aead.Overhead() {
+		return nil, false
 	}
-	// One session (an agent looping on a write tool without answering)
-	// must not fill the ledger for the others: at most a sixteenth of it
-	// each, at least one.
-	n := 0
-	for _, c := range l.m {
-		if c.session == session && !c.used && !now.After(c.expires) {
-			n++
-		}
+	plain, err := s.aead.Open(nil, raw[:s.aead.NonceSize()], raw[s.aead.NonceSize():], []byte(confirmAAD))
+	if err != nil {
+		return nil, false
 	}
-	if n >= max(1, l.max/16) {
-		return "", false
+	var c confirmation
+	if json.Unmarshal(plain, &c) != nil || c.Nonce == "" {
+		return nil, false
 	}
-	l.m[id] = &confirmation{session: session, service: service, op: op, argsHash: argsHash, expires: now.Add(l.ttl)}
-	return id, true
+	return &c, true
 }
 
-// consume spends the confirmation id for a call and reports why it cannot
-// run it ("" when it can). The record is spent on the first consume,
-// whatever its outcome.
-func (l *ledger) consume(id string, session *mcp.ServerSession, service, op, argsHash string, now time.Time) string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	c, ok := l.m[id]
-	switch {
-	case !ok || c.session != session:
-		// Another session's id is as unknown here as a made-up one; it is
-		// not spent, so a guess cannot burn the person's confirmation.
+// nonceSkew keeps a spent nonce past its confirmation's expiry, so that
+// a replica whose clock is behind still sees it spent.
+const nonceSkew = 30 * time.Second
+
+// noncePrefix namespaces confirmation nonces in a store shared with
+// grant nonces.
+const noncePrefix = "mcp-confirm:"
+
+// consume checks a returned requestState for one call and spends its
+// nonce; it returns "" when the call may run (given the person's
+// accept), else the refusal code. A state that does not open, or is
+// another principal's or era's, or expired, is not spent; the others are
+// spent before the op and args are compared, so a state tried with
+// other args cannot be used after.
+func (s *Server) consume(ctx context.Context, state string, legacy bool, principal, service, op, argsHash string) string {
+	c, ok := s.sealer.open(state)
+	if !ok || c.Legacy != legacy || c.Principal != principal {
 		return CodeConfirmationInvalid
-	case c.used:
-		return CodeConfirmationReplayed
 	}
-	c.used = true
-	switch {
-	case c.service != service || c.op != op || c.argsHash != argsHash:
-		return CodeConfirmationMismatch
-	case now.After(c.expires):
+	now := s.cfg.Now()
+	exp := time.UnixMilli(c.Expires)
+	if now.After(exp) {
 		return CodeConfirmationExpired
 	}
+	if _, err := s.nonces.RecordNonce(ctx, noncePrefix+c.Nonce, exp.Add(nonceSkew), now); err != nil {
+		switch {
+		case errors.Is(err, api.ErrReplayed):
+			return CodeConfirmationReplayed
+		case errors.Is(err, api.ErrFull):
+			return codeBusy
+		}
+		s.log.Error().Str("event", "confirm_state").Str("cause", err.Error()).Msg("the confirmation's nonce could not be recorded; refused")
+		return CodeStateUnavailable
+	}
+	if c.Service != service || c.Op != op || c.ArgsHash != argsHash {
+		return CodeConfirmationMismatch
+	}
 	return ""
-}
-
-// len is the number of records held.
-func (l *ledger) len() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return len(l.m)
 }

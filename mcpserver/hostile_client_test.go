@@ -9,7 +9,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 	"unicode"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -375,40 +374,6 @@ func TestHTTPRefusesWrongTokenAndOrigin(t *testing.T) {
 	}
 }
 
-// TestLedgerCapPerSession: one session that opens write calls and
-// never answers them (a looping agent, or a hostile client on a shared
-// server) fills at most a sixteenth of the ledger; another session can
-// still be asked. Before, 1024 unanswered calls made every session's
-// writes busy for four minutes.
-func TestLedgerCapPerSession(t *testing.T) {
-	now := time.Now()
-	l := newLedger(time.Minute, 64)
-	a, b := &mcp.ServerSession{}, &mcp.ServerSession{}
-	var ids []string
-	for i := 0; i < 4; i++ {
-		id, ok := l.issue(a, "github", "create_issue", "h", now)
-		if !ok {
-			t.Fatalf("record %d refused", i)
-		}
-		ids = append(ids, id)
-	}
-	if _, ok := l.issue(a, "github", "create_issue", "h", now); ok {
-		t.Error("a fifth unanswered record of one session was accepted (cap 64/16)")
-	}
-	if _, ok := l.issue(b, "github", "create_issue", "h", now); !ok {
-		t.Error("another session was refused")
-	}
-	if got := l.consume(ids[0], a, "github", "create_issue", "h", now); got != "" {
-		t.Fatal(got)
-	}
-	if _, ok := l.issue(a, "github", "create_issue", "h", now); !ok {
-		t.Error("an answered record still counts against its session")
-	}
-	if _, ok := l.issue(a, "github", "create_issue", "h", now.Add(time.Minute+time.Second)); !ok {
-		t.Error("expired records still count against their session")
-	}
-}
-
 // TestResourcesOnlyManifests: only the manifests are resources; any other
 // URI (the store, the key, a path out of pinned://registry/, a file) is
 // an error with no content.
@@ -427,24 +392,6 @@ func TestResourcesOnlyManifests(t *testing.T) {
 	res, err := cs.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: "pinned://registry/github"})
 	if err != nil || len(res.Contents) != 1 || !strings.Contains(res.Contents[0].Text, `"api.github.com"`) {
 		t.Errorf("the github manifest: %v %+v", err, res)
-	}
-}
-
-// TestLedgerRefusesOtherTool: a confirmation of one tool presented with
-// another (same args, another op or service) is confirmation_mismatch and
-// spent, so the right tool cannot follow with it.
-func TestLedgerRefusesOtherTool(t *testing.T) {
-	now := time.Now()
-	l := newLedger(time.Minute, 64)
-	a := &mcp.ServerSession{}
-	for _, tc := range []struct{ service, op string }{{"linear", "create_issue"}, {"github", "create_comment"}} {
-		id, _ := l.issue(a, "github", "create_issue", "h", now)
-		if got := l.consume(id, a, tc.service, tc.op, "h", now); got != CodeConfirmationMismatch {
-			t.Errorf("%s.%s: %q", tc.service, tc.op, got)
-		}
-		if got := l.consume(id, a, "github", "create_issue", "h", now); got != CodeConfirmationReplayed {
-			t.Errorf("%s.%s then the right tool: %q", tc.service, tc.op, got)
-		}
 	}
 }
 

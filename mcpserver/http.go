@@ -1,15 +1,137 @@
 package mcpserver
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/json"
+	"io"
+	"net"
 	"net/http"
 	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
+
+// Codes in data.code of the HTTP transport's own refusals (docs/MCP.md).
+const (
+	CodeUnauthorized    = "unauthorized"     // no or a wrong bearer token (401)
+	CodeForbiddenHost   = "forbidden_host"   // a loopback server reached under another Host name: DNS rebinding (403)
+	CodeForbiddenOrigin = "forbidden_origin" // a browser's cross-origin request (403)
+)
+
+// Handler serves the streamable HTTP transport on one endpoint for both
+// eras: a request whose MCP-Protocol-Version header is 2026-07-28 or later
+// is served statelessly (each POST on its own; a write's confirmation
+// comes back as input_required), any other by a legacy session
+// (initialize, Mcp-Session-Id, the confirmation as elicitation/create on
+// the call's event stream). With token set, every request must carry
+// "Authorization: Bearer <token>" (compared in constant time). A
+// loopback server refuses another Host name (DNS rebinding) and every
+// server refuses a browser's cross-origin request. Every refusal is a
+// JSON-RPC error response with id null, the status code, and a stable
+// data.code.
+func (s *Server) Handler(token string) http.Handler {
+	getServer := func(*http.Request) *mcp.Server { return s.mcp }
+	legacy := mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{SessionTimeout: 30 * time.Minute})
+	modern := mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{Stateless: true})
+	var h http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		modernReq := r.Header.Get("MCP-Protocol-Version") >= Revision20260728
+		if s.cfg.Protocol == Revision20260728 || modernReq && s.cfg.Protocol != Revision20251125 {
+			modern.ServeHTTP(w, r)
+			return
+		}
+		if r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" && !opensSession(w, r) {
+			return // answered: a request before initialize
+		}
+		legacy.ServeHTTP(w, r)
+	})
+	if token != "" {
+		h = bearer(h, token)
+	}
+	cop := http.NewCrossOriginProtection()
+	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		httpRefusal(w, http.StatusForbidden, CodeForbiddenOrigin, "Forbidden: a cross-origin request from a browser; pinned mcp serves agents, not web pages")
+	}))
+	h = cop.Handler(h)
+	return rebinding(h)
+}
+
+// opensSession reads a legacy POST that carries no session id: it must be
+// initialize (or ping, or a notification) — any other request before a
+// session exists is answered -32600 here, as the stdio transport does
+// (lifecycle.go). It restores the body for the SDK.
+func opensSession(w http.ResponseWriter, r *http.Request) bool {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, mcp.DefaultMaxRequestBodyBytes))
+	r.Body.Close()
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	if err != nil {
+		return true // the SDK answers a bad body itself
+	}
+	msg, err := jsonrpc.DecodeMessage(body)
+	if err != nil {
+		return true
+	}
+	req, ok := msg.(*jsonrpc.Request)
+	if !ok || !req.IsCall() || req.Method == "initialize" || req.Method == "ping" || rawModern(req.Params) {
+		return true
+	}
+	writeRPCError(w, http.StatusBadRequest, req.ID.Raw(), &jsonrpc.Error{Code: codeNotInitialized, Message: msgNotInitialized})
+	return false
+}
+
+// rebinding refuses a request that reached a loopback listener under a
+// Host name that is not loopback (DNS rebinding; the SDK's own check,
+// answered in JSON).
+func rebinding(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && local != nil && isLoopbackHost(local.String()) && !isLoopbackHost(r.Host) {
+			httpRefusal(w, http.StatusForbidden, CodeForbiddenHost, "Forbidden: this loopback server is reached under another Host name (DNS rebinding); use 127.0.0.1, [::1] or localhost")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// isLoopbackHost reports whether host (with or without a port) is
+// localhost or a loopback IP.
+func isLoopbackHost(host string) bool {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.Trim(host, "[]")
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// httpRefusal writes a JSON-RPC error response with id null: the
+// streamable HTTP transport's error shape (2026-07-28: "a JSON-RPC error
+// response that has no id"), data.code naming the refusal.
+func httpRefusal(w http.ResponseWriter, status int, code, msg string) {
+	data, _ := json.Marshal(map[string]string{"code": code})
+	writeRPCError(w, status, nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: msg, Data: data})
+}
+
+// writeRPCError writes one JSON-RPC error response.
+func writeRPCError(w http.ResponseWriter, status int, id any, e *jsonrpc.Error) {
+	body, _ := json.Marshal(struct {
+		JSONRPC string         `json:"jsonrpc"`
+		ID      any            `json:"id"`
+		Error   *jsonrpc.Error `json:"error"`
+	}{"2.0", id, e})
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
 
 // bearer requires "Authorization: Bearer <token>" (RFC 6750), compared in
 // constant time on SHA-256 digests; otherwise 401 with
-// WWW-Authenticate: Bearer and nothing else.
+// WWW-Authenticate: Bearer and a JSON-RPC error (data.code unauthorized).
 func bearer(next http.Handler, token string) http.Handler {
 	want := sha256.Sum256([]byte(token))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -22,7 +144,7 @@ func bearer(next http.Handler, token string) http.Handler {
 		}
 		if !ok {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="pinned mcp"`)
-			http.Error(w, `{"error":{"code":"unauthorized","message":"send Authorization: Bearer <the pinned mcp token>"}}`, http.StatusUnauthorized)
+			httpRefusal(w, http.StatusUnauthorized, CodeUnauthorized, "Unauthorized: send Authorization: Bearer <the pinned mcp token>")
 			return
 		}
 		next.ServeHTTP(w, r)

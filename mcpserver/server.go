@@ -58,6 +58,7 @@ import (
 	"github.com/elevenmessenger/pinned/internal/display"
 	"github.com/elevenmessenger/pinned/internal/flow"
 	"github.com/elevenmessenger/pinned/internal/jsonv"
+	"github.com/elevenmessenger/pinned/internal/state"
 	"github.com/elevenmessenger/pinned/registry"
 	"github.com/elevenmessenger/pinned/sidecar"
 	"github.com/elevenmessenger/pinned/sidecar/grant"
@@ -73,8 +74,6 @@ const (
 	// about 10k tokens, sent twice (structuredContent and its text copy),
 	// under the 25k-token tool result cap of a common client.
 	DefaultMaxResultBytes = 40 << 10
-	// DefaultMaxConfirmations bounds the confirmation records held.
-	DefaultMaxConfirmations = 1024
 )
 
 // Codes of the MCP server's own refusals (besides the sidecar's codes,
@@ -99,12 +98,17 @@ type Config struct {
 	Registry *registry.Registry
 	// Tools is ToolsFull (default) or ToolsCompact.
 	Tools string
-	// ConfirmTTL, GrantTTL, MaxResultBytes, MaxConfirmations: see the
-	// defaults.
-	ConfirmTTL       time.Duration
-	GrantTTL         time.Duration
-	MaxResultBytes   int
-	MaxConfirmations int
+	// ConfirmTTL, GrantTTL, MaxResultBytes: see the defaults.
+	ConfirmTTL     time.Duration
+	GrantTTL       time.Duration
+	MaxResultBytes int
+	// ConfirmKey seals write confirmations (the requestState; confirm.go):
+	// ConfirmKeySize bytes, the same on every replica that may answer
+	// another's confirmation; nil: a random key of this process.
+	ConfirmKey []byte
+	// Nonces spends each confirmation once: internal/state's Redis for
+	// replicas, its File or Memory for one process; default a Memory.
+	Nonces NonceStore
 	// Now is the clock of confirmations and grants; default time.Now.
 	Now func() time.Time
 	// Logger gets one event per tool call (service, op, outcome; never an
@@ -122,6 +126,11 @@ type Config struct {
 	// returned (flow.DefaultMaxBytes when 0); past it, results are
 	// withheld (flow_limit).
 	MaxFlowBytes int
+	// Protocol is the era the server serves: ProtocolBoth (default),
+	// Revision20251125 (initialize sessions only; a modern request gets
+	// -32022) or Revision20260728 (per-request _meta only; initialize
+	// gets -32022). docs/MCP.md, "Protocol revisions".
+	Protocol string
 }
 
 // Server is the MCP server of one person's connections.
@@ -131,13 +140,17 @@ type Server struct {
 	side   *sidecar.Server
 	store  *connstore.Store
 	log    zerolog.Logger
-	ledger *ledger
+	sealer *sealer
+	nonces NonceStore
 	mcp    *mcp.Server
 	defs   map[string]*toolDef
-	// flows holds each session's record of returned values (package
-	// internal/flow), dropped when the session ends.
+	// versions are the protocol versions served, newest first.
+	versions []string
+	// flows holds the record of returned values (package internal/flow)
+	// of each legacy session (dropped when it ends) and of each
+	// principal's modern requests.
 	flowMu sync.Mutex
-	flows  map[*mcp.ServerSession]*flow.Session
+	flows  map[any]*flow.Session
 }
 
 // New builds the server: the tools of the connections in the store now
@@ -166,16 +179,27 @@ func New(cfg Config) (*Server, error) {
 	if cfg.MaxResultBytes <= 0 {
 		cfg.MaxResultBytes = DefaultMaxResultBytes
 	}
-	if cfg.MaxConfirmations <= 0 {
-		cfg.MaxConfirmations = DefaultMaxConfirmations
-	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	switch cfg.Protocol {
+	case "":
+		cfg.Protocol = ProtocolBoth
+	case ProtocolBoth, Revision20251125, Revision20260728:
+	default:
+		return nil, fmt.Errorf("mcpserver: Protocol %q: want %s, %s or %s", cfg.Protocol, ProtocolBoth, Revision20251125, Revision20260728)
+	}
 	s := &Server{
 		cfg: cfg, reg: cfg.Registry, side: cfg.Sidecar, store: cfg.Store, log: zerolog.Nop(),
-		ledger: newLedger(cfg.ConfirmTTL, cfg.MaxConfirmations), defs: map[string]*toolDef{},
-		flows: map[*mcp.ServerSession]*flow.Session{},
+		defs: map[string]*toolDef{}, nonces: cfg.Nonces,
+		flows: map[any]*flow.Session{}, versions: protocolVersions(cfg.Protocol),
+	}
+	var err error
+	if s.sealer, err = newSealer(cfg.ConfirmKey); err != nil {
+		return nil, err
+	}
+	if s.nonces == nil {
+		s.nonces = state.NewMemory(state.MemoryOptions{})
 	}
 	if err := flow.CheckAllows(s.reg, cfg.AllowFlows); err != nil {
 		return nil, fmt.Errorf("mcpserver: AllowFlows: %w", err)
@@ -194,13 +218,17 @@ func New(cfg Config) (*Server, error) {
 			"A read of one service whose args carry a value another service returned in this session is refused (cross_service_flow): " +
 			"data read from one service does not go to another unless the person allowed that flow. The manifests are resources pinned://registry/<id>.",
 		Logger: slog.New(slog.DiscardHandler),
-		// What HasTools and HasResources (deprecated) advertised. Not
-		// logging (deprecated by SEP-2577; the server sends no log
-		// messages), which the SDK's default would advertise.
+		// Tools and resources, without listChanged: neither list changes
+		// while the server runs. Not logging (deprecated by SEP-2577; the
+		// server sends no log messages), which the SDK's default would
+		// advertise; no prompts, completions or subscriptions
+		// (protocolGate refuses their methods).
 		Capabilities: &mcp.ServerCapabilities{
-			Tools:     &mcp.ToolCapabilities{ListChanged: true},
-			Resources: &mcp.ResourceCapabilities{ListChanged: true},
+			Tools:     &mcp.ToolCapabilities{},
+			Resources: &mcp.ResourceCapabilities{},
 		},
+		SupportedProtocolVersions: s.versions,
+		SetCacheable:              setCacheable,
 	})
 	for _, c := range conns {
 		m, ok := s.reg.Service(c.Service)
@@ -240,6 +268,7 @@ func New(cfg Config) (*Server, error) {
 		})
 	}
 	s.mcp.AddReceivingMiddleware(s.hideWrites)
+	s.mcp.AddReceivingMiddleware(s.protocolGate) // outermost
 	return s, nil
 }
 
@@ -253,24 +282,6 @@ func (s *Server) add(d *toolDef) {
 // MCP is the SDK server, to Run on a transport (stdio) or to serve over
 // HTTP (Handler).
 func (s *Server) MCP() *mcp.Server { return s.mcp }
-
-// Handler serves the streamable HTTP transport (stateful sessions, so a
-// write's confirmation can reach the person). With token set, every
-// request must carry "Authorization: Bearer <token>" (compared in
-// constant time); the SDK's DNS-rebinding protection and Go's
-// cross-origin protection apply in any case.
-func (s *Server) Handler(token string) http.Handler {
-	var h http.Handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, &mcp.StreamableHTTPOptions{
-		SessionTimeout: 30 * time.Minute,
-	})
-	// Go's cross-origin protection around the SDK's handler (its
-	// StreamableHTTPOptions.CrossOriginProtection is deprecated for this).
-	h = http.NewCrossOriginProtection().Handler(h)
-	if token == "" {
-		return h
-	}
-	return bearer(h, token)
-}
 
 // canElicit reports whether the client can ask the person: an elicitation
 // capability with form mode (an empty one means form, before 2025-11-25).
@@ -411,7 +422,7 @@ func (s *Server) call(ctx context.Context, req *mcp.CallToolRequest, service, op
 	// Cross-service flow control, before anything is sent: a read may not
 	// carry a value another service returned in this session; a write
 	// shows the person where its values came from.
-	fs := s.sessionFlow(req.Session)
+	fs := s.flowRecord(req)
 	bad, carried := fs.Check(service, canon)
 	if bad != nil && op.Access == registry.AccessRead {
 		*refused = bad
@@ -430,9 +441,13 @@ func (s *Server) call(ctx context.Context, req *mcp.CallToolRequest, service, op
 		if req.Params.RequestState == "" {
 			return s.askConfirm(ctx, req, service, opName, canon, hash, carried)
 		}
-		why := s.ledger.consume(req.Params.RequestState, req.Session, service, opName, hash, s.cfg.Now())
+		why := s.consume(ctx, req.Params.RequestState, !isModern(req), s.principal(req), service, opName, hash)
 		if why != "" {
-			return toolError(why, confirmMessage(why), nil), why
+			var extra map[string]any
+			if why == codeBusy || why == CodeStateUnavailable {
+				extra = map[string]any{"retry_after": 1}
+			}
+			return toolError(why, confirmMessage(why), extra), why
 		}
 		answer, _ := req.Params.InputResponses["confirm"].(*mcp.ElicitResult)
 		if answer == nil || answer.Action != "accept" {
@@ -445,16 +460,30 @@ func (s *Server) call(ctx context.Context, req *mcp.CallToolRequest, service, op
 // toolName is the MCP tool name of a flow source (service_op).
 func toolName(src flow.Source) string { return src.Service + "_" + src.Op }
 
-// sessionFlow returns the session's record of returned values, made on
-// first use and dropped when the session ends.
-func (s *Server) sessionFlow(ss *mcp.ServerSession) *flow.Session {
+// principal is who a call runs for: the OAuth subject of the request's
+// token when it has one, else the person whose store this is.
+func (s *Server) principal(req *mcp.CallToolRequest) string {
+	if ex := req.GetExtra(); ex != nil && ex.TokenInfo != nil && ex.TokenInfo.UserID != "" {
+		return "sub:" + ex.TokenInfo.UserID
+	}
+	return "store:" + s.store.Key().Public().String()
+}
+
+// flowRecord returns the record of returned values a call belongs to:
+// its legacy session's (made on first use, dropped when the session
+// ends) or, for a modern request, its principal's.
+func (s *Server) flowRecord(req *mcp.CallToolRequest) *flow.Session {
+	var key any = req.Session
+	if isModern(req) {
+		key = s.principal(req)
+	}
 	s.flowMu.Lock()
 	defer s.flowMu.Unlock()
-	fs := s.flows[ss]
+	fs := s.flows[key]
 	if fs == nil {
 		fs = flow.New(s.cfg.AllowFlows, s.cfg.MaxFlowBytes)
-		s.flows[ss] = fs
-		if ss != nil {
+		s.flows[key] = fs
+		if ss, ok := key.(*mcp.ServerSession); ok && ss != nil {
 			go func() {
 				_ = ss.Wait()
 				s.flowMu.Lock()
@@ -514,8 +543,12 @@ func confirmMessage(code string) string {
 		return "the call's op or args differ from what the person confirmed; nothing was sent"
 	case CodeConfirmationExpired:
 		return "the confirmation expired before it came back; call the tool again to ask the person anew; nothing was sent"
+	case codeBusy:
+		return "too many confirmations are waiting; retry shortly; nothing was sent"
+	case CodeStateUnavailable:
+		return "the state store that spends each confirmation once cannot answer; retry shortly; nothing was sent"
 	}
-	return "the requestState is not a confirmation of this session; nothing was sent"
+	return "the requestState is not a confirmation this server issued to this caller; nothing was sent"
 }
 
 // askConfirm checks the args in the sandbox and answers input_required
@@ -531,10 +564,10 @@ func (s *Server) askConfirm(ctx context.Context, req *mcp.CallToolRequest, servi
 	if chk.ArgsSHA256 != hash { // one canonicalization on both sides: a bug
 		return toolError(string(sidecar.CodeInternal), "the args could not be bound", nil), string(sidecar.CodeInternal)
 	}
-	id, ok := s.ledger.issue(req.Session, service, opName, hash, s.cfg.Now())
-	if !ok {
-		return toolError(string(sidecar.CodeBusy), "too many confirmations are waiting; retry shortly", map[string]any{"retry_after": 1}), string(sidecar.CodeBusy)
-	}
+	id := s.sealer.seal(&confirmation{
+		Service: service, Op: opName, ArgsHash: hash, Principal: s.principal(req),
+		Expires: s.cfg.Now().Add(s.cfg.ConfirmTTL).UnixMilli(), Legacy: !isModern(req),
+	})
 	return &mcp.CallToolResult{
 		InputRequests: mcp.InputRequestMap{"confirm": &mcp.ElicitParams{
 			Mode:            "form",

@@ -67,8 +67,11 @@ type stdioConn struct {
 	log     zerolog.Logger
 	writeMu sync.Mutex
 
-	msgs      chan jsonrpc.Message
-	readErr   error // set before msgs is closed
+	msgs    chan jsonrpc.Message
+	readErr error // set before msgs is closed
+
+	// The legacy lifecycle (lifecycle.go): initialize answered or not.
+	life      lifecycle
 	closeOnce sync.Once
 	closed    chan struct{}
 }
@@ -82,6 +85,9 @@ func (c *stdioConn) readLoop(in *bufio.Reader, max int) {
 		line, tooLong, err := readLine(in, max)
 		if len(bytes.TrimSpace(line)) > 0 || tooLong {
 			msg, rpcErr := checkLine(line, tooLong, max)
+			if rpcErr == nil {
+				rpcErr = c.life.check(msg)
+			}
 			if rpcErr != nil {
 				c.refuse(rpcErr, len(line))
 			} else {
@@ -242,6 +248,7 @@ func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if err != nil {
 		return err
 	}
+	c.life.sent(msg)
 	return c.writeLine(b)
 }
 
