@@ -112,6 +112,9 @@ type envOpts struct {
 	refresher api.Refresher
 	allow     []api.Flow
 	prom      *prometheus.Registry
+	protocol  string // Config.Protocol
+	nonces    NonceStore
+	key       []byte // Config.ConfirmKey
 }
 
 func newEnv(t *testing.T, o envOpts) *env {
@@ -137,7 +140,8 @@ func newEnv(t *testing.T, o envOpts) *env {
 	}
 	e := &env{fake: fake, store: store, side: side, clock: &clock{}, wire: &testutil.SyncBuffer{}, logs: &testutil.SyncBuffer{}}
 	log := zerolog.New(e.logs)
-	e.srv, err = New(Config{Sidecar: side, Store: store, Tools: o.tools, MaxResultBytes: o.maxResult, Now: e.clock.now, Logger: &log, Version: "test", AllowFlows: o.allow})
+	e.srv, err = New(Config{Sidecar: side, Store: store, Tools: o.tools, MaxResultBytes: o.maxResult, Now: e.clock.now, Logger: &log, Version: "test", AllowFlows: o.allow,
+		Protocol: o.protocol, Nonces: o.nonces, ConfirmKey: o.key})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,9 @@ import (
 // Invalid Request. The SDK would refuse it too, with code 0, which no
 // JSON-RPC client can read as an error class.
 type lifecycle struct {
+	// versions are the versions served (newest first), named in the
+	// -32022 answer to a request whose _meta asks for another.
+	versions    []string
 	mu          sync.Mutex
 	initialized bool
 	pending     []any // ids of initialize requests not yet answered
@@ -34,11 +37,17 @@ func (l *lifecycle) check(msg jsonrpc.Message) *lineError {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	v := metaVersion(req.Params)
 	switch {
 	case req.Method == "initialize":
 		l.pending = append(l.pending, req.ID.Raw())
 		return nil
-	case l.initialized, req.Method == "ping", rawModern(req.Params):
+	case v != "" && v < Revision20260728 && !l.initialized:
+		// A per-request version the SDK would take for a legacy request
+		// before initialize: the revision's answer is -32022.
+		data, _ := json.Marshal(mcp.UnsupportedProtocolVersionData{Supported: l.versions, Requested: v})
+		return &lineError{id: req.ID.Raw(), code: mcp.CodeUnsupportedProtocolVersion, msg: "Unsupported protocol version", data: data}
+	case l.initialized, req.Method == "ping", v >= Revision20260728:
 		return nil
 	}
 	return &lineError{id: req.ID.Raw(), code: codeNotInitialized, msg: msgNotInitialized}
@@ -65,16 +74,20 @@ func (l *lifecycle) sent(msg jsonrpc.Message) {
 
 // rawModern reports whether raw params carry a 2026-07-28 (or later)
 // protocol version in _meta.
-func rawModern(params json.RawMessage) bool {
+func rawModern(params json.RawMessage) bool { return metaVersion(params) >= Revision20260728 }
+
+// metaVersion is the protocol version raw params carry in _meta ("" for
+// none).
+func metaVersion(params json.RawMessage) string {
 	var p struct {
 		Meta map[string]json.RawMessage `json:"_meta"`
 	}
 	if json.Unmarshal(params, &p) != nil {
-		return false
+		return ""
 	}
 	var v string
 	if json.Unmarshal(p.Meta[mcp.MetaKeyProtocolVersion], &v) != nil {
-		return false
+		return ""
 	}
-	return v >= Revision20260728
+	return v
 }

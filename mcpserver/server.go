@@ -51,6 +51,7 @@ import (
 
 	"github.com/elevenmessenger/pinned/sidecar/api"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rs/zerolog"
 
@@ -275,9 +276,19 @@ func New(cfg Config) (*Server, error) {
 func (s *Server) add(d *toolDef) {
 	s.defs[d.tool.Name] = d
 	s.mcp.AddTool(d.tool, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		return s.callTool(ctx, req, d), nil
+		res := s.callTool(ctx, req, d)
+		if res.IsError && isModern(req) && !canElicit(req.ClientCapabilities()) && strings.Contains(toolErrorText(res), `"code":"`+CodeConfirmationUnavailable+`"`) {
+			// 2026-07-28's own error for a request that needs a client
+			// capability the request did not declare. Nothing was sent.
+			data, _ := json.Marshal(map[string]any{"requiredCapabilities": map[string]any{"elicitation": map[string]any{}}})
+			return nil, &jsonrpc.Error{Code: mcp.CodeMissingRequiredClientCapabilities, Message: "a write runs only after the person confirms: the client must declare the elicitation capability; nothing was sent", Data: data}
+		}
+		return res, nil
 	})
 }
+
+// Versions are the protocol versions the server serves, newest first.
+func (s *Server) Versions() []string { return slices.Clone(s.versions) }
 
 // MCP is the SDK server, to Run on a transport (stdio) or to serve over
 // HTTP (Handler).
@@ -318,6 +329,18 @@ func (s *Server) hideWrites(next mcp.MethodHandler) mcp.MethodHandler {
 		out.Tools = kept
 		return out, nil
 	}
+}
+
+// toolErrorText is the text of an isError result ("" for none).
+func toolErrorText(res *mcp.CallToolResult) string {
+	if len(res.Content) == 0 {
+		return ""
+	}
+	tc, _ := res.Content[0].(*mcp.TextContent)
+	if tc == nil {
+		return ""
+	}
+	return tc.Text
 }
 
 // toolError is an isError result: {"error":{"code","message",...}} as text.

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"flag"
 	"net/http"
 	"os"
@@ -15,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/elevenmessenger/pinned/internal/connstore"
@@ -137,12 +139,15 @@ func TestToolsListSize(t *testing.T) {
 
 // TestNoElicitationNoWriteTools: a client that cannot ask the person gets
 // no write tool (full: none listed; compact: the dispatcher without its
-// write ops), and a write call anyway is refused with nothing sent.
+// write ops), and a write call anyway is refused with nothing sent: on
+// 2026-07-28 with its -32021 (missing required client capability), on
+// 2025-11-25 with confirmation_unavailable.
 func TestNoElicitationNoWriteTools(t *testing.T) {
-	for _, mode := range []string{ToolsFull, ToolsCompact} {
-		t.Run(mode, func(t *testing.T) {
+	for _, tc := range []struct{ mode, protocol string }{{ToolsFull, ""}, {ToolsCompact, ""}, {ToolsFull, Revision20251125}, {ToolsCompact, Revision20251125}} {
+		mode := tc.mode
+		t.Run(mode+" "+tc.protocol, func(t *testing.T) {
 			e := newEnv(t, envOpts{conns: []connstore.Connection{ghWrite}, tools: mode})
-			cs := e.connect(t, clientOpts{})
+			cs := e.connect(t, clientOpts{protocol: tc.protocol})
 			tools := listTools(t, cs)
 			for _, tl := range tools {
 				if strings.Contains(toolJSON(t, tl), "create_issue") || !tl.Annotations.ReadOnlyHint {
@@ -157,11 +162,16 @@ func TestNoElicitationNoWriteTools(t *testing.T) {
 				name, args = "github_op", map[string]any{"op": "create_issue", "args": issueArgs}
 			}
 			res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: args})
-			if err != nil {
+			var we *jsonrpc.Error
+			switch {
+			case tc.protocol == "" && (!errors.As(err, &we) || we.Code != mcp.CodeMissingRequiredClientCapabilities):
+				t.Errorf("2026-07-28: %v, want error %d", err, mcp.CodeMissingRequiredClientCapabilities)
+			case tc.protocol != "" && err != nil:
 				t.Fatal(err)
-			}
-			if got := errorCode(t, res); got != CodeConfirmationUnavailable {
-				t.Errorf("code %q, want %s: %s", got, CodeConfirmationUnavailable, toolText(t, res))
+			case tc.protocol != "":
+				if got := errorCode(t, res); got != CodeConfirmationUnavailable {
+					t.Errorf("code %q, want %s: %s", got, CodeConfirmationUnavailable, toolText(t, res))
+				}
 			}
 			if n := requestsTo(e.fake, "POST", "/repos/"); n != 0 {
 				t.Errorf("%d requests reached the fake", n)

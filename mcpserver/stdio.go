@@ -44,6 +44,10 @@ type StdioTransport struct {
 	// Logger records each refused line (its code and size, never its
 	// bytes); nil logs nothing.
 	Logger *zerolog.Logger
+	// Versions are the protocol versions the server serves, newest first
+	// (Server.Versions), named when a request asks for another; default
+	// the SDK's.
+	Versions []string
 }
 
 // Connect implements mcp.Transport: it starts reading In.
@@ -57,6 +61,10 @@ func (t *StdioTransport) Connect(context.Context) (mcp.Connection, error) {
 		log = *t.Logger
 	}
 	c := &stdioConn{out: t.Out, log: log, msgs: make(chan jsonrpc.Message), closed: make(chan struct{})}
+	c.life.versions = t.Versions
+	if c.life.versions == nil {
+		c.life.versions = mcp.SupportedProtocolVersions()
+	}
 	go c.readLoop(bufio.NewReaderSize(t.In, 64<<10), max)
 	return c, nil
 }
@@ -133,6 +141,7 @@ type lineError struct {
 	id   any // nil, a string or an int64
 	code int64
 	msg  string
+	data json.RawMessage
 }
 
 // checkLine decodes one line as a JSON-RPC message, or says why not.
@@ -199,11 +208,12 @@ func (c *stdioConn) refuse(e *lineError, size int) {
 		JSONRPC string `json:"jsonrpc"`
 		ID      any    `json:"id"`
 		Error   struct {
-			Code    int64  `json:"code"`
-			Message string `json:"message"`
+			Code    int64           `json:"code"`
+			Message string          `json:"message"`
+			Data    json.RawMessage `json:"data,omitempty"`
 		} `json:"error"`
 	}{JSONRPC: "2.0", ID: e.id}
-	body.Error.Code, body.Error.Message = e.code, e.msg
+	body.Error.Code, body.Error.Message, body.Error.Data = e.code, e.msg, e.data
 	b, _ := json.Marshal(body)
 	c.writeLine(b)
 }

@@ -180,7 +180,7 @@ func runMCP(args []string, stdout, stderr io.Writer) int {
 	if *listen == "" {
 		// mcpserver's stdio transport answers a bad line (-32700,
 		// -32600) and reads on, where the SDK's would end the session.
-		err := srv.MCP().Run(ctx, &mcpserver.StdioTransport{In: os.Stdin, Out: os.Stdout, Logger: &log})
+		err := srv.MCP().Run(ctx, &mcpserver.StdioTransport{In: os.Stdin, Out: os.Stdout, Logger: &log, Versions: srv.Versions()})
 		if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, mcp.ErrConnectionClosed) && !errors.Is(err, io.EOF) {
 			fmt.Fprintf(stderr, "pinned mcp: %s\n", err)
 			return 1
