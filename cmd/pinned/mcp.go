@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -10,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -22,6 +25,7 @@ import (
 	"github.com/elevenmessenger/pinned/broker"
 	"github.com/elevenmessenger/pinned/host"
 	"github.com/elevenmessenger/pinned/internal/rotate"
+	"github.com/elevenmessenger/pinned/internal/state"
 	"github.com/elevenmessenger/pinned/mcpserver"
 	"github.com/elevenmessenger/pinned/registry"
 	"github.com/elevenmessenger/pinned/secret"
@@ -48,6 +52,19 @@ read whose args carry a value another service returned is refused
 came from which earlier call. --allow-flow FROM:TO lets reads of TO carry
 what FROM returned, for this run only (docs/MCP.md).
 
+Both protocol eras are served by default (--protocol both): a client
+that sends initialize gets a 2025-11-25 session; a request carrying its
+protocol version in _meta (2026-07-28) is served statelessly, and a
+write's confirmation comes back as input_required with a requestState
+the server sealed. --protocol 2025-11-25 or 2026-07-28 serves one era
+only; the other is answered -32022 with the versions served.
+
+Several --listen replicas behind one address finish each other's
+confirmations when they share --confirm-key-file (or
+PINNED_MCP_CONFIRM_KEY: 64 hex characters) and --redis-url, where each
+confirmation's nonce is spent once. With a confirm key and no Redis, the
+nonces are kept in a file under --state-dir (one process).
+
 With --listen, a bearer token (--token-file or PINNED_MCP_TOKEN, never a
 flag value) is required, on loopback too: every local user can reach it.
 Token rotation of expiring OAuth pairs needs a broker: --broker-url with
@@ -59,6 +76,8 @@ Examples:
   pinned mcp --tools compact                  # one tool per service
   pinned mcp --allow-flow dnsimple:github     # reads of GitHub may carry DNSimple values
   PINNED_MCP_TOKEN=$(cat tok) pinned mcp --listen 127.0.0.1:8765
+  PINNED_MCP_TOKEN=$(cat tok) PINNED_MCP_CONFIRM_KEY=$(cat confirm.key) \
+    pinned mcp --listen 127.0.0.1:8765 --redis-url redis://127.0.0.1:6379
 
 Exit status: 0 after the client closed stdin (or SIGINT/SIGTERM), 1 the
 server failed, 2 bad usage.
@@ -79,6 +98,12 @@ func runMCP(args []string, stdout, stderr io.Writer) int {
 	maxResult := fs.Int("max-result-bytes", mcpserver.DefaultMaxResultBytes, "refuse a result whose projected data is over this many `bytes`")
 	opTimeout := fs.Duration("op-timeout", host.DefaultTimeout, "deadline of one op")
 	logLevel := fs.String("log-level", "info", "`level`: debug, info, warn or error")
+	protocol := fs.String("protocol", mcpserver.ProtocolBoth, "protocol `era`: both, 2025-11-25 (initialize sessions only) or 2026-07-28 (per-request _meta only)")
+	confirmKeyFile := fs.String("confirm-key-file", "", "`file` holding the 64-hex-character key sealing write confirmations, the same on every replica (or set PINNED_MCP_CONFIRM_KEY); empty: a fresh key each run")
+	redisURL := fs.String("redis-url", os.Getenv("PINNED_MCP_REDIS_URL"), "`URL` of the Redis where replicas spend each confirmation once: redis://host:port[/db], rediss://... or unix:///path; no password in it [$PINNED_MCP_REDIS_URL]")
+	redisPasswordFile := fs.String("redis-password-file", "", "`file` holding the Redis password (or set PINNED_MCP_REDIS_PASSWORD)")
+	redisPrefix := fs.String("redis-prefix", "pinned:mcp:", "`prefix` of every Redis key; the replicas of one person share it")
+	stateDir := fs.String("state-dir", defaultStateDir(), "`directory` of the file where one process spends confirmations, with --confirm-key-file and no --redis-url")
 	var allow []api.Flow
 	fs.Func("allow-flow", "let values `FROM:TO` flow: a read of service TO may carry what service FROM returned in the session (repeatable; e.g. dnsimple:github)", func(v string) error {
 		a, err := parseFlow(v)
@@ -123,6 +148,16 @@ func runMCP(args []string, stdout, stderr io.Writer) int {
 	} else if token != "" && *tokenFile != "" {
 		return usage("--token-file is for --listen (stdio needs no token)")
 	}
+	switch *protocol {
+	case mcpserver.ProtocolBoth, mcpserver.Revision20251125, mcpserver.Revision20260728:
+	default:
+		return usage("--protocol %q: want both, 2025-11-25 or 2026-07-28", *protocol)
+	}
+	confirmKey, nonces, closeNonces, err := mcpConfirmState(*confirmKeyFile, *redisURL, *redisPasswordFile, *redisPrefix, *stateDir)
+	if err != nil {
+		return usage("%s", err)
+	}
+	defer closeNonces()
 	refresher, err := mcpBroker(*brokerURL, *brokerTokenFile)
 	if err != nil {
 		return usage("%s", err)
@@ -165,7 +200,7 @@ func runMCP(args []string, stdout, stderr io.Writer) int {
 	}
 	// serverInfo.version is what pinned version prints (the stamped one first).
 	srv, err := mcpserver.New(mcpserver.Config{Sidecar: side, Store: store, Tools: *tools, MaxResultBytes: *maxResult, Logger: &log,
-		Version: readBuildInfo().Version, AllowFlows: allow})
+		Version: readBuildInfo().Version, AllowFlows: allow, Protocol: *protocol, ConfirmKey: confirmKey, Nonces: nonces})
 	if err != nil {
 		fmt.Fprintf(stderr, "pinned mcp: %s\n", errText(err))
 		return 1
@@ -206,6 +241,57 @@ func runMCP(args []string, stdout, stderr io.Writer) int {
 	defer scancel()
 	_ = hs.Shutdown(sctx)
 	return 0
+}
+
+// mcpConfirmState is the confirmation key and where its nonces are spent:
+// no key file, a fresh key and memory (nil); a key and Redis (replicas);
+// a key and no Redis, a file under stateDir (one process, durable: a
+// restart inside a confirmation's life still refuses its replay).
+func mcpConfirmState(keyFile, redisURL, pwFile, prefix, stateDir string) ([]byte, mcpserver.NonceStore, func(), error) {
+	none := func() {}
+	hexKey, err := secretFromFileOrEnv("confirm key", "--confirm-key-file", keyFile, "PINNED_MCP_CONFIRM_KEY", 2*mcpserver.ConfirmKeySize)
+	if err != nil {
+		return nil, nil, none, err
+	}
+	pw, err := secretFromFileOrEnv("Redis password", "--redis-password-file", pwFile, "PINNED_MCP_REDIS_PASSWORD", 1)
+	if err != nil {
+		return nil, nil, none, err
+	}
+	if hexKey == "" {
+		if redisURL != "" || pw != "" {
+			return nil, nil, none, errors.New("--redis-url needs the confirm key shared by the replicas: --confirm-key-file or PINNED_MCP_CONFIRM_KEY (create one with: openssl rand -hex 32)")
+		}
+		return nil, nil, none, nil
+	}
+	key, err := hex.DecodeString(hexKey)
+	if err != nil || len(key) != mcpserver.ConfirmKeySize {
+		return nil, nil, none, fmt.Errorf("the confirm key must be %d hex characters (openssl rand -hex 32)", 2*mcpserver.ConfirmKeySize)
+	}
+	if redisURL == "" {
+		if pw != "" {
+			return nil, nil, none, errors.New("a Redis password is set but --redis-url is empty")
+		}
+		if stateDir == "" {
+			return nil, nil, none, errors.New("--confirm-key-file without --redis-url keeps spent confirmations in a file: set --state-dir")
+		}
+		sum := sha256.Sum256(key)
+		f, err := state.OpenFile(filepath.Join(stateDir, "mcp-"+hex.EncodeToString(sum[:6])+".db"), state.FileOptions{})
+		if err != nil {
+			return nil, nil, none, fmt.Errorf("--state-dir: %w", err)
+		}
+		return key, f, func() { _ = f.Close() }, nil
+	}
+	if prefix == "" {
+		return nil, nil, none, errors.New("--redis-prefix must not be empty")
+	}
+	// The store's own key (grace entries, unused here) is derived, so the
+	// confirm key itself is used for one purpose only.
+	stateKey := sha256.Sum256(append([]byte("pinned mcp redis state key\x00"), key...))
+	rs, err := state.NewRedis(state.RedisOptions{URL: redisURL, Password: pw, StateKey: stateKey[:], Prefix: prefix})
+	if err != nil {
+		return nil, nil, none, fmt.Errorf("--redis-url: %s", strings.TrimPrefix(err.Error(), "state: "))
+	}
+	return key, rs, func() { _ = rs.Close() }, nil
 }
 
 // mcpBroker is the broker client for rotation, or nil without a broker.
