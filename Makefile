@@ -26,7 +26,7 @@ WASMFLAGS := -trimpath -buildvcs=false -ldflags="-s -w -buildid=" -buildmode=c-s
 GUEST_SRC := $(shell find guest/wasm guest/executor internal/abi internal/argrules internal/jsonv -name '*.go' -not -name '*_test.go')
 HOSTILE   := $(patsubst %/main.go,%.wasm,$(wildcard host/testdata/hostile/*/main.go))
 
-.PHONY: all guest hostile build install walkthrough test demo bench check fuzz clean web web-vendor
+.PHONY: all guest hostile build install walkthrough test ts-client demo bench check fuzz clean web web-vendor
 
 all: build
 
@@ -64,6 +64,11 @@ walkthrough:
 ## and TestHostileUpToDate fail if they are stale, on another they skip.
 test:
 	$(GO) test -race -count=1 ./...
+
+## ts-client: install the official MCP TypeScript SDK client that
+## TestTypeScriptClient drives (npm, from the committed lockfile).
+ts-client:
+	npm ci --prefix cmd/pinned/testdata/tsclient --no-audit --no-fund --ignore-scripts
 
 ## demo: run ops of all five services against the local provider fake.
 demo: build

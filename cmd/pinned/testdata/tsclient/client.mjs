@@ -1,0 +1,89 @@
+// The official MCP TypeScript SDK client, driven by TestTypeScriptClient
+// (cmd/pinned): it connects to pinned mcp over stdio (spawning the
+// command after "--") or streamable HTTP (the URL, bearer token in
+// $MCP_TOKEN), lists the tools, calls a read tool and a write tool, and
+// answers the write's confirmation with $ANSWER (accept or decline).
+// It prints one JSON object with what it saw.
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js";
+
+const [mode, ...rest] = process.argv.slice(2);
+const answer = process.env.ANSWER ?? "decline";
+let transport;
+if (mode === "stdio") {
+  const [command, ...args] = rest;
+  transport = new StdioClientTransport({ command, args, env: process.env, stderr: "ignore" });
+} else if (mode === "http") {
+  transport = new StreamableHTTPClientTransport(new URL(rest[0]), {
+    requestInit: { headers: { Authorization: `Bearer ${process.env.MCP_TOKEN}` } },
+  });
+} else {
+  console.error("usage: client.mjs stdio -- COMMAND ARGS... | client.mjs http URL");
+  process.exit(2);
+}
+
+// Recording passes every message through and keeps what the server sent.
+class Recording {
+  constructor(inner) {
+    this.inner = inner;
+    this.received = [];
+  }
+  async start() {
+    this.inner.onmessage = (m, extra) => {
+      this.received.push(m);
+      this.onmessage?.(m, extra);
+    };
+    this.inner.onclose = () => this.onclose?.();
+    this.inner.onerror = (e) => this.onerror?.(e);
+    return this.inner.start();
+  }
+  send(m, opts) {
+    return this.inner.send(m, opts);
+  }
+  close() {
+    return this.inner.close();
+  }
+  setProtocolVersion(v) {
+    this.protocolVersion = v;
+    this.inner.setProtocolVersion?.(v);
+  }
+  get sessionId() {
+    return this.inner.sessionId;
+  }
+}
+transport = new Recording(transport);
+
+const asked = [];
+const client = new Client({ name: "pinned-ts-test", version: "1.0.0" }, { capabilities: { elicitation: { form: {} } } });
+client.setRequestHandler(ElicitRequestSchema, async (req) => {
+  asked.push(req.params.message);
+  return { action: answer };
+});
+
+const out = {};
+try {
+  await client.connect(transport);
+  out.protocolVersion = transport.received[0]?.result?.protocolVersion;
+  out.server = client.getServerVersion();
+  out.capabilities = client.getServerCapabilities();
+  const { tools } = await client.listTools();
+  out.tools = tools.map((t) => t.name);
+  out.writeTools = tools.filter((t) => t.annotations && t.annotations.readOnlyHint === false).map((t) => t.name);
+  // callTool checks structuredContent against the tool's outputSchema.
+  const read = await client.callTool({ name: "github_get_viewer", arguments: {} });
+  out.read = { isError: !!read.isError, structured: read.structuredContent };
+  const write = await client.callTool({
+    name: "github_create_issue",
+    arguments: { owner: "pinned-tester", repo: "notes", title: "From the TypeScript SDK", body: "typescript" },
+  });
+  out.write = { isError: !!write.isError, text: write.content?.[0]?.text ?? "" };
+  out.asked = asked;
+} catch (e) {
+  out.error = String(e && e.stack ? e.stack : e);
+}
+out.received = transport.received;
+await client.close().catch(() => {});
+process.stdout.write(JSON.stringify(out) + "\n");
+process.exit(out.error ? 1 : 0);
