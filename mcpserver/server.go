@@ -245,6 +245,9 @@ func New(cfg Config) (*Server, error) {
 		}
 		if cfg.Tools == ToolsCompact {
 			d := &toolDef{tool: compactTool(m, ops, true), service: m.ID, readOnly: compactTool(m, ops, false)}
+			if !toolNameRE.MatchString(d.tool.Name) {
+				return nil, fmt.Errorf("mcpserver: tool name %q does not match %s", d.tool.Name, toolNameRE)
+			}
 			d.write = !d.tool.Annotations.ReadOnlyHint
 			s.add(d)
 			continue

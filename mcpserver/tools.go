@@ -107,13 +107,22 @@ func compactTool(m *registry.Manifest, ops []string, withWrites bool) *mcp.Tool 
 		ann = &mcp.ToolAnnotations{ReadOnlyHint: false, DestructiveHint: boolPtr(true), OpenWorldHint: boolPtr(true)}
 	}
 	return &mcp.Tool{
-		Name:        m.ID + "_op",
-		Title:       m.Name,
-		Description: strings.TrimSuffix(b.String(), "\n"),
-		InputSchema: schema,
-		Annotations: ann,
+		Name:         m.ID + "_op",
+		Title:        m.Name,
+		Description:  strings.TrimSuffix(b.String(), "\n"),
+		InputSchema:  schema,
+		OutputSchema: compactOutputSchema,
+		Annotations:  ann,
 	}
 }
+
+// compactOutputSchema is a dispatcher's outputSchema: the same
+// {"data", "next"} as an op tool's, data being the named op's pick
+// projection (its fields are in the manifest resource).
+var compactOutputSchema = json.RawMessage(`{"type":"object","properties":{` +
+	`"data":{"description":"only the fields the op's manifest picks (pinned://registry/<service>), in the object or in each element of a list","type":["object","array","null"]},` +
+	`"next":{"type":"object","description":"the args of the next page: call this tool again with the same op and these args; absent on the last page"}},` +
+	`"required":["data"],"additionalProperties":false}`)
 
 func sentence(s string) string { return strings.TrimSuffix(strings.TrimSpace(s), ".") + "." }
 
