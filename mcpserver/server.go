@@ -16,7 +16,12 @@
 // Write tools are listed only under a read & write cap and only to a
 // client that can ask the person (the elicitation capability; fail
 // closed), and run only after the person accepted the manifest's confirm
-// sentence (confirm.go). The agent never sees a token, a refresh token, a
+// sentence, through a requestState the server sealed and spends once in
+// a state store (confirm.go), so replicas finish each other's calls.
+//
+// Both protocol eras are served (protocol.go): 2025-11-25 sessions opened
+// by initialize, and stateless 2026-07-28 requests carrying their
+// version in _meta. The agent never sees a token, a refresh token, a
 // grant or the store: results hold the projected data only, errors a
 // stable code and a safe message.
 //
@@ -28,9 +33,9 @@
 // flow (Config.AllowFlows), and a write's confirmation says which of its
 // values came from which earlier call.
 //
-// It imports sidecar, sidecar/grant, registry, internal/connstore,
-// internal/display, internal/flow and internal/jsonv, the SDK and
-// zerolog; only cmd/pinned imports it. Config.Store
+// It imports sidecar, sidecar/api, sidecar/grant, registry,
+// internal/connstore, internal/display, internal/flow, internal/jsonv and
+// internal/state (the nonce store), the SDK, x/crypto and zerolog; only cmd/pinned imports it. Config.Store
 // is a type of internal/connstore, so only this module's binary can build
 // a Server.
 package mcpserver
