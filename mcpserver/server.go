@@ -35,9 +35,9 @@
 //
 // It imports sidecar, sidecar/api, sidecar/grant, registry,
 // internal/connstore, internal/display, internal/flow, internal/jsonv and
-// internal/state (the nonce store), the SDK, x/crypto and zerolog; only cmd/pinned imports it. Config.Store
-// is a type of internal/connstore, so only this module's binary can build
-// a Server.
+// internal/state (the nonce store), the SDK, x/crypto and zerolog; only
+// cmd/pinned imports it. Config.Store is a type of internal/connstore,
+// so only this module's binary can build a Server.
 package mcpserver
 
 import (

@@ -3,10 +3,12 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -19,9 +21,10 @@ import (
 )
 
 // startMCPListen starts `pinned mcp --listen 127.0.0.1:0` with extra
-// environment and flags, and returns its endpoint and stderr; it is
-// stopped with SIGTERM when the test ends.
-func startMCPListen(t *testing.T, p *pinnedEnv, env []string, args ...string) (string, *testutil.SyncBuffer) {
+// environment and flags, and returns its endpoint, its stderr and stop:
+// SIGTERM, then its exit (nil: status 0). It is stopped when the test
+// ends in any case.
+func startMCPListen(t *testing.T, p *pinnedEnv, env []string, args ...string) (endpoint string, stderr *testutil.SyncBuffer, stop func() error) {
 	t.Helper()
 	cmd := exec.Command(p.bin, append(append([]string{"mcp", "--listen", "127.0.0.1:0"}, p.fakeFlags()...), args...)...)
 	cmd.Env = append(append([]string{}, p.env...), env...)
@@ -29,22 +32,28 @@ func startMCPListen(t *testing.T, p *pinnedEnv, env []string, args ...string) (s
 	if err != nil {
 		t.Fatal(err)
 	}
-	stderr := &testutil.SyncBuffer{}
+	stderr = &testutil.SyncBuffer{}
 	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-	})
+	var once sync.Once
+	var exit error
+	stop = func() error {
+		once.Do(func() {
+			_ = cmd.Process.Signal(syscall.SIGTERM)
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			select {
+			case exit = <-done:
+			case <-time.After(10 * time.Second):
+				_ = cmd.Process.Kill()
+				exit = fmt.Errorf("no exit 10 s after SIGTERM: %v", <-done)
+			}
+		})
+		return exit
+	}
+	t.Cleanup(func() { _ = stop() })
 	line := make([]byte, 256)
 	n, err := stdout.Read(line)
 	if err != nil {
@@ -55,7 +64,7 @@ func startMCPListen(t *testing.T, p *pinnedEnv, env []string, args ...string) (s
 	if !ok || addr == "" {
 		t.Fatalf("stdout %q", line[:n])
 	}
-	return "http://" + strings.TrimSuffix(addr, "/"), stderr
+	return "http://" + strings.TrimSuffix(addr, "/"), stderr, stop
 }
 
 // TestMCPReplicasRedis: two `pinned mcp --listen` replicas of one person
@@ -72,8 +81,8 @@ func TestMCPReplicasRedis(t *testing.T) {
 	const token = "replica-test-bearer-token-0123456789"
 	confirmKey := strings.Repeat("5a", 32)
 	env := []string{"PINNED_MCP_TOKEN=" + token, "PINNED_MCP_CONFIRM_KEY=" + confirmKey}
-	a, logA := startMCPListen(t, p, env, "--redis-url", rs.URL())
-	b, logB := startMCPListen(t, p, env, "--redis-url", rs.URL())
+	a, logA, _ := startMCPListen(t, p, env, "--redis-url", rs.URL())
+	b, logB, _ := startMCPListen(t, p, env, "--redis-url", rs.URL())
 
 	tr := &http.Transport{}
 	defer tr.CloseIdleConnections()

@@ -16,7 +16,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -319,29 +318,7 @@ func TestMCPListen(t *testing.T) {
 		t.Fatalf("connect: %d %s %s", code, out, errs)
 	}
 	const token = "listen-test-bearer-token-0123456789"
-	cmd := exec.Command(p.bin, append([]string{"mcp", "--listen", "127.0.0.1:0"}, p.fakeFlags()...)...)
-	cmd.Env = append(p.env, "PINNED_MCP_TOKEN="+token)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stderr := &testutil.SyncBuffer{}
-	cmd.Stderr = stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	line := make([]byte, 256)
-	n, err := stdout.Read(line)
-	if err != nil {
-		t.Fatalf("no address: %v\n%s", err, stderr.String())
-	}
-	_, addr, ok := strings.Cut(strings.TrimSpace(string(line[:n])), "http://")
-	addr, _, _ = strings.Cut(addr, " ")
-	if !ok || addr == "" {
-		t.Fatalf("stdout %q", line[:n])
-	}
-	endpoint := "http://" + addr
+	endpoint, stderr, stop := startMCPListen(t, p, []string{"PINNED_MCP_TOKEN=" + token})
 	resp, err := http.Post(endpoint, "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
 	if err != nil {
 		t.Fatal(err)
@@ -369,10 +346,7 @@ func TestMCPListen(t *testing.T) {
 		t.Fatalf("read: %v %+v", err, res)
 	}
 	cs.Close()
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Wait(); err != nil {
+	if err := stop(); err != nil {
 		t.Errorf("after SIGTERM: %v\n%s", err, stderr.String())
 	}
 	if strings.Contains(stderr.String(), fakeapi.Token("github")) || strings.Contains(stderr.String(), token) {

@@ -98,7 +98,7 @@ func TestTypeScriptClient(t *testing.T) {
 		t.Fatalf("connect: %d %s %s", code, out, errs)
 	}
 	const token = "typescript-test-bearer-token-0123456789"
-	endpoint, logs := startMCPListen(t, p, []string{"PINNED_MCP_TOKEN=" + token})
+	endpoint, logs, _ := startMCPListen(t, p, []string{"PINNED_MCP_TOKEN=" + token})
 	transports := map[string][]string{
 		"stdio": append([]string{"stdio", p.bin, "mcp"}, p.fakeFlags()...),
 		"http":  {"http", endpoint},
