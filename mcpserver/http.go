@@ -6,6 +6,7 @@ import (
 	"crypto/subtle"
 	"encoding/json"
 	"io"
+	"mime"
 	"net"
 	"net/http"
 	"strings"
@@ -56,14 +57,104 @@ func (s *Server) Handler(token string) http.Handler {
 		httpRefusal(w, http.StatusForbidden, CodeForbiddenOrigin, "Forbidden: a cross-origin request from a browser; pinned mcp serves agents, not web pages")
 	}))
 	h = cop.Handler(h)
-	return rebinding(h)
+	return rebinding(jsonErrors(h))
 }
+
+// httpCodes are the data.code of the SDK's own HTTP refusals, by status.
+var httpCodes = map[int]string{
+	http.StatusBadRequest:            "bad_request",
+	http.StatusForbidden:             "forbidden",
+	http.StatusNotFound:              "not_found",
+	http.StatusMethodNotAllowed:      "method_not_allowed",
+	http.StatusConflict:              "conflict",
+	http.StatusRequestEntityTooLarge: "request_too_large",
+	http.StatusUnsupportedMediaType:  "unsupported_media_type",
+}
+
+// jsonErrors rewrites the SDK's plain-text refusals (a wrong
+// Content-Type or Accept, an unknown session, a GET without one) into
+// the same JSON-RPC error shape as httpRefusal's; its JSON answers and
+// event streams pass untouched.
+func jsonErrors(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		next.ServeHTTP(&errorWriter{ResponseWriter: w}, r)
+	})
+}
+
+// errorWriter holds back a plain-text error body to re-encode it.
+type errorWriter struct {
+	http.ResponseWriter
+	status  int  // a plain-text error's status, 0 otherwise
+	written bool // the header went out
+	body    []byte
+}
+
+func (e *errorWriter) WriteHeader(status int) {
+	if e.written || e.status != 0 {
+		return
+	}
+	if status >= 400 && strings.HasPrefix(e.Header().Get("Content-Type"), "text/plain") {
+		e.status = status
+		return
+	}
+	e.written = true
+	e.ResponseWriter.WriteHeader(status)
+}
+
+func (e *errorWriter) Write(b []byte) (int, error) {
+	if !e.written && e.status == 0 {
+		e.WriteHeader(http.StatusOK)
+	}
+	if e.status != 0 {
+		if len(e.body) < 4096 {
+			e.body = append(e.body, b...)
+		}
+		e.flushError()
+		return len(b), nil
+	}
+	return e.ResponseWriter.Write(b)
+}
+
+// flushError sends the held error once, as JSON.
+func (e *errorWriter) flushError() {
+	if e.written {
+		return
+	}
+	e.written = true
+	code := httpCodes[e.status]
+	rpc := int64(jsonrpc.CodeInvalidRequest)
+	if code == "" {
+		code, rpc = "internal", jsonrpc.CodeInternalError
+	}
+	e.Header().Del("X-Content-Type-Options")
+	data, _ := json.Marshal(map[string]string{"code": code})
+	writeRPCError(e.ResponseWriter, e.status, nil, &jsonrpc.Error{Code: rpc, Message: strings.TrimSpace(string(e.body)), Data: data})
+}
+
+// Flush passes a flush on (event streams), sending a held error first.
+func (e *errorWriter) Flush() {
+	if e.status != 0 {
+		e.flushError()
+		return
+	}
+	if f, ok := e.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (e *errorWriter) Unwrap() http.ResponseWriter { return e.ResponseWriter }
 
 // opensSession reads a legacy POST that carries no session id: it must be
 // initialize (or ping, or a notification) — any other request before a
 // session exists is answered -32600 here, as the stdio transport does
 // (lifecycle.go). It restores the body for the SDK.
 func opensSession(w http.ResponseWriter, r *http.Request) bool {
+	accept := strings.Join(r.Header.Values("Accept"), ",")
+	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/json" ||
+		!strings.Contains(accept, "application/json") || !strings.Contains(accept, "text/event-stream") {
+		return true // the SDK refuses the request itself (415, 400)
+	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, mcp.DefaultMaxRequestBodyBytes))
 	r.Body.Close()
 	r.Body = io.NopCloser(bytes.NewReader(body))

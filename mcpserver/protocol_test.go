@@ -342,3 +342,48 @@ func TestHTTPRefusalsJSON(t *testing.T) {
 		})
 	}
 }
+
+// TestSDKRefusalsJSON: the SDK's own HTTP refusals come out in the same
+// JSON-RPC error shape (id null, data.code), not as plain text.
+func TestSDKRefusalsJSON(t *testing.T) {
+	e := newEnv(t, envOpts{conns: []connstore.Connection{stripeRead}})
+	ts := httptest.NewServer(e.srv.Handler(httpToken))
+	t.Cleanup(ts.Close)
+	cases := []struct {
+		name, method, ctype, accept, session string
+		status                               int
+		dataCode                             string
+	}{
+		{"wrong Content-Type", http.MethodPost, "text/plain", "application/json, text/event-stream", "", 415, "unsupported_media_type"},
+		{"no event-stream in Accept", http.MethodPost, "application/json", "application/json", "", 400, "bad_request"},
+		{"unknown session", http.MethodPost, "application/json", "application/json, text/event-stream", "no-such-session", 404, "not_found"},
+		{"GET without a session", http.MethodGet, "", "text/event-stream", "", 400, "bad_request"},
+		{"PUT", http.MethodPut, "application/json", "application/json, text/event-stream", "", 405, "method_not_allowed"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			req, _ := http.NewRequest(tc.method, ts.URL, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+			req.Header.Set("Authorization", "Bearer "+httpToken)
+			if tc.ctype != "" {
+				req.Header.Set("Content-Type", tc.ctype)
+			}
+			req.Header.Set("Accept", tc.accept)
+			if tc.session != "" {
+				req.Header.Set("Mcp-Session-Id", tc.session)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			body, _ := io.ReadAll(resp.Body)
+			var a map[string]any
+			if resp.StatusCode != tc.status || resp.Header.Get("Content-Type") != "application/json" || json.Unmarshal(body, &a) != nil {
+				t.Fatalf("%d %s %q, want %d JSON", resp.StatusCode, resp.Header.Get("Content-Type"), body, tc.status)
+			}
+			if code, data := rpcError(a); code != -32600 || data["code"] != tc.dataCode || a["id"] != nil {
+				t.Errorf("answer %s, want -32600 with data.code %s", body, tc.dataCode)
+			}
+		})
+	}
+}
