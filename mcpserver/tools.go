@@ -22,10 +22,11 @@ const (
 	ToolsCompact = "compact"
 )
 
-// toolNameRE is what every tool name matches: lower-case letters, digits
-// and "_", at most 64 (model APIs refuse dots; one client caps names at
-// 64).
-var toolNameRE = regexp.MustCompile(`^[a-z0-9_]{1,64}$`)
+// toolNameRE is what every tool name matches, valid for every major model
+// API: lower-case letters, digits and "_", starting with a letter or "_"
+// (one API refuses a leading digit), at most 64 (model APIs refuse dots;
+// one client caps names at 64).
+var toolNameRE = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,63}$`)
 
 // toolDef is one tool and how to run it.
 type toolDef struct {
