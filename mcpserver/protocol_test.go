@@ -387,3 +387,42 @@ func TestSDKRefusalsJSON(t *testing.T) {
 		})
 	}
 }
+
+// TestToolsListDeterministic: on 2026-07-28, tools/list is the same bytes
+// on every call and on every replica with the same connections (a cache
+// keyed by the request may serve it), sorted by name, with its cache
+// hints.
+func TestToolsListDeterministic(t *testing.T) {
+	list := `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{` + modernMeta + `}}`
+	var answers []string
+	for range 2 {
+		e := newEnv(t, envOpts{conns: []connstore.Connection{ghWrite, stripeRead}})
+		p := stdioSession(t, e)
+		for range 2 {
+			p.send(t, list)
+			answers = append(answers, canonical(t, p.answer(t)))
+		}
+	}
+	for i, a := range answers[1:] {
+		if a != answers[0] {
+			t.Fatalf("answer %d differs from the first:\n%s\n%s", i+1, a, answers[0])
+		}
+	}
+	var a struct {
+		Result struct {
+			TTLMs      int    `json:"ttlMs"`
+			CacheScope string `json:"cacheScope"`
+			Tools      []struct{ Name string }
+		}
+	}
+	if err := json.Unmarshal([]byte(answers[0]), &a); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tl := range a.Result.Tools {
+		names = append(names, tl.Name)
+	}
+	if a.Result.TTLMs != ToolsTTLMs || a.Result.CacheScope != "private" || len(names) < 2 || !slices.IsSorted(names) {
+		t.Errorf("ttlMs %d cacheScope %q names %v", a.Result.TTLMs, a.Result.CacheScope, names)
+	}
+}
