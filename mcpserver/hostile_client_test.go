@@ -287,8 +287,8 @@ func TestWriteResultTooLargeSaysSent(t *testing.T) {
 
 // TestHTTPRefusesWrongTokenAndOrigin: streamable HTTP with a token refuses every wrong
 // Authorization before the SDK sees the request (nothing echoed), and
-// without a token the SDK's DNS-rebinding and cross-origin checks hold on
-// loopback.
+// without a token the DNS-rebinding and cross-origin checks hold on
+// loopback; each refusal is a JSON-RPC error response.
 func TestHTTPRefusesWrongTokenAndOrigin(t *testing.T) {
 	e := newEnv(t, envOpts{conns: []connstore.Connection{ghWrite}})
 	init := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{}},"clientInfo":{"name":"x","version":"1"}}}`
@@ -348,8 +348,11 @@ func TestHTTPRefusesWrongTokenAndOrigin(t *testing.T) {
 			if code != tc.want {
 				t.Errorf("status %d, want %d: %s", code, tc.want, body)
 			}
-			if code == 401 && strings.Contains(body, httpToken[:16]) {
-				t.Errorf("the refusal echoes the token: %s", body)
+			if code == 401 {
+				checkRefusal(t, body, CodeUnauthorized)
+				if strings.Contains(body, httpToken[:16]) {
+					t.Errorf("the refusal echoes the token: %s", body)
+				}
 			}
 		})
 	}
@@ -368,10 +371,35 @@ func TestHTTPRefusesWrongTokenAndOrigin(t *testing.T) {
 		{"same-origin", map[string]string{"Sec-Fetch-Site": "same-origin", "Origin": open.URL}, 200},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if code, body := post(t, open.URL, tc.hdr); code != tc.want {
+			code, body := post(t, open.URL, tc.hdr)
+			if code != tc.want {
 				t.Errorf("status %d, want %d: %s", code, tc.want, body)
 			}
+			if code == 403 {
+				checkRefusal(t, body, CodeCrossOrigin)
+			}
 		})
+	}
+}
+
+// checkRefusal: an HTTP refusal is a JSON-RPC error response with id null,
+// the transport's shape, naming code in error.data.code.
+func checkRefusal(t *testing.T, body, code string) {
+	t.Helper()
+	var m struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Error   struct {
+			Code    int    `json:"code"`
+			Message string `json:"message"`
+			Data    struct {
+				Code string `json:"code"`
+			} `json:"data"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal([]byte(body), &m); err != nil || m.JSONRPC != "2.0" || string(m.ID) != "null" ||
+		m.Error.Code != rpcRefused || m.Error.Message == "" || m.Error.Data.Code != code {
+		t.Errorf("refusal %s (%v), want a JSON-RPC error with id null and data.code %q", body, err, code)
 	}
 }
 

@@ -29,8 +29,8 @@
 // values came from which earlier call.
 //
 // It imports sidecar, sidecar/grant, registry, internal/connstore,
-// internal/display, internal/flow and internal/jsonv, the SDK and
-// zerolog; only cmd/pinned imports it. Config.Store
+// internal/display, internal/flow, internal/httperr, internal/httpserve
+// and internal/jsonv, the SDK and zerolog; only cmd/pinned imports it. Config.Store
 // is a type of internal/connstore, so only this module's binary can build
 // a Server.
 package mcpserver
@@ -251,24 +251,6 @@ func (s *Server) add(d *toolDef) {
 // MCP is the SDK server, to Run on a transport (stdio) or to serve over
 // HTTP (Handler).
 func (s *Server) MCP() *mcp.Server { return s.mcp }
-
-// Handler serves the streamable HTTP transport (stateful sessions, so a
-// write's confirmation can reach the person). With token set, every
-// request must carry "Authorization: Bearer <token>" (compared in
-// constant time); the SDK's DNS-rebinding protection and Go's
-// cross-origin protection apply in any case.
-func (s *Server) Handler(token string) http.Handler {
-	var h http.Handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, &mcp.StreamableHTTPOptions{
-		SessionTimeout: 30 * time.Minute,
-	})
-	// Go's cross-origin protection around the SDK's handler (its
-	// StreamableHTTPOptions.CrossOriginProtection is deprecated for this).
-	h = http.NewCrossOriginProtection().Handler(h)
-	if token == "" {
-		return h
-	}
-	return bearer(h, token)
-}
 
 // canElicit reports whether the client can ask the person: an elicitation
 // capability with form mode (an empty one means form, before 2025-11-25).

@@ -179,17 +179,7 @@ func checkLine(line []byte, tooLong bool, max int) (jsonrpc.Message, *lineError)
 // refuse answers a refused line and logs it (code and size only).
 func (c *stdioConn) refuse(e *lineError, size int) {
 	c.log.Warn().Str("event", "bad_message").Int64("code", e.code).Int("bytes", size).Msg("refused a line that is not a JSON-RPC message")
-	body := struct {
-		JSONRPC string `json:"jsonrpc"`
-		ID      any    `json:"id"`
-		Error   struct {
-			Code    int64  `json:"code"`
-			Message string `json:"message"`
-		} `json:"error"`
-	}{JSONRPC: "2.0", ID: e.id}
-	body.Error.Code, body.Error.Message = e.code, e.msg
-	b, _ := json.Marshal(body)
-	c.writeLine(b)
+	c.writeLine(rpcError(e.id, e.code, e.msg, nil))
 }
 
 func (c *stdioConn) writeLine(b []byte) error {

@@ -426,13 +426,14 @@ func TestRequestID(t *testing.T) {
 
 func TestRecoverer(t *testing.T) {
 	env := newTestEnv(t, nil)
-	h := env.srv.recoverer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panic("boom") }))
+	h := env.srv.routes()
+	h.Get("/x", func(http.ResponseWriter, *http.Request) { panic("boom") })
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest("GET", "/x", nil))
 	if rec.Code != 500 || !strings.Contains(rec.Body.String(), `"code":"internal"`) {
 		t.Fatalf("panic answered %d %s", rec.Code, rec.Body)
 	}
-	if !strings.Contains(env.logs.String(), `"panic":"boom"`) {
+	if !strings.Contains(env.logs.String(), `"cause":"panic: boom"`) || !strings.Contains(env.logs.String(), `"event":"panic"`) {
 		t.Fatal("panic not logged")
 	}
 }

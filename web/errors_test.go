@@ -10,7 +10,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/go-chi/chi/v5/middleware"
 	"github.com/rs/zerolog"
 
 	"github.com/elevenmessenger/pinned/host"
@@ -74,9 +73,10 @@ func TestCauseLoggedNotSent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	panicking := s.accessLog(s.recoverer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
+	panicking := s.routes()
+	panicking.Get("/x", func(http.ResponseWriter, *http.Request) {
 		panic("the table of secrets is at 0xdeadbeef")
-	})))
+	})
 	tests := []struct {
 		name    string
 		handler http.Handler
@@ -93,7 +93,7 @@ func TestCauseLoggedNotSent(t *testing.T) {
 				r.Header.Set("Origin", "http://example.test")
 				return r
 			}},
-		{name: "a handler panics", handler: middleware.RequestID(panicking), status: http.StatusInternalServerError, code: CodeInternal, cause: "0xdeadbeef",
+		{name: "a handler panics", handler: panicking, status: http.StatusInternalServerError, code: CodeInternal, cause: "0xdeadbeef",
 			req: func() *http.Request { return httptest.NewRequest("GET", "http://example.test/x", nil) }},
 	}
 	for _, tt := range tests {

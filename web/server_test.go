@@ -18,6 +18,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/elevenmessenger/pinned/host"
+	"github.com/elevenmessenger/pinned/internal/httpserve"
 	"github.com/elevenmessenger/pinned/internal/testing/testutil"
 )
 
@@ -448,7 +449,7 @@ func FuzzCheckBody(f *testing.F) {
 	f.Add([]byte(`{"grant":"ghp_x"}`), true)
 	f.Add([]byte(`{"service":"a","service":"b","grant":"`+validGrant+`"}`), true)
 	f.Fuzz(func(t *testing.T, body []byte, withGrant bool) {
-		if e := checkBody(body, withGrant, &reqInfo{}); e != nil || !withGrant {
+		if e := checkBody(body, withGrant, &httpserve.Basic{}); e != nil || !withGrant {
 			return
 		}
 		var ob opBody
