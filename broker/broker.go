@@ -56,24 +56,6 @@ type client struct {
 // malformed public URL or allowlist entry, a short instance token, or a
 // client for a service without auth.oauth is an error.
 func New(cfg Config) (*Broker, error) {
-	if cfg.Registry == nil {
-		cfg.Registry = registry.Default()
-	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
-	if cfg.StateTTL <= 0 {
-		cfg.StateTTL = DefaultStateTTL
-	}
-	if cfg.ProviderTimeout <= 0 {
-		cfg.ProviderTimeout = DefaultProviderTimeout
-	}
-	if cfg.RefreshRate <= 0 {
-		cfg.RefreshRate = DefaultRefreshRate
-	}
-	if cfg.RefreshBurst <= 0 {
-		cfg.RefreshBurst = DefaultRefreshBurst
-	}
 	if len(cfg.StateKey) != StateKeySize {
 		return nil, fmt.Errorf("broker: the state key must be %d bytes (got %d); generate one with `pinned broker --gen-state-key`", StateKeySize, len(cfg.StateKey))
 	}
@@ -86,16 +68,16 @@ func New(cfg Config) (*Broker, error) {
 		return nil, fmt.Errorf("broker: %w", err)
 	}
 	b := &Broker{
-		reg:       cfg.Registry,
+		reg:       cfg.registry(),
 		publicURL: pub.String(),
 		allowed:   map[string]bool{},
 		aead:      aead,
-		stateTTL:  cfg.StateTTL,
+		stateTTL:  cfg.stateTTL(),
 		bind:      !cfg.NoBrowserBinding,
-		timeout:   cfg.ProviderTimeout,
+		timeout:   cfg.providerTimeout(),
 		clients:   map[string]*client{},
-		limiter:   newLimiter(cfg.RefreshRate, cfg.RefreshBurst, cfg.Now),
-		now:       cfg.Now,
+		limiter:   newLimiter(cfg.refreshRate(), cfg.refreshBurst(), cfg.now()),
+		now:       cfg.now(),
 		log:       zerolog.Nop(),
 	}
 	if cfg.Logger != nil {
@@ -124,7 +106,7 @@ func New(cfg Config) (*Broker, error) {
 	slices.Sort(ids)
 	for _, id := range ids {
 		c := cfg.Clients[id]
-		m, ok := cfg.Registry.Service(id)
+		m, ok := b.reg.Service(id)
 		if !ok || m.Auth.OAuth == nil {
 			return nil, fmt.Errorf("broker: a client is configured for %q, which has no auth.oauth in the registry", id)
 		}

@@ -625,3 +625,33 @@ func TestNextPage(t *testing.T) {
 		args = out.Next
 	}
 }
+
+// TestConfigDefaults: a zero or negative field is its documented default;
+// a positive one is kept.
+func TestConfigDefaults(t *testing.T) {
+	tests := []struct {
+		name                   string
+		cfg                    Config
+		tools                  string
+		confirm, grant         time.Duration
+		maxResult, maxConfirms int
+	}{
+		{name: "zero", cfg: Config{}, tools: ToolsFull, confirm: DefaultConfirmTTL, grant: DefaultGrantTTL,
+			maxResult: DefaultMaxResultBytes, maxConfirms: DefaultMaxConfirmations},
+		{name: "negative", cfg: Config{ConfirmTTL: -1, GrantTTL: -1, MaxResultBytes: -1, MaxConfirmations: -1}, tools: ToolsFull,
+			confirm: DefaultConfirmTTL, grant: DefaultGrantTTL, maxResult: DefaultMaxResultBytes, maxConfirms: DefaultMaxConfirmations},
+		{name: "set", cfg: Config{Tools: ToolsCompact, ConfirmTTL: time.Second, GrantTTL: 2 * time.Second, MaxResultBytes: 3, MaxConfirmations: 4},
+			tools: ToolsCompact, confirm: time.Second, grant: 2 * time.Second, maxResult: 3, maxConfirms: 4},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := tt.cfg
+			if c.tools() != tt.tools || c.confirmTTL() != tt.confirm || c.grantTTL() != tt.grant || c.maxResultBytes() != tt.maxResult || c.maxConfirmations() != tt.maxConfirms {
+				t.Errorf("got %s %v %v %d %d", c.tools(), c.confirmTTL(), c.grantTTL(), c.maxResultBytes(), c.maxConfirmations())
+			}
+		})
+	}
+	if (&Config{}).registry() != registry.Default() {
+		t.Error("a nil Registry is not registry.Default()")
+	}
+}

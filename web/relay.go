@@ -124,11 +124,11 @@ func (s *Server) relay(path string, withGrant bool) http.HandlerFunc {
 			writeError(w, r, newError(CodeMediaType, "send the body as Content-Type: application/json"))
 			return
 		}
-		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.maxBodyBytes()))
 		if err != nil {
 			var mbe *http.MaxBytesError
 			if errors.As(err, &mbe) {
-				writeError(w, r, newError(CodeTooLarge, fmt.Sprintf("the body is larger than %d bytes", s.cfg.MaxBodyBytes)))
+				writeError(w, r, newError(CodeTooLarge, fmt.Sprintf("the body is larger than %d bytes", s.cfg.maxBodyBytes())))
 				return
 			}
 			writeError(w, r, newError(CodeBadRequest, "the body could not be read"))
@@ -219,7 +219,7 @@ func outcomeOf(status int, answer []byte) string {
 // returns the status, the body (at most maxAnswerBytes; a JSON answer is
 // required) and its Retry-After (busy, rate_limited, refresh_unavailable).
 func (s *Server) call(ctx context.Context, b Bot, method, path string, body []byte) (int, []byte, string, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.BotTimeout)
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.botTimeout())
 	defer cancel()
 	var rd io.Reader
 	if body != nil {

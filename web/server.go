@@ -1,6 +1,7 @@
 package web
 
 import (
+	"cmp"
 	"context"
 	"embed"
 	"errors"
@@ -65,7 +66,8 @@ type Bot struct {
 
 var botNameRe = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,31}$`)
 
-// Config configures a Server.
+// Config configures a Server. Bots is required; every other zero field
+// takes its default.
 type Config struct {
 	// Registry is what /api/integrations describes; default
 	// registry.Default(), the embedded snapshot.
@@ -92,6 +94,12 @@ type Config struct {
 	// page and is refused (cross_origin).
 	Hosts []string
 }
+
+// The fields with their defaults: a zero (or negative) value is the
+// documented default.
+func (c *Config) registry() *registry.Registry { return cmp.Or(c.Registry, registry.Default()) }
+func (c *Config) maxBodyBytes() int64          { return cmp.Or(max(c.MaxBodyBytes, 0), DefaultMaxBodyBytes) }
+func (c *Config) botTimeout() time.Duration    { return cmp.Or(max(c.BotTimeout, 0), DefaultBotTimeout) }
 
 // Server is pinned web. Build it with New.
 type Server struct {
@@ -122,20 +130,11 @@ type cachedBool struct {
 
 // New checks cfg and builds the server.
 func New(cfg Config) (*Server, error) {
-	if cfg.Registry == nil {
-		cfg.Registry = registry.Default()
-	}
 	if len(cfg.Bots) == 0 {
 		return nil, errors.New("web: at least one bot is required (--bot NAME=URL)")
 	}
-	if cfg.MaxBodyBytes <= 0 {
-		cfg.MaxBodyBytes = DefaultMaxBodyBytes
-	}
-	if cfg.BotTimeout <= 0 {
-		cfg.BotTimeout = DefaultBotTimeout
-	}
 	s := &Server{
-		cfg: cfg, reg: cfg.Registry, bots: map[string]Bot{}, log: zerolog.Nop(),
+		cfg: cfg, reg: cfg.registry(), bots: map[string]Bot{}, log: zerolog.Nop(),
 		identities: map[string]cachedIdentity{}, oauth: map[string]cachedBool{},
 	}
 	for _, b := range cfg.Bots {
@@ -173,7 +172,7 @@ func New(cfg Config) (*Server, error) {
 	s.client = cfg.Client
 	if s.client == nil {
 		s.client = &http.Client{
-			Timeout:   cfg.BotTimeout,
+			Timeout:   cfg.botTimeout(),
 			Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 16, IdleConnTimeout: 90 * time.Second},
 			CheckRedirect: func(*http.Request, []*http.Request) error {
 				return http.ErrUseLastResponse
@@ -310,7 +309,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		Handler:           s.handler,
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       30 * time.Second,
-		WriteTimeout:      s.cfg.BotTimeout + 10*time.Second,
+		WriteTimeout:      s.cfg.botTimeout() + 10*time.Second,
 		IdleTimeout:       120 * time.Second,
 		MaxHeaderBytes:    32 << 10,
 		ErrorLog:          log.New(errorLog{s.log}, "", 0),

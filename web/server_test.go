@@ -14,12 +14,14 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/rs/zerolog"
 
 	"github.com/elevenmessenger/pinned/host"
 	"github.com/elevenmessenger/pinned/internal/httpserve"
 	"github.com/elevenmessenger/pinned/internal/testing/testutil"
+	"github.com/elevenmessenger/pinned/registry"
 )
 
 // stubSidecar speaks the sidecar's wire format for /v1/identity, /v1/ops
@@ -463,4 +465,32 @@ func FuzzCheckBody(f *testing.F) {
 			t.Fatalf("accepted grant %q", ob.Grant)
 		}
 	})
+}
+
+// TestConfigDefaults: a zero or negative field is its documented default;
+// a positive one is kept.
+func TestConfigDefaults(t *testing.T) {
+	tests := []struct {
+		name       string
+		cfg        Config
+		body       int64
+		botTimeout time.Duration
+	}{
+		{name: "zero", cfg: Config{}, body: DefaultMaxBodyBytes, botTimeout: DefaultBotTimeout},
+		{name: "negative", cfg: Config{MaxBodyBytes: -1, BotTimeout: -time.Second}, body: DefaultMaxBodyBytes, botTimeout: DefaultBotTimeout},
+		{name: "set", cfg: Config{MaxBodyBytes: 10, BotTimeout: time.Second}, body: 10, botTimeout: time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.cfg.maxBodyBytes(); got != tt.body {
+				t.Errorf("maxBodyBytes %d, want %d", got, tt.body)
+			}
+			if got := tt.cfg.botTimeout(); got != tt.botTimeout {
+				t.Errorf("botTimeout %v, want %v", got, tt.botTimeout)
+			}
+		})
+	}
+	if (&Config{}).registry() != registry.Default() {
+		t.Error("a nil Registry is not registry.Default()")
+	}
 }
