@@ -57,7 +57,7 @@ var layers = []struct {
 	{"connection store", []string{"internal/connstore"}},
 	{"agent front ends", []string{"mcpserver/..."}},
 	{"stacks", []string{"internal/demo/webstack"}},
-	{"binaries", []string{"cmd/...", "internal/cmd/benchtool"}},
+	{"binaries", []string{"cmd/...", "internal/cmd/..."}},
 }
 
 // allowed are the edges the layers alone would refuse, each with why.
