@@ -321,27 +321,23 @@ func TestMCPListen(t *testing.T) {
 	const token = "listen-test-bearer-token-0123456789"
 	cmd := exec.Command(p.bin, append([]string{"mcp", "--listen", "127.0.0.1:0"}, p.fakeFlags()...)...)
 	cmd.Env = append(p.env, "PINNED_MCP_TOKEN="+token)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
 	stderr := &testutil.SyncBuffer{}
 	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	line := make([]byte, 256)
-	n, err := stdout.Read(line)
-	if err != nil {
-		t.Fatalf("no address: %v\n%s", err, stderr.String())
+	// Like the log, the line with the address is on stderr.
+	re := regexp.MustCompile(`pinned mcp: listening on (http://127\.0\.0\.1:\d+)/`)
+	var endpoint string
+	for deadline := time.Now().Add(2 * time.Minute); endpoint == "" && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if m := re.FindStringSubmatch(stderr.String()); m != nil {
+			endpoint = m[1]
+		}
 	}
-	_, addr, ok := strings.Cut(strings.TrimSpace(string(line[:n])), "http://")
-	addr, _, _ = strings.Cut(addr, " ")
-	if !ok || addr == "" {
-		t.Fatalf("stdout %q", line[:n])
+	if endpoint == "" {
+		t.Fatalf("no address on stderr:\n%s", stderr.String())
 	}
-	endpoint := "http://" + addr
 	resp, err := http.Post(endpoint, "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
 	if err != nil {
 		t.Fatal(err)
