@@ -195,7 +195,9 @@ func (r *report) summary(slowest int) bool {
 	if slowest > 0 && len(r.times) > 0 {
 		fmt.Fprintln(r.out)
 		fmt.Fprintf(r.out, "slowest packages: %s\n", top(r.times, slowest))
-		fmt.Fprintf(r.out, "slowest tests: %s\n", top(r.tests, slowest))
+		if len(r.tests) > 0 {
+			fmt.Fprintf(r.out, "slowest tests: %s\n", top(r.tests, slowest))
+		}
 	}
 	ok := len(r.failed) == 0 && !r.buildBad && len(unfinished) == 0
 	verdict := "PASS"
