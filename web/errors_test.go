@@ -134,3 +134,28 @@ func TestCauseLoggedNotSent(t *testing.T) {
 		})
 	}
 }
+
+// TestMethodNotAllowedHasAllow: a 405 of pinned web names the methods the
+// path takes (RFC 9110 section 15.5.6), in the services' error shape.
+func TestMethodNotAllowedHasAllow(t *testing.T) {
+	s, _, _ := newTestServer(t, "")
+	tests := []struct{ name, method, path, allow string }{
+		{name: "a GET endpoint", method: http.MethodPost, path: "/api/bots", allow: "GET"},
+		{name: "a POST endpoint", method: http.MethodGet, path: "/api/bots/eleven/ops", allow: "POST"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rec := httptest.NewRecorder()
+			req := httptest.NewRequest(tt.method, "http://example.test"+tt.path, nil)
+			req.Header.Set("Origin", "http://example.test")
+			s.Handler().ServeHTTP(rec, req)
+			var env httperr.Envelope[Code]
+			if err := json.Unmarshal(rec.Body.Bytes(), &env); err != nil || rec.Code != http.StatusMethodNotAllowed || env.Error.Code != CodeMethod {
+				t.Fatalf("%d %s (%v)", rec.Code, rec.Body, err)
+			}
+			if got := rec.Header().Get("Allow"); got != tt.allow {
+				t.Errorf("Allow %q, want %q", got, tt.allow)
+			}
+		})
+	}
+}
