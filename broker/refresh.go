@@ -15,9 +15,8 @@ import (
 	"strings"
 	"time"
 
-	"golang.org/x/oauth2"
-
 	"github.com/rs/zerolog"
+	"golang.org/x/oauth2"
 
 	"github.com/elevenmessenger/pinned/internal/brokerapi"
 	"github.com/elevenmessenger/pinned/internal/httpserve"
