@@ -16,6 +16,7 @@ import (
 
 	"github.com/elevenmessenger/pinned/internal/demo/fakeapi"
 	"github.com/elevenmessenger/pinned/internal/testing/testutil"
+	"github.com/elevenmessenger/pinned/secret"
 )
 
 // testCacheDir is shared by every test engine (and across packages) so the
@@ -92,13 +93,13 @@ var honestArgs = map[string]string{
 
 // run runs an op with the fake's valid token for the service.
 func (env *testEnv) run(service, op, args string) (*Result, *Error) {
-	return env.runWith(context.Background(), service, op, args, Credential{Secret: Secret(fakeapi.Token(service))})
+	return env.runWith(context.Background(), service, op, args, Credential{Secret: secret.Secret(fakeapi.Token(service))})
 }
 
 // runHarness runs an op with the given (bound) args and harness line.
 func (env *testEnv) runHarness(service, op, args, harness string) (*Result, *Error) {
 	ctx := context.WithValue(context.Background(), harnessKey{}, harness)
-	return env.runWith(ctx, service, op, args, Credential{Secret: Secret(fakeapi.Token(service))})
+	return env.runWith(ctx, service, op, args, Credential{Secret: secret.Secret(fakeapi.Token(service))})
 }
 
 // runWith runs an op. Args with a top-level "attack" member are a hostile
@@ -122,6 +123,20 @@ func (env *testEnv) runWith(ctx context.Context, service, op, args string, cred 
 		return nil, he
 	}
 	return res, nil
+}
+
+// asError is err's *Error (nil for nil); it fails the test on any other
+// error: every error of the host's API is an *Error.
+func asError(t testing.TB, err error) *Error {
+	t.Helper()
+	if err == nil {
+		return nil
+	}
+	var he *Error
+	if !errors.As(err, &he) {
+		t.Fatalf("not a *host.Error: %v", err)
+	}
+	return he
 }
 
 // metricsText renders every collected metric in the Prometheus text format.

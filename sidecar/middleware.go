@@ -51,7 +51,7 @@ func (s *Server) track(next http.Handler) http.Handler {
 		s.mu.Lock()
 		if s.draining {
 			s.mu.Unlock()
-			s.fail(w, r, NewError(CodeNotReady, "the sidecar is shutting down"))
+			s.fail(w, r, newError(CodeNotReady, "the sidecar is shutting down"))
 			return
 		}
 		s.active.Add(1)
@@ -67,7 +67,7 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 		if s.cfg.CallerToken != "" && !s.checkToken(r) {
 			s.m.denials.WithLabelValues("auth", string(CodeUnauthorized)).Inc()
 			w.Header().Set("WWW-Authenticate", `Bearer realm="pinned"`)
-			s.fail(w, r, NewError(CodeUnauthorized, "send the caller token as Authorization: Bearer <token>"))
+			s.fail(w, r, newError(CodeUnauthorized, "send the caller token as Authorization: Bearer <token>"))
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -81,7 +81,7 @@ func (s *Server) requireJSON(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 		if err != nil || mt != "application/json" {
-			s.fail(w, r, NewError(CodeMediaType, "send the body as Content-Type: application/json"))
+			s.fail(w, r, newError(CodeMediaType, "send the body as Content-Type: application/json"))
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -93,7 +93,7 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, e *Error) {
 	if e.Code == CodeCanceled && s.cut.Load() {
 		// The caller did not go away: the sidecar canceled the op at the
 		// end of --shutdown-grace. Say so, to the caller and in the log.
-		cut := NewError(CodeNotReady, "the sidecar shut down before the op finished; retry it")
+		cut := newError(CodeNotReady, "the sidecar shut down before the op finished; retry it")
 		cut.Rotated, cut.cause = e.Rotated, e.cause
 		e = cut
 	}

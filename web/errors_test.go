@@ -12,9 +12,9 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/elevenmessenger/pinned/host"
 	"github.com/elevenmessenger/pinned/internal/httperr"
 	"github.com/elevenmessenger/pinned/internal/testing/testutil"
+	"github.com/elevenmessenger/pinned/secret"
 )
 
 // TestWebDocListsEveryCode: docs/WEB.md's table lists every code of pinned
@@ -69,7 +69,7 @@ func TestCauseLoggedNotSent(t *testing.T) {
 	l.Close() // nothing listens there now: connection refused
 	logs := &testutil.SyncBuffer{}
 	zl := zerolog.New(logs)
-	s, err := New(Config{Bots: []Bot{{Name: "eleven", URL: dead, Token: host.Secret("caller-token-0123456789")}}, Logger: &zl})
+	s, err := New(Config{Bots: []Bot{{Name: "eleven", URL: dead, Token: secret.Secret("caller-token-0123456789")}}, Logger: &zl})
 	if err != nil {
 		t.Fatal(err)
 	}

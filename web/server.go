@@ -19,9 +19,9 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/rs/zerolog"
 
-	"github.com/elevenmessenger/pinned/host"
 	"github.com/elevenmessenger/pinned/internal/httpserve"
 	"github.com/elevenmessenger/pinned/registry"
+	"github.com/elevenmessenger/pinned/secret"
 )
 
 //go:embed static
@@ -61,7 +61,7 @@ type Bot struct {
 	URL string
 	// Token is the sidecar's caller token, sent as Bearer; empty when the
 	// sidecar has none. The browser never sees it.
-	Token host.Secret
+	Token secret.Secret
 }
 
 var botNameRe = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,31}$`)

@@ -18,10 +18,10 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/elevenmessenger/pinned/host"
 	"github.com/elevenmessenger/pinned/internal/httpserve"
 	"github.com/elevenmessenger/pinned/internal/testing/testutil"
 	"github.com/elevenmessenger/pinned/registry"
+	"github.com/elevenmessenger/pinned/secret"
 )
 
 // stubSidecar speaks the sidecar's wire format for /v1/identity, /v1/ops
@@ -72,7 +72,7 @@ func newTestServer(t *testing.T, brokerURL string) (*Server, *stubSidecar, *test
 	logs := &testutil.SyncBuffer{}
 	l := zerolog.New(logs)
 	s, err := New(Config{
-		Bots:      []Bot{{Name: "eleven", URL: sc.URL, Token: host.Secret("caller-token-0123456789")}},
+		Bots:      []Bot{{Name: "eleven", URL: sc.URL, Token: secret.Secret("caller-token-0123456789")}},
 		BrokerURL: brokerURL, Logger: &l,
 	})
 	if err != nil {

@@ -13,11 +13,12 @@ import (
 	"testing"
 
 	"github.com/elevenmessenger/pinned/host"
+	"github.com/elevenmessenger/pinned/host/api"
 	"github.com/elevenmessenger/pinned/registry"
 )
 
 // TestCheckArgsMatchesEngine pins checkArgs (what grant seal refuses,
-// host.ValidateArgs: the executor compiled natively) to the engine: for
+// host.ValidateArgs: the host's own argument rules) to the engine: for
 // args of every op that break each kind of rule, and for valid ones, the
 // engine's Check — the sandboxed guest, as the sidecar runs it — answers
 // the same.
@@ -77,7 +78,7 @@ func TestCheckArgsMatchesEngine(t *testing.T) {
 		want := ""
 		if _, err := eng.Check(ctx, c.service, c.op, json.RawMessage(c.args)); err != nil {
 			var he *host.Error
-			if !errors.As(err, &he) || he.Code != host.CodeBadArgs {
+			if !errors.As(err, &he) || he.Code != api.CodeBadArgs {
 				t.Errorf("%s.%s %.80s: the engine answered %v, not bad_args", c.service, c.op, c.args, err)
 				continue
 			}
@@ -112,11 +113,13 @@ func validArgs(t *testing.T, m *registry.Manifest, name string, op *registry.Op)
 	args := map[string]string{}
 	tried := map[string]int{}
 	for range 100 {
-		rej := host.ValidateArgs(m, name, []byte(objectText(args)), 0)
-		if rej == nil {
+		var rej *host.Error
+		if err := host.ValidateArgs(m, name, []byte(objectText(args)), 0); err == nil {
 			return args
+		} else if !errors.As(err, &rej) {
+			t.Fatal(err)
 		}
-		if rej.Code != host.CodeBadArgs {
+		if rej.Code != api.CodeBadArgs {
 			t.Fatal(rej)
 		}
 		a := op.Args[rej.Arg]

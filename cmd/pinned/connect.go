@@ -15,6 +15,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/elevenmessenger/pinned/secret"
+
 	"golang.org/x/term"
 
 	"github.com/elevenmessenger/pinned/host"
@@ -173,13 +175,13 @@ func runConnect(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "pinned connect: %s\n", err)
 		return 2
 	}
-	conn := connstore.Connection{Service: service, Cap: *capFlag, Kind: *kind, Token: grant.Secret(token)}
+	conn := connstore.Connection{Service: service, Cap: *capFlag, Kind: *kind, Token: secret.Secret(token)}
 	if *refreshEnv != "" {
 		r := strings.TrimSpace(os.Getenv(*refreshEnv))
 		if r == "" {
 			return usage("%s is not set or empty", *refreshEnv)
 		}
-		conn.Refresh = grant.Secret(r)
+		conn.Refresh = secret.Secret(r)
 		conn.TokenExpiresAt = time.Now().Add(*expiresIn).UTC().Format(time.RFC3339)
 	}
 
@@ -191,7 +193,7 @@ func runConnect(args []string, stdout, stderr io.Writer) int {
 	}
 	defer eng.Close(ctx)
 	res, err := eng.Run(ctx, host.Call{Service: service, Op: m.Viewer, Args: json.RawMessage(`{}`),
-		Credential: host.Credential{Kind: *kind, Secret: host.Secret(token)}})
+		Credential: host.Credential{Kind: *kind, Secret: secret.Secret(token)}})
 	if err != nil {
 		var he *host.Error
 		if errors.As(err, &he) {

@@ -8,6 +8,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/elevenmessenger/pinned/host/api"
+	"github.com/elevenmessenger/pinned/secret"
+
 	"github.com/elevenmessenger/pinned/host"
 	"github.com/elevenmessenger/pinned/registry"
 	"github.com/elevenmessenger/pinned/sidecar/grant"
@@ -28,6 +31,10 @@ pair adds its refresh token from the variable named by --refresh-env and
 its expiry with --token-expires-in; the sidecar then rotates the pair
 through the broker when it is stale, and seals the new pair back to
 --member-key, which such a grant needs (docs/OAUTH.md).
+
+--flow FROM:TO (repeatable) seals a flow a research consent allowed into a
+read grant: a research session may let what service FROM returned go into
+its reads of service TO only when the grants of both services seal it.
 
 --op binds the grant to one op; --args (which needs --op) binds it to
 exactly those args too (args_sha256 of their canonical JSON): the bot can
@@ -79,6 +86,7 @@ func runGrant(args []string, stdout, stderr io.Writer) int {
 type sealFlags struct {
 	botKey, service, access, opName, argsJSON, tokenEnv, kind, memberKey, refreshEnv, tokenExpiresAt string
 	ttl, tokenExpiresIn                                                                              time.Duration
+	flows                                                                                            []string
 
 	// pair, when set, is the credential instead of the environment: the
 	// rotated pair pinned grant open re-seals.
@@ -102,6 +110,11 @@ func grantSealFlags() (*flag.FlagSet, *sealFlags) {
 	fs.StringVar(&f.memberKey, "member-key", "", "the member's public `key` (base64), to which rotated tokens are sealed back")
 	fs.StringVar(&f.refreshEnv, "refresh-env", "", "environment `variable` holding the pair's refresh token (with --kind oauth and --member-key)")
 	fs.DurationVar(&f.tokenExpiresIn, "token-expires-in", 0, "the credential expires this `duration` from now (0: unknown; negative: already expired, to try rotation)")
+	fs.Func("flow", "seal the research flow `FROM:TO` the member's consent allowed (repeatable; e.g. dnsimple:github)", func(v string) error {
+		a, err := parseFlow(v)
+		f.flows = append(f.flows, a.From+":"+a.To)
+		return err
+	})
 	fs.StringVar(&f.tokenExpiresAt, "token-expires-at", "", "the credential expires at this `time` (RFC 3339, as pinned grant open prints it; empty: unknown)")
 	return fs, &f
 }
@@ -163,7 +176,7 @@ func sealGrant(f *sealFlags, stdout, stderr io.Writer) int {
 	}
 	g := &grant.Grant{
 		Service: f.service, Access: f.access, Kind: f.kind,
-		ExpiresAt: time.Now().Add(f.ttl).Truncate(time.Second), MemberKey: f.memberKey,
+		ExpiresAt: time.Now().Add(f.ttl).Truncate(time.Second), MemberKey: f.memberKey, Flows: strings.Join(f.flows, ","),
 	}
 	if f.memberKey != "" {
 		if _, err := grant.ParsePublicKey(f.memberKey); err != nil {
@@ -200,24 +213,24 @@ func sealGrant(f *sealFlags, stdout, stderr io.Writer) int {
 				return 1
 			}
 			if msg != "" {
-				return usage("%s: %s", host.CodeBadArgs, msg)
+				return usage("%s: %s", api.CodeBadArgs, msg)
 			}
 			g.ArgsSHA256 = h
 		}
 	}
-	secret := os.Getenv(f.tokenEnv)
+	token := os.Getenv(f.tokenEnv)
 	if f.pair != nil {
-		secret = string(f.pair.Access)
+		token = string(f.pair.Access)
 	}
-	if secret == "" {
+	if token == "" {
 		return usage("no credential: set %s to the token to seal", f.tokenEnv)
 	}
 	// What the host would refuse when the op runs is refused now, by the
 	// host's own check: the bot would otherwise get credential_invalid.
-	if herr := host.CheckCredential(host.Credential{Kind: f.kind, Secret: host.Secret(secret)}); herr != nil {
-		return usage("%s: %s in %s: %s", herr.Code, herr.Message, f.tokenEnv, credentialHint)
+	if he := credentialError(host.Credential{Kind: f.kind, Secret: secret.Secret(token)}); he != nil {
+		return usage("%s: %s in %s: %s", he.Code, he.Message, f.tokenEnv, credentialHint)
 	}
-	g.Secret = grant.Secret(secret)
+	g.Secret = secret.Secret(token)
 	if f.refreshEnv != "" {
 		if f.kind != grant.KindOAuth {
 			return usage("--refresh-env: a refresh token belongs to an OAuth pair: add --kind oauth")
@@ -232,10 +245,10 @@ func sealGrant(f *sealFlags, stdout, stderr io.Writer) int {
 		if refresh == "" {
 			return usage("no refresh token: set %s", f.refreshEnv)
 		}
-		if herr := host.CheckCredential(host.Credential{Kind: grant.KindOAuth, Secret: host.Secret(refresh)}); herr != nil {
-			return usage("%s: %s in %s: %s", herr.Code, herr.Message, f.refreshEnv, credentialHint)
+		if he := credentialError(host.Credential{Kind: grant.KindOAuth, Secret: secret.Secret(refresh)}); he != nil {
+			return usage("%s: %s in %s: %s", he.Code, he.Message, f.refreshEnv, credentialHint)
 		}
-		g.Refresh = grant.Secret(refresh)
+		g.Refresh = secret.Secret(refresh)
 	}
 	switch {
 	case f.tokenExpiresIn != 0 && f.tokenExpiresAt != "":

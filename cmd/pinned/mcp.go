@@ -14,16 +14,17 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/elevenmessenger/pinned/sidecar/api"
+
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rs/zerolog"
 
 	"github.com/elevenmessenger/pinned/broker"
 	"github.com/elevenmessenger/pinned/host"
-	"github.com/elevenmessenger/pinned/internal/flow"
 	"github.com/elevenmessenger/pinned/internal/rotate"
-	"github.com/elevenmessenger/pinned/internal/secret"
 	"github.com/elevenmessenger/pinned/mcpserver"
 	"github.com/elevenmessenger/pinned/registry"
+	"github.com/elevenmessenger/pinned/secret"
 	"github.com/elevenmessenger/pinned/sidecar"
 	"github.com/elevenmessenger/pinned/sidecar/grant"
 )
@@ -78,22 +79,11 @@ func runMCP(args []string, stdout, stderr io.Writer) int {
 	maxResult := fs.Int("max-result-bytes", mcpserver.DefaultMaxResultBytes, "refuse a result whose projected data is over this many `bytes`")
 	opTimeout := fs.Duration("op-timeout", host.DefaultTimeout, "deadline of one op")
 	logLevel := fs.String("log-level", "info", "`level`: debug, info, warn or error")
-	var allow []flow.Allow
+	var allow []api.Flow
 	fs.Func("allow-flow", "let values `FROM:TO` flow: a read of service TO may carry what service FROM returned in the session (repeatable; e.g. dnsimple:github)", func(v string) error {
-		from, to, ok := strings.Cut(v, ":")
-		if !ok || from == "" || to == "" || strings.Contains(to, ":") {
-			return fmt.Errorf("want FROM:TO, two service ids, e.g. dnsimple:github")
-		}
-		for _, id := range []string{from, to} {
-			if !registry.Default().Has(id) {
-				return fmt.Errorf("%s: %s", unknownWord("service", id, registry.Default().IDs()), "want a service of the registry")
-			}
-		}
-		if from == to {
-			return fmt.Errorf("%s:%s: a service's own values always flow back to it", from, to)
-		}
-		allow = append(allow, flow.Allow{From: from, To: to})
-		return nil
+		a, err := parseFlow(v)
+		allow = append(allow, a)
+		return err
 	})
 	if code, ok := parseFlags(fs, mcpUsage, args, stdout, stderr); !ok {
 		return code
@@ -237,4 +227,22 @@ func mcpBroker(u, tokenFile string) (*rotate.BrokerClient, error) {
 		return nil, fmt.Errorf("--broker-url: %w", err)
 	}
 	return bc, nil
+}
+
+// parseFlow reads a FROM:TO flag value: two different services of the
+// registry.
+func parseFlow(v string) (api.Flow, error) {
+	from, to, ok := strings.Cut(v, ":")
+	if !ok || from == "" || to == "" || strings.Contains(to, ":") {
+		return api.Flow{}, fmt.Errorf("want FROM:TO, two service ids, e.g. dnsimple:github")
+	}
+	for _, id := range []string{from, to} {
+		if !registry.Default().Has(id) {
+			return api.Flow{}, fmt.Errorf("%s: %s", unknownWord("service", id, registry.Default().IDs()), "want a service of the registry")
+		}
+	}
+	if from == to {
+		return api.Flow{}, fmt.Errorf("%s:%s: a service's own values always flow back to it", from, to)
+	}
+	return api.Flow{From: from, To: to}, nil
 }

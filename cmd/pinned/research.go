@@ -23,7 +23,9 @@ import (
 	"github.com/elevenmessenger/pinned/internal/research"
 	"github.com/elevenmessenger/pinned/internal/research/claude"
 	"github.com/elevenmessenger/pinned/registry"
+	"github.com/elevenmessenger/pinned/secret"
 	"github.com/elevenmessenger/pinned/sidecar"
+	"github.com/elevenmessenger/pinned/sidecar/api"
 	"github.com/elevenmessenger/pinned/sidecar/grant"
 )
 
@@ -105,14 +107,14 @@ func runResearch(args []string, stdout, stderr io.Writer) int {
 			return usage("unknown service %q (services: %s)", s, joinList(registry.Default().IDs()))
 		}
 	}
-	lim := research.Limits{ToolCalls: *toolCalls, WallSeconds: int(*wall / time.Second)}
+	lim := api.Limits{ToolCalls: *toolCalls, WallSeconds: int(*wall / time.Second)}
 	if _, err := lim.Resolve(); err != nil {
 		return usage("%s", strings.TrimPrefix(err.Error(), "limits."))
 	}
 	ctx := context.Background()
 	hcfg := host.Config{CacheDir: defaultCacheDir()}
 	tokens := map[string]string{}
-	var model research.Model
+	var model api.Model
 	if *useFake {
 		fake, err := fakeapi.New()
 		if err != nil {
@@ -153,7 +155,7 @@ func runResearch(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer eng.Close(ctx)
-	onStep := func(st research.Step) {
+	onStep := func(st api.Step) {
 		if !*asJSON {
 			printStep(stdout, st, *useFake)
 		}
@@ -203,7 +205,7 @@ var scriptedOnPurpose = map[string]string{
 
 // printStep prints one step. Under the scripted model (scripted), a
 // failure the script makes on purpose says so.
-func printStep(w io.Writer, st research.Step, scripted bool) {
+func printStep(w io.Writer, st api.Step, scripted bool) {
 	fmt.Fprintf(w, "  %s\n", stepLine(st))
 	if why := scriptedOnPurpose[st.Outcome]; scripted && why != "" {
 		fmt.Fprintf(w, "    ^ on purpose: %s\n", why)
@@ -211,7 +213,7 @@ func printStep(w io.Writer, st research.Step, scripted bool) {
 }
 
 // stepLine is one step on one line: service.op, outcome, bytes and args.
-func stepLine(st research.Step) string {
+func stepLine(st api.Step) string {
 	name := st.Service + "." + st.Op
 	if st.Service == "" {
 		// A tool the palette lacks, named by the model: written as people
@@ -248,7 +250,7 @@ func termSafe(s string, keepLines bool) string {
 
 // scriptedModel starts the fake Messages API with script and returns the
 // shipped client pointed at it.
-func scriptedModel(script fakemodel.Script) (*fakemodel.Server, research.Model, error) {
+func scriptedModel(script fakemodel.Script) (*fakemodel.Server, api.Model, error) {
 	fm, err := fakemodel.New("", script)
 	if err != nil {
 		return nil, nil, err
@@ -265,8 +267,8 @@ func scriptedModel(script fakemodel.Script) (*fakemodel.Server, research.Model, 
 // model, seals a 10-minute read grant per service, and asks POST
 // /v1/research with Accept: text/event-stream, calling onStep per step
 // event. It returns the answer, or the sidecar's error answer.
-func researchSession(ctx context.Context, eng *host.Engine, model research.Model, question string, tokens map[string]string,
-	lim research.Limits, onStep func(research.Step)) (*sidecar.ResearchResponse, *apiErr, error) {
+func researchSession(ctx context.Context, eng *host.Engine, model api.Model, question string, tokens map[string]string,
+	lim api.Limits, onStep func(api.Step)) (*sidecar.ResearchResponse, *apiErr, error) {
 	key, err := grant.GenerateKey(nil)
 	if err != nil {
 		return nil, nil, err
@@ -291,7 +293,7 @@ func researchSession(ctx context.Context, eng *host.Engine, model research.Model
 	}
 	slices.Sort(services)
 	for _, s := range services {
-		sealed, err := grant.Seal(&grant.Grant{Service: s, Access: grant.AccessRead, Kind: grant.KindPAT, Secret: grant.Secret(tokens[s]),
+		sealed, err := grant.Seal(&grant.Grant{Service: s, Access: grant.AccessRead, Kind: grant.KindPAT, Secret: secret.Secret(tokens[s]),
 			ExpiresAt: time.Now().Add(sidecar.SuggestedResearchGrantTTL)}, key.Public(), nil)
 		if err != nil {
 			return nil, nil, err
@@ -332,7 +334,7 @@ func researchSession(ctx context.Context, eng *host.Engine, model research.Model
 		}
 		switch event {
 		case "step":
-			var st research.Step
+			var st api.Step
 			if json.Unmarshal([]byte(data), &st) == nil && onStep != nil {
 				onStep(st)
 			}

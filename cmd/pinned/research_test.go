@@ -11,7 +11,7 @@ import (
 
 	"github.com/elevenmessenger/pinned/internal/demo/fakeapi"
 	"github.com/elevenmessenger/pinned/internal/demo/fakemodel"
-	"github.com/elevenmessenger/pinned/internal/research"
+	"github.com/elevenmessenger/pinned/sidecar/api"
 )
 
 // TestRunResearchFake: pinned research --fake answers the seed's question
@@ -99,12 +99,12 @@ func TestResearchOutputCannotDriveTerminal(t *testing.T) {
 			}
 		})
 	}
-	line := stepLine(research.Step{Tool: "x\x1b[2J", Args: json.RawMessage(`{"a":"\u009b"}`), Outcome: "unknown_op"})
+	line := stepLine(api.Step{Tool: "x\x1b[2J", Args: json.RawMessage(`{"a":"\u009b"}`), Outcome: "unknown_op"})
 	if strings.ContainsAny(line, "\x1b\u009b") {
 		t.Errorf("stepLine %q holds a control", line)
 	}
 	// One spelling for people: a tool outside the palette is service.op too.
-	for _, st := range []research.Step{{Service: "github", Op: "get_viewer", Outcome: "ok"}, {Tool: "github__create_issue", Outcome: "access_denied"}} {
+	for _, st := range []api.Step{{Service: "github", Op: "get_viewer", Outcome: "ok"}, {Tool: "github__create_issue", Outcome: "access_denied"}} {
 		if line := stepLine(st); strings.Contains(line, "__") || !strings.HasPrefix(line, "github.") {
 			t.Errorf("stepLine(%+v) = %q, want service.op", st, line)
 		}

@@ -8,9 +8,9 @@
 // What is recorded: every string, and every integer of at least
 // MinLength digits, that a result's data holds in a picked field of a
 // class that carries a member's data or a third party's text
-// (registry.ClassIdentifier, ClassText, ClassURL, and for integers
-// ClassNumber too); values of the closed classes (enum, boolean, time)
-// carry no such data and are not. Values are compared canonically
+// (registry.ClassIdentifier, ClassText, ClassURL and ClassNumber, whose
+// numbers may come as strings); values of the closed classes (enum,
+// boolean, time) carry no such data and are not. Values are compared canonically
 // (Canonical): NFKC (golang.org/x/text/unicode/norm), case-folded
 // (golang.org/x/text/cases), letters and digits only, so a change of
 // case, width, spacing or punctuation ("Hello-Fake.IO" for
@@ -19,7 +19,9 @@
 //
 // What counts as carrying: a string arg whose canonical form contains a
 // recorded value's (an integer value not next to another digit), or an
-// integer arg equal to a recorded integer. A call to service B carrying a
+// integer arg equal to a recorded integer. An integer is its value,
+// however the JSON number is written (9001002.0, 9.001002e6 and 9001002
+// are one value: the host sends an integer arg as its value). A call to service B carrying a
 // value is a cross-service flow unless B returned that value, or a value
 // containing it, itself in this session (B already holds that text), or
 // the person allowed a flow to B from a service that returned it (Allow).
@@ -40,10 +42,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/elevenmessenger/pinned/sidecar/api"
 
 	"golang.org/x/text/cases"
 	"golang.org/x/text/unicode/norm"
@@ -63,24 +68,13 @@ const MinLength = 6
 // and original text): a research session's results are at most 1 MiB.
 const DefaultMaxBytes = 4 << 20
 
-// Codes of the refusals this package decides (stable; docs/API.md and
-// docs/MCP.md).
-const (
-	// Code: the call's args carry a value another service returned in the
-	// session; nothing was sent.
-	Code = "cross_service_flow"
-	// CodeLimit: the session recorded as much as it may (ErrFull); the
-	// result is withheld.
-	CodeLimit = "flow_limit"
-)
-
 // MaxAllows bounds the flows a person may allow in one session.
 const MaxAllows = 64
 
 // CheckAllows refuses a list of allowed flows that names a service the
 // registry lacks, a flow from a service to itself, or more than MaxAllows
 // flows; the error says which.
-func CheckAllows(reg *registry.Registry, allow []Allow) error {
+func CheckAllows(reg *registry.Registry, allow []api.Flow) error {
 	if len(allow) > MaxAllows {
 		return fmt.Errorf("at most %d flows", MaxAllows)
 	}
@@ -107,13 +101,6 @@ func clip(s string) string {
 // recorded could flow anywhere).
 var ErrFull = errors.New("flow: the session's record of returned values is full")
 
-// Allow is one flow a person allowed: values that service From returned
-// may be sent to service To.
-type Allow struct {
-	From string `json:"from"`
-	To   string `json:"to"`
-}
-
 // Source is the op that first returned a value.
 type Source struct {
 	Service string
@@ -139,7 +126,7 @@ type Match struct {
 // for concurrent use.
 type Session struct {
 	mu    sync.Mutex
-	allow map[Allow]bool
+	allow map[api.Flow]bool
 	max   int
 	bytes int
 	// byCanon holds each recorded value by its canonical form; index
@@ -179,11 +166,11 @@ func keyHash(c string, i int) uint32 {
 
 // New returns an empty session allowing the flows in allow; maxBytes <= 0
 // means DefaultMaxBytes.
-func New(allow []Allow, maxBytes int) *Session {
+func New(allow []api.Flow, maxBytes int) *Session {
 	if maxBytes <= 0 {
 		maxBytes = DefaultMaxBytes
 	}
-	s := &Session{allow: map[Allow]bool{}, max: maxBytes, byCanon: map[string]*entry{},
+	s := &Session{allow: map[api.Flow]bool{}, max: maxBytes, byCanon: map[string]*entry{},
 		index: map[string][]*entry{}, known: map[string]*strings.Builder{}, fold: cases.Fold(), seen: make([]uint64, 1<<seenBits/64)}
 	for _, a := range allow {
 		s.allow[a] = true
@@ -193,7 +180,7 @@ func New(allow []Allow, maxBytes int) *Session {
 
 // Allowed reports whether the person allowed values from service from to
 // go to service to.
-func (s *Session) Allowed(from, to string) bool { return s.allow[Allow{from, to}] }
+func (s *Session) Allowed(from, to string) bool { return s.allow[api.Flow{From: from, To: to}] }
 
 // Canonical is the form values are compared in: NFKC, case-folded, only
 // letters and decimal digits kept.
@@ -232,13 +219,13 @@ func canonical(fold cases.Caser, v string) string {
 }
 
 // recordable reports whether a value of the class is recorded (see the
-// package comment); number says the value is a JSON number.
-func recordable(class string, number bool) bool {
+// package comment).
+func recordable(class string) bool {
 	switch class {
 	case registry.ClassIdentifier, registry.ClassText, registry.ClassURL:
 		return true
 	case registry.ClassNumber:
-		return number
+		return true // a number, or a string holding one (HubSpot's properties are strings)
 	case registry.ClassEnum, registry.ClassBoolean, registry.ClassTime:
 		return false
 	}
@@ -353,16 +340,49 @@ func classOf(pick *registry.Pick, path string) string {
 	}
 }
 
-// integerDigits returns the digits of an integer's JSON text ("-123" →
-// "123"), or "" for a number with a fraction or an exponent.
+// maxIntegerDigits bounds the digits integerDigits writes out: more than
+// any id or amount has (pick refuses longer numbers).
+const maxIntegerDigits = 64
+
+// integerDigits returns the decimal digits of a JSON number's value when
+// it is an integer, however the number is written ("-123", "123.0",
+// "1.23e2" and "12300E-2" are all "123"; the host renders an integer arg
+// written so as its value, and a reader reads it so), or "" for a number
+// that is not an integer or would have more than maxIntegerDigits digits.
 func integerDigits(n string) string {
 	n = strings.TrimPrefix(n, "-")
-	for i := 0; i < len(n); i++ {
-		if n[i] < '0' || n[i] > '9' {
+	mant, exp := n, 0
+	if i := strings.IndexAny(n, "eE"); i >= 0 {
+		e, err := strconv.Atoi(n[i+1:])
+		if err != nil || e > maxIntegerDigits || e < -maxIntegerDigits-len(n) {
+			return ""
+		}
+		mant, exp = n[:i], e
+	}
+	ip, fp, _ := strings.Cut(mant, ".")
+	digits := ip + fp
+	for i := 0; i < len(digits); i++ {
+		if digits[i] < '0' || digits[i] > '9' {
 			return ""
 		}
 	}
-	return n
+	point := len(ip) + exp // the digits before the decimal point
+	switch {
+	case point < 0:
+		point = 0
+	case point > len(digits):
+		if point > maxIntegerDigits {
+			return ""
+		}
+		digits += strings.Repeat("0", point-len(digits))
+	}
+	if strings.Trim(digits[point:], "0") != "" {
+		return "" // a fraction
+	}
+	if d := strings.TrimLeft(digits[:point], "0"); d != "" {
+		return d
+	}
+	return "0"
 }
 
 // Record records the values of one successful result: data is the
@@ -376,7 +396,7 @@ func (s *Session) Record(service, op string, pick *registry.Pick, data json.RawM
 	var vals []val
 	size := 0
 	for _, l := range leaves(data) {
-		if !recordable(classOf(pick, l.path), l.number) {
+		if !recordable(classOf(pick, l.path)) {
 			continue
 		}
 		var c string
@@ -447,7 +467,7 @@ func (s *Session) Check(service string, args json.RawMessage) (refused *Match, c
 // mayGo reports whether a recorded value may be sent to service.
 func (s *Session) mayGo(e *entry, service string) bool {
 	for _, from := range e.services {
-		if from == service || s.allow[Allow{from, service}] {
+		if from == service || s.allow[api.Flow{From: from, To: service}] {
 			return true
 		}
 	}

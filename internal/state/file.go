@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/elevenmessenger/pinned/sidecar/api"
+
 	"go.etcd.io/bbolt"
 	bolterrors "go.etcd.io/bbolt/errors"
 
@@ -46,7 +48,7 @@ var (
 // FileOptions tune OpenFile; zero values pick the defaults.
 type FileOptions struct {
 	// ReplayCacheSize bounds the live nonces held; default
-	// grant.DefaultReplayCacheSize. At it, RecordNonce is ErrFull.
+	// grant.DefaultReplayCacheSize. At it, RecordNonce is api.ErrFull.
 	ReplayCacheSize int
 	// MaxGrace bounds the grace entries; default DefaultMaxGrace.
 	MaxGrace int
@@ -60,6 +62,31 @@ type FileOptions struct {
 // ErrFileBusy: another process holds the state file (a second sidecar
 // with the same key on this machine: replicas must share Redis).
 var ErrFileBusy = errors.New("state: another process holds the state file")
+
+// errCorrupt is the cause of a failure on a state file whose pages bbolt
+// finds broken (its page checks panic; update and view make that an
+// error).
+var errCorrupt = errors.New("the state file is corrupt")
+
+// update runs fn in a read-write transaction of db, and view in a
+// read-only one: a panic of bbolt's page checks on a corrupt file (bbolt
+// rolls the transaction back first) is errCorrupt, never a crash of the
+// process, so callers fail closed on it.
+func update(db *bbolt.DB, fn func(*bbolt.Tx) error) (err error) {
+	defer recoverCorrupt(&err)
+	return db.Update(fn)
+}
+
+func view(db *bbolt.DB, fn func(*bbolt.Tx) error) (err error) {
+	defer recoverCorrupt(&err)
+	return db.View(fn)
+}
+
+func recoverCorrupt(err *error) {
+	if r := recover(); r != nil {
+		*err = fmt.Errorf("%w: %v", errCorrupt, r)
+	}
+}
 
 // OpenFile opens (creating it, 0600, in a 0700 directory) the state file
 // at path. It refuses a symbolic link, a file or directory others may
@@ -103,7 +130,7 @@ func OpenFile(path string, o FileOptions) (*File, error) {
 	if f.now == nil {
 		f.now = time.Now
 	}
-	err = db.Update(func(tx *bbolt.Tx) error {
+	err = update(db, func(tx *bbolt.Tx) error {
 		for _, b := range [][]byte{bucketNonces, bucketFences, bucketGrace} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
@@ -114,6 +141,9 @@ func OpenFile(path string, o FileOptions) (*File, error) {
 	})
 	if err != nil {
 		db.Close()
+		if errors.Is(err, errCorrupt) {
+			return nil, fmt.Errorf("state: the state file %s is corrupt (%v): move it aside and restart (the grants it recorded may run once more inside their TTL) or restore it", path, err)
+		}
 		return nil, fmt.Errorf("state: the state file %s cannot be used: %w", path, err)
 	}
 	return f, nil
@@ -144,15 +174,15 @@ func putTimes(b []byte, a int64, t time.Time) []byte {
 func unixNano(b []byte) time.Time { return time.Unix(0, int64(binary.BigEndian.Uint64(b))) }
 
 // RecordNonce implements Store; the record is on disk when it returns.
-func (f *File) RecordNonce(_ context.Context, nonce string, until, now time.Time) (Nonce, error) {
+func (f *File) RecordNonce(_ context.Context, nonce string, until, now time.Time) (api.Nonce, error) {
 	tok := randomToken()
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var rerr error
-	err := f.db.Update(func(tx *bbolt.Tx) error {
+	err := update(f.db, func(tx *bbolt.Tx) error {
 		b := tx.Bucket(bucketNonces)
 		if v := b.Get([]byte(nonce)); len(v) >= 8 && now.Before(unixNano(v)) {
-			rerr = ErrReplayed
+			rerr = api.ErrReplayed
 			return nil
 		}
 		if b.Get([]byte(nonce)) == nil && f.count >= f.max {
@@ -170,7 +200,7 @@ func (f *File) RecordNonce(_ context.Context, nonce string, until, now time.Time
 				k, v = c.Next()
 			}
 			if f.count >= f.max {
-				rerr = ErrFull
+				rerr = api.ErrFull
 				return nil
 			}
 		}
@@ -182,18 +212,18 @@ func (f *File) RecordNonce(_ context.Context, nonce string, until, now time.Time
 	})
 	if err != nil {
 		f.count = f.recount()
-		return Nonce{}, unavailable("record", err)
+		return api.Nonce{}, unavailable("record", err)
 	}
 	if rerr != nil {
-		return Nonce{}, rerr
+		return api.Nonce{}, rerr
 	}
-	return Nonce{key: nonce, token: tok}, nil
+	return api.Nonce{Key: nonce, Token: tok}, nil
 }
 
 // recount reads the number of nonce records after a failed write.
 func (f *File) recount() int {
 	n := f.count
-	_ = f.db.View(func(tx *bbolt.Tx) error {
+	_ = view(f.db, func(tx *bbolt.Tx) error {
 		n = tx.Bucket(bucketNonces).Stats().KeyN
 		return nil
 	})
@@ -201,17 +231,17 @@ func (f *File) recount() int {
 }
 
 // ForgetNonce implements Store: only n's own record is removed.
-func (f *File) ForgetNonce(_ context.Context, n Nonce) error {
-	if n.key == "" {
+func (f *File) ForgetNonce(_ context.Context, n api.Nonce) error {
+	if n.Key == "" {
 		return nil
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	err := f.db.Update(func(tx *bbolt.Tx) error {
+	err := update(f.db, func(tx *bbolt.Tx) error {
 		b := tx.Bucket(bucketNonces)
-		if v := b.Get([]byte(n.key)); len(v) >= 8 && string(v[8:]) == n.token {
+		if v := b.Get([]byte(n.Key)); len(v) >= 8 && string(v[8:]) == n.Token {
 			f.count--
-			return b.Delete([]byte(n.key))
+			return b.Delete([]byte(n.Key))
 		}
 		return nil
 	})
@@ -220,15 +250,15 @@ func (f *File) ForgetNonce(_ context.Context, n Nonce) error {
 
 // TryLock implements Store. The lock is the process's; its fence is
 // on disk, so it keeps growing across restarts.
-func (f *File) TryLock(_ context.Context, key string, ttl time.Duration) (Lock, bool, error) {
+func (f *File) TryLock(_ context.Context, key string, ttl time.Duration) (api.Lock, bool, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	now := f.now()
 	if l, ok := f.locks[key]; ok && now.Before(l.until) {
-		return Lock{}, false, nil
+		return api.Lock{}, false, nil
 	}
 	var fence int64
-	err := f.db.Update(func(tx *bbolt.Tx) error {
+	err := update(f.db, func(tx *bbolt.Tx) error {
 		b := tx.Bucket(bucketFences)
 		if v := b.Get([]byte(key)); len(v) == 16 {
 			fence = int64(binary.BigEndian.Uint64(v))
@@ -237,15 +267,15 @@ func (f *File) TryLock(_ context.Context, key string, ttl time.Duration) (Lock, 
 		return b.Put([]byte(key), putTimes(nil, fence, now))
 	})
 	if err != nil {
-		return Lock{}, false, unavailable("lock", err)
+		return api.Lock{}, false, unavailable("lock", err)
 	}
 	tok := randomToken()
 	f.locks[key] = memLock{token: tok, until: now.Add(ttl)}
-	return Lock{Key: key, Token: tok, Fence: fence}, true, nil
+	return api.Lock{Key: key, Token: tok, Fence: fence}, true, nil
 }
 
 // Unlock implements Store.
-func (f *File) Unlock(_ context.Context, l Lock) error {
+func (f *File) Unlock(_ context.Context, l api.Lock) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if cur, ok := f.locks[l.Key]; ok && cur.token == l.Token {
@@ -257,7 +287,7 @@ func (f *File) Unlock(_ context.Context, l Lock) error {
 // Grace implements Store.
 func (f *File) Grace(_ context.Context, key string) ([]byte, bool, error) {
 	var out []byte
-	err := f.db.View(func(tx *bbolt.Tx) error {
+	err := view(f.db, func(tx *bbolt.Tx) error {
 		v := tx.Bucket(bucketGrace).Get([]byte(key))
 		if len(v) >= 16 && f.now().Before(unixNano(v[8:16])) {
 			out = append([]byte(nil), v[16:]...)
@@ -271,12 +301,12 @@ func (f *File) Grace(_ context.Context, key string) ([]byte, bool, error) {
 }
 
 // PutGrace implements Store; the entry is on disk when it returns.
-func (f *File) PutGrace(_ context.Context, l Lock, value []byte, ttl time.Duration) (bool, error) {
+func (f *File) PutGrace(_ context.Context, l api.Lock, value []byte, ttl time.Duration) (bool, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	now := f.now()
 	stored := false
-	err := f.db.Update(func(tx *bbolt.Tx) error {
+	err := update(f.db, func(tx *bbolt.Tx) error {
 		b := tx.Bucket(bucketGrace)
 		if cur := b.Get([]byte(l.Key)); len(cur) >= 16 && now.Before(unixNano(cur[8:16])) && int64(binary.BigEndian.Uint64(cur)) >= l.Fence {
 			return nil
@@ -337,7 +367,7 @@ func (f *File) PutGrace(_ context.Context, l Lock, value []byte, ttl time.Durati
 
 // Ping implements Store: the file answers a read.
 func (f *File) Ping(context.Context) error {
-	return unavailable("ping", f.db.View(func(*bbolt.Tx) error { return nil }))
+	return unavailable("ping", view(f.db, func(*bbolt.Tx) error { return nil }))
 }
 
 // Close implements Store: it releases the file.

@@ -42,7 +42,7 @@
 // The package is public on purpose: the sealed grant is the format other
 // clients (a member's device, the web catalog, a bot's own tooling)
 // implement, and this is its reference. It may import internal/jsonv,
-// internal/secret, golang.org/x/crypto and the standard library only, so
+// secret, golang.org/x/crypto and the standard library only, so
 // it sits below everything that uses it (docs/ARCHITECTURE.md).
 package grant
 
@@ -55,12 +55,13 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"strings"
 	"time"
 
 	"golang.org/x/crypto/nacl/box"
 
 	"github.com/elevenmessenger/pinned/internal/jsonv"
-	"github.com/elevenmessenger/pinned/internal/secret"
+	"github.com/elevenmessenger/pinned/secret"
 )
 
 // Version is the only plaintext version this package seals and opens.
@@ -103,13 +104,6 @@ const (
 	MaxSecretLen = 16 << 10
 )
 
-// Secret is a credential value inside a grant: the one type of package
-// internal/secret (the host's Credential.Secret is the same type). Its
-// String, Format and MarshalText methods print "[redacted]", so a Grant
-// logged or printed by mistake does not leak it. Seal encodes the real
-// value.
-type Secret = secret.Secret
-
 // Grant is the v1 plaintext (DESIGN.md, "Grants") plus the optional
 // bindings Op and ArgsSHA256. On the wire:
 //
@@ -129,9 +123,9 @@ type Grant struct {
 	// the manifest's scheme says).
 	Kind string
 	// Secret is the access token.
-	Secret Secret
+	Secret secret.Secret
 	// Refresh is the refresh token of an expiring pair, if any.
-	Refresh Secret
+	Refresh secret.Secret
 	// TokenExpiresAt is when Secret expires (RFC 3339), if it does.
 	TokenExpiresAt string
 	// ExpiresAt is when the grant itself expires.
@@ -146,23 +140,52 @@ type Grant struct {
 	// ArgsSHA256, when set, is the lower-case hex SHA-256 of the only args
 	// (in [CanonicalArgs] form) the grant runs Op with. It requires Op.
 	ArgsSHA256 string
+	// Flows, on a research grant, are the cross-service flows the
+	// member's research consent allowed, comma-separated, each "from:to"
+	// (two service ids): "dnsimple:github,stripe:github". A session may
+	// allow a flow only when the grants of both its services seal it
+	// (SealsFlow). At most MaxFlows. Sealed as the JSON array "flows".
+	Flows string
+}
+
+// MaxFlows bounds a grant's Flows.
+const MaxFlows = 64
+
+// flowList splits Flows ("" is none).
+func (g *Grant) flowList() []string {
+	if g.Flows == "" {
+		return nil
+	}
+	return strings.Split(g.Flows, ",")
+}
+
+// SealsFlow reports whether the grant's Flows allow values service from
+// returned to go to service to.
+func (g *Grant) SealsFlow(from, to string) bool {
+	for _, f := range g.flowList() {
+		if f == from+":"+to {
+			return true
+		}
+	}
+	return false
 }
 
 // wire is the plaintext JSON; every field a string so Secret's redaction
 // never reaches the sealed bytes.
 type wire struct {
-	V              int    `json:"v"`
-	Service        string `json:"service"`
-	Access         string `json:"access,omitempty"`
-	Kind           string `json:"kind,omitempty"`
-	Secret         string `json:"secret"`
-	Refresh        string `json:"refresh,omitempty"`
-	TokenExpiresAt string `json:"token_expires_at,omitempty"`
-	ExpiresAt      string `json:"expires_at"`
-	Nonce          string `json:"nonce"`
-	MemberKey      string `json:"member_key,omitempty"`
-	Op             string `json:"op,omitempty"`
-	ArgsSHA256     string `json:"args_sha256,omitempty"`
+	V              int      `json:"v"`
+	Service        string   `json:"service"`
+	Access         string   `json:"access,omitempty"`
+	Kind           string   `json:"kind,omitempty"`
+	Secret         string   `json:"secret"`
+	Refresh        string   `json:"refresh,omitempty"`
+	TokenExpiresAt string   `json:"token_expires_at,omitempty"`
+	ExpiresAt      string   `json:"expires_at"`
+	Nonce          string   `json:"nonce"`
+	MemberKey      string   `json:"member_key,omitempty"`
+	Op             string   `json:"op,omitempty"`
+	ArgsSHA256     string   `json:"args_sha256,omitempty"`
+	Flows          []string `json:"flows,omitempty"`
 }
 
 // EffectiveAccess is the access the grant confers: "write" for a write
@@ -218,6 +241,14 @@ func (g *Grant) Validate() error {
 		return errors.New("args_sha256 is not 64 lower-case hex digits")
 	case g.ArgsSHA256 != "" && g.Op == "":
 		return errors.New("args_sha256 needs op")
+	case len(g.flowList()) > MaxFlows:
+		return fmt.Errorf("more than %d flows", MaxFlows)
+	}
+	for _, f := range g.flowList() {
+		from, to, ok := strings.Cut(f, ":")
+		if !ok || !serviceRe.MatchString(from) || !serviceRe.MatchString(to) || from == to {
+			return errors.New(`a flow is not "from:to" of two service ids`)
+		}
 	}
 	if g.TokenExpiresAt != "" {
 		if _, err := time.Parse(time.RFC3339, g.TokenExpiresAt); err != nil {
@@ -269,7 +300,7 @@ func Seal(g *Grant, to PublicKey, random io.Reader) (string, error) {
 		V: Version, Service: c.Service, Access: c.Access, Kind: c.Kind,
 		Secret: string(c.Secret), Refresh: string(c.Refresh), TokenExpiresAt: c.TokenExpiresAt,
 		ExpiresAt: c.ExpiresAt.UTC().Format(time.RFC3339), Nonce: c.Nonce, MemberKey: c.MemberKey,
-		Op: c.Op, ArgsSHA256: c.ArgsSHA256,
+		Op: c.Op, ArgsSHA256: c.ArgsSHA256, Flows: c.flowList(),
 	}, to, random, "grant")
 }
 
@@ -371,10 +402,15 @@ func Open(sealed string, k *PrivateKey) (*Grant, error) {
 	if err != nil {
 		return nil, invalid("expires_at is not RFC 3339")
 	}
+	for _, f := range w.Flows {
+		if f == "" || strings.Contains(f, ",") { // one flow an element: one reading
+			return nil, invalid(`a flow is not "from:to" of two service ids`)
+		}
+	}
 	g := &Grant{
 		Service: w.Service, Access: w.Access, Kind: w.Kind,
-		Secret: Secret(w.Secret), Refresh: Secret(w.Refresh), TokenExpiresAt: w.TokenExpiresAt,
-		ExpiresAt: exp, Nonce: w.Nonce, MemberKey: w.MemberKey, Op: w.Op, ArgsSHA256: w.ArgsSHA256,
+		Secret: secret.Secret(w.Secret), Refresh: secret.Secret(w.Refresh), TokenExpiresAt: w.TokenExpiresAt,
+		ExpiresAt: exp, Nonce: w.Nonce, MemberKey: w.MemberKey, Op: w.Op, ArgsSHA256: w.ArgsSHA256, Flows: strings.Join(w.Flows, ","),
 	}
 	if err := g.Validate(); err != nil {
 		return nil, invalid(err.Error())
