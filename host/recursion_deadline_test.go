@@ -53,7 +53,9 @@ func TestDeadlineEndsTreeRecursion(t *testing.T) {
 	const timeout = 500 * time.Millisecond
 	for _, iso := range []string{IsolationReset, IsolationFresh} {
 		t.Run(iso, func(t *testing.T) {
-			armAt := time.Now().Add(1500 * time.Millisecond) // after New (template warm-up must not be armed)
+			// After New: the template warm-up must not be armed, and New
+			// may take seconds on a busy machine.
+			armAt := time.Now().Add(6 * time.Second)
 			env := newEnv(t, func(c *Config) {
 				c.Guest = treeRecursion(armAt, 33)
 				c.Timeout = timeout
