@@ -12,9 +12,9 @@ UNITDIR   ?= /etc/systemd/system
 
 # Checkers for `make check`, pinned. `go run pkg@version` builds each at
 # exactly the dependency set its authors released (its own go.mod),
-# verified against sum.golang.org, fetched through the Go module proxy and
-# cached in the build cache: no tools module to keep tidy, no binaries
-# committed, nothing installed on PATH.
+# verified against the checksum database, fetched through the Go module
+# proxy and cached in the build cache: no tools module to keep tidy, no
+# binaries committed, nothing installed on PATH.
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 GOVULNCHECK ?= golang.org/x/vuln/cmd/govulncheck@v1.9.0
 # GOOS values besides linux that everything must build (and vet) for; off
@@ -59,11 +59,20 @@ install: build
 walkthrough:
 	$(GO) test -count=1 -run 'TestWalkthroughs' ./cmd/pinned/
 
-## test: every test, with the race detector. Uses the committed .wasm files;
-## on the toolchain they were built with (guest.GoVersion) TestWasmUpToDate
-## and TestHostileUpToDate fail if they are stale, on another they skip.
+## test: every test, with the race detector. Prints go test's lines, then
+## one line for every skipped test with its reason (also without -v), and
+## the slowest packages (internal/cmd/testreport). Uses the committed .wasm
+## files; on the toolchain they were built with (guest.GoVersion)
+## TestWasmUpToDate and TestHostileUpToDate fail if they are stale, on
+## another they skip and say so.
+# go test's limit per package: generous, so a busy machine makes a package
+# slow, not failed.
+TESTTIMEOUT ?= 20m
+# The slowest packages go first: go test starts packages in the order
+# given, -p at a time, and a long one started last would run alone.
+TESTFIRST ?= ./host/ ./cmd/pinned/ ./sidecar/ ./web/ ./broker/ ./mcpserver/
 test:
-	$(GO) test -race -count=1 ./...
+	$(GO) run ./internal/cmd/testreport -- $(GO) test -json -race -count=1 -timeout $(TESTTIMEOUT) $(TESTFIRST) ./...
 
 ## ts-client: install the official MCP TypeScript SDK client that
 ## TestTypeScriptClient drives (npm, from the committed lockfile).
@@ -75,9 +84,11 @@ demo: build
 	./bin/pinned demo
 
 ## web: the member's catalog and the GitHub app against the local fakes
-## (provider fake, broker, sidecar and pinned web in one process).
+## (provider fake, broker, sidecar and pinned web in one process), on a free
+## port; it prints the URL. WEBLISTEN=127.0.0.1:8090 keeps one origin.
+WEBLISTEN ?= 127.0.0.1:0
 web: build
-	./bin/pinned demo --web
+	./bin/pinned demo --web --listen $(WEBLISTEN)
 
 ## web-vendor: refresh the browser crypto (libsodium-wrappers, ISC) in
 ## web/static/vendor/ through npm, and record versions and SHA-256 in
@@ -110,11 +121,16 @@ bench: build
 	$(GO) run ./internal/cmd/benchtool ready -bin bin/pinned -out ready.json
 	$(GO) run ./internal/cmd/benchtool report -bench bench.out -extism bench-extism.out -rss rss.json -ready ready.json -out docs/BENCHMARKS.md
 
-## check: the CI contract (.ci/run runs `make check test`): formatting, a
-## tidy go.mod, vet, builds and vet for $(CROSS_GOOS), staticcheck,
-## govulncheck (database: see .ci/govulncheck), and the committed modules
-## rebuilt byte for byte, which here fails on a toolchain mismatch.
+## check: the CI contract (.ci/run runs `make check test`): the toolchain
+## first (go.mod's toolchain line, which the committed modules are built
+## with), formatting, a tidy go.mod, vet, builds and vet for $(CROSS_GOOS),
+## staticcheck, govulncheck (database: see .ci/govulncheck), and the
+## committed modules rebuilt byte for byte.
+TOOLCHAIN := $(shell sed -n 's/^toolchain //p' go.mod)
 check:
+	@have=$$($(GO) env GOVERSION); [ "$$have" = "$(TOOLCHAIN)" ] || { \
+	  echo "make check: the go command runs $$have; the committed .wasm files are built with $(TOOLCHAIN) (go.mod) and make check rebuilds them byte for byte."; \
+	  echo "Run: GOTOOLCHAIN=$(TOOLCHAIN) make check  (the go command fetches $(TOOLCHAIN) and verifies it)"; exit 1; } >&2
 	@test -z "$$(gofmt -l . | tee /dev/stderr)" || (echo "gofmt: files above need formatting (gofmt -w)" && exit 1)
 	@$(GO) mod tidy -diff || (echo "go.mod/go.sum are not tidy: run go mod tidy" && exit 1)
 	$(GO) vet ./...

@@ -32,7 +32,7 @@
 // It imports host, registry, secret, sidecar/api (the contracts of its
 // pluggable parts), sidecar/grant, pinned's implementations of those
 // parts (internal/state, internal/rotate, internal/research), the shared
-// internal/httperr, httpallow, jsonenc and jsonv, and chi, zerolog and
+// internal/httperr, httpserve, jsonenc and jsonv, and chi, zerolog and
 // prometheus; never broker or web (docs/ARCHITECTURE.md). In the
 // module, cmd/pinned, internal/demo/webstack and internal/cmd/benchtool build a
 // Server; mcpserver runs its ops through one (Server.RunOp).
@@ -53,22 +53,19 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/elevenmessenger/pinned/sidecar/api"
-
-	"github.com/elevenmessenger/pinned/secret"
-
 	"github.com/go-chi/chi/v5"
-	"github.com/go-chi/chi/v5/middleware"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/rs/zerolog"
 
 	"github.com/elevenmessenger/pinned/host"
-	"github.com/elevenmessenger/pinned/internal/httpallow"
+	"github.com/elevenmessenger/pinned/internal/httpserve"
 	"github.com/elevenmessenger/pinned/internal/jsonenc"
 	"github.com/elevenmessenger/pinned/internal/rotate"
 	"github.com/elevenmessenger/pinned/internal/state"
 	"github.com/elevenmessenger/pinned/registry"
+	"github.com/elevenmessenger/pinned/secret"
+	"github.com/elevenmessenger/pinned/sidecar/api"
 	"github.com/elevenmessenger/pinned/sidecar/grant"
 )
 
@@ -399,17 +396,18 @@ func (s *Server) readyErr(ctx context.Context) *Error {
 	return nil
 }
 
-func (s *Server) routes() http.Handler {
-	r := chi.NewRouter()
-	r.Use(sanitizeRequestID, middleware.RequestID, s.accessLog, s.recoverer, s.track)
-	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
-		s.fail(w, r, newError(CodeNotFound, "no such endpoint; see docs/API.md"))
+func (s *Server) routes() *chi.Mux {
+	// The host's audit and guest-output events use the logger the
+	// context carries, so they too have the request id.
+	reqLog := s.eng.Logger()
+	r := httpserve.NewRouter(httpserve.Options{
+		Log: s.log, RequestLog: &reqLog, Requests: s.m.requests, Docs: "docs/API.md",
+		NewNote: func() httpserve.Note { return new(reqInfo) },
+		Fail: func(w http.ResponseWriter, r *http.Request, code, msg string, cause error) {
+			s.fail(w, r, newError(Code(code), msg).withCause(cause))
+		},
 	})
-	mux := r
-	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
-		httpallow.Set(w, mux, r)
-		s.fail(w, r, newError(CodeMethodNotAllowed, r.Method+" is not allowed here"))
-	})
+	r.Use(s.track)
 	r.Get("/healthz", s.handleHealth)
 	r.Get("/readyz", s.handleReady)
 	r.Group(func(r chi.Router) {

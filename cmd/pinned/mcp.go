@@ -228,7 +228,7 @@ func runMCP(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	hs := &http.Server{Handler: srv.Handler(token), ReadHeaderTimeout: 5 * time.Second, IdleTimeout: 2 * time.Minute}
-	fmt.Fprintf(stdout, "pinned mcp: listening on http://%s/ (streamable HTTP)\n", ln.Addr())
+	fmt.Fprintf(stderr, "pinned mcp: listening on http://%s/ (streamable HTTP)\n", ln.Addr())
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	select {

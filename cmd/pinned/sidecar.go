@@ -25,6 +25,7 @@ import (
 
 	"github.com/elevenmessenger/pinned/broker"
 	"github.com/elevenmessenger/pinned/host"
+	"github.com/elevenmessenger/pinned/internal/demo/fakemodel"
 	"github.com/elevenmessenger/pinned/internal/research/claude"
 	"github.com/elevenmessenger/pinned/internal/rotate"
 	"github.com/elevenmessenger/pinned/internal/state"
@@ -68,7 +69,9 @@ Research sessions (POST /v1/research) need a model: the Anthropic API key
 from --model-key-file or PINNED_SIDECAR_MODEL_KEY (never a flag value).
 
 --connect-to and --cacert are for tests and trials only: they map every
-pinned host to a running "pinned fakeapi", as "pinned op" does.
+pinned host to a running "pinned fakeapi", as "pinned op" does. With them,
+--fake-model answers research sessions with the scripted model of "pinned
+demo" (no API key; not a language model).
 
 Example (against the fake; see README.md):
   pinned keygen --out bot.key
@@ -107,6 +110,7 @@ type sidecarFlags struct {
 	cacheDir          string
 	stateDir          string
 	connectTo         string
+	fakeModel         bool
 	caFile            string
 	brokerURL         string
 	brokerTokenFile   string
@@ -207,6 +211,7 @@ func runSidecarContext(ctx context.Context, args []string, stdout, stderr io.Wri
 	fs.StringVar(&f.model, "model", env.str("model", claude.DefaultModel), h("model", "model `id` for research sessions"))
 	fs.StringVar(&f.connectTo, "connect-to", "", "DEV/TEST ONLY: send every pinned host to this `ip:port` (a running pinned fakeapi); needs --cacert")
 	fs.StringVar(&f.caFile, "cacert", "", "DEV/TEST ONLY: PEM `file` of an extra CA to trust with --connect-to")
+	fs.BoolVar(&f.fakeModel, "fake-model", false, "DEV/TEST ONLY: answer research sessions with pinned demo's scripted model (a program replaying tool calls, not a language model); with --connect-to")
 	addrFile := fs.String("addr-file", "", addrFileHelp)
 	if code, ok := parseFlags(fs, sidecarUsage, args, stdout, stderr); !ok {
 		return code
@@ -255,6 +260,16 @@ func runSidecarContext(ctx context.Context, args []string, stdout, stderr io.Wri
 		log.Warn().Str("event", "dev_override").Str("connect_to", f.connectTo).
 			Msg("DEV/TEST ONLY: every pinned host is mapped to --connect-to")
 	}
+	if f.fakeModel {
+		fm, m, err := scriptedModel(fakemodel.Pages())
+		if err != nil {
+			fmt.Fprintf(stderr, "pinned sidecar: %s\n", errText(err))
+			return 1
+		}
+		defer fm.Close()
+		cfg.Model = m
+		log.Warn().Str("event", "dev_fake_model").Msg("DEV/TEST ONLY: research sessions are answered by a scripted model, not a language model")
+	}
 	// Bind before compiling: a taken port fails at once, not after the
 	// sandbox is built. Connections wait in the backlog until Serve.
 	ln, err := net.Listen("tcp", f.listen)
@@ -287,7 +302,7 @@ func runSidecarContext(ctx context.Context, args []string, stdout, stderr io.Wri
 		fmt.Fprintf(stderr, "pinned sidecar: %s\n", errText(err))
 		return 1
 	}
-	fmt.Fprintf(stdout, "pinned sidecar: listening on http://%s (bot public key %s)\n", ln.Addr(), key.Public())
+	fmt.Fprintf(stderr, "pinned sidecar: listening on http://%s (bot public key %s)\n", ln.Addr(), key.Public())
 	removeAddr, err := writeAddrFile(*addrFile, ln.Addr().String())
 	if err != nil {
 		fmt.Fprintf(stderr, "pinned sidecar: %s\n", errText(err))
@@ -332,6 +347,9 @@ func (f *sidecarFlags) check() (sidecar.Config, *grant.PrivateKey, secret.Secret
 	}
 	if (f.connectTo == "") != (f.caFile == "") {
 		return cfg, nil, "", errors.New("--connect-to and --cacert go together (the address and CA of a running pinned fakeapi)")
+	}
+	if f.fakeModel && f.connectTo == "" {
+		return cfg, nil, "", errors.New("--fake-model answers from the provider fake's data: use it with --connect-to and --cacert")
 	}
 	if f.connectTo != "" {
 		if _, err := netip.ParseAddrPort(f.connectTo); err != nil {
@@ -388,6 +406,9 @@ func (f *sidecarFlags) check() (sidecar.Config, *grant.PrivateKey, secret.Secret
 	modelKey, err := secretFromFileOrEnv("model API key", "--model-key-file", f.modelKeyFile, "PINNED_SIDECAR_MODEL_KEY", 16)
 	if err != nil {
 		return cfg, nil, "", err
+	}
+	if modelKey != "" && f.fakeModel {
+		return cfg, nil, "", errors.New("--fake-model and a model key (--model-key-file, PINNED_SIDECAR_MODEL_KEY) exclude each other")
 	}
 	if modelKey != "" {
 		m, err := claude.New(claude.Config{APIKey: modelKey, BaseURL: f.modelBaseURL, Model: f.model})
