@@ -71,13 +71,21 @@ TESTTIMEOUT ?= 20m
 # The slowest packages go first: go test starts packages in the order
 # given, -p at a time, and a long one started last would run alone.
 TESTFIRST ?= ./host/ ./cmd/pinned/ ./sidecar/ ./web/ ./broker/ ./mcpserver/
-test:
+# The TypeScript SDK client, installed once per lockfile change where npm
+# is on PATH (TestTypeScriptClient says when it is missing).
+TSCLIENT := cmd/pinned/testdata/tsclient
+TSDEP := $(if $(shell command -v npm),$(TSCLIENT)/node_modules/.package-lock.json)
+
+$(TSCLIENT)/node_modules/.package-lock.json: $(TSCLIENT)/package-lock.json
+	npm ci --prefix $(TSCLIENT) --no-audit --no-fund --ignore-scripts
+
+test: $(TSDEP)
 	$(GO) run ./internal/cmd/testreport -- $(GO) test -json -race -count=1 -timeout $(TESTTIMEOUT) $(TESTFIRST) ./...
 
 ## ts-client: install the official MCP TypeScript SDK client that
 ## TestTypeScriptClient drives (npm, from the committed lockfile).
 ts-client:
-	npm ci --prefix cmd/pinned/testdata/tsclient --no-audit --no-fund --ignore-scripts
+	npm ci --prefix $(TSCLIENT) --no-audit --no-fund --ignore-scripts
 
 ## demo: run ops of all five services against the local provider fake.
 demo: build
