@@ -61,6 +61,7 @@
           : el('div', { class: 'fields' }, el('strong', { text: 'Reads: ' }), op.fields.length ? op.fields.map((f) => fieldLabel(op, f)).join(', ') : '(nothing)'))));
     return el('table', { class: 'ops' },
       el('caption', { text: 'What ' + svc.name + ' ops can do' }),
+      el('colgroup', {}, el('col', { class: 'op-name' }), el('col', { class: 'op-access' }), el('col', {})),
       el('thead', {}, el('tr', {}, el('th', { scope: 'col', text: 'Op' }), el('th', { scope: 'col', text: 'Access' }), el('th', { scope: 'col', text: 'Reads or writes' }))),
       el('tbody', {}, ...rows));
   }
@@ -146,7 +147,7 @@
     const rows = Array.isArray(data) ? data : [data];
     return el('table', { class: 'ops result', id: 'result-' + op.name },
       el('caption', { text: op.summary + ': ' + (Array.isArray(data) ? data.length + ' rows' : 'one record') }),
-      el('thead', {}, el('tr', {}, ...op.fields.map((f) => el('th', { scope: 'col', text: f })))),
+      el('thead', {}, el('tr', {}, ...op.fields.map((f) => el('th', { scope: 'col', title: f, 'data-path': f, text: P.fieldTitle(f, op.fields) })))),
       el('tbody', {}, ...rows.map((r) => el('tr', {}, ...op.fields.map((f) => el('td', { text: path(r, f) }))))));
   }
 
@@ -157,7 +158,9 @@
     if (!ops.length) return null;
     const sid = 'try-' + svc.id;
     const select = el('select', { id: sid }, ...ops.map((op) => el('option', { value: op.name, text: op.summary })));
-    const out = el('div', { id: 'out-' + svc.id, class: 'out' });
+    // The results scroll both ways: the box takes keyboard focus (arrow
+    // keys scroll it) and is a named region.
+    const out = el('div', { id: 'out-' + svc.id, class: 'out', tabindex: '0', role: 'region', 'aria-label': svc.name + ' results' });
     return el('div', { class: 'try' },
       el('p', {}, el('label', { for: sid, text: 'Read now' }), ' ', select, ' ',
         el('button', { type: 'button', id: 'run-' + svc.id, onclick: async () => {
@@ -173,6 +176,18 @@
       out);
   }
 
+  // skipLinks lists one skip link per service: each focuses the
+  // service's token field, or its heading once connected.
+  function skipLinks() {
+    const list = document.getElementById('skip-services');
+    for (const li of list.querySelectorAll('li.svc')) li.remove();
+    for (const svc of cat.services) {
+      const token = document.getElementById('token-' + svc.id);
+      list.append(el('li', { class: 'svc' }, el('a', { href: '#' + (token ? token.id : 'h-' + svc.id), id: 'skip-' + svc.id }, 'Skip to ' + svc.name)));
+    }
+    P.wireSkipLinks();
+  }
+
   let cat = null;
   async function refresh(focusId, message) {
     const conns = await P.connections();
@@ -180,6 +195,7 @@
     root.textContent = '';
     for (const svc of cat.services) root.append(renderService(svc, conns[svc.id], cat));
     root.setAttribute('aria-busy', 'false');
+    skipLinks();
     if (focusId) {
       const node = document.getElementById('status-' + focusId);
       if (node && message) P.status(node, message, 'ok');

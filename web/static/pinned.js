@@ -293,7 +293,8 @@
 
   function errorFrom(r) {
     const e = (r.body && r.body.error) || {};
-    return new PinnedError(e.code || 'http_' + r.status, e.message || 'The request failed (HTTP ' + r.status + ').', { status: r.status, arg: e.arg });
+    return new PinnedError(e.code || 'http_' + r.status, e.message || 'The request failed (HTTP ' + r.status + ').',
+      { status: r.status, arg: e.arg, upstreamStatus: e.upstream_status || 0 });
   }
 
   // runWith runs one op with conn (opened), handling rotation. persist: the
@@ -337,6 +338,22 @@
     }
   }
 
+  // refusedBy says who refused a credential on verification, and why: the
+  // provider (its answer's HTTP status and message), the bot's sidecar, or
+  // the relay in front of it. The error keeps its code and statuses.
+  function refusedBy(svc, e) {
+    if (!(e instanceof PinnedError)) return e;
+    let msg;
+    if (e.upstreamStatus) {
+      msg = svc.name + ' refused the token (' + svc.id + '.' + svc.viewer + ', ' + svc.host + ' answered HTTP ' + e.upstreamStatus + '): ' + e.message;
+    } else if (e.code === 'bot_unavailable' || e.code === 'no_bot') {
+      msg = 'The bot could not verify the token: ' + e.message;
+    } else {
+      msg = 'The bot refused to verify the token (' + e.code + '): ' + e.message;
+    }
+    return new PinnedError(e.code, msg, { status: e.status, arg: e.arg, upstreamStatus: e.upstreamStatus });
+  }
+
   // connect verifies a credential through the service's viewer op (a
   // one-shot read grant bound to that op) and stores it sealed.
   async function connect(service, cred) {
@@ -351,7 +368,13 @@
     if (!conn.secret) throw new PinnedError('no_secret', 'Paste the token first.');
     if (svc.viewer) {
       // Verification may rotate the pair: conn then holds the fresh one.
-      conn.account = accountName(service, await runWith(conn, svc.viewer, {}, { persist: false }));
+      let viewer;
+      try {
+        viewer = await runWith(conn, svc.viewer, {}, { persist: false });
+      } catch (e) {
+        throw refusedBy(svc, e);
+      }
+      conn.account = accountName(service, viewer);
     }
     await storeConnection(conn);
     return conn;
@@ -425,7 +448,8 @@
     if (sends.length === 0) return;
     const list = el('dl', { class: 'confirm-sends' });
     for (const s of sends) {
-      list.append(el('dt', { text: String(s.arg) }), el('dd', {}, el('pre', { class: 'consent-value', text: String(s.value) })));
+      // The value scrolls when long: the box takes keyboard focus.
+      list.append(el('dt', { text: String(s.arg) }), el('dd', {}, el('pre', { class: 'consent-value', tabindex: '0', 'aria-label': 'Value of ' + s.arg, text: String(s.value) })));
     }
     node.append(el('p', { class: 'confirm-also', text: 'Also sent:' }), list);
   }
@@ -465,6 +489,43 @@
     if (!u.toLowerCase().startsWith('https://' + url.hostname + '/') && u.toLowerCase() !== 'https://' + url.hostname) return undefined;
     return webHosts.includes(url.hostname) ? url.href : undefined;
   }
+  // wireSkipLinks makes the page's skip links (nav.skip a[href^="#"]) move
+  // focus to their target, so the next Tab starts there.
+  function wireSkipLinks(root) {
+    for (const a of (root || document).querySelectorAll('nav.skip a[href^="#"]')) {
+      if (a.dataset.wired) continue;
+      a.dataset.wired = 'true';
+      a.addEventListener('click', (ev) => {
+        const target = document.getElementById(a.getAttribute('href').slice(1));
+        if (!target || target.closest('[hidden]')) return;
+        ev.preventDefault();
+        // A list that is one Tab stop (a roving tabindex) gets its stop focused.
+        const stop = target.matches('a[href], button, input, select, textarea') ? target : target.querySelector('[tabindex="0"]');
+        if (stop) {
+          stop.focus();
+        } else {
+          if (!target.hasAttribute('tabindex')) target.tabIndex = -1;
+          target.focus();
+        }
+        target.scrollIntoView({ block: 'start' });
+      });
+    }
+  }
+
+  // fieldTitle turns a pick path into a column header a person reads:
+  // "properties.email" is "Email", "html_url" is "HTML URL"; a leaf two
+  // fields share keeps its parent ("Owner login").
+  const ACRONYMS = { id: 'ID', url: 'URL', html: 'HTML', api: 'API', ip: 'IP', ttl: 'TTL', dns: 'DNS' };
+  function fieldTitle(path, all) {
+    const parts = String(path).split('.');
+    const leaf = parts[parts.length - 1];
+    const clash = (all || []).filter((p) => String(p).split('.').pop() === leaf).length > 1;
+    const words = (clash && parts.length > 1 ? parts.slice(-2) : [leaf]).join('_').split(/[_\s]+|(?<=[a-z])(?=[A-Z])/).filter(Boolean)
+      .map((w) => ACRONYMS[w.toLowerCase()] || w.toLowerCase());
+    const out = words.join(' ');
+    return out.charAt(0).toUpperCase() + out.slice(1);
+  }
+
   function status(node, msg, kind) {
     node.textContent = msg || '';
     node.className = kind === 'bad' ? 'status-bad' : kind === 'ok' ? 'status-ok' : '';
@@ -473,7 +534,7 @@
   window.pinned = {
     PinnedError, ready, memberPublicKey, catalog, bots, currentBot, chooseBot, fillBotSelect,
     connections, getConnection, connect, disconnect, setCap, capAllows, consent, runOp,
-    appendEvent, events, clearEvents, el, status, safeHref, beginOAuth, endOAuth, renderConsent,
+    appendEvent, events, clearEvents, el, status, safeHref, beginOAuth, endOAuth, renderConsent, wireSkipLinks, fieldTitle,
     get rotations() { return rotations; },
     // For the cross-language test: the member's sealed-box primitives.
     _seal: (obj, pub) => seal(obj, pub),
