@@ -81,7 +81,8 @@
         el('p', { class: 'connected', id: 'connected-' + id },
           'Connected', conn.account ? ' as ' : '', conn.account ? el('strong', { class: 'account', text: conn.account }) : null,
           ' · ', el('span', { class: 'cap-now', text: capLabel[conn.cap] }),
-          ' · ', conn.kind === 'oauth' ? 'OAuth' : 'pasted token'),
+          ' · ', conn.kind === 'oauth' ? 'OAuth' : 'pasted token',
+          conn.resources ? el('span', { class: 'limit-now' }, ' · limited to ', el('span', { text: P.limitText(svc, conn) })) : null),
         capFieldset(id, conn.cap),
         el('p', {},
           el('button', { type: 'button', id: 'savecap-' + id, onclick: async () => {
@@ -96,6 +97,7 @@
             await P.disconnect(id);
             await refresh(id, 'Disconnected; the connection is gone from this device.');
           } }, 'Disconnect ' + svc.name)),
+        ...Object.entries(svc.resources || {}).map(([kind, r]) => limitPanel(svc, kind, r, conn, statusNode)),
         id === 'github' ? el('p', {}, el('a', { href: '/apps/github', id: 'open-github' }, 'Open the GitHub app')) : null,
         tryPanel(svc, statusNode)].filter(Boolean));
       return section;
@@ -131,6 +133,70 @@
     });
     panel.append(form);
     return section;
+  }
+
+  // limitPanel lets the member limit a connection to chosen resources of
+  // one kind (the manifest's resources): "Choose" lists every choice with
+  // the list op, and "Save limit" re-seals the connection with the
+  // checked ones. Every later grant carries the limit; the sidecar
+  // refuses a call naming another resource.
+  function limitPanel(svc, kind, r, conn, statusNode) {
+    const base = 'limit-' + svc.id + '-' + kind;
+    const current = (conn.resources && conn.resources[kind]) || [];
+    const box = el('div', { id: base + '-choices' });
+    const label = r.label.toLowerCase();
+    const fs = el('fieldset', { class: 'limit', id: base },
+      el('legend', { text: 'Limit bots to chosen ' + label }),
+      el('p', { class: 'muted', id: base + '-now' }, current.length ? 'Only: ' + current.join(', ') : 'No limit: every one of your ' + label + '.'),
+      box);
+    if (!r.list) return fs;
+    const choose = el('button', { type: 'button', id: base + '-choose', onclick: async () => {
+      P.status(statusNode, 'Listing your ' + label + '…');
+      try {
+        const names = [];
+        let args = {};
+        for (let page = 0; page < 50; page++) {
+          const answer = await P.runOp(svc.id, r.list.op, args, { full: true, unlimited: true });
+          for (const item of Array.isArray(answer.data) ? answer.data : []) {
+            const n = path(item, r.list.field);
+            if (n && !names.includes(n)) names.push(n);
+          }
+          if (!answer.next || typeof answer.next !== 'object') break;
+          args = answer.next;
+        }
+        renderChoices(box, base, names, current, label);
+        box.append(el('p', {},
+          el('button', { type: 'button', class: 'primary', id: base + '-save', onclick: async () => {
+            const chosen = [...box.querySelectorAll('input[type=checkbox]:checked')].map((c) => c.value);
+            try {
+              const rs = Object.assign({}, conn.resources || {});
+              if (chosen.length) rs[kind] = chosen; else delete rs[kind];
+              await P.setResources(svc.id, rs);
+              await refresh(svc.id, chosen.length ? 'Bots now reach only ' + chosen.length + ' of your ' + label + '.' : 'The limit is lifted.');
+            } catch (e) { P.status(statusNode, e.message, 'bad'); }
+          } }, 'Save limit')));
+        P.status(statusNode, names.length + ' ' + label + ' to choose from.');
+        const f = box.querySelector('input');
+        if (f) f.focus();
+      } catch (e) { P.status(statusNode, e.message, 'bad'); }
+    } }, current.length ? 'Change the limit' : 'Choose ' + label);
+    fs.append(el('p', {}, choose));
+    return fs;
+  }
+
+  // renderChoices lists names as checkboxes (the current limit checked)
+  // under a filter, in a scroll box.
+  function renderChoices(box, base, names, current, label) {
+    box.textContent = '';
+    const filter = el('input', { type: 'search', id: base + '-filter', autocomplete: 'off', spellcheck: 'false' });
+    const list = el('ul', { class: 'choices', id: base + '-list' }, ...names.map((n, i) => el('li', {},
+      el('input', { type: 'checkbox', id: base + '-c' + i, value: n, checked: current.includes(n) }), ' ',
+      el('label', { for: base + '-c' + i, text: n }))));
+    filter.addEventListener('input', () => {
+      const q = filter.value.trim().toLowerCase();
+      for (const li of list.children) li.hidden = !!q && !li.textContent.toLowerCase().includes(q);
+    });
+    box.append(el('p', {}, el('label', { for: base + '-filter', text: 'Filter ' + label }), el('br'), filter), list);
   }
 
   // path reads a dot path; through an array it maps over the elements.

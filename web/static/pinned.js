@@ -203,7 +203,9 @@
 
   // A connection's plaintext, sealed to the member's key:
   //   {v:1, service, kind:"pat"|"oauth", cap:"read"|"write", secret, refresh,
-  //    token_expires_at, account, connected_at}
+  //    token_expires_at, account, connected_at, resources?}
+  // resources, when set, limits every grant to chosen resources by kind
+  // ({repository: ["octo/notes"]}, the manifest's resources).
   async function storeConnection(conn) {
     const pub = await memberPublicKey();
     await idb.put('connections', conn.service, { service: conn.service, sealed: seal(conn, pub) });
@@ -229,6 +231,31 @@
   async function disconnect(service) {
     await idb.del('connections', service);
     await clearEvents(service);
+  }
+
+  // setResources limits a connection to chosen resources by kind (null or
+  // {} lifts the limit) and re-seals it; every later grant carries it.
+  async function setResources(service, resources) {
+    const conn = await getConnection(service);
+    if (!conn) throw new PinnedError('not_connected', 'Not connected.');
+    const kept = {};
+    for (const [kind, names] of Object.entries(resources || {})) {
+      const uniq = [...new Set((names || []).filter((n) => typeof n === 'string' && n))];
+      if (uniq.length) kept[kind] = uniq;
+    }
+    if (Object.keys(kept).length) conn.resources = kept; else delete conn.resources;
+    await storeConnection(conn);
+    return conn;
+  }
+
+  // limitText says what a connection's limit allows, for a consent:
+  // "Repositories: octo/notes, octo/hello", or '' with no limit.
+  function limitText(svc, conn) {
+    if (!conn || !conn.resources) return '';
+    return Object.entries(conn.resources).map(([kind, names]) => {
+      const r = (svc && svc.resources && svc.resources[kind]) || { label: kind };
+      return r.label + ': ' + names.join(', ');
+    }).join('; ');
   }
 
   // capAllows: a read-only connection mints read grants only; a read & write
@@ -265,6 +292,7 @@
     if (conn.refresh) g.refresh = conn.refresh;
     if (conn.token_expires_at) g.token_expires_at = conn.token_expires_at;
     if (argsSha256) g.args_sha256 = argsSha256;
+    if (conn.resources && Object.keys(conn.resources).length) g.resources = conn.resources;
     return seal(g, bot.public_key);
   }
 
@@ -311,7 +339,10 @@
     const bot = await currentBot();
     let sha = opts.argsSha256 || '';
     if (op.access === 'write' && !sha) sha = (await consent(conn.service, opName, args)).args_sha256;
-    const grant = await mintGrant(conn, bot, opName, op.access, sha);
+    // opts.unlimited (the member picking resources) lists every choice:
+    // a read grant without the connection's limit, for the list op only.
+    const unlimited = opts.unlimited && op.access === 'read' && Object.values(svc.resources || {}).some((r) => r.list && r.list.op === opName);
+    const grant = await mintGrant(unlimited ? Object.assign({}, conn, { resources: undefined }) : conn, bot, opName, op.access, sha);
     const r = await api('/api/bots/' + encodeURIComponent(bot.name) + '/ops', { service: conn.service, op: opName, args: args || {}, grant: grant });
     if (r.body && typeof r.body.rotated === 'string') await adoptRotated(conn, r.body.rotated, opts.persist !== false);
     if (!r.ok) throw errorFrom(r);
@@ -533,7 +564,7 @@
 
   window.pinned = {
     PinnedError, ready, memberPublicKey, catalog, bots, currentBot, chooseBot, fillBotSelect,
-    connections, getConnection, connect, disconnect, setCap, capAllows, consent, runOp,
+    connections, getConnection, connect, disconnect, setCap, setResources, limitText, capAllows, consent, runOp,
     appendEvent, events, clearEvents, el, status, safeHref, beginOAuth, endOAuth, renderConsent, wireSkipLinks, fieldTitle,
     get rotations() { return rotations; },
     // For the cross-language test: the member's sealed-box primitives.

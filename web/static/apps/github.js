@@ -37,6 +37,7 @@
   let state = fold([]);
   let conn = null;
   let webHosts = []; // the manifest's web_hosts: the only hosts an issue link may point to
+  let svc = null; // the catalog's GitHub entry
   async function emit(ev, supersedes) {
     await P.appendEvent(APP, ev, supersedes);
     state = fold(await P.events(APP));
@@ -52,7 +53,10 @@
     const list = $('repos');
     const keepFocus = list.contains(document.activeElement);
     list.textContent = '';
-    const repos = state.repos || [];
+    // What the grant cannot reach is not shown (the sidecar filters the
+    // listing too; this hides what an older listing still holds).
+    const limit = conn && conn.resources && conn.resources.repository;
+    const repos = (state.repos || []).filter((r) => !limit || limit.includes(r.full_name));
     const q = $('repo-filter').value.trim().toLowerCase();
     const shown = q ? repos.filter((r) => r.full_name.toLowerCase().includes(q)) : repos;
     $('repo-count').textContent = state.repos ? '(' + (q ? shown.length + ' of ' : '') + repos.length + ')' : '';
@@ -201,6 +205,8 @@
       if (keyOf(issueArgs()) !== key) return null; // typed on meanwhile
       pendingConsent = { key: key, args_sha256: c.args_sha256, confirm: c.confirm };
       P.renderConsent($('confirm'), c);
+      const limit = P.limitText(svc, conn);
+      if (limit) $('confirm').append(el('p', { class: 'confirm-limit', text: 'Limited to chosen ' + limit }));
       P.status($('issue-status'), '');
       return pendingConsent;
     } catch (e) {
@@ -250,7 +256,8 @@
 
   async function main() {
     await P.ready();
-    webHosts = (await P.catalog()).byId.github.web_hosts || [];
+    svc = (await P.catalog()).byId.github;
+    webHosts = svc.web_hosts || [];
     await P.fillBotSelect($('bot'));
     conn = await P.getConnection('github');
     P.wireSkipLinks();
@@ -261,7 +268,8 @@
       return;
     }
     $('app').hidden = false;
-    $('account').textContent = 'Connected as ' + (conn.account || 'GitHub') + ' · ' + (conn.cap === 'write' ? 'read & write' : 'read-only');
+    $('account').textContent = 'Connected as ' + (conn.account || 'GitHub') + ' · ' + (conn.cap === 'write' ? 'read & write' : 'read-only') +
+      (conn.resources ? ' · limited to ' + P.limitText(svc, conn) : '');
     state = fold(await P.events(APP)); // the last state, at once
     render();
     $('refresh').addEventListener('click', listRepos);
