@@ -66,7 +66,21 @@
       el('tbody', {}, ...rows));
   }
 
-  function renderService(svc, conn, cat) {
+  // activityTable lists the ops bots ran under this member's grants for
+  // one service, newest first, as the answers the page saw.
+  function activityTable(svc, rows) {
+    if (!rows || !rows.length) return el('p', { class: 'muted', id: 'activity-' + svc.id }, 'No op has run under your grants yet.');
+    return el('table', { class: 'activity', id: 'activity-' + svc.id },
+      el('caption', { text: 'What bots ran with your ' + svc.name + ' grants' }),
+      el('thead', {}, el('tr', {}, ...['Time', 'Bot', 'Op', 'Result'].map((h) => el('th', { scope: 'col', text: h })))),
+      el('tbody', {}, ...rows.map((a) => el('tr', { class: 'activity-row' },
+        el('td', {}, el('time', { datetime: a.at, text: new Date(a.at).toLocaleTimeString() })),
+        el('td', { text: a.bot }),
+        el('td', {}, el('code', { text: a.op })),
+        el('td', { class: a.status === 'ok' ? 'status-ok' : 'status-bad', text: a.status === 'ok' ? 'done' : a.status })))));
+  }
+
+  function renderService(svc, conn, cat, acts) {
     const id = svc.id;
     const statusNode = el('p', { id: 'status-' + id, role: 'status', 'aria-live': 'polite' });
     const panel = el('div', { class: 'connect', id: 'connect-' + id });
@@ -99,7 +113,8 @@
           } }, 'Disconnect ' + svc.name)),
         ...Object.entries(svc.resources || {}).map(([kind, r]) => limitPanel(svc, kind, r, conn, statusNode)),
         id === 'github' ? el('p', {}, el('a', { href: '/apps/github', id: 'open-github' }, 'Open the GitHub app')) : null,
-        tryPanel(svc, statusNode)].filter(Boolean));
+        tryPanel(svc, statusNode),
+        el('details', { class: 'activity', id: 'activity-box-' + id }, el('summary', { text: 'Activity' }), activityTable(svc, acts))].filter(Boolean));
       return section;
     }
 
@@ -257,9 +272,10 @@
   let cat = null;
   async function refresh(focusId, message) {
     const conns = await P.connections();
+    const acts = await P.activity();
     const root = document.getElementById('services');
     root.textContent = '';
-    for (const svc of cat.services) root.append(renderService(svc, conns[svc.id], cat));
+    for (const svc of cat.services) root.append(renderService(svc, conns[svc.id], cat, acts[svc.id]));
     root.setAttribute('aria-busy', 'false');
     skipLinks();
     if (focusId) {

@@ -231,6 +231,21 @@
   async function disconnect(service) {
     await idb.del('connections', service);
     await clearEvents(service);
+    await clearActivity(service);
+  }
+  async function clearActivity(service) {
+    const d = await db();
+    return new Promise((resolve, reject) => {
+      const t = d.transaction('events', 'readwrite');
+      t.objectStore('events').openCursor().onsuccess = (e) => {
+        const cur = e.target.result;
+        if (!cur) return;
+        if (cur.value.app === 'activity' && cur.value.service === service) cur.delete();
+        cur.continue();
+      };
+      t.oncomplete = () => resolve();
+      t.onerror = () => reject(t.error);
+    });
   }
 
   // setResources limits a connection to chosen resources by kind (null or
@@ -344,6 +359,7 @@
     const unlimited = opts.unlimited && op.access === 'read' && Object.values(svc.resources || {}).some((r) => r.list && r.list.op === opName);
     const grant = await mintGrant(unlimited ? Object.assign({}, conn, { resources: undefined }) : conn, bot, opName, op.access, sha);
     const r = await api('/api/bots/' + encodeURIComponent(bot.name) + '/ops', { service: conn.service, op: opName, args: args || {}, grant: grant });
+    await recordActivity(conn.service, bot.name, opName, op.access, r);
     if (r.body && typeof r.body.rotated === 'string') await adoptRotated(conn, r.body.rotated, opts.persist !== false);
     if (!r.ok) throw errorFrom(r);
     return opts.full ? r.body : r.body.data;
@@ -450,6 +466,42 @@
       t.oncomplete = () => resolve();
       t.onerror = () => reject(t.error);
     });
+  }
+
+  // ---- the member's activity ---------------------------------------------------
+
+  // Every op a bot ran under one of this member's grants, as the answer
+  // the page saw: {app: "activity", type: "op.ran", service, bot, op,
+  // access, status: "ok" or the error code, http}, newest last, at most
+  // ACTIVITY_MAX per service. Kept with the apps' events; a disconnect
+  // clears them.
+  const ACTIVITY_MAX = 50;
+  async function recordActivity(service, bot, opName, access, r) {
+    const code = r.ok ? 'ok' : ((r.body && r.body.error && r.body.error.code) || 'http_' + r.status);
+    await appendEvent('activity', { type: 'op.ran', service: service, bot: bot, op: opName, access: access, status: code, http: r.status });
+    const d = await db();
+    const keys = [];
+    await new Promise((resolve) => {
+      const t = d.transaction('events', 'readwrite');
+      const st = t.objectStore('events');
+      st.openCursor().onsuccess = (e) => {
+        const cur = e.target.result;
+        if (!cur) {
+          for (const k of keys.slice(0, Math.max(0, keys.length - ACTIVITY_MAX))) st.delete(k);
+          return;
+        }
+        if (cur.value.app === 'activity' && cur.value.service === service) keys.push(cur.key);
+        cur.continue();
+      };
+      t.oncomplete = resolve;
+      t.onerror = resolve;
+    });
+  }
+  // activity returns the recorded ops by service, newest first.
+  async function activity() {
+    const out = {};
+    for (const ev of await events('activity')) (out[ev.service] = out[ev.service] || []).unshift(ev);
+    return out;
   }
 
   // ---- small DOM helpers -------------------------------------------------------
@@ -564,7 +616,7 @@
 
   window.pinned = {
     PinnedError, ready, memberPublicKey, catalog, bots, currentBot, chooseBot, fillBotSelect,
-    connections, getConnection, connect, disconnect, setCap, setResources, limitText, capAllows, consent, runOp,
+    connections, getConnection, connect, disconnect, setCap, setResources, limitText, capAllows, consent, runOp, activity,
     appendEvent, events, clearEvents, el, status, safeHref, beginOAuth, endOAuth, renderConsent, wireSkipLinks, fieldTitle,
     get rotations() { return rotations; },
     // For the cross-language test: the member's sealed-box primitives.
