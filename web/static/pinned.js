@@ -233,20 +233,7 @@
     await clearEvents(service);
     await clearActivity(service);
   }
-  async function clearActivity(service) {
-    const d = await db();
-    return new Promise((resolve, reject) => {
-      const t = d.transaction('events', 'readwrite');
-      t.objectStore('events').openCursor().onsuccess = (e) => {
-        const cur = e.target.result;
-        if (!cur) return;
-        if (cur.value.app === 'activity' && cur.value.service === service) cur.delete();
-        cur.continue();
-      };
-      t.oncomplete = () => resolve();
-      t.onerror = () => reject(t.error);
-    });
-  }
+  const clearActivity = (service) => deleteEvents((ev) => ev.app === 'activity' && ev.service === service);
 
   // setResources limits a connection to chosen resources by kind (null or
   // {} lifts the limit) and re-seals it; every later grant carries it.
@@ -453,14 +440,16 @@
     });
   }
   async function events(app) { return (await idb.all('events')).filter((e) => e.app === app); }
-  async function clearEvents(app) {
+  const clearEvents = (app) => deleteEvents((ev) => ev.app === app);
+  // deleteEvents deletes every event for which match(ev) holds.
+  async function deleteEvents(match) {
     const d = await db();
     return new Promise((resolve, reject) => {
       const t = d.transaction('events', 'readwrite');
       t.objectStore('events').openCursor().onsuccess = (e) => {
         const cur = e.target.result;
         if (!cur) return;
-        if (cur.value.app === app) cur.delete();
+        if (match(cur.value)) cur.delete();
         cur.continue();
       };
       t.oncomplete = () => resolve();
