@@ -26,7 +26,7 @@ WASMFLAGS := -trimpath -buildvcs=false -ldflags="-s -w -buildid=" -buildmode=c-s
 GUEST_SRC := $(shell find guest/wasm guest/executor internal/abi internal/argrules internal/jsonv -name '*.go' -not -name '*_test.go')
 HOSTILE   := $(patsubst %/main.go,%.wasm,$(wildcard host/testdata/hostile/*/main.go))
 
-.PHONY: all guest hostile build install walkthrough test ts-client demo bench check fuzz clean web web-vendor
+.PHONY: all guest hostile build install walkthrough test ts-client demo bench check fuzz clean web web-vendor axe-vendor
 
 all: build
 
@@ -114,6 +114,22 @@ web-vendor:
 	  for p in libsodium libsodium-wrappers; do \
 	    echo "$$p $(SODIUM_VERSION) $$p.js $$(sha256sum web/static/vendor/$$p.js | cut -d' ' -f1)"; done; } > web/static/vendor/VENDOR
 	rm -rf .web-vendor
+
+## axe-vendor: refresh axe-core (MPL-2.0), the accessibility checker the
+## browser tests run, in web/testdata/axe/ through npm, and record its
+## version and SHA-256 in web/testdata/axe/VENDOR (TestAxeVendored checks
+## them). Test-only: it is not embedded in the binary.
+AXE_VERSION ?= 4.14.1
+axe-vendor:
+	rm -rf .axe-vendor && mkdir -p .axe-vendor web/testdata/axe
+	cd .axe-vendor && npm pack --silent axe-core@$(AXE_VERSION) >/dev/null && tar xzf axe-core-$(AXE_VERSION).tgz
+	cp .axe-vendor/package/axe.min.js web/testdata/axe/axe.min.js
+	cp .axe-vendor/package/LICENSE web/testdata/axe/axe-core.LICENSE
+	cp .axe-vendor/package/LICENSE-3RD-PARTY.txt web/testdata/axe/axe-core.LICENSE-3RD-PARTY.txt
+	{ echo "# Vendored accessibility checker for the browser tests: refreshed by 'make axe-vendor' (npm pack from the npm registry)."; \
+	  echo "# package version file sha256"; \
+	  echo "axe-core $(AXE_VERSION) axe.min.js $$(sha256sum web/testdata/axe/axe.min.js | cut -d' ' -f1)"; } > web/testdata/axe/VENDOR
+	rm -rf .axe-vendor
 
 ## bench: benchmarks and harnesses, written to docs/BENCHMARKS.md (see
 ## that file; ratios are against baselines measured in the same run).

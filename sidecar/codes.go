@@ -34,6 +34,7 @@ const (
 	CodeAccessDenied    Code = "access_denied"    // 403: a write op under a read or legacy (access-less) grant
 	CodeGrantMismatch   Code = "grant_mismatch"   // 403: the grant is bound to another op, or to other args
 	CodeGrantReplayed   Code = "grant_replayed"   // 409: the grant's nonce was already used
+	CodeResourceDenied  Code = "resource_denied"  // 403: the grant is limited to chosen resources and the args name another (arg says which), or the limit cannot be enforced
 
 	// Token rotation (DESIGN.md, "Expiring tokens"). The grant of an op that
 	// fails with one of these is not spent: nothing reached the provider's
@@ -96,6 +97,7 @@ var codeStatus = httperr.Statuses[Code]{
 	CodeAccessDenied:    http.StatusForbidden,
 	CodeGrantMismatch:   http.StatusForbidden,
 	CodeGrantReplayed:   http.StatusConflict,
+	CodeResourceDenied:  http.StatusForbidden,
 
 	CodeReconnectRequired:     http.StatusForbidden,
 	CodeRotationRefused:       http.StatusForbidden,
@@ -150,7 +152,7 @@ type Error struct {
 	RetryAfter int
 	// UpstreamStatus is the provider's HTTP status, when there was one.
 	UpstreamStatus int
-	// Arg names the offending argument (bad_args).
+	// Arg names the offending argument (bad_args, resource_denied).
 	Arg string
 	// Applied is set on a write op that failed after its request was
 	// sent: "yes" (the provider answered 2xx: the write happened), "maybe"

@@ -300,6 +300,14 @@ func (s *Server) enforceOp(ctx context.Context, info *reqInfo, req *OpRequest, h
 		return nil, "", e
 	}
 	info.upstreamStatus = res.Status
+	if g.Resources != "" {
+		data, fe := filterList(s.services[req.Service], req.Op, g, res.Data)
+		if fe != nil {
+			fe.Rotated = rotated
+			return nil, "", fe
+		}
+		res.Data = data
+	}
 	return res, rotated, nil
 }
 
@@ -338,7 +346,8 @@ func hostError(err error) *host.Error {
 
 // checkGrant opens the grant and checks it against the call, in order:
 // grant_invalid, grant_expired (and grant_invalid for an expiry too far
-// ahead), service_mismatch, access_denied, grant_mismatch. The last check,
+// ahead), service_mismatch, access_denied, grant_mismatch,
+// resource_denied (a grant limited to chosen resources, checkResources). The last check,
 // grant_replayed, is record's: the nonce is recorded only when everything
 // else passed. It returns the args to run: the request's (empty is {}),
 // or, when the grant binds them, their canonical form, the exact bytes
@@ -390,6 +399,9 @@ func (s *Server) checkGrant(info *reqInfo, req *OpRequest, op *registry.Op, held
 			return nil, nil, newError(CodeGrantMismatch, "the args differ from the args the member confirmed (args_sha256)").withCause(err)
 		}
 		args = canon // run exactly the bytes whose hash the member confirmed
+	}
+	if e := checkResources(s.services[req.Service], req.Op, op, g, args); e != nil {
+		return nil, nil, e
 	}
 	return g, args, nil
 }
