@@ -35,7 +35,9 @@ var layers = []struct {
 	// bottom), so it sits here, below the parts of the sidecar that use it.
 	// internal/flow (cross-service flow control) is a contract of the
 	// sessions that use it, research and MCP alike: it imports registry.
-	{"contracts and test helpers", []string{"internal/argrules", "internal/brokerapi", "sidecar/grant", "internal/flow", "internal/testing/testutil"}},
+	// internal/audit (the hash-chained audit trail) implements
+	// sidecar/api's Auditor and imports nothing else of ours.
+	{"contracts and test helpers", []string{"internal/argrules", "internal/brokerapi", "sidecar/grant", "internal/flow", "internal/audit", "internal/testing/testutil"}},
 	{"guest", []string{"guest/..."}},
 	// The host's parts, each named for what it is; only host imports them.
 	{"host core", []string{"host/internal/pick", "host/internal/egress"}},
