@@ -6,6 +6,7 @@ import (
 	hostapi "github.com/elevenmessenger/pinned/host/api"
 	"github.com/elevenmessenger/pinned/internal/httperr"
 	"github.com/elevenmessenger/pinned/internal/jsonenc"
+	"github.com/elevenmessenger/pinned/sidecar/api"
 )
 
 // Code is the stable, machine-readable kind of an API error. Codes are part
@@ -161,6 +162,9 @@ type Error struct {
 	// member must get the fresh pair whatever became of the op, because
 	// the provider has already retired the old refresh token.
 	Rotated string
+	// Receipt names the refusal's audit record, when the sidecar keeps an
+	// audit trail (OpResponse.Receipt).
+	Receipt *api.Receipt
 
 	cause error
 }
@@ -220,7 +224,8 @@ type errorBody struct {
 		Arg            string `json:"arg,omitempty"`
 		Applied        string `json:"applied,omitempty"`
 	} `json:"error"`
-	Rotated string `json:"rotated,omitempty"`
+	Rotated string       `json:"rotated,omitempty"`
+	Receipt *api.Receipt `json:"receipt,omitempty"`
 }
 
 // body is the JSON of the answer (httperr.Body's members with requestID,
@@ -237,6 +242,7 @@ func (e *Error) doc(requestID string) errorBody {
 	b.Error.Arg = e.Arg
 	b.Error.Applied = e.Applied
 	b.Rotated = e.Rotated
+	b.Receipt = e.Receipt
 	return b
 }
 

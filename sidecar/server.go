@@ -180,6 +180,12 @@ type Config struct {
 	// MaxResearch bounds the research sessions running at once; past it
 	// they get 503 busy. Default DefaultMaxResearch (4).
 	MaxResearch int
+
+	// Audit, when set, keeps the audit trail: one record per op and per
+	// refusal of an op, its receipt in the answer. An op runs only when
+	// Audit.Ready; a result whose record cannot be written is withheld
+	// (unavailable). `pinned sidecar` uses internal/audit. nil: no trail.
+	Audit api.Auditor
 }
 
 // Config's defaults: each accessor is its field, or the default when the
@@ -275,6 +281,7 @@ type Server struct {
 	// reg.Service would copy a manifest each time. Never modified.
 	services map[string]*registry.Manifest
 	key      *grant.PrivateKey
+	bot      string // botID(key), for audit records
 	log      zerolog.Logger
 	prom     *prometheus.Registry
 	m        *metrics
@@ -316,6 +323,7 @@ func New(cfg Config) (*Server, error) {
 		reg:      cfg.Registry,
 		services: map[string]*registry.Manifest{},
 		key:      cfg.Key,
+		bot:      botID(cfg.Key),
 		log:      zerolog.Nop(),
 		prom:     cfg.Prometheus,
 		slots:    make(chan struct{}, cfg.maxConcurrency()),
