@@ -119,6 +119,9 @@ func (c auditConfig) open(defaultKey bool, log zerolog.Logger) (*audit.Log, erro
 	var err error
 	created := false
 	if defaultKey {
+		if err := os.MkdirAll(filepath.Dir(c.keyFile), 0o700); err != nil {
+			return nil, fmt.Errorf("--state-dir: %s", errText(err))
+		}
 		key, created, err = audit.ReadOrCreateKey(c.keyFile)
 	} else {
 		key, err = audit.ReadKey(c.keyFile)

@@ -485,3 +485,27 @@ func FuzzDecodeRecord(f *testing.F) {
 		}
 	})
 }
+
+// TestSecondWriterRefused: two processes (here two opens) on one
+// replica's chain would fork it; the second is refused.
+func TestSecondWriterRefused(t *testing.T) {
+	dir := t.TempDir()
+	l, err := Open(dir, Options{Replica: "r1", Key: testKey(), SealInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(dir, Options{Replica: "r1", Key: testKey()}); err == nil || !strings.Contains(err.Error(), "held by another process") {
+		t.Fatalf("second open: %v", err)
+	}
+	l2, err := Open(dir, Options{Replica: "r2", Key: testKey(), SealInterval: time.Hour})
+	if err != nil {
+		t.Fatalf("another replica: %v", err)
+	}
+	l2.Close()
+	l.Close()
+	l3, err := Open(dir, Options{Replica: "r1", Key: testKey(), SealInterval: time.Hour})
+	if err != nil {
+		t.Fatalf("after close: %v", err)
+	}
+	l3.Close()
+}

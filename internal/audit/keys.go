@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 )
 
@@ -44,8 +45,9 @@ func ReadKey(path string) (ed25519.PrivateKey, error) {
 }
 
 // CreateKey writes a fresh sealing key to path (mode 0600; an existing
-// file is an error) and its public key beside it (path + ".pub", PEM
-// "PUBLIC KEY").
+// file is an error matching fs.ErrExist) and its public key beside it
+// (path + ".pub", PEM "PUBLIC KEY"). The key appears whole or not at all:
+// it is written to a temporary file and linked into place.
 func CreateKey(path string) (ed25519.PrivateKey, error) {
 	pub, priv, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
@@ -55,32 +57,51 @@ func CreateKey(path string) (ed25519.PrivateKey, error) {
 	if err != nil {
 		return nil, err
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if _, err := os.Lstat(path); err == nil {
+		return nil, &fs.PathError{Op: "create", Path: path, Err: fs.ErrExist}
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".audit-key-*")
 	if err != nil {
 		return nil, err
 	}
-	if err := pem.Encode(f, &pem.Block{Type: "PRIVATE KEY", Bytes: der}); err != nil {
-		f.Close()
+	defer os.Remove(tmp.Name())
+	if err := tmp.Chmod(0o600); err != nil {
+		tmp.Close()
 		return nil, err
 	}
-	if err := f.Close(); err != nil {
+	if err := pem.Encode(tmp, &pem.Block{Type: "PRIVATE KEY", Bytes: der}); err != nil {
+		tmp.Close()
+		return nil, err
+	}
+	if err := tmp.Close(); err != nil {
 		return nil, err
 	}
 	if err := os.WriteFile(path+".pub", EncodePublicKey(pub), 0o644); err != nil {
+		return nil, err
+	}
+	if err := os.Link(tmp.Name(), path); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return nil, &fs.PathError{Op: "create", Path: path, Err: fs.ErrExist}
+		}
 		return nil, err
 	}
 	return priv, nil
 }
 
 // ReadOrCreateKey reads the key at path, or creates it there when no file
-// exists (the default key in the state directory).
+// exists (the default key in the state directory). Two processes
+// starting at once agree on one key.
 func ReadOrCreateKey(path string) (k ed25519.PrivateKey, created bool, err error) {
 	k, err = ReadKey(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		k, err = CreateKey(path)
-		return k, err == nil, err
+	if !errors.Is(err, fs.ErrNotExist) {
+		return k, false, err
 	}
-	return k, false, err
+	k, err = CreateKey(path)
+	if errors.Is(err, fs.ErrExist) {
+		k, err = ReadKey(path) // another process made it first
+		return k, false, err
+	}
+	return k, err == nil, err
 }
 
 // EncodePublicKey is pub as a PEM "PUBLIC KEY" block (PKIX).

@@ -90,6 +90,7 @@ type Log struct {
 
 	mu        sync.Mutex
 	f         *os.File
+	lock      *os.File // held while the log is open (lockDir)
 	fileN     int
 	size      int64
 	seq       uint64
@@ -136,8 +137,14 @@ func Open(dir string, opt Options) (*Log, error) {
 	if err := os.MkdirAll(l.dir, 0o700); err != nil {
 		return nil, fmt.Errorf("audit: %w", err)
 	}
+	lock, err := lockDir(l.dir)
+	if err != nil {
+		return nil, err
+	}
+	l.lock = lock
 	note, err := l.resume()
 	if err != nil {
+		lock.Close()
 		return nil, err
 	}
 	var parts []string
@@ -149,6 +156,7 @@ func Open(dir string, opt Options) (*Log, error) {
 	note = strings.Join(parts, "; ")
 	if _, err := l.append(&Record{Kind: KindOpen, Note: note}); err != nil {
 		l.f.Close()
+		lock.Close()
 		return nil, err
 	}
 	l.stop, l.done = make(chan struct{}), make(chan struct{})
@@ -427,6 +435,7 @@ func (l *Log) Close() error {
 	if cerr := l.f.Close(); err == nil && cerr != nil {
 		err = cerr
 	}
+	l.lock.Close()
 	if err == nil {
 		err = l.err
 	}
