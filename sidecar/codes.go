@@ -162,6 +162,10 @@ type Error struct {
 	// member must get the fresh pair whatever became of the op, because
 	// the provider has already retired the old refresh token.
 	Rotated string
+	// Limit names the limit a rate_limited refusal spent ("bot_rate",
+	// "grant_rate", "provider_backoff"); absent when the provider itself
+	// answered 429.
+	Limit string
 	// Receipt names the refusal's audit record, when the sidecar keeps an
 	// audit trail (OpResponse.Receipt).
 	Receipt *api.Receipt
@@ -223,6 +227,7 @@ type errorBody struct {
 		UpstreamStatus int    `json:"upstream_status,omitempty"`
 		Arg            string `json:"arg,omitempty"`
 		Applied        string `json:"applied,omitempty"`
+		Limit          string `json:"limit,omitempty"`
 	} `json:"error"`
 	Rotated string       `json:"rotated,omitempty"`
 	Receipt *api.Receipt `json:"receipt,omitempty"`
@@ -241,6 +246,7 @@ func (e *Error) doc(requestID string) errorBody {
 	b.Error.UpstreamStatus = e.UpstreamStatus
 	b.Error.Arg = e.Arg
 	b.Error.Applied = e.Applied
+	b.Error.Limit = e.Limit
 	b.Rotated = e.Rotated
 	b.Receipt = e.Receipt
 	return b

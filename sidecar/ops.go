@@ -241,12 +241,15 @@ func (s *Server) enforceGrantAndRun(ctx context.Context, info *reqInfo, req *OpR
 	defer release()
 
 	g, args, e := s.checkGrant(info, req, op, held)
+	if e == nil {
+		e = s.checkLimits(ctx, info, req.Service, g)
+	}
 	var rec *api.Nonce
 	if e == nil && held == nil {
 		rec, e = s.record(ctx, g)
 	}
 	if e != nil {
-		if e.Code != CodeBusy && e.Code != CodeUnavailable {
+		if e.Code != CodeBusy && e.Code != CodeUnavailable && e.Code != CodeRateLimited {
 			s.m.denials.WithLabelValues("grant", string(e.Code)).Inc()
 		}
 		return nil, "", e
@@ -284,6 +287,7 @@ func (s *Server) enforceGrantAndRun(ctx context.Context, info *reqInfo, req *OpR
 			res, err = s.run(ctx, info, req, args, rot.credential(), append(withhold, rot.pair.Refresh))
 		}
 	}
+	s.backOff(ctx, req.Service, g, err)
 	if held != nil && rot != nil && rot.rotated {
 		held.rotated(rot.pair)
 	}

@@ -186,6 +186,16 @@ type Config struct {
 	// Audit.Ready; a result whose record cannot be written is withheld
 	// (unavailable). `pinned sidecar` uses internal/audit. nil: no trail.
 	Audit api.Auditor
+
+	// BotRate limits the bot's ops across its replicas, GrantRate each
+	// grant's (a research session's calls under one grant): past them
+	// ops are refused with rate_limited before anything is sent. Zero:
+	// no limit.
+	BotRate   api.Rate
+	GrantRate api.Rate
+	// Limiter holds the rates and the provider back-offs; default the
+	// Store when it is an api.Limiter (pinned's are), else in memory.
+	Limiter api.Limiter
 }
 
 // Config's defaults: each accessor is its field, or the default when the
@@ -286,6 +296,7 @@ type Server struct {
 	prom     *prometheus.Registry
 	m        *metrics
 	store    api.Store       // instrumented
+	limits   api.Limiter     // limiterFor(cfg, store)
 	rot      *rotate.Rotator // nil: rotation is off
 	slots    chan struct{}
 	handler  http.Handler
@@ -351,6 +362,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.m = newMetrics(s.prom, store)
 	s.store = instrumented{next: store, m: s.m}
+	s.limits = limiterFor(&s.cfg, store)
 	if cfg.Refresher != nil {
 		// One Rotator per process: single flight per credential across
 		// requests, and one grace cache.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/elevenmessenger/pinned/internal/audit"
+	"github.com/elevenmessenger/pinned/sidecar"
 	"github.com/elevenmessenger/pinned/sidecar/api"
 )
 
@@ -151,5 +152,35 @@ func TestReplicaName(t *testing.T) {
 		if got := replicaName(in); got != want || audit.CheckReplica(got) != nil {
 			t.Errorf("replicaName(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+func TestSidecarLimitFlags(t *testing.T) {
+	tests := []struct {
+		name       string
+		flags      sidecarLimitFlags
+		bot, grant api.Rate
+		err        string
+	}{
+		{name: "none"},
+		{name: "bot rate, burst defaulted", flags: sidecarLimitFlags{botRate: 2.5}, bot: api.Rate{PerSecond: 2.5, Burst: 3}},
+		{name: "both", flags: sidecarLimitFlags{botRate: 10, botBurst: 20, grantRate: 1, grantBurst: 5}, bot: api.Rate{PerSecond: 10, Burst: 20}, grant: api.Rate{PerSecond: 1, Burst: 5}},
+		{name: "negative", flags: sidecarLimitFlags{botRate: -1}, err: "--bot-rate"},
+		{name: "burst without rate", flags: sidecarLimitFlags{grantBurst: 3}, err: "--grant-burst needs --grant-rate"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var cfg sidecar.Config
+			err := tt.flags.apply(&cfg)
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("err %v, want %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil || cfg.BotRate != tt.bot || cfg.GrantRate != tt.grant {
+				t.Fatalf("bot %+v grant %+v (%v), want %+v %+v", cfg.BotRate, cfg.GrantRate, err, tt.bot, tt.grant)
+			}
+		})
 	}
 }

@@ -122,6 +122,7 @@ type sidecarFlags struct {
 	modelBaseURL      string
 	model             string
 	audit             sidecarAuditFlags
+	limits            sidecarLimitFlags
 }
 
 // envDefaults reads the environment into the flags' defaults, so an
@@ -209,6 +210,7 @@ func runSidecarContext(ctx context.Context, args []string, stdout, stderr io.Wri
 	fs.StringVar(&f.connectTo, "connect-to", "", "DEV/TEST ONLY: send every pinned host to this `ip:port` (a running pinned fakeapi); needs --cacert")
 	fs.StringVar(&f.caFile, "cacert", "", "DEV/TEST ONLY: PEM `file` of an extra CA to trust with --connect-to")
 	f.audit.register(fs, env, h)
+	f.limits.register(fs, env, h)
 	addrFile := fs.String("addr-file", "", addrFileHelp)
 	if code, ok := parseFlags(fs, sidecarUsage, args, stdout, stderr); !ok {
 		return code
@@ -227,6 +229,9 @@ func runSidecarContext(ctx context.Context, args []string, stdout, stderr io.Wri
 	auditCfg, err := f.audit.resolve(f.stateDir)
 	if err != nil {
 		return usage("%s", errText(err))
+	}
+	if err := f.limits.apply(&cfg); err != nil {
+		return usage("%s", err)
 	}
 	if cfg.Store != nil {
 		defer cfg.Store.Close()

@@ -1,0 +1,83 @@
+package state
+
+import (
+	"context"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/elevenmessenger/pinned/sidecar/api"
+)
+
+var (
+	// GCRA in one round trip, on the server's clock (TIME), so replicas
+	// with skewed clocks share one bucket. KEYS[1] holds the theoretical
+	// arrival time in µs; ARGV[1] is the emission interval and ARGV[2]
+	// the burst times it, both µs. Returns {1, 0} when allowed, else {0,
+	// µs to wait}.
+	takeGCRA = redis.NewScript(`local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local tat = tonumber(redis.call('GET', KEYS[1]) or '0')
+if tat < now then tat = now end
+local nxt = tat + tonumber(ARGV[1])
+local allow = nxt - tonumber(ARGV[2])
+if now < allow then return {0, allow - now} end
+redis.call('SET', KEYS[1], string.format('%.0f', nxt), 'PX', math.ceil((nxt - now) / 1000) + 1)
+return {1, 0}`)
+	// set KEYS[1] to ARGV[1] (a deadline in ms) expiring then, unless it
+	// holds a later one.
+	backOff = redis.NewScript(`local cur = tonumber(redis.call('GET', KEYS[1]) or '0')
+if cur >= tonumber(ARGV[1]) then return 0 end
+redis.call('SET', KEYS[1], ARGV[1], 'PXAT', ARGV[1])
+return 1`)
+)
+
+func (r *Redis) limitKey(key string) string   { return r.prefix + "l:" + hashKey(key) }
+func (r *Redis) backoffKey(key string) string { return r.prefix + "b:" + hashKey(key) }
+
+// Take takes one op from key's bucket, shared by every replica on this
+// Redis (api.Limiter).
+func (r *Redis) Take(ctx context.Context, key string, rate api.Rate, _ time.Time) (bool, time.Duration, error) {
+	if rate.PerSecond <= 0 {
+		return true, 0, nil
+	}
+	ctx, cancel := r.ctx(ctx)
+	defer cancel()
+	interval := math.Max(1, 1e6/rate.PerSecond)
+	burst := float64(max(rate.Burst, 1))
+	res, err := takeGCRA.Run(ctx, r.c, []string{r.limitKey(key)},
+		strconv.FormatFloat(interval, 'f', 0, 64), strconv.FormatFloat(interval*burst, 'f', 0, 64)).Int64Slice()
+	if err != nil || len(res) != 2 {
+		return false, 0, unavailable("take", err)
+	}
+	if res[0] == 1 {
+		return true, 0, nil
+	}
+	return false, time.Duration(res[1]) * time.Microsecond, nil
+}
+
+// BackOff records a credential's back-off for every replica (api.Limiter).
+func (r *Redis) BackOff(ctx context.Context, key string, until time.Time) error {
+	ctx, cancel := r.ctx(ctx)
+	defer cancel()
+	return unavailable("back_off", backOff.Run(ctx, r.c, []string{r.backoffKey(key)}, strconv.FormatInt(until.UnixMilli(), 10)).Err())
+}
+
+// BackedOff returns a credential's back-off (api.Limiter).
+func (r *Redis) BackedOff(ctx context.Context, key string, now time.Time) (time.Time, error) {
+	ctx, cancel := r.ctx(ctx)
+	defer cancel()
+	v, err := r.c.Get(ctx, r.backoffKey(key)).Int64()
+	if err == redis.Nil {
+		return time.Time{}, nil
+	}
+	if err != nil {
+		return time.Time{}, unavailable("backed_off", err)
+	}
+	if u := time.UnixMilli(v); u.After(now) {
+		return u, nil
+	}
+	return time.Time{}, nil
+}

@@ -1,0 +1,108 @@
+package sidecar
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/elevenmessenger/pinned/internal/state"
+	"github.com/elevenmessenger/pinned/sidecar/api"
+	"github.com/elevenmessenger/pinned/sidecar/grant"
+)
+
+// Limits of an op refused with rate_limited, as the error's limit and the
+// audit record's.
+const (
+	limitBot     = "bot_rate"         // Config.BotRate
+	limitGrant   = "grant_rate"       // Config.GrantRate
+	limitBackoff = "provider_backoff" // the provider answered 429 for this credential
+)
+
+// limiter is Config.Limiter, else the store when it is one, else an
+// in-memory one (one process).
+func limiterFor(cfg *Config, store api.Store) api.Limiter {
+	if cfg.Limiter != nil {
+		return cfg.Limiter
+	}
+	if l, ok := store.(api.Limiter); ok {
+		return l
+	}
+	return state.NewMemory(state.MemoryOptions{})
+}
+
+// credKey names a credential for back-offs: a digest of the service and
+// the grant's secret, never the secret.
+func credKey(service string, g *grant.Grant) string {
+	h := sha256.New()
+	h.Write([]byte(service))
+	h.Write([]byte{0})
+	h.Write([]byte(g.Secret))
+	return "cred:" + hex.EncodeToString(h.Sum(nil)[:16])
+}
+
+// checkLimits refuses an op before anything is sent when its credential
+// is backing off after a provider's 429, or when the bot's or the grant's
+// rate is spent: rate_limited with Retry-After, the grant not spent. A
+// limiter that does not answer refuses the op (unavailable).
+func (s *Server) checkLimits(ctx context.Context, info *reqInfo, service string, g *grant.Grant) *Error {
+	now := s.cfg.now()
+	until, err := s.limits.BackedOff(ctx, credKey(service, g), now)
+	if err != nil {
+		return s.unavailable("the shared state store (Redis) did not answer, so the op's limits cannot be checked; retry shortly (the grant is not spent)").withCause(err)
+	}
+	if until.After(now) {
+		return s.rateLimited(info, limitBackoff, until.Sub(now), fmt.Sprintf("the provider asked to slow down for this credential; nothing was sent; retry after %s (the grant is not spent)", roundUp(until.Sub(now))))
+	}
+	checks := []struct {
+		limit, key string
+		rate       api.Rate
+	}{
+		{limitBot, "bot:" + s.bot, s.cfg.BotRate},
+		{limitGrant, "grant:" + grantID(g), s.cfg.GrantRate},
+	}
+	for _, c := range checks {
+		ok, wait, err := s.limits.Take(ctx, c.key, c.rate, now)
+		if err != nil {
+			return s.unavailable("the shared state store (Redis) did not answer, so the op's limits cannot be checked; retry shortly (the grant is not spent)").withCause(err)
+		}
+		if !ok {
+			return s.rateLimited(info, c.limit, wait, fmt.Sprintf("the %s limit (%g ops/s, burst %d) is spent; nothing was sent; retry after %s (the grant is not spent)",
+				map[string]string{limitBot: "bot's", limitGrant: "grant's"}[c.limit], c.rate.PerSecond, max(c.rate.Burst, 1), roundUp(wait)))
+		}
+	}
+	return nil
+}
+
+// backOff makes every replica wait before the credential's next request
+// when the provider answered 429 (Retry-After, or 1 s without one).
+func (s *Server) backOff(ctx context.Context, service string, g *grant.Grant, err error) {
+	he := hostError(err)
+	if he == nil || Code(he.Code) != CodeRateLimited || he.Status != 429 {
+		return
+	}
+	wait := time.Duration(max(he.RetryAfter, 1)) * time.Second
+	if berr := s.limits.BackOff(ctx, credKey(service, g), s.cfg.now().Add(wait)); berr != nil {
+		s.log.Warn().Str("event", "backoff_failed").Str("service", service).AnErr("cause", berr).Msg("the provider's back-off could not be shared")
+	}
+}
+
+// rateLimited is the refusal of a spent limit.
+func (s *Server) rateLimited(info *reqInfo, limit string, wait time.Duration, msg string) *Error {
+	info.limit = limit
+	s.m.denials.WithLabelValues("limit", limit).Inc()
+	e := newError(CodeRateLimited, msg)
+	e.RetryAfter = int(math.Ceil(wait.Seconds()))
+	if e.RetryAfter < 1 {
+		e.RetryAfter = 1
+	}
+	e.Limit = limit
+	return e
+}
+
+// roundUp is d rounded up to a tenth of a second, for messages.
+func roundUp(d time.Duration) time.Duration {
+	return (d + 100*time.Millisecond - 1).Truncate(100 * time.Millisecond)
+}
