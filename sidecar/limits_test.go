@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/elevenmessenger/pinned/internal/demo/fakeapi"
 	"github.com/elevenmessenger/pinned/internal/testing/redistest"
 	"github.com/elevenmessenger/pinned/sidecar/api"
 	"github.com/elevenmessenger/pinned/sidecar/grant"
@@ -150,5 +151,38 @@ func TestLimiterDownRefuses(t *testing.T) {
 	}
 	if got := len(env.fake.Requests()); got != 0 {
 		t.Fatalf("the provider saw %d requests", got)
+	}
+}
+
+// TestDeadConnectionNoRetryStorm: once the provider refuses a refresh
+// token (invalid_grant), every later op carrying it, on any replica, is
+// reconnect_required at once: no refresh is sent again.
+func TestDeadConnectionNoRetryStorm(t *testing.T) {
+	gh := fakeapi.GitHub
+	srv := redistest.Start(t)
+	key, err := grant.GenerateKey(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	re := newRotEnv(t, brokerOpts{}, func(c *Config) { c.Key, c.Store = key, redisState(t, srv, 10*time.Second) })
+	other := newTestEnv(t, func(c *Config) {
+		c.Key, c.Store, c.Refresher = key, redisState(t, srv, 10*time.Second), re.srv.cfg.Refresher
+	})
+	old := mintPair(t, re.fake, gh, 9*time.Hour)
+	re.fake.SetTokenFault(gh, fakeapi.FaultInvalidGrant, 1) // once: a retry would succeed at the fake
+	before := refreshes(re.fake, gh)
+	for i, env := range []*testEnv{re.testEnv, other, re.testEnv, other} {
+		r := env.op(t, gh, "get_viewer", `{}`, re.oauthGrant(t, gh, old, true))
+		if r.status != http.StatusForbidden || r.err.Error.Code != string(CodeReconnectRequired) || !strings.Contains(r.err.Error.Message, "reconnect it") {
+			t.Fatalf("op %d: %d %s", i, r.status, r.body)
+		}
+	}
+	if got := refreshes(re.fake, gh) - before; got != 1 {
+		t.Fatalf("the provider saw %d refreshes of the dead token, want 1", got)
+	}
+	// Another connection of the service still refreshes.
+	fresh := mintPair(t, re.fake, gh, 9*time.Hour)
+	if r := other.op(t, gh, "get_viewer", `{}`, re.oauthGrant(t, gh, fresh, true)); r.status != http.StatusOK {
+		t.Fatalf("another connection: %d %s", r.status, r.body)
 	}
 }
