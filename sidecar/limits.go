@@ -19,7 +19,43 @@ const (
 	limitBot     = "bot_rate"         // Config.BotRate
 	limitGrant   = "grant_rate"       // Config.GrantRate
 	limitBackoff = "provider_backoff" // the provider answered 429 for this credential
+	limitBotDay  = "bot_budget"       // Config.BotDailyCap
+	limitGrantB  = "grant_budget"     // Config.GrantCap
 )
+
+// budget is one cap an op spends from: its key, cap and window's end.
+type budget struct {
+	limit, key string
+	cap        api.Cap
+	expires    time.Time
+}
+
+// budgets are the caps an op under g spends from (none configured: nil).
+// The bot's is per UTC day; a grant's lasts as long as the grant.
+func (s *Server) budgets(g *grant.Grant, now time.Time) []budget {
+	var out []budget
+	if c := s.cfg.BotDailyCap; c != (api.Cap{}) {
+		day := now.UTC().Truncate(24 * time.Hour)
+		out = append(out, budget{limitBotDay, "botday:" + s.bot + ":" + day.Format("2006-01-02"), c, day.Add(24 * time.Hour)})
+	}
+	if c := s.cfg.GrantCap; c != (api.Cap{}) {
+		out = append(out, budget{limitGrantB, "grantcap:" + grantID(g), c, g.ExpiresAt.Add(grant.ClockSkew)})
+	}
+	return out
+}
+
+// spendBytes adds an op's returned bytes to its budgets. A store that
+// does not answer is logged: the op already ran.
+func (s *Server) spendBytes(ctx context.Context, g *grant.Grant, n int) {
+	for _, b := range s.budgets(g, s.cfg.now()) {
+		if b.cap.Bytes == 0 {
+			continue
+		}
+		if _, err := s.limits.Spend(ctx, b.key, 0, int64(n), api.Cap{}, b.expires); err != nil {
+			s.log.Warn().Str("event", "budget").Str("limit", b.limit).AnErr("cause", err).Msg("an op's bytes could not be added to its budget")
+		}
+	}
+}
 
 // limiter is Config.Limiter, else the store when it is one, else an
 // in-memory one (one process).
@@ -73,7 +109,32 @@ func (s *Server) checkLimits(ctx context.Context, info *reqInfo, service string,
 				map[string]string{limitBot: "bot's", limitGrant: "grant's"}[c.limit], c.rate.PerSecond, max(c.rate.Burst, 1), roundUp(wait)))
 		}
 	}
+	for _, b := range s.budgets(g, now) {
+		ok, err := s.limits.Spend(ctx, b.key, 1, 0, b.cap, b.expires)
+		if err != nil {
+			return s.unavailable("the shared state store (Redis) did not answer, so the op's budget cannot be checked; retry shortly (the grant is not spent)").withCause(err)
+		}
+		if !ok {
+			what := "the bot's daily budget"
+			if b.limit == limitGrantB {
+				what = "this grant's budget (ask the member for a new grant)"
+			}
+			return s.rateLimited(info, b.limit, b.expires.Sub(now), fmt.Sprintf("%s (%s) is spent; nothing was sent; it renews at %s",
+				what, capText(b.cap), b.expires.UTC().Format(time.RFC3339)))
+		}
+	}
 	return nil
+}
+
+// capText says a cap in words.
+func capText(c api.Cap) string {
+	switch {
+	case c.Ops > 0 && c.Bytes > 0:
+		return fmt.Sprintf("%d ops, %d bytes returned", c.Ops, c.Bytes)
+	case c.Ops > 0:
+		return fmt.Sprintf("%d ops", c.Ops)
+	}
+	return fmt.Sprintf("%d bytes returned", c.Bytes)
 }
 
 // backOff makes every replica wait before the credential's next request

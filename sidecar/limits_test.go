@@ -139,6 +139,9 @@ func (downLimiter) BackOff(context.Context, string, time.Time) error { return ap
 func (downLimiter) BackedOff(context.Context, string, time.Time) (time.Time, error) {
 	return time.Time{}, api.ErrUnavailable
 }
+func (downLimiter) Spend(context.Context, string, int64, int64, api.Cap, time.Time) (bool, error) {
+	return false, api.ErrUnavailable
+}
 
 // TestLimiterDownRefuses: when the limits cannot be checked the op is
 // refused with unavailable, nothing sent, and its grant can run later.
@@ -185,4 +188,41 @@ func TestDeadConnectionNoRetryStorm(t *testing.T) {
 	if r := other.op(t, gh, "get_viewer", `{}`, re.oauthGrant(t, gh, fresh, true)); r.status != http.StatusOK {
 		t.Fatalf("another connection: %d %s", r.status, r.body)
 	}
+}
+
+// TestBudgets: the bot's daily ops cap and a grant's bytes cap refuse the
+// op past them with rate_limited and the limit, nothing sent.
+func TestBudgets(t *testing.T) {
+	t.Run("bot daily ops", func(t *testing.T) {
+		env := newTestEnv(t, func(c *Config) { c.BotDailyCap = api.Cap{Ops: 3} })
+		for i := range 4 {
+			r := env.op(t, "github", "get_viewer", `{}`, env.seal(t, grant.Grant{Access: grant.AccessRead}))
+			if i < 3 && r.status != http.StatusOK {
+				t.Fatalf("op %d: %d %s", i, r.status, r.body)
+			}
+			if i == 3 && (r.status != http.StatusTooManyRequests || !bodyHas(r, `"limit":"bot_budget"`) || r.header.Get("Retry-After") == "") {
+				t.Fatalf("past the cap: %d %s", r.status, r.body)
+			}
+		}
+		if got := len(env.fake.Requests()); got != 3 {
+			t.Fatalf("the provider saw %d requests, want 3", got)
+		}
+	})
+	t.Run("grant bytes", func(t *testing.T) {
+		// A research session's grant spends from one budget; here the
+		// budget is checked through two calls under grants of one nonce
+		// digest, as a held grant makes them.
+		env := newTestEnv(t, func(c *Config) { c.GrantCap = api.Cap{Bytes: 10} })
+		g := grant.Grant{Access: grant.AccessRead, Nonce: "fixed-nonce-for-the-budget-test-0001"}
+		if r := env.op(t, "github", "get_viewer", `{}`, env.seal(t, g)); r.status != http.StatusOK {
+			t.Fatalf("first op: %d %s", r.status, r.body)
+		}
+		r := env.op(t, "github", "get_viewer", `{}`, env.seal(t, g))
+		if r.status != http.StatusTooManyRequests || !bodyHas(r, `"limit":"grant_budget"`) {
+			t.Fatalf("past the grant's bytes: %d %s", r.status, r.body)
+		}
+		if got := len(env.fake.Requests()); got != 1 {
+			t.Fatalf("the provider saw %d requests, want 1", got)
+		}
+	})
 }

@@ -308,6 +308,7 @@ func (s *Server) enforceGrantAndRun(ctx context.Context, info *reqInfo, req *OpR
 		return nil, "", e
 	}
 	info.upstreamStatus = res.Status
+	s.spendBytes(ctx, g, len(res.Data))
 	return res, rotated, nil
 }
 

@@ -193,6 +193,11 @@ type Config struct {
 	// no limit.
 	BotRate   api.Rate
 	GrantRate api.Rate
+	// BotDailyCap caps the bot's ops and returned bytes per UTC day,
+	// GrantCap each grant's over its life; past a cap ops are refused
+	// with rate_limited. Zero: no cap.
+	BotDailyCap api.Cap
+	GrantCap    api.Cap
 	// Limiter holds the rates and the provider back-offs; default the
 	// Store when it is an api.Limiter (pinned's are), else in memory.
 	Limiter api.Limiter

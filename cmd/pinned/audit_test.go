@@ -167,6 +167,7 @@ func TestSidecarLimitFlags(t *testing.T) {
 		{name: "both", flags: sidecarLimitFlags{botRate: 10, botBurst: 20, grantRate: 1, grantBurst: 5}, bot: api.Rate{PerSecond: 10, Burst: 20}, grant: api.Rate{PerSecond: 1, Burst: 5}},
 		{name: "negative", flags: sidecarLimitFlags{botRate: -1}, err: "--bot-rate"},
 		{name: "burst without rate", flags: sidecarLimitFlags{grantBurst: 3}, err: "--grant-burst needs --grant-rate"},
+		{name: "negative cap", flags: sidecarLimitFlags{grantBytes: -1}, err: "--grant-max-bytes must not be negative"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -12,8 +12,10 @@ import (
 
 // sidecarLimitFlags are the rate limits of pinned sidecar.
 type sidecarLimitFlags struct {
-	botRate, grantRate   float64
-	botBurst, grantBurst int
+	botRate, grantRate     float64
+	botBurst, grantBurst   int
+	botDayOps, botDayBytes int64
+	grantOps, grantBytes   int64
 }
 
 // float is envDefaults' float64.
@@ -33,6 +35,10 @@ func (l *sidecarLimitFlags) register(fs *flag.FlagSet, env *envDefaults, h func(
 	fs.Float64Var(&l.botRate, "bot-rate", env.float("bot-rate", 0), h("bot-rate", "the bot's `ops` a second across its replicas (shared on --redis-url); past it ops get 429 rate_limited before anything is sent; 0: no limit"))
 	fs.IntVar(&l.botBurst, "bot-burst", int(env.int("bot-burst", 0)), h("bot-burst", "ops the bot may run at once above --bot-rate; default the rate, rounded up"))
 	fs.Float64Var(&l.grantRate, "grant-rate", env.float("grant-rate", 0), h("grant-rate", "each grant's `ops` a second (a research session's calls under one grant); 0: no limit"))
+	fs.Int64Var(&l.botDayOps, "bot-max-ops-per-day", env.int("bot-max-ops-per-day", 0), h("bot-max-ops-per-day", "the bot's ops per UTC day across its replicas; past it 429 rate_limited (limit bot_budget); 0: no cap"))
+	fs.Int64Var(&l.botDayBytes, "bot-max-bytes-per-day", env.int("bot-max-bytes-per-day", 0), h("bot-max-bytes-per-day", "data bytes the bot's ops may return per UTC day; 0: no cap"))
+	fs.Int64Var(&l.grantOps, "grant-max-ops", env.int("grant-max-ops", 0), h("grant-max-ops", "ops one grant may run (a research session's calls); 0: no cap"))
+	fs.Int64Var(&l.grantBytes, "grant-max-bytes", env.int("grant-max-bytes", 0), h("grant-max-bytes", "data bytes one grant's ops may return; 0: no cap"))
 	fs.IntVar(&l.grantBurst, "grant-burst", int(env.int("grant-burst", 0)), h("grant-burst", "ops a grant may run at once above --grant-rate; default the rate, rounded up"))
 }
 
@@ -59,6 +65,18 @@ func (l *sidecarLimitFlags) apply(cfg *sidecar.Config) error {
 	if cfg.BotRate, err = rate("bot", l.botRate, l.botBurst); err != nil {
 		return err
 	}
-	cfg.GrantRate, err = rate("grant", l.grantRate, l.grantBurst)
-	return err
+	if cfg.GrantRate, err = rate("grant", l.grantRate, l.grantBurst); err != nil {
+		return err
+	}
+	for _, c := range []struct {
+		name string
+		v    int64
+	}{{"--bot-max-ops-per-day", l.botDayOps}, {"--bot-max-bytes-per-day", l.botDayBytes}, {"--grant-max-ops", l.grantOps}, {"--grant-max-bytes", l.grantBytes}} {
+		if c.v < 0 {
+			return fmt.Errorf("%s must not be negative (0: no cap), not %d", c.name, c.v)
+		}
+	}
+	cfg.BotDailyCap = api.Cap{Ops: l.botDayOps, Bytes: l.botDayBytes}
+	cfg.GrantCap = api.Cap{Ops: l.grantOps, Bytes: l.grantBytes}
+	return nil
 }

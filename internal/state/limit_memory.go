@@ -21,10 +21,11 @@ type memLimits struct {
 	mu      sync.Mutex
 	tat     map[string]time.Time // theoretical arrival time of the next op
 	backoff map[string]time.Time
+	budgets map[string]memBudget
 }
 
 func newMemLimits() *memLimits {
-	return &memLimits{tat: map[string]time.Time{}, backoff: map[string]time.Time{}}
+	return &memLimits{tat: map[string]time.Time{}, backoff: map[string]time.Time{}, budgets: map[string]memBudget{}}
 }
 
 // gcra decides one op against a stored theoretical arrival time: it
@@ -131,4 +132,51 @@ func (f *File) BackOff(ctx context.Context, key string, until time.Time) error {
 // BackedOff returns a credential's back-off (api.Limiter).
 func (f *File) BackedOff(ctx context.Context, key string, now time.Time) (time.Time, error) {
 	return f.limits.BackedOff(ctx, key, now)
+}
+
+// memBudget is a budget's totals in memory.
+type memBudget struct {
+	ops, bytes int64
+	expires    time.Time
+}
+
+// spend is api.Limiter.Spend on a map of budgets; the caller holds the
+// lock.
+func spend(m map[string]memBudget, key string, ops, bytes int64, c api.Cap, expires, now time.Time) bool {
+	b := m[key]
+	if !b.expires.After(now) {
+		b = memBudget{}
+	}
+	if (c.Ops > 0 && b.ops+ops > c.Ops) || (c.Bytes > 0 && b.bytes >= c.Bytes) {
+		return false
+	}
+	b.ops, b.bytes = b.ops+ops, b.bytes+bytes
+	if expires.After(b.expires) {
+		b.expires = expires
+	}
+	if len(m) >= maxLimitKeys {
+		for k, v := range m {
+			if !v.expires.After(now) {
+				delete(m, k)
+			}
+		}
+	}
+	m[key] = b
+	return true
+}
+
+func (m *memLimits) Spend(_ context.Context, key string, ops, bytes int64, c api.Cap, expires time.Time) (bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return spend(m.budgets, key, ops, bytes, c, expires, time.Now()), nil
+}
+
+// Spend adds to a budget (api.Limiter).
+func (m *Memory) Spend(ctx context.Context, key string, ops, bytes int64, c api.Cap, expires time.Time) (bool, error) {
+	return m.limits.Spend(ctx, key, ops, bytes, c, expires)
+}
+
+// Spend adds to a budget (api.Limiter), in memory.
+func (f *File) Spend(ctx context.Context, key string, ops, bytes int64, c api.Cap, expires time.Time) (bool, error) {
+	return f.limits.Spend(ctx, key, ops, bytes, c, expires)
 }

@@ -34,6 +34,34 @@ redis.call('SET', KEYS[1], ARGV[1], 'PXAT', ARGV[1])
 return 1`)
 )
 
+// spendBudget: KEYS[1] is a hash {o: ops, b: bytes}; ARGV[1], ARGV[2]
+// the ops and bytes to add, ARGV[3], ARGV[4] the caps (0: none), ARGV[5]
+// how long to keep it (ms; a longer expiry already set stays). Returns 1
+// when added, 0 when a cap refused it.
+var spendBudget = redis.NewScript(`local o = tonumber(redis.call('HGET', KEYS[1], 'o') or '0')
+local b = tonumber(redis.call('HGET', KEYS[1], 'b') or '0')
+local co, cb = tonumber(ARGV[3]), tonumber(ARGV[4])
+if (co > 0 and o + tonumber(ARGV[1]) > co) or (cb > 0 and b >= cb) then return 0 end
+redis.call('HINCRBY', KEYS[1], 'o', ARGV[1])
+redis.call('HINCRBY', KEYS[1], 'b', ARGV[2])
+local keep = tonumber(ARGV[5])
+if redis.call('PTTL', KEYS[1]) < keep then redis.call('PEXPIRE', KEYS[1], keep) end
+return 1`)
+
+func (r *Redis) budgetKey(key string) string { return r.prefix + "c:" + hashKey(key) }
+
+// Spend adds to a budget every replica shares (api.Limiter).
+func (r *Redis) Spend(ctx context.Context, key string, ops, bytes int64, c api.Cap, expires time.Time) (bool, error) {
+	ctx, cancel := r.ctx(ctx)
+	defer cancel()
+	keep := max(time.Until(expires).Milliseconds(), 1)
+	n, err := spendBudget.Run(ctx, r.c, []string{r.budgetKey(key)}, ops, bytes, c.Ops, c.Bytes, keep).Int()
+	if err != nil {
+		return false, unavailable("spend", err)
+	}
+	return n == 1, nil
+}
+
 func (r *Redis) limitKey(key string) string   { return r.prefix + "l:" + hashKey(key) }
 func (r *Redis) backoffKey(key string) string { return r.prefix + "b:" + hashKey(key) }
 

@@ -81,3 +81,47 @@ func TestGCRA(t *testing.T) {
 		t.Fatalf("%d allowed, want 28 to 30 (a burst of 10, then 10/s for 2 s)", allowed)
 	}
 }
+
+// TestBudgetContract: every store keeps a budget's ops and bytes, refuses
+// past a cap without adding, keeps budgets apart, and forgets one when
+// it expires.
+func TestBudgetContract(t *testing.T) {
+	ctx := context.Background()
+	for _, st := range stores(t) {
+		t.Run(st.name, func(t *testing.T) {
+			l := st.new(t).(api.Limiter)
+			c := api.Cap{Ops: 3, Bytes: 1000}
+			exp := time.Now().Add(time.Minute)
+			for i := range 3 {
+				if ok, err := l.Spend(ctx, "day", 1, 0, c, exp); err != nil || !ok {
+					t.Fatalf("op %d under the cap: %v %v", i, ok, err)
+				}
+			}
+			if ok, err := l.Spend(ctx, "day", 1, 0, c, exp); err != nil || ok {
+				t.Fatalf("past the ops cap: %v %v", ok, err)
+			}
+			// Bytes: added after the op, unchecked; the next op checks them.
+			bc := api.Cap{Bytes: 1000}
+			if ok, _ := l.Spend(ctx, "bytes", 1, 0, bc, exp); !ok {
+				t.Fatal("first op")
+			}
+			if ok, _ := l.Spend(ctx, "bytes", 0, 1500, api.Cap{}, exp); !ok {
+				t.Fatal("adding bytes")
+			}
+			if ok, _ := l.Spend(ctx, "bytes", 1, 0, bc, exp); ok {
+				t.Fatal("an op past the bytes cap")
+			}
+			if ok, _ := l.Spend(ctx, "other", 1, 0, c, exp); !ok {
+				t.Fatal("another budget")
+			}
+			short := time.Now().Add(150 * time.Millisecond)
+			if ok, _ := l.Spend(ctx, "short", 1, 0, api.Cap{Ops: 1}, short); !ok {
+				t.Fatal("short budget")
+			}
+			time.Sleep(300 * time.Millisecond)
+			if ok, err := l.Spend(ctx, "short", 1, 0, api.Cap{Ops: 1}, time.Now().Add(time.Minute)); err != nil || !ok {
+				t.Fatalf("an expired budget is not forgotten: %v %v", ok, err)
+			}
+		})
+	}
+}

@@ -29,4 +29,17 @@ type Limiter interface {
 	// BackedOff returns the time until which key must not be used (zero
 	// when none, or past).
 	BackedOff(ctx context.Context, key string, now time.Time) (until time.Time, err error)
+	// Spend adds ops and bytes to key's budget, kept until expires, and
+	// returns the totals before it. With c set, it adds nothing and
+	// returns ok false when the totals already reach a cap (c.Ops, or
+	// c.Bytes), or when adding ops would pass c.Ops; the check and the
+	// addition are one atomic step.
+	Spend(ctx context.Context, key string, ops, bytes int64, c Cap, expires time.Time) (ok bool, err error)
+}
+
+// Cap is a budget: at most Ops ops and Bytes bytes returned (0: no cap
+// of that kind).
+type Cap struct {
+	Ops   int64
+	Bytes int64
 }
