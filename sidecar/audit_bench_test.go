@@ -1,12 +1,10 @@
 package sidecar
 
 import (
-	"net/http"
 	"testing"
 	"time"
 
 	"github.com/elevenmessenger/pinned/internal/audit"
-	"github.com/elevenmessenger/pinned/sidecar/grant"
 )
 
 // BenchmarkAuditOverhead runs the same read op end to end (HTTP, grant,
@@ -22,31 +20,5 @@ func BenchmarkAuditOverhead(b *testing.B) {
 	defer l.Close()
 	plain := newTestEnv(b, nil)
 	aud := newTestEnv(b, func(c *Config) { c.Audit = l })
-	run := func(env *testEnv, sealed string) time.Duration {
-		start := time.Now()
-		if r := benchOp(b, env, sealed); r != http.StatusOK {
-			b.Fatalf("op: %d", r)
-		}
-		return time.Since(start)
-	}
-	plainLat := make([]time.Duration, 0, b.N)
-	audLat := make([]time.Duration, 0, b.N)
-	diff := make([]time.Duration, 0, b.N)
-	for i := 0; i < b.N; i++ {
-		if i%1000 == 0 {
-			plain.fake.Reset()
-		}
-		gp := plain.seal(b, grant.Grant{Access: grant.AccessRead})
-		ga := aud.seal(b, grant.Grant{Access: grant.AccessRead})
-		var p, a time.Duration
-		if i%2 == 0 {
-			p, a = run(plain, gp), run(aud, ga)
-		} else {
-			a, p = run(aud, ga), run(plain, gp)
-		}
-		plainLat, audLat, diff = append(plainLat, p), append(audLat, a), append(diff, a-p)
-	}
-	reportP50(b, plainLat, "plain-p50-ns")
-	reportP50(b, audLat, "audit-p50-ns")
-	reportP50(b, diff, "added-p50-ns")
+	alternateP50(b, plain, aud, "plain-p50-ns", "audit-p50-ns")
 }

@@ -167,3 +167,46 @@ func (s *Server) rateLimited(info *reqInfo, limit string, wait time.Duration, ms
 func roundUp(d time.Duration) time.Duration {
 	return (d + 100*time.Millisecond - 1).Truncate(100 * time.Millisecond)
 }
+
+// instrumentedLimiter times and counts the limiter's calls in the state
+// metrics (ops take, back_off, backed_off, spend), as instrumented does
+// the store's.
+type instrumentedLimiter struct {
+	next api.Limiter
+	m    *metrics
+}
+
+func (l instrumentedLimiter) observe(op string, start time.Time, err error) {
+	instrumented{m: l.m}.observe(op, start, err)
+}
+
+func (l instrumentedLimiter) Take(ctx context.Context, key string, rate api.Rate, now time.Time) (bool, time.Duration, error) {
+	if rate.PerSecond <= 0 {
+		return true, 0, nil // no limit: no call, nothing to time
+	}
+	start := time.Now()
+	ok, wait, err := l.next.Take(ctx, key, rate, now)
+	l.observe("take", start, err)
+	return ok, wait, err
+}
+
+func (l instrumentedLimiter) BackOff(ctx context.Context, key string, until time.Time) error {
+	start := time.Now()
+	err := l.next.BackOff(ctx, key, until)
+	l.observe("back_off", start, err)
+	return err
+}
+
+func (l instrumentedLimiter) BackedOff(ctx context.Context, key string, now time.Time) (time.Time, error) {
+	start := time.Now()
+	u, err := l.next.BackedOff(ctx, key, now)
+	l.observe("backed_off", start, err)
+	return u, err
+}
+
+func (l instrumentedLimiter) Spend(ctx context.Context, key string, ops, bytes int64, c api.Cap, expires time.Time) (bool, error) {
+	start := time.Now()
+	ok, err := l.next.Spend(ctx, key, ops, bytes, c, expires)
+	l.observe("spend", start, err)
+	return ok, err
+}

@@ -21,17 +21,7 @@ import (
 // at most 30 succeed in all, every other is rate_limited (429,
 // Retry-After, limit bot_rate) with nothing sent.
 func TestBotRateAcrossReplicas(t *testing.T) {
-	srv := redistest.Start(t)
-	key, err := grant.GenerateKey(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var reps []*testEnv
-	for range 2 {
-		reps = append(reps, newTestEnv(t, func(c *Config) {
-			c.Key, c.Store, c.BotRate = key, redisState(t, srv, 10*time.Second), api.Rate{PerSecond: 10, Burst: 10}
-		}))
-	}
+	reps := redisReplicas(t, 2, func(c *Config) { c.BotRate = api.Rate{PerSecond: 10, Burst: 10} })
 	fake := reps[0].fake
 	const n = 200
 	var ok, limited atomic.Int32
@@ -64,12 +54,42 @@ func TestBotRateAcrossReplicas(t *testing.T) {
 	}
 	sent := len(fake.Requests())
 	t.Logf("%d ok, %d rate_limited in %s; the provider saw %d requests", ok.Load(), limited.Load(), time.Since(start).Round(time.Millisecond), sent)
-	if got := ok.Load(); got > 30 || got < 10 {
-		t.Fatalf("%d ops succeeded, want at most 30 (a burst of 10, then 10/s for 2 s) and at least the burst", got)
+	// A burst of 10, then 10/s: at most 30 in the 2 s the ops were sent
+	// over. A machine too busy to send them in 2 s gets the same bucket
+	// for longer: at most 10 + 10/s of the time it took, and one more
+	// for the rounding of that time.
+	elapsed := time.Since(start)
+	most := int32(30)
+	if elapsed > 2*time.Second {
+		most = 10 + int32(10*elapsed.Seconds()) + 1
+	}
+	if got := ok.Load(); got > most || got < 10 {
+		t.Fatalf("%d ops succeeded in %s, want at most %d (a burst of 10, then 10/s) and at least the burst", got, elapsed, most)
 	}
 	if ok.Load()+limited.Load() != n || sent != int(ok.Load()) {
 		t.Fatalf("%d ok + %d limited of %d; the provider saw %d requests, want one per success", ok.Load(), limited.Load(), n, sent)
 	}
+}
+
+// redisReplicas starts n replicas of one bot on one real redis-server,
+// each configured by mod too (when not nil).
+func redisReplicas(t *testing.T, n int, mod func(*Config)) []*testEnv {
+	t.Helper()
+	srv := redistest.Start(t)
+	key, err := grant.GenerateKey(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reps []*testEnv
+	for range n {
+		reps = append(reps, newTestEnv(t, func(c *Config) {
+			c.Key, c.Store = key, redisState(t, srv, 10*time.Second)
+			if mod != nil {
+				mod(c)
+			}
+		}))
+	}
+	return reps
 }
 
 func bodyHas(r response, s string) bool { return strings.Contains(string(r.body), s) }
@@ -79,15 +99,7 @@ func bodyHas(r response, s string) bool { return strings.Contains(string(r.body)
 // with rate_limited (limit provider_backoff) without sending anything,
 // until the 2 s have passed. Another credential is not held back.
 func TestProviderBackoffAcrossReplicas(t *testing.T) {
-	srv := redistest.Start(t)
-	key, err := grant.GenerateKey(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var reps []*testEnv
-	for range 2 {
-		reps = append(reps, newTestEnv(t, func(c *Config) { c.Key, c.Store = key, redisState(t, srv, 10*time.Second) }))
-	}
+	reps := redisReplicas(t, 2, nil)
 	fake := reps[0].fake
 	var answered429 atomic.Bool
 	fake.SetHandler(func(w http.ResponseWriter, r *http.Request) bool {
@@ -209,17 +221,21 @@ func TestBudgets(t *testing.T) {
 		}
 	})
 	t.Run("grant bytes", func(t *testing.T) {
-		// A research session's grant spends from one budget; here the
-		// budget is checked through two calls under grants of one nonce
-		// digest, as a held grant makes them.
+		// A research session's calls run under one held grant, whose
+		// budget they share (enforceOp with the held grant).
 		env := newTestEnv(t, func(c *Config) { c.GrantCap = api.Cap{Bytes: 10} })
-		g := grant.Grant{Access: grant.AccessRead, Nonce: "fixed-nonce-for-the-budget-test-0001"}
-		if r := env.op(t, "github", "get_viewer", `{}`, env.seal(t, g)); r.status != http.StatusOK {
-			t.Fatalf("first op: %d %s", r.status, r.body)
+		g, err := grant.Open(env.seal(t, grant.Grant{Access: grant.AccessRead}), env.key)
+		if err != nil {
+			t.Fatal(err)
 		}
-		r := env.op(t, "github", "get_viewer", `{}`, env.seal(t, g))
-		if r.status != http.StatusTooManyRequests || !bodyHas(r, `"limit":"grant_budget"`) {
-			t.Fatalf("past the grant's bytes: %d %s", r.status, r.body)
+		held := &heldGrant{g: g}
+		req := &OpRequest{Service: "github", Op: "get_viewer"}
+		if _, _, _, e := env.srv.enforceOp(context.Background(), sourceResearch, &reqInfo{}, req, held); e != nil {
+			t.Fatalf("first call: %v", e)
+		}
+		_, _, _, e := env.srv.enforceOp(context.Background(), sourceResearch, &reqInfo{}, req, held)
+		if e == nil || e.Code != CodeRateLimited || e.Limit != limitGrantB || e.RetryAfter < 1 {
+			t.Fatalf("past the grant's bytes: %v", e)
 		}
 		if got := len(env.fake.Requests()); got != 1 {
 			t.Fatalf("the provider saw %d requests, want 1", got)

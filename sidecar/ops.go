@@ -241,12 +241,14 @@ func (s *Server) enforceGrantAndRun(ctx context.Context, info *reqInfo, req *OpR
 	defer release()
 
 	g, args, e := s.checkGrant(info, req, op, held)
-	if e == nil {
-		e = s.checkLimits(ctx, info, req.Service, g)
-	}
 	var rec *api.Nonce
 	if e == nil && held == nil {
 		rec, e = s.record(ctx, g)
+	}
+	if e == nil {
+		if e = s.checkLimits(ctx, info, req.Service, g); e != nil {
+			s.forget(ctx, rec) // refused before anything was sent: the grant is not spent
+		}
 	}
 	if e != nil {
 		if e.Code != CodeBusy && e.Code != CodeUnavailable && e.Code != CodeRateLimited {

@@ -367,7 +367,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.m = newMetrics(s.prom, store)
 	s.store = instrumented{next: store, m: s.m}
-	s.limits = limiterFor(&s.cfg, store)
+	s.limits = instrumentedLimiter{next: limiterFor(&s.cfg, store), m: s.m}
 	if cfg.Refresher != nil {
 		// One Rotator per process: single flight per credential across
 		// requests, and one grace cache.
