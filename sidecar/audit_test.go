@@ -16,6 +16,7 @@ import (
 
 	"github.com/elevenmessenger/pinned/internal/audit"
 	"github.com/elevenmessenger/pinned/internal/demo/fakeapi"
+	"github.com/elevenmessenger/pinned/internal/demo/fakemodel"
 	"github.com/elevenmessenger/pinned/sidecar/api"
 	"github.com/elevenmessenger/pinned/sidecar/grant"
 )
@@ -274,5 +275,44 @@ func TestAuditTwoReplicasThousandOps(t *testing.T) {
 	}
 	if total != n {
 		t.Fatalf("%d records for %d ops", total, n)
+	}
+}
+
+// TestAuditRecordsResearchSteps: a research session's tool calls are
+// recorded (source research), its cross-service flow refusals too, each
+// under the session's grant, and the chain verifies whole.
+func TestAuditRecordsResearchSteps(t *testing.T) {
+	dir := t.TempDir()
+	log := openAudit(t, dir, "r1")
+	re := newResearchEnv(t, fakemodel.Exfiltrate(), func(c *Config) { c.Audit = log })
+	r, ans := re.research(t, ResearchRequest{Question: "Summarize my accounts", Grants: re.exfilGrants(t), Limits: &api.Limits{ToolCalls: 20}})
+	if r.status != http.StatusOK {
+		t.Fatalf("%d %s", r.status, r.body)
+	}
+	if err := log.Close(); err != nil {
+		t.Fatal(err)
+	}
+	recs := auditRecords(t, dir, "r1")
+	if len(recs) != len(ans.Steps) {
+		t.Fatalf("%d records for %d steps", len(recs), len(ans.Steps))
+	}
+	flows := 0
+	for i, rec := range recs {
+		if rec.Source != "research" || len(rec.Grant) != 16 || rec.Service != ans.Steps[i].Service || rec.Op != ans.Steps[i].Op {
+			t.Errorf("record %d %+v for step %+v", i, rec, ans.Steps[i])
+		}
+		if rec.Code == api.CodeCrossServiceFlow {
+			flows++
+			if rec.Target != "" || rec.Status != 0 {
+				t.Errorf("a refused flow has a target or status: %+v", rec)
+			}
+		}
+	}
+	if flows != fakemodel.ExfiltrateMoves {
+		t.Fatalf("%d cross_service_flow records, want %d", flows, fakemodel.ExfiltrateMoves)
+	}
+	reps, err := audit.Verify(dir, auditKey().Public().(ed25519.PublicKey))
+	if err != nil || !reps[0].Whole() {
+		t.Fatalf("verify: %v %+v", err, reps)
 	}
 }
