@@ -137,7 +137,8 @@ bench: build
 	$(GO) test -run='^$$' -bench=. -benchmem -benchtime=$(BENCHTIME) -count=$(BENCHCOUNT) ./host/ | tee bench.out
 	$(GO) test -run='^$$' -bench='^BenchmarkProject$$' -benchmem -benchtime=$(BENCHTIME) -count=$(BENCHCOUNT) ./host/internal/pick/ | tee -a bench.out
 	$(GO) test -run='^$$' -bench='^BenchmarkFlow$$' -benchmem -benchtime=$(BENCHTIME) -count=$(BENCHCOUNT) ./internal/flow/ | tee -a bench.out
-	$(GO) test -run='^$$' -bench='^(BenchmarkStateRecord|BenchmarkStateOverhead|BenchmarkReplicas)$$' -benchtime=$(BENCHTIME) -count=$(BENCHCOUNT) ./sidecar/ | tee -a bench.out
+	$(GO) test -run='^$$' -bench='^(BenchmarkStateRecord|BenchmarkStateOverhead|BenchmarkReplicas|BenchmarkAuditOverhead)$$' -benchtime=$(BENCHTIME) -count=$(BENCHCOUNT) ./sidecar/ | tee -a bench.out
+	$(GO) test -run='^$$' -bench='^(BenchmarkAppend|BenchmarkSeal)$$' -benchtime=$(BENCHTIME) -count=$(BENCHCOUNT) ./internal/audit/ | tee -a bench.out
 	@if [ -f bench/extism/go.mod ]; then \
 	  (cd bench/extism && $(GO) test -run='^$$' -bench=. -benchtime=$(BENCHTIME) -count=$(BENCHCOUNT) .) | tee bench-extism.out; \
 	else : > bench-extism.out; fi

@@ -6,6 +6,7 @@ import (
 	hostapi "github.com/elevenmessenger/pinned/host/api"
 	"github.com/elevenmessenger/pinned/internal/httperr"
 	"github.com/elevenmessenger/pinned/internal/jsonenc"
+	"github.com/elevenmessenger/pinned/sidecar/api"
 )
 
 // Code is the stable, machine-readable kind of an API error. Codes are part
@@ -163,6 +164,13 @@ type Error struct {
 	// member must get the fresh pair whatever became of the op, because
 	// the provider has already retired the old refresh token.
 	Rotated string
+	// Limit names the limit a rate_limited refusal spent ("bot_rate",
+	// "grant_rate", "provider_backoff"); absent when the provider itself
+	// answered 429.
+	Limit string
+	// Receipt names the refusal's audit record, when the sidecar keeps an
+	// audit trail (OpResponse.Receipt).
+	Receipt *api.Receipt
 
 	cause error
 }
@@ -221,8 +229,10 @@ type errorBody struct {
 		UpstreamStatus int    `json:"upstream_status,omitempty"`
 		Arg            string `json:"arg,omitempty"`
 		Applied        string `json:"applied,omitempty"`
+		Limit          string `json:"limit,omitempty"`
 	} `json:"error"`
-	Rotated string `json:"rotated,omitempty"`
+	Rotated string       `json:"rotated,omitempty"`
+	Receipt *api.Receipt `json:"receipt,omitempty"`
 }
 
 // body is the JSON of the answer (httperr.Body's members with requestID,
@@ -238,7 +248,9 @@ func (e *Error) doc(requestID string) errorBody {
 	b.Error.UpstreamStatus = e.UpstreamStatus
 	b.Error.Arg = e.Arg
 	b.Error.Applied = e.Applied
+	b.Error.Limit = e.Limit
 	b.Rotated = e.Rotated
+	b.Receipt = e.Receipt
 	return b
 }
 

@@ -21,6 +21,8 @@ type reqInfo struct {
 	upstreamStatus int
 	retryAfter     int
 	deny           string // the host's deny reason
+	target         string // the request target as sent, secret args redacted (audit records only)
+	limit          string // the budget or rate that refused the op
 	rotation       string // token rotation: "before_call", "after_401", "refused" or "failed"
 	cause          string // internal cause (fixed phrases and Go error text), logged only
 }

@@ -177,6 +177,27 @@ type Config struct {
 	// MaxResearch bounds the research sessions running at once; past it
 	// they get 503 busy. Default DefaultMaxResearch (4).
 	MaxResearch int
+
+	// Audit, when set, keeps the audit trail: one record per op and per
+	// refusal of an op, its receipt in the answer. An op runs only when
+	// Audit.Ready; a result whose record cannot be written is withheld
+	// (unavailable). `pinned sidecar` uses internal/audit. nil: no trail.
+	Audit api.Auditor
+
+	// BotRate limits the bot's ops across its replicas, GrantRate each
+	// grant's (a research session's calls under one grant): past them
+	// ops are refused with rate_limited before anything is sent. Zero:
+	// no limit.
+	BotRate   api.Rate
+	GrantRate api.Rate
+	// BotDailyCap caps the bot's ops and returned bytes per UTC day,
+	// GrantCap each grant's over its life; past a cap ops are refused
+	// with rate_limited. Zero: no cap.
+	BotDailyCap api.Cap
+	GrantCap    api.Cap
+	// Limiter holds the rates and the provider back-offs; default the
+	// Store when it is an api.Limiter (pinned's are), else in memory.
+	Limiter api.Limiter
 }
 
 // Config's defaults: each accessor is its field, or the default when the
@@ -272,10 +293,12 @@ type Server struct {
 	// reg.Service would copy a manifest each time. Never modified.
 	services map[string]*registry.Manifest
 	key      *grant.PrivateKey
+	bot      string // botID(key), for audit records
 	log      zerolog.Logger
 	prom     *prometheus.Registry
 	m        *metrics
 	store    api.Store       // instrumented
+	limits   api.Limiter     // limiterFor(cfg, store)
 	rot      *rotate.Rotator // nil: rotation is off
 	slots    chan struct{}
 	handler  http.Handler
@@ -313,6 +336,7 @@ func New(cfg Config) (*Server, error) {
 		reg:      cfg.Registry,
 		services: map[string]*registry.Manifest{},
 		key:      cfg.Key,
+		bot:      botID(cfg.Key),
 		log:      zerolog.Nop(),
 		prom:     cfg.Prometheus,
 		slots:    make(chan struct{}, cfg.maxConcurrency()),
@@ -340,6 +364,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.m = newMetrics(s.prom, store)
 	s.store = instrumented{next: store, m: s.m}
+	s.limits = instrumentedLimiter{next: limiterFor(&s.cfg, store), m: s.m}
 	if cfg.Refresher != nil {
 		// One Rotator per process: single flight per credential across
 		// requests, and one grace cache.

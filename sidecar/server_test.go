@@ -199,13 +199,6 @@ func TestUpstreamErrorsPassThrough(t *testing.T) {
 		upstream   int
 		retryAfter string
 	}{
-		{name: "rate limited", hook: func(w http.ResponseWriter, r *http.Request) bool {
-			w.Header().Set("Retry-After", "7")
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(429)
-			_, _ = w.Write([]byte(`{"message":"slow down"}`))
-			return true
-		}, op: "get_viewer", args: `{}`, status: 429, code: "rate_limited", retry: 7, upstream: 429, retryAfter: "7"},
 		{name: "not found upstream", op: "get_repo", args: `{"owner":"pinned-tester","repo":"no-such-repo"}`, status: 502, code: "upstream_error", upstream: 404},
 		{name: "invalid upstream body", hook: func(w http.ResponseWriter, r *http.Request) bool {
 			w.Header().Set("Content-Type", "application/json")
@@ -216,6 +209,15 @@ func TestUpstreamErrorsPassThrough(t *testing.T) {
 			http.Redirect(w, r, "https://evil.example/", http.StatusFound)
 			return true
 		}, op: "get_viewer", args: `{}`, status: 502, code: "upstream_error", upstream: 302},
+		// Last: a provider's 429 backs the credential off for its
+		// Retry-After (limits.go), which would hold back the cases above.
+		{name: "rate limited", hook: func(w http.ResponseWriter, r *http.Request) bool {
+			w.Header().Set("Retry-After", "7")
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(429)
+			_, _ = w.Write([]byte(`{"message":"slow down"}`))
+			return true
+		}, op: "get_viewer", args: `{}`, status: 429, code: "rate_limited", retry: 7, upstream: 429, retryAfter: "7"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -125,6 +125,8 @@ type sidecarFlags struct {
 	modelKeyFile      string
 	modelBaseURL      string
 	model             string
+	audit             sidecarAuditFlags
+	limits            sidecarLimitFlags
 }
 
 // envDefaults reads the environment into the flags' defaults, so an
@@ -212,6 +214,8 @@ func runSidecarContext(ctx context.Context, args []string, stdout, stderr io.Wri
 	fs.StringVar(&f.connectTo, "connect-to", "", "DEV/TEST ONLY: send every pinned host to this `ip:port` (a running pinned fakeapi); needs --cacert")
 	fs.StringVar(&f.caFile, "cacert", "", "DEV/TEST ONLY: PEM `file` of an extra CA to trust with --connect-to")
 	fs.BoolVar(&f.fakeModel, "fake-model", false, "DEV/TEST ONLY: answer research sessions with pinned demo's scripted model (a program replaying tool calls, not a language model); with --connect-to")
+	f.audit.register(fs, env, h)
+	f.limits.register(fs, env, h)
 	addrFile := fs.String("addr-file", "", addrFileHelp)
 	if code, ok := parseFlags(fs, sidecarUsage, args, stdout, stderr); !ok {
 		return code
@@ -226,6 +230,13 @@ func runSidecarContext(ctx context.Context, args []string, stdout, stderr io.Wri
 	cfg, key, token, err := f.check()
 	if err != nil {
 		return usage("%s", errText(err))
+	}
+	auditCfg, err := f.audit.resolve(f.stateDir)
+	if err != nil {
+		return usage("%s", errText(err))
+	}
+	if err := f.limits.apply(&cfg); err != nil {
+		return usage("%s", err)
 	}
 	if cfg.Store != nil {
 		defer cfg.Store.Close()
@@ -243,6 +254,21 @@ func runSidecarContext(ctx context.Context, args []string, stdout, stderr io.Wri
 		log.Info().Str("event", "state_store").Str("store", "file").Str("path", fst.Path()).Msg("state in a file: a restart loses no grant use; run one replica per bot key, or share --redis-url (docs/OPERATING.md)")
 	} else {
 		log.Warn().Str("event", "state_store").Str("store", "memory").Msg("state in memory (--state-dir empty): a restart forgets which grants ran, so one captured inside its TTL runs again; run one replica per bot key (docs/OPERATING.md)")
+	}
+
+	auditLog, err := auditCfg.open(f.audit.keyFile == "", log)
+	if err != nil {
+		return usage("%s", err)
+	}
+	if auditLog != nil {
+		cfg.Audit = auditLog
+		defer func() {
+			if err := auditLog.Close(); err != nil {
+				log.Error().Str("event", "audit_log").AnErr("cause", err).Msg("the audit log could not be sealed and closed")
+			}
+		}()
+	} else {
+		log.Warn().Str("event", "audit_log").Bool("enabled", false).Msg("no audit trail (--audit-log off, or no --state-dir)")
 	}
 
 	prom := prometheus.NewRegistry()

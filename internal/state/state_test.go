@@ -62,7 +62,7 @@ func stores(t *testing.T) []struct {
 
 // aclCommands are the ACL rules of docs/OPERATING.md (TestOperatingDocACL
 // keeps the two in step).
-const aclCommands = "+ping +set +get +hget +evalsha +eval +del +incr +pexpire +hset"
+const aclCommands = "+ping +set +get +hget +evalsha +eval +del +incr +pexpire +hset +time +hincrby +pttl"
 
 func newRedisStore(t *testing.T, o RedisOptions) *Redis {
 	t.Helper()

@@ -36,8 +36,9 @@ var layers = []struct {
 	// internal/flow (cross-service flow control) is a contract of the
 	// sessions that use it, research and MCP alike: it imports registry.
 	// internal/httpserve is the services' one HTTP middleware chain, over
-	// internal/httperr.
-	{"contracts and test helpers", []string{"internal/argrules", "internal/brokerapi", "sidecar/grant", "internal/flow", "internal/httpserve", "internal/testing/testutil"}},
+	// internal/httperr. internal/audit (the hash-chained audit trail)
+	// implements sidecar/api's Auditor and imports nothing else of ours.
+	{"contracts and test helpers", []string{"internal/argrules", "internal/brokerapi", "sidecar/grant", "internal/flow", "internal/httpserve", "internal/audit", "internal/testing/testutil"}},
 	{"guest", []string{"guest/..."}},
 	// The host's parts, each named for what it is; only host imports them.
 	{"host core", []string{"host/internal/pick", "host/internal/egress"}},
