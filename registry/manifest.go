@@ -102,6 +102,23 @@ type Manifest struct {
 	Viewer string `json:"viewer,omitempty"`
 	// Ops is the closed list of operations, by name (^[a-z][a-z0-9_]{0,47}$).
 	Ops map[string]*Op `json:"ops"`
+	// Draft marks a manifest `pinned registry import` wrote that no
+	// reviewer has passed yet. [Parse] refuses a manifest that carries it,
+	// so it is nil in every parsed manifest.
+	Draft *Draft `json:"draft,omitempty"`
+}
+
+// Draft is the mark of an imported, unreviewed manifest: where it came
+// from and what a reviewer must decide before deleting the mark.
+type Draft struct {
+	// Source names the description the draft was imported from.
+	Source string `json:"source"`
+	// Review lists what a reviewer must look at, one sentence each.
+	Review []string `json:"review,omitempty"`
+	// TextOff lists, by op, the free-text fields of the response that
+	// the draft leaves out of pick: a reviewer turns one on by moving it
+	// into pick.fields with class "text".
+	TextOff map[string][]string `json:"text_off,omitempty"`
 }
 
 // Auth describes how a credential is presented (Scheme, Header) and how a

@@ -346,6 +346,9 @@ func (p *parser) check(m *Manifest) {
 			}
 		}
 	}
+	if m.Draft != nil {
+		p.add("", "draft", "this manifest is a draft written by `pinned registry import` and not reviewed yet: check every op's args, confirm sentence and pick against the provider's reference, turn on the free-text fields you want (draft.text_off: move a field into pick.fields as \"text\"), then delete \"draft\"")
+	}
 	if m.Viewer != "" {
 		op, ok := m.Ops[m.Viewer]
 		switch {
