@@ -537,4 +537,3 @@ func compactJSON(v any) []byte {
 	_ = enc.Encode(v)
 	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
 }
-

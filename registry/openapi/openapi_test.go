@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"maps"
 	"flag"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -112,7 +112,9 @@ func TestImportDraft(t *testing.T) {
 			m.Ops["list_notebooks"].Pick.Class("url") == registry.ClassURL && m.Ops["list_notebooks"].Pick.Class("archived") == registry.ClassBoolean &&
 			m.Ops["list_notebooks"].Pick.Class("note_count") == registry.ClassNumber && m.Ops["get_current_user"].Pick.Class("plan") == registry.ClassEnum},
 		{"allOf answers read as one", m.Ops["list_notes"].Pick.Class("notebook_id") == registry.ClassIdentifier && m.Ops["list_notes"].Pick.Class("priority") == registry.ClassEnum},
-		{"no free text picked", !slices.ContainsFunc(m.OpNames(), func(n string) bool { return slices.Contains(slices.Collect(maps.Values(m.Ops[n].Pick.Classes)), registry.ClassText) })},
+		{"no free text picked", !slices.ContainsFunc(m.OpNames(), func(n string) bool {
+			return slices.Contains(slices.Collect(maps.Values(m.Ops[n].Pick.Classes)), registry.ClassText)
+		})},
 		{"no credential picked", m.Ops["get_current_user"].Pick.Class("api_token") == ""},
 	}
 	for _, c := range checks {
