@@ -1,0 +1,75 @@
+package openapi
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/elevenmessenger/pinned/registry"
+)
+
+// noDescription names the embedded services without a published OpenAPI
+// description in descriptions/, and why.
+var noDescription = map[string]string{
+	"dnsimple": "DNSimple publishes its reference as prose, not an OpenAPI description",
+	"github":   "GitHub publishes one (github/rest-api-description, 10 MB); not trimmed into descriptions/ yet",
+	"hubspot":  "HubSpot publishes one per API; not trimmed into descriptions/ yet",
+	"linear":   "a GraphQL API: its schema, not an OpenAPI description, describes it",
+	"stripe":   "Stripe publishes one (stripe/openapi); not trimmed into descriptions/ yet",
+}
+
+// undescribed names ops whose provider's description lacks them, and why:
+// the lint of such an op finds only that its path or method is missing.
+var undescribed = map[string]string{}
+
+// TestLintAgainstDescriptions lints every op of every embedded manifest
+// against its provider's published description (descriptions/<id>.json,
+// trimmed to what the lint reads, its source in x-source): the registry's
+// CI holds each op to what its provider publishes.
+func TestLintAgainstDescriptions(t *testing.T) {
+	linted := 0
+	for _, m := range registry.Default().Services() {
+		data, err := os.ReadFile(filepath.Join("descriptions", m.ID+".json"))
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			if noDescription[m.ID] == "" {
+				t.Errorf("%s: no descriptions/%s.json and no reason in noDescription", m.ID, m.ID)
+			}
+			continue
+		case err != nil:
+			t.Fatal(err)
+		case noDescription[m.ID] != "":
+			t.Errorf("%s: has descriptions/%s.json but is listed in noDescription", m.ID, m.ID)
+		}
+		d, err := Load(m.ID+".json", data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Source == "" {
+			t.Errorf("descriptions/%s.json has no x-source note (where it was trimmed from)", m.ID)
+		}
+		for _, name := range m.OpNames() {
+			fs := LintOp(d, m, name)
+			if why := undescribed[m.ID+"."+name]; why != "" {
+				if len(fs) != 1 || fs[0].Field != "path" && fs[0].Field != "method" {
+					t.Errorf("%s.%s is listed as undescribed (%s), yet the lint finds: %v", m.ID, name, why, fs)
+				}
+				continue
+			}
+			linted++
+			for _, f := range fs {
+				t.Errorf("%s: %s", m.ID, f)
+			}
+		}
+	}
+	for key := range undescribed {
+		service, op, _ := strings.Cut(key, ".")
+		if m, ok := registry.Default().Service(service); !ok || m.Ops[op] == nil {
+			t.Errorf("undescribed names %s, which is no op of the registry", key)
+		}
+	}
+	t.Logf("%d ops linted against their provider's description", linted)
+}
