@@ -108,7 +108,7 @@ func TestRunGrantSeal(t *testing.T) {
 			stderr: "pinned grant seal: --bot-key: a public key is 44 characters of standard base64 (32 bytes)\n"},
 		{name: "bad access", args: []string{"seal", "--bot-key", pub, "--service", "github", "--access", "admin"}, code: 2, stderr: `--access must be read or write, not "admin"`},
 		{name: "bad kind", args: []string{"seal", "--bot-key", pub, "--service", "github", "--access", "read", "--kind", "basic"}, code: 2, stderr: "--kind must be pat or oauth"},
-		{name: "unknown service", args: []string{"seal", "--bot-key", pub, "--service", "gitlab", "--access", "read"}, code: 2, stderr: `unknown service "gitlab"`},
+		{name: "unknown service", args: []string{"seal", "--bot-key", pub, "--service", "githb", "--access", "read"}, code: 2, stderr: `unknown service "githb"`},
 		{name: "unknown op", args: []string{"seal", "--bot-key", pub, "--service", "github", "--access", "write", "--op", "delete_repo"}, code: 2,
 			stderr: `pinned grant seal: service github has no op "delete_repo" (ops: create_issue, get_pages, get_repo, get_viewer, list_issues, list_repos)` + "\n"},
 		{name: "write op under read", args: []string{"seal", "--bot-key", pub, "--service", "github", "--access", "read", "--op", "create_issue"}, code: 2, stderr: "needs --access write"},

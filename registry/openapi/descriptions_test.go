@@ -25,12 +25,22 @@ var noDescription = map[string]string{
 // the lint of such an op finds only that its path or method is missing.
 var undescribed = map[string]string{}
 
+// accepted are findings where the description, not the manifest, is
+// wrong or out of date ("service: finding"), each with the reason.
+var accepted = map[string]string{
+	`slack: op "list_messages": query.latest: type mismatch: query parameter latest is a number, arg "latest" is string`:                                                                                                                "Slack's 2021 description types timestamps as numbers; Slack writes and reads them as strings (1512085950.000216), which a number would round",
+	`slack: op "list_messages": query.oldest: type mismatch: query parameter oldest is a number, arg "oldest" is string`:                                                                                                                "as latest",
+	`slack: op "list_replies": query.ts: type mismatch: query parameter ts is a number, arg "ts" is string`:                                                                                                                             "as latest",
+	`slack: op "list_messages": paginate.cursor: "response_metadata.next_cursor" is not in the 2xx answer's schema: no "response_metadata" (it declares: channel_actions_count, channel_actions_ts, has_more, messages, ok, pin_count)`: "the frozen 2021 description predates cursor paging on conversations.history (docs.slack.dev documents response_metadata.next_cursor)",
+	`slack: op "list_replies": paginate.cursor: "response_metadata.next_cursor" is not in the 2xx answer's schema: no "response_metadata" (it declares: has_more, messages, ok)`:                                                        "as list_messages",
+}
+
 // TestLintAgainstDescriptions lints every op of every embedded manifest
 // against its provider's published description (descriptions/<id>.json,
 // trimmed to what the lint reads, its source in x-source): the registry's
 // CI holds each op to what its provider publishes.
 func TestLintAgainstDescriptions(t *testing.T) {
-	linted := 0
+	linted, seen := 0, map[string]bool{}
 	for _, m := range registry.Default().Services() {
 		data, err := os.ReadFile(filepath.Join("descriptions", m.ID+".json"))
 		switch {
@@ -61,7 +71,12 @@ func TestLintAgainstDescriptions(t *testing.T) {
 			}
 			linted++
 			for _, f := range fs {
-				t.Errorf("%s: %s", m.ID, f)
+				key := m.ID + ": " + f.String()
+				if accepted[key] != "" {
+					seen[key] = true
+					continue
+				}
+				t.Errorf("%s", key)
 			}
 		}
 	}
@@ -69,6 +84,11 @@ func TestLintAgainstDescriptions(t *testing.T) {
 		service, op, _ := strings.Cut(key, ".")
 		if m, ok := registry.Default().Service(service); !ok || m.Ops[op] == nil {
 			t.Errorf("undescribed names %s, which is no op of the registry", key)
+		}
+	}
+	for key := range accepted {
+		if !seen[key] {
+			t.Errorf("accepted names a finding the lint no longer makes: %s", key)
 		}
 	}
 	t.Logf("%d ops linted against their provider's description", linted)

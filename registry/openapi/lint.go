@@ -225,7 +225,7 @@ func (l *linter) query() {
 		}
 	}
 	for _, p := range l.o.parameters() {
-		if p.In == "query" && p.Required {
+		if p.In == "query" && p.Required && !secretName(p.Name) { // the host sends the credential, in a header
 			if _, ok := l.op.Query[p.Name]; !ok {
 				l.add("query", "the description requires query parameter %q, which the op does not send", p.Name)
 			}
@@ -431,7 +431,7 @@ func (l *linter) headers() {
 			continue
 		}
 		switch n := strings.ToLower(p.Name); {
-		case registry.HostOwnedHeader(n), slices.Contains(standardHeaders, n), strings.EqualFold(n, l.m.Auth.Header):
+		case registry.HostOwnedHeader(n), slices.Contains(standardHeaders, n), strings.EqualFold(n, l.m.Auth.Header), secretName(n):
 		default:
 			if _, ok := sent[n]; !ok {
 				l.add("headers", "the description requires header %q, which the op does not send", p.Name)

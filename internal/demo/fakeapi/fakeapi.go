@@ -38,6 +38,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -143,8 +144,12 @@ func loadService(m *registry.Manifest, fsys fs.FS, dir string) (*service, error)
 	p := f.Provider
 	if p.OAuth == nil {
 		p.OAuth = &oauthProvider{}
+		if o := m.Auth.OAuth; o != nil {
+			p.OAuth.PKCE, p.OAuth.Refresh, p.OAuth.Lifetime = o.PKCE, o.Refresh, 3600
+		}
 	}
 	p.OAuth.Service = m.ID
+	oauthDefaults(p.OAuth, m)
 	h := map[string]string{}
 	for k, v := range p.Headers {
 		h[http.CanonicalHeaderKey(k)] = v // as Header.Set would
@@ -169,6 +174,47 @@ func loadService(m *registry.Manifest, fsys fs.FS, dir string) (*service, error)
 		return nil, fmt.Errorf("fakeapi: %v", err)
 	}
 	return svc, nil
+}
+
+// oauthDefaults completes a provider's OAuth side from its manifest: the
+// endpoints of auth.oauth, its scope separator, RFC 6749's answers and
+// errors, a default client and token formats. A provider's fixtures set
+// only what differs (GitHub's form-encoded answers, HubSpot's errors).
+func oauthDefaults(o *oauthProvider, m *registry.Manifest) {
+	mo := m.Auth.OAuth
+	if mo == nil {
+		return
+	}
+	if o.AuthorizeHost == "" {
+		if u, err := url.Parse(mo.AuthorizeURL); err == nil {
+			o.AuthorizeHost, o.AuthorizePath = u.Hostname(), u.Path
+		}
+	}
+	if o.TokenHost == "" {
+		if u, err := url.Parse(mo.TokenURL); err == nil {
+			o.TokenHost, o.TokenPath = u.Hostname(), u.Path
+		}
+	}
+	if o.ScopeSep == "" {
+		o.ScopeSep = cmp.Or(mo.ScopeSeparator, " ")
+	}
+	o.ClientID = cmp.Or(o.ClientID, "fake-pinned-"+m.ID+"-client")
+	o.ClientSecret = cmp.Or(o.ClientSecret, "fake_pinned_"+m.ID+"_client_secret_0000")
+	for _, f := range []*[]any{&o.CodeFormat, &o.AccessFormat, &o.RefreshFormat} {
+		if *f == nil {
+			*f = []any{"", "alnum", 40.0}
+		}
+	}
+	if o.Answer.tree == nil {
+		o.Answer.tree = ordered{{"access_token", "${access}"}, {"token_type", "bearer"}, {"expires_in", "${expires_in}"}, {"refresh_token", "${refresh}"}, {"scope", "${scope}"}}
+	}
+	if o.ErrorAnswer.tree == nil {
+		o.ErrorAnswer.tree = ordered{{"error", "${error}"}, {"error_description", "${description}"}}
+	}
+	if o.Errors == nil {
+		o.Errors = map[tokenErr][2]any{errInvalidRequest: {"invalid_request", 400.0}, errBadClient: {"invalid_client", 401.0}, errBadCode: {"invalid_grant", 400.0},
+			errBadRefresh: {"invalid_grant", 400.0}, errBadRedirect: {"invalid_grant", 400.0}, errBadGrantType: {"unsupported_grant_type", 400.0}}
+	}
 }
 
 // embedded returns the embedded services; a broken fixture is a

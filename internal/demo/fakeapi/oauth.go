@@ -607,7 +607,10 @@ func (s *Server) issue(w http.ResponseWriter, r *http.Request, p *oauthProvider,
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("Pragma", "no-cache")
 	scopes := strings.FieldsFunc(scope, func(r rune) bool { return strings.ContainsRune(p.ScopeSep, r) })
-	answer := fillAnswer(p.Answer, env{"access": access, "refresh": refresh, "expires_in": int(lifetime / time.Second),
-		"scope": scope, "scopes": scopes, "publishable_key": mint([]any{"pk_test_", "alnum", 40.0})})
+	vals := env{"access": access, "expires_in": int(lifetime / time.Second), "scope": scope, "scopes": scopes, "publishable_key": mint([]any{"pk_test_", "alnum", 40.0})}
+	if refresh != "" { // an answer without one leaves refresh_token out
+		vals["refresh"] = refresh
+	}
+	answer := fillAnswer(p.Answer, vals)
 	tokenAnswer(w, r, p, http.StatusOK, answer)
 }
