@@ -23,7 +23,11 @@ var noDescription = map[string]string{
 
 // undescribed names ops whose provider's description lacks them, and why:
 // the lint of such an op finds only that its path or method is missing.
-var undescribed = map[string]string{}
+var undescribed = map[string]string{
+	"gitlab.get_viewer":   "the trimmed copy of GitLab's description (2025-03) has no GET /api/v4/user; the current upstream file is too large to trim here",
+	"gitlab.list_issues":  "as get_viewer: no project issues in that copy",
+	"gitlab.create_issue": "as list_issues",
+}
 
 // accepted are findings where the description, not the manifest, is
 // wrong or out of date ("service: finding"), each with the reason.
