@@ -352,6 +352,12 @@ func requestArgs(op *registry.Op, r *http.Request, body []byte, args map[string]
 						walk(m.v, sub)
 					}
 				}
+			case []any:
+				for i, e := range t {
+					if sub, ok := dig(v, strconv.Itoa(i)); ok {
+						walk(e, sub)
+					}
+				}
 			case string:
 				if a := whole(t); a != "" && op.Args[a] != nil && v != nil { // null: not given
 					args[a] = v
