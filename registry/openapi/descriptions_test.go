@@ -32,8 +32,8 @@ var undescribed = map[string]string{
 // accepted are findings where the description, not the manifest, is
 // wrong or out of date ("service: finding"), each with the reason.
 var accepted = map[string]string{
-	`notion: op "add_comment": pick: POST /v1/comments describes no JSON answer, yet the op picks fields`: "Notion's description gives a 2xx schema for users/me only; developers.notion.com documents the comment object",
-	`notion: op "list_comments": pick: GET /v1/comments describes no JSON answer, yet the op picks fields`:  "as add_comment",
+	`notion: op "add_comment": pick: POST /v1/comments describes no JSON answer, yet the op picks fields`:                                                                                                                               "Notion's description gives a 2xx schema for users/me only; developers.notion.com documents the comment object",
+	`notion: op "list_comments": pick: GET /v1/comments describes no JSON answer, yet the op picks fields`:                                                                                                                              "as add_comment",
 	`slack: op "list_messages": query.latest: type mismatch: query parameter latest is a number, arg "latest" is string`:                                                                                                                "Slack's 2021 description types timestamps as numbers; Slack writes and reads them as strings (1512085950.000216), which a number would round",
 	`slack: op "list_messages": query.oldest: type mismatch: query parameter oldest is a number, arg "oldest" is string`:                                                                                                                "as latest",
 	`slack: op "list_replies": query.ts: type mismatch: query parameter ts is a number, arg "ts" is string`:                                                                                                                             "as latest",
