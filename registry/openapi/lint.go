@@ -575,7 +575,7 @@ func property(s *openapi3.Schema, k string) (ps *openapi3.Schema, closed bool) {
 		return p.Value, true
 	}
 	open := len(s.Properties) == 0
-	for _, sub := range append(append(slices.Clone(s.AllOf), s.OneOf...), s.AnyOf...) {
+	for _, sub := range s.AllOf {
 		if sub == nil || sub.Value == nil {
 			continue
 		}
@@ -585,6 +585,35 @@ func property(s *openapi3.Schema, k string) (ps *openapi3.Schema, closed bool) {
 		}
 		open = open && !c
 	}
+	// Alternatives (oneOf, anyOf): the member as any of them has it, its
+	// enum the union of theirs (Cloudflare's DNS record is one schema per
+	// type, each with its own "type" value).
+	var alts []*openapi3.Schema
+	for _, sub := range append(slices.Clone(s.OneOf), s.AnyOf...) {
+		if sub == nil || sub.Value == nil {
+			continue
+		}
+		ps, c := property(sub.Value, k)
+		if ps != nil {
+			alts = append(alts, ps)
+		}
+		open = open && !c
+	}
+	if len(alts) == 1 {
+		return alts[0], true
+	}
+	if len(alts) > 1 {
+		u := *alts[0]
+		u.Enum = nil
+		for _, a := range alts {
+			if len(a.Enum) == 0 {
+				u.Enum = nil
+				break
+			}
+			u.Enum = append(u.Enum, a.Enum...)
+		}
+		return &u, true
+	}
 	if ap := s.AdditionalProperties; ap.Schema != nil && ap.Schema.Value != nil {
 		return ap.Schema.Value, true
 	} else if ap.Has != nil && *ap.Has && len(s.Properties) > 0 {
@@ -593,9 +622,16 @@ func property(s *openapi3.Schema, k string) (ps *openapi3.Schema, closed bool) {
 	return nil, !open
 }
 
-// requiredOf lists the members object schema s requires (allOf included).
+// requiredOf lists the members a request must send to object schema s
+// (allOf included): those it requires, less the read-only ones (which
+// only an answer carries).
 func requiredOf(s *openapi3.Schema) []string {
-	out := slices.Clone(s.Required)
+	var out []string
+	for _, r := range s.Required {
+		if ps, _ := property(s, r); ps == nil || !ps.ReadOnly {
+			out = append(out, r)
+		}
+	}
 	for _, sub := range s.AllOf {
 		if sub != nil && sub.Value != nil {
 			out = append(out, requiredOf(sub.Value)...)
