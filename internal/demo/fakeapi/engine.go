@@ -33,6 +33,10 @@ type opFixture struct {
 	// answer (a cursor arg one that names a row): what tests and `pinned
 	// demo` run the op with.
 	Example json.RawMessage
+	// MoreExamples are further args whose answers show the picked fields
+	// the first's cannot (an all-day event's start.date beside a timed
+	// one's start.dateTime).
+	MoreExamples []json.RawMessage `json:"more_examples"`
 	// Steps run in order; the first that answers ends the request.
 	Steps []*step
 	// List, when set, selects, sorts and pages rows: the body's ${items}

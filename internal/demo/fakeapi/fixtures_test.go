@@ -118,8 +118,22 @@ func checkFixture(t *testing.T, s *Server, eng *host.Engine, m *registry.Manifes
 			if err != nil {
 				t.Fatalf("%s: %v", first, err)
 			}
-			if miss := missingFields(res.Data, op.Pick.Fields); len(miss) > 0 {
-				t.Errorf("picked fields absent from the answer: %s (data %.300s)", strings.Join(miss, ", "), res.Data)
+			miss := missingFields(res.Data, op.Pick.Fields)
+			for _, more := range of.MoreExamples {
+				if len(miss) == 0 {
+					break
+				}
+				if err := host.ValidateArgs(m, name, more, 0); err != nil {
+					t.Fatalf("more_examples %s refused: %v", more, err)
+				}
+				res, err := eng.Run(context.Background(), host.Call{Service: m.ID, Op: name, Args: more, Credential: cred})
+				if err != nil {
+					t.Fatalf("%s: %v", more, err)
+				}
+				miss = missingFields(res.Data, miss)
+			}
+			if len(miss) > 0 {
+				t.Errorf("picked fields absent from the answers to the examples: %s (data %.300s)", strings.Join(miss, ", "), res.Data)
 			}
 			if op.Paginate == nil || of.List == nil {
 				return
