@@ -106,6 +106,8 @@ func TestConsentHostileText(t *testing.T) {
 	type row struct {
 		name, title string
 		refused     rune // a tag character: bad_args naming it
+		body        string
+		shows       []string // what the consent must show as well
 	}
 	rows := []row{
 		{name: "tag characters spelling a domain", title: "Nice work" + tags("hello-fake.io"), refused: 0xE0068},
@@ -117,6 +119,11 @@ func TestConsentHostileText(t *testing.T) {
 		{name: "hangul jungseong filler", title: "a\u1160b"},
 		{name: "halfwidth hangul filler", title: "a\uffa0b"},
 		{name: "zero-width space and bidi override", title: "pay\u200b\u202eevil"},
+		{name: "blanks of other widths spelling bits", title: "Nice work\u2002\u2003\u2003\u2002\u3000\u00a0\u2009\u202f"},
+		{name: "200 stacked combining marks", title: "Z" + strings.Repeat("\u0301", 200) + "algo",
+			shows: []string{strings.Repeat(display.Escape(0x0301), 200-display.MaxMarks) + "algo"}},
+		{name: "trailing spaces spelling bits in the body", title: "Typo", body: "line one  \nline two \nline three\t",
+			shows: []string{"line one⟨U+0020⟩⟨U+0020⟩\n", "line two⟨U+0020⟩\n", "line three⟨U+0009⟩"}},
 	}
 	for r := rune(0xFE00); r <= 0xFE0F; r++ {
 		rows = append(rows, row{name: fmt.Sprintf("variation selector %U", r), title: "ok" + string(r)})
@@ -126,7 +133,11 @@ func TestConsentHostileText(t *testing.T) {
 	}
 	for _, tt := range rows {
 		t.Run(tt.name, func(t *testing.T) {
-			args, _ := json.Marshal(map[string]string{"owner": "attacker-org", "repo": "notes", "title": tt.title})
+			a := map[string]string{"owner": "attacker-org", "repo": "notes", "title": tt.title}
+			if tt.body != "" {
+				a["body"] = tt.body
+			}
+			args, _ := json.Marshal(a)
 			c, err := env.eng.Check(ctx, "github", "create_issue", args)
 			if tt.refused != 0 {
 				var he *Error
@@ -160,6 +171,11 @@ func TestConsentHostileText(t *testing.T) {
 			}
 			if miss := testutil.MissingFromConsent(githubManifest(t).Ops["create_issue"], args, text); len(miss) > 0 {
 				t.Errorf("not shown: %v", miss)
+			}
+			for _, want := range tt.shows {
+				if !strings.Contains(text, want) {
+					t.Errorf("the consent does not show %q:\n%s", want, text)
+				}
 			}
 		})
 	}

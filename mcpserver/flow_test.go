@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -235,5 +236,38 @@ func TestMCPConfirmationShowsEverySentArg(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestMCPFlowNumberSpellings: a number another service returned is the
+// same value however the agent writes it. GitHub's viewer id sent as
+// DNSimple's account, written 90210001.0, 9.0210001e7 or 902100010e-1
+// (the host sends each as the integer), is refused naming
+// github_get_viewer, and no request reaches DNSimple.
+func TestMCPFlowNumberSpellings(t *testing.T) {
+	e := newEnv(t, envOpts{conns: []connstore.Connection{ghWrite, dnsRead}})
+	cs := e.connect(t, clientOpts{answer: "decline"})
+	res := call(t, cs, "github_get_viewer", map[string]any{})
+	if res.IsError {
+		t.Fatal(toolText(t, res))
+	}
+	var viewer struct {
+		Data struct{ ID json.Number } `json:"data"`
+	}
+	if err := json.Unmarshal([]byte(toolText(t, res)), &viewer); err != nil || len(viewer.Data.ID) < flow.MinLength {
+		t.Fatalf("viewer id %q: %v", viewer.Data.ID, err)
+	}
+	id := string(viewer.Data.ID)
+	e.fake.Reset()
+	for _, spelt := range []string{id + ".0", id[:1] + "." + id[1:] + "e" + fmt.Sprint(len(id)-1), id + "0e-1"} {
+		t.Run(spelt, func(t *testing.T) {
+			res := call(t, cs, "dnsimple_list_domains", map[string]any{"account": json.RawMessage(spelt)})
+			if code := errorCode(t, res); code != flow.Code || !strings.Contains(toolText(t, res), "github_get_viewer") {
+				t.Errorf("code %q: %s", code, toolText(t, res))
+			}
+		})
+	}
+	if n := len(e.fake.Requests()); n != 0 {
+		t.Errorf("%d requests reached the provider: %+v", n, e.fake.Requests())
 	}
 }

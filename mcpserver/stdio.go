@@ -31,7 +31,8 @@ const DefaultMaxLineBytes = 4 << 20
 // -32700 Parse error; a batch or `[]` (MCP 2025-06-18 removed batching),
 // a value that is not an object, a member twice (`"id"` twice among
 // them), nesting past 64 levels, an id that is not a string or an
-// integer (`1e400`), or a line over MaxLineBytes gets -32600 Invalid
+// integer (`1e400`; null on a request), or a line over MaxLineBytes (its
+// LF or CR LF not counted) gets -32600 Invalid
 // Request, with the request's id when it has a valid one, else null.
 // Only the lines that pass reach the SDK (docs/RATIONALE.md).
 type StdioTransport struct {
@@ -98,14 +99,15 @@ func (c *stdioConn) readLoop(in *bufio.Reader, max int) {
 	}
 }
 
-// readLine reads one line without its newline, holding at most max
-// bytes: past that it reads the rest of the line and drops it (tooLong).
+// readLine reads one line without its LF or CR LF, holding at most max
+// bytes of it: past that it reads the rest of the line and drops it
+// (tooLong).
 func readLine(in *bufio.Reader, max int) (line []byte, tooLong bool, err error) {
 	for {
 		part, err := in.ReadSlice('\n')
 		switch {
 		case tooLong:
-		case len(line)+len(part) > max+1: // +1: the newline
+		case len(line)+len(part) > max+2: // +2: CR LF, not the line's
 			tooLong, line = true, nil
 		default:
 			line = append(line, part...)
@@ -113,7 +115,10 @@ func readLine(in *bufio.Reader, max int) (line []byte, tooLong bool, err error) 
 		if err == bufio.ErrBufferFull {
 			continue
 		}
-		return bytes.TrimRight(line, "\r\n"), tooLong, err
+		if line = bytes.TrimRight(line, "\r\n"); len(line) > max {
+			tooLong, line = true, nil
+		}
+		return line, tooLong, err
 	}
 }
 
@@ -165,6 +170,11 @@ func checkLine(line []byte, tooLong bool, max int) (jsonrpc.Message, *lineError)
 			}
 			id = n
 		case jsonv.Null:
+			// MCP: a request's id MUST NOT be null. (A response's may be,
+			// answering a line the client could not read.)
+			if v.Get("method") != nil {
+				return nil, &lineError{code: jsonrpc.CodeInvalidRequest, msg: "Invalid Request: a request's id must be a string or an integer, not null"}
+			}
 		default:
 			return nil, &lineError{code: jsonrpc.CodeInvalidRequest, msg: "Invalid Request: an id must be a string or an integer"}
 		}

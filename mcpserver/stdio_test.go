@@ -71,6 +71,14 @@ var malformedLines = []struct {
 	{"a string", `"tools/list"`, -32600},
 	{"id 1e400", `{"jsonrpc":"2.0","id":1e400,"method":"tools/list"}`, -32600},
 	{"id 1.5", `{"jsonrpc":"2.0","id":1.5,"method":"tools/list"}`, -32600},
+	{"id null on a request", `{"jsonrpc":"2.0","id":null,"method":"tools/list"}`, -32600},
+	{"id true", `{"jsonrpc":"2.0","id":true,"method":"tools/list"}`, -32600},
+	{"id an object", `{"jsonrpc":"2.0","id":{},"method":"tools/list"}`, -32600},
+	{"id an array", `{"jsonrpc":"2.0","id":[1],"method":"tools/list"}`, -32600},
+	{"id past int64", `{"jsonrpc":"2.0","id":9223372036854775808,"method":"tools/list"}`, -32600},
+	{"no method, no result", `{"jsonrpc":"2.0"}`, -32600},
+	{"a NUL byte", "\x00", -32700},
+	{"a NUL byte after the message", `{"jsonrpc":"2.0","id":7,"method":"tools/list"}` + "\x00", -32700},
 	{"id twice", `{"jsonrpc":"2.0","id":1,"id":2,"method":"tools/list"}`, -32600},
 	{"method twice", `{"jsonrpc":"2.0","id":3,"method":"tools/list","method":"tools/call"}`, -32600},
 	{"nesting past 64", `{"jsonrpc":"2.0","id":4,"method":"tools/list","params":{"a":` + strings.Repeat("[", 70) + strings.Repeat("]", 70) + `}}`, -32600},
@@ -125,4 +133,51 @@ func TestStdioSurvivesBadLines(t *testing.T) {
 	if strings.Contains(e.logs.String(), strings.Repeat("a", 64)) {
 		t.Error("a refused line's bytes are in the log")
 	}
+}
+
+// TestStdioLineCap: a line of exactly MaxLineBytes is read, ended by LF
+// or by CR LF (the terminator is not the line's); one byte more is
+// refused with -32600, and the session goes on.
+func TestStdioLineCap(t *testing.T) {
+	e := newEnv(t, envOpts{conns: []connstore.Connection{ghWrite}})
+	const max = 256
+	line := func(id int) string {
+		l := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/list","params":{"_meta":{"x":"`, id)
+		return l + strings.Repeat("a", max-len(l)-len(`"}}}`)) + `"}}}`
+	}
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- e.srv.MCP().Run(ctx, &StdioTransport{In: inR, Out: outW, MaxLineBytes: max}) }()
+	p := &stdioPeer{in: inW, out: bufio.NewReader(outR)}
+	p.send(t, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	if a := p.answer(t); a["result"] == nil {
+		t.Fatalf("initialize: %v", a)
+	}
+	p.send(t, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	tests := []struct {
+		name, line string
+		ok         bool
+	}{
+		{"exactly the cap, LF", line(1), true},
+		{"exactly the cap, CR LF", line(2) + "\r", true},
+		{"one byte over", line(3)[:max-4] + `a"}}}`, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p.send(t, tt.line)
+			a := p.answer(t)
+			if _, isErr := a["error"]; isErr == tt.ok {
+				t.Fatalf("answered %v", a)
+			}
+		})
+	}
+	p.send(t, `{"jsonrpc":"2.0","id":9,"method":"tools/list"}`)
+	if a := p.answer(t); a["id"] != float64(9) || a["result"] == nil {
+		t.Fatalf("tools/list after the cap: %v", a)
+	}
+	inW.Close()
+	<-done
 }

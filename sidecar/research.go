@@ -71,8 +71,10 @@ type ResearchRequest struct {
 	Limits *research.Limits `json:"limits,omitempty"`
 	// Flows are the cross-service flows the member allowed on the
 	// research consent ({"from": "dnsimple", "to": "github"}: a read of
-	// GitHub may carry a value DNSimple returned). Without one, no value a
-	// service returned goes into a call to another (cross_service_flow).
+	// GitHub may carry a value DNSimple returned), each sealed in the
+	// grants of both its services (grant.Grant.Flows), else
+	// grant_mismatch. Without one, no value a service returned goes into
+	// a call to another (cross_service_flow).
 	Flows []flow.Allow `json:"flows,omitempty"`
 }
 
@@ -204,7 +206,7 @@ func (s *Server) handleResearch(w http.ResponseWriter, r *http.Request) {
 		s.researchFail(w, r, s.busy("every research slot is taken; retry shortly"), nil)
 		return
 	}
-	held, services, e := s.openResearchGrants(r.Context(), info, req.Grants)
+	held, services, e := s.openResearchGrants(r.Context(), info, req.Grants, req.Flows)
 	if e != nil {
 		if strings.HasPrefix(string(e.Code), "grant_") || e.Code == CodeAccessDenied {
 			s.m.denials.WithLabelValues("grant", string(e.Code)).Inc()
@@ -374,9 +376,11 @@ func maps(m map[string]string) map[string]string {
 	return out
 }
 
-// openResearchGrants opens and checks every grant of a session, then
-// records their nonces (all or none).
-func (s *Server) openResearchGrants(ctx context.Context, info *reqInfo, sealed []string) (map[string]*heldGrant, []string, *Error) {
+// openResearchGrants opens and checks every grant of a session, checks
+// that the grants of both services of each of flows seal it (the flows
+// are the member's consent, not the bot's word), then records their
+// nonces (all or none).
+func (s *Server) openResearchGrants(ctx context.Context, info *reqInfo, sealed []string, flows []flow.Allow) (map[string]*heldGrant, []string, *Error) {
 	now := s.cfg.Now()
 	held := map[string]*heldGrant{}
 	var services []string
@@ -410,6 +414,14 @@ func (s *Server) openResearchGrants(ctx context.Context, info *reqInfo, sealed [
 		services = append(services, g.Service)
 	}
 	info.grantID = strings.Join(ids, ",")
+	for i, f := range flows {
+		for _, svc := range []string{f.From, f.To} {
+			if h := held[svc]; h == nil || !h.g.SealsFlow(f.From, f.To) {
+				return nil, nil, NewError(CodeGrantMismatch, fmt.Sprintf(
+					"flow %d (%s to %s) is not sealed in the %s grant: a research session allows only the flows the member's consent showed, sealed in the grants of both services (grant flows)", i+1, f.From, f.To, svc))
+			}
+		}
+	}
 	var recorded []*state.Nonce
 	for _, svc := range services {
 		rec, e := s.record(ctx, held[svc].g)

@@ -4,16 +4,30 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/elevenmessenger/pinned/internal/demo/fakeapi"
 	"github.com/elevenmessenger/pinned/internal/demo/fakemodel"
 	"github.com/elevenmessenger/pinned/internal/flow"
 	"github.com/elevenmessenger/pinned/internal/research"
+	"github.com/elevenmessenger/pinned/sidecar/grant"
 )
 
-// exfilGrants seals read grants for the four services Exfiltrate reads.
-func (re *resEnv) exfilGrants(t *testing.T) []string {
-	return []string{re.readGrant(t, fakeapi.DNSimple), re.readGrant(t, fakeapi.GitHub), re.readGrant(t, fakeapi.HubSpot), re.readGrant(t, fakeapi.Stripe)}
+// exfilGrants seals read grants for the four services Exfiltrate reads,
+// each allowing flows (the research consent's, "from:to").
+func (re *resEnv) exfilGrants(t *testing.T, flows ...string) []string {
+	var out []string
+	for _, svc := range []string{fakeapi.DNSimple, fakeapi.GitHub, fakeapi.HubSpot, fakeapi.Stripe} {
+		out = append(out, re.flowGrant(t, svc, flows...))
+	}
+	return out
+}
+
+// flowGrant seals a 10-minute read grant for service allowing flows.
+func (re *resEnv) flowGrant(t *testing.T, service string, flows ...string) string {
+	t.Helper()
+	return re.seal(t, grant.Grant{Service: service, Access: grant.AccessRead, MemberKey: re.member.Public().String(),
+		ExpiresAt: time.Now().Add(10 * time.Minute), Flows: strings.Join(flows, ",")})
 }
 
 // exfilSent lists the provider requests that carried one of the hostile
@@ -117,7 +131,7 @@ func TestResearchCrossServiceFlowsRefused(t *testing.T) {
 // provider); the rest stay refused.
 func TestResearchAllowedFlow(t *testing.T) {
 	re := newResearchEnv(t, fakemodel.Exfiltrate(), nil)
-	grants := re.exfilGrants(t)
+	grants := re.exfilGrants(t, "dnsimple:github")
 	re.fake.Reset()
 	r, ans := re.research(t, ResearchRequest{Question: "q", Grants: grants, Limits: &research.Limits{ToolCalls: 20},
 		Flows: []flow.Allow{{From: "dnsimple", To: "github"}}})
@@ -141,6 +155,67 @@ func TestResearchAllowedFlow(t *testing.T) {
 	r, _ = re.research(t, ResearchRequest{Question: "q", Grants: re.exfilGrants(t), Flows: []flow.Allow{{From: "dnsimple", To: "dnsimple"}}})
 	if r.status != http.StatusBadRequest || !strings.Contains(string(r.body), "to itself") {
 		t.Errorf("%d %s", r.status, r.body)
+	}
+}
+
+// TestResearchFlowsBoundToGrants: the flows a research session allows
+// are the member's, sealed in the grants from the consent they saw
+// (grant flows), not the bot's word. A request naming a flow that the
+// grants of its two services do not both seal — sealed in neither, in
+// one of them only, or sealed the other way round — is refused
+// (grant_mismatch) before the model is asked or a grant is spent; the
+// same grants then run a session without it, where the move is refused
+// (cross_service_flow) and reaches no provider.
+func TestResearchFlowsBoundToGrants(t *testing.T) {
+	re := newResearchEnv(t, fakemodel.Exfiltrate(), nil)
+	dnsToGitHub := []flow.Allow{{From: "dnsimple", To: "github"}}
+	tests := []struct {
+		name   string
+		grants func() []string
+	}{
+		{"sealed in no grant", func() []string { return re.exfilGrants(t) }},
+		{"sealed in the github grant only", func() []string {
+			return []string{re.flowGrant(t, fakeapi.DNSimple), re.flowGrant(t, fakeapi.GitHub, "dnsimple:github"),
+				re.flowGrant(t, fakeapi.HubSpot), re.flowGrant(t, fakeapi.Stripe)}
+		}},
+		{"sealed in the dnsimple grant only", func() []string {
+			return []string{re.flowGrant(t, fakeapi.DNSimple, "dnsimple:github"), re.flowGrant(t, fakeapi.GitHub),
+				re.flowGrant(t, fakeapi.HubSpot), re.flowGrant(t, fakeapi.Stripe)}
+		}},
+		{"sealed the other way round", func() []string { return re.exfilGrants(t, "github:dnsimple") }},
+		{"another pair sealed", func() []string { return re.exfilGrants(t, "stripe:github", "dnsimple:hubspot") }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			grants := tt.grants()
+			before := len(re.model.Requests())
+			re.fake.Reset()
+			r, _ := re.research(t, ResearchRequest{Question: "q", Grants: grants, Limits: &research.Limits{ToolCalls: 20}, Flows: dnsToGitHub})
+			if r.status != http.StatusForbidden || !strings.Contains(string(r.body), `"code":"grant_mismatch"`) ||
+				!strings.Contains(string(r.body), "dnsimple to github") {
+				t.Fatalf("%d %s", r.status, r.body)
+			}
+			if n := len(re.model.Requests()) - before; n != 0 {
+				t.Errorf("the model was asked %d times", n)
+			}
+			if n := len(re.fake.Requests()); n != 0 {
+				t.Errorf("%d provider requests", n)
+			}
+			// Nothing was spent: the same grants run a session without
+			// the flow, and the move stays refused.
+			r, ans := re.research(t, ResearchRequest{Question: "q", Grants: grants, Limits: &research.Limits{ToolCalls: 20}})
+			if r.status != http.StatusOK {
+				t.Fatalf("the grants were spent: %d %s", r.status, r.body)
+			}
+			for _, st := range ans.Steps[5 : 5+fakemodel.ExfiltrateMoves] {
+				if st.Outcome != flow.Code {
+					t.Errorf("%s.%s: %s", st.Service, st.Op, st.Outcome)
+				}
+			}
+			if got := exfilSentGitHub(re.fake); len(got) != 0 {
+				t.Errorf("reached GitHub: %v", got)
+			}
+		})
 	}
 }
 

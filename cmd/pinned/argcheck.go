@@ -5,12 +5,12 @@ import (
 	"github.com/elevenmessenger/pinned/registry"
 )
 
-// checkArgs validates args for an op of m the way the sidecar will when
-// the op runs (host.ValidateArgs: the executor's code, compiled natively,
-// and the host's bad_args wording; no sandbox is built). It returns ""
-// when the args pass, else that message, e.g. `op github.create_issue has
-// no arg "x" (args: body, owner, repo, title)`. The error is for an op
-// that cannot be checked at all.
+// checkArgs validates args for an op of m as the host does before any
+// guest runs (host.ValidateArgs: the host's own argument rules and
+// request binding, with its bad_args wording; no sandbox is built). It
+// returns "" when the args pass, else that message, e.g. `op
+// github.create_issue has no arg "x" (args: body, owner, repo, title)`.
+// The error is for an op that cannot be checked at all.
 func checkArgs(m *registry.Manifest, opName string, _ *registry.Op, args []byte) (string, error) {
 	herr := host.ValidateArgs(m, opName, args, 0)
 	switch {

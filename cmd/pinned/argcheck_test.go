@@ -17,7 +17,7 @@ import (
 )
 
 // TestCheckArgsMatchesEngine pins checkArgs (what grant seal refuses,
-// host.ValidateArgs: the executor compiled natively) to the engine: for
+// host.ValidateArgs: the host's own argument rules) to the engine: for
 // args of every op that break each kind of rule, and for valid ones, the
 // engine's Check — the sandboxed guest, as the sidecar runs it — answers
 // the same.

@@ -29,6 +29,10 @@ its expiry with --token-expires-in; the sidecar then rotates the pair
 through the broker when it is stale, and seals the new pair back to
 --member-key, which such a grant needs (docs/OAUTH.md).
 
+--flow FROM:TO (repeatable) seals a flow a research consent allowed into a
+read grant: a research session may let what service FROM returned go into
+its reads of service TO only when the grants of both services seal it.
+
 --op binds the grant to one op; --args (which needs --op) binds it to
 exactly those args too (args_sha256 of their canonical JSON): the bot can
 then run that op with those args and nothing else. The args are checked
@@ -79,6 +83,7 @@ func runGrant(args []string, stdout, stderr io.Writer) int {
 type sealFlags struct {
 	botKey, service, access, opName, argsJSON, tokenEnv, kind, memberKey, refreshEnv, tokenExpiresAt string
 	ttl, tokenExpiresIn                                                                              time.Duration
+	flows                                                                                            []string
 
 	// pair, when set, is the credential instead of the environment: the
 	// rotated pair pinned grant open re-seals.
@@ -102,6 +107,11 @@ func grantSealFlags() (*flag.FlagSet, *sealFlags) {
 	fs.StringVar(&f.memberKey, "member-key", "", "the member's public `key` (base64), to which rotated tokens are sealed back")
 	fs.StringVar(&f.refreshEnv, "refresh-env", "", "environment `variable` holding the pair's refresh token (with --kind oauth and --member-key)")
 	fs.DurationVar(&f.tokenExpiresIn, "token-expires-in", 0, "the credential expires this `duration` from now (0: unknown; negative: already expired, to try rotation)")
+	fs.Func("flow", "seal the research flow `FROM:TO` the member's consent allowed (repeatable; e.g. dnsimple:github)", func(v string) error {
+		a, err := parseFlow(v)
+		f.flows = append(f.flows, a.From+":"+a.To)
+		return err
+	})
 	fs.StringVar(&f.tokenExpiresAt, "token-expires-at", "", "the credential expires at this `time` (RFC 3339, as pinned grant open prints it; empty: unknown)")
 	return fs, &f
 }
@@ -163,7 +173,7 @@ func sealGrant(f *sealFlags, stdout, stderr io.Writer) int {
 	}
 	g := &grant.Grant{
 		Service: f.service, Access: f.access, Kind: f.kind,
-		ExpiresAt: time.Now().Add(f.ttl).Truncate(time.Second), MemberKey: f.memberKey,
+		ExpiresAt: time.Now().Add(f.ttl).Truncate(time.Second), MemberKey: f.memberKey, Flows: strings.Join(f.flows, ","),
 	}
 	if f.memberKey != "" {
 		if _, err := grant.ParsePublicKey(f.memberKey); err != nil {

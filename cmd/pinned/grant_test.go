@@ -52,6 +52,17 @@ func TestRunGrantSeal(t *testing.T) {
 					t.Fatalf("nonce %q", g.Nonce)
 				}
 			}},
+		{name: "research flows", args: []string{"seal", "--bot-key", pub, "--service", "github", "--access", "read", "--ttl", "10m",
+			"--flow", "dnsimple:github", "--flow", "stripe:github"},
+			check: func(t *testing.T, g *grant.Grant) {
+				if g.Flows != "dnsimple:github,stripe:github" || !g.SealsFlow("dnsimple", "github") || g.SealsFlow("github", "dnsimple") {
+					t.Fatalf("flows %q", g.Flows)
+				}
+			}},
+		{name: "a flow to itself", args: []string{"seal", "--bot-key", pub, "--service", "github", "--access", "read", "--flow", "github:github"},
+			code: 2, stderr: "own values always flow back"},
+		{name: "a flow naming an unknown service", args: []string{"seal", "--bot-key", pub, "--service", "github", "--access", "read", "--flow", "dnsimple:gitlab"},
+			code: 2, stderr: "gitlab"},
 		{name: "bound write grant", args: []string{"seal", "--bot-key", pub, "--service", "github", "--access", "write", "--op", "create_issue", "--args", args,
 			"--kind", "oauth", "--member-key", member.Public().String()},
 			check: func(t *testing.T, g *grant.Grant) {

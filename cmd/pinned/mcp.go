@@ -80,20 +80,9 @@ func runMCP(args []string, stdout, stderr io.Writer) int {
 	logLevel := fs.String("log-level", "info", "`level`: debug, info, warn or error")
 	var allow []flow.Allow
 	fs.Func("allow-flow", "let values `FROM:TO` flow: a read of service TO may carry what service FROM returned in the session (repeatable; e.g. dnsimple:github)", func(v string) error {
-		from, to, ok := strings.Cut(v, ":")
-		if !ok || from == "" || to == "" || strings.Contains(to, ":") {
-			return fmt.Errorf("want FROM:TO, two service ids, e.g. dnsimple:github")
-		}
-		for _, id := range []string{from, to} {
-			if !registry.Default().Has(id) {
-				return fmt.Errorf("%s: %s", unknownWord("service", id, registry.Default().IDs()), "want a service of the registry")
-			}
-		}
-		if from == to {
-			return fmt.Errorf("%s:%s: a service's own values always flow back to it", from, to)
-		}
-		allow = append(allow, flow.Allow{From: from, To: to})
-		return nil
+		a, err := parseFlow(v)
+		allow = append(allow, a)
+		return err
 	})
 	if code, ok := parseFlags(fs, mcpUsage, args, stdout, stderr); !ok {
 		return code
@@ -237,4 +226,22 @@ func mcpBroker(u, tokenFile string) (*rotate.BrokerClient, error) {
 		return nil, fmt.Errorf("--broker-url: %w", err)
 	}
 	return bc, nil
+}
+
+// parseFlow reads a FROM:TO flag value: two different services of the
+// registry.
+func parseFlow(v string) (flow.Allow, error) {
+	from, to, ok := strings.Cut(v, ":")
+	if !ok || from == "" || to == "" || strings.Contains(to, ":") {
+		return flow.Allow{}, fmt.Errorf("want FROM:TO, two service ids, e.g. dnsimple:github")
+	}
+	for _, id := range []string{from, to} {
+		if !registry.Default().Has(id) {
+			return flow.Allow{}, fmt.Errorf("%s: %s", unknownWord("service", id, registry.Default().IDs()), "want a service of the registry")
+		}
+	}
+	if from == to {
+		return flow.Allow{}, fmt.Errorf("%s:%s: a service's own values always flow back to it", from, to)
+	}
+	return flow.Allow{From: from, To: to}, nil
 }

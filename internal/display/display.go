@@ -13,8 +13,10 @@
 // format character, any other default-ignorable code point (Unicode's
 // Default_Ignorable_Code_Point), a blank-looking one — is never dropped
 // from what is shown while it stays in what is sent. Value and Block show
-// it as a visible escape, ⟨U+E0061⟩; Refused names the Unicode tag
-// characters, which a write op's args may not carry at all.
+// it as a visible escape, ⟨U+E0061⟩, and so they show a combining mark
+// past MaxMarks in a row and (Block) the spaces and tabs that end a line;
+// Refused names the Unicode tag characters, which a write op's args may
+// not carry at all.
 //
 // It imports nothing of the project's: the host (consents), host/internal/upstream
 // (error messages) and the front ends all use it.
@@ -36,7 +38,7 @@ const (
 	LineBreak       // CR, LF, U+2028 LINE SEPARATOR, U+2029 PARAGRAPH SEPARATOR
 	Control         // other C0 controls, DEL, C1 controls (Unicode Cc)
 	Invisible       // format characters (Unicode Cf: bidirectional controls, zero-width spaces and joiners, soft hyphen, ...) and every other default-ignorable code point (variation selectors, U+034F, Hangul fillers, ...)
-	Blank           // blank-looking code points that are not default-ignorable: U+2800 BRAILLE PATTERN BLANK, U+1D159 MUSICAL SYMBOL NULL NOTEHEAD
+	Blank           // blank-looking code points that are not default-ignorable: U+2800 BRAILLE PATTERN BLANK, U+1D159 MUSICAL SYMBOL NULL NOTEHEAD, and every space separator (Unicode Zs) but U+0020
 	Tag             // Unicode tag characters U+E0000–U+E007F (default-ignorable; an invisible copy of ASCII)
 )
 
@@ -92,10 +94,31 @@ func Classify(r rune) Class {
 		return Tag
 	case unicode.Is(unicode.Cf, r) || unicode.Is(defaultIgnorable, r):
 		return Invisible
-	case blank[r]:
-		return Blank
+	case blank[r] || unicode.Is(unicode.Zs, r):
+		return Blank // U+0020 was Visible above
 	}
 	return Visible
+}
+
+// MaxMarks is how many combining marks (Unicode Mn, Me) in a row are
+// shown as they are: enough for any script's honest text (Vietnamese,
+// pointed Hebrew). Past it, marks stack into a smear that no one can
+// read and that draws over the lines around it, so each further mark is
+// shown as its Escape.
+const MaxMarks = 4
+
+// marks counts the combining marks in a row of a text being rendered.
+type marks int
+
+// stacked reports whether r is a combining mark past MaxMarks in a row,
+// counting it.
+func (m *marks) stacked(r rune) bool {
+	if r < 0x300 || !unicode.In(r, unicode.Mn, unicode.Me) {
+		*m = 0
+		return false
+	}
+	*m++
+	return *m > MaxMarks
 }
 
 // DefaultIgnorable reports whether r is a Default_Ignorable_Code_Point
@@ -108,11 +131,12 @@ func Escape(r rune) string { return fmt.Sprintf("⟨U+%04X⟩", r) }
 
 // Value renders s as one visible line inside a sentence: line breaks show
 // as "⏎", a tab as a space, every other control, invisible, blank-looking
-// or tag code point as its Escape (never dropped), and past maxRunes runes
-// of s the rest is cut with "…" (a value cut here is shown whole
-// elsewhere: Block).
+// or tag code point, and a combining mark past MaxMarks in a row, as its
+// Escape (never dropped), and past maxRunes runes of s the rest is cut
+// with "…" (a value cut here is shown whole elsewhere: Block).
 func Value(s string, maxRunes int) string {
 	var b strings.Builder
+	var m marks
 	n := 0
 	for _, r := range s {
 		if n == maxRunes {
@@ -124,7 +148,7 @@ func Value(s string, maxRunes int) string {
 			b.WriteString("⏎")
 		case r == '\t':
 			b.WriteByte(' ')
-		case c != Visible:
+		case m.stacked(r) || c != Visible:
 			b.WriteString(Escape(r))
 		default:
 			b.WriteRune(r)
@@ -137,36 +161,55 @@ func Value(s string, maxRunes int) string {
 // Block renders s whole, for a value shown on lines of its own (a long
 // issue body in a consent): every line break (CR LF counted once) is a
 // newline, a tab stays a tab, and every other control, invisible,
-// blank-looking or tag code point is its Escape. Nothing is cut.
+// blank-looking or tag code point, a combining mark past MaxMarks in a
+// row, and the spaces and tabs that end a line (which no one sees) are
+// Escapes. Nothing is cut.
 func Block(s string) string {
 	var b strings.Builder
+	var m marks
+	end := 0 // where the spaces and tabs before s[i] start
 	for i, r := range s {
+		if r != ' ' && r != '\t' {
+			if Classify(r) == LineBreak {
+				for _, w := range s[end:i] {
+					b.WriteString(Escape(w))
+				}
+			} else {
+				b.WriteString(s[end:i])
+			}
+			end = i + utf8.RuneLen(r)
+		}
 		switch c := Classify(r); {
+		case r == ' ' || r == '\t':
+			m = 0 // written with the next rune, or as escapes at a line's end
 		case c == LineBreak:
+			m = 0
 			if r == '\r' && strings.HasPrefix(s[i+1:], "\n") {
 				continue
 			}
 			b.WriteByte('\n')
-		case r == '\t':
-			b.WriteByte('\t')
-		case c != Visible:
+		case m.stacked(r) || c != Visible:
 			b.WriteString(Escape(r))
 		default:
 			b.WriteRune(r)
 		}
 	}
+	for _, w := range s[end:] {
+		b.WriteString(Escape(w))
+	}
 	return b.String()
 }
 
 // Shown reports whether s reads in a sentence exactly as it is: every rune
-// Visible (or a plain space) and at most maxRunes of them, so Value(s,
-// maxRunes) == s.
+// Visible (or a plain space), no more than MaxMarks combining marks in a
+// row, and at most maxRunes runes, so Value(s, maxRunes) == s.
 func Shown(s string, maxRunes int) bool {
 	if utf8.RuneCountInString(s) > maxRunes {
 		return false
 	}
+	var m marks
 	for _, r := range s {
-		if Classify(r) != Visible {
+		if m.stacked(r) || Classify(r) != Visible {
 			return false
 		}
 	}

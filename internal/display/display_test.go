@@ -41,10 +41,14 @@ func TestDisplayTextOneRule(t *testing.T) {
 
 // hiddenRunes are the invisible and blank-looking code points:
 // tag characters, U+2800, the Hangul fillers, every variation selector
-// (U+FE00–U+FE0F, U+E0100–U+E01EF), U+034F, and format characters.
+// (U+FE00–U+FE0F, U+E0100–U+E01EF), U+034F, format characters, and
+// every space separator but U+0020.
 func hiddenRunes() []rune {
 	rs := []rune{0xE0000, 0xE0001, 0xE0020, 0xE0061, 0xE007E, 0xE007F, 0x2800, 0x3164, 0x115F, 0x1160, 0xFFA0, 0x034F,
-		0x00AD, 0x200B, 0x200D, 0x202E, 0x2066, 0xFEFF, 0x180E, 0x1D159}
+		0x00AD, 0x200B, 0x200D, 0x202E, 0x2066, 0xFEFF, 0x180E, 0x1D159,
+		// Space separators other than U+0020: blanks of other widths,
+		// which a payload can be spelt in (U+2002 for 0, U+2003 for 1).
+		0x00A0, 0x1680, 0x2000, 0x2001, 0x2002, 0x2003, 0x2004, 0x2005, 0x2006, 0x2007, 0x2008, 0x2009, 0x200A, 0x202F, 0x205F, 0x3000}
 	for r := rune(0xFE00); r <= 0xFE0F; r++ {
 		rs = append(rs, r)
 	}
@@ -136,5 +140,65 @@ func TestBlockWhole(t *testing.T) {
 	}
 	if !Shown("fix bug #12", 200) || Shown("a\u200bb", 200) || Shown(strings.Repeat("x", 201), 200) || Shown("a\tb", 200) {
 		t.Error("Shown disagrees with Value")
+	}
+}
+
+// TestSpaceSeparatorsBlank: every Unicode space separator but U+0020 is
+// Blank (shown as its escape), so a run of blanks of different widths
+// carries nothing a person does not see.
+func TestSpaceSeparatorsBlank(t *testing.T) {
+	for r := rune(0); r <= unicode.MaxRune; r++ {
+		if unicode.Is(unicode.Zs, r) && r != ' ' && Classify(r) == Visible {
+			t.Errorf("space separator %U is Visible", r)
+		}
+	}
+	if Classify(' ') != Visible {
+		t.Error("U+0020 is not Visible")
+	}
+}
+
+// TestStackedMarksEscaped: up to MaxMarks combining marks in a row are
+// shown as they are (Vietnamese, Hebrew points); each further one is
+// its escape, so 200 stacked marks (a smear that hides what it carries
+// and draws over the lines around it) are shown one by one, and Shown
+// says the value is not shown as is.
+func TestStackedMarksEscaped(t *testing.T) {
+	zalgo := "Z" + strings.Repeat("\u0301", 200) + "ok"
+	want := "Z" + strings.Repeat("\u0301", MaxMarks) + strings.Repeat(Escape(0x0301), 200-MaxMarks) + "ok"
+	if got := Value(zalgo, 1000); got != want {
+		t.Errorf("Value = %q, want %q", got, want)
+	}
+	if got := Block(zalgo); got != want {
+		t.Errorf("Block = %q, want %q", got, want)
+	}
+	if Shown(zalgo, 1000) {
+		t.Error("Shown(200 stacked marks) = true")
+	}
+	// Honest text keeps its marks: Vietnamese in NFD, pointed Hebrew.
+	for _, in := range []string{"Vie\u0323\u0302t Nam", "\u05e9\u05bc\u05c1\u05b8\u05d1", strings.Repeat("e\u0301", 50)} {
+		if got := Block(in); got != in || !Shown(in, 1000) || Value(in, 1000) != in {
+			t.Errorf("%q shown as %q", in, got)
+		}
+	}
+}
+
+// TestTrailingWhitespaceShown: spaces and tabs at the end of a line of a
+// Block, which no one sees, are shown as escapes (a body whose lines end
+// in zero, one or two spaces spells bits); inside a line they stay.
+func TestTrailingWhitespaceShown(t *testing.T) {
+	tests := []struct{ name, in, want string }{
+		{"end of the value", "Typo in README ", "Typo in README⟨U+0020⟩"},
+		{"end of each line", "one  \ntwo\t\nthree", "one⟨U+0020⟩⟨U+0020⟩\ntwo⟨U+0009⟩\nthree"},
+		{"a blank line of spaces", "a\n   \nb", "a\n⟨U+0020⟩⟨U+0020⟩⟨U+0020⟩\nb"},
+		{"before CR LF", "a \r\nb", "a⟨U+0020⟩\nb"},
+		{"only spaces", "  ", "⟨U+0020⟩⟨U+0020⟩"},
+		{"inside a line", "a  b\tc\n    indented", "a  b\tc\n    indented"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Block(tt.in); got != tt.want {
+				t.Errorf("Block(%q) = %q, want %q", tt.in, got, tt.want)
+			}
+		})
 	}
 }

@@ -8,9 +8,9 @@
 // What is recorded: every string, and every integer of at least
 // MinLength digits, that a result's data holds in a picked field of a
 // class that carries a member's data or a third party's text
-// (registry.ClassIdentifier, ClassText, ClassURL, and for integers
-// ClassNumber too); values of the closed classes (enum, boolean, time)
-// carry no such data and are not. Values are compared canonically
+// (registry.ClassIdentifier, ClassText, ClassURL and ClassNumber, whose
+// numbers may come as strings); values of the closed classes (enum,
+// boolean, time) carry no such data and are not. Values are compared canonically
 // (Canonical): NFKC (golang.org/x/text/unicode/norm), case-folded
 // (golang.org/x/text/cases), letters and digits only, so a change of
 // case, width, spacing or punctuation ("Hello-Fake.IO" for
@@ -19,7 +19,9 @@
 //
 // What counts as carrying: a string arg whose canonical form contains a
 // recorded value's (an integer value not next to another digit), or an
-// integer arg equal to a recorded integer. A call to service B carrying a
+// integer arg equal to a recorded integer. An integer is its value,
+// however the JSON number is written (9001002.0, 9.001002e6 and 9001002
+// are one value: the host sends an integer arg as its value). A call to service B carrying a
 // value is a cross-service flow unless B returned that value, or a value
 // containing it, itself in this session (B already holds that text), or
 // the person allowed a flow to B from a service that returned it (Allow).
@@ -40,6 +42,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"unicode"
@@ -232,13 +235,13 @@ func canonical(fold cases.Caser, v string) string {
 }
 
 // recordable reports whether a value of the class is recorded (see the
-// package comment); number says the value is a JSON number.
-func recordable(class string, number bool) bool {
+// package comment).
+func recordable(class string) bool {
 	switch class {
 	case registry.ClassIdentifier, registry.ClassText, registry.ClassURL:
 		return true
 	case registry.ClassNumber:
-		return number
+		return true // a number, or a string holding one (HubSpot's properties are strings)
 	case registry.ClassEnum, registry.ClassBoolean, registry.ClassTime:
 		return false
 	}
@@ -353,16 +356,49 @@ func classOf(pick *registry.Pick, path string) string {
 	}
 }
 
-// integerDigits returns the digits of an integer's JSON text ("-123" →
-// "123"), or "" for a number with a fraction or an exponent.
+// maxIntegerDigits bounds the digits integerDigits writes out: more than
+// any id or amount has (pick refuses longer numbers).
+const maxIntegerDigits = 64
+
+// integerDigits returns the decimal digits of a JSON number's value when
+// it is an integer, however the number is written ("-123", "123.0",
+// "1.23e2" and "12300E-2" are all "123"; the host renders an integer arg
+// written so as its value, and a reader reads it so), or "" for a number
+// that is not an integer or would have more than maxIntegerDigits digits.
 func integerDigits(n string) string {
 	n = strings.TrimPrefix(n, "-")
-	for i := 0; i < len(n); i++ {
-		if n[i] < '0' || n[i] > '9' {
+	mant, exp := n, 0
+	if i := strings.IndexAny(n, "eE"); i >= 0 {
+		e, err := strconv.Atoi(n[i+1:])
+		if err != nil || e > maxIntegerDigits || e < -maxIntegerDigits-len(n) {
+			return ""
+		}
+		mant, exp = n[:i], e
+	}
+	ip, fp, _ := strings.Cut(mant, ".")
+	digits := ip + fp
+	for i := 0; i < len(digits); i++ {
+		if digits[i] < '0' || digits[i] > '9' {
 			return ""
 		}
 	}
-	return n
+	point := len(ip) + exp // the digits before the decimal point
+	switch {
+	case point < 0:
+		point = 0
+	case point > len(digits):
+		if point > maxIntegerDigits {
+			return ""
+		}
+		digits += strings.Repeat("0", point-len(digits))
+	}
+	if strings.Trim(digits[point:], "0") != "" {
+		return "" // a fraction
+	}
+	if d := strings.TrimLeft(digits[:point], "0"); d != "" {
+		return d
+	}
+	return "0"
 }
 
 // Record records the values of one successful result: data is the
@@ -376,7 +412,7 @@ func (s *Session) Record(service, op string, pick *registry.Pick, data json.RawM
 	var vals []val
 	size := 0
 	for _, l := range leaves(data) {
-		if !recordable(classOf(pick, l.path), l.number) {
+		if !recordable(classOf(pick, l.path)) {
 			continue
 		}
 		var c string

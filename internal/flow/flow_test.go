@@ -57,6 +57,8 @@ func session(t testing.TB, allow ...Allow) *Session {
 	rec("github", "get_viewer", `{"login":"pinned-tester","id":90210001,"name":"Pinned Tester","type":"User"}`)
 	rec("github", "list_issues", `[{"number":7,"title":"Typo in README","state":"open","html_url":"https://github.com/pinned-tester/notes/issues/7","user":{"login":"octocat"},"labels":[{"name":"documentation"}],"comments":2}]`)
 	rec("github", "get_pages", `{"cname":"docs.hello-fake.io","html_url":"https://docs.hello-fake.io/","status":"built","source":{"branch":"gh-pages","path":"/"}}`)
+	rec("hubspot", "list_companies", `[{"id":"8100","properties":{"name":"Acme","numberofemployees":"2750000","industry":"COMPUTER_SOFTWARE"}}]`)
+	rec("stripe", "list_charges", `[{"id":"ch_1","amount":7.654321e6,"currency":"usd"}]`)
 	rec("stripe", "list_customers", `[{"id":"cus_NffrFeUfNV2Hib","email":"ann@example.org","name":"Ann Lovelace","created":1680000000,"balance":1234567,"currency":"usd","delinquent":false}]`)
 	return s
 }
@@ -90,6 +92,18 @@ func TestCheckFlows(t *testing.T) {
 			refused: "stripe.list_customers", arg: "body", value: "1234567"},
 		{name: "a long number as an integer arg", service: "github", args: `{"page":9001002}`,
 			refused: "dnsimple.list_domains", arg: "page", value: "9001002"},
+		{name: "a long number as an integer arg written 9001002.0", service: "github", args: `{"page":9001002.0}`,
+			refused: "dnsimple.list_domains", arg: "page", value: "9001002"},
+		{name: "a long number as an integer arg written 9.001002e6", service: "github", args: `{"page":9.001002e6}`,
+			refused: "dnsimple.list_domains", arg: "page", value: "9001002"},
+		{name: "a long number as an integer arg written 900100200E-2", service: "github", args: `{"page":900100200E-2}`,
+			refused: "dnsimple.list_domains", arg: "page", value: "9001002"},
+		{name: "a github id into dnsimple's account, written 90210001.00", service: "dnsimple", args: `{"account":90210001.00}`,
+			refused: "github.get_viewer", arg: "account", value: "90210001"},
+		{name: "a number returned in an exponent form, sent plainly", service: "github", args: `{"page":7654321}`,
+			refused: "stripe.list_charges", arg: "page", value: "7.654321e6"},
+		{name: "a number class value that came as a string (HubSpot's properties)", service: "github", args: `{"page":2750000}`,
+			refused: "hubspot.list_companies", arg: "page", value: "2750000"},
 		{name: "nested and repeated members count", service: "github", args: `{"owner":"x","extra":{"a":["shop-fake.co"]}}`,
 			refused: "dnsimple.list_domains", arg: "extra", value: "shop-fake.co"},
 		{name: "same service: a repo then its issues", service: "github", args: `{"owner":"pinned-tester","repo":"notes"}`},
@@ -202,4 +216,34 @@ func FuzzCheck(f *testing.F) {
 			t.Errorf("value %q (canonical %q) inside %q was not found", value, c, before+value+after)
 		}
 	})
+}
+
+// TestIntegerDigits: an integer's digits are the same however its JSON
+// number is written, so a value cannot pass the check as 9001002.0 or
+// 9.001002e6 (the host sends an integer arg as its value); a fraction
+// and a number too long to write out have none.
+func TestIntegerDigits(t *testing.T) {
+	tests := []struct{ name, in, want string }{
+		{"plain", "9001002", "9001002"},
+		{"negative", "-9001002", "9001002"},
+		{"a zero fraction", "9001002.000", "9001002"},
+		{"an exponent", "9.001002e6", "9001002"},
+		{"an upper-case exponent with a sign", "9.001002E+6", "9001002"},
+		{"a negative exponent", "900100200e-2", "9001002"},
+		{"zeros past the point", "9001e3", "9001000"},
+		{"zero", "0", "0"},
+		{"negative zero", "-0.0e5", "0"},
+		{"a fraction", "9001002.5", ""},
+		{"a small fraction", "5e-1", ""},
+		{"too many digits", "1e65", ""},
+		{"an exponent past int", "1e99999999999999999999", ""},
+		{"an exponent past the bound", "0e-99999", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := integerDigits(tt.in); got != tt.want {
+				t.Errorf("integerDigits(%q) = %q, want %q", tt.in, got, tt.want)
+			}
+		})
+	}
 }

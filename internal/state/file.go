@@ -61,6 +61,31 @@ type FileOptions struct {
 // with the same key on this machine: replicas must share Redis).
 var ErrFileBusy = errors.New("state: another process holds the state file")
 
+// errCorrupt is the cause of a failure on a state file whose pages bbolt
+// finds broken (its page checks panic; update and view make that an
+// error).
+var errCorrupt = errors.New("the state file is corrupt")
+
+// update runs fn in a read-write transaction of db, and view in a
+// read-only one: a panic of bbolt's page checks on a corrupt file (bbolt
+// rolls the transaction back first) is errCorrupt, never a crash of the
+// process, so callers fail closed on it.
+func update(db *bbolt.DB, fn func(*bbolt.Tx) error) (err error) {
+	defer recoverCorrupt(&err)
+	return db.Update(fn)
+}
+
+func view(db *bbolt.DB, fn func(*bbolt.Tx) error) (err error) {
+	defer recoverCorrupt(&err)
+	return db.View(fn)
+}
+
+func recoverCorrupt(err *error) {
+	if r := recover(); r != nil {
+		*err = fmt.Errorf("%w: %v", errCorrupt, r)
+	}
+}
+
 // OpenFile opens (creating it, 0600, in a 0700 directory) the state file
 // at path. It refuses a symbolic link, a file or directory others may
 // write, and a file another process holds (ErrFileBusy).
@@ -103,7 +128,7 @@ func OpenFile(path string, o FileOptions) (*File, error) {
 	if f.now == nil {
 		f.now = time.Now
 	}
-	err = db.Update(func(tx *bbolt.Tx) error {
+	err = update(db, func(tx *bbolt.Tx) error {
 		for _, b := range [][]byte{bucketNonces, bucketFences, bucketGrace} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
@@ -114,6 +139,9 @@ func OpenFile(path string, o FileOptions) (*File, error) {
 	})
 	if err != nil {
 		db.Close()
+		if errors.Is(err, errCorrupt) {
+			return nil, fmt.Errorf("state: the state file %s is corrupt (%v): move it aside and restart (the grants it recorded may run once more inside their TTL) or restore it", path, err)
+		}
 		return nil, fmt.Errorf("state: the state file %s cannot be used: %w", path, err)
 	}
 	return f, nil
@@ -149,7 +177,7 @@ func (f *File) RecordNonce(_ context.Context, nonce string, until, now time.Time
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var rerr error
-	err := f.db.Update(func(tx *bbolt.Tx) error {
+	err := update(f.db, func(tx *bbolt.Tx) error {
 		b := tx.Bucket(bucketNonces)
 		if v := b.Get([]byte(nonce)); len(v) >= 8 && now.Before(unixNano(v)) {
 			rerr = ErrReplayed
@@ -193,7 +221,7 @@ func (f *File) RecordNonce(_ context.Context, nonce string, until, now time.Time
 // recount reads the number of nonce records after a failed write.
 func (f *File) recount() int {
 	n := f.count
-	_ = f.db.View(func(tx *bbolt.Tx) error {
+	_ = view(f.db, func(tx *bbolt.Tx) error {
 		n = tx.Bucket(bucketNonces).Stats().KeyN
 		return nil
 	})
@@ -207,7 +235,7 @@ func (f *File) ForgetNonce(_ context.Context, n Nonce) error {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	err := f.db.Update(func(tx *bbolt.Tx) error {
+	err := update(f.db, func(tx *bbolt.Tx) error {
 		b := tx.Bucket(bucketNonces)
 		if v := b.Get([]byte(n.key)); len(v) >= 8 && string(v[8:]) == n.token {
 			f.count--
@@ -228,7 +256,7 @@ func (f *File) TryLock(_ context.Context, key string, ttl time.Duration) (Lock, 
 		return Lock{}, false, nil
 	}
 	var fence int64
-	err := f.db.Update(func(tx *bbolt.Tx) error {
+	err := update(f.db, func(tx *bbolt.Tx) error {
 		b := tx.Bucket(bucketFences)
 		if v := b.Get([]byte(key)); len(v) == 16 {
 			fence = int64(binary.BigEndian.Uint64(v))
@@ -257,7 +285,7 @@ func (f *File) Unlock(_ context.Context, l Lock) error {
 // Grace implements Store.
 func (f *File) Grace(_ context.Context, key string) ([]byte, bool, error) {
 	var out []byte
-	err := f.db.View(func(tx *bbolt.Tx) error {
+	err := view(f.db, func(tx *bbolt.Tx) error {
 		v := tx.Bucket(bucketGrace).Get([]byte(key))
 		if len(v) >= 16 && f.now().Before(unixNano(v[8:16])) {
 			out = append([]byte(nil), v[16:]...)
@@ -276,7 +304,7 @@ func (f *File) PutGrace(_ context.Context, l Lock, value []byte, ttl time.Durati
 	defer f.mu.Unlock()
 	now := f.now()
 	stored := false
-	err := f.db.Update(func(tx *bbolt.Tx) error {
+	err := update(f.db, func(tx *bbolt.Tx) error {
 		b := tx.Bucket(bucketGrace)
 		if cur := b.Get([]byte(l.Key)); len(cur) >= 16 && now.Before(unixNano(cur[8:16])) && int64(binary.BigEndian.Uint64(cur)) >= l.Fence {
 			return nil
@@ -337,7 +365,7 @@ func (f *File) PutGrace(_ context.Context, l Lock, value []byte, ttl time.Durati
 
 // Ping implements Store: the file answers a read.
 func (f *File) Ping(context.Context) error {
-	return unavailable("ping", f.db.View(func(*bbolt.Tx) error { return nil }))
+	return unavailable("ping", view(f.db, func(*bbolt.Tx) error { return nil }))
 }
 
 // Close implements Store: it releases the file.

@@ -55,6 +55,7 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"strings"
 	"time"
 
 	"golang.org/x/crypto/nacl/box"
@@ -146,23 +147,52 @@ type Grant struct {
 	// ArgsSHA256, when set, is the lower-case hex SHA-256 of the only args
 	// (in [CanonicalArgs] form) the grant runs Op with. It requires Op.
 	ArgsSHA256 string
+	// Flows, on a research grant, are the cross-service flows the
+	// member's research consent allowed, comma-separated, each "from:to"
+	// (two service ids): "dnsimple:github,stripe:github". A session may
+	// allow a flow only when the grants of both its services seal it
+	// (SealsFlow). At most MaxFlows. Sealed as the JSON array "flows".
+	Flows string
+}
+
+// MaxFlows bounds a grant's Flows.
+const MaxFlows = 64
+
+// flowList splits Flows ("" is none).
+func (g *Grant) flowList() []string {
+	if g.Flows == "" {
+		return nil
+	}
+	return strings.Split(g.Flows, ",")
+}
+
+// SealsFlow reports whether the grant's Flows allow values service from
+// returned to go to service to.
+func (g *Grant) SealsFlow(from, to string) bool {
+	for _, f := range g.flowList() {
+		if f == from+":"+to {
+			return true
+		}
+	}
+	return false
 }
 
 // wire is the plaintext JSON; every field a string so Secret's redaction
 // never reaches the sealed bytes.
 type wire struct {
-	V              int    `json:"v"`
-	Service        string `json:"service"`
-	Access         string `json:"access,omitempty"`
-	Kind           string `json:"kind,omitempty"`
-	Secret         string `json:"secret"`
-	Refresh        string `json:"refresh,omitempty"`
-	TokenExpiresAt string `json:"token_expires_at,omitempty"`
-	ExpiresAt      string `json:"expires_at"`
-	Nonce          string `json:"nonce"`
-	MemberKey      string `json:"member_key,omitempty"`
-	Op             string `json:"op,omitempty"`
-	ArgsSHA256     string `json:"args_sha256,omitempty"`
+	V              int      `json:"v"`
+	Service        string   `json:"service"`
+	Access         string   `json:"access,omitempty"`
+	Kind           string   `json:"kind,omitempty"`
+	Secret         string   `json:"secret"`
+	Refresh        string   `json:"refresh,omitempty"`
+	TokenExpiresAt string   `json:"token_expires_at,omitempty"`
+	ExpiresAt      string   `json:"expires_at"`
+	Nonce          string   `json:"nonce"`
+	MemberKey      string   `json:"member_key,omitempty"`
+	Op             string   `json:"op,omitempty"`
+	ArgsSHA256     string   `json:"args_sha256,omitempty"`
+	Flows          []string `json:"flows,omitempty"`
 }
 
 // EffectiveAccess is the access the grant confers: "write" for a write
@@ -218,6 +248,14 @@ func (g *Grant) Validate() error {
 		return errors.New("args_sha256 is not 64 lower-case hex digits")
 	case g.ArgsSHA256 != "" && g.Op == "":
 		return errors.New("args_sha256 needs op")
+	case len(g.flowList()) > MaxFlows:
+		return fmt.Errorf("more than %d flows", MaxFlows)
+	}
+	for _, f := range g.flowList() {
+		from, to, ok := strings.Cut(f, ":")
+		if !ok || !serviceRe.MatchString(from) || !serviceRe.MatchString(to) || from == to {
+			return errors.New(`a flow is not "from:to" of two service ids`)
+		}
 	}
 	if g.TokenExpiresAt != "" {
 		if _, err := time.Parse(time.RFC3339, g.TokenExpiresAt); err != nil {
@@ -269,7 +307,7 @@ func Seal(g *Grant, to PublicKey, random io.Reader) (string, error) {
 		V: Version, Service: c.Service, Access: c.Access, Kind: c.Kind,
 		Secret: string(c.Secret), Refresh: string(c.Refresh), TokenExpiresAt: c.TokenExpiresAt,
 		ExpiresAt: c.ExpiresAt.UTC().Format(time.RFC3339), Nonce: c.Nonce, MemberKey: c.MemberKey,
-		Op: c.Op, ArgsSHA256: c.ArgsSHA256,
+		Op: c.Op, ArgsSHA256: c.ArgsSHA256, Flows: c.flowList(),
 	}, to, random, "grant")
 }
 
@@ -371,10 +409,15 @@ func Open(sealed string, k *PrivateKey) (*Grant, error) {
 	if err != nil {
 		return nil, invalid("expires_at is not RFC 3339")
 	}
+	for _, f := range w.Flows {
+		if f == "" || strings.Contains(f, ",") { // one flow an element: one reading
+			return nil, invalid(`a flow is not "from:to" of two service ids`)
+		}
+	}
 	g := &Grant{
 		Service: w.Service, Access: w.Access, Kind: w.Kind,
 		Secret: Secret(w.Secret), Refresh: Secret(w.Refresh), TokenExpiresAt: w.TokenExpiresAt,
-		ExpiresAt: exp, Nonce: w.Nonce, MemberKey: w.MemberKey, Op: w.Op, ArgsSHA256: w.ArgsSHA256,
+		ExpiresAt: exp, Nonce: w.Nonce, MemberKey: w.MemberKey, Op: w.Op, ArgsSHA256: w.ArgsSHA256, Flows: strings.Join(w.Flows, ","),
 	}
 	if err := g.Validate(); err != nil {
 		return nil, invalid(err.Error())

@@ -214,6 +214,8 @@ func TestSealOpenRoundTrip(t *testing.T) {
 			TokenExpiresAt: "2026-11-30T11:00:00Z", ExpiresAt: t0, Nonce: strings.Repeat("n", MaxNonceLen),
 			MemberKey: member.Public().String(), Op: "create_issue", ArgsSHA256: strings.Repeat("ab", 32),
 		}},
+		{name: "research flows", g: &Grant{Service: "github", Access: AccessRead, Secret: "ghp_a", ExpiresAt: t0,
+			Nonce: "0123456789abcdef", Flows: "dnsimple:github,stripe:github"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -269,6 +271,11 @@ func TestSealRefuses(t *testing.T) {
 		{name: "bad op", edit: func(g *Grant) { g.Op = "Create-Issue" }, want: "op"},
 		{name: "bad member key", edit: func(g *Grant) { g.MemberKey = "abc" }, want: "member_key"},
 		{name: "bad token expiry", edit: func(g *Grant) { g.TokenExpiresAt = "tomorrow" }, want: "token_expires_at"},
+		{name: "a flow without a colon", edit: func(g *Grant) { g.Flows = "dnsimple-github" }, want: "flow"},
+		{name: "a flow to itself", edit: func(g *Grant) { g.Flows = "github:github" }, want: "flow"},
+		{name: "a flow naming no service id", edit: func(g *Grant) { g.Flows = "dnsimple:GitHub" }, want: "flow"},
+		{name: "an empty flow", edit: func(g *Grant) { g.Flows = "dnsimple:github," }, want: "flow"},
+		{name: "too many flows", edit: func(g *Grant) { g.Flows = strings.Repeat("ab:cd,", MaxFlows) + "ab:cd" }, want: "flows"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -313,6 +320,10 @@ func TestOpenRefuses(t *testing.T) {
 		{name: "missing service", sealed: sealRaw(t, `{"v":1,"secret":"s","expires_at":"2026-11-30T10:02:00Z","nonce":"0123456789abcdef"}`, pub), reason: "service"},
 		{name: "unknown access", sealed: sealRaw(t, `{"v":1,"access":"admin",`+good+`}`, pub), reason: "access"},
 		{name: "invalid UTF-8", sealed: sealRaw(t, "{\"v\":1,\"kind\":\"\xff\","+good+"}", pub), reason: "not strict JSON"},
+		{name: "two flows in one element", sealed: sealRaw(t, `{"v":1,"flows":["dnsimple:github,stripe:github"],`+good+`}`, pub), reason: "flow"},
+		{name: "an empty flow", sealed: sealRaw(t, `{"v":1,"flows":[""],`+good+`}`, pub), reason: "flow"},
+		{name: "a flow to itself", sealed: sealRaw(t, `{"v":1,"flows":["github:github"],`+good+`}`, pub), reason: "flow"},
+		{name: "flows as a string", sealed: sealRaw(t, `{"v":1,"flows":"dnsimple:github",`+good+`}`, pub), reason: "wrong type"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
