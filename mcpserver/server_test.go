@@ -475,7 +475,10 @@ func TestResources(t *testing.T) {
 	for _, r := range res.Resources {
 		uris = append(uris, r.URI)
 	}
-	want := []string{"pinned://registry/dnsimple", "pinned://registry/github", "pinned://registry/hubspot", "pinned://registry/linear", "pinned://registry/stripe"}
+	var want []string
+	for _, id := range registry.Default().IDs() {
+		want = append(want, "pinned://registry/"+id)
+	}
 	slices.Sort(uris)
 	if !slices.Equal(uris, want) {
 		t.Errorf("resources %v", uris)
