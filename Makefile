@@ -65,7 +65,7 @@ walkthrough:
 test:
 	$(GO) test -race -count=1 ./...
 
-## demo: run ops of all five services against the local provider fake.
+## demo: run a viewer and a list op of every service against the local provider fake.
 demo: build
 	./bin/pinned demo
 
