@@ -18,6 +18,7 @@ var noDescription = map[string]string{
 	"github":   "GitHub publishes one (github/rest-api-description, 10 MB); not trimmed into descriptions/ yet",
 	"hubspot":  "HubSpot publishes one per API; not trimmed into descriptions/ yet",
 	"linear":   "a GraphQL API: its schema, not an OpenAPI description, describes it",
+	"shopify":  "a GraphQL API (the Admin GraphQL API): its schema, not an OpenAPI description, describes it; the legacy REST API has no published description",
 	"stripe":   "Stripe publishes one (stripe/openapi); not trimmed into descriptions/ yet",
 	"zendesk":  "Zendesk publishes one (developer.zendesk.com/zendesk/oas.yaml, 1.9 MB) on its site, not in a repository this project could read",
 	"todoist":  "Doist generates its v1 reference from an OpenAPI description but publishes no copy in a repository",
