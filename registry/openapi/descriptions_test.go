@@ -14,6 +14,8 @@ import (
 // noDescription names the embedded services without a published OpenAPI
 // description in descriptions/, and why.
 var noDescription = map[string]string{
+	"airtable": "Airtable publishes a hand-written reference (airtable.com/developers/web/api), no OpenAPI description",
+	"calendly": "Calendly generates its reference (developer.calendly.com) from an OpenAPI description but publishes no copy in a repository",
 	"dnsimple": "DNSimple publishes its reference as prose, not an OpenAPI description",
 	"github":   "GitHub publishes one (github/rest-api-description, 10 MB); not trimmed into descriptions/ yet",
 	"hubspot":  "HubSpot publishes one per API; not trimmed into descriptions/ yet",
