@@ -87,7 +87,7 @@ test: $(TSDEP)
 ts-client:
 	npm ci --prefix $(TSCLIENT) --no-audit --no-fund --ignore-scripts
 
-## demo: run ops of all five services against the local provider fake.
+## demo: run a viewer and a list op of every service against the local provider fake.
 demo: build
 	./bin/pinned demo
 

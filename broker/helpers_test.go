@@ -19,6 +19,7 @@ import (
 	"github.com/elevenmessenger/pinned/internal/demo/fakeapi"
 	"github.com/elevenmessenger/pinned/internal/httperr"
 	"github.com/elevenmessenger/pinned/internal/testing/testutil"
+	"github.com/elevenmessenger/pinned/registry"
 )
 
 const (
@@ -248,7 +249,9 @@ func (e *env) viewer(t *testing.T, service, token string) int {
 	case fakeapi.Stripe:
 		req, _ = http.NewRequest(http.MethodGet, "https://api.stripe.com/v1/account", nil)
 	case fakeapi.Linear:
-		req, _ = http.NewRequest(http.MethodPost, "https://api.linear.app/graphql", strings.NewReader(`{"query":"query { viewer { id } }"}`))
+		// The manifest's own viewer query: the fake answers an op's text.
+		m, _ := registry.Default().Service(fakeapi.Linear)
+		req, _ = http.NewRequest(http.MethodPost, "https://api.linear.app/graphql", bytes.NewReader(m.Ops["get_viewer"].BodyJSON))
 		req.Header.Set("Content-Type", "application/json")
 	}
 	req.Header.Set("Authorization", "Bearer "+token)

@@ -23,7 +23,7 @@ func TestBodyJSONBoundToTemplate(t *testing.T) {
 
 	// A team id, looked up directly at the fake (the attacker would pass it
 	// in the args).
-	req, _ := http.NewRequest("POST", "https://api.linear.app/graphql", strings.NewReader(`{"query":"{ teams(first: 1) { nodes { id } } }"}`))
+	req, _ := http.NewRequest("POST", "https://api.linear.app/graphql", strings.NewReader(`{"query":"query Teams($first: Int!) { teams(first: $first) { nodes { id key name description } } }","variables":{"first":1}}`))
 	req.Header.Set("Authorization", token)
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := env.fake.Client().Do(req)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/elevenmessenger/pinned/host/api"
 	"github.com/elevenmessenger/pinned/internal/demo/fakeapi"
+	"github.com/elevenmessenger/pinned/registry"
 	"github.com/elevenmessenger/pinned/secret"
 )
 
@@ -97,10 +98,17 @@ func fakeTotal(t *testing.T, env *testEnv, l pagedList) int {
 			after = "&after=" + paging["next"].(map[string]any)["after"].(string)
 		}
 	}
-	// Linear: count through GraphQL with the fake's own paging.
+	// Linear: count through GraphQL with the fake's own paging, sending
+	// the manifest's own query text (the fake answers only an op's).
+	m, _ := registry.Default().Service(fakeapi.Linear)
+	var q struct{ Query string }
+	if err := json.Unmarshal(m.Ops["list_issues"].BodyJSON, &q); err != nil {
+		t.Fatal(err)
+	}
+	query, _ := json.Marshal(q.Query)
 	n, after := 0, "null"
 	for {
-		body := `{"query":"query { issues(first: 250, after: ` + after + `) { nodes { id } pageInfo { hasNextPage endCursor } } }"}`
+		body := `{"query":` + string(query) + `,"variables":{"first":100,"after":` + after + `}}`
 		req, _ := http.NewRequest(http.MethodPost, "https://api.linear.app/graphql", strings.NewReader(body))
 		req.Header.Set("Authorization", fakeapi.Token(l.service))
 		req.Header.Set("Content-Type", "application/json")
@@ -128,7 +136,7 @@ func fakeTotal(t *testing.T, env *testEnv, l pagedList) int {
 		if !v.Data.Issues.PageInfo.HasNextPage {
 			return n
 		}
-		after = `\"` + v.Data.Issues.PageInfo.EndCursor + `\"`
+		after = `"` + v.Data.Issues.PageInfo.EndCursor + `"`
 	}
 }
 

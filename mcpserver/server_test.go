@@ -135,7 +135,16 @@ func TestToolsListSize(t *testing.T) {
 	if sizes[ToolsCompact] >= sizes[ToolsFull] {
 		t.Errorf("compact (%d bytes) is not smaller than full (%d bytes)", sizes[ToolsCompact], sizes[ToolsFull])
 	}
+	// The budget docs/MCP.md states: compact mode at most
+	// CompactTokensPerService tokens (bytes/4) a connected service.
+	if per := sizes[ToolsCompact] / 4 / len(all); per > CompactTokensPerService {
+		t.Errorf("compact mode costs %d tokens a service with %d services, over the budget of %d (docs/MCP.md)", per, len(all), CompactTokensPerService)
+	}
 }
+
+// CompactTokensPerService is compact mode's budget per connected service,
+// in tokens estimated as bytes/4 (docs/MCP.md, "Size of tools/list").
+const CompactTokensPerService = 500
 
 // TestNoElicitationNoWriteTools: a client that cannot ask the person gets
 // no write tool (full: none listed; compact: the dispatcher without its
@@ -459,7 +468,10 @@ func TestResources(t *testing.T) {
 	for _, r := range res.Resources {
 		uris = append(uris, r.URI)
 	}
-	want := []string{"pinned://registry/dnsimple", "pinned://registry/github", "pinned://registry/hubspot", "pinned://registry/linear", "pinned://registry/stripe"}
+	var want []string
+	for _, id := range registry.Default().IDs() {
+		want = append(want, "pinned://registry/"+id)
+	}
 	slices.Sort(uris)
 	if !slices.Equal(uris, want) {
 		t.Errorf("resources %v", uris)

@@ -121,8 +121,8 @@ func compactTool(m *registry.Manifest, ops []string, withWrites bool) *mcp.Tool 
 // {"data", "next"} as an op tool's, data being the named op's pick
 // projection (its fields are in the manifest resource).
 var compactOutputSchema = json.RawMessage(`{"type":"object","properties":{` +
-	`"data":{"description":"only the fields the op's manifest picks (pinned://registry/<service>), in the object or in each element of a list","type":["object","array","null"]},` +
-	`"next":{"type":"object","description":"the args of the next page: call this tool again with the same op and these args; absent on the last page"}},` +
+	`"data":{"description":"the op's picked fields (pinned://registry/<service>)","type":["object","array","null"]},` +
+	`"next":{"type":"object","description":"the next page's args; absent on the last page"}},` +
 	`"required":["data"],"additionalProperties":false}`)
 
 func sentence(s string) string { return strings.TrimSuffix(strings.TrimSpace(s), ".") + "." }

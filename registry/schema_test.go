@@ -81,6 +81,7 @@ func TestSchemaAgreesWithParse(t *testing.T) {
 		{name: "literal braces", edits: []string{`"expand[]": "labels"`, `"expand[]": "{ } {} {{limit}} {\"x\""`}, accept: true},
 		{name: "sub-delims in path", edits: []string{`"path": "/v1/me"`, `"path": "/v1/me:self/~a,b;c=d@e/..."`}, accept: true},
 		{name: "unknown top-level field", edits: []string{`"viewer": "get_viewer",`, `"viewer": "get_viewer", "colour": "red",`}},
+		{name: "draft mark", edits: []string{`"viewer": "get_viewer",`, `"viewer": "get_viewer", "draft": {"source": "openapi: acme.yaml"},`}},
 		{name: "unknown arg field", edits: []string{`"secret": true`, `"secret": true, "hidden": true`}},
 		{name: "manifest 2", edits: []string{`"manifest": 1,`, `"manifest": 2,`}},
 		{name: "id syntax", edits: []string{`"id": "acme",`, `"id": "Acme",`}},

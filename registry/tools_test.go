@@ -199,7 +199,7 @@ func TestServiceOpToolSamples(t *testing.T) {
 		{name: "wrong type", doc: `{"service":"dnsimple","op":"list_domains","args":{"account":"1385"}}`},
 		{name: "boolean as string", doc: `{"service":"dnsimple","op":"register_domain","args":{"account":1,"domain":"example.com","registrant_id":7,"auto_renew":"yes"}}`},
 		{name: "op of another service", doc: `{"service":"github","op":"list_teams","args":{}}`},
-		{name: "unknown service", doc: `{"service":"gitlab","op":"get_viewer","args":{}}`},
+		{name: "unknown service", doc: `{"service":"githb","op":"get_viewer","args":{}}`},
 		{name: "unknown op", doc: `{"service":"github","op":"delete_repo","args":{}}`},
 		{name: "missing args", doc: `{"service":"github","op":"get_viewer"}`},
 		{name: "missing op", doc: `{"service":"github","args":{}}`},

@@ -190,6 +190,10 @@ func sealTo(t testing.TB, g grant.Grant, to grant.PublicKey) string {
 	}
 	if g.Secret == "" {
 		g.Secret = secret.Secret(fakeapi.Token(g.Service))
+		if g.Kind != grant.KindOAuth {
+			g.User = secret.Secret(fakeapi.User(g.Service))
+		}
+		g.Tenant = fakeapi.Tenant(g.Service)
 	}
 	if g.Kind == "" {
 		g.Kind = grant.KindPAT

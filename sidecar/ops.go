@@ -257,7 +257,7 @@ func (s *Server) enforceGrantAndRun(ctx context.Context, info *reqInfo, req *OpR
 		return nil, "", e
 	}
 
-	cred := host.Credential{Kind: g.Kind, Secret: g.Secret}
+	cred := host.Credential{Kind: g.Kind, Secret: g.Secret, User: g.User, Tenant: g.Tenant}
 	rot := s.rotationFor(req.Service, g)
 	if rot != nil {
 		if e := rot.before(ctx, info); e != nil {
@@ -266,6 +266,7 @@ func (s *Server) enforceGrantAndRun(ctx context.Context, info *reqInfo, req *OpR
 			return nil, "", e
 		}
 		cred = rot.credential()
+		cred.Tenant = g.Tenant // the connection's host, whichever token
 	}
 	// Every secret of the grant (and of the pairs a research session's
 	// rotations replaced) is withheld like the credential if an answer

@@ -156,7 +156,7 @@ func TestServiceOpEndToEnd(t *testing.T) {
 
 	// The unknown service is refused before the grant is looked at.
 	env.fake.Reset()
-	if r := env.op(t, "gitlab", "get_viewer", `{}`, "x"); r.status != 400 || r.err.Error.Code != "unknown_service" || len(env.fake.Requests()) != 0 {
+	if r := env.op(t, "githb", "get_viewer", `{}`, "x"); r.status != 400 || r.err.Error.Code != "unknown_service" || len(env.fake.Requests()) != 0 {
 		t.Fatalf("unknown service: %d %s", r.status, r.body)
 	}
 

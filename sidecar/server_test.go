@@ -64,7 +64,7 @@ func TestEndpoints(t *testing.T) {
 		{name: "tools anthropic", method: "GET", path: "/v1/tools?format=anthropic", status: 200, contain: []string{`"input_schema"`}},
 		{name: "tools mcp", method: "GET", path: "/v1/tools?format=mcp", status: 200, contain: []string{`{"tools":[{"name":"service_op"`, `"inputSchema":{"type":"object"`}},
 		{name: "tools bad format", method: "GET", path: "/v1/tools?format=openai", status: 400, code: "bad_request"},
-		{name: "registry", method: "GET", path: "/v1/registry", status: 200, contain: []string{`"digest":"` + registry.Default().Digest() + `"`, `"services":[{"manifest":1,"id":"dnsimple"`}},
+		{name: "registry", method: "GET", path: "/v1/registry", status: 200, contain: []string{`"digest":"` + registry.Default().Digest() + `"`, `"services":[{"manifest":1,"id":"` + registry.Default().IDs()[0] + `"`}},
 		{name: "identity", method: "GET", path: "/v1/identity", status: 200, contain: []string{`{"public_key":"` + env.key.Public().String() + `","registry":"` + registry.Default().Digest() + `"}`}},
 		{name: "metrics", method: "GET", path: "/metrics", status: 200, contain: []string{"pinned_sidecar_replay_cache_capacity 100000", "pinned_sidecar_in_flight 0"}},
 		{name: "not found", method: "GET", path: "/v2/ops", status: 404, code: "not_found"},

@@ -14,6 +14,7 @@ import (
 
 	"github.com/elevenmessenger/pinned/host"
 	"github.com/elevenmessenger/pinned/host/api"
+	"github.com/elevenmessenger/pinned/internal/demo/fakeapi"
 	"github.com/elevenmessenger/pinned/registry"
 )
 
@@ -112,6 +113,14 @@ func validArgs(t *testing.T, m *registry.Manifest, name string, op *registry.Op)
 	candidates := []string{`"example.com"`, `"abc"`, `"12345"`, `"00000000-0000-0000-0000-000000000000"`, `"cus_abc"`, `"ch_abc"`, `"ENG-1"`, `1`, `true`}
 	args := map[string]string{}
 	tried := map[string]int{}
+	// The fake's example args are valid; start from their required ones.
+	var ex map[string]json.RawMessage
+	_ = json.Unmarshal(fakeapi.Example(m.ID, name), &ex)
+	for a, v := range ex {
+		if op.Args[a] != nil && op.Args[a].Required {
+			args[a] = string(v)
+		}
+	}
 	for range 100 {
 		var rej *host.Error
 		if err := host.ValidateArgs(m, name, []byte(objectText(args)), 0); err == nil {

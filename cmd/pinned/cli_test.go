@@ -78,7 +78,7 @@ func TestDispatch(t *testing.T) {
 		{name: "a typo of a flag", args: []string{"op", "--servce", "github"}, code: 2, stderr: "pinned op: flag provided but not defined: -servce (did you mean --service?)\nrun 'pinned op --help' for usage\n"},
 		{name: "a duration without a unit", args: []string{"op", "--timeout", "5"}, code: 2, stderr: "pinned op: --timeout 5: a duration needs a unit: use 5s (or e.g. 500ms, 2m, 1h)\nrun 'pinned op --help' for usage\n"},
 		{name: "a typo of a grant subcommand", args: []string{"grant", "sael"}, code: 2, stderr: "pinned grant: unknown subcommand \"sael\" (did you mean \"seal\"?): want seal or open\nrun 'pinned grant --help' for usage\n"},
-		{name: "a typo of a registry subcommand", args: []string{"registry", "lsit"}, code: 2, stderr: "pinned registry: unknown subcommand \"lsit\" (did you mean \"list\"?): want check, list or show\nrun 'pinned registry --help' for usage\n"},
+		{name: "a typo of a registry subcommand", args: []string{"registry", "lsit"}, code: 2, stderr: "pinned registry: unknown subcommand \"lsit\" (did you mean \"list\"?): want check, import, lint, list or show\nrun 'pinned registry --help' for usage\n"},
 		{name: "unknown flag", args: []string{"--bogus"}, code: 2, stderr: "pinned: flag provided but not defined: -bogus\nrun 'pinned --help' for usage\n"},
 		{name: "demo rejects a stray argument", args: []string{"demo", "extra"}, code: 2, stderr: "pinned demo: unexpected argument \"extra\" (flags only; see --help)\n"},
 		{name: "demo --listen without --web", args: []string{"demo", "--listen", "127.0.0.1:9999"}, code: 2, stderr: "pinned demo: --listen is pinned web's address, for --web only (pinned demo --web --listen 127.0.0.1:9999)\nrun 'pinned demo --help' for usage\n"},

@@ -20,11 +20,11 @@ func TestConnectMCPUsage(t *testing.T) {
 		args   []string
 		stderr string
 	}{
-		{"no service", []string{"connect"}, "pinned connect: which service? e.g. pinned connect github (services: dnsimple, github, hubspot, linear, stripe)\n"},
-		{"unknown service", []string{"connect", "gitlab"}, "pinned connect: unknown service \"gitlab\" (did you mean \"github\"?) (services: dnsimple, github, hubspot, linear, stripe)\n"},
-		{"unknown service far from any", []string{"connect", "jira"}, "pinned connect: unknown service \"jira\" (services: dnsimple, github, hubspot, linear, stripe)\n"},
+		{"no service", []string{"connect"}, "pinned connect: which service? e.g. pinned connect github (services: " + allServices + ")\n"},
+		{"unknown service", []string{"connect", "githb"}, "pinned connect: unknown service \"githb\" (did you mean \"github\"?) (services: " + allServices + ")\n"},
+		{"unknown service far from any", []string{"connect", "zzfake"}, "pinned connect: unknown service \"zzfake\" (services: " + allServices + ")\n"},
 		{"service after the flags", []string{"connect", "--cap", "admin", "github"}, "pinned connect: --cap must be read or write, not \"admin\"\n"},
-		{"service between the flags", []string{"connect", "--fake", "gitlab", "--cap", "write"}, "pinned connect: unknown service \"gitlab\" (did you mean \"github\"?) (services: dnsimple, github, hubspot, linear, stripe)\n"},
+		{"service between the flags", []string{"connect", "--fake", "githb", "--cap", "write"}, "pinned connect: unknown service \"githb\" (did you mean \"github\"?) (services: " + allServices + ")\n"},
 		{"two services", []string{"connect", "github", "stripe"}, "pinned connect: unexpected argument \"stripe\" (see --help)\n"},
 		{"two services around a flag", []string{"connect", "github", "--fake", "stripe"}, "pinned connect: unexpected argument \"stripe\" (see --help)\n"},
 		{"bad cap", []string{"connect", "github", "--cap", "admin"}, "pinned connect: --cap must be read or write, not \"admin\"\n"},

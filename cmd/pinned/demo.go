@@ -16,6 +16,7 @@ import (
 	"github.com/elevenmessenger/pinned/host"
 	"github.com/elevenmessenger/pinned/internal/demo/fakeapi"
 	"github.com/elevenmessenger/pinned/internal/demo/fakemodel"
+	"github.com/elevenmessenger/pinned/registry"
 	"github.com/elevenmessenger/pinned/secret"
 	"github.com/elevenmessenger/pinned/sidecar/api"
 )
@@ -23,8 +24,8 @@ import (
 const demoUsage = `Usage: pinned demo [--full] | pinned demo --web [--listen ADDR]
 
 Starts the local HTTPS provider fake in-process (nothing leaves this
-machine), then runs, for each of the five services, its viewer op and a
-list op, plus one confirmed write, all through the WebAssembly sandbox. For
+machine), then runs, for each service of the registry, its viewer op and
+a list op, plus one confirmed write, all through the WebAssembly sandbox. For
 each op it prints the bytes the provider sent, the bytes the manifest's
 pick let through, and the result.
 
@@ -55,18 +56,52 @@ type demoOp struct {
 	service, op, args string
 }
 
-var demoOps = []demoOp{
-	{"github", "get_viewer", `{}`},
-	{"github", "list_repos", `{"per_page":100}`},
-	{"github", "create_issue", `{"owner":"pinned-tester","repo":"notes","title":"Hello from pinned","body":"Opened by pinned demo through the sandbox."}`},
-	{"dnsimple", "get_viewer", `{}`},
-	{"dnsimple", "list_domains", `{"account":1385}`},
-	{"stripe", "get_viewer", `{}`},
-	{"stripe", "list_customers", `{"limit":100}`},
-	{"hubspot", "get_viewer", `{}`},
-	{"hubspot", "list_contacts", `{"limit":100}`},
-	{"linear", "get_viewer", `{}`},
-	{"linear", "list_issues", `{"first":50}`},
+// demoOps are the demo's ops: for every service of the embedded
+// registry its viewer and its first list op, run with the example args
+// of the fake's fixtures (less the cursor, so the first page comes
+// back), then one confirmed write.
+var demoOps = func() []demoOp {
+	var out []demoOp
+	for _, m := range registry.Default().Services() {
+		if m.Viewer != "" {
+			out = append(out, demoOp{m.ID, m.Viewer, `{}`})
+		}
+		if name := listOp(m); name != "" {
+			out = append(out, demoOp{m.ID, name, firstPage(m, name)})
+		}
+	}
+	return append(out, demoOp{"github", "create_issue", `{"owner":"pinned-tester","repo":"notes","title":"Hello from pinned","body":"Opened by pinned demo through the sandbox."}`})
+}()
+
+// listOp names a service's list op: its first read op that pages, or
+// else its first read op named list_*, other than the viewer.
+func listOp(m *registry.Manifest) string {
+	var named string
+	for _, name := range m.OpNames() {
+		op := m.Ops[name]
+		switch {
+		case name == m.Viewer || op.Access != registry.AccessRead:
+		case op.Paginate != nil:
+			return name
+		case named == "" && strings.HasPrefix(name, "list_"):
+			named = name
+		}
+	}
+	return named
+}
+
+// firstPage is an op's example args in the fake's fixtures, less its
+// paginate arg.
+func firstPage(m *registry.Manifest, name string) string {
+	var args map[string]json.RawMessage
+	if json.Unmarshal(fakeapi.Example(m.ID, name), &args) != nil || args == nil {
+		return `{}`
+	}
+	if pg := m.Ops[name].Paginate; pg != nil {
+		delete(args, pg.Arg)
+	}
+	b, _ := json.Marshal(args)
+	return string(b)
 }
 
 func runDemo(args []string, stdout, stderr io.Writer) int {
@@ -113,25 +148,25 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 
 	fmt.Fprintf(stdout, "pinned demo: provider fake on %s (a local HTTPS server with a generated CA; "+
 		"each pinned host is mapped to it). Sandbox ready in %s.\n\n", fake.Addr(), time.Since(start).Round(time.Millisecond))
-	fmt.Fprintf(stdout, "%-9s %-15s %-6s %12s %12s %9s\n", "SERVICE", "OP", "STATUS", "RAW BYTES", "PROJECTED", "TIME")
+	fmt.Fprintf(stdout, "%-14s %-20s %-6s %12s %12s %9s\n", "SERVICE", "OP", "STATUS", "RAW BYTES", "PROJECTED", "TIME")
 	failed := 0
 	for _, d := range demoOps {
 		res, err := eng.Run(ctx, host.Call{
 			Service: d.service, Op: d.op, Args: json.RawMessage(d.args),
-			Credential: host.Credential{Kind: "pat", Secret: secret.Secret(fakeapi.Token(d.service))},
+			Credential: host.Credential{Kind: "pat", Secret: secret.Secret(fakeapi.Token(d.service)), User: secret.Secret(fakeapi.User(d.service)), Tenant: fakeapi.Tenant(d.service)},
 		})
 		if err != nil {
 			failed++
 			var he *host.Error
 			if errors.As(err, &he) {
-				fmt.Fprintf(stdout, "%-9s %-15s FAILED %s: %s\n", d.service, d.op, he.Code, he.Message)
+				fmt.Fprintf(stdout, "%-14s %-20s FAILED %s: %s\n", d.service, d.op, he.Code, he.Message)
 			} else {
-				fmt.Fprintf(stdout, "%-9s %-15s FAILED %s\n", d.service, d.op, errText(err))
+				fmt.Fprintf(stdout, "%-14s %-20s FAILED %s\n", d.service, d.op, errText(err))
 			}
 			continue
 		}
-		fmt.Fprintf(stdout, "%-9s %-15s %-6d %12d %12d %9s\n", d.service, d.op, res.Status, res.RawBytes, len(res.Data), res.Duration.Round(100*time.Microsecond))
-		fmt.Fprintf(stdout, "          args %s\n          %s\n", d.args, preview(res.Data, *full))
+		fmt.Fprintf(stdout, "%-14s %-20s %-6d %12d %12d %9s\n", d.service, d.op, res.Status, res.RawBytes, len(res.Data), res.Duration.Round(100*time.Microsecond))
+		fmt.Fprintf(stdout, "               args %s\n               %s\n", d.args, preview(res.Data, *full))
 	}
 	fmt.Fprintln(stdout)
 	if failed > 0 {

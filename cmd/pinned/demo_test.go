@@ -6,12 +6,14 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/elevenmessenger/pinned/host"
 	"github.com/elevenmessenger/pinned/internal/demo/fakeapi"
 	"github.com/elevenmessenger/pinned/internal/demo/fakemodel"
+	"github.com/elevenmessenger/pinned/registry"
 )
 
 func TestIsolationPhrase(t *testing.T) {
@@ -49,7 +51,13 @@ func TestRunDemo(t *testing.T) {
 	if code := runDemo(nil, &stdout, &stderr); code != 0 {
 		t.Fatalf("exit %d\nstdout %s\nstderr %s", code, &stdout, &stderr)
 	}
-	want := "\nAll 11 ops ran " + isolationPhrase(strategy) + "; every result holds only the fields its manifest's pick names.\n"
+	// Every service of the registry runs its viewer and a list op.
+	for _, m := range registry.Default().Services() {
+		if !strings.Contains(stdout.String(), "\n"+m.ID+" ") || listOp(m) == "" || !strings.Contains(stdout.String(), " "+listOp(m)+" ") {
+			t.Errorf("the demo runs no viewer and list op of %s:\n%s", m.ID, &stdout)
+		}
+	}
+	want := "\nAll " + strconv.Itoa(len(demoOps)) + " ops ran " + isolationPhrase(strategy) + "; every result holds only the fields its manifest's pick names.\n"
 	if !strings.Contains(stdout.String(), want) {
 		t.Errorf("stdout lacks %q:\n%s", want, &stdout)
 	}

@@ -97,6 +97,7 @@ type sealFlags struct {
 	ttl, tokenExpiresIn                                                                              time.Duration
 	flows                                                                                            []string
 	only                                                                                             []string
+	tenant, user, userEnv                                                                            *string
 
 	// pair, when set, is the credential instead of the environment: the
 	// rotated pair pinned grant open re-seals.
@@ -132,6 +133,7 @@ func grantSealFlags() (*flag.FlagSet, *sealFlags) {
 		f.only = append(f.only, v)
 		return nil
 	})
+	f.tenant, f.user, f.userEnv = connectionFlags(fs)
 	fs.StringVar(&f.tokenExpiresAt, "token-expires-at", "", "the credential expires at this `time` (RFC 3339, as pinned grant open prints it; empty: unknown)")
 	return fs, &f
 }
@@ -287,7 +289,17 @@ func sealGrant(f *sealFlags, stdout, stderr io.Writer) int {
 	if he := credentialError(host.Credential{Kind: f.kind, Secret: secret.Secret(token)}); he != nil {
 		return usage("%s: %s in %s: %s", he.Code, he.Message, f.tokenEnv, credentialHint)
 	}
-	g.Secret = secret.Secret(token)
+	deref := func(p *string) string {
+		if p == nil { // grant open re-seals a rotated OAuth pair: no flags of its own
+			return ""
+		}
+		return *p
+	}
+	cred, msg := connectionCredential(m, f.kind, token, deref(f.tenant), deref(f.user), deref(f.userEnv))
+	if msg != "" {
+		return usage("%s", msg)
+	}
+	g.Secret, g.User, g.Tenant = secret.Secret(token), cred.User, cred.Tenant
 	if f.refreshEnv != "" {
 		if f.kind != grant.KindOAuth {
 			return usage("--refresh-env: a refresh token belongs to an OAuth pair: add --kind oauth")

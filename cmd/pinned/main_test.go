@@ -2,7 +2,10 @@ package main
 
 import (
 	"os"
+	"strings"
 	"testing"
+
+	"github.com/elevenmessenger/pinned/registry"
 )
 
 // TestMain points the sidecar's default state directory ($XDG_STATE_HOME)
@@ -18,3 +21,6 @@ func TestMain(m *testing.M) {
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
+
+// allServices lists the embedded registry's services as messages do.
+var allServices = strings.Join(registry.Default().IDs(), ", ")

@@ -70,12 +70,14 @@ func runOp(args []string, stdout, stderr io.Writer) int {
 	argsFlag := fs.String("args", "{}", "op arguments: a `JSON` object, @FILE to read it from a file, or - for stdin")
 	tokenEnv := fs.String("token-env", "PINNED_TOKEN", "environment `variable` holding the credential")
 	kind := fs.String("kind", "pat", "credential kind: `pat|oauth` (pat: a pasted token, sent as the manifest's scheme says; oauth: always Bearer)")
+	tenant, user, userEnv := connectionFlags(fs)
 	useFake := fs.Bool("fake", false, "run against an in-process provider fake (uses its token when the env var is unset)")
 	connectTo := fs.String("connect-to", "", "send every pinned host to this `ip:port` (a running pinned fakeapi); needs --cacert")
 	caFile := fs.String("cacert", "", "PEM `file` of an extra CA to trust with --connect-to")
 	timeout := fs.Duration("timeout", host.DefaultTimeout, "deadline for the whole op, with a unit (e.g. 30s, 2m); 0 means no deadline")
 	yes := fs.Bool("yes", false, "run a write op without asking (needed for writes when stdin is not a terminal)")
 	manifestFile := fs.String("manifest", "", "MANIFEST AUTHORS ONLY: use this manifest `file` instead of (or besides) the embedded one of its id; the sidecar has no such flag")
+	fixtures := fs.String("fixtures", "", "MANIFEST AUTHORS ONLY: with --fake and --manifest, the fake serves the manifest from the fixtures in this `directory` (the layout of internal/demo/fakeapi/testdata/<id>/) and its credential is theirs")
 	cacheDir := fs.String("cache-dir", defaultCacheDir(), "compiled-code cache `directory`, writable by you only (empty: compile in memory)")
 	verbose := fs.Bool("v", false, "print the status and the raw and projected sizes on stderr")
 	pretty := fs.Bool("pretty", false, "indent the JSON output")
@@ -153,19 +155,34 @@ func runOp(args []string, stdout, stderr io.Writer) int {
 	token := os.Getenv(*tokenEnv)
 	fromEnv := token != ""
 	switch {
+	case *fixtures != "" && (!*useFake || *manifestFile == ""):
+		return usage("--fixtures needs --fake and --manifest (the fake serves that manifest from them)")
 	case *useFake:
-		fake, err := fakeapi.New()
+		var opts []fakeapi.Option
+		if *fixtures != "" {
+			if st, err := os.Stat(*fixtures); err != nil || !st.IsDir() {
+				return usage("--fixtures %s: not a directory of fixture files", *fixtures)
+			}
+			opts = append(opts, fakeapi.WithService(m, os.DirFS(*fixtures)))
+		}
+		fake, err := fakeapi.New(opts...)
 		if err != nil {
 			fmt.Fprintf(stderr, "pinned op: start the provider fake: %s\n", errText(err))
 			return 1
 		}
 		defer fake.Close()
 		cfg.Override = &host.Override{Addr: fake.Addr(), CAPEM: fake.CACertPEM()}
+		ftoken, fuser, ftenant := fake.Connection(*service)
 		if token == "" {
-			token = fakeapi.Token(*service)
+			token = ftoken
 			if *kind == "oauth" {
 				token = fakeapi.OAuthToken(*service)
+			} else if *user == "" && *userEnv == "" {
+				*user = fuser
 			}
+		}
+		if *tenant == "" {
+			*tenant = ftenant
 		}
 	case *connectTo != "":
 		pem, err := os.ReadFile(*caFile)
@@ -188,6 +205,10 @@ func runOp(args []string, stdout, stderr io.Writer) int {
 	if he := credentialError(host.Credential{Kind: *kind, Secret: secret.Secret(token)}); he != nil {
 		return usage("%s: %s in %s: %s", he.Code, he.Message, *tokenEnv, credentialHint)
 	}
+	cred, msg := connectionCredential(m, *kind, token, *tenant, *user, *userEnv)
+	if msg != "" {
+		return usage("%s", msg)
+	}
 
 	ctx := context.Background()
 	eng, err := host.New(ctx, cfg)
@@ -204,7 +225,7 @@ func runOp(args []string, stdout, stderr io.Writer) int {
 	}
 	res, err := eng.Run(ctx, host.Call{
 		Service: *service, Op: *opName, Args: json.RawMessage(argsJSON),
-		Credential: host.Credential{Kind: *kind, Secret: secret.Secret(token)},
+		Credential: cred,
 		Pages:      *pages,
 	})
 	if err != nil {

@@ -15,6 +15,9 @@ import (
 
 const registryUsage = `Usage:
   pinned registry check FILE|DIR...           check manifests with the loader's rules
+  pinned registry import openapi FILE OP...   write a draft manifest from an OpenAPI description
+  pinned registry lint --openapi FILE MANIFEST...
+                                              check manifests' ops against an OpenAPI description
   pinned registry list [--output table|json]  list the services and ops of the embedded registry
   pinned registry show SERVICE [OP] [--output text|json]
                                               what an op takes, renders, asks and returns
@@ -82,14 +85,19 @@ last three left out when empty).
 that manifest instead of (or besides) the embedded one of its id, with a
 warning line; the sidecar has no such flag.
 
+import and lint are the manifest factory (pinned registry import --help,
+pinned registry lint --help): import writes a draft for operations of a
+provider's OpenAPI description, which check refuses until a reviewer
+deletes its "draft" mark; lint holds every op to the description.
+
 Exit status: 0 all manifests pass (or the list was printed), 1 a manifest
 was refused, 2 bad usage.
 `
 
 // registrySubcommands are the words after "pinned registry".
-var registrySubcommands = []string{"check", "list", "show"}
+var registrySubcommands = []string{"check", "import", "lint", "list", "show"}
 
-// runRegistry implements "pinned registry check|list|show"; args excludes
+// runRegistry implements "pinned registry check|import|lint|list|show"; args excludes
 // "registry".
 func runRegistry(args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && isHelp(args[0]) {
@@ -100,7 +108,7 @@ func runRegistry(args []string, stdout, stderr io.Writer) int {
 		return flagError(stderr, "registry", fmt.Sprintf(format, a...))
 	}
 	if len(args) == 0 {
-		return bad("missing subcommand: check, list or show")
+		return bad("missing subcommand: check, import, lint, list or show")
 	}
 	switch sub, rest := args[0], args[1:]; sub {
 	case "check":
@@ -125,6 +133,10 @@ func runRegistry(args []string, stdout, stderr io.Writer) int {
 			return bad("check: no files given")
 		}
 		return registryCheck(files, stdout, stderr)
+	case "import":
+		return runRegistryImport(rest, stdout, stderr)
+	case "lint":
+		return runRegistryLint(rest, stdout, stderr)
 	case "list":
 		format, pos, code, ok := outputFlag("registry list", "table", []string{"table", "json"}, rest, stdout, stderr)
 		if !ok {
@@ -165,7 +177,7 @@ func runRegistry(args []string, stdout, stderr io.Writer) int {
 		if strings.HasPrefix(sub, "-") {
 			return bad("%s", undefinedFlag(sub))
 		}
-		return bad("%s: want check, list or show", unknownWord("subcommand", sub, registrySubcommands))
+		return bad("%s: want check, import, lint, list or show", unknownWord("subcommand", sub, registrySubcommands))
 	}
 }
 

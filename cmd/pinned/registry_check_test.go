@@ -27,6 +27,9 @@ func TestRunRegistry(t *testing.T) {
 	}
 	slip := write("slip/linear.json", strings.Replace(string(registry.Default().Raw("linear")), "{ nodes {", "{nodes {", 1))
 	renamed := write("gh.json", string(registry.Default().Raw("github")))
+	acmeYAML := filepath.Join("..", "..", "registry", "openapi", "testdata", "acmenotes.yaml")
+	acmeJSON := filepath.Join("..", "..", "registry", "openapi", "testdata", "acmenotes.json")
+	draft := filepath.Join(dir, "acmenotes.json")
 
 	tests := []struct {
 		name       string
@@ -50,7 +53,7 @@ func TestRunRegistry(t *testing.T) {
 		{name: "check file after --", args: []string{"check", "--", github}, code: 0, stdout: []string{"ok: 1 manifest\n"}},
 		{name: "check a directory", args: []string{"check", filepath.Join("..", "..", "registry", "manifests")}, code: 0, stdout: []string{fmt.Sprintf("ok: %d manifests\n", len(registry.Default().Services()))}},
 		{name: "help", args: []string{"--help"}, code: 0, stdout: []string{"pinned registry check FILE|DIR...", "Exit status"}},
-		{name: "list --json is the registry document", args: []string{"list", "--json"}, code: 0, stdout: []string{`{"digest":"sha256:`, `"services":[{"manifest":1,"id":"dnsimple"`}},
+		{name: "list --json is the registry document", args: []string{"list", "--json"}, code: 0, stdout: []string{`{"digest":"sha256:`, `"services":[{"manifest":1,"id":"` + registry.Default().IDs()[0] + `"`}},
 		{name: "list --output json", args: []string{"list", "--output", "json"}, code: 0, stdout: []string{`"services":[`}},
 		{name: "list --output yaml", args: []string{"list", "--output", "yaml"}, code: 2, stderr: []string{`pinned registry list: --output "yaml": want table or json`}},
 		{name: "show a service", args: []string{"show", "github"}, code: 0, stdout: []string{"GitHub (github)", "host:  https://api.github.com", "create_issue  write   POST /repos/{owner}/{repo}/issues"}},
@@ -61,7 +64,23 @@ func TestRunRegistry(t *testing.T) {
 		{name: "show nothing", args: []string{"show"}, code: 2, stderr: []string{"show takes SERVICE and optionally OP"}},
 		{name: "check help", args: []string{"check", "--help"}, code: 0, stdout: []string{"FILE:LINE:COL"}},
 		{name: "no subcommand", args: nil, code: 2, stderr: []string{"missing subcommand"}},
-		{name: "unknown subcommand", args: []string{"lint"}, code: 2, stderr: []string{`unknown subcommand "lint"`}},
+		{name: "unknown subcommand", args: []string{"lnit"}, code: 2, stderr: []string{`unknown subcommand "lnit" (did you mean "lint"?)`}},
+		{name: "import lists operations", args: []string{"import", "openapi", acmeYAML, "--list"}, code: 0,
+			stdout: []string{"METHOD  PATH", "GET     /v2/notebooks                      listNotebooks"}},
+		{name: "import writes a draft check refuses", args: []string{"import", "openapi", acmeYAML, "getCurrentUser", "POST /v2/notebooks/{notebook_id}/notes", "--id", "acmenotes", "-o", draft}, code: 0,
+			stderr: []string{"wrote the draft " + draft}},
+		{name: "import never overwrites", args: []string{"import", "openapi", acmeYAML, "getCurrentUser", "-o", draft}, code: 1, stderr: []string{"file exists"}},
+		{name: "check refuses the draft", args: []string{"check", draft}, code: 1,
+			stderr: []string{draft + ":2:12: draft: this manifest is a draft written by `pinned registry import`"}, stderrRows: 1},
+		{name: "import an unknown operation", args: []string{"import", "openapi", acmeYAML, "listNotebok"}, code: 1, stderr: []string{`did you mean "listNotebooks"?`}},
+		{name: "import without operations", args: []string{"import", "openapi", acmeYAML}, code: 2, stderr: []string{"no operations given"}},
+		{name: "import of another format", args: []string{"import", "raml", acmeYAML}, code: 2, stderr: []string{`unknown format "raml"`}},
+		{name: "import help", args: []string{"import", "--help"}, code: 0, stdout: []string{"DRAFT manifest", "Adding a service in an afternoon"}},
+		{name: "lint agrees", args: []string{"lint", "--openapi", acmeYAML, acmeJSON}, code: 0, stdout: []string{"ok: 4 ops agree with acmenotes.yaml\n"}},
+		{name: "lint one op", args: []string{"lint", "--openapi", acmeYAML, "--op", "list_notes", acmeJSON}, code: 0, stdout: []string{"ok: 1 op agree"}},
+		{name: "lint disagrees", args: []string{"lint", "--openapi", acmeYAML, github}, code: 1,
+			stderr: []string{github + `: op "get_viewer": path: "/user" is not a path of the description`}},
+		{name: "lint without a description", args: []string{"lint", github}, code: 2, stderr: []string{"--openapi FILE is required"}},
 		{name: "list", args: []string{"list"}, code: 0, stdout: []string{"SERVICE", "OP", "ACCESS", "github", "api.github.com", "create_issue", "linear", "api.linear.app", "list_teams"}},
 		{name: "list help", args: []string{"list", "--help"}, code: 0, stdout: []string{"list prints one line per op"}},
 		{name: "list with args", args: []string{"list", "x"}, code: 2, stderr: []string{"pinned registry: list takes no arguments\nrun 'pinned registry --help' for usage\n"}, stderrRows: 2},

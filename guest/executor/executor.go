@@ -386,9 +386,11 @@ func complete(ps []piece, vals []argrules.Value) bool {
 // (query or form encoding).
 func appendPieces(dst []byte, ps []piece, vals []argrules.Value, form bool) []byte {
 	for _, p := range ps {
-		switch v := vals[max(p.arg, 0)]; {
-		case p.arg < 0:
+		if p.arg < 0 { // literal text: an op may have no args at all
 			dst = appendEscaped(dst, p.lit, form)
+			continue
+		}
+		switch v := vals[p.arg]; {
 		case v.Kind == jsonv.String:
 			dst = appendEscaped(dst, v.S, form)
 		default:

@@ -44,6 +44,8 @@ func TestRender(t *testing.T) {
 			`{"method":"POST","url":"https://api.example.com/items","headers":[["Accept","application/json"]],"body":"{\"title\":\"Hi \\\"there\\\"\",\"meta\":{\"n\":3,\"f\":0.5,\"ok\":true},\"text\":\"Note: a\",\"list\":[3,\"x\"]}"}`},
 		{"json members of absent args left out", createOp, `{"title":"t"}`,
 			`{"method":"POST","url":"https://api.example.com/items","headers":[["Accept","application/json"]],"body":"{\"title\":\"t\",\"meta\":{},\"list\":[\"x\"]}"}`},
+		{"literal query of an op without args", `{"method":"GET","path":"/me","query":{"fields":"name,email"}}`, `{}`,
+			`{"method":"GET","url":"https://api.example.com/me?fields=name%2Cemail","headers":[["Accept","application/json"]]}`},
 		{"form body", formOp, `{"email":"a+b@example.com","name":"Ada L"}`,
 			`{"method":"POST","url":"https://api.example.com/v1/customers","headers":[["Accept","application/json"]],"body":"email=a%2Bb%40example.com&name=Ada+L&metadata%5Bsrc%5D=pinned+bot"}`},
 	}

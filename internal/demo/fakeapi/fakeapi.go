@@ -1,23 +1,24 @@
 // Package fakeapi is a local HTTPS fake of the providers pinned ships
-// manifests for (GitHub, DNSimple, Stripe, HubSpot, Linear), for tests and
-// `pinned demo` only. [New] serves TLS (HTTP/1.1 and h2) on loopback with
-// an in-memory CA whose leaf names every provider host; a client trusts
-// [Server.CAPool] and dials [Server.Addr] whatever host it asks for
-// ([Server.DialContext], [Server.Client]), and the Host header picks the
-// provider.
+// manifests for, for tests and `pinned demo` only. [New] serves TLS
+// (HTTP/1.1 and h2) on loopback with an in-memory CA whose leaf names
+// every provider host; a client trusts [Server.CAPool] and dials
+// [Server.Addr] whatever host it asks for ([Server.DialContext],
+// [Server.Client]), and the Host header picks the provider.
 //
-// The fake is data where it can be: each provider's hosts, credentials,
-// answer headers, error envelope and messages and OAuth quirks are
-// testdata/providers.json; its answers are recorded-shape templates
-// (testdata/<provider>/templates.json) filled with the recorded rows of
-// its account, and Linear's GraphQL answers are canned by query text.
-// Code is left for auth (each provider's scheme, checked exactly), routing,
-// paging, quirks and write state (writes show in later reads).
+// The fake is data: it serves any manifest from its fixtures,
+// testdata/<service>/*.json (docs/MANIFEST.md, "Adding a service in an
+// afternoon"): the provider (credentials, answer headers, error
+// envelope, OAuth side), templates, collections of rows, and per op
+// the steps, list and body that answer it (engine.go). No service has
+// Go of its own: adding one adds files.
 //
 // Every request is recorded ([Server.Requests]); [Server.SetHandler] lets
 // a test take over any. The OAuth side (oauth.go) serves each provider's
 // authorization (auto-approving) and token endpoints; the access tokens
 // it issues expire ([Server.SetClock], [Server.SetOAuthLifetime]).
+//
+// It imports the registry (the manifests it serves) and the standard
+// library.
 package fakeapi
 
 import (
@@ -26,23 +27,30 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log"
 	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
-	"path"
+	"net/url"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/elevenmessenger/pinned/registry"
 )
 
-// Service ids, equal to the manifest ids in registry/manifests.
+// Service ids of the facts below, equal to manifest ids.
 const (
 	GitHub   = "github"
 	DNSimple = "dnsimple"
@@ -51,7 +59,7 @@ const (
 	Linear   = "linear"
 )
 
-// API hosts of the services.
+// API hosts of the services above.
 const (
 	HostGitHub   = "api.github.com"
 	HostDNSimple = "api.dnsimple.com"
@@ -60,53 +68,179 @@ const (
 	HostLinear   = "api.linear.app"
 )
 
-// provider is one entry of testdata/providers.json, whose "about"
-// documents its members.
+// Facts of the fixtures that tests name (TestFacts holds them to the
+// data).
+const (
+	// GitHubViewer is the login of the fake GitHub user the tokens belong to.
+	GitHubViewer = "pinned-tester"
+	// GitHubRepoCount is how many repositories /user/repos lists in total.
+	GitHubRepoCount = 250
+	// DNSimpleAccountID is the id of the fake DNSimple account.
+	DNSimpleAccountID = 1385
+	// DNSimpleRegistrantID is a contact id that exists in that account.
+	DNSimpleRegistrantID = 2715
+	// StripeAccountID is the id of the fake Stripe account.
+	StripeAccountID = "acct_1FakePinnedDemo0"
+	// LinearOrgKey is the URL key of the fake Linear workspace.
+	LinearOrgKey = "pinned-fake"
+)
+
+// Research data: what "which of my DNSimple domains point at GitHub
+// Pages?" needs, with one right answer. Five of the GitHub viewer's
+// repositories have a Pages site and are the most recently pushed (four
+// with a custom domain, three with instruction-like descriptions); the
+// last four DNSimple domains are ResearchDomains, two of whose zones
+// point www or docs at <login>.github.io.
+var (
+	// PagesDomains are the DNSimple domains that point at GitHub Pages,
+	// sorted.
+	PagesDomains = []string{"hello-fake.io", "pinned-notes.dev"}
+	// ResearchDomains are the DNSimple domains of the research data, sorted.
+	ResearchDomains = []string{"dotfiles-fake.net", "hello-fake.io", "pinned-notes.dev", "shop-fake.co"}
+)
+
+// provider is how a service authenticates and answers besides its ops
+// (the "provider" member of its fixtures; testdata/README.md documents
+// each member).
 type provider struct {
-	Service, Host, Token string
-	OAuthHost            string            `json:"oauth_host"`
-	OAuthToken           string            `json:"oauth_token"`
-	OAuth                *oauthProvider    // the OAuth side (oauth.go)
-	Headers              map[string]string // canonical names; ${name} filled per answer
-	Unauthorized         []string
-	NotFound             string `json:"not_found"`
-	Error                jsonTemplate
-	ErrorVals            map[string]map[string]string `json:"error_vals"`
+	Service      string `json:"-"`
+	Host         string // the API host served, when the manifest's is a pattern
+	Token        string
+	User         string         // the user part of a two-part credential (auth schemes basic, template)
+	OAuthHost    string         `json:"oauth_host"`
+	OAuthToken   string         `json:"oauth_token"`
+	OAuth        *oauthProvider // the OAuth side (oauth.go)
+	Headers      map[string]string
+	Unauthorized []string
+	NotFound     string `json:"not_found"`
+	Error        jsonTemplate
+	ErrorVals    map[string]map[string]string `json:"error_vals"`
+	// Rules are steps run before every op's own (GitHub refuses an
+	// unknown API version).
+	Rules []*step
 }
 
-// providers are the services the fake serves, in a stable order.
-var providers = func() []*provider {
-	var d struct{ Providers []*provider }
-	loadData("providers.json", &d)
-	for _, p := range d.Providers {
-		p.OAuth.Service = p.Service
-		h := map[string]string{}
-		for k, v := range p.Headers {
-			h[http.CanonicalHeaderKey(k)] = v // as Header.Set would
+// catalog are the embedded services: every manifest of the embedded
+// registry with fixtures under testdata/<id>/, parsed once. Servers share
+// the parsed rows, which nothing changes in place.
+var catalog = sync.OnceValues(func() (map[string]*service, error) {
+	out := map[string]*service{}
+	for _, m := range registry.Default().Services() {
+		if _, err := fs.Stat(dataFS, "testdata/"+m.ID); err != nil {
+			continue
 		}
-		p.Headers = h
+		svc, err := loadService(m, dataFS, "testdata/"+m.ID)
+		if err != nil {
+			return nil, err
+		}
+		out[m.ID] = svc
 	}
-	return d.Providers
-}()
+	return out, nil
+})
 
-// providerOf returns a service's provider, or an empty one.
-func providerOf(service string) *provider {
-	for _, p := range providers {
-		if p.Service == service {
-			return p
+// loadService reads a manifest's fixtures in dir of fsys.
+func loadService(m *registry.Manifest, fsys fs.FS, dir string) (*service, error) {
+	f, err := loadFixtures(fsys, dir)
+	if err != nil {
+		return nil, fmt.Errorf("fakeapi: %s: %v", m.ID, err)
+	}
+	p := f.Provider
+	if p.OAuth == nil {
+		p.OAuth = &oauthProvider{}
+		if o := m.Auth.OAuth; o != nil {
+			p.OAuth.PKCE, p.OAuth.Refresh, p.OAuth.Lifetime = o.PKCE, o.Refresh, 3600
 		}
+	}
+	p.OAuth.Service = m.ID
+	oauthDefaults(p.OAuth, m)
+	h := map[string]string{}
+	for k, v := range p.Headers {
+		h[http.CanonicalHeaderKey(k)] = v // as Header.Set would
+	}
+	p.Headers = h
+	if len(p.Unauthorized) == 0 {
+		p.Unauthorized = []string{"unauthorized", "unauthorized"}
+	}
+	if p.NotFound == "" {
+		p.NotFound = "Not Found"
+	}
+	if p.Error.tree == nil {
+		p.Error.tree = ordered{{"message", "${message}"}}
+	}
+	for _, st := range p.Rules {
+		if err := compile(st.When); err != nil {
+			return nil, fmt.Errorf("fakeapi: %s: rules: %v", m.ID, err)
+		}
+	}
+	svc, err := newService(m, f)
+	if err != nil {
+		return nil, fmt.Errorf("fakeapi: %v", err)
+	}
+	return svc, nil
+}
+
+// oauthDefaults completes a provider's OAuth side from its manifest: the
+// endpoints of auth.oauth, its scope separator, RFC 6749's answers and
+// errors, a default client and token formats. A provider's fixtures set
+// only what differs (GitHub's form-encoded answers, HubSpot's errors).
+func oauthDefaults(o *oauthProvider, m *registry.Manifest) {
+	mo := m.Auth.OAuth
+	if mo == nil {
+		return
+	}
+	if o.AuthorizeHost == "" {
+		if u, err := url.Parse(mo.AuthorizeURL); err == nil {
+			o.AuthorizeHost, o.AuthorizePath = u.Hostname(), u.Path
+		}
+	}
+	if o.TokenHost == "" {
+		if u, err := url.Parse(mo.TokenURL); err == nil {
+			o.TokenHost, o.TokenPath = u.Hostname(), u.Path
+		}
+	}
+	if o.ScopeSep == "" {
+		o.ScopeSep = cmp.Or(mo.ScopeSeparator, " ")
+	}
+	o.ClientID = cmp.Or(o.ClientID, "fake-pinned-"+m.ID+"-client")
+	o.ClientSecret = cmp.Or(o.ClientSecret, "fake_pinned_"+m.ID+"_client_secret_0000")
+	for _, f := range []*[]any{&o.CodeFormat, &o.AccessFormat, &o.RefreshFormat} {
+		if *f == nil {
+			*f = []any{"", "alnum", 40.0}
+		}
+	}
+	if o.Answer.tree == nil {
+		o.Answer.tree = ordered{{"access_token", "${access}"}, {"token_type", "bearer"}, {"expires_in", "${expires_in}"}, {"refresh_token", "${refresh}"}, {"scope", "${scope}"}}
+	}
+	if o.ErrorAnswer.tree == nil {
+		o.ErrorAnswer.tree = ordered{{"error", "${error}"}, {"error_description", "${description}"}}
+	}
+	if o.Errors == nil {
+		o.Errors = map[tokenErr][2]any{errInvalidRequest: {"invalid_request", 400.0}, errBadClient: {"invalid_client", 401.0}, errBadCode: {"invalid_grant", 400.0},
+			errBadRefresh: {"invalid_grant", 400.0}, errBadRedirect: {"invalid_grant", 400.0}, errBadGrantType: {"unsupported_grant_type", 400.0}}
+	}
+}
+
+// embedded returns the embedded services; a broken fixture is a
+// programming error.
+func embedded() map[string]*service {
+	c, err := catalog()
+	if err != nil {
+		panic(err.Error())
+	}
+	return c
+}
+
+// providerOf returns an embedded service's provider, or an empty one.
+func providerOf(service string) *provider {
+	if s, ok := embedded()[service]; ok {
+		return s.p
 	}
 	return &provider{OAuth: &oauthProvider{}}
 }
 
-// Services lists the service ids the fake serves.
-func Services() []string {
-	out := make([]string, len(providers))
-	for i, p := range providers {
-		out[i] = p.Service
-	}
-	return out
-}
+// Services lists the ids of the services the fake serves by default,
+// sorted.
+func Services() []string { return slices.Sorted(maps.Keys(embedded())) }
 
 // Host returns the API host of a service ("api.github.com" for "github"),
 // or "" for an unknown service.
@@ -117,9 +251,36 @@ func Host(service string) string { return providerOf(service).Host }
 // Linear the bare "Authorization: <token>".
 func Token(service string) string { return providerOf(service).Token }
 
+// User returns the user part of the fixed valid pasted credential of a
+// service whose manifest's auth has two parts (schemes basic and
+// template), or "".
+func User(service string) string { return providerOf(service).User }
+
+// Tenant returns the tenant label the fake serves for a service whose
+// manifest's host is a per-connection pattern ("acme-fake" of
+// acme-fake.atlassian.net), or "".
+func Tenant(service string) string {
+	s, ok := embedded()[service]
+	if !ok || !s.m.HasTenant() {
+		return ""
+	}
+	label, _, _ := strings.Cut(s.host, ".")
+	return label
+}
+
 // OAuthToken returns the fixed valid OAuth access token of a service (or
 // ""), always presented as "Authorization: Bearer <token>" (RFC 6750).
 func OAuthToken(service string) string { return providerOf(service).OAuthToken }
+
+// Example returns the example args of an embedded service's op (its
+// fixture's "example": every declared arg with a value the fixtures
+// answer), or nil.
+func Example(service, op string) json.RawMessage {
+	if s, ok := embedded()[service]; ok && s.f.Ops[op] != nil {
+		return bytes.Clone(s.f.Ops[op].Example)
+	}
+	return nil
+}
 
 // maxBody caps every request body the fake reads.
 const maxBody = 1 << 20
@@ -144,6 +305,21 @@ type Option func(*config) error
 
 type config struct {
 	listen string
+	extra  []*service
+}
+
+// WithService serves one more manifest, from the fixtures in the root of
+// fsys (the layout of testdata/<service>/): a manifest under review, not
+// yet embedded. It replaces an embedded service of the same id.
+func WithService(m *registry.Manifest, fsys fs.FS) Option {
+	return func(c *config) error {
+		svc, err := loadService(m, fsys, ".")
+		if err != nil {
+			return err
+		}
+		c.extra = append(c.extra, svc)
+		return nil
+	}
 }
 
 // WithListen sets the listen address, which must be a loopback IP literal
@@ -210,14 +386,9 @@ type Server struct {
 	// benchmarks measure the fake regenerating its answers.
 	answers map[string]*httptest.ResponseRecorder
 
-	oauth *oauthState
-	apis  map[string]func(*call) // service -> its API, once authenticated
-
-	github   *githubAPI
-	dnsimple *dnsimpleAPI
-	stripe   *stripeAPI
-	hubspot  *hubspotAPI
-	linear   *linearAPI
+	oauth    *oauthState
+	services map[string]*service // by id: this server's state of each
+	byHost   map[string]*service
 }
 
 // New generates the certificates, builds the data and starts serving.
@@ -229,9 +400,26 @@ func New(opts ...Option) (*Server, error) {
 			return nil, err
 		}
 	}
+	services, byHost := map[string]*service{}, map[string]*service{}
+	for id, svc := range embedded() {
+		services[id] = svc.fork()
+	}
+	for _, svc := range cfg.extra {
+		services[svc.id] = svc.fork()
+	}
 	var names []string
-	for _, p := range providers {
-		names = append(names, p.Host, p.OAuthHost)
+	for _, id := range slices.Sorted(maps.Keys(services)) {
+		svc := services[id]
+		byHost[svc.host] = svc
+		names = append(names, svc.host)
+		if svc.p.OAuthHost != "" {
+			names = append(names, svc.p.OAuthHost)
+		}
+		for _, h := range []string{svc.p.OAuth.AuthorizeHost, svc.p.OAuth.TokenHost} {
+			if h != "" && !slices.Contains(names, h) {
+				names = append(names, h)
+			}
+		}
 	}
 	names = append(names, "localhost")
 	c, err := newCerts(names)
@@ -249,17 +437,13 @@ func New(opts ...Option) (*Server, error) {
 		tokens:   map[[2]string]credential{},
 		answers:  map[string]*httptest.ResponseRecorder{},
 		oauth:    &oauthState{services: map[string]*oauthService{}, stop: make(chan struct{})},
-		github:   newGitHub(),
-		dnsimple: newDNSimple(),
-		stripe:   newStripe(),
-		hubspot:  newHubSpot(),
-		linear:   newLinear(),
+		services: services,
+		byHost:   byHost,
 	}
-	s.apis = map[string]func(*call){GitHub: s.github.serve, DNSimple: s.dnsimple.serve, Linear: s.linear.serve,
-		Stripe: func(c *call) { c.route(s.stripe.mux) }, HubSpot: func(c *call) { c.route(s.hubspot.mux) }}
-	for _, p := range providers {
-		s.addToken(p.Service, p.Token, kindPAT, 0)
-		s.addToken(p.Service, p.OAuthToken, kindOAuth, 0)
+	s.oauth.providers = func(service string) *oauthProvider { return s.provider(service).OAuth }
+	for _, svc := range services {
+		s.addToken(svc.id, svc.p.Token, kindPAT, 0)
+		s.addToken(svc.id, svc.p.OAuthToken, kindOAuth, 0)
 	}
 
 	protos := new(http.Protocols)
@@ -302,13 +486,30 @@ func (s *Server) CAPool() *x509.CertPool {
 // CACertPEM returns the CA certificate in PEM form (for curl --cacert).
 func (s *Server) CACertPEM() []byte { return bytes.Clone(s.certs.caPEM) }
 
-// Hosts returns the API hosts the fake serves, one per service.
-func (s *Server) Hosts() []string {
-	out := make([]string, len(providers))
-	for i, p := range providers {
-		out[i] = p.Host
+// Hosts returns the API hosts the fake serves, one per service, sorted.
+func (s *Server) Hosts() []string { return slices.Sorted(maps.Keys(s.byHost)) }
+
+// Connection returns the fixed valid pasted connection of a service this
+// server serves (embedded or added WithService): its token, the user part
+// of a two-part credential and the tenant label of a per-connection host
+// ("" where the manifest has none). All are "" for an unknown service.
+func (s *Server) Connection(service string) (token, user, tenant string) {
+	svc, ok := s.services[service]
+	if !ok {
+		return "", "", ""
 	}
-	return out
+	if svc.m.HasTenant() {
+		tenant, _, _ = strings.Cut(svc.host, ".")
+	}
+	return svc.p.Token, svc.p.User, tenant
+}
+
+// provider returns a service's provider on this server, or an empty one.
+func (s *Server) provider(service string) *provider {
+	if svc, ok := s.services[service]; ok {
+		return svc.p
+	}
+	return &provider{OAuth: &oauthProvider{}}
 }
 
 // DialContext dials the fake whatever address it is asked for. Use it as
@@ -465,35 +666,35 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	if hook != nil && hook(w, r) {
 		return
 	}
-	var p, oauth *provider // the provider whose API host, or OAuth host, this is
-	for _, q := range providers {
-		switch host {
-		case q.Host:
-			p = q
-		case q.OAuthHost:
+	svc := s.byHost[host]
+	var oauth *provider // the provider whose OAuth host this is
+	for _, id := range slices.Sorted(maps.Keys(s.services)) {
+		if q := s.services[id].p; svc == nil && (q.OAuthHost == host || q.OAuth.AuthorizeHost == host || q.OAuth.TokenHost == host) {
 			oauth = q
+			break
 		}
 	}
 	var mbe *http.MaxBytesError
 	switch {
-	case p == nil && oauth != nil:
+	case svc == nil && oauth != nil:
 		if !s.serveOAuth(w, r, oauth.Service, host) {
 			http.Error(w, fmt.Sprintf("fakeapi: %s OAuth host has no endpoint %s %s", oauth.Service, r.Method, r.URL.Path), http.StatusNotFound)
 		}
 		return
-	case p == nil:
+	case svc == nil:
 		writeJSON(w, http.StatusMisdirectedRequest, map[string]string{"message": "fakeapi: no service at host " + host})
 		return
 	case errors.As(err, &mbe):
-		apiError(w, p.Service, http.StatusRequestEntityTooLarge, "request body too large")
+		apiError(w, svc.p, http.StatusRequestEntityTooLarge, "request body too large")
 		return
 	case err != nil: // the client went away mid-body; nothing useful to answer
-		apiError(w, p.Service, http.StatusBadRequest, "could not read the request body")
+		apiError(w, svc.p, http.StatusBadRequest, "could not read the request body")
 		return
-	case s.serveOAuth(w, r, p.Service, host): // token endpoints on API hosts come before the API's credential check
+	case s.serveOAuth(w, r, svc.id, host): // token endpoints on API hosts come before the API's credential check
 		return
 	}
-	c := &call{w: w, r: r, body: body, srv: s, p: p}
+	p := svc.p
+	c := &call{w: w, r: r, body: body, srv: s, p: p, svc: svc}
 	auth := r.Header.Get("Authorization")
 	key := host + r.URL.RequestURI() + "\x00" + auth + "\x00" + r.Header.Get("Accept")
 	s.mu.Lock()
@@ -539,10 +740,10 @@ func (p *provider) answerHeaders(h http.Header) {
 	}
 }
 
-// serveAPI authenticates the request and hands it to its service's API.
+// serveAPI authenticates the request and hands it to its service.
 func (c *call) serveAPI() {
 	if c.authenticate() {
-		c.srv.apis[c.p.Service](c)
+		c.svc.serveOp(c)
 	}
 }
 
@@ -553,6 +754,45 @@ type call struct {
 	body []byte
 	srv  *Server
 	p    *provider
+	svc  *service
+}
+
+// pasted reads the pasted credential a request presents the way its
+// manifest's auth says, for schemes other than bearer and a bare none:
+// the token, and whether the request presents one that way at all.
+func (c *call) pasted() (string, bool) {
+	a := &c.svc.m.Auth
+	h := c.r.Header.Values("Authorization")
+	switch {
+	case a.Scheme == registry.SchemeHeader:
+		h = c.r.Header.Values(a.Header)
+		if len(h) != 1 {
+			return "", false
+		}
+		return h[0], true
+	case len(h) != 1:
+		return "", false
+	case a.Scheme == registry.SchemeNone && a.Prefix != "":
+		return strings.CutPrefix(h[0], a.Prefix)
+	case a.Scheme == registry.SchemeBasic:
+		enc, ok := strings.CutPrefix(h[0], "Basic ")
+		raw, err := base64.StdEncoding.DecodeString(enc)
+		user, tok, colon := strings.Cut(string(raw), ":")
+		if !ok || err != nil || !colon || user != c.p.User+a.User.Suffix {
+			return "", false
+		}
+		return tok, true
+	case a.Scheme == registry.SchemeTemplate:
+		re := regexp.QuoteMeta(a.Template)
+		re = strings.Replace(re, regexp.QuoteMeta(registry.TemplateUser), regexp.QuoteMeta(c.p.User), 1)
+		re = strings.Replace(re, regexp.QuoteMeta(registry.TemplateSecret), "([!-~]+?)", 1)
+		m := regexp.MustCompile("^" + re + "$").FindStringSubmatch(h[0])
+		if m == nil {
+			return "", false
+		}
+		return m[1], true
+	}
+	return "", false
 }
 
 // authenticate checks "Authorization: Bearer <token>" against the
@@ -561,6 +801,16 @@ type call struct {
 // Bearer against the OAuth ones; else it answers the provider's 401 (400
 // for a pasted key sent as Bearer).
 func (c *call) authenticate() bool {
+	if a := c.svc.m.Auth; a.TwoPart() || a.Scheme == registry.SchemeHeader || a.Prefix != "" {
+		// A pasted credential the manifest's own way; OAuth is Bearer below.
+		if tok, ok := c.pasted(); ok {
+			if k, found := c.srv.lookupToken(c.p.Service, tok); found && k == kindPAT {
+				return true
+			}
+			apiError(c.w, c.p, http.StatusUnauthorized, strings.ReplaceAll(c.p.Unauthorized[1], "${masked}", "****"))
+			return false
+		}
+	}
 	all := c.r.Header.Values("Authorization")
 	v, one := strings.Join(all, ","), len(all) == 1
 	tok, bearer := strings.CutPrefix(v, "Bearer ")
@@ -587,52 +837,20 @@ func (c *call) authenticate() bool {
 	for k, v := range c.p.ErrorVals["401"] {
 		auth = append(auth, k, v)
 	}
-	apiError(c.w, c.p.Service, status, strings.ReplaceAll(msg, "${masked}", masked), auth...)
+	apiError(c.w, c.p, status, strings.ReplaceAll(msg, "${masked}", masked), auth...)
 	return false
 }
 
-// routes maps ServeMux patterns ("GET /repos/{owner}/{repo}") to handlers.
-type routes map[string]func(*call)
-
-type callKey struct{}
-
-// mux builds a provider's router; its handlers get the call through the
-// request's context.
-func (rs routes) mux() *http.ServeMux {
-	m := http.NewServeMux()
-	for p, h := range rs {
-		m.HandleFunc(p, func(_ http.ResponseWriter, r *http.Request) {
-			c := r.Context().Value(callKey{}).(*call)
-			c.r = r // carries the path values
-			h(c)
-		})
-	}
-	return m
+// apiError answers with a provider's error envelope ("error"); details
+// are name, value pairs (GitHub "doc", Stripe "code", "param",
+// "doc_url"), an empty value leaving its member out.
+func apiError(w http.ResponseWriter, p *provider, status int, msg string, details ...string) {
+	writeJSON(w, status, errorBody(p, status, msg, details...))
 }
 
-// route serves the request by m, or answers the provider's 404 (also for
-// a path that is not clean or holds an encoded slash).
-func (c *call) route(m *http.ServeMux) {
-	esc := c.r.URL.EscapedPath()
-	if _, pat := m.Handler(c.r); pat != "" && path.Clean(esc) == esc && !strings.Contains(strings.ToLower(esc), "%2f") {
-		m.ServeHTTP(c.w, c.r.WithContext(context.WithValue(c.r.Context(), callKey{}, c)))
-		return
-	}
-	msg := strings.NewReplacer("${method}", c.r.Method, "${path}", c.r.URL.Path).Replace(c.p.NotFound)
-	apiError(c.w, c.p.Service, http.StatusNotFound, msg)
-}
-
-// apiError answers with a service's error envelope (providers.json
-// "error"); details are name, value pairs (GitHub "doc", Stripe "code",
-// "param", "doc_url"), an empty value leaving its member out.
-func apiError(w http.ResponseWriter, service string, status int, msg string, details ...string) {
-	writeJSON(w, status, errorBody(service, status, msg, details...))
-}
-
-// errorBody fills a service's error envelope.
-func errorBody(service string, status int, msg string, details ...string) ordered {
-	p := providerOf(service)
-	vals := map[string]any{"message": msg, "status": strconv.Itoa(status), "uuid": mint([]any{"", "uuid", 0.0})}
+// errorBody fills a provider's error envelope.
+func errorBody(p *provider, status int, msg string, details ...string) any {
+	vals := env{"message": msg, "status": strconv.Itoa(status), "uuid": mint([]any{"", "uuid", 0.0})}
 	byStatus, ok := p.ErrorVals[strconv.Itoa(status)]
 	if !ok {
 		byStatus = p.ErrorVals[""]
@@ -645,5 +863,7 @@ func errorBody(service string, status int, msg string, details ...string) ordere
 			vals[details[i]] = details[i+1]
 		}
 	}
-	return fill(p.Error.Result, vals).(ordered)
+	f := &filler{}
+	v, _ := f.fill(p.Error.tree, vals)
+	return v
 }

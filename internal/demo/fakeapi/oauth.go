@@ -83,6 +83,13 @@ func randChars(n int, alphabet string) string {
 
 func oauthOf(service string) *oauthProvider { return providerOf(service).OAuth }
 
+// fillAnswer fills a token endpoint's answer template (an object).
+func fillAnswer(t jsonTemplate, e env) ordered {
+	v, _ := (&filler{}).fill(t.tree, e)
+	o, _ := v.(ordered)
+	return o
+}
+
 // OAuthEndpoints returns the authorization and token endpoint URLs the
 // fake serves for a service (its manifest's auth.oauth URLs), or "".
 func OAuthEndpoints(service string) (authorizeURL, tokenURL string) {
@@ -154,10 +161,11 @@ type oauthService struct {
 // oauthState is the OAuth side's state. Its mutex is never held together
 // with Server.mu.
 type oauthState struct {
-	mu       sync.Mutex
-	services map[string]*oauthService
-	stop     chan struct{}
-	stopOnce sync.Once
+	providers func(service string) *oauthProvider
+	mu        sync.Mutex
+	services  map[string]*oauthService
+	stop      chan struct{}
+	stopOnce  sync.Once
 }
 
 func (o *oauthState) close() { o.stopOnce.Do(func() { close(o.stop) }) }
@@ -168,7 +176,7 @@ func (o *oauthState) with(service string, f func(*oauthService)) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.services[service] == nil {
-		p := oauthOf(service)
+		p := o.providers(service)
 		o.services[service] = &oauthService{clientID: p.ClientID, secret: p.ClientSecret, codes: map[string]*grant{}, refresh: map[string]*grant{}}
 	}
 	f(o.services[service])
@@ -251,7 +259,7 @@ func (s *Server) AuthorizeRequests(service string) []AuthorizeRequest {
 // serveOAuth answers r if it is for service's authorize or token endpoint
 // on host, and reports whether it did.
 func (s *Server) serveOAuth(w http.ResponseWriter, r *http.Request, service, host string) bool {
-	p := oauthOf(service)
+	p := s.provider(service).OAuth
 	switch {
 	case host == p.AuthorizeHost && r.URL.Path == p.AuthorizePath:
 		s.serveAuthorize(w, r, p)
@@ -423,7 +431,7 @@ const (
 func tokenFail(w http.ResponseWriter, r *http.Request, p *oauthProvider, e tokenErr, desc string) {
 	w.Header().Set("Cache-Control", "no-store")
 	name, status := p.Errors[e][0], int(p.Errors[e][1].(float64))
-	tokenAnswer(w, r, p, status, fill(p.ErrorAnswer.Result, map[string]any{"error": name, "description": desc, "uuid": mint([]any{"", "uuid", 0.0})}).(ordered))
+	tokenAnswer(w, r, p, status, fillAnswer(p.ErrorAnswer, env{"error": name, "description": desc, "uuid": mint([]any{"", "uuid", 0.0})}))
 }
 
 // tokenAnswer writes a token-endpoint answer: JSON, or for a provider
@@ -599,7 +607,10 @@ func (s *Server) issue(w http.ResponseWriter, r *http.Request, p *oauthProvider,
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("Pragma", "no-cache")
 	scopes := strings.FieldsFunc(scope, func(r rune) bool { return strings.ContainsRune(p.ScopeSep, r) })
-	answer := fill(p.Answer.Result, map[string]any{"access": access, "refresh": refresh, "expires_in": int(lifetime / time.Second),
-		"scope": scope, "scopes": scopes, "publishable_key": mint([]any{"pk_test_", "alnum", 40.0})}).(ordered)
+	vals := env{"access": access, "expires_in": int(lifetime / time.Second), "scope": scope, "scopes": scopes, "publishable_key": mint([]any{"pk_test_", "alnum", 40.0})}
+	if refresh != "" { // an answer without one leaves refresh_token out
+		vals["refresh"] = refresh
+	}
+	answer := fillAnswer(p.Answer, vals)
 	tokenAnswer(w, r, p, http.StatusOK, answer)
 }

@@ -109,7 +109,7 @@ func viewerStatus(t *testing.T, s *Server, service, token string) int {
 	case HubSpot:
 		method, u = http.MethodGet, "https://api.hubapi.com/account-info/v3/details"
 	case Linear:
-		method, u, body = http.MethodPost, "https://api.linear.app/graphql", `{"query":"query { viewer { id } }"}`
+		method, u, body = http.MethodPost, "https://api.linear.app/graphql", string(opBody(t, Linear, "get_viewer"))
 		hdr["Content-Type"] = "application/json"
 	}
 	status, _, _ := do(t, s, method, u, hdr, body)

@@ -47,8 +47,8 @@ func TestResearchData(t *testing.T) {
 	for host, want := range cnames {
 		name, zone, _ := strings.Cut(host, ".")
 		_, _, rb := do(t, s, "GET", "https://api.dnsimple.com/v2/1385/zones/"+zone+"/records?type=CNAME&name="+name, dns, "")
-		recs, _ := dig(decode(t, rb), "data").([]any)
-		if len(recs) != 1 || dig(recs[0].(map[string]any), "content") != want {
+		recs, _ := field(decode(t, rb), "data").([]any)
+		if len(recs) != 1 || field(recs[0].(map[string]any), "content") != want {
 			t.Errorf("%s: %s", host, rb)
 		}
 	}
@@ -57,7 +57,7 @@ func TestResearchData(t *testing.T) {
 	}
 	_, _, b = do(t, s, "GET", "https://api.dnsimple.com/v2/1385/domains?per_page=100", dns, "")
 	var names []string
-	for _, d := range dig(decode(t, b), "data").([]any) {
+	for _, d := range field(decode(t, b), "data").([]any) {
 		names = append(names, d.(map[string]any)["name"].(string))
 	}
 	for _, d := range ResearchDomains {

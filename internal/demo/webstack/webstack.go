@@ -30,6 +30,7 @@ import (
 	"github.com/elevenmessenger/pinned/host"
 	"github.com/elevenmessenger/pinned/internal/demo/fakeapi"
 	"github.com/elevenmessenger/pinned/internal/rotate"
+	"github.com/elevenmessenger/pinned/registry"
 	"github.com/elevenmessenger/pinned/secret"
 	"github.com/elevenmessenger/pinned/sidecar"
 	"github.com/elevenmessenger/pinned/sidecar/grant"
@@ -151,8 +152,12 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	s.ProxyAddr = pln.Addr().String()
 
 	services := o.OAuthServices
-	if services == nil {
-		services = fakeapi.Services()
+	if services == nil { // every service whose manifest has OAuth
+		for _, id := range fakeapi.Services() {
+			if m, ok := registry.Default().Service(id); ok && m.Auth.OAuth != nil {
+				services = append(services, id)
+			}
+		}
 	}
 	clients := map[string]broker.Client{}
 	for _, id := range services {

@@ -30,7 +30,7 @@ var layers = []struct {
 	// The bottom: each imports nothing of the project's but the foundation
 	// (registry included: it is what everyone agrees on).
 	{"bottom", []string{"registry/...", "internal/abi", "internal/jsonv", "internal/display", "internal/httperr", "host/api", "sidecar/api", "host/internal/sandbox/wasmbin",
-		"internal/testing/schematest", "internal/testing/wasmbuild", "internal/testing/wasmtest", "internal/testing/redistest", "internal/demo/fakeapi", "internal/demo/fakemodel", "internal/testing/layering"}},
+		"internal/testing/schematest", "internal/testing/wasmbuild", "internal/testing/wasmtest", "internal/testing/redistest", "internal/demo/fakemodel", "internal/testing/layering"}},
 	// sidecar/grant is the sealed-grant format (it imports only the
 	// bottom), so it sits here, below the parts of the sidecar that use it.
 	// internal/flow (cross-service flow control) is a contract of the
@@ -38,7 +38,11 @@ var layers = []struct {
 	// internal/httpserve is the services' one HTTP middleware chain, over
 	// internal/httperr. internal/audit (the hash-chained audit trail)
 	// implements sidecar/api's Auditor and imports nothing else of ours.
-	{"contracts and test helpers", []string{"internal/argrules", "internal/brokerapi", "sidecar/grant", "internal/flow", "internal/httpserve", "internal/audit", "internal/testing/testutil"}},
+	// The provider fake serves the registry's manifests from fixtures, so
+	// it imports registry too.
+	{"contracts and the provider fake", []string{"internal/argrules", "internal/brokerapi", "sidecar/grant", "internal/flow", "internal/httpserve", "internal/audit", "internal/demo/fakeapi"}},
+	// The helpers tests share, over the fake they start.
+	{"test helpers", []string{"internal/testing/testutil"}},
 	{"guest", []string{"guest/..."}},
 	// The host's parts, each named for what it is; only host imports them.
 	{"host core", []string{"host/internal/pick", "host/internal/egress"}},

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/elevenmessenger/pinned/internal/demo/fakeapi"
 	"github.com/elevenmessenger/pinned/internal/display"
 	"github.com/elevenmessenger/pinned/registry"
 )
@@ -16,11 +17,23 @@ var consentArgs []byte
 
 // ConsentArgs returns, for every write op of the embedded registry
 // ("service.op"), args that give every declared arg a distinct value
-// (testdata/consent_args.json): what the consent tests render.
+// (testdata/consent_args.json, or else the op's example args in the
+// provider fake's fixtures, fakeapi.Example): what the consent tests
+// render.
 func ConsentArgs() map[string]json.RawMessage {
 	var out map[string]json.RawMessage
 	if err := json.Unmarshal(consentArgs, &out); err != nil {
 		panic("testutil: consent_args.json: " + err.Error())
+	}
+	for _, m := range registry.Default().Services() {
+		for _, name := range m.OpNames() {
+			key := m.ID + "." + name
+			if _, ok := out[key]; !ok && m.Ops[name].Access == registry.AccessWrite {
+				if ex := fakeapi.Example(m.ID, name); ex != nil {
+					out[key] = ex
+				}
+			}
+		}
 	}
 	return out
 }
