@@ -3,6 +3,7 @@ package registry_test
 import (
 	"errors"
 	"fmt"
+	"testing/fstest"
 
 	"github.com/elevenmessenger/pinned/registry"
 )
@@ -65,3 +66,57 @@ func ExampleParse_problems() {
 	// acme.json:7:34 op="" field="headers.X-Forwarded-For"
 	// acme.json:12:17 op="get_viewer" field="method"
 }
+
+// Default is the embedded registry; a service's manifest gives each op's
+// access, method and path template.
+func ExampleRegistry_Service() {
+	m, ok := registry.Default().Service("github")
+	if !ok {
+		return
+	}
+	op, _ := m.Op("create_issue")
+	fmt.Println(m.Host, op.Access, op.Method, op.Path)
+	// Output: api.github.com write POST /repos/{owner}/{repo}/issues
+}
+
+// Load reads every *.json manifest of a directory tree; a program may
+// serve its own services instead of the embedded ones.
+func ExampleLoad() {
+	r, err := registry.Load(fstest.MapFS{"acme.json": {Data: []byte(acme)}})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(r.IDs(), r.Has("github"))
+	// Output: [acme] false
+}
+
+// With adds (or replaces) one manifest, leaving the receiver as it was:
+// the embedded services plus one of your own.
+func ExampleRegistry_With() {
+	base := registry.Default()
+	r, err := base.With("acme.json", []byte(acme))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(r.Has("acme"), r.Has("github"), base.Has("acme"))
+	// Output: true true false
+}
+
+const acme = `{
+  "manifest": 1,
+  "id": "acme",
+  "name": "Acme",
+  "host": "api.acme.example",
+  "auth": {"scheme": "bearer"},
+  "ops": {
+    "get_viewer": {
+      "access": "read",
+      "summary": "Who the token belongs to",
+      "method": "GET",
+      "path": "/v1/me",
+      "pick": {"fields": {"id": "identifier", "name": "text"}}
+    }
+  }
+}`
