@@ -8,7 +8,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/elevenmessenger/pinned/sidecar/api"
 
@@ -56,26 +55,9 @@ type env struct {
 	store *connstore.Store
 	side  *sidecar.Server
 	srv   *Server
-	clock *clock
+	clock *testutil.Clock
 	wire  *testutil.SyncBuffer
 	logs  *testutil.SyncBuffer // the server's log (a locked buffer: tool calls log concurrently)
-}
-
-type clock struct {
-	mu sync.Mutex
-	d  time.Duration
-}
-
-func (c *clock) now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return time.Now().Add(c.d)
-}
-
-func (c *clock) advance(d time.Duration) {
-	c.mu.Lock()
-	c.d += d
-	c.mu.Unlock()
 }
 
 type envOpts struct {
@@ -103,9 +85,9 @@ func newEnv(t *testing.T, o envOpts) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{fake: fake, store: store, side: side, clock: &clock{}, wire: &testutil.SyncBuffer{}, logs: &testutil.SyncBuffer{}}
+	e := &env{fake: fake, store: store, side: side, clock: &testutil.Clock{}, wire: &testutil.SyncBuffer{}, logs: &testutil.SyncBuffer{}}
 	log := zerolog.New(e.logs)
-	e.srv, err = New(Config{Sidecar: side, Store: store, Tools: o.tools, MaxResultBytes: o.maxResult, Now: e.clock.now, Logger: &log, Version: "test", AllowFlows: o.allow,
+	e.srv, err = New(Config{Sidecar: side, Store: store, Tools: o.tools, MaxResultBytes: o.maxResult, Now: e.clock.Now, Logger: &log, Version: "test", AllowFlows: o.allow,
 		Protocol: o.protocol, Nonces: o.nonces, ConfirmKey: o.key})
 	if err != nil {
 		t.Fatal(err)
