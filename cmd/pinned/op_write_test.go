@@ -16,7 +16,7 @@ import (
 // --manifest runs a manifest that is not embedded, with a warning; a 401
 // on the real path says what to check.
 func TestRunOpWrites(t *testing.T) {
-	t.Setenv("XDG_CACHE_HOME", filepath.Join(os.TempDir(), "pinned-test-cmd-xdg-cache"))
+	useTestCache(t)
 	t.Setenv("PINNED_TOKEN", "")
 	t.Setenv("PINNED_TEST_WRONG_TOKEN", "ghp_not_the_fake_token_00000000000000000")
 	t.Setenv("PINNED_TEST_NEWLINE_TOKEN", "ghp_pasted_with_a_newline\n")
@@ -134,7 +134,7 @@ func TestManifestFlagIsCLIOnly(t *testing.T) {
 // declined, nothing reaches the provider. A mutation that drops one
 // entry from the prompt is caught by the same check.
 func TestOpPromptShowsEverySentArg(t *testing.T) {
-	t.Setenv("XDG_CACHE_HOME", filepath.Join(os.TempDir(), "pinned-test-cmd-xdg-cache"))
+	useTestCache(t)
 	for _, w := range testutil.WriteOps() {
 		service, name, op, args := w.Service, w.Name, w.Op, w.Args
 		t.Run(w.Key(), func(t *testing.T) {

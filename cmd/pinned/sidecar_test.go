@@ -206,7 +206,7 @@ func TestIsLoopback(t *testing.T) {
 // GET /v1/tools, with a caller token; then a clean shutdown.
 func TestRunSidecarAgainstFake(t *testing.T) {
 	clearSidecarEnv(t)
-	t.Setenv("PINNED_SIDECAR_CACHE_DIR", filepath.Join(os.TempDir(), "pinned-test-wazero-cache"))
+	t.Setenv("PINNED_SIDECAR_CACHE_DIR", testenv.CacheDir())
 	dir := t.TempDir()
 	fake := testutil.Fake(t)
 	ca := testutil.CAFile(t, fake)
@@ -416,7 +416,7 @@ func TestSidecarRestartRefusesReplay(t *testing.T) {
 		}
 	}
 	env = append(env, "HOME="+dir, "PINNED_SIDECAR_TOKEN="+token,
-		"PINNED_SIDECAR_CACHE_DIR="+filepath.Join(os.TempDir(), "pinned-test-wazero-cache"))
+		"PINNED_SIDECAR_CACHE_DIR="+testenv.CacheDir())
 	// start runs the sidecar until the test ends or it is killed.
 	start := func(t *testing.T, extra ...string) (string, *exec.Cmd) {
 		t.Helper()

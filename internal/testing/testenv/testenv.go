@@ -38,6 +38,12 @@ func CacheDir() string {
 	return filepath.Join(os.TempDir(), "pinned-test-wazero-cache")
 }
 
+// CLICacheHome is the $XDG_CACHE_HOME the cmd/pinned tests give the
+// commands they run in process, kept across runs like CacheDir.
+func CLICacheHome() string {
+	return filepath.Join(os.TempDir(), "pinned-test-cmd-xdg-cache")
+}
+
 // Engine starts a provider fake and an engine wired to it. The engine logs
 // at debug level to logs and counts into its own metrics; mods edit its
 // host.Config. The caller closes both.
