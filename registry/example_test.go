@@ -8,10 +8,9 @@ import (
 	"github.com/elevenmessenger/pinned/registry"
 )
 
-// Parse checks a manifest against every rule of docs/MANIFEST.md and
-// returns it normalized; ops are looked up by name.
-func ExampleParse() {
-	m, err := registry.Parse("acme.json", []byte(`{
+// acme is a manifest of one read op, which the examples parse, load and
+// add.
+const acme = `{
   "manifest": 1,
   "id": "acme",
   "name": "Acme",
@@ -26,7 +25,12 @@ func ExampleParse() {
       "pick": {"fields": {"id": "identifier", "name": "text"}}
     }
   }
-}`))
+}`
+
+// Parse checks a manifest against every rule of docs/MANIFEST.md and
+// returns it normalized; ops are looked up by name.
+func ExampleParse() {
+	m, err := registry.Parse("acme.json", []byte(acme))
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -103,20 +107,3 @@ func ExampleRegistry_With() {
 	fmt.Println(r.Has("acme"), r.Has("github"), base.Has("acme"))
 	// Output: true true false
 }
-
-const acme = `{
-  "manifest": 1,
-  "id": "acme",
-  "name": "Acme",
-  "host": "api.acme.example",
-  "auth": {"scheme": "bearer"},
-  "ops": {
-    "get_viewer": {
-      "access": "read",
-      "summary": "Who the token belongs to",
-      "method": "GET",
-      "path": "/v1/me",
-      "pick": {"fields": {"id": "identifier", "name": "text"}}
-    }
-  }
-}`
