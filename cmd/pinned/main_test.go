@@ -3,8 +3,6 @@ package main
 import (
 	"os"
 	"testing"
-
-	"github.com/elevenmessenger/pinned/internal/testing/testenv"
 )
 
 // TestMain points the sidecar's default state directory ($XDG_STATE_HOME)
@@ -19,11 +17,4 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
-}
-
-// useTestCache points the CLI's compilation cache ($XDG_CACHE_HOME) at
-// one directory for every test, kept across runs, so the guest compiles
-// once per machine (under -race that takes many seconds).
-func useTestCache(t *testing.T) {
-	t.Setenv("XDG_CACHE_HOME", testenv.CLICacheHome())
 }
