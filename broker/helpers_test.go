@@ -9,7 +9,6 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -28,24 +27,6 @@ const (
 	testInstance2 = "instance-token-second-0123456789abcdefghijklmnopqrst"
 )
 
-// clock is a settable clock for state expiry and rate limits.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
 // env is a broker wired to the provider fake, served on loopback.
 type env struct {
 	t       *testing.T
@@ -53,7 +34,7 @@ type env struct {
 	b       *Broker
 	srv     *httptest.Server
 	url     string
-	clock   *clock
+	clock   *testutil.Clock
 	logs    *testutil.SyncBuffer
 	cfg     Config
 	browser *http.Client // cookie jar; broker on loopback, providers at the fake
@@ -77,7 +58,7 @@ func newEnv(t *testing.T, edit func(*Config)) *env {
 	fake := testutil.Fake(t)
 	srv := httptest.NewUnstartedServer(nil)
 	e := &env{t: t, fake: fake, srv: srv, url: "http://" + srv.Listener.Addr().String(),
-		clock: &clock{now: time.Now()}, logs: &testutil.SyncBuffer{}}
+		clock: testutil.FrozenClock(time.Now()), logs: &testutil.SyncBuffer{}}
 	logger := zerolog.New(e.logs)
 	e.cfg = Config{
 		PublicURL:            e.url,

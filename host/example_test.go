@@ -11,6 +11,7 @@ import (
 
 	"github.com/elevenmessenger/pinned/host"
 	"github.com/elevenmessenger/pinned/internal/demo/fakeapi"
+	"github.com/elevenmessenger/pinned/registry"
 )
 
 // An engine runs ops of the embedded registry: Run renders the request in
@@ -68,4 +69,34 @@ func ExampleEngine_Check() {
 		fmt.Println(he.Code, he.Arg)
 	}
 	// Output: bad_args per_page
+}
+
+// Render shows the exact request a member's args bind an op to, with no
+// engine, guest or credential: what a consent screen displays before a
+// write is sealed.
+func ExampleRender() {
+	m, _ := registry.Default().Service("github")
+	req, err := host.Render(m, "create_issue", json.RawMessage(`{"owner":"octo","repo":"hello","title":"Typo"}`))
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(req.Method, req.URL)
+	fmt.Println(req.Body)
+	fmt.Println(req.Confirm)
+	// Output:
+	// POST https://api.github.com/repos/octo/hello/issues
+	// {"title":"Typo"}
+	// [GitHub: owner "octo", repo "hello"] Open an issue titled "Typo" in octo/hello?
+}
+
+// ValidateArgs refuses bad args in microseconds, without a sandbox; the
+// error is a *host.Error naming the arg.
+func ExampleValidateArgs() {
+	m, _ := registry.Default().Service("github")
+	err := host.ValidateArgs(m, "list_issues", json.RawMessage(`{"owner":"octo"}`), 0)
+	var he *host.Error
+	if errors.As(err, &he) {
+		fmt.Println(he.Code, he.Arg)
+	}
+	// Output: bad_args repo
 }

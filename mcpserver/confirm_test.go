@@ -41,7 +41,7 @@ func TestSealedConfirmation(t *testing.T) {
 			c.Principal = me
 		}
 		if c.Expires == 0 {
-			c.Expires = e.clock.now().Add(time.Minute).UnixMilli()
+			c.Expires = e.clock.Now().Add(time.Minute).UnixMilli()
 		}
 		return s.sealer.seal(&c)
 	}
@@ -68,13 +68,13 @@ func TestSealedConfirmation(t *testing.T) {
 		{"cut short", func() string { st := seal(issue); return st[:len(st)-3] }, false, CodeConfirmationInvalid, "-"},
 		{"another server's key", func() string {
 			c := issue
-			c.Principal, c.Expires = me, e.clock.now().Add(time.Minute).UnixMilli()
+			c.Principal, c.Expires = me, e.clock.Now().Add(time.Minute).UnixMilli()
 			return other.seal(&c)
 		}, false, CodeConfirmationInvalid, "-"},
 		{"another principal", func() string { c := issue; c.Principal = "sub:mallory"; return seal(c) }, false, CodeConfirmationInvalid, "-"},
 		{"a legacy state from a client", func() string { c := issue; c.Legacy = true; return seal(c) }, false, CodeConfirmationInvalid, "-"},
 		{"a modern state on a legacy call", func() string { return seal(issue) }, true, CodeConfirmationInvalid, "-"},
-		{"expired", func() string { c := issue; c.Expires = e.clock.now().Add(-time.Second).UnixMilli(); return seal(c) }, false, CodeConfirmationExpired, "-"},
+		{"expired", func() string { c := issue; c.Expires = e.clock.Now().Add(-time.Second).UnixMilli(); return seal(c) }, false, CodeConfirmationExpired, "-"},
 		{"other op, then the right one", func() string { c := issue; c.Op = "create_comment"; return seal(c) }, false, CodeConfirmationMismatch, CodeConfirmationReplayed},
 		{"other args, then the right ones", func() string { c := issue; c.ArgsHash = "h2"; return seal(c) }, false, CodeConfirmationMismatch, CodeConfirmationReplayed},
 		{"oversized", func() string { return strings.Repeat("A", 5000) }, false, CodeConfirmationInvalid, "-"},
@@ -95,7 +95,7 @@ func TestSealedConfirmation(t *testing.T) {
 	t.Run("store down", func(t *testing.T) {
 		d := newEnv(t, envOpts{conns: []connstore.Connection{ghWrite}, nonces: downStore{}})
 		c := issue
-		c.Principal, c.Expires = me, d.clock.now().Add(time.Minute).UnixMilli()
+		c.Principal, c.Expires = me, d.clock.Now().Add(time.Minute).UnixMilli()
 		if got := d.srv.consume(ctx, d.srv.sealer.seal(&c), false, me, "github", "create_issue", "h1"); got != CodeStateUnavailable {
 			t.Errorf("consume with the store down: %q, want %q", got, CodeStateUnavailable)
 		}
@@ -133,7 +133,7 @@ func replica(t *testing.T, e *env, key []byte, nonces NonceStore) string {
 		t.Fatal(err)
 	}
 	log := zerolog.New(e.logs)
-	srv, err := New(Config{Sidecar: side, Store: e.store, Now: e.clock.now, Logger: &log, Version: "test", ConfirmKey: key, Nonces: nonces})
+	srv, err := New(Config{Sidecar: side, Store: e.store, Now: e.clock.Now, Logger: &log, Version: "test", ConfirmKey: key, Nonces: nonces})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,7 +233,7 @@ func TestConfirmationAcrossReplicas(t *testing.T) {
 
 	e.fake.Reset()
 	reqState = firstRound(t, atA, issueArgs)
-	e.clock.advance(DefaultConfirmTTL + time.Second)
+	e.clock.Advance(DefaultConfirmTTL + time.Second)
 	if got := errorCode(t, retry(t, atB, issueArgs, reqState, "accept")); got != CodeConfirmationExpired {
 		t.Errorf("expired at B: %q", got)
 	}

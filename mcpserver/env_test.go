@@ -2,16 +2,12 @@ package mcpserver
 
 import (
 	"context"
-	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/elevenmessenger/pinned/sidecar/api"
 
@@ -25,49 +21,25 @@ import (
 	"github.com/elevenmessenger/pinned/host"
 	"github.com/elevenmessenger/pinned/internal/connstore"
 	"github.com/elevenmessenger/pinned/internal/demo/fakeapi"
+	"github.com/elevenmessenger/pinned/internal/testing/testenv"
 	"github.com/elevenmessenger/pinned/internal/testing/testutil"
 	"github.com/elevenmessenger/pinned/sidecar"
 	"github.com/elevenmessenger/pinned/sidecar/grant"
 )
 
-// testCacheDir is the wazero cache the other packages' tests share.
-var testCacheDir = filepath.Join(os.TempDir(), "pinned-test-wazero-cache")
+// shared is one fake and one engine for the package's tests (the guest
+// compiles once).
+var shared testenv.Shared
 
-var shared struct {
-	once sync.Once
-	fake *fakeapi.Server
-	eng  *host.Engine
-	err  error
-}
-
-// sharedEngine is one fake and one engine for the package's tests (the
-// guest compiles once).
 func sharedEngine(t testing.TB) (*fakeapi.Server, *host.Engine) {
 	t.Helper()
-	shared.once.Do(func() {
-		shared.fake, shared.err = fakeapi.New()
-		if shared.err != nil {
-			return
-		}
-		shared.eng, shared.err = host.New(context.Background(), host.Config{
-			Override: &host.Override{Addr: shared.fake.Addr(), CAPEM: shared.fake.CACertPEM()},
-			CacheDir: testCacheDir,
-		})
-	})
-	if shared.err != nil {
-		t.Fatal(shared.err)
-	}
-	return shared.fake, shared.eng
+	fake, eng, _, _ := shared.Get(t)
+	return fake, eng
 }
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if shared.eng != nil {
-		shared.eng.Close(context.Background())
-	}
-	if shared.fake != nil {
-		shared.fake.Close()
-	}
+	shared.Close()
 	if code == 0 {
 		if err := goleak.Find(); err != nil {
 			fmt.Fprintln(os.Stderr, "goleak:", err)
@@ -83,26 +55,9 @@ type env struct {
 	store *connstore.Store
 	side  *sidecar.Server
 	srv   *Server
-	clock *clock
+	clock *testutil.Clock
 	wire  *testutil.SyncBuffer
 	logs  *testutil.SyncBuffer // the server's log (a locked buffer: tool calls log concurrently)
-}
-
-type clock struct {
-	mu sync.Mutex
-	d  time.Duration
-}
-
-func (c *clock) now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return time.Now().Add(c.d)
-}
-
-func (c *clock) advance(d time.Duration) {
-	c.mu.Lock()
-	c.d += d
-	c.mu.Unlock()
 }
 
 type envOpts struct {
@@ -121,15 +76,7 @@ func newEnv(t *testing.T, o envOpts) *env {
 	t.Helper()
 	fake, eng := sharedEngine(t)
 	fake.Reset()
-	store, err := connstore.Open(filepath.Join(t.TempDir(), "pinned"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range o.conns {
-		if err := store.Put(c); err != nil {
-			t.Fatal(err)
-		}
-	}
+	store := testenv.Store(t, "", o.conns...)
 	key, err := grant.GenerateKey(nil)
 	if err != nil {
 		t.Fatal(err)
@@ -138,9 +85,9 @@ func newEnv(t *testing.T, o envOpts) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{fake: fake, store: store, side: side, clock: &clock{}, wire: &testutil.SyncBuffer{}, logs: &testutil.SyncBuffer{}}
+	e := &env{fake: fake, store: store, side: side, clock: &testutil.Clock{}, wire: &testutil.SyncBuffer{}, logs: &testutil.SyncBuffer{}}
 	log := zerolog.New(e.logs)
-	e.srv, err = New(Config{Sidecar: side, Store: store, Tools: o.tools, MaxResultBytes: o.maxResult, Now: e.clock.now, Logger: &log, Version: "test", AllowFlows: o.allow,
+	e.srv, err = New(Config{Sidecar: side, Store: store, Tools: o.tools, MaxResultBytes: o.maxResult, Now: e.clock.Now, Logger: &log, Version: "test", AllowFlows: o.allow,
 		Protocol: o.protocol, Nonces: o.nonces, ConfirmKey: o.key})
 	if err != nil {
 		t.Fatal(err)
@@ -171,20 +118,8 @@ func findSecrets(transcript string, store *connstore.Store) []string {
 		// host withholds it only from its own connection's answers.
 		secrets = append(secrets, fakeapi.Token(svc), fakeapi.OAuthToken(svc))
 	}
-	conns, _ := store.List()
-	for _, c := range conns {
-		secrets = append(secrets, string(c.Token))
-		if c.Refresh != "" {
-			secrets = append(secrets, string(c.Refresh))
-		}
-	}
-	secrets = append(secrets, store.Key().Encode())
-	if raw, err := os.ReadFile(store.Path()); err == nil {
-		for i := 0; i+24 <= len(raw); i += 24 {
-			w := raw[i : i+24]
-			secrets = append(secrets, base64.StdEncoding.EncodeToString(w)[:32], base64.RawURLEncoding.EncodeToString(w)[:32], hex.EncodeToString(w))
-		}
-	}
+	held, _ := testenv.StoreSecrets(store) // an unwritten store has no file yet
+	secrets = append(secrets, held...)
 	for _, s := range secrets {
 		if s != "" && strings.Contains(transcript, s) {
 			found = append(found, s)

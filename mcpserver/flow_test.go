@@ -18,7 +18,6 @@ import (
 	"github.com/elevenmessenger/pinned/internal/demo/fakeapi"
 	"github.com/elevenmessenger/pinned/internal/flow"
 	"github.com/elevenmessenger/pinned/internal/testing/testutil"
-	"github.com/elevenmessenger/pinned/registry"
 	"github.com/elevenmessenger/pinned/sidecar/grant"
 )
 
@@ -211,35 +210,28 @@ func TestMCPConfirmationShowsEverySentArg(t *testing.T) {
 	e := newEnv(t, envOpts{conns: conns})
 	var asked []string
 	cs := e.connect(t, clientOpts{answer: "decline", asked: &asked})
-	fixtures := testutil.ConsentArgs()
-	for _, m := range registry.Default().Services() {
-		for _, name := range m.OpNames() {
-			op, _ := m.Op(name)
-			if op.Access != registry.AccessWrite {
-				continue
+	for _, w := range testutil.WriteOps() {
+		service, name, op, args := w.Service, w.Name, w.Op, w.Args
+		t.Run(w.Key(), func(t *testing.T) {
+			asked = nil
+			e.fake.Reset()
+			res := call(t, cs, service+"_"+name, args)
+			if code := errorCode(t, res); code != CodeConfirmationDeclined || len(asked) != 1 {
+				t.Fatalf("code %q, asked %d times", code, len(asked))
 			}
-			args := fixtures[m.ID+"."+name]
-			t.Run(m.ID+"."+name, func(t *testing.T) {
-				asked = nil
-				e.fake.Reset()
-				res := call(t, cs, m.ID+"_"+name, args)
-				if code := errorCode(t, res); code != CodeConfirmationDeclined || len(asked) != 1 {
-					t.Fatalf("code %q, asked %d times", code, len(asked))
+			if miss := testutil.MissingFromConsent(op, args, asked[0]); len(miss) > 0 {
+				t.Errorf("sent but not shown: %v in\n%s", miss, asked[0])
+			}
+			for arg, v := range testutil.Carried(op, args) {
+				entry := testutil.Entry(arg, v)
+				if strings.Contains(asked[0], entry) && len(testutil.MissingFromConsent(op, args, strings.Replace(asked[0], entry, "", 1))) == 0 {
+					t.Errorf("dropping the entry of %s went unnoticed", arg)
 				}
-				if miss := testutil.MissingFromConsent(op, args, asked[0]); len(miss) > 0 {
-					t.Errorf("sent but not shown: %v in\n%s", miss, asked[0])
-				}
-				for arg, v := range testutil.Carried(op, args) {
-					entry := testutil.Entry(arg, v)
-					if strings.Contains(asked[0], entry) && len(testutil.MissingFromConsent(op, args, strings.Replace(asked[0], entry, "", 1))) == 0 {
-						t.Errorf("dropping the entry of %s went unnoticed", arg)
-					}
-				}
-				if n := len(e.fake.Requests()); n != 0 {
-					t.Errorf("declined, yet %d requests reached the provider", n)
-				}
-			})
-		}
+			}
+			if n := len(e.fake.Requests()); n != 0 {
+				t.Errorf("declined, yet %d requests reached the provider", n)
+			}
+		})
 	}
 }
 

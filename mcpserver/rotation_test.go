@@ -1,10 +1,7 @@
 package mcpserver
 
 import (
-	"bytes"
 	"context"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -15,10 +12,9 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/elevenmessenger/pinned/broker"
 	"github.com/elevenmessenger/pinned/internal/connstore"
 	"github.com/elevenmessenger/pinned/internal/demo/fakeapi"
-	"github.com/elevenmessenger/pinned/internal/rotate"
+	"github.com/elevenmessenger/pinned/internal/testing/testenv"
 	"github.com/elevenmessenger/pinned/internal/testing/testutil"
 	"github.com/elevenmessenger/pinned/sidecar/grant"
 )
@@ -29,29 +25,8 @@ const testInstanceToken = "mcpserver-test-instance-token-0123456789"
 // and returns the sidecar's client to it.
 func newBroker(t *testing.T, fake *fakeapi.Server) api.Refresher {
 	t.Helper()
-	srv := httptest.NewUnstartedServer(nil)
-	u := "http://" + srv.Listener.Addr().String()
-	b, err := broker.New(broker.Config{
-		PublicURL:      u,
-		StateKey:       bytes.Repeat([]byte{7}, broker.StateKeySize),
-		InstanceTokens: []string{testInstanceToken},
-		Clients:        map[string]broker.Client{"github": {ID: fakeapi.OAuthClientID("github"), Secret: fakeapi.OAuthClientSecret("github")}},
-		Override:       &broker.Override{Addr: fake.Addr(), CAPEM: fake.CACertPEM()},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv.Config.Handler = b.Handler()
-	srv.Start()
-	t.Cleanup(b.Close)
-	t.Cleanup(srv.Close)
-	tr := &http.Transport{Proxy: nil}
-	t.Cleanup(tr.CloseIdleConnections)
-	bc, err := rotate.NewBrokerClient(u, testInstanceToken, rotate.BrokerOptions{HTTPClient: &http.Client{Transport: tr, Timeout: 30 * time.Second}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return bc
+	u := testenv.Broker(t, fake, testInstanceToken, testenv.BrokerOptions{})
+	return testenv.BrokerClient(t, u, testInstanceToken)
 }
 
 // mintPair connects GitHub at the fake's OAuth endpoints, issued age ago.

@@ -359,7 +359,7 @@ func TestConfirmationBinding(t *testing.T) {
 			return retry(t, cs, issueArgs, state, "accept") // the record is spent
 		}, CodeConfirmationReplayed, 0},
 		{"expired", "", func(t *testing.T, e *env, cs *mcp.ClientSession, state string) *mcp.CallToolResult {
-			e.clock.advance(DefaultConfirmTTL + time.Second)
+			e.clock.Advance(DefaultConfirmTTL + time.Second)
 			return retry(t, cs, issueArgs, state, "accept")
 		}, CodeConfirmationExpired, 0},
 		// 2026-07-28 has no sessions: the same person's other connection

@@ -1,17 +1,15 @@
 package sidecar
 
 import (
-	"context"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/rs/zerolog"
-
 	"github.com/elevenmessenger/pinned/host"
 	"github.com/elevenmessenger/pinned/internal/demo/fakeapi"
+	"github.com/elevenmessenger/pinned/internal/testing/testenv"
 	"github.com/elevenmessenger/pinned/internal/testing/testutil"
 	"github.com/elevenmessenger/pinned/sidecar/grant"
 )
@@ -20,25 +18,12 @@ import (
 // (wired to a fake of its own).
 func ownEngineEnv(t *testing.T, mod func(*host.Config)) *testEnv {
 	t.Helper()
-	fake, err := fakeapi.New()
+	logs := &testutil.SyncBuffer{}
+	fake, eng, hm, err := testenv.Engine(logs, mod)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(fake.Close)
-	logs := &testutil.SyncBuffer{}
-	log := zerolog.New(logs).Level(zerolog.DebugLevel)
-	hm := host.NewMetrics(nil)
-	cfg := host.Config{
-		Override: &host.Override{Addr: fake.Addr(), CAPEM: fake.CACertPEM()},
-		Logger:   &log,
-		Metrics:  hm,
-		CacheDir: testCacheDir,
-	}
-	mod(&cfg)
-	eng, err := host.New(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
 	return startEnv(t, fake, eng, hm, logs, true, nil)
 }
 

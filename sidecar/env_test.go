@@ -8,8 +8,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -22,73 +20,21 @@ import (
 
 	"github.com/elevenmessenger/pinned/host"
 	"github.com/elevenmessenger/pinned/internal/demo/fakeapi"
+	"github.com/elevenmessenger/pinned/internal/testing/testenv"
 	"github.com/elevenmessenger/pinned/internal/testing/testutil"
 	"github.com/elevenmessenger/pinned/sidecar/grant"
 )
 
-// testCacheDir is shared by every test engine (and across packages, as in
-// package host) so the guest is compiled once per machine.
-var testCacheDir = filepath.Join(os.TempDir(), "pinned-test-wazero-cache")
-
-// shared is the engine and fake most tests share: building an engine
-// takes seconds under the race detector. Tests run one at a time and
-// reset the fake; TestMain closes both.
-var shared struct {
-	once sync.Once
-	fake *fakeapi.Server
-	eng  *host.Engine
-	hm   *host.Metrics
-	logs *testutil.SyncBuffer
-	err  error
-}
+// shared is the engine and fake most tests share. Tests run one at a
+// time and reset the fake; TestMain closes both.
+var shared testenv.Shared
 
 func sharedEngine(t testing.TB) (*fakeapi.Server, *host.Engine, *host.Metrics, *testutil.SyncBuffer) {
 	t.Helper()
-	shared.once.Do(func() {
-		shared.logs = &testutil.SyncBuffer{}
-		shared.fake, shared.eng, shared.hm, shared.err = newEngine(shared.logs)
-	})
-	if shared.err != nil {
-		t.Fatal(shared.err)
-	}
-	return shared.fake, shared.eng, shared.hm, shared.logs
+	return shared.Get(t)
 }
 
-func closeShared() {
-	if shared.eng != nil {
-		shared.eng.Close(context.Background())
-	}
-	if shared.fake != nil {
-		shared.fake.Close()
-	}
-}
-
-// newEngine starts a fake and an engine wired to it, logging to logs.
-// newEngine starts a provider fake and an engine wired to it; mods edit
-// the engine's Config.
-func newEngine(logs *testutil.SyncBuffer, mods ...func(*host.Config)) (*fakeapi.Server, *host.Engine, *host.Metrics, error) {
-	fake, err := fakeapi.New()
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	log := zerolog.New(logs).Level(zerolog.DebugLevel)
-	hm := host.NewMetrics(nil)
-	cfg := host.Config{
-		Override: &host.Override{Addr: fake.Addr(), CAPEM: fake.CACertPEM()},
-		Logger:   &log,
-		Metrics:  hm,
-		CacheDir: testCacheDir,
-	}
-	for _, mod := range mods {
-		mod(&cfg)
-	}
-	eng, err := host.New(context.Background(), cfg)
-	if err != nil {
-		fake.Close()
-		return nil, nil, nil, err
-	}
-	return fake, eng, hm, nil
-}
+func closeShared() { shared.Close() }
 
 // testEnv is a running sidecar on a loopback port, wired to a provider
 // fake, with its logs (sidecar and host) captured.
@@ -123,7 +69,7 @@ func newTestEnv(t testing.TB, mod func(*Config)) *testEnv {
 func newOwnTestEnv(t testing.TB, mod func(*Config)) *testEnv {
 	t.Helper()
 	logs := &testutil.SyncBuffer{}
-	fake, eng, hm, err := newEngine(logs)
+	fake, eng, hm, err := testenv.Engine(logs)
 	if err != nil {
 		t.Fatal(err)
 	}

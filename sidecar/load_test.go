@@ -13,6 +13,7 @@ import (
 
 	"github.com/elevenmessenger/pinned/host"
 	"github.com/elevenmessenger/pinned/internal/demo/fakeapi"
+	"github.com/elevenmessenger/pinned/internal/testing/testenv"
 	"github.com/elevenmessenger/pinned/internal/testing/testutil"
 	"github.com/elevenmessenger/pinned/sidecar/grant"
 )
@@ -32,7 +33,7 @@ func TestLoad(t *testing.T) {
 	// an op past the default deadline, and a timeout is not what this
 	// test is about.
 	hostLogs := &testutil.SyncBuffer{}
-	fake, eng, hm, err := newEngine(hostLogs, func(c *host.Config) { c.Timeout = time.Minute })
+	fake, eng, hm, err := testenv.Engine(hostLogs, func(c *host.Config) { c.Timeout = time.Minute })
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/elevenmessenger/pinned/internal/demo/fakeapi"
 	"github.com/elevenmessenger/pinned/internal/state"
 	"github.com/elevenmessenger/pinned/internal/testing/redistest"
+	"github.com/elevenmessenger/pinned/internal/testing/testenv"
 	"github.com/elevenmessenger/pinned/internal/testing/testutil"
 	"github.com/elevenmessenger/pinned/sidecar/grant"
 )
@@ -205,7 +206,7 @@ func TestReplicasRedisFaults(t *testing.T) {
 	ignore := goleak.IgnoreCurrent()
 	srv := redistest.Start(t)
 	logs := &testutil.SyncBuffer{}
-	fake, eng, hm, err := newEngine(logs)
+	fake, eng, hm, err := testenv.Engine(logs)
 	if err != nil {
 		t.Fatal(err)
 	}

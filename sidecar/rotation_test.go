@@ -1,10 +1,8 @@
 package sidecar
 
 import (
-	"bytes"
 	"encoding/json"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -12,11 +10,9 @@ import (
 
 	"github.com/elevenmessenger/pinned/sidecar/api"
 
-	"github.com/rs/zerolog"
-
-	"github.com/elevenmessenger/pinned/broker"
 	"github.com/elevenmessenger/pinned/internal/demo/fakeapi"
 	"github.com/elevenmessenger/pinned/internal/rotate"
+	"github.com/elevenmessenger/pinned/internal/testing/testenv"
 	"github.com/elevenmessenger/pinned/internal/testing/testutil"
 	"github.com/elevenmessenger/pinned/secret"
 	"github.com/elevenmessenger/pinned/sidecar/grant"
@@ -66,46 +62,15 @@ func newRotEnv(t *testing.T, bo brokerOpts, mod func(*Config)) *rotEnv {
 	}
 	var refresher api.Refresher
 	if !bo.noBroker {
-		if bo.providerTimeout == 0 {
-			bo.providerTimeout = 15 * time.Second
-		}
 		if bo.instanceToken == "" {
 			bo.instanceToken = testInstanceToken
 		}
-		srv := httptest.NewUnstartedServer(nil)
-		re.brokerURL = "http://" + srv.Listener.Addr().String()
-		blog := zerolog.New(re.brokerLogs)
-		clients := map[string]broker.Client{}
-		for _, svc := range []string{fakeapi.GitHub, fakeapi.HubSpot} {
-			clients[svc] = broker.Client{ID: fakeapi.OAuthClientID(svc), Secret: fakeapi.OAuthClientSecret(svc)}
-		}
-		b, err := broker.New(broker.Config{
-			PublicURL:       re.brokerURL,
-			StateKey:        bytes.Repeat([]byte{9}, broker.StateKeySize),
-			InstanceTokens:  []string{testInstanceToken},
-			Clients:         clients,
+		re.brokerURL = testenv.Broker(t, fake, testInstanceToken, testenv.BrokerOptions{
+			Services:        []string{fakeapi.GitHub, fakeapi.HubSpot},
 			ProviderTimeout: bo.providerTimeout,
-			Override:        &broker.Override{Addr: fake.Addr(), CAPEM: fake.CACertPEM()},
-			Logger:          &blog,
+			Logs:            re.brokerLogs,
 		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		srv.Config.Handler = b.Handler()
-		srv.Start()
-		t.Cleanup(b.Close)
-		t.Cleanup(srv.Close)
-		// The sidecar's client to the broker, closed after the test so no
-		// keep-alive goroutine outlives it.
-		tr := &http.Transport{Proxy: nil}
-		t.Cleanup(tr.CloseIdleConnections)
-		bc, err := rotate.NewBrokerClient(re.brokerURL, secret.Secret(bo.instanceToken), rotate.BrokerOptions{
-			HTTPClient: &http.Client{Transport: tr, Timeout: 30 * time.Second},
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		refresher = bc
+		refresher = testenv.BrokerClient(t, re.brokerURL, bo.instanceToken)
 	}
 	t.Cleanup(func() {
 		if t.Failed() {

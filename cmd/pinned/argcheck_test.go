@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"maps"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -24,7 +22,7 @@ import (
 // engine's Check — the sandboxed guest, as the sidecar runs it — answers
 // the same.
 func TestCheckArgsMatchesEngine(t *testing.T) {
-	t.Setenv("XDG_CACHE_HOME", filepath.Join(os.TempDir(), "pinned-test-cmd-xdg-cache"))
+	useTestCache(t)
 	ctx := context.Background()
 	eng, err := host.New(ctx, host.Config{CacheDir: defaultCacheDir()})
 	if err != nil {

@@ -3,8 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -38,7 +36,7 @@ func TestIsolationPhrase(t *testing.T) {
 // succeeds, and the closing sentence names the isolation strategy the
 // engine used.
 func TestRunDemo(t *testing.T) {
-	t.Setenv("XDG_CACHE_HOME", filepath.Join(os.TempDir(), "pinned-test-cmd-xdg-cache"))
+	useTestCache(t)
 	ctx := context.Background()
 	eng, err := host.New(ctx, host.Config{CacheDir: defaultCacheDir()})
 	if err != nil {

@@ -4,13 +4,10 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,9 +18,9 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/elevenmessenger/pinned/broker"
 	"github.com/elevenmessenger/pinned/internal/connstore"
 	"github.com/elevenmessenger/pinned/internal/demo/fakeapi"
+	"github.com/elevenmessenger/pinned/internal/testing/testenv"
 	"github.com/elevenmessenger/pinned/internal/testing/testutil"
 )
 
@@ -246,20 +243,7 @@ func TestConnectOAuthPairRotated(t *testing.T) {
 	}
 
 	const instance = "cmd-test-broker-instance-token-0123456789"
-	bsrv := httptest.NewUnstartedServer(nil)
-	burl := "http://" + bsrv.Listener.Addr().String()
-	b, err := broker.New(broker.Config{
-		PublicURL: burl, StateKey: bytes.Repeat([]byte{5}, broker.StateKeySize), InstanceTokens: []string{instance},
-		Clients:  map[string]broker.Client{"github": {ID: fakeapi.OAuthClientID("github"), Secret: fakeapi.OAuthClientSecret("github")}},
-		Override: &broker.Override{Addr: p.fake.Addr(), CAPEM: p.fake.CACertPEM()},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	bsrv.Config.Handler = b.Handler()
-	bsrv.Start()
-	t.Cleanup(b.Close)
-	t.Cleanup(bsrv.Close)
+	burl := testenv.Broker(t, p.fake, instance, testenv.BrokerOptions{})
 
 	stderr := &testutil.SyncBuffer{}
 	wire := &testutil.SyncBuffer{}
@@ -374,24 +358,9 @@ func storeSecrets(t *testing.T, dir string) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	conns, err := store.List()
+	out, err := testenv.StoreSecrets(store)
 	if err != nil {
 		t.Fatal(err)
-	}
-	out := []string{store.Key().Encode()}
-	for _, c := range conns {
-		out = append(out, string(c.Token))
-		if c.Refresh != "" {
-			out = append(out, string(c.Refresh))
-		}
-	}
-	raw, err := os.ReadFile(store.Path())
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i+24 <= len(raw); i += 24 {
-		w := raw[i : i+24]
-		out = append(out, base64.StdEncoding.EncodeToString(w)[:32], base64.RawURLEncoding.EncodeToString(w)[:32], hex.EncodeToString(w))
 	}
 	return out
 }

@@ -19,7 +19,7 @@ func TestRunOp(t *testing.T) {
 	// $XDG_CACHE_HOME. One directory for the whole test, and kept across
 	// runs like the host package's test cache, so the guest is compiled
 	// once per machine (compiling it under -race takes many seconds).
-	t.Setenv("XDG_CACHE_HOME", filepath.Join(os.TempDir(), "pinned-test-cmd-xdg-cache"))
+	useTestCache(t)
 	t.Setenv("PINNED_TOKEN", "")
 	t.Setenv("PINNED_TEST_OTHER_TOKEN", "")
 

@@ -9,7 +9,6 @@ import (
 
 	"github.com/elevenmessenger/pinned/internal/demo/fakeapi"
 	"github.com/elevenmessenger/pinned/internal/testing/testutil"
-	"github.com/elevenmessenger/pinned/registry"
 )
 
 // TestRunOpWrites: a write op shows its confirm sentence and runs only
@@ -17,7 +16,7 @@ import (
 // --manifest runs a manifest that is not embedded, with a warning; a 401
 // on the real path says what to check.
 func TestRunOpWrites(t *testing.T) {
-	t.Setenv("XDG_CACHE_HOME", filepath.Join(os.TempDir(), "pinned-test-cmd-xdg-cache"))
+	useTestCache(t)
 	t.Setenv("PINNED_TOKEN", "")
 	t.Setenv("PINNED_TEST_WRONG_TOKEN", "ghp_not_the_fake_token_00000000000000000")
 	t.Setenv("PINNED_TEST_NEWLINE_TOKEN", "ghp_pasted_with_a_newline\n")
@@ -135,37 +134,30 @@ func TestManifestFlagIsCLIOnly(t *testing.T) {
 // declined, nothing reaches the provider. A mutation that drops one
 // entry from the prompt is caught by the same check.
 func TestOpPromptShowsEverySentArg(t *testing.T) {
-	t.Setenv("XDG_CACHE_HOME", filepath.Join(os.TempDir(), "pinned-test-cmd-xdg-cache"))
-	fixtures := testutil.ConsentArgs()
-	for _, m := range registry.Default().Services() {
-		for _, name := range m.OpNames() {
-			op, _ := m.Op(name)
-			if op.Access != registry.AccessWrite {
-				continue
+	useTestCache(t)
+	for _, w := range testutil.WriteOps() {
+		service, name, op, args := w.Service, w.Name, w.Op, w.Args
+		t.Run(w.Key(), func(t *testing.T) {
+			old := console
+			console.in = strings.NewReader("n\n")
+			console.isTerminal = func() bool { return true }
+			defer func() { console = old }()
+			var stdout, stderr bytes.Buffer
+			code := runOp([]string{"--fake", "--service", service, "--op", name, "--args", string(args)}, &stdout, &stderr)
+			prompt, found := strings.CutPrefix(stderr.String(), "pinned op: "+service+"."+name+" writes: ")
+			if code != 1 || !found || !strings.HasSuffix(prompt, "Run it? [y/N] pinned op: not run\n") {
+				t.Fatalf("exit %d, stderr %q", code, &stderr)
 			}
-			args := fixtures[m.ID+"."+name]
-			t.Run(m.ID+"."+name, func(t *testing.T) {
-				old := console
-				console.in = strings.NewReader("n\n")
-				console.isTerminal = func() bool { return true }
-				defer func() { console = old }()
-				var stdout, stderr bytes.Buffer
-				code := runOp([]string{"--fake", "--service", m.ID, "--op", name, "--args", string(args)}, &stdout, &stderr)
-				prompt, found := strings.CutPrefix(stderr.String(), "pinned op: "+m.ID+"."+name+" writes: ")
-				if code != 1 || !found || !strings.HasSuffix(prompt, "Run it? [y/N] pinned op: not run\n") {
-					t.Fatalf("exit %d, stderr %q", code, &stderr)
+			prompt = strings.TrimSuffix(prompt, "\nRun it? [y/N] pinned op: not run\n")
+			if miss := testutil.MissingFromConsent(op, args, prompt); len(miss) > 0 {
+				t.Errorf("sent but not shown: %v in\n%s", miss, prompt)
+			}
+			for arg, v := range testutil.Carried(op, args) {
+				e := testutil.Entry(arg, v)
+				if strings.Contains(prompt, e) && len(testutil.MissingFromConsent(op, args, strings.Replace(prompt, e, "", 1))) == 0 {
+					t.Errorf("dropping the entry of %s went unnoticed", arg)
 				}
-				prompt = strings.TrimSuffix(prompt, "\nRun it? [y/N] pinned op: not run\n")
-				if miss := testutil.MissingFromConsent(op, args, prompt); len(miss) > 0 {
-					t.Errorf("sent but not shown: %v in\n%s", miss, prompt)
-				}
-				for arg, v := range testutil.Carried(op, args) {
-					e := testutil.Entry(arg, v)
-					if strings.Contains(prompt, e) && len(testutil.MissingFromConsent(op, args, strings.Replace(prompt, e, "", 1))) == 0 {
-						t.Errorf("dropping the entry of %s went unnoticed", arg)
-					}
-				}
-			})
-		}
+			}
+		})
 	}
 }

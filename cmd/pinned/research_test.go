@@ -3,8 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -18,7 +16,7 @@ import (
 // with exactly the right domains, labelled as scripted, and prints each
 // step, the refused write among them.
 func TestRunResearchFake(t *testing.T) {
-	t.Setenv("XDG_CACHE_HOME", filepath.Join(os.TempDir(), "pinned-test-cmd-xdg-cache"))
+	useTestCache(t)
 	var stdout, stderr bytes.Buffer
 	code := runResearch([]string{"--fake", "--service", "github", "--service", "dnsimple", "Which of my DNSimple domains", "point at GitHub Pages?"}, &stdout, &stderr)
 	if code != 0 {

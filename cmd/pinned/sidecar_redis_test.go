@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/elevenmessenger/pinned/internal/testing/redistest"
+	"github.com/elevenmessenger/pinned/internal/testing/testenv"
 	"github.com/elevenmessenger/pinned/internal/testing/testutil"
 )
 
@@ -18,7 +19,7 @@ import (
 // password comes from a file and reaches no log.
 func TestRunSidecarRedis(t *testing.T) {
 	clearSidecarEnv(t)
-	t.Setenv("PINNED_SIDECAR_CACHE_DIR", filepath.Join(os.TempDir(), "pinned-test-wazero-cache"))
+	t.Setenv("PINNED_SIDECAR_CACHE_DIR", testenv.CacheDir())
 	dir := t.TempDir()
 	key, _ := writeKey(t, dir)
 	stateKey := filepath.Join(dir, "state.key")

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,8 +17,8 @@ import (
 
 	"github.com/elevenmessenger/pinned/secret"
 
-	"github.com/elevenmessenger/pinned/broker"
 	"github.com/elevenmessenger/pinned/internal/demo/fakeapi"
+	"github.com/elevenmessenger/pinned/internal/testing/testenv"
 	"github.com/elevenmessenger/pinned/internal/testing/testutil"
 	"github.com/elevenmessenger/pinned/sidecar/grant"
 )
@@ -207,7 +206,7 @@ func TestIsLoopback(t *testing.T) {
 // GET /v1/tools, with a caller token; then a clean shutdown.
 func TestRunSidecarAgainstFake(t *testing.T) {
 	clearSidecarEnv(t)
-	t.Setenv("PINNED_SIDECAR_CACHE_DIR", filepath.Join(os.TempDir(), "pinned-test-wazero-cache"))
+	t.Setenv("PINNED_SIDECAR_CACHE_DIR", testenv.CacheDir())
 	dir := t.TempDir()
 	fake := testutil.Fake(t)
 	ca := testutil.CAFile(t, fake)
@@ -374,23 +373,7 @@ func TestRunSidecarAgainstFake(t *testing.T) {
 // GitHub client and its provider calls sent to the fake.
 func startTestBroker(t *testing.T, fake *fakeapi.Server, instanceToken string) string {
 	t.Helper()
-	srv := httptest.NewUnstartedServer(nil)
-	u := "http://" + srv.Listener.Addr().String()
-	b, err := broker.New(broker.Config{
-		PublicURL:      u,
-		StateKey:       bytes.Repeat([]byte{5}, broker.StateKeySize),
-		InstanceTokens: []string{instanceToken},
-		Clients:        map[string]broker.Client{"github": {ID: fakeapi.OAuthClientID("github"), Secret: fakeapi.OAuthClientSecret("github")}},
-		Override:       &broker.Override{Addr: fake.Addr(), CAPEM: fake.CACertPEM()},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv.Config.Handler = b.Handler()
-	srv.Start()
-	t.Cleanup(b.Close)
-	t.Cleanup(srv.Close)
-	return u
+	return testenv.Broker(t, fake, instanceToken, testenv.BrokerOptions{})
 }
 
 type testPair struct{ access, refresh, expiresAt string }
@@ -433,7 +416,7 @@ func TestSidecarRestartRefusesReplay(t *testing.T) {
 		}
 	}
 	env = append(env, "HOME="+dir, "PINNED_SIDECAR_TOKEN="+token,
-		"PINNED_SIDECAR_CACHE_DIR="+filepath.Join(os.TempDir(), "pinned-test-wazero-cache"))
+		"PINNED_SIDECAR_CACHE_DIR="+testenv.CacheDir())
 	// start runs the sidecar until the test ends or it is killed.
 	start := func(t *testing.T, extra ...string) (string, *exec.Cmd) {
 		t.Helper()

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/elevenmessenger/pinned/internal/testing/testenv"
+
 	"bytes"
 	"context"
 	"net"
@@ -126,7 +128,7 @@ func TestWalkthroughs(t *testing.T) {
 	needTools(t, "bash", "curl")
 	bin := pinnedBinary(t)
 	holdPorts(t, "8080", "8081", "8443")
-	cache := filepath.Join(os.TempDir(), "pinned-test-cmd-xdg-cache")
+	cache := testenv.CLICacheHome()
 	tests := []struct {
 		name, doc, heading string
 		// before, when set, is a heading of the same doc whose blocks run

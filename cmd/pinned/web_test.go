@@ -123,7 +123,7 @@ func TestRunWebServes(t *testing.T) {
 // TestDemoWeb: pinned demo --web prints the catalog's URL, which serves
 // the catalog and a bot with a public key, and stops when told.
 func TestDemoWeb(t *testing.T) {
-	t.Setenv("XDG_CACHE_HOME", filepath.Join(os.TempDir(), "pinned-test-cmd-xdg-cache"))
+	useTestCache(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	out, errb := &testutil.SyncBuffer{}, &testutil.SyncBuffer{}
 	done := make(chan int, 1)

@@ -13,7 +13,7 @@ import (
 // Red team of paging (docs/SECURITY.md, "The red team"): the provider's
 // answer is hostile — it chooses the Link header. The host-level rows
 // (the cursor, has_more, page counts, time) are host's
-// paginate_hostile_test.go.
+// hostile_paginate_test.go.
 
 // TestPaginateHostileLink feeds hostile Link headers to GitHub's pager.
 // The URL is never fetched, so the only thing a link can do is choose

@@ -62,7 +62,9 @@ var layers = []struct {
 	// that serves them to their agent through the sidecar's op path.
 	{"connection store", []string{"internal/connstore"}},
 	{"agent front ends", []string{"mcpserver/..."}},
-	{"stacks", []string{"internal/demo/webstack"}},
+	// The stacks: the demo's web stack, and the test environment the
+	// sidecar, mcpserver and cmd/pinned tests share.
+	{"stacks", []string{"internal/demo/webstack", "internal/testing/testenv"}},
 	{"binaries", []string{"cmd/...", "internal/cmd/..."}},
 }
 

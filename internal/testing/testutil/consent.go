@@ -38,6 +38,34 @@ func ConsentArgs() map[string]json.RawMessage {
 	return out
 }
 
+// WriteOp is one write op of the embedded registry with its consent args.
+type WriteOp struct {
+	Service string          // the manifest id, "github"
+	Name    string          // the op's name, "create_issue"
+	Op      *registry.Op    // the op
+	Args    json.RawMessage // its ConsentArgs entry; nil when there is none
+}
+
+// Key is "service.op": the ConsentArgs key and the subtest's name.
+func (w WriteOp) Key() string { return w.Service + "." + w.Name }
+
+// WriteOps lists every write op of the embedded registry, in its order,
+// each with its ConsentArgs: what every consent test walks.
+func WriteOps() []WriteOp {
+	fixtures := ConsentArgs()
+	var out []WriteOp
+	for _, m := range registry.Default().Services() {
+		for _, name := range m.OpNames() {
+			op, _ := m.Op(name)
+			if op.Access != registry.AccessWrite {
+				continue
+			}
+			out = append(out, WriteOp{Service: m.ID, Name: name, Op: op, Args: fixtures[m.ID+"."+name]})
+		}
+	}
+	return out
+}
+
 // Carried returns, by name, the text of every arg the request of op
 // carries for args (given, or defaulted): every arg named in the path, a
 // query or form value, or a body_json string. Booleans and numbers are

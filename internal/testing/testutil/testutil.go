@@ -1,9 +1,9 @@
-// Package testutil holds the helpers the tests of several packages share
-// (outside host, whose tests keep their own until its split): a
-// goroutine-safe log sink, the provider fake's set-up, a token pair
-// minted at its OAuth provider (MintPair), and the consent checks every
-// surface that asks a person runs (ConsentArgs, MissingFromConsent).
-// Only _test.go files import it.
+// Package testutil holds small helpers the tests of several packages
+// share: a goroutine-safe log sink, a settable clock, the provider fake's
+// set-up, a token pair minted at its OAuth provider (MintPair), and the
+// consent checks every surface that asks a person runs (ConsentArgs,
+// MissingFromConsent). Only _test.go files import it; the larger shared
+// environment (an engine, a broker, a store) is internal/testing/testenv.
 //
 // It imports internal/demo/fakeapi, internal/display and registry, and nothing
 // else of the project's.
@@ -86,4 +86,35 @@ func WaitFor(t testing.TB, timeout time.Duration, what string, cond func() bool)
 		}
 		<-tick.C
 	}
+}
+
+// Clock is a settable clock for expiry and rate-limit tests. The zero
+// value reads the wall clock moved by every Advance so far; FrozenClock
+// makes one that moves only by Advance. Its methods are safe for
+// concurrent use.
+type Clock struct {
+	mu     sync.Mutex
+	frozen bool
+	at     time.Time
+	d      time.Duration
+}
+
+// FrozenClock returns a clock stopped at t, moved only by Advance.
+func FrozenClock(t time.Time) *Clock { return &Clock{frozen: true, at: t} }
+
+// Now is the clock's reading.
+func (c *Clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.frozen {
+		return c.at.Add(c.d)
+	}
+	return time.Now().Add(c.d)
+}
+
+// Advance moves the clock d ahead.
+func (c *Clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.d += d
 }
