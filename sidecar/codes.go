@@ -34,6 +34,7 @@ const (
 	CodeAccessDenied    Code = "access_denied"    // 403: a write op under a read or legacy (access-less) grant
 	CodeGrantMismatch   Code = "grant_mismatch"   // 403: the grant is bound to another op, or to other args
 	CodeGrantReplayed   Code = "grant_replayed"   // 409: the grant's nonce was already used
+	CodeManifestDrift   Code = "manifest_drift"   // 409: the grant or request names a manifest_sha256 other than this sidecar's manifest of the service; nothing ran and the grant is not spent
 
 	// Token rotation (DESIGN.md, "Expiring tokens"). The grant of an op that
 	// fails with one of these is not spent: nothing reached the provider's
@@ -95,6 +96,7 @@ var codeStatus = httperr.Statuses[Code]{
 	CodeAccessDenied:    http.StatusForbidden,
 	CodeGrantMismatch:   http.StatusForbidden,
 	CodeGrantReplayed:   http.StatusConflict,
+	CodeManifestDrift:   http.StatusConflict,
 
 	CodeReconnectRequired:     http.StatusForbidden,
 	CodeRotationRefused:       http.StatusForbidden,
