@@ -2,8 +2,8 @@ package snapshot
 
 import (
 	"strings"
-	"testing/fstest"
 	"sync"
+	"testing/fstest"
 
 	"github.com/elevenmessenger/pinned/registry"
 )
