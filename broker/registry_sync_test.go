@@ -260,12 +260,22 @@ func TestRegistrySync(t *testing.T) {
 	}
 }
 
-func TestRegistrySyncRefusesPlainHTTP(t *testing.T) {
+// TestRegistrySyncRefusesBadConfig: plain http, a URL without a host and
+// the development key (whose secret is in the repository) are refused.
+func TestRegistrySyncRefusesBadConfig(t *testing.T) {
 	pub, _, _ := minisign.GenerateKey(nil)
 	for _, u := range []string{"http://registry.example.test/snapshot.json", "snapshot.json", "https://"} {
 		if _, err := regsync.New(regsync.Config{URL: u, PublicKey: pub}); err == nil {
 			t.Errorf("regsync.New took %q", u)
 		}
+	}
+	_, _, devText := registry.EmbeddedSnapshot()
+	dev, err := snapshot.ParsePublicKey(devText)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := regsync.New(regsync.Config{URL: "https://registry.example.test/snapshot.json", PublicKey: dev}); err == nil || !strings.Contains(err.Error(), "development key") {
+		t.Errorf("regsync.New with the development key: %v", err)
 	}
 }
 

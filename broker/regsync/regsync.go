@@ -88,6 +88,10 @@ func New(cfg Config) (*Syncer, error) {
 	if err != nil || u.Scheme != "https" || u.Host == "" {
 		return nil, fmt.Errorf("regsync: --registry-url %q: want an https URL of a snapshot archive (snapshot.json)", cfg.URL)
 	}
+	_, _, devText := registry.EmbeddedSnapshot()
+	if dev, err := snapshot.ParsePublicKey(devText); err == nil && dev.Equal(cfg.PublicKey) {
+		return nil, fmt.Errorf("regsync: --registry-pubkey is the development key that signs the in-tree snapshot (registry/snapshot.pub); its secret key is public, so it proves nothing: give the registry publisher's release key")
+	}
 	if cfg.Interval <= 0 {
 		cfg.Interval = DefaultInterval
 	}
