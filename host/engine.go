@@ -46,6 +46,7 @@ import (
 	"fmt"
 	"runtime"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -162,6 +163,16 @@ type Credential struct {
 	// Secret is the token. It is placed in the request header by the host
 	// after the egress checks and never anywhere else.
 	Secret Secret
+	// User is the first part of a two-part credential (auth schemes
+	// "basic" and "template": an account email, a key id), presented with
+	// Secret and guarded like it; empty for every other scheme.
+	User Secret
+	// Tenant is the connection's tenant label ("acme" of
+	// acme.atlassian.net) for a manifest whose host is a per-connection
+	// pattern, and empty otherwise. It fixes the one host every op of the
+	// connection talks to (registry.Manifest.HostFor); it is set when the
+	// member connects and sealed with the credential, never an op arg.
+	Tenant string
 }
 
 // Secret is a credential value (package internal/secret, the one type the
@@ -466,8 +477,14 @@ func (e *Engine) run(ctx context.Context, call Call, start time.Time) (*Result, 
 	if perr != nil {
 		return nil, perr
 	}
-	if err := checkCredential(call.Credential); err != nil {
+	if err := checkCredentialFor(p.m, call.Credential); err != nil {
 		return nil, err
+	}
+	if p.m.HasTenant() {
+		var herr *Error
+		if p, herr = e.prepareTenant(p, call.Credential.Tenant); herr != nil {
+			return nil, herr
+		}
 	}
 	ctx, cancel := context.WithTimeout(ctx, e.cfg.Timeout)
 	defer cancel()
@@ -584,11 +601,21 @@ func (e *Engine) guestLog(ctx context.Context, p *prepared, st *sandbox.State) {
 // Engine.Run — POST /v1/ops, research, pinned mcp, the CLI — gets a
 // result that passed it.
 func (e *Engine) echoes(call Call, data []byte) bool {
-	return upstream.Echoes(data, callSecrets(call)...)
+	return upstream.Echoes(data, e.callSecrets(call)...)
 }
 
-func callSecrets(call Call) []string {
-	out := []string{string(call.Credential.Secret)}
+// callSecrets are what an answer must not hold: the credential's secret,
+// its user part and, for HTTP Basic, the encoded pair, and the call's
+// other secrets.
+func (e *Engine) callSecrets(call Call) []string {
+	c := call.Credential
+	out := []string{string(c.Secret)}
+	if c.User != "" {
+		out = append(out, string(c.User))
+		if m := e.services[call.Service]; m != nil && m.Auth.Scheme == registry.SchemeBasic {
+			out = append(out, m.Auth.BasicEncoded(string(c.User), string(c.Secret)))
+		}
+	}
 	for _, s := range call.Withhold {
 		out = append(out, string(s))
 	}
@@ -610,14 +637,91 @@ func checkCredential(c Credential) *Error {
 	if c.Secret == "" {
 		return newError(CodeCredentialInvalid, "no credential given")
 	}
-	for i := 0; i < len(c.Secret); i++ {
-		if ch := c.Secret[i]; ch <= 0x20 || ch >= 0x7f {
-			return newError(CodeCredentialInvalid, "the credential holds characters an HTTP header cannot carry")
+	for _, part := range []Secret{c.Secret, c.User} {
+		for i := 0; i < len(part); i++ {
+			if ch := part[i]; ch <= 0x20 || ch >= 0x7f {
+				return newError(CodeCredentialInvalid, "the credential holds characters an HTTP header cannot carry")
+			}
 		}
+	}
+	if len(c.Tenant) > 63 {
+		return newError(CodeCredentialInvalid, "the tenant label is longer than a DNS label (63 characters)")
 	}
 	switch c.Kind {
 	case "", "pat", "oauth":
 		return nil
 	}
 	return newError(CodeCredentialInvalid, fmt.Sprintf("unknown credential kind %q (want pat or oauth)", c.Kind))
+}
+
+// checkCredentialFor is checkCredential and what m's auth and host ask
+// of a connection: a user part exactly for a pasted two-part credential
+// (no ":" in a Basic user-id, RFC 7617 section 2), a tenant label exactly
+// for a per-connection host, of its pattern.
+func checkCredentialFor(m *registry.Manifest, c Credential) *Error {
+	if err := checkCredential(c); err != nil {
+		return err
+	}
+	twoPart := m.Auth.TwoPart() && c.Kind != "oauth"
+	switch {
+	case twoPart && c.User == "":
+		what := "the first part"
+		if m.Auth.User != nil {
+			what = m.Auth.User.Label
+		}
+		return newError(CodeCredentialInvalid, fmt.Sprintf("%s takes a credential of two parts; the connection lacks %s", m.ID, what))
+	case !twoPart && c.User != "":
+		return newError(CodeCredentialInvalid, fmt.Sprintf("%s takes a credential of one part; the connection has a second", m.ID))
+	case m.Auth.Scheme == registry.SchemeBasic && strings.Contains(string(c.User), ":"):
+		return newError(CodeCredentialInvalid, "an HTTP Basic user-id holds no \":\" (RFC 7617)")
+	}
+	if m.HasTenant() && c.Tenant == "" {
+		what := "its tenant label"
+		if m.Tenant != nil {
+			what = m.Tenant.Label
+		}
+		return newError(CodeCredentialInvalid, fmt.Sprintf("%s has a host per connection (%s); the connection lacks %s", m.ID, m.Host, what))
+	}
+	if _, err := m.HostFor(c.Tenant); err != nil {
+		return newError(CodeCredentialInvalid, err.Error())
+	}
+	return nil
+}
+
+// CheckCredentialFor reports whether c can be presented to service: the
+// checks of CheckCredential, then those of the service's auth and host
+// (the parts of a two-part credential, a per-connection host's tenant
+// label). Tools that store or seal a connection call it, so a connection
+// that no op could use is refused at once. The message never repeats a
+// secret.
+func (e *Engine) CheckCredentialFor(service string, c Credential) *Error {
+	m, ok := e.services[service]
+	if !ok {
+		return newError(CodeUnknownService, fmt.Sprintf("unknown service %q (services: %s)", service, joinNames(e.ids)))
+	}
+	return checkCredentialFor(m, c)
+}
+
+// CheckConnection is Engine.CheckCredentialFor for a manifest m, without
+// an engine.
+func CheckConnection(m *registry.Manifest, c Credential) *Error { return checkCredentialFor(m, c) }
+
+// prepareTenant returns p for the one host of tenant: the same
+// precomputation (policy, op input, binding, exchange, pager) made from
+// a copy of p's manifest whose host is the tenant's, so every check of
+// the op path holds the request to that host. It is made per call.
+func (e *Engine) prepareTenant(p *prepared, tenant string) (*prepared, *Error) {
+	h, err := p.m.HostFor(tenant)
+	if err != nil {
+		return nil, newError(CodeCredentialInvalid, err.Error())
+	}
+	m := p.m.Clone()
+	m.Host, m.Tenant = h, nil
+	op, _ := m.Op(p.name)
+	eg, perr := egress.Prepare(m, op)
+	if perr != nil {
+		return nil, &Error{Code: CodeSandboxError, Message: "op cannot be prepared", cause: perr}
+	}
+	return &prepared{m: m, op: op, name: p.name, policy: eg.Policy, bind: eg.Binding, prefix: eg.Prefix,
+		x: upstream.NewOp(m, op, eg.Policy.ContentType()), pager: paginate.New(m, op)}, nil
 }

@@ -88,17 +88,25 @@ func init() {
 var honestArgs = map[string]string{
 	"github.list_issues":  `{"owner":"octo","repo":"hello"}`,
 	"github.create_issue": `{"owner":"octo","repo":"hello","title":"t"}`,
+	"jira.get_issue":      `{"issue":"CAT-3"}`,
 }
 
-// run runs an op with the fake's valid token for the service.
+// fakeCred is the fake's valid pasted connection of a service: its
+// token, with the user part and the tenant label where the service's
+// manifest has them.
+func fakeCred(service string) Credential {
+	return Credential{Secret: Secret(fakeapi.Token(service)), User: Secret(fakeapi.User(service)), Tenant: fakeapi.Tenant(service)}
+}
+
+// run runs an op with the fake's valid connection for the service.
 func (env *testEnv) run(service, op, args string) (*Result, *Error) {
-	return env.runWith(context.Background(), service, op, args, Credential{Secret: Secret(fakeapi.Token(service))})
+	return env.runWith(context.Background(), service, op, args, fakeCred(service))
 }
 
 // runHarness runs an op with the given (bound) args and harness line.
 func (env *testEnv) runHarness(service, op, args, harness string) (*Result, *Error) {
 	ctx := context.WithValue(context.Background(), harnessKey{}, harness)
-	return env.runWith(ctx, service, op, args, Credential{Secret: Secret(fakeapi.Token(service))})
+	return env.runWith(ctx, service, op, args, fakeCred(service))
 }
 
 // runWith runs an op. Args with a top-level "attack" member are a hostile

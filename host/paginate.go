@@ -116,7 +116,7 @@ func (e *Engine) runPages(ctx context.Context, call Call, start time.Time) (*Res
 	// credential split across pages, or carried in a cursor, never
 	// comes back. (One page's data was checked by run.)
 	merged := out.Pages > 1 && e.echoes(call, res.Data)
-	if merged || e.echoes(call, res.Next) || upstream.EchoesText(res.StopMessage, callSecrets(call)...) {
+	if merged || e.echoes(call, res.Next) || upstream.EchoesText(res.StopMessage, e.callSecrets(call)...) {
 		return nil, e.echoError(p, res.Status)
 	}
 	return res, nil
@@ -156,10 +156,10 @@ func (o pageOp) Refused(args json.RawMessage) (string, bool) {
 // upstream.EchoesText judges text, for the credential and the call's
 // other secrets.
 func (o pageOp) Echoes(v string) bool {
-	for _, s := range callSecrets(o.call) {
+	for _, s := range o.e.callSecrets(o.call) {
 		if upstream.Redact(v, s) != v {
 			return true
 		}
 	}
-	return upstream.EchoesText(v, callSecrets(o.call)...)
+	return upstream.EchoesText(v, o.e.callSecrets(o.call)...)
 }

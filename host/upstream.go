@@ -41,7 +41,7 @@ const (
 // failures classified, a success projected) and reads the paging cursor
 // of a success.
 func (e *Engine) send(ctx context.Context, p *prepared, r *egress.Request, cred Credential) (*Result, int64, *Error) {
-	ans, n, f := e.up.Send(ctx, p.x, r, cred.Kind, cred.Secret)
+	ans, n, f := e.up.Send(ctx, p.x, r, cred.Kind, cred.User, cred.Secret)
 	if f != nil {
 		return nil, n, upstreamError(f)
 	}

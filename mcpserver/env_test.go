@@ -161,6 +161,9 @@ func findSecrets(transcript string, store *connstore.Store) []string {
 	var found, secrets []string
 	for _, svc := range fakeapi.Services() {
 		secrets = append(secrets, fakeapi.Token(svc), fakeapi.OAuthToken(svc))
+		if u := fakeapi.User(svc); u != "" {
+			secrets = append(secrets, u)
+		}
 	}
 	conns, _ := store.List()
 	for _, c := range conns {

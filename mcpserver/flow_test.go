@@ -202,7 +202,7 @@ func TestMCPAllowedAndHonestFlows(t *testing.T) {
 func TestMCPConfirmationShowsEverySentArg(t *testing.T) {
 	var conns []connstore.Connection
 	for _, svc := range fakeapi.Services() {
-		conns = append(conns, connstore.Connection{Service: svc, Cap: connstore.CapWrite, Kind: grant.KindPAT, Token: grant.Secret(fakeapi.Token(svc)), Viewer: "v"})
+		conns = append(conns, connstore.Connection{Service: svc, Cap: connstore.CapWrite, Kind: grant.KindPAT, Token: grant.Secret(fakeapi.Token(svc)), User: grant.Secret(fakeapi.User(svc)), Tenant: fakeapi.Tenant(svc), Viewer: "v"})
 	}
 	e := newEnv(t, envOpts{conns: conns})
 	var asked []string

@@ -542,7 +542,7 @@ func (s *Server) run(ctx context.Context, conn connstore.Connection, opName stri
 	write := op.Access == registry.AccessWrite
 	sealed, err := grant.Seal(&grant.Grant{
 		Service: conn.Service, Access: conn.Cap, Kind: conn.Kind,
-		Secret: conn.Token, Refresh: conn.Refresh, TokenExpiresAt: conn.TokenExpiresAt,
+		Secret: conn.Token, User: conn.User, Tenant: conn.Tenant, Refresh: conn.Refresh, TokenExpiresAt: conn.TokenExpiresAt,
 		ExpiresAt: now.Add(s.cfg.GrantTTL), MemberKey: s.store.Key().Public().String(),
 		Op: opName, ArgsSHA256: hash,
 	}, s.side.PublicKey(), nil)

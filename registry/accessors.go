@@ -1,7 +1,11 @@
 package registry
 
 import (
+	"encoding/base64"
+	"errors"
+	"fmt"
 	"maps"
+	"regexp"
 	"slices"
 	"strings"
 )
@@ -92,4 +96,90 @@ func (o *Op) TargetArgs() []string {
 		}
 	}
 	return out
+}
+
+// HeadersOf returns the static headers op sends: the manifest's and the
+// op's own, in one new map (nil for none).
+func (m *Manifest) HeadersOf(op *Op) map[string]string {
+	if len(m.Headers) == 0 && len(op.Headers) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(m.Headers)+len(op.Headers))
+	maps.Copy(out, m.Headers)
+	maps.Copy(out, op.Headers)
+	return out
+}
+
+// HasTenant reports whether m's host is a per-connection pattern.
+func (m *Manifest) HasTenant() bool { return strings.HasPrefix(m.Host, TenantPlaceholder+".") }
+
+// HostFor returns the one host a connection's ops talk to: m's host, or
+// with a tenant pattern the tenant label in its place. The label must be
+// a lower-case DNS label matching the tenant's pattern; a manifest
+// without a tenant takes none.
+func (m *Manifest) HostFor(tenant string) (string, error) {
+	if !m.HasTenant() {
+		if tenant != "" {
+			return "", fmt.Errorf("%s has one host for every connection; it takes no tenant", m.ID)
+		}
+		return m.Host, nil
+	}
+	if msg := TenantProblem(m, tenant); msg != "" {
+		return "", errors.New(msg)
+	}
+	return tenant + strings.TrimPrefix(m.Host, TenantPlaceholder), nil
+}
+
+// TenantProblem says why label is not a tenant of m's host pattern, or
+// returns "".
+func TenantProblem(m *Manifest, label string) string {
+	what := "a tenant"
+	if m.Tenant != nil && m.Tenant.Label != "" {
+		what = m.Tenant.Label
+	}
+	if !dnsLabelRE.MatchString(label) {
+		return fmt.Sprintf("%s: %q is not a lower-case DNS label (letters, digits and inner hyphens, 1 to 63 characters)", what, label)
+	}
+	if m.Tenant != nil && m.Tenant.Pattern != "" {
+		if re, err := regexp.Compile(m.Tenant.Pattern); err != nil || !re.MatchString(label) {
+			return fmt.Sprintf("%s: %q does not match %s", what, label, m.Tenant.Pattern)
+		}
+	}
+	return ""
+}
+
+var dnsLabelRE = regexp.MustCompile(`^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$`)
+
+// TwoPart reports whether a's credential has a user part besides its
+// secret (schemes "basic" and "template").
+func (a *Auth) TwoPart() bool { return a.Scheme == SchemeBasic || a.Scheme == SchemeTemplate }
+
+// Present returns the header a pasted credential (user part, secret) is
+// sent in, as a's scheme says: "Authorization: Bearer <secret>",
+// Authorization with a's prefix, a's own header, HTTP Basic (RFC 7617:
+// base64 of user, suffix, ":" and secret) or a's template filled. The
+// caller checked both parts are printable ASCII. An OAuth credential is
+// always Bearer and never comes here.
+func (a *Auth) Present(user, secret string) (name, value string) {
+	switch a.Scheme {
+	case SchemeNone:
+		return "Authorization", a.Prefix + secret
+	case SchemeHeader:
+		return a.Header, secret
+	case SchemeBasic:
+		return "Authorization", "Basic " + a.BasicEncoded(user, secret)
+	case SchemeTemplate:
+		return "Authorization", strings.NewReplacer(TemplateUser, user, TemplateSecret, secret).Replace(a.Template)
+	}
+	return "Authorization", "Bearer " + secret
+}
+
+// BasicEncoded is the base64 (RFC 4648 section 4, padded) of the
+// user-pass of scheme "basic": user, a's suffix, ":" and secret.
+func (a *Auth) BasicEncoded(user, secret string) string {
+	suffix := ""
+	if a.User != nil {
+		suffix = a.User.Suffix
+	}
+	return base64.StdEncoding.EncodeToString([]byte(user + suffix + ":" + secret))
 }

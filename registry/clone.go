@@ -22,6 +22,7 @@ func (m *Manifest) Clone() *Manifest {
 	}
 	c := *m
 	c.Auth = m.Auth.clone()
+	c.Tenant = clonePtr(m.Tenant)
 	c.Headers = maps.Clone(m.Headers)
 	c.WebHosts = slices.Clone(m.WebHosts)
 	if m.Ops != nil {
@@ -41,6 +42,7 @@ func (a Auth) clone() Auth {
 		o.AuthorizeParams = maps.Clone(a.OAuth.AuthorizeParams)
 		a.OAuth = &o
 	}
+	a.User = clonePtr(a.User)
 	return a
 }
 
@@ -57,6 +59,7 @@ func (o *Op) clone() *Op {
 		}
 	}
 	c.Query = maps.Clone(o.Query)
+	c.Headers = maps.Clone(o.Headers)
 	c.BodyJSON = bytes.Clone(o.BodyJSON)
 	c.BodyForm = maps.Clone(o.BodyForm)
 	c.Target = slices.Clone(o.Target)
@@ -84,6 +87,8 @@ func (a *Arg) clone() *Arg {
 	c.Min = clonePtr(a.Min)
 	c.Max = clonePtr(a.Max)
 	c.MaxLength = clonePtr(a.MaxLength)
+	c.Items = a.Items.clone()
+	c.MaxItems = clonePtr(a.MaxItems)
 	return &c
 }
 

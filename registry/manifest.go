@@ -38,6 +38,46 @@ const (
 	// SchemeHeader sends the bare credential in the header named by
 	// Auth.Header.
 	SchemeHeader = "header"
+	// SchemeBasic sends HTTP Basic (RFC 7617): "Authorization: Basic"
+	// and the base64 of the credential's user part, Auth.User.Suffix, ":"
+	// and its secret. Both parts are the host's: the guest sees neither.
+	SchemeBasic = "basic"
+	// SchemeTemplate sends a credential of two parts in Authorization as
+	// Auth.Template writes them (Trello's `OAuth oauth_consumer_key="{user}",
+	// oauth_token="{secret}"`).
+	SchemeTemplate = "template"
+)
+
+// Tenant describes the label of a per-connection host ("acme" of
+// acme.atlassian.net).
+type Tenant struct {
+	// Label tells a member what to enter ("Your Atlassian site: the acme
+	// of acme.atlassian.net").
+	Label string `json:"label"`
+	// Pattern, when set, is an anchored RE2 the label must also match;
+	// every label is a lower-case DNS label (letters, digits and inner
+	// hyphens, 1 to 63 characters) whatever the pattern says.
+	Pattern string `json:"pattern,omitempty"`
+}
+
+// TenantPlaceholder is the first label of a per-connection host pattern.
+const TenantPlaceholder = "{tenant}"
+
+// UserPart describes the first part of a two-part credential: the
+// user-id of HTTP Basic, the key beside a token. A connection holds it
+// sealed with the secret; the guest never sees it.
+type UserPart struct {
+	// Label tells a member what it is ("Atlassian account email").
+	Label string `json:"label"`
+	// Suffix, for scheme "basic" only, is appended to the user-id before
+	// encoding (Zendesk's "/token" for an API token).
+	Suffix string `json:"suffix,omitempty"`
+}
+
+// Placeholders of Auth.Template.
+const (
+	TemplateUser   = "{user}"
+	TemplateSecret = "{secret}"
 )
 
 // Arg types (Arg.Type), named as in JSON Schema.
@@ -46,7 +86,13 @@ const (
 	TypeInteger = "integer"
 	TypeNumber  = "number"
 	TypeBoolean = "boolean"
+	// TypeArray is a list of values of Arg.Items, sent whole: in a query
+	// as the key repeated once per value, in body_json as a JSON array.
+	TypeArray = "array"
 )
+
+// DefaultMaxItems bounds an array arg that declares no max_items.
+const DefaultMaxItems = 100
 
 // Manifest is one service, format v1 (registry/manifests/<id>.json). Only
 // [Parse] makes a valid one. A [Registry] hands out deep copies
@@ -70,8 +116,14 @@ type Manifest struct {
 	WebHosts []string `json:"web_hosts,omitempty"`
 	// Host is the ONE API host every op talks to: a bare lower-case DNS
 	// name, no scheme, port, path, userinfo or IP literal. Requests go to
-	// https://<Host>:443 only.
+	// https://<Host>:443 only. With Tenant it is a pattern whose first
+	// label is "{tenant}" ("{tenant}.atlassian.net"): each connection
+	// fixes the label, and every op of it talks to that one host.
 	Host string `json:"host"`
+	// Tenant, present exactly when Host has "{tenant}", says what a
+	// member enters to connect (their site's label) and which labels are
+	// allowed.
+	Tenant *Tenant `json:"tenant,omitempty"`
 	// Auth says how the credential is presented and, for OAuth services,
 	// where the broker sends members.
 	Auth Auth `json:"auth"`
@@ -124,10 +176,20 @@ type Draft struct {
 // Auth describes how a credential is presented (Scheme, Header) and how a
 // member obtains one (PATHelp, OAuth).
 type Auth struct {
-	// Scheme is "bearer", "none" or "header"; see the Scheme constants.
+	// Scheme is "bearer", "none", "header", "basic" or "template"; see
+	// the Scheme constants.
 	Scheme string `json:"scheme"`
 	// Header is the header name for scheme "header", and only then.
 	Header string `json:"header,omitempty"`
+	// Prefix, for scheme "none" only, is the text the credential follows
+	// in Authorization (Discord's "Bot ", PagerDuty's "Token token=").
+	Prefix string `json:"prefix,omitempty"`
+	// User is required for schemes "basic" and "template", and only then:
+	// what the credential's first part is.
+	User *UserPart `json:"user,omitempty"`
+	// Template is the Authorization value of scheme "template", and only
+	// then: printable ASCII holding {user} and {secret} once each.
+	Template string `json:"template,omitempty"`
 	// PATHelp is the provider page where a member mints a scoped token.
 	PATHelp string `json:"pat_help,omitempty"`
 	// OAuth is present when the provider offers an OAuth 2.0 authorization
@@ -183,6 +245,10 @@ type Op struct {
 	// Args declares every argument the op takes, by name
 	// (^[a-z][a-z0-9_]{0,47}$). Undeclared arguments are refused.
 	Args map[string]*Arg `json:"args,omitempty"`
+	// Headers are static headers this op sends besides the manifest's
+	// (SendGrid's Accept on one endpoint), by the same rules; a name the
+	// manifest's headers have is refused. Nil when there are none.
+	Headers map[string]string `json:"headers,omitempty"`
 	// Query maps query keys to value templates. A key whose template names
 	// an absent optional arg is left out.
 	Query map[string]string `json:"query,omitempty"`
@@ -288,6 +354,13 @@ type Arg struct {
 	MaxLength *int `json:"max_length,omitempty"`
 	// Secret args are never logged.
 	Secret bool `json:"secret,omitempty"`
+	// Items, for an array arg only, declares each value: a type of string,
+	// integer, number or boolean and its constraints (enum, pattern,
+	// min, max, max_length); nothing else.
+	Items *Arg `json:"items,omitempty"`
+	// MaxItems, for an array arg only, bounds its length (1 to 1000;
+	// absent means DefaultMaxItems).
+	MaxItems *int `json:"max_items,omitempty"`
 }
 
 // DefaultMaxLength bounds a string arg that declares no max_length, in

@@ -144,6 +144,9 @@ func normalize(m *Manifest) {
 		if len(op.Query) == 0 {
 			op.Query = nil
 		}
+		if len(op.Headers) == 0 {
+			op.Headers = nil
+		}
 		op.BodyJSON = compact(op.BodyJSON)
 		for _, a := range op.Args {
 			a.Default = compact(a.Default)
@@ -314,9 +317,7 @@ func (p *parser) check(m *Manifest) {
 			p.add("", "web_hosts", "%q is listed twice", h)
 		}
 	}
-	if msg := hostProblem(m.Host); msg != "" {
-		p.add("", "host", "%s", msg)
-	}
+	p.checkHost(m)
 	if p.has("", "auth") {
 		p.checkAuth(&m.Auth)
 	} else {
@@ -341,6 +342,11 @@ func (p *parser) check(m *Manifest) {
 		}
 		if op := m.Ops[name]; op != nil {
 			p.checkOp(name, op)
+			if m.Headers == nil {
+				p.headers(m, name, op.Headers, map[string]string{})
+			} else {
+				p.headers(m, name, op.Headers, m.Headers)
+			}
 			if m.GraphQL {
 				p.checkGraphQLOp(name, op)
 			}
@@ -400,6 +406,43 @@ func (p *parser) url(op, field, s string, required bool) {
 	}
 }
 
+// checkHost checks the host, or a per-connection host pattern and its
+// tenant.
+func (p *parser) checkHost(m *Manifest) {
+	rest, tenant := strings.CutPrefix(m.Host, TenantPlaceholder+".")
+	switch {
+	case !tenant && strings.Contains(m.Host, "{"):
+		p.add("", "host", "%q: a per-connection host is written %s.<registered domain>, the tenant's label first (\"{tenant}.atlassian.net\")", m.Host, TenantPlaceholder)
+		return
+	case !tenant:
+		if msg := hostProblem(m.Host); msg != "" {
+			p.add("", "host", "%s", msg)
+		}
+		if m.Tenant != nil {
+			p.add("", "tenant", "only with a per-connection host (\"host\": \"{tenant}.example.com\"); this manifest's host is fixed")
+		}
+		return
+	}
+	if !strings.Contains(rest, ".") {
+		p.add("", "host", "%q: the tenant's label must sit under a registered domain of at least two labels (\"{tenant}.atlassian.net\"), never directly under a top-level domain", m.Host)
+	} else if msg := hostProblem(rest); msg != "" {
+		p.add("", "host", "after %s.: %s", TenantPlaceholder, msg)
+	}
+	switch {
+	case m.Tenant == nil:
+		p.add("", "tenant", `required with a per-connection host: {"label": "what a member enters, e.g. your site's name"}`)
+	case m.Tenant.Label == "" || utf8.RuneCountInString(m.Tenant.Label) > 100:
+		p.add("", "tenant.label", "required: one line of at most 100 characters telling a member what to enter")
+	case m.Tenant.Pattern != "":
+		if msg := patternProblem(m.Tenant.Pattern); msg != "" {
+			p.add("", "tenant.pattern", "%s", msg)
+		}
+	}
+	if m.Tenant != nil {
+		p.text("", "tenant.label", m.Tenant.Label, false)
+	}
+}
+
 // maxWebHosts bounds a manifest's web_hosts.
 const maxWebHosts = 8
 
@@ -443,10 +486,60 @@ func hostProblem(h string) string {
 }
 
 func (p *parser) checkAuth(a *Auth) {
+	if a.Prefix != "" && a.Scheme != SchemeNone {
+		p.add("", "auth.prefix", "only with scheme %q (the credential after a fixed text in Authorization); scheme %q writes its own", SchemeNone, a.Scheme)
+	}
+	twoPart := a.Scheme == SchemeBasic || a.Scheme == SchemeTemplate
+	if a.User != nil && !twoPart {
+		p.add("", "auth.user", "only with scheme %q or %q (a credential of two parts); remove it or use one of them", SchemeBasic, SchemeTemplate)
+	}
+	if a.Template != "" && a.Scheme != SchemeTemplate {
+		p.add("", "auth.template", "only with scheme %q", SchemeTemplate)
+	}
+	if twoPart {
+		switch {
+		case a.User == nil:
+			p.add("", "auth.user", `required with scheme %q: {"label": "what the first part is, e.g. Atlassian account email"}`, a.Scheme)
+		case a.User.Label == "" || utf8.RuneCountInString(a.User.Label) > 100:
+			p.add("", "auth.user.label", "required: one line of at most 100 characters telling a member what the first part of the credential is")
+		case a.User.Suffix != "" && a.Scheme != SchemeBasic:
+			p.add("", "auth.user.suffix", "only with scheme %q (appended to the user-id)", SchemeBasic)
+		case len(a.User.Suffix) > 32 || !printableASCII(a.User.Suffix) || strings.ContainsAny(a.User.Suffix, ": "):
+			p.add("", "auth.user.suffix", "%q: a suffix is at most 32 printable ASCII characters without \":\" or a space (RFC 7617: the user-id holds no colon)", a.User.Suffix)
+		}
+		if a.User != nil {
+			p.text("", "auth.user.label", a.User.Label, false)
+		}
+	}
 	switch a.Scheme {
-	case SchemeBearer, SchemeNone:
+	case SchemeBearer, SchemeNone, SchemeBasic, SchemeTemplate:
 		if a.Header != "" {
 			p.add("", "auth.header", "only with scheme %q; scheme %q sends the Authorization header", SchemeHeader, a.Scheme)
+		}
+		if a.Scheme == SchemeNone && a.Prefix != "" {
+			switch {
+			case len(a.Prefix) > 32 || !printableASCII(a.Prefix) || strings.ContainsAny(a.Prefix, "{}\\\""):
+				p.add("", "auth.prefix", "%q: a prefix is at most 32 printable ASCII characters, without braces, quotes or backslashes", a.Prefix)
+			case !strings.HasSuffix(a.Prefix, " ") && !strings.HasSuffix(a.Prefix, "="):
+				p.add("", "auth.prefix", "%q must end with a space or \"=\", so the credential stays a token of its own (\"Bot \", \"Token token=\")", a.Prefix)
+			case strings.EqualFold(strings.TrimSpace(a.Prefix), "bearer") || strings.EqualFold(strings.TrimSpace(a.Prefix), "basic"):
+				p.add("", "auth.prefix", "%q: use scheme %q or %q instead of a prefix", a.Prefix, SchemeBearer, SchemeBasic)
+			}
+		}
+		if a.Scheme == SchemeTemplate {
+			t := a.Template
+			switch {
+			case t == "":
+				p.add("", "auth.template", `required with scheme "template": the Authorization value with {user} and {secret}, e.g. "OAuth oauth_consumer_key=\"{user}\", oauth_token=\"{secret}\""`)
+			case len(t) > 200 || !printableASCII(t):
+				p.add("", "auth.template", "want at most 200 printable ASCII characters")
+			case strings.Count(t, TemplateUser) != 1 || strings.Count(t, TemplateSecret) != 1:
+				p.add("", "auth.template", "%q must hold %s and %s exactly once each", t, TemplateUser, TemplateSecret)
+			case strings.ContainsAny(strings.NewReplacer(TemplateUser, "", TemplateSecret, "").Replace(t), "{}"):
+				p.add("", "auth.template", "%q: the only placeholders are %s and %s", t, TemplateUser, TemplateSecret)
+			case strings.HasPrefix(t, TemplateUser) || strings.HasPrefix(t, TemplateSecret):
+				p.add("", "auth.template", "%q must start with the scheme's name (\"OAuth \"), not a placeholder", t)
+			}
 		}
 	case SchemeHeader:
 		switch {
@@ -460,9 +553,9 @@ func (p *parser) checkAuth(a *Auth) {
 			p.add("", "auth.header", "%q is owned by the host; name the header the provider reads the key from, e.g. \"X-Api-Key\"", a.Header)
 		}
 	case "":
-		p.add("", "auth.scheme", `required: "bearer", "none" or "header"`)
+		p.add("", "auth.scheme", `required: "bearer", "none", "header", "basic" or "template"`)
 	default:
-		p.add("", "auth.scheme", `%q is not a scheme; want "bearer", "none" or "header"`, a.Scheme)
+		p.add("", "auth.scheme", `%q is not a scheme; want "bearer", "none", "header", "basic" or "template"`, a.Scheme)
 	}
 	p.url("", "auth.pat_help", a.PATHelp, false)
 	o := a.OAuth
@@ -510,22 +603,28 @@ func (p *parser) checkAuth(a *Auth) {
 	}
 }
 
-func (p *parser) checkHeaders(m *Manifest) {
+func (p *parser) checkHeaders(m *Manifest) { p.headers(m, "", m.Headers, nil) }
+
+// headers checks static headers, a manifest's or (with taken, the
+// manifest's) an op's.
+func (p *parser) headers(m *Manifest, op string, hs, taken map[string]string) {
 	seen := map[string]string{}
-	for _, name := range slices.Sorted(maps.Keys(m.Headers)) {
-		f, v := "headers."+name, m.Headers[name]
+	for _, name := range slices.Sorted(maps.Keys(hs)) {
+		f, v := "headers."+name, hs[name]
 		lower := strings.ToLower(name)
 		switch {
 		case !tokenRE.MatchString(name):
-			p.add("", f, "%q is not an HTTP header name (RFC 9110 token)", name)
+			p.add(op, f, "%q is not an HTTP header name (RFC 9110 token)", name)
 		case hostOwned(name) || m.Auth.Header != "" && strings.EqualFold(name, m.Auth.Header):
-			p.add("", f, "%q is set by the host; a manifest may not set Authorization, Proxy-*, Forwarded, X-Forwarded-*, Cookie, Host, Accept-Encoding, Content-Type, Content-Length, Expect, hop-by-hop headers or the auth.header name", name)
+			p.add(op, f, "%q is set by the host; a manifest may not set Authorization, Proxy-*, Forwarded, X-Forwarded-*, Cookie, Host, Accept-Encoding, Content-Type, Content-Length, Expect, hop-by-hop headers or the auth.header name", name)
 		case seen[lower] != "":
-			p.add("", f, "%q and %q name the same header (names are case-insensitive); keep one", seen[lower], name)
+			p.add(op, f, "%q and %q name the same header (names are case-insensitive); keep one", seen[lower], name)
+		case slices.ContainsFunc(slices.Collect(maps.Keys(taken)), func(k string) bool { return strings.EqualFold(k, name) }):
+			p.add(op, f, "%q is one of the manifest's headers already; an op's headers add others", name)
 		case v == "" || !printableASCII(v):
-			p.add("", f, "value %q: want non-empty printable ASCII", v)
+			p.add(op, f, "value %q: want non-empty printable ASCII", v)
 		case hasPlaceholderStart(v):
-			p.add("", f, "value %q looks like a placeholder; headers are static and take no {arg}", v)
+			p.add(op, f, "value %q looks like a placeholder; headers are static and take no {arg}", v)
 		}
 		seen[lower] = name
 	}
@@ -637,6 +736,9 @@ func (p *parser) checkOp(name string, o *Op) {
 			if o.Access == AccessRead && arg.Type == TypeString && arg.Pattern == "" && len(arg.Enum) == 0 {
 				p.warn(name, "args."+a, "string arg %q of a read op is free text (no pattern, no enum): a model could put anything a service returned into it; declare the provider's format (a pattern with a short max_length)", a)
 			}
+			if it := arg.Items; o.Access == AccessRead && arg.Type == TypeArray && it != nil && it.Type == TypeString && it.Pattern == "" && len(it.Enum) == 0 {
+				p.warn(name, "args."+a+".items", "array arg %q of a read op holds free text (no pattern, no enum): a model could put anything a service returned into it; declare the provider's format of each value", a)
+			}
 		}
 	}
 
@@ -694,6 +796,14 @@ func (p *parser) checkOp(name string, o *Op) {
 			p.add(name, "args."+a, "is declared but no template uses it; use it as {%s} in the path, query, body_json, body_form or confirm, or remove it", a)
 		}
 	}
+	for _, a := range o.ArgNames() {
+		if arg := o.Args[a]; arg != nil && arg.Type == TypeArray {
+			if o.BodyForm != nil {
+				p.checkWholeUses(name, o, a, "body_form", "array arg %q cannot go in %s; an array is sent as a query key repeated per value or a body_json array")
+			}
+			p.checkWholeUses(name, o, a, "", "array arg %q is used inside %q; an array is a whole value: exactly %q as a query value (the key repeated per value) or a body_json string (a JSON array)")
+		}
+	}
 	p.checkTarget(name, o)
 	p.checkPick(name, o.Pick)
 	if o.Paginate != nil {
@@ -714,9 +824,17 @@ const MaxCursorLength = 1024
 // path arg is required, and a paginate arg optional, so it is never in
 // the path; a read op has no confirm line.)
 func (p *parser) checkCursorUses(name string, o *Op, arg string) {
+	p.checkWholeUses(name, o, arg, "", "uses paginate arg %q inside %q; the provider chooses the cursor, so it must be a whole value (%q), never part of one")
+}
+
+// checkWholeUses refuses a template of o's query, body_form or body_json
+// naming arg other than as the whole value "{arg}", with msg (taking the
+// arg, the template and "{arg}"). With only "body_form" it refuses every
+// form value naming arg, msg taking the arg and "body_form".
+func (p *parser) checkWholeUses(name string, o *Op, arg, only, msg string) {
 	whole := "{" + arg + "}"
 	bad := func(field, s string) {
-		if s == whole {
+		if s == whole && only == "" {
 			return
 		}
 		uses := map[string]bool{}
@@ -728,17 +846,23 @@ func (p *parser) checkCursorUses(name string, o *Op, arg string) {
 			uses[s[open+1:end]] = true
 			i = end
 		}
-		if uses[arg] {
-			p.add(name, field, "uses paginate arg %q inside %q; the provider chooses the cursor, so it must be a whole value (%q), never part of one", arg, clip(s, 80), whole)
+		switch {
+		case !uses[arg]:
+		case only != "":
+			p.add(name, field, msg, arg, only)
+		default:
+			p.add(name, field, msg, arg, clip(s, 80), whole)
 		}
 	}
-	for _, k := range o.QueryKeys() {
-		bad("query."+k, o.Query[k])
+	if only == "" {
+		for _, k := range o.QueryKeys() {
+			bad("query."+k, o.Query[k])
+		}
 	}
 	for _, k := range o.FormKeys() {
 		bad("body_form."+k, o.BodyForm[k])
 	}
-	if o.BodyJSON != nil {
+	if o.BodyJSON != nil && only == "" {
 		var v any
 		if json.Unmarshal(o.BodyJSON, &v) == nil {
 			var walk func(segs []string, v any)
@@ -861,17 +985,74 @@ func (p *parser) checkPaginate(name string, o *Op) {
 	}
 }
 
+// maxMaxItems bounds an array arg's max_items.
+const maxMaxItems = 1000
+
 func (p *parser) checkArg(op, name string, a *Arg) {
 	f := "args." + name
-	isStr, isNum := a.Type == TypeString, a.Type == TypeInteger || a.Type == TypeNumber
 	switch a.Type {
-	case TypeString, TypeInteger, TypeNumber, TypeBoolean:
+	case TypeString, TypeInteger, TypeNumber, TypeBoolean, TypeArray:
 	case "":
-		p.add(op, f+".type", `required: "string", "integer", "number" or "boolean"`)
+		p.add(op, f+".type", `required: "string", "integer", "number", "boolean" or "array"`)
 	default:
-		p.add(op, f+".type", `%q is not a type; want "string", "integer", "number" or "boolean"`, a.Type)
+		p.add(op, f+".type", `%q is not a type; want "string", "integer", "number", "boolean" or "array"`, a.Type)
 	}
 	p.text(op, f+".description", a.Description, true)
+	if a.Type != TypeArray {
+		if a.Items != nil {
+			p.add(op, f+".items", "only array args take items; this arg is %q", a.Type)
+		}
+		if a.MaxItems != nil {
+			p.add(op, f+".max_items", "only array args take max_items; this arg is %q", a.Type)
+		}
+		p.checkValue(op, f, a)
+		return
+	}
+	// An array: its own constraints are its items' and its length. The
+	// executor and the request binding render scalar values only, so the
+	// loader refuses an array arg until they send one.
+	p.add(op, f+".type", `"array" is not sent yet: the executor and the request binding render one value per arg; send a comma-joined string (a pattern like "^[a-z_]+(?:,[a-z_]+)*$") instead`)
+	if a.MaxItems != nil && (*a.MaxItems < 1 || *a.MaxItems > maxMaxItems) {
+		p.add(op, f+".max_items", "%d is out of range; want 1 to %d", *a.MaxItems, maxMaxItems)
+	}
+	for _, x := range []struct {
+		field string
+		set   bool
+	}{{"pattern", a.Pattern != ""}, {"enum", a.Enum != nil}, {"min", a.Min != nil}, {"max", a.Max != nil}, {"max_length", a.MaxLength != nil}} {
+		if x.set {
+			p.add(op, f+"."+x.field, "an array arg declares %s on its items (\"items\": {\"type\": \"string\", \"%s\": …})", x.field, x.field)
+		}
+	}
+	if a.Default != nil {
+		p.add(op, f+".default", "an array arg takes no default; leave it out to send nothing")
+	}
+	if a.Secret {
+		p.add(op, f+".secret", "an array arg cannot be secret; declare a secret as a string arg")
+	}
+	it := a.Items
+	if it == nil {
+		p.add(op, f+".items", `required for an array arg: each value's type and constraints, e.g. {"type": "string", "enum": ["open", "closed"]}`)
+		return
+	}
+	if it.Type == TypeArray || it.Items != nil || it.MaxItems != nil {
+		p.add(op, f+".items.type", "an array's items are strings, integers, numbers or booleans, not arrays")
+		return
+	}
+	for _, x := range []struct {
+		field string
+		set   bool
+	}{{"description", it.Description != ""}, {"required", it.Required}, {"default", it.Default != nil}, {"secret", it.Secret}} {
+		if x.set {
+			p.add(op, f+".items."+x.field, "items take a type and constraints only (enum, pattern, min, max, max_length); %s belongs to the array arg, if anywhere", x.field)
+		}
+	}
+	p.checkValue(op, f+".items", it)
+}
+
+// checkValue checks a's type-specific constraints at field f (an arg or
+// an array's items).
+func (p *parser) checkValue(op, f string, a *Arg) {
+	isStr, isNum := a.Type == TypeString, a.Type == TypeInteger || a.Type == TypeNumber
 	var re *regexp.Regexp
 	if a.Pattern != "" {
 		if !isStr {
@@ -1062,7 +1243,7 @@ func (p *parser) checkPath(op string, o *Op, used map[string]bool) {
 				if !a.Required {
 					p.add(op, "args."+name, "is a path arg, so it must be required (\"required\": true)")
 				}
-				if a.Type == TypeNumber || a.Type == TypeBoolean {
+				if a.Type == TypeNumber || a.Type == TypeBoolean || a.Type == TypeArray {
 					p.add(op, "args."+name, "is a path arg of type %q; path args are string or integer", a.Type)
 				}
 			}
@@ -1224,6 +1405,8 @@ func (p *parser) checkTarget(name string, o *Op) {
 			p.add(name, f, "names %q, which is not a declared arg", a)
 		case arg.Secret:
 			p.add(name, f, "names secret arg %q; a secret is never displayed", a)
+		case arg.Type == TypeArray:
+			p.add(name, f, "names array arg %q; a target is one value per arg (the consent shows the array after the sentence)", a)
 		case !arg.Required && len(arg.Default) == 0:
 			p.add(name, f, "names optional arg %q without a default; a target is always sent: make it required or give it a default", a)
 		}

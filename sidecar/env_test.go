@@ -181,6 +181,10 @@ func sealTo(t testing.TB, g grant.Grant, to grant.PublicKey) string {
 	}
 	if g.Secret == "" {
 		g.Secret = grant.Secret(fakeapi.Token(g.Service))
+		if g.Kind != grant.KindOAuth {
+			g.User = grant.Secret(fakeapi.User(g.Service))
+		}
+		g.Tenant = fakeapi.Tenant(g.Service)
 	}
 	if g.Kind == "" {
 		g.Kind = grant.KindPAT

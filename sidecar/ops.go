@@ -269,7 +269,7 @@ func (s *Server) enforceOp(ctx context.Context, info *reqInfo, req *OpRequest) (
 		args, _ = grant.CanonicalArgs(args) // checkGrant canonicalized them already
 	}
 
-	cred := host.Credential{Kind: g.Kind, Secret: host.Secret(g.Secret)}
+	cred := host.Credential{Kind: g.Kind, Secret: host.Secret(g.Secret), User: host.Secret(g.User), Tenant: g.Tenant}
 	rot := s.rotationFor(req.Service, g)
 	if rot != nil {
 		if e := rot.before(ctx, info); e != nil {
@@ -278,6 +278,7 @@ func (s *Server) enforceOp(ctx context.Context, info *reqInfo, req *OpRequest) (
 			return nil, "", e
 		}
 		cred = rot.credential()
+		cred.Tenant = g.Tenant // the connection's host, whichever token
 	}
 	// Every secret of the grant (and of the pairs a research session's
 	// rotations replaced) is withheld like the credential if an answer

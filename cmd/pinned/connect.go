@@ -126,6 +126,7 @@ func runConnect(args []string, stdout, stderr io.Writer) int {
 	connectTo := fs.String("connect-to", "", "verify against a running pinned fakeapi at this `ip:port`; needs --cacert")
 	caFile := fs.String("cacert", "", "PEM `file` of the CA to trust with --connect-to")
 	timeout := fs.Duration("timeout", host.DefaultTimeout, "deadline for the viewer op")
+	tenant, user, userEnv := connectionFlags(fs)
 	// SERVICE may come before or after the flags.
 	words, code, ok := parseFlagsWords(fs, connectUsage, args, 1, stdout, stderr)
 	if !ok {
@@ -173,7 +174,11 @@ func runConnect(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "pinned connect: %s\n", err)
 		return 2
 	}
-	conn := connstore.Connection{Service: service, Cap: *capFlag, Kind: *kind, Token: grant.Secret(token)}
+	cred, msg := connectionCredential(m, *kind, token, *tenant, *user, *userEnv)
+	if msg != "" {
+		return usage("%s", msg)
+	}
+	conn := connstore.Connection{Service: service, Cap: *capFlag, Kind: *kind, Token: grant.Secret(token), User: grant.Secret(cred.User), Tenant: cred.Tenant}
 	if *refreshEnv != "" {
 		r := strings.TrimSpace(os.Getenv(*refreshEnv))
 		if r == "" {
@@ -191,7 +196,7 @@ func runConnect(args []string, stdout, stderr io.Writer) int {
 	}
 	defer eng.Close(ctx)
 	res, err := eng.Run(ctx, host.Call{Service: service, Op: m.Viewer, Args: json.RawMessage(`{}`),
-		Credential: host.Credential{Kind: *kind, Secret: host.Secret(token)}})
+		Credential: cred})
 	if err != nil {
 		var he *host.Error
 		if errors.As(err, &he) {
@@ -417,4 +422,40 @@ func openStore() (*connstore.Store, error) {
 		return nil, err
 	}
 	return connstore.Open(dir)
+}
+
+// connectionFlags declares the flags of a connection's other parts: the
+// tenant label of a per-connection host and the user part of a two-part
+// credential.
+func connectionFlags(fs *flag.FlagSet) (tenant, user, userEnv *string) {
+	tenant = fs.String("tenant", "", "the tenant `label` of a service whose host is per connection (acme for acme.atlassian.net)")
+	user = fs.String("user", "", "the first `part` of a two-part credential (an account email for HTTP Basic, an API key beside a token)")
+	userEnv = fs.String("user-env", "", "read the first part of a two-part credential from this environment `variable` instead of --user")
+	return tenant, user, userEnv
+}
+
+// connectionCredential is the credential of a connection to m: the token
+// with the user part and tenant label m asks for, or a message saying
+// what is missing or refused (host.CheckConnection's rules).
+func connectionCredential(m *registry.Manifest, kind, token, tenant, user, userEnv string) (host.Credential, string) {
+	if userEnv != "" {
+		if user != "" {
+			return host.Credential{}, "--user and --user-env exclude each other"
+		}
+		user = strings.TrimSpace(os.Getenv(userEnv))
+		if user == "" {
+			return host.Credential{}, userEnv + " is not set or empty"
+		}
+	}
+	cred := host.Credential{Kind: kind, Secret: host.Secret(token), User: host.Secret(user), Tenant: tenant}
+	switch {
+	case m.HasTenant() && tenant == "":
+		return cred, fmt.Sprintf("%s has a host per connection (%s): pass --tenant (%s)", m.ID, m.Host, m.Tenant.Label)
+	case m.Auth.TwoPart() && kind != grant.KindOAuth && user == "":
+		return cred, fmt.Sprintf("%s takes a credential of two parts: pass --user or --user-env (%s) besides the token", m.ID, m.Auth.User.Label)
+	}
+	if herr := host.CheckConnection(m, cred); herr != nil {
+		return cred, herr.Message
+	}
+	return cred, ""
 }

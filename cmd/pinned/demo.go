@@ -152,7 +152,7 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 	for _, d := range demoOps {
 		res, err := eng.Run(ctx, host.Call{
 			Service: d.service, Op: d.op, Args: json.RawMessage(d.args),
-			Credential: host.Credential{Kind: "pat", Secret: host.Secret(fakeapi.Token(d.service))},
+			Credential: host.Credential{Kind: "pat", Secret: host.Secret(fakeapi.Token(d.service)), User: host.Secret(fakeapi.User(d.service)), Tenant: fakeapi.Tenant(d.service)},
 		})
 		if err != nil {
 			failed++

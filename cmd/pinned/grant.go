@@ -84,6 +84,7 @@ type sealFlags struct {
 	botKey, service, access, opName, argsJSON, tokenEnv, kind, memberKey, refreshEnv, tokenExpiresAt string
 	ttl, tokenExpiresIn                                                                              time.Duration
 	flows                                                                                            []string
+	tenant, user, userEnv                                                                            *string
 
 	// pair, when set, is the credential instead of the environment: the
 	// rotated pair pinned grant open re-seals.
@@ -112,6 +113,7 @@ func grantSealFlags() (*flag.FlagSet, *sealFlags) {
 		f.flows = append(f.flows, a.From+":"+a.To)
 		return err
 	})
+	f.tenant, f.user, f.userEnv = connectionFlags(fs)
 	fs.StringVar(&f.tokenExpiresAt, "token-expires-at", "", "the credential expires at this `time` (RFC 3339, as pinned grant open prints it; empty: unknown)")
 	return fs, &f
 }
@@ -227,7 +229,11 @@ func sealGrant(f *sealFlags, stdout, stderr io.Writer) int {
 	if herr := host.CheckCredential(host.Credential{Kind: f.kind, Secret: host.Secret(secret)}); herr != nil {
 		return usage("%s: %s in %s: %s", herr.Code, herr.Message, f.tokenEnv, credentialHint)
 	}
-	g.Secret = grant.Secret(secret)
+	cred, msg := connectionCredential(m, f.kind, secret, *f.tenant, *f.user, *f.userEnv)
+	if msg != "" {
+		return usage("%s", msg)
+	}
+	g.Secret, g.User, g.Tenant = grant.Secret(secret), grant.Secret(cred.User), cred.Tenant
 	if f.refreshEnv != "" {
 		if f.kind != grant.KindOAuth {
 			return usage("--refresh-env: a refresh token belongs to an OAuth pair: add --kind oauth")

@@ -68,6 +68,7 @@ func runOp(args []string, stdout, stderr io.Writer) int {
 	argsFlag := fs.String("args", "{}", "op arguments: a `JSON` object, @FILE to read it from a file, or - for stdin")
 	tokenEnv := fs.String("token-env", "PINNED_TOKEN", "environment `variable` holding the credential")
 	kind := fs.String("kind", "pat", "credential kind: `pat|oauth` (pat: a pasted token, sent as the manifest's scheme says; oauth: always Bearer)")
+	tenant, user, userEnv := connectionFlags(fs)
 	useFake := fs.Bool("fake", false, "run against an in-process provider fake (uses its token when the env var is unset)")
 	connectTo := fs.String("connect-to", "", "send every pinned host to this `ip:port` (a running pinned fakeapi); needs --cacert")
 	caFile := fs.String("cacert", "", "PEM `file` of an extra CA to trust with --connect-to")
@@ -163,7 +164,12 @@ func runOp(args []string, stdout, stderr io.Writer) int {
 			secret = fakeapi.Token(*service)
 			if *kind == "oauth" {
 				secret = fakeapi.OAuthToken(*service)
+			} else if *user == "" && *userEnv == "" {
+				*user = fakeapi.User(*service)
 			}
+		}
+		if *tenant == "" {
+			*tenant = fakeapi.Tenant(*service)
 		}
 	case *connectTo != "":
 		pem, err := os.ReadFile(*caFile)
@@ -186,6 +192,10 @@ func runOp(args []string, stdout, stderr io.Writer) int {
 	if herr := host.CheckCredential(host.Credential{Kind: *kind, Secret: host.Secret(secret)}); herr != nil {
 		return usage("%s: %s in %s: %s", herr.Code, herr.Message, *tokenEnv, credentialHint)
 	}
+	cred, msg := connectionCredential(m, *kind, secret, *tenant, *user, *userEnv)
+	if msg != "" {
+		return usage("%s", msg)
+	}
 
 	ctx := context.Background()
 	eng, err := host.New(ctx, cfg)
@@ -202,7 +212,7 @@ func runOp(args []string, stdout, stderr io.Writer) int {
 	}
 	res, err := eng.Run(ctx, host.Call{
 		Service: *service, Op: *opName, Args: json.RawMessage(argsJSON),
-		Credential: host.Credential{Kind: *kind, Secret: host.Secret(secret)},
+		Credential: cred,
 		Pages:      *pages,
 	})
 	if err != nil {

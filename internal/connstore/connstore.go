@@ -106,6 +106,12 @@ type Connection struct {
 	Kind string
 	// Token is the access token or pasted key.
 	Token grant.Secret
+	// User is the first part of a two-part pasted credential (an account
+	// email of HTTP Basic, a key beside a token), sealed like Token.
+	User grant.Secret
+	// Tenant is the tenant label of a service whose host is per
+	// connection ("acme" of acme.atlassian.net), set at connect time.
+	Tenant string
 	// Refresh is the refresh token of an expiring OAuth pair, if any.
 	Refresh grant.Secret
 	// TokenExpiresAt is when Token expires (RFC 3339), "" if unknown or
@@ -120,7 +126,10 @@ type Connection struct {
 	RotatedAt time.Time
 }
 
-var serviceRe = regexp.MustCompile(`^[a-z][a-z0-9]{1,30}$`)
+var (
+	serviceRe = regexp.MustCompile(`^[a-z][a-z0-9]{1,30}$`)
+	tenantRe  = regexp.MustCompile(`^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$`)
+)
 
 // CleanViewer makes a provider-reported identity safe to print on one
 // terminal line: control and format characters (escape sequences, tabs,
@@ -156,6 +165,12 @@ func (c *Connection) Validate() error {
 		return errors.New("the token or refresh token is too long")
 	case c.Refresh != "" && c.Kind != grant.KindOAuth:
 		return errors.New("a refresh token needs kind oauth")
+	case len(c.User) > grant.MaxUserLen:
+		return errors.New("the user part is too long")
+	case c.User != "" && c.Kind != grant.KindPAT:
+		return errors.New("a user part needs kind pat")
+	case c.Tenant != "" && !tenantRe.MatchString(c.Tenant):
+		return errors.New("the tenant is not a lower-case DNS label")
 	case len(c.Viewer) > MaxViewerLen:
 		return errors.New("the viewer identity is too long")
 	}
@@ -179,6 +194,8 @@ type wireConn struct {
 	Cap            string `json:"cap"`
 	Kind           string `json:"kind"`
 	Token          string `json:"token"`
+	User           string `json:"user,omitempty"`
+	Tenant         string `json:"tenant,omitempty"`
 	Refresh        string `json:"refresh,omitempty"`
 	TokenExpiresAt string `json:"token_expires_at,omitempty"`
 	Viewer         string `json:"viewer,omitempty"`
@@ -449,7 +466,7 @@ func open(raw []byte, k *grant.PrivateKey) ([]Connection, error) {
 	out := make([]Connection, 0, len(w.Connections))
 	for _, wc := range w.Connections {
 		c := Connection{
-			Service: wc.Service, Cap: wc.Cap, Kind: wc.Kind, Token: grant.Secret(wc.Token),
+			Service: wc.Service, Cap: wc.Cap, Kind: wc.Kind, Token: grant.Secret(wc.Token), User: grant.Secret(wc.User), Tenant: wc.Tenant,
 			Refresh: grant.Secret(wc.Refresh), TokenExpiresAt: wc.TokenExpiresAt, Viewer: wc.Viewer,
 		}
 		c.ConnectedAt, _ = time.Parse(time.RFC3339, wc.ConnectedAt)
@@ -470,7 +487,7 @@ func (s *Store) save(all []Connection) error {
 	w := wire{V: 1, Connections: []wireConn{}}
 	for _, c := range all {
 		wc := wireConn{
-			Service: c.Service, Cap: c.Cap, Kind: c.Kind, Token: string(c.Token), Refresh: string(c.Refresh),
+			Service: c.Service, Cap: c.Cap, Kind: c.Kind, Token: string(c.Token), User: string(c.User), Tenant: c.Tenant, Refresh: string(c.Refresh),
 			TokenExpiresAt: c.TokenExpiresAt, Viewer: c.Viewer, ConnectedAt: c.ConnectedAt.UTC().Format(time.RFC3339),
 		}
 		if !c.RotatedAt.IsZero() {

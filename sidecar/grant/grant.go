@@ -102,6 +102,8 @@ const (
 	MinNonceLen = 16
 	// MaxSecretLen bounds secret and refresh, in bytes.
 	MaxSecretLen = 16 << 10
+	// MaxUserLen bounds user, in bytes.
+	MaxUserLen = 1 << 10
 )
 
 // Secret is a credential value inside a grant: the one type of package
@@ -131,6 +133,14 @@ type Grant struct {
 	Kind string
 	// Secret is the access token.
 	Secret Secret
+	// User is the first part of a two-part credential (an account email
+	// of HTTP Basic, a key beside a token), guarded like Secret; empty for
+	// a one-part credential. At most MaxUserLen bytes.
+	User Secret
+	// Tenant is the connection's tenant label for a service whose host is
+	// per connection ("acme" of acme.atlassian.net): a lower-case DNS
+	// label, sealed with the credential so no op arg can change it.
+	Tenant string
 	// Refresh is the refresh token of an expiring pair, if any.
 	Refresh Secret
 	// TokenExpiresAt is when Secret expires (RFC 3339), if it does.
@@ -190,6 +200,8 @@ type wire struct {
 	Access         string   `json:"access,omitempty"`
 	Kind           string   `json:"kind,omitempty"`
 	Secret         string   `json:"secret"`
+	User           string   `json:"user,omitempty"`
+	Tenant         string   `json:"tenant,omitempty"`
 	Refresh        string   `json:"refresh,omitempty"`
 	TokenExpiresAt string   `json:"token_expires_at,omitempty"`
 	ExpiresAt      string   `json:"expires_at"`
@@ -227,6 +239,7 @@ var (
 	serviceRe = regexp.MustCompile(`^[a-z][a-z0-9]{1,30}$`)
 	opRe      = regexp.MustCompile(`^[a-z][a-z0-9_]{0,47}$`)
 	sha256Re  = regexp.MustCompile(`^[0-9a-f]{64}$`)
+	tenantRe  = regexp.MustCompile(`^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$`)
 )
 
 // Validate checks the plaintext rules: the fields Open requires and the
@@ -244,6 +257,10 @@ func (g *Grant) Validate() error {
 		return errors.New("secret is missing")
 	case len(g.Secret) > MaxSecretLen || len(g.Refresh) > MaxSecretLen:
 		return errors.New("secret or refresh is too long")
+	case len(g.User) > MaxUserLen || !printable(string(g.User)):
+		return fmt.Errorf("user is not at most %d printable ASCII bytes", MaxUserLen)
+	case g.Tenant != "" && !tenantRe.MatchString(g.Tenant):
+		return errors.New("tenant is not a lower-case DNS label")
 	case g.ExpiresAt.IsZero():
 		return errors.New("expires_at is missing")
 	case len(g.Nonce) < MinNonceLen || len(g.Nonce) > MaxNonceLen || !printable(g.Nonce):
@@ -313,7 +330,7 @@ func Seal(g *Grant, to PublicKey, random io.Reader) (string, error) {
 	}
 	return sealWire(wire{
 		V: Version, Service: c.Service, Access: c.Access, Kind: c.Kind,
-		Secret: string(c.Secret), Refresh: string(c.Refresh), TokenExpiresAt: c.TokenExpiresAt,
+		Secret: string(c.Secret), User: string(c.User), Tenant: c.Tenant, Refresh: string(c.Refresh), TokenExpiresAt: c.TokenExpiresAt,
 		ExpiresAt: c.ExpiresAt.UTC().Format(time.RFC3339), Nonce: c.Nonce, MemberKey: c.MemberKey,
 		Op: c.Op, ArgsSHA256: c.ArgsSHA256, Flows: c.flowList(), ManifestSHA256: c.ManifestSHA256,
 	}, to, random, "grant")
@@ -424,7 +441,7 @@ func Open(sealed string, k *PrivateKey) (*Grant, error) {
 	}
 	g := &Grant{
 		Service: w.Service, Access: w.Access, Kind: w.Kind,
-		Secret: Secret(w.Secret), Refresh: Secret(w.Refresh), TokenExpiresAt: w.TokenExpiresAt,
+		Secret: Secret(w.Secret), User: Secret(w.User), Tenant: w.Tenant, Refresh: Secret(w.Refresh), TokenExpiresAt: w.TokenExpiresAt,
 		ExpiresAt: exp, Nonce: w.Nonce, MemberKey: w.MemberKey, Op: w.Op, ArgsSHA256: w.ArgsSHA256, Flows: strings.Join(w.Flows, ","), ManifestSHA256: w.ManifestSHA256,
 	}
 	if err := g.Validate(); err != nil {

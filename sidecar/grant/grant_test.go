@@ -214,6 +214,8 @@ func TestSealOpenRoundTrip(t *testing.T) {
 			TokenExpiresAt: "2026-11-30T11:00:00Z", ExpiresAt: t0, Nonce: strings.Repeat("n", MaxNonceLen),
 			MemberKey: member.Public().String(), Op: "create_issue", ArgsSHA256: strings.Repeat("ab", 32),
 		}},
+		{name: "two parts and a tenant", g: &Grant{Service: "jira", Access: AccessWrite, Kind: KindPAT, Secret: "ATATTx", User: "pinned-tester@example.org",
+			Tenant: "acme-fake", ExpiresAt: t0, Nonce: "0123456789abcdef"}},
 		{name: "research flows", g: &Grant{Service: "github", Access: AccessRead, Secret: "ghp_a", ExpiresAt: t0,
 			Nonce: "0123456789abcdef", Flows: "dnsimple:github,stripe:github"}},
 	}
@@ -275,6 +277,11 @@ func TestSealRefuses(t *testing.T) {
 		{name: "a flow to itself", edit: func(g *Grant) { g.Flows = "github:github" }, want: "flow"},
 		{name: "a flow naming no service id", edit: func(g *Grant) { g.Flows = "dnsimple:GitHub" }, want: "flow"},
 		{name: "an empty flow", edit: func(g *Grant) { g.Flows = "dnsimple:github," }, want: "flow"},
+		{name: "a tenant with a dot", edit: func(g *Grant) { g.Tenant = "acme.evil" }, want: "tenant"},
+		{name: "an upper-case tenant", edit: func(g *Grant) { g.Tenant = "Acme" }, want: "tenant"},
+		{name: "a tenant with a port", edit: func(g *Grant) { g.Tenant = "acme:8443" }, want: "tenant"},
+		{name: "a user part with a line break", edit: func(g *Grant) { g.User = "a\r\nb" }, want: "user"},
+		{name: "a user part too long", edit: func(g *Grant) { g.User = Secret(strings.Repeat("u", MaxUserLen+1)) }, want: "user"},
 		{name: "too many flows", edit: func(g *Grant) { g.Flows = strings.Repeat("ab:cd,", MaxFlows) + "ab:cd" }, want: "flows"},
 	}
 	for _, tt := range tests {

@@ -140,7 +140,7 @@ func InputPrefix(m *registry.Manifest, op *registry.Op) ([]byte, error) {
 		Host    string            `json:"host"`
 		Headers map[string]string `json:"headers,omitempty"`
 		Op      opIn              `json:"op"`
-	}{m.Host, m.Headers, opIn{op.Method, op.Path, op.Args, op.Query, op.BodyJSON, op.BodyForm}})
+	}{m.Host, m.HeadersOf(op), opIn{op.Method, op.Path, op.Args, op.Query, op.BodyJSON, op.BodyForm}})
 	if err != nil {
 		return nil, err
 	}
@@ -217,8 +217,9 @@ func NewBinding(m *registry.Manifest, op *registry.Op, prefix []byte) (*Binding,
 			return nil, err
 		}
 	}
-	for _, k := range slices.Sorted(maps.Keys(m.Headers)) {
-		b.headers = append(b.headers, bindHeader{textproto.CanonicalMIMEHeaderKey(k), m.Headers[k]})
+	hs := m.HeadersOf(op)
+	for _, k := range slices.Sorted(maps.Keys(hs)) {
+		b.headers = append(b.headers, bindHeader{textproto.CanonicalMIMEHeaderKey(k), hs[k]})
 	}
 	return b, nil
 }

@@ -105,7 +105,7 @@ func TestSendOnlyAdmitted(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			rt := &recorder{}
 			c := NewClient(Config{Transport: rt, UserAgent: "t", MaxResponseBytes: 1 << 20, MaxResultBytes: 1 << 20})
-			ans, _, f := c.Send(context.Background(), NewOp(m, op, pol.ContentType()), tt.req, "pat", cred)
+			ans, _, f := c.Send(context.Background(), NewOp(m, op, pol.ContentType()), tt.req, "pat", "", cred)
 			if n := len(rt.sent()); n != 0 {
 				t.Fatalf("%d requests sent (first to %s), want none", n, rt.sent()[0].URL)
 			}
@@ -122,7 +122,7 @@ func TestSendOnlyAdmitted(t *testing.T) {
 		}
 		rt := &recorder{}
 		c := NewClient(Config{Transport: rt, UserAgent: "t", MaxResponseBytes: 1 << 20, MaxResultBytes: 1 << 20})
-		if _, _, f := c.Send(context.Background(), NewOp(m, op, pol.ContentType()), r, "pat", cred); f != nil {
+		if _, _, f := c.Send(context.Background(), NewOp(m, op, pol.ContentType()), r, "pat", "", cred); f != nil {
 			t.Fatalf("failure %+v", f)
 		}
 		sent := rt.sent()

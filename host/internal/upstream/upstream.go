@@ -110,17 +110,17 @@ type Answer struct {
 // the failure, and the decoded size of the body read either way. For a
 // write op whose request was written to a connection, a failure carries
 // Applied.
-func (c *Client) Send(ctx context.Context, op *Op, r *egress.Request, kind string, cred secret.Secret) (*Answer, int64, *Failure) {
+func (c *Client) Send(ctx context.Context, op *Op, r *egress.Request, kind string, user, cred secret.Secret) (*Answer, int64, *Failure) {
 	if !op.write {
-		return c.send(ctx, op, r, kind, cred)
+		return c.send(ctx, op, r, kind, user, cred)
 	}
 	var sent sentTracker
-	ans, n, f := c.send(sent.trace(ctx), op, r, kind, cred)
+	ans, n, f := c.send(sent.trace(ctx), op, r, kind, user, cred)
 	markApplied(f, sent.wrote.Load())
 	return ans, n, f
 }
 
-func (c *Client) send(ctx context.Context, op *Op, r *egress.Request, kind string, cred secret.Secret) (*Answer, int64, *Failure) {
+func (c *Client) send(ctx context.Context, op *Op, r *egress.Request, kind string, user, cred secret.Secret) (*Answer, int64, *Failure) {
 	if !r.Admitted(op.m.Host) {
 		// Only what the egress checks admitted for this op's pinned host
 		// goes out with its credential (egress.Admit).
@@ -143,7 +143,8 @@ func (c *Client) send(ctx context.Context, op *Op, r *egress.Request, kind strin
 	}
 	req.Header.Set("Accept-Encoding", "gzip")
 	req.Header.Set("User-Agent", c.userAgent)
-	name, value := authHeader(op.m, kind, cred)
+	name, value := authHeader(op.m, kind, user, cred)
+	secrets := credentialForms(op.m, kind, user, cred)
 	req.Header.Set(name, value)
 
 	resp, err := c.http.Do(req)
@@ -172,7 +173,7 @@ func (c *Client) send(ctx context.Context, op *Op, r *egress.Request, kind strin
 			Message: fmt.Sprintf("the provider asked to wait %d seconds", ra)}
 	}
 	if resp.StatusCode < 200 || resp.StatusCode >= 300 {
-		return nil, n, &Failure{Kind: KindError, Status: resp.StatusCode, Message: Redact(errorMessage(op, raw, resp.StatusCode), string(cred))}
+		return nil, n, &Failure{Kind: KindError, Status: resp.StatusCode, Message: redactAll(errorMessage(op, raw, resp.StatusCode), secrets)}
 	}
 	if op.m.GraphQL {
 		if _, _, dup := pick.GraphQLErrors(raw); dup {
@@ -180,7 +181,7 @@ func (c *Client) send(ctx context.Context, op *Op, r *egress.Request, kind strin
 				Message: `the provider's answer has "errors" twice, so whether it failed cannot be told`}
 		}
 		if msg, ok := graphQLError(raw, op); ok {
-			return nil, n, &Failure{Kind: KindError, Status: resp.StatusCode, Message: Redact(msg, string(cred))}
+			return nil, n, &Failure{Kind: KindError, Status: resp.StatusCode, Message: redactAll(msg, secrets)}
 		}
 	}
 	ans := &Answer{Status: resp.StatusCode, Header: resp.Header}
@@ -199,7 +200,7 @@ func (c *Client) send(ctx context.Context, op *Op, r *egress.Request, kind strin
 	if msg, ok := errorEnvelope(op, out, raw); ok {
 		// A 2xx whose body is the provider's error envelope, nothing the
 		// pick names in it: a failure, never an empty success.
-		return nil, n, &Failure{Kind: KindError, Status: resp.StatusCode, unsure: true, Message: Redact(msg, string(cred))}
+		return nil, n, &Failure{Kind: KindError, Status: resp.StatusCode, unsure: true, Message: redactAll(msg, secrets)}
 	}
 	if len(out) > c.maxResultBytes {
 		return nil, n, &Failure{Kind: KindResultTooLarge, Status: resp.StatusCode,
@@ -211,18 +212,33 @@ func (c *Client) send(ctx context.Context, op *Op, r *egress.Request, kind strin
 
 // authHeader returns the header carrying the credential (DESIGN.md,
 // "Manifest format v1": an oauth credential is always Bearer, RFC 6750).
-func authHeader(m *registry.Manifest, kind string, cred secret.Secret) (string, string) {
-	s := string(cred)
+func authHeader(m *registry.Manifest, kind string, user, cred secret.Secret) (string, string) {
 	if kind == "oauth" {
-		return "Authorization", "Bearer " + s
+		return "Authorization", "Bearer " + string(cred)
 	}
-	switch m.Auth.Scheme {
-	case registry.SchemeNone:
-		return "Authorization", s
-	case registry.SchemeHeader:
-		return m.Auth.Header, s
+	return m.Auth.Present(string(user), string(cred))
+}
+
+// credentialForms are the spellings of a credential an error message
+// must not repeat: the secret, the user part, and HTTP Basic's encoded
+// pair.
+func credentialForms(m *registry.Manifest, kind string, user, cred secret.Secret) []string {
+	out := []string{string(cred)}
+	if user != "" && kind != "oauth" {
+		out = append(out, string(user))
+		if m.Auth.Scheme == registry.SchemeBasic {
+			out = append(out, m.Auth.BasicEncoded(string(user), string(cred)))
+		}
 	}
-	return "Authorization", "Bearer " + s
+	return out
+}
+
+// redactAll is Redact for each of secrets in turn.
+func redactAll(msg string, secrets []string) string {
+	for _, s := range secrets {
+		msg = Redact(msg, s)
+	}
+	return msg
 }
 
 func splitPath(p string) []string {

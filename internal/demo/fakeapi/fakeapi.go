@@ -27,6 +27,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -39,6 +40,7 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"net/url"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -104,6 +106,7 @@ type provider struct {
 	Service      string `json:"-"`
 	Host         string // the API host served, when the manifest's is a pattern
 	Token        string
+	User         string         // the user part of a two-part credential (auth schemes basic, template)
 	OAuthHost    string         `json:"oauth_host"`
 	OAuthToken   string         `json:"oauth_token"`
 	OAuth        *oauthProvider // the OAuth side (oauth.go)
@@ -247,6 +250,23 @@ func Host(service string) string { return providerOf(service).Host }
 // presented as its manifest says: "Authorization: Bearer <token>", for
 // Linear the bare "Authorization: <token>".
 func Token(service string) string { return providerOf(service).Token }
+
+// User returns the user part of the fixed valid pasted credential of a
+// service whose manifest's auth has two parts (schemes basic and
+// template), or "".
+func User(service string) string { return providerOf(service).User }
+
+// Tenant returns the tenant label the fake serves for a service whose
+// manifest's host is a per-connection pattern ("acme-fake" of
+// acme-fake.atlassian.net), or "".
+func Tenant(service string) string {
+	s, ok := embedded()[service]
+	if !ok || !s.m.HasTenant() {
+		return ""
+	}
+	label, _, _ := strings.Cut(s.host, ".")
+	return label
+}
 
 // OAuthToken returns the fixed valid OAuth access token of a service (or
 // ""), always presented as "Authorization: Bearer <token>" (RFC 6750).
@@ -722,12 +742,60 @@ type call struct {
 	svc  *service
 }
 
+// pasted reads the pasted credential a request presents the way its
+// manifest's auth says, for schemes other than bearer and a bare none:
+// the token, and whether the request presents one that way at all.
+func (c *call) pasted() (string, bool) {
+	a := &c.svc.m.Auth
+	h := c.r.Header.Values("Authorization")
+	switch {
+	case a.Scheme == registry.SchemeHeader:
+		h = c.r.Header.Values(a.Header)
+		if len(h) != 1 {
+			return "", false
+		}
+		return h[0], true
+	case len(h) != 1:
+		return "", false
+	case a.Scheme == registry.SchemeNone && a.Prefix != "":
+		return strings.CutPrefix(h[0], a.Prefix)
+	case a.Scheme == registry.SchemeBasic:
+		enc, ok := strings.CutPrefix(h[0], "Basic ")
+		raw, err := base64.StdEncoding.DecodeString(enc)
+		user, tok, colon := strings.Cut(string(raw), ":")
+		if !ok || err != nil || !colon || user != c.p.User+a.User.Suffix {
+			return "", false
+		}
+		return tok, true
+	case a.Scheme == registry.SchemeTemplate:
+		re := regexp.QuoteMeta(a.Template)
+		re = strings.Replace(re, regexp.QuoteMeta(registry.TemplateUser), regexp.QuoteMeta(c.p.User), 1)
+		re = strings.Replace(re, regexp.QuoteMeta(registry.TemplateSecret), "([!-~]+?)", 1)
+		m := regexp.MustCompile("^" + re + "$").FindStringSubmatch(h[0])
+		if m == nil {
+			return "", false
+		}
+		return m[1], true
+	}
+	return "", false
+}
+
 // authenticate checks "Authorization: Bearer <token>" against the
 // service's credentials or, where the pasted key is sent bare (four
 // Unauthorized messages: Linear), a bare key against the pasted ones and
 // Bearer against the OAuth ones; else it answers the provider's 401 (400
 // for a pasted key sent as Bearer).
 func (c *call) authenticate() bool {
+	if a := c.svc.m.Auth; a.TwoPart() || a.Scheme == registry.SchemeHeader || a.Prefix != "" {
+		// A pasted credential the manifest's own way; OAuth is Bearer below.
+		if tok, ok := c.pasted(); ok {
+			if k, found := c.srv.lookupToken(c.p.Service, tok); found && k == kindPAT {
+				return true
+			}
+			apiError(c.w, c.p, http.StatusUnauthorized, strings.ReplaceAll(c.p.Unauthorized[1], "${masked}", "****"))
+			return false
+		}
+	}
 	all := c.r.Header.Values("Authorization")
 	v, one := strings.Join(all, ","), len(all) == 1
 	tok, bearer := strings.CutPrefix(v, "Bearer ")

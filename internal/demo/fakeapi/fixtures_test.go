@@ -82,6 +82,12 @@ func checkFixture(t *testing.T, s *Server, eng *host.Engine, m *registry.Manifes
 		t.Fatalf("%s: the fake has no fixtures (testdata/%s/)", m.ID, m.ID)
 	}
 	cred := host.Credential{Kind: kind, Secret: host.Secret(secret)}
+	if m.Auth.TwoPart() && kind != "oauth" {
+		cred.User = host.Secret(svc.p.User)
+	}
+	if m.HasTenant() {
+		cred.Tenant, _, _ = strings.Cut(svc.host, ".")
+	}
 	for _, name := range m.OpNames() {
 		op := m.Ops[name]
 		t.Run(m.ID+"."+name, func(t *testing.T) {

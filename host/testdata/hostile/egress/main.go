@@ -232,6 +232,7 @@ func change(v *jsonv.Value) {
 //	hz:<name>        "z" appended to the header's value
 //	hadd:<name>:<v>  a header appended
 //	hnone            no header at all
+//	host:<authority> the URL's authority replaced (another tenant's host)
 func mutate(r *request, m string) {
 	op, arg, _ := strings.Cut(m, ":")
 	base, query, _ := strings.Cut(r.url, "?")
@@ -329,6 +330,8 @@ func mutate(r *request, m string) {
 		r.headers = append(r.headers, [2]string{n, v})
 	case "hnone":
 		r.headers = [][2]string{}
+	case "host":
+		origin = scheme + arg
 	}
 	r.url = origin + "/" + strings.Join(segs, "/")
 	if len(qs) > 0 {
