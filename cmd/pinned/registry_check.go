@@ -24,6 +24,8 @@ const registryUsage = `Usage:
   pinned registry verify --pubkey KEY SNAPSHOT [--dir DIR]
                                               verify a signed snapshot (and DIR against it)
   pinned registry keygen --out PREFIX         make a snapshot signing key pair
+  pinned registry replay DIR --fixtures FIXDIR
+                                              run every op against the data fake's fixtures
   pinned registry list [--output table|json]  list the services and ops of the embedded registry
   pinned registry show SERVICE [OP] [--output text|json]
                                               what an op takes, renders, asks and returns
@@ -104,7 +106,7 @@ was refused, 2 bad usage.
 `
 
 // registrySubcommands are the words after "pinned registry".
-var registrySubcommands = []string{"check", "import", "keygen", "lint", "list", "show", "sign", "snapshot", "verify"}
+var registrySubcommands = []string{"check", "import", "keygen", "lint", "list", "replay", "show", "sign", "snapshot", "verify"}
 
 // runRegistry implements "pinned registry check|import|lint|list|show"; args excludes
 // "registry".
@@ -117,7 +119,7 @@ func runRegistry(args []string, stdout, stderr io.Writer) int {
 		return flagError(stderr, "registry", fmt.Sprintf(format, a...))
 	}
 	if len(args) == 0 {
-		return bad("missing subcommand: check, import, keygen, lint, list, show, sign, snapshot or verify")
+		return bad("missing subcommand: check, import, keygen, lint, list, replay, show, sign, snapshot or verify")
 	}
 	switch sub, rest := args[0], args[1:]; sub {
 	case "check":
@@ -152,6 +154,8 @@ func runRegistry(args []string, stdout, stderr io.Writer) int {
 		return runRegistryVerify(rest, stdout, stderr)
 	case "keygen":
 		return runRegistryKeygen(rest, stdout, stderr)
+	case "replay":
+		return runRegistryReplay(rest, stdout, stderr)
 	case "lint":
 		return runRegistryLint(rest, stdout, stderr)
 	case "list":
@@ -194,7 +198,7 @@ func runRegistry(args []string, stdout, stderr io.Writer) int {
 		if strings.HasPrefix(sub, "-") {
 			return bad("%s", undefinedFlag(sub))
 		}
-		return bad("%s: want check, import, keygen, lint, list, show, sign, snapshot or verify", unknownWord("subcommand", sub, registrySubcommands))
+		return bad("%s: want check, import, keygen, lint, list, replay, show, sign, snapshot or verify", unknownWord("subcommand", sub, registrySubcommands))
 	}
 }
 
