@@ -133,7 +133,16 @@ func TestToolsListSize(t *testing.T) {
 	if sizes[ToolsCompact] >= sizes[ToolsFull] {
 		t.Errorf("compact (%d bytes) is not smaller than full (%d bytes)", sizes[ToolsCompact], sizes[ToolsFull])
 	}
+	// The budget docs/MCP.md states: compact mode at most
+	// CompactTokensPerService tokens (bytes/4) a connected service.
+	if per := sizes[ToolsCompact] / 4 / len(all); per > CompactTokensPerService {
+		t.Errorf("compact mode costs %d tokens a service with %d services, over the budget of %d (docs/MCP.md)", per, len(all), CompactTokensPerService)
+	}
 }
+
+// CompactTokensPerService is compact mode's budget per connected service,
+// in tokens estimated as bytes/4 (docs/MCP.md, "Size of tools/list").
+const CompactTokensPerService = 400
 
 // TestNoElicitationNoWriteTools: a client that cannot ask the person gets
 // no write tool (full: none listed; compact: the dispatcher without its

@@ -75,6 +75,7 @@ func runOp(args []string, stdout, stderr io.Writer) int {
 	timeout := fs.Duration("timeout", host.DefaultTimeout, "deadline for the whole op, with a unit (e.g. 30s, 2m); 0 means no deadline")
 	yes := fs.Bool("yes", false, "run a write op without asking (needed for writes when stdin is not a terminal)")
 	manifestFile := fs.String("manifest", "", "MANIFEST AUTHORS ONLY: use this manifest `file` instead of (or besides) the embedded one of its id; the sidecar has no such flag")
+	fixtures := fs.String("fixtures", "", "MANIFEST AUTHORS ONLY: with --fake and --manifest, the fake serves the manifest from the fixtures in this `directory` (the layout of internal/demo/fakeapi/testdata/<id>/) and its credential is theirs")
 	cacheDir := fs.String("cache-dir", defaultCacheDir(), "compiled-code cache `directory`, writable by you only (empty: compile in memory)")
 	verbose := fs.Bool("v", false, "print the status and the raw and projected sizes on stderr")
 	pretty := fs.Bool("pretty", false, "indent the JSON output")
@@ -152,24 +153,34 @@ func runOp(args []string, stdout, stderr io.Writer) int {
 	secret := os.Getenv(*tokenEnv)
 	fromEnv := secret != ""
 	switch {
+	case *fixtures != "" && (!*useFake || *manifestFile == ""):
+		return usage("--fixtures needs --fake and --manifest (the fake serves that manifest from them)")
 	case *useFake:
-		fake, err := fakeapi.New()
+		var opts []fakeapi.Option
+		if *fixtures != "" {
+			if st, err := os.Stat(*fixtures); err != nil || !st.IsDir() {
+				return usage("--fixtures %s: not a directory of fixture files", *fixtures)
+			}
+			opts = append(opts, fakeapi.WithService(m, os.DirFS(*fixtures)))
+		}
+		fake, err := fakeapi.New(opts...)
 		if err != nil {
 			fmt.Fprintf(stderr, "pinned op: start the provider fake: %s\n", errText(err))
 			return 1
 		}
 		defer fake.Close()
 		cfg.Override = &host.Override{Addr: fake.Addr(), CAPEM: fake.CACertPEM()}
+		token, fuser, ftenant := fake.Connection(*service)
 		if secret == "" {
-			secret = fakeapi.Token(*service)
+			secret = token
 			if *kind == "oauth" {
 				secret = fakeapi.OAuthToken(*service)
 			} else if *user == "" && *userEnv == "" {
-				*user = fakeapi.User(*service)
+				*user = fuser
 			}
 		}
 		if *tenant == "" {
-			*tenant = fakeapi.Tenant(*service)
+			*tenant = ftenant
 		}
 	case *connectTo != "":
 		pem, err := os.ReadFile(*caFile)

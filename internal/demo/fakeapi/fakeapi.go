@@ -489,6 +489,21 @@ func (s *Server) CACertPEM() []byte { return bytes.Clone(s.certs.caPEM) }
 // Hosts returns the API hosts the fake serves, one per service, sorted.
 func (s *Server) Hosts() []string { return slices.Sorted(maps.Keys(s.byHost)) }
 
+// Connection returns the fixed valid pasted connection of a service this
+// server serves (embedded or added WithService): its token, the user part
+// of a two-part credential and the tenant label of a per-connection host
+// ("" where the manifest has none). All are "" for an unknown service.
+func (s *Server) Connection(service string) (token, user, tenant string) {
+	svc, ok := s.services[service]
+	if !ok {
+		return "", "", ""
+	}
+	if svc.m.HasTenant() {
+		tenant, _, _ = strings.Cut(svc.host, ".")
+	}
+	return svc.p.Token, svc.p.User, tenant
+}
+
 // provider returns a service's provider on this server, or an empty one.
 func (s *Server) provider(service string) *provider {
 	if svc, ok := s.services[service]; ok {
