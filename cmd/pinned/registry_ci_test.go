@@ -94,4 +94,3 @@ func TestRegistryCI(t *testing.T) {
 		t.Fatalf("the CI passed a changed manifest (err %v):\n%s", err, out)
 	}
 }
-
