@@ -417,7 +417,7 @@ func (b *Broker) oauthConfig(w http.ResponseWriter, r *http.Request) {
 
 // lookupClient finds the configured client of a service or explains why
 // there is none.
-func (b *Broker) lookupClient(id string) (*client, *Error) {
+func (b *Broker) lookupClient(id string) (*client, *brokerError) {
 	m, ok := b.reg.Service(id)
 	switch {
 	case !ok:

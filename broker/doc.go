@@ -14,8 +14,8 @@
 //
 // HTTP API ([Broker.Handler]): GET /registry, GET /api/oauth/config,
 // GET /oauth/{id}/start, GET /oauth/{id}/callback, POST /api/refresh,
-// GET /healthz, GET /metrics. Errors are [Error] values (the shared model
-// of internal/httperr: {"error": {"code", "message", "request_id"}}) with
+// GET /healthz, GET /metrics. Errors are in the shared model of
+// internal/httperr ({"error": {"code", "message", "request_id"}}) with
 // the stable codes and the one status table of internal/brokerapi, all
 // listed in docs/OAUTH.md. Secrets (client secrets, tokens, codes,
 // verifiers, instance tokens) never appear in logs, errors or metrics.

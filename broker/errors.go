@@ -11,23 +11,23 @@ import (
 	"github.com/elevenmessenger/pinned/internal/httperr"
 )
 
-// Error is the one error type of the broker's HTTP API: the shared model of
+// brokerError is the one error type of the broker's HTTP API: the shared model of
 // internal/httperr with the broker's codes and status table
 // (internal/brokerapi, listed in docs/OAUTH.md). Status, Code, Message and
 // RetryAfter go to the client with the request id; the cause is logged and
 // never sent. No field ever holds a secret (client secret, token, code,
 // verifier): causes built from provider answers keep only the HTTP status
 // and the error code.
-type Error = brokerapi.Error
+type brokerError = brokerapi.Error
 
 // errorf returns an error with code, its status and a formatted message.
-func errorf(code brokerapi.Code, format string, args ...any) *Error {
+func errorf(code brokerapi.Code, format string, args ...any) *brokerError {
 	return brokerapi.NewError(code, fmt.Sprintf(format, args...))
 }
 
-// asError turns any error into an *Error (internal when it is not one).
-func asError(err error) *Error {
-	var e *Error
+// asError turns any error into an *brokerError (internal when it is not one).
+func asError(err error) *brokerError {
+	var e *brokerError
 	if errors.As(err, &e) {
 		return e
 	}

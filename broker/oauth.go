@@ -35,7 +35,7 @@ const cookiePrefix = "pinned_oauth_"
 
 // singleQuery returns the query with every parameter given at most once,
 // or an error naming a repeated one.
-func singleQuery(r *http.Request) (url.Values, *Error) {
+func singleQuery(r *http.Request) (url.Values, *brokerError) {
 	q := r.URL.Query()
 	for _, k := range slices.Sorted(maps.Keys(q)) {
 		if len(q[k]) > 1 {
@@ -50,8 +50,8 @@ func singleQuery(r *http.Request) (url.Values, *Error) {
 // fragment (the broker owns the fragment), on an allowed origin (exact
 // scheme, host and port), with no characters browsers repair
 // (backslashes, control characters, spaces).
-func (b *Broker) checkReturn(raw string) *Error {
-	refuse := func(why string) *Error {
+func (b *Broker) checkReturn(raw string) *brokerError {
+	refuse := func(why string) *brokerError {
 		return errorf(brokerapi.CodeReturnNotAllowed, "return URL refused: %s", why)
 	}
 	if raw == "" {
@@ -370,7 +370,7 @@ func safeCode(s string) string {
 // "error" field as failure whatever the status; classify adds the
 // provider spellings of invalid_grant and keeps timeouts, 5xx and network
 // failures retryable (never invalid_grant).
-func classify(err error) *Error {
+func classify(err error) *brokerError {
 	var re *oauth2.RetrieveError
 	if errors.As(err, &re) {
 		status := 0

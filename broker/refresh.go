@@ -19,7 +19,7 @@ import (
 
 	"github.com/elevenmessenger/pinned/internal/brokerapi"
 	"github.com/elevenmessenger/pinned/internal/jsonv"
-	"github.com/elevenmessenger/pinned/internal/secret"
+	"github.com/elevenmessenger/pinned/secret"
 )
 
 // maxRefreshBody bounds the body of POST /api/refresh.

@@ -13,10 +13,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/elevenmessenger/pinned/sidecar/api"
+
 	"github.com/elevenmessenger/pinned/internal/brokerapi"
 	"github.com/elevenmessenger/pinned/internal/demo/fakeapi"
 	"github.com/elevenmessenger/pinned/internal/rotate"
-	"github.com/elevenmessenger/pinned/internal/secret"
+	"github.com/elevenmessenger/pinned/secret"
 )
 
 // pairFor connects a service through the full flow and returns the
@@ -315,7 +317,7 @@ func TestRotateThroughBroker(t *testing.T) {
 	e := newEnv(t, nil)
 	fr := e.pairFor(t, fakeapi.GitHub)
 	exp, _ := time.Parse(time.RFC3339, fr.Get("expires_at"))
-	old := rotate.Pair{Access: secret.Secret(fr.Get("access_token")), Refresh: secret.Secret(fr.Get("refresh_token")), ExpiresAt: exp}
+	old := api.Pair{Access: secret.Secret(fr.Get("access_token")), Refresh: secret.Secret(fr.Get("refresh_token")), ExpiresAt: exp}
 
 	bc, err := rotate.NewBrokerClient(e.url, testInstance, rotate.BrokerOptions{})
 	if err != nil {
@@ -326,7 +328,7 @@ func TestRotateThroughBroker(t *testing.T) {
 
 	const n = 50
 	var wg sync.WaitGroup
-	got := make([]rotate.Pair, n)
+	got := make([]api.Pair, n)
 	errs := make([]error, n)
 	for i := range n {
 		wg.Add(1)
@@ -353,12 +355,12 @@ func TestRotateThroughBroker(t *testing.T) {
 	}
 	// The burned refresh token through the broker is a reconnect.
 	_, err = bc.Refresh(context.Background(), fakeapi.GitHub, old.Refresh)
-	if !errors.Is(err, rotate.ErrReconnectRequired) {
+	if !errors.Is(err, api.ErrReconnectRequired) {
 		t.Fatalf("burned token: %v", err)
 	}
 	e.fake.SetTokenFault(fakeapi.GitHub, fakeapi.FaultServerError, 0)
 	_, err = bc.Refresh(context.Background(), fakeapi.GitHub, got[0].Refresh)
-	if !errors.Is(err, rotate.ErrRetryable) || errors.Is(err, rotate.ErrReconnectRequired) {
+	if !errors.Is(err, api.ErrRetryable) || errors.Is(err, api.ErrReconnectRequired) {
 		t.Fatalf("5xx: %v", err)
 	}
 }

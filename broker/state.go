@@ -64,7 +64,7 @@ func seal(aead cipher.AEAD, st *flowState) (string, error) {
 }
 
 // open decrypts and checks a state parameter for service at now.
-func open(aead cipher.AEAD, raw, service string, now time.Time) (*flowState, *Error) {
+func open(aead cipher.AEAD, raw, service string, now time.Time) (*flowState, *brokerError) {
 	if raw == "" {
 		return nil, errorf(brokerapi.CodeStateMissing, "the callback has no state parameter")
 	}

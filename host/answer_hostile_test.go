@@ -11,8 +11,10 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/elevenmessenger/pinned/host/api"
 	"github.com/elevenmessenger/pinned/host/internal/upstream"
 	"github.com/elevenmessenger/pinned/internal/demo/fakeapi"
+	"github.com/elevenmessenger/pinned/secret"
 )
 
 // TestHostileAnswers: a hostile provider's answers to honest requests
@@ -61,67 +63,67 @@ func TestHostileAnswers(t *testing.T) {
 	}{
 		// 1. A credential echoed in a picked field is withheld.
 		{name: "token as the login", op: getViewer, hook: answer(200, `{"login":"`+gh+`","id":1}`),
-			want: Error{Code: CodeCredentialEcho, Status: 200}},
+			want: Error{Code: api.CodeCredentialEcho, Status: 200}},
 		{name: "token as Linear's viewer name", op: linViewer, hook: answer(200, `{"data":{"viewer":{"id":"u1","name":"`+lin+`"}}}`),
-			want: Error{Code: CodeCredentialEcho, Status: 200}},
+			want: Error{Code: api.CodeCredentialEcho, Status: 200}},
 		{name: "token JSON-escaped", op: getViewer, hook: answer(200, `{"login":"ghp\u005f`+gh[4:]+`","id":1}`),
-			want: Error{Code: CodeCredentialEcho, Status: 200}},
+			want: Error{Code: api.CodeCredentialEcho, Status: 200}},
 		{name: "token every 8th byte escaped", op: getViewer, hook: answer(200, `{"login":"pinned-tester","id":1,"name":"`+every8(gh)+`"}`),
-			want: Error{Code: CodeCredentialEcho, Status: 200}},
+			want: Error{Code: api.CodeCredentialEcho, Status: 200}},
 		{name: "token in pieces joined by spaces", op: getViewer, hook: answer(200, `{"login":"x","name":"`+pieces(gh, " ")+`"}`),
-			want: Error{Code: CodeCredentialEcho, Status: 200}},
+			want: Error{Code: api.CodeCredentialEcho, Status: 200}},
 		{name: "token in pieces joined by U+200B", op: getViewer, hook: answer(200, `{"login":"x","name":"`+pieces(gh, `\u200b`)+`"}`),
-			want: Error{Code: CodeCredentialEcho, Status: 200}},
+			want: Error{Code: api.CodeCredentialEcho, Status: 200}},
 		{name: "token split across two picked fields", op: getViewer, hook: answer(200, `{"login":"`+gh[:20]+`","id":7,"name":"`+gh[20:]+`"}`),
-			want: Error{Code: CodeCredentialEcho, Status: 200}},
+			want: Error{Code: api.CodeCredentialEcho, Status: 200}},
 		{name: "token echoed by a write", op: createIssue, hook: answer(201, `{"number":1,"title":"`+gh+`"}`),
-			want: Error{Code: CodeCredentialEcho, Status: 201, Applied: AppliedYes}},
+			want: Error{Code: api.CodeCredentialEcho, Status: 201, Applied: api.AppliedYes}},
 		// 2. A huge number before the token: refused, whatever reads it.
 		{name: "1e400 before an escaped token", op: getViewer, hook: answer(200, `{"login":"pinned-tester","id":1e400,"name":"`+every8(gh)+`"}`),
-			want: Error{Code: CodeUpstreamInvalid, Status: 200, Message: "the provider's answer holds what JSON readers disagree on: number out of range in a kept value"}},
+			want: Error{Code: api.CodeUpstreamInvalid, Status: 200, Message: "the provider's answer holds what JSON readers disagree on: number out of range in a kept value"}},
 		{name: "a 400-digit integer before the token", op: getViewer, hook: answer(200, `{"login":"pinned-tester","id":`+strings.Repeat("9", 400)+`,"name":"`+gh+`"}`),
-			want: Error{Code: CodeUpstreamInvalid, Status: 200, Message: "the provider's answer holds what JSON readers disagree on: number of more than 64 characters in a kept value"}},
+			want: Error{Code: api.CodeUpstreamInvalid, Status: 200, Message: "the provider's answer holds what JSON readers disagree on: number of more than 64 characters in a kept value"}},
 		// 3. An error message with the token in short pieces.
 		{name: "401 with the token in pieces", op: getViewer, hook: answer(401, `{"message":"token `+pieces(gh, " ")+`"}`),
-			want: Error{Code: CodeUpstreamError, Status: 401, Message: "token [redacted] [redacted] [redacted] [redacted] [redacted] [redacted]"}},
+			want: Error{Code: api.CodeUpstreamError, Status: 401, Message: "token [redacted] [redacted] [redacted] [redacted] [redacted] [redacted]"}},
 		{name: "401 with the token in pieces joined by U+200B", op: getViewer, hook: answer(401, `{"message":"token `+pieces(gh, `\u200b`)+`"}`),
-			want: Error{Code: CodeUpstreamError, Status: 401, Message: "token [redacted] [redacted] [redacted] [redacted] [redacted] [redacted]"}},
+			want: Error{Code: api.CodeUpstreamError, Status: 401, Message: "token [redacted] [redacted] [redacted] [redacted] [redacted] [redacted]"}},
 		// 4. What readers disagree on, inside a picked field.
 		{name: "duplicate keys inside a picked value", op: createIssue, hook: answer(201, `{"number":1,"title":{"a":1,"a":2}}`),
-			want: Error{Code: CodeUpstreamInvalid, Status: 201, Applied: AppliedYes, Message: "the provider's answer holds what JSON readers disagree on: a key twice in one object of a kept value"}},
+			want: Error{Code: api.CodeUpstreamInvalid, Status: 201, Applied: api.AppliedYes, Message: "the provider's answer holds what JSON readers disagree on: a key twice in one object of a kept value"}},
 		{name: "an escaped lone surrogate", op: getViewer, hook: answer(200, `{"login":"\ud800"}`),
-			want: Error{Code: CodeUpstreamInvalid, Status: 200, Message: "the provider's answer holds what JSON readers disagree on: escaped lone surrogate in a kept value"}},
+			want: Error{Code: api.CodeUpstreamInvalid, Status: 200, Message: "the provider's answer holds what JSON readers disagree on: escaped lone surrogate in a kept value"}},
 		{name: "1e400", op: getViewer, hook: answer(200, `{"login":"a","id":1e400}`),
-			want: Error{Code: CodeUpstreamInvalid, Status: 200, Message: "the provider's answer holds what JSON readers disagree on: number out of range in a kept value"}},
+			want: Error{Code: api.CodeUpstreamInvalid, Status: 200, Message: "the provider's answer holds what JSON readers disagree on: number out of range in a kept value"}},
 		{name: "a 5000-digit integer", op: getViewer, hook: answer(200, `{"login":"a","id":`+strings.Repeat("1", 5000)+`}`),
-			want: Error{Code: CodeUpstreamInvalid, Status: 200, Message: "the provider's answer holds what JSON readers disagree on: number of more than 64 characters in a kept value"}},
+			want: Error{Code: api.CodeUpstreamInvalid, Status: 200, Message: "the provider's answer holds what JSON readers disagree on: number of more than 64 characters in a kept value"}},
 		// 5. GraphQL errors twice: first-wins read it as a success.
 		{name: "GraphQL errors twice", op: linCreate, hook: answer(200, `{"errors":[],"errors":[{"message":"mutation failed"}],"data":{"issueCreate":{"success":true}}}`),
-			want: Error{Code: CodeUpstreamInvalid, Status: 200, Applied: AppliedMaybe, Message: `the provider's answer has "errors" twice, so whether it failed cannot be told`}},
+			want: Error{Code: api.CodeUpstreamInvalid, Status: 200, Applied: api.AppliedMaybe, Message: `the provider's answer has "errors" twice, so whether it failed cannot be told`}},
 		// 6. Misclassified outcomes.
 		{name: "a list answered 200 with the error envelope", op: listRepos, hook: answer(200, `{"message":"Bad credentials","documentation_url":"https://docs.github.com/rest"}`),
-			want: Error{Code: CodeUpstreamError, Status: 200, Message: "Bad credentials"}},
+			want: Error{Code: api.CodeUpstreamError, Status: 200, Message: "Bad credentials"}},
 		{name: "a write answered 201 with the error envelope", op: createIssue, hook: answer(201, `{"message":"Validation Failed"}`),
-			want: Error{Code: CodeUpstreamError, Status: 201, Applied: AppliedMaybe, Message: "Validation Failed"}},
+			want: Error{Code: api.CodeUpstreamError, Status: 201, Applied: api.AppliedMaybe, Message: "Validation Failed"}},
 		{name: "headers over 64 KiB", op: getViewer, hook: answer(200, `{"login":"a"}`, "X-Big", strings.Repeat("a", 70<<10)),
-			want: Error{Code: CodeUpstreamTooLarge, Message: "the provider's response headers are over the host's 64 KiB limit or cannot be decoded"}},
+			want: Error{Code: api.CodeUpstreamTooLarge, Message: "the provider's response headers are over the host's 64 KiB limit or cannot be decoded"}},
 		{name: "headers over 64 KiB in many small ones", op: getViewer, hook: func(w http.ResponseWriter, r *http.Request) bool {
 			for i := range 200 {
 				w.Header().Set(fmt.Sprintf("X-H%d", i), strings.Repeat("b", 400))
 			}
 			return answer(200, `{"login":"a"}`)(w, r)
 			// Past the list size the host advertised: a protocol error.
-		}, want: Error{Code: CodeUpstreamInvalid, Message: "the provider broke the HTTP/2 protocol in its answer"}},
+		}, want: Error{Code: api.CodeUpstreamInvalid, Message: "the provider broke the HTTP/2 protocol in its answer"}},
 		{name: "an aborted HTTP/2 stream", op: getViewer, hook: func(w http.ResponseWriter, r *http.Request) bool {
 			panic(http.ErrAbortHandler)
-		}, want: Error{Code: CodeUpstreamInvalid, Message: "the provider aborted its answer (it reset the HTTP/2 stream)"}},
+		}, want: Error{Code: api.CodeUpstreamInvalid, Message: "the provider aborted its answer (it reset the HTTP/2 stream)"}},
 		{name: "a write's HTTP/2 stream aborted after its headers", op: createIssue, hook: func(w http.ResponseWriter, r *http.Request) bool {
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(201)
 			_, _ = w.Write([]byte(`{"number":`))
 			w.(http.Flusher).Flush()
 			panic(http.ErrAbortHandler)
-		}, want: Error{Code: CodeUpstreamInvalid, Status: 201, Applied: AppliedYes, Message: "the provider aborted its answer (it reset the HTTP/2 stream)"}},
+		}, want: Error{Code: api.CodeUpstreamInvalid, Status: 201, Applied: api.AppliedYes, Message: "the provider aborted its answer (it reset the HTTP/2 stream)"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -213,7 +215,7 @@ func TestEchoPropertyNeverReturned(t *testing.T) {
 		if res != nil {
 			t.Fatalf("case %d: %s came back as %s", i, body.String(), res.Data)
 		}
-		if herr.Code != CodeCredentialEcho && herr.Code != CodeUpstreamInvalid {
+		if herr.Code != api.CodeCredentialEcho && herr.Code != api.CodeUpstreamInvalid {
 			t.Fatalf("case %d: %s: %v", i, body.String(), herr)
 		}
 		env.assertNoLeak(t, res, herr, append(spellings, tok)...)
@@ -236,13 +238,13 @@ func TestEchoSplitAcrossPagesWithheld(t *testing.T) {
 		return true
 	})
 	call := Call{Service: fakeapi.GitHub, Op: "list_repos", Args: json.RawMessage(`{"per_page":5}`),
-		Credential: Credential{Secret: Secret(tok)}}
+		Credential: Credential{Secret: secret.Secret(tok)}}
 	if res, err := env.eng.Run(context.Background(), call); err != nil || !strings.Contains(string(res.Data), tok[:14]) {
 		t.Fatalf("one page: %v %v", res, err)
 	}
 	call.Pages = 2
 	res, err := env.eng.Run(context.Background(), call)
-	if res != nil || err == nil || err.(*Error).Code != CodeCredentialEcho {
+	if res != nil || err == nil || err.(*Error).Code != api.CodeCredentialEcho {
 		t.Fatalf("two pages: %v, %v; want credential_echo", res, err)
 	}
 	if n := len(env.fake.Requests()); n != 3 {

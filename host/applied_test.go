@@ -2,6 +2,8 @@ package host
 
 import (
 	"testing"
+
+	"github.com/elevenmessenger/pinned/host/api"
 )
 
 // TestWriteAppliedReported: a write op that fails after its request was
@@ -14,15 +16,15 @@ func TestWriteAppliedReported(t *testing.T) {
 	env := newEnv(t, func(c *Config) { c.MaxResultBytes = 16 })
 	for _, tt := range []struct {
 		name, op, args string
-		code           Code
+		code           api.Code
 		status         int
-		applied        Applied
+		applied        api.Applied
 		sent           int
 	}{
-		{"201 then over the result cap", "create_issue", `{"owner":"pinned-tester","repo":"notes","title":"t"}`, CodeResultTooLarge, 201, AppliedYes, 1},
-		{"the provider refuses the write", "create_issue", `{"owner":"pinned-tester","repo":"no-such-repo","title":"t"}`, CodeUpstreamError, 404, AppliedNo, 1},
-		{"a read over the result cap", "get_repo", `{"owner":"pinned-tester","repo":"notes"}`, CodeResultTooLarge, 200, "", 1},
-		{"a write with bad args sends nothing", "create_issue", `{"owner":"pinned-tester","repo":"notes"}`, CodeBadArgs, 0, "", 0},
+		{"201 then over the result cap", "create_issue", `{"owner":"pinned-tester","repo":"notes","title":"t"}`, api.CodeResultTooLarge, 201, api.AppliedYes, 1},
+		{"the provider refuses the write", "create_issue", `{"owner":"pinned-tester","repo":"no-such-repo","title":"t"}`, api.CodeUpstreamError, 404, api.AppliedNo, 1},
+		{"a read over the result cap", "get_repo", `{"owner":"pinned-tester","repo":"notes"}`, api.CodeResultTooLarge, 200, "", 1},
+		{"a write with bad args sends nothing", "create_issue", `{"owner":"pinned-tester","repo":"notes"}`, api.CodeBadArgs, 0, "", 0},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			env.fake.Reset()
@@ -36,7 +38,7 @@ func TestWriteAppliedReported(t *testing.T) {
 		})
 	}
 	evs := egressEvents(t, env.logs.String())
-	if len(evs) == 0 || evs[0]["applied"] != string(AppliedYes) {
+	if len(evs) == 0 || evs[0]["applied"] != string(api.AppliedYes) {
 		t.Fatalf("the audit event lacks applied: %v", evs)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/elevenmessenger/pinned/host/api"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 )
@@ -77,10 +78,10 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 // request's (host/internal/egress: exactly what was sent) with the value of every arg
 // the manifest marks secret replaced by "[redacted]"; the event never
 // holds the credential or a body.
-func (e *Engine) audit(ctx context.Context, call Call, p *prepared, res *Result, err *Error, status int, raw int64, start time.Time, target string) {
+func (e *Engine) audit(ctx context.Context, p *prepared, res *Result, err *Error, status int, raw int64, start time.Time, target string) {
 	log := e.logger(ctx)
 	outcome := "ok"
-	var deny DenyReason
+	var deny api.DenyReason
 	projected := 0
 	if err != nil {
 		outcome = string(err.Code)

@@ -9,10 +9,11 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/elevenmessenger/pinned/host/internal/egress"
+	"github.com/elevenmessenger/pinned/host/api"
 	"github.com/elevenmessenger/pinned/internal/demo/fakeapi"
 	"github.com/elevenmessenger/pinned/internal/testing/testutil"
 	"github.com/elevenmessenger/pinned/registry"
+	"github.com/elevenmessenger/pinned/secret"
 )
 
 // egressEvents returns the audit events in the captured log.
@@ -43,10 +44,10 @@ func TestAuditTrail(t *testing.T) {
 	if _, err := env.run("github", "create_issue", `{"owner":"pinned-tester","repo":"notes","title":"`+marker+`","body":"`+marker+`"}`); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := env.run("github", "get_repo", `{"owner":"pinned-tester","repo":"no-such-repo-`+strings.ToLower(marker)+`"}`); err == nil || err.Code != CodeUpstreamError {
+	if _, err := env.run("github", "get_repo", `{"owner":"pinned-tester","repo":"no-such-repo-`+strings.ToLower(marker)+`"}`); err == nil || err.Code != api.CodeUpstreamError {
 		t.Fatalf("want a 404, got %v", err)
 	}
-	if _, err := env.run("github", "get_repo", `{"owner":"pinned-tester","repo":".."}`); err == nil || err.Code != CodeBadArgs {
+	if _, err := env.run("github", "get_repo", `{"owner":"pinned-tester","repo":".."}`); err == nil || err.Code != api.CodeBadArgs {
 		t.Fatalf("want bad_args, got %v", err) // refused in the guest: no egress attempt, no event
 	}
 	evs := egressEvents(t, env.logs.String())
@@ -100,7 +101,7 @@ func TestAuditTargetRedactsSecretArgs(t *testing.T) {
 	}
 	env := newEnv(t, func(c *Config) { c.Registry = reg })
 	const secretRepo, secretState = "hidden-repo-4c1b", "closed"
-	if _, err := env.run("github", "list_issues", `{"owner":"pinned-tester","repo":"`+secretRepo+`","state":"`+secretState+`","per_page":7}`); err != nil && err.Code != CodeUpstreamError {
+	if _, err := env.run("github", "list_issues", `{"owner":"pinned-tester","repo":"`+secretRepo+`","state":"`+secretState+`","per_page":7}`); err != nil && err.Code != api.CodeUpstreamError {
 		t.Fatal(err)
 	}
 	evs := egressEvents(t, env.logs.String())
@@ -124,7 +125,7 @@ func TestAuditDenied(t *testing.T) {
 	env := newEnv(t, func(c *Config) { c.Guest = hostileGuest(t, "egress") })
 	env.run("github", "list_issues", `{"attack":"set_authorization"}`)
 	evs := egressEvents(t, env.logs.String())
-	if len(evs) != 1 || evs[0]["deny"] != string(egress.DenyHeaderForbidden) || evs[0]["outcome"] != string(CodeEgressDenied) {
+	if len(evs) != 1 || evs[0]["deny"] != string(api.DenyHeaderForbidden) || evs[0]["outcome"] != string(api.CodeEgressDenied) {
 		t.Fatalf("events: %v", evs)
 	}
 	m := env.metricsText(t)
@@ -143,7 +144,7 @@ func TestAuditUsesContextLogger(t *testing.T) {
 	var buf testutil.SyncBuffer
 	l := zerolog.New(&buf).With().Str("request_id", "req-42").Logger()
 	ctx := l.WithContext(context.Background())
-	if _, err := env.runWith(ctx, "github", "get_viewer", `{}`, Credential{Secret: Secret(fakeapi.Token("github"))}); err != nil {
+	if _, err := env.runWith(ctx, "github", "get_viewer", `{}`, Credential{Secret: secret.Secret(fakeapi.Token("github"))}); err != nil {
 		t.Fatal(err)
 	}
 	evs := egressEvents(t, buf.String())

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/elevenmessenger/pinned/host/api"
 	"github.com/elevenmessenger/pinned/internal/abi"
 	"github.com/elevenmessenger/pinned/registry"
 )
@@ -14,7 +15,7 @@ import (
 // arg's name and the op's declaration: the guest supplies codes, never
 // text (ABI invariant 7).
 func badArgs(p *prepared, reason int32, name string) *Error {
-	e := &Error{Code: CodeBadArgs, Arg: name}
+	e := &Error{Code: api.CodeBadArgs, Arg: name}
 	a := p.op.Args[name]
 	q := strconv.Quote(name)
 	switch reason {

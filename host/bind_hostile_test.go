@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/elevenmessenger/pinned/host/internal/egress"
+	"github.com/elevenmessenger/pinned/host/api"
 	"github.com/elevenmessenger/pinned/internal/demo/fakeapi"
 	"github.com/elevenmessenger/pinned/internal/jsonv"
 	"github.com/elevenmessenger/pinned/registry"
@@ -77,7 +77,7 @@ func TestBindRefusesBodies(t *testing.T) {
 				}
 				return
 			}
-			if err == nil || err.Code != CodeEgressDenied || err.Deny != egress.DenyNotBound {
+			if err == nil || err.Code != api.CodeEgressDenied || err.Deny != api.DenyNotBound {
 				t.Fatalf("got %v %v, want egress_denied/not_bound", res, err)
 			}
 			if n := len(env.fake.Requests()); n != 0 {
@@ -98,9 +98,9 @@ func TestBindApplied(t *testing.T) {
 	for _, tt := range []struct {
 		name, service, op, args string
 		handler                 func(w http.ResponseWriter, r *http.Request) bool
-		code                    Code
+		code                    api.Code
 		status                  int
-		applied                 Applied
+		applied                 api.Applied
 	}{
 		{"201, then the body never comes", "github", "create_issue", `{"owner":"pinned-tester","repo":"notes","title":"t"}`,
 			func(w http.ResponseWriter, r *http.Request) bool {
@@ -113,13 +113,13 @@ func TestBindApplied(t *testing.T) {
 				case <-time.After(5 * time.Second):
 				}
 				return true
-			}, CodeTimeout, 201, AppliedYes},
+			}, api.CodeTimeout, 201, api.AppliedYes},
 		{"200 with a GraphQL RATELIMITED error", "linear", "create_issue", `{"team_id":"0f0e0d0c-0b0a-4909-8807-060504030201","title":"t"}`,
 			func(w http.ResponseWriter, r *http.Request) bool {
 				w.Header().Set("Content-Type", "application/json")
 				_, _ = w.Write([]byte(`{"data":null,"errors":[{"message":"rate limited","extensions":{"code":"RATELIMITED"}}]}`))
 				return true
-			}, CodeRateLimited, 200, AppliedMaybe},
+			}, api.CodeRateLimited, 200, api.AppliedMaybe},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			env.fake.Reset()

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/elevenmessenger/pinned/host/internal/egress"
+	"github.com/elevenmessenger/pinned/host/api"
 	"github.com/elevenmessenger/pinned/internal/abi"
 	"github.com/elevenmessenger/pinned/internal/demo/fakeapi"
 	"github.com/elevenmessenger/pinned/internal/jsonv"
@@ -154,7 +154,7 @@ func TestBindingEveryOp(t *testing.T) {
 				env.fake.Reset()
 				env.logs.Reset()
 				res, err := env.runHarness(m.ID, name, args, `{"attack":"honest"}`)
-				if err != nil && err.Code != CodeUpstreamError {
+				if err != nil && err.Code != api.CodeUpstreamError {
 					t.Fatalf("the honest request was refused: %v", err)
 				}
 				p, _ := env.eng.prepare(m.ID, name)
@@ -179,7 +179,7 @@ func TestBindingEveryOp(t *testing.T) {
 					mj, _ := json.Marshal([]string{mut})
 					before := len(env.guestOutput())
 					res, err := env.runHarness(m.ID, name, args, `{"attack":"mut","mut":`+string(mj)+`}`)
-					if err == nil || err.Code != CodeEgressDenied || err.Deny != egress.DenyNotBound {
+					if err == nil || err.Code != api.CodeEgressDenied || err.Deny != api.DenyNotBound {
 						t.Fatalf("got %v %v, want egress_denied/not_bound", res, err)
 					}
 					if got := guestCode(t, env.guestOutput()[before:]); got != abi.EDENIED {
@@ -244,7 +244,7 @@ func TestBindingRefusesAttackerValues(t *testing.T) {
 			env.fake.Reset()
 			mj, _ := json.Marshal(tt.mut)
 			res, err := env.runHarness(tt.service, tt.op, tt.args, `{"attack":"mut","mut":`+string(mj)+`}`)
-			if err == nil || err.Code != CodeEgressDenied || err.Deny != egress.DenyNotBound {
+			if err == nil || err.Code != api.CodeEgressDenied || err.Deny != api.DenyNotBound {
 				t.Fatalf("got %v %v, want egress_denied/not_bound", res, err)
 			}
 			if n := len(env.fake.Requests()); n != 0 {
@@ -284,7 +284,7 @@ func TestHostArgRules(t *testing.T) {
 			env.fake.Reset()
 			before := len(env.guestOutput())
 			res, err := env.runHarness("github", tt.op, tt.args, `{"attack":"honest"}`)
-			if err == nil || err.Code != CodeBadArgs || err.Arg != tt.arg {
+			if err == nil || err.Code != api.CodeBadArgs || err.Arg != tt.arg {
 				t.Fatalf("got %v %v, want bad_args for %s", res, err, tt.arg)
 			}
 			if out := env.guestOutput()[before:]; strings.Contains(out, "code=") {

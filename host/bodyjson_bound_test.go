@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/elevenmessenger/pinned/host/internal/egress"
+	"github.com/elevenmessenger/pinned/host/api"
 	"github.com/elevenmessenger/pinned/internal/demo/fakeapi"
 )
 
@@ -49,8 +49,8 @@ func TestBodyJSONBoundToTemplate(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			env.fake.Reset()
 			res, herr := env.run("linear", "get_viewer", tt.args)
-			if herr == nil || herr.Code != CodeEgressDenied || herr.Deny != egress.DenyNotBound {
-				t.Fatalf("got %v %v, want egress_denied/%s", res, herr, egress.DenyNotBound)
+			if herr == nil || herr.Code != api.CodeEgressDenied || herr.Deny != api.DenyNotBound {
+				t.Fatalf("got %v %v, want egress_denied/%s", res, herr, api.DenyNotBound)
 			}
 			if n := len(env.fake.Requests()); n != 0 {
 				t.Fatalf("the fake received %d requests", n)

@@ -9,9 +9,11 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/elevenmessenger/pinned/host/api"
 	"github.com/elevenmessenger/pinned/host/internal/egress"
 	"github.com/elevenmessenger/pinned/internal/display"
 	"github.com/elevenmessenger/pinned/registry"
+	"github.com/elevenmessenger/pinned/secret"
 )
 
 // Checked is an op that passed every check short of sending it.
@@ -86,20 +88,21 @@ func ConsentText(confirm string, sends []Shown) string {
 // checked against the egress policy and the request binding — but sends nothing and needs no credential. It then
 // renders a write op's consent from the validated args (defaults
 // applied): the confirm line and every other value the request carries.
-// The error, when not nil, is an *Error: CodeUnknownService,
-// CodeUnknownOp, CodeBadArgs, CodeEgressDenied, CodeSandboxError, CodeTimeout.
+// The error, when not nil, is an *Error with the code
+// api.CodeUnknownService, CodeUnknownOp, CodeBadArgs, CodeEgressDenied,
+// CodeSandboxError or CodeTimeout.
 func (e *Engine) Check(ctx context.Context, service, op string, args json.RawMessage) (*Checked, error) {
 	p, err := e.prepare(service, op)
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, e.cfg.Timeout)
+	ctx, cancel := context.WithTimeout(ctx, e.cfg.timeout())
 	defer cancel()
-	st, herr := e.execute(ctx, p, args)
+	args, want, herr := p.bindArgs(args, e.cfg.maxArgsBytes())
 	if herr != nil {
 		return nil, herr
 	}
-	if herr := e.outcomeError(ctx, Call{Service: service, Op: op}, p, st); herr != nil {
+	if _, herr := e.execute(ctx, p, args, want); herr != nil {
 		return nil, herr
 	}
 	c := &Checked{Service: service, Op: op, Access: p.op.Access}
@@ -107,7 +110,7 @@ func (e *Engine) Check(ctx context.Context, service, op string, args json.RawMes
 		// The host validated these exact args and the guest's request is
 		// bound to them; the consent shows their canonical text
 		// (defaults applied).
-		c.Confirm, c.Target, c.Sends = consent(p.m, p.op, p.bind, st.Want(), true)
+		c.Confirm, c.Target, c.Sends = consent(p, want, true)
 	}
 	return c, nil
 }
@@ -119,9 +122,10 @@ const maxConfirmValueRunes = 200
 // consent renders a write op's consent from the bound args: the confirm
 // line (the target, quoted, then the sentence), the target values, and
 // every other arg the request carries that the line does not show whole
-// and as is. With redact, a secret arg's value is Redacted (the loader
-// keeps secret args out of confirm and target).
-func consent(m *registry.Manifest, op *registry.Op, b *egress.Binding, want *egress.Bound, redact bool) (confirm string, target, sends []Shown) {
+// and as is. With redact, a secret arg's value is secret.Redacted (the
+// loader keeps secret args out of confirm and target).
+func consent(p *prepared, want *egress.Bound, redact bool) (confirm string, target, sends []Shown) {
+	m, op, b := p.m, p.op, p.bind
 	vals := b.ConfirmValues(want)
 	var line strings.Builder
 	line.WriteString("[" + m.Name)
@@ -161,7 +165,7 @@ func consent(m *registry.Manifest, op *registry.Op, b *egress.Binding, want *egr
 		}
 		v := display.Block(s.Text)
 		if s.Secret && redact {
-			v = Redacted
+			v = secret.Redacted
 		}
 		sends = append(sends, Shown{Arg: s.Name, Value: v})
 	}
@@ -187,7 +191,7 @@ func refuseHidden(op *registry.Op, b *egress.Binding, want *egress.Bound) *Error
 	vals := b.ConfirmValues(want)
 	for _, name := range slices.Sorted(maps.Keys(vals)) {
 		if r, bad := display.Refused(vals[name]); bad {
-			return &Error{Code: CodeBadArgs, Arg: name, Message: fmt.Sprintf(
+			return &Error{Code: api.CodeBadArgs, Arg: name, Message: fmt.Sprintf(
 				"arg %q holds %U, an invisible Unicode tag character; a write op's args may not carry tag characters, which a person approving it cannot see: remove them", name, r)}
 		}
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"testing"
+
+	"github.com/elevenmessenger/pinned/host/api"
 )
 
 func TestCheck(t *testing.T) {
@@ -12,14 +14,14 @@ func TestCheck(t *testing.T) {
 	tests := []struct {
 		name, service, op, args string
 		access, confirm         string
-		code                    Code
+		code                    api.Code
 	}{
 		{"write op renders its confirm line", "github", "create_issue",
 			`{"owner":"pinned-tester","repo":"notes","title":"Fix \"it\"","body":"x"}`,
 			"write", `[GitHub: owner "pinned-tester", repo "notes"] Open an issue titled "Fix "it"" in pinned-tester/notes?`, ""},
 		{"read op has no confirm", "github", "list_repos", `{"per_page":5}`, "read", "", ""},
-		{"bad args are refused by the sandbox", "github", "create_issue", `{"owner":"pinned-tester","repo":"notes"}`, "", "", CodeBadArgs},
-		{"unknown op", "github", "delete_repo", `{}`, "", "", CodeUnknownOp},
+		{"bad args are refused by the sandbox", "github", "create_issue", `{"owner":"pinned-tester","repo":"notes"}`, "", "", api.CodeBadArgs},
+		{"unknown op", "github", "delete_repo", `{}`, "", "", api.CodeUnknownOp},
 		{"dnsimple register", "dnsimple", "register_domain", `{"account":1385,"domain":"blip.com","registrant_id":2715}`,
 			"write", `[DNSimple: account "1385", domain "blip.com"] Register blip.com? This buys the domain and costs real money.`, ""},
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/elevenmessenger/pinned/internal/demo/fakeapi"
 	"github.com/elevenmessenger/pinned/internal/testing/testutil"
+	"github.com/elevenmessenger/pinned/secret"
 )
 
 // TestCloseWhileRunning closes an engine while ops run in it (a shutdown
@@ -26,7 +27,7 @@ func TestCloseWhileRunning(t *testing.T) {
 				defer wg.Done()
 				for j := 0; j < 20; j++ {
 					env.eng.Run(context.Background(), Call{Service: "github", Op: "get_viewer",
-						Credential: Credential{Secret: Secret(fakeapi.Token("github"))}})
+						Credential: Credential{Secret: secret.Secret(fakeapi.Token("github"))}})
 					finished.Add(1)
 				}
 			}()

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/elevenmessenger/pinned/host/internal/egress"
+	"github.com/elevenmessenger/pinned/host/api"
 	"github.com/elevenmessenger/pinned/internal/abi"
 	"github.com/elevenmessenger/pinned/internal/demo/fakeapi"
 )
@@ -48,8 +48,8 @@ func TestTenantHostPinned(t *testing.T) {
 			if err == nil {
 				t.Fatalf("the request to %s went through: %s", authority, res.Data)
 			}
-			if err.Code != CodeEgressDenied {
-				t.Fatalf("got %s/%s (%s), want %s", err.Code, err.Deny, err.Message, CodeEgressDenied)
+			if err.Code != api.CodeEgressDenied {
+				t.Fatalf("got %s/%s (%s), want %s", err.Code, err.Deny, err.Message, api.CodeEgressDenied)
 			}
 			if reqs := env.fake.Requests(); len(reqs) != 0 {
 				t.Fatalf("the fake received %d requests: %+v", len(reqs), reqs[0])
@@ -76,7 +76,7 @@ func TestTenantHostPinned(t *testing.T) {
 	if got := env.metricsText(t); !strings.Contains(got, `pinned_egress_denied_total{reason="host",service="jira"}`) {
 		t.Errorf("tenant host denials not counted by reason host:\n%s", got)
 	}
-	_ = egress.DenyHost
+	_ = api.DenyHost
 }
 
 // TestTenantLabelRefused: a connection's tenant label that is not a
@@ -116,13 +116,13 @@ func TestTenantLabelRefused(t *testing.T) {
 				op, args = "list_issues", honestArgs["github.list_issues"]
 			}
 			res, err := env.runWith(context.Background(), tt.service, op, args, cred)
-			if err == nil || err.Code != CodeCredentialInvalid {
-				t.Fatalf("tenant %q: got %v / %v, want %s", tt.tenant, res, err, CodeCredentialInvalid)
+			if err == nil || err.Code != api.CodeCredentialInvalid {
+				t.Fatalf("tenant %q: got %v / %v, want %s", tt.tenant, res, err, api.CodeCredentialInvalid)
 			}
 			if reqs := env.fake.Requests(); len(reqs) != 0 {
 				t.Fatalf("the fake received %d requests", len(reqs))
 			}
-			if e := env.eng.CheckCredentialFor(tt.service, cred); e == nil || e.Code != CodeCredentialInvalid {
+			if e := env.eng.CheckCredentialFor(tt.service, cred); e == nil || e.Code != api.CodeCredentialInvalid {
 				t.Fatalf("CheckCredentialFor accepted tenant %q", tt.tenant)
 			}
 		})
@@ -169,8 +169,8 @@ func TestTwoPartCredential(t *testing.T) {
 			tt.mod(&c)
 			op, args := "get_viewer", "{}"
 			res, err := env.runWith(context.Background(), tt.service, op, args, c)
-			if err == nil || err.Code != CodeCredentialInvalid {
-				t.Fatalf("got %v / %v, want %s", res, err, CodeCredentialInvalid)
+			if err == nil || err.Code != api.CodeCredentialInvalid {
+				t.Fatalf("got %v / %v, want %s", res, err, api.CodeCredentialInvalid)
 			}
 			if n := len(env.fake.Requests()); n != 0 {
 				t.Fatalf("the fake received %d requests", n)
@@ -191,8 +191,8 @@ func TestTwoPartCredential(t *testing.T) {
 			})
 			defer env.fake.SetHandler(nil)
 			res, err := env.runWith(context.Background(), "jira", "get_viewer", "{}", cred)
-			if err == nil || err.Code != CodeCredentialEcho {
-				t.Fatalf("got %v / %v, want %s", res, err, CodeCredentialEcho)
+			if err == nil || err.Code != api.CodeCredentialEcho {
+				t.Fatalf("got %v / %v, want %s", res, err, api.CodeCredentialEcho)
 			}
 			env.assertNoLeak(t, res, err, secret, user, encoded)
 		})
@@ -205,8 +205,8 @@ func TestTwoPartCredential(t *testing.T) {
 			})
 			defer env.fake.SetHandler(nil)
 			res, err := env.runWith(context.Background(), "jira", "get_viewer", "{}", cred)
-			if err == nil || err.Code != CodeUpstreamError {
-				t.Fatalf("got %v / %v, want %s", res, err, CodeUpstreamError)
+			if err == nil || err.Code != api.CodeUpstreamError {
+				t.Fatalf("got %v / %v, want %s", res, err, api.CodeUpstreamError)
 			}
 			if !strings.Contains(err.Message, "refused") {
 				t.Fatalf("message %q lost the provider's words", err.Message)

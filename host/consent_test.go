@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/elevenmessenger/pinned/host/api"
 	"github.com/elevenmessenger/pinned/internal/display"
 	"github.com/elevenmessenger/pinned/internal/testing/testutil"
 	"github.com/elevenmessenger/pinned/registry"
@@ -141,11 +142,11 @@ func TestConsentHostileText(t *testing.T) {
 			c, err := env.eng.Check(ctx, "github", "create_issue", args)
 			if tt.refused != 0 {
 				var he *Error
-				if !errors.As(err, &he) || he.Code != CodeBadArgs || he.Arg != "title" || !strings.Contains(he.Message, fmt.Sprintf("%U", tt.refused)) {
+				if !errors.As(err, &he) || he.Code != api.CodeBadArgs || he.Arg != "title" || !strings.Contains(he.Message, fmt.Sprintf("%U", tt.refused)) {
 					t.Fatalf("got %v, want bad_args for title naming %U", err, tt.refused)
 				}
-				if _, herr := Render(githubManifest(t), "create_issue", args); herr == nil || herr.Code != CodeBadArgs {
-					t.Errorf("Render accepted it: %v", herr)
+				if _, err := Render(githubManifest(t), "create_issue", args); asError(t, err) == nil || asError(t, err).Code != api.CodeBadArgs {
+					t.Errorf("Render accepted it: %v", err)
 				}
 				return
 			}

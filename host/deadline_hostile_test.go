@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/elevenmessenger/pinned/host/api"
 	"github.com/elevenmessenger/pinned/internal/testing/wasmtest"
 )
 
@@ -104,8 +105,8 @@ func TestDeadlineEndsBulkMemory(t *testing.T) {
 	run = append(run, 0x41, 0x00)
 	d, err, gc := runPastDeadline(t, yieldGuest(512, run), timeout)
 	t.Logf("op: %v after %v (deadline %v); longest stall meanwhile %v", err, d, timeout, gc)
-	if err == nil || err.Code != CodeTimeout {
-		t.Errorf("op: %v, want code %s", err, CodeTimeout)
+	if err == nil || err.Code != api.CodeTimeout {
+		t.Errorf("op: %v, want code %s", err, api.CodeTimeout)
 	}
 	if d > timeout+500*time.Millisecond {
 		t.Errorf("the op ran %v, past its %v deadline: bulk memory work is not counted", d, timeout)
@@ -125,8 +126,8 @@ func TestDeadlineEndsBulkMemoryLoop(t *testing.T) {
 	run = append(run, 0x0c, 0x00, 0x0b, 0x41, 0x00) // br 0; end; i32.const 0
 	d, err, gc := runPastDeadline(t, yieldGuest(512, run), timeout)
 	t.Logf("op: %v after %v (deadline %v); longest stall meanwhile %v", err, d, timeout, gc)
-	if err == nil || err.Code != CodeTimeout {
-		t.Errorf("op: %v, want code %s", err, CodeTimeout)
+	if err == nil || err.Code != api.CodeTimeout {
+		t.Errorf("op: %v, want code %s", err, api.CodeTimeout)
 	}
 	if d > timeout+500*time.Millisecond {
 		t.Errorf("the op ran %v, past its %v deadline: a loop step may do 16 MiB of work", d, timeout)
@@ -159,8 +160,8 @@ func TestDeadlineEndsStraightLineCode(t *testing.T) {
 	run = append(run, 0x03, 0x40, 0x10, 0x04, 0x0c, 0x00, 0x0b, 0x41, 0x00) // loop call 4; br 0 end
 	d, err, gc := runPastDeadline(t, yieldGuest(512, run, wasmtest.Func{Type: 0, Code: f}), timeout)
 	t.Logf("op: %v after %v (deadline %v); longest stall meanwhile %v", err, d, timeout, gc)
-	if err == nil || err.Code != CodeTimeout {
-		t.Errorf("op: %v, want code %s", err, CodeTimeout)
+	if err == nil || err.Code != api.CodeTimeout {
+		t.Errorf("op: %v, want code %s", err, api.CodeTimeout)
 	}
 	if d > timeout+500*time.Millisecond {
 		t.Errorf("the op ran %v, past its %v deadline: a step may run any amount of straight-line code", d, timeout)
@@ -198,8 +199,8 @@ func TestDeadlineEndsHostCalls(t *testing.T) {
 	}
 	d, err, _ := runPastDeadline(t, m.Bytes(), timeout)
 	t.Logf("op: %v after %v (deadline %v)", err, d, timeout)
-	if err == nil || err.Code != CodeTimeout {
-		t.Errorf("op: %v, want code %s", err, CodeTimeout)
+	if err == nil || err.Code != api.CodeTimeout {
+		t.Errorf("op: %v, want code %s", err, api.CodeTimeout)
 	}
 	if d > timeout+500*time.Millisecond {
 		t.Errorf("the op ran %v, past its %v deadline: host calls are not counted and do not check the deadline", d, timeout)

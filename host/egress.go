@@ -1,6 +1,7 @@
 package host
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/netip"
@@ -23,26 +24,11 @@ type Override struct {
 	CAPEM []byte
 }
 
-// Resolver looks up the addresses of a host name (Config.Resolver): a
-// func(ctx context.Context, host string) ([]netip.Addr, error). The
+// Resolver looks up the addresses of a host name (Config.Resolver). The
 // default is net.DefaultResolver; tests substitute a hook that answers
 // with hostile addresses (DNS rebinding, private ranges). Whatever it
 // answers, only public addresses are dialed.
-type Resolver = egress.Resolver
-
-// DenyReason names the rule a request or a connection broke (Error.Deny):
-// the request check (ABI invariant 2: "request_malformed",
-// "request_too_large", "method", "scheme", "host", "port", "userinfo",
-// "fragment", "url_char", "path_template", "dot_segment",
-// "encoded_slash", "path_encoding", "query_duplicate", "query_syntax",
-// "body_not_allowed", "body_missing", "body_invalid", "header_forbidden",
-// "header_invalid", "header_duplicate", "not_bound"), the dial policy
-// (invariant 4: "dial_address") and the response handling ("redirect").
-// Reasons are stable: they appear in the audit log, in the
-// pinned_egress_denied_total metric and in Error.Deny. They never reach
-// the guest, which sees only abi.EDENIED. Their one home is the egress
-// policy (host/internal/egress).
-type DenyReason = egress.DenyReason
+type Resolver func(ctx context.Context, host string) ([]netip.Addr, error)
 
 // newTransport builds the engine's one transport: the egress dialer
 // (only public addresses of the pinned host, or the override's address)
@@ -58,5 +44,5 @@ func newTransport(resolve Resolver, ov *Override) (*http.Transport, error) {
 		}
 		addr, cas = ap, ov.CAPEM
 	}
-	return egress.NewTransport(egress.NewDialer(resolve, addr), cas)
+	return egress.NewTransport(egress.NewDialer(egress.Resolver(resolve), addr), cas)
 }

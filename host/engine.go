@@ -31,8 +31,10 @@
 // dialer), host/internal/upstream (the exchange with the provider: credential
 // injection, caps, rate limits, error messages, whether a write was
 // applied), host/internal/paginate (the next cursor and following pages) and
-// host/internal/pick (the projection). It owns the op path that joins them,
-// the audit events and metrics, and the op errors (Code, Error).
+// host/internal/pick (the projection). It owns the one op path that joins
+// them, the audit events and metrics, and Error. The values an op's
+// outcome carries (codes, applied, deny and stop reasons) are package
+// host/api's, which the internal packages produce.
 //
 // host knows nothing of grants or OAuth: callers pass a Credential.
 package host
@@ -54,12 +56,13 @@ import (
 	"github.com/tetratelabs/wazero/sys"
 
 	"github.com/elevenmessenger/pinned/guest"
+	"github.com/elevenmessenger/pinned/host/api"
 	"github.com/elevenmessenger/pinned/host/internal/egress"
 	"github.com/elevenmessenger/pinned/host/internal/paginate"
 	"github.com/elevenmessenger/pinned/host/internal/sandbox"
 	"github.com/elevenmessenger/pinned/host/internal/upstream"
-	"github.com/elevenmessenger/pinned/internal/secret"
 	"github.com/elevenmessenger/pinned/registry"
+	"github.com/elevenmessenger/pinned/secret"
 )
 
 // Isolation strategies (Config.Isolation).
@@ -88,13 +91,11 @@ const (
 	MaxMemoryLimitPages = 65536
 	DefaultMaxHostCalls = 16      // Config.MaxHostCalls: pin_v1 calls per op
 	DefaultMaxLogBytes  = 4 << 10 // Config.MaxLogBytes: 4 KiB of guest stdout/stderr per op
-	// MaxErrorMessageBytes caps Error.Message when it is projected from an
-	// upstream error body (UTF-8, cut with "…").
-	MaxErrorMessageBytes = upstream.MaxMessageBytes
+	DefaultUserAgent    = "pinned/1"
 )
 
-// Config configures an Engine. The zero value is usable: every zero field
-// takes its default.
+// Config configures an Engine. The zero value is usable: a zero field
+// means its default (the Default* constants), as New reads it.
 type Config struct {
 	// Registry is where services and ops come from; default
 	// registry.Default(), the embedded snapshot. Execution trusts only an
@@ -133,7 +134,7 @@ type Config struct {
 	// Metrics, when set, counts egress attempts, denials and upstream body
 	// sizes; see NewMetrics.
 	Metrics *Metrics
-	// UserAgent is sent upstream; default "pinned/1".
+	// UserAgent is sent upstream; default DefaultUserAgent.
 	UserAgent string
 	// Isolation is IsolationReset (default: reuse instances reset to the
 	// post-initialization state, falling back to fresh instances where a
@@ -162,11 +163,11 @@ type Credential struct {
 	Kind string
 	// Secret is the token. It is placed in the request header by the host
 	// after the egress checks and never anywhere else.
-	Secret Secret
+	Secret secret.Secret
 	// User is the first part of a two-part credential (auth schemes
 	// "basic" and "template": an account email, a key id), presented with
 	// Secret and guarded like it; empty for every other scheme.
-	User Secret
+	User secret.Secret
 	// Tenant is the connection's tenant label ("acme" of
 	// acme.atlassian.net) for a manifest whose host is a per-connection
 	// pattern, and empty otherwise. It fixes the one host every op of the
@@ -174,12 +175,6 @@ type Credential struct {
 	// member connects and sealed with the credential, never an op arg.
 	Tenant string
 }
-
-// Secret is a credential value (package internal/secret, the one type the
-// host, the grants and the rotation share). Its String, Format and
-// MarshalText methods redact it, so a Secret printed by mistake shows
-// "[redacted]"; string(s) is the value.
-type Secret = secret.Secret
 
 // Call is one op to run.
 type Call struct {
@@ -198,9 +193,9 @@ type Call struct {
 	Pages int
 	// Withhold are other secrets the caller holds beside Credential (a
 	// refresh token, a token a rotation replaced): like the credential,
-	// an answer that echoes one is withheld (CodeCredentialEcho). They
-	// are never sent.
-	Withhold []Secret
+	// an answer that echoes one is withheld (api.CodeCredentialEcho).
+	// They are never sent.
+	Withhold []secret.Secret
 }
 
 // Result is a successful op.
@@ -222,7 +217,7 @@ type Result struct {
 	Pages int `json:"pages,omitempty"`
 	// Stopped says why paging ended: always with Call.Pages, and on a
 	// single page when a next page exists but cannot be followed.
-	Stopped StopReason `json:"stopped,omitempty"`
+	Stopped api.StopReason `json:"stopped,omitempty"`
 	// StopMessage explains Stopped for a human.
 	StopMessage string `json:"stop_message,omitempty"`
 
@@ -255,8 +250,23 @@ type Engine struct {
 // cannot be instrumented with the deadline check, when
 // cfg.MemoryLimitPages is over MaxMemoryLimitPages, cfg.Isolation is
 // unknown, cfg.Override is malformed, or cfg.CacheDir is refused (an error
-// wrapping ErrCacheDir).
+// matching ErrCacheDir).
 func New(ctx context.Context, cfg Config) (*Engine, error) {
+	if cfg.memoryLimitPages() > MaxMemoryLimitPages {
+		return nil, fmt.Errorf("host: MemoryLimitPages %d is over %d (4 GiB, the limit of a 32-bit memory)", cfg.MemoryLimitPages, MaxMemoryLimitPages)
+	}
+	reset := false
+	switch cfg.Isolation {
+	case "", IsolationReset:
+		reset = true
+	case IsolationFresh:
+	default:
+		return nil, fmt.Errorf("host: unknown isolation %q (want %s or %s)", cfg.Isolation, IsolationReset, IsolationFresh)
+	}
+	tr, err := newTransport(cfg.resolver(), cfg.Override)
+	if err != nil {
+		return nil, err
+	}
 	// The embedded registry is parsed (every rule, every pattern) while the
 	// guest is read and compiled; the template needs it, compiling does not.
 	regc := make(chan *registry.Registry, 1)
@@ -264,44 +274,6 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		go func() { regc <- registry.Default() }()
 	} else {
 		regc <- cfg.Registry
-	}
-	// The plan cache is keyed by the guest's SHA-256; the embedded
-	// guest's is computed at build time (3 ms a start saved).
-	var guestSum [sha256.Size]byte
-	if cfg.Guest == nil {
-		cfg.Guest, guestSum = guest.Wasm(), guest.SHA256()
-	} else {
-		guestSum = sha256.Sum256(cfg.Guest)
-	}
-	if cfg.Timeout <= 0 {
-		cfg.Timeout = DefaultTimeout
-	}
-	if cfg.MaxResponseBytes <= 0 {
-		cfg.MaxResponseBytes = DefaultMaxResponseBytes
-	}
-	if cfg.MaxResultBytes <= 0 {
-		cfg.MaxResultBytes = DefaultMaxResultBytes
-	}
-	if cfg.MaxArgsBytes <= 0 {
-		cfg.MaxArgsBytes = DefaultMaxArgsBytes
-	}
-	if cfg.MemoryLimitPages == 0 {
-		cfg.MemoryLimitPages = DefaultMemoryLimitPages
-	}
-	if cfg.MemoryLimitPages > MaxMemoryLimitPages {
-		return nil, fmt.Errorf("host: MemoryLimitPages %d is over %d (4 GiB, the limit of a 32-bit memory)", cfg.MemoryLimitPages, MaxMemoryLimitPages)
-	}
-	if cfg.MaxHostCalls <= 0 {
-		cfg.MaxHostCalls = DefaultMaxHostCalls
-	}
-	if cfg.MaxLogBytes <= 0 {
-		cfg.MaxLogBytes = DefaultMaxLogBytes
-	}
-	if cfg.Resolver == nil {
-		cfg.Resolver = egress.DefaultResolver
-	}
-	if cfg.UserAgent == "" {
-		cfg.UserAgent = "pinned/1"
 	}
 	e := &Engine{cfg: cfg, preps: map[string]*prepared{}, log: zerolog.Nop()}
 	defer func() {
@@ -312,31 +284,25 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 	if cfg.Logger != nil {
 		e.log = *cfg.Logger
 	}
+	e.up = upstream.NewClient(upstream.Config{Transport: tr, UserAgent: cfg.userAgent(),
+		MaxResponseBytes: cfg.maxResponseBytes(), MaxResultBytes: cfg.maxResultBytes()})
 
-	tr, err := newTransport(cfg.Resolver, cfg.Override)
-	if err != nil {
-		return nil, err
-	}
-	e.up = upstream.NewClient(upstream.Config{Transport: tr, UserAgent: cfg.UserAgent,
-		MaxResponseBytes: cfg.MaxResponseBytes, MaxResultBytes: cfg.MaxResultBytes})
-
-	reset := false
-	switch cfg.Isolation {
-	case "", IsolationReset:
-		reset = true
-	case IsolationFresh:
-	default:
-		return nil, fmt.Errorf("host: unknown isolation %q (want %s or %s)", cfg.Isolation, IsolationReset, IsolationFresh)
-	}
-	size := cfg.PoolSize
-	if size <= 0 {
-		size = max(4, 2*runtime.GOMAXPROCS(0))
+	// The plan cache is keyed by the guest's SHA-256; the embedded
+	// guest's is computed at build time (3 ms a start saved).
+	wasm, guestSum := cfg.Guest, guest.SHA256()
+	if wasm == nil {
+		wasm = guest.Wasm()
+	} else {
+		guestSum = sha256.Sum256(wasm)
 	}
 	sb, err := sandbox.New(ctx, sandbox.Config{
-		Guest: cfg.Guest, GuestSum: guestSum, MemoryLimitPages: cfg.MemoryLimitPages,
-		CacheDir: cfg.CacheDir, Reset: reset, PoolSize: size,
+		Guest: wasm, GuestSum: guestSum, MemoryLimitPages: cfg.memoryLimitPages(),
+		CacheDir: cfg.CacheDir, Reset: reset, PoolSize: cfg.poolSize(),
 	})
 	if err != nil {
+		if errors.Is(err, sandbox.ErrCacheDir) {
+			err = &cacheDirError{err}
+		}
 		return nil, err
 	}
 	e.sb = sb
@@ -349,7 +315,6 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		e.strategy = IsolationReset
 	}
 	e.reg = <-regc
-	e.cfg.Registry = e.reg
 	e.services = map[string]*registry.Manifest{}
 	for _, m := range e.reg.Services() {
 		e.services[m.ID] = m
@@ -363,11 +328,86 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 	return e, nil
 }
 
-// ErrCacheDir is wrapped by the error New returns when Config.CacheDir
+// Config's defaults: each accessor is its field, or the default when the
+// field is zero (or, for a number, not above zero).
+
+func (c *Config) timeout() time.Duration {
+	return orDefault(c.Timeout, DefaultTimeout)
+}
+
+func (c *Config) maxResponseBytes() int64 {
+	return orDefault(c.MaxResponseBytes, DefaultMaxResponseBytes)
+}
+
+func (c *Config) maxResultBytes() int {
+	return orDefault(c.MaxResultBytes, DefaultMaxResultBytes)
+}
+
+func (c *Config) maxArgsBytes() int {
+	return orDefault(c.MaxArgsBytes, DefaultMaxArgsBytes)
+}
+
+func (c *Config) memoryLimitPages() uint32 {
+	return orDefault(c.MemoryLimitPages, DefaultMemoryLimitPages)
+}
+
+func (c *Config) maxHostCalls() int {
+	return orDefault(c.MaxHostCalls, DefaultMaxHostCalls)
+}
+
+func (c *Config) maxLogBytes() int {
+	return orDefault(c.MaxLogBytes, DefaultMaxLogBytes)
+}
+
+func (c *Config) pagesTimeout() time.Duration {
+	return orDefault(c.PagesTimeout, DefaultPagesTimeout)
+}
+
+func (c *Config) poolSize() int {
+	return orDefault(c.PoolSize, max(4, 2*runtime.GOMAXPROCS(0)))
+}
+
+func (c *Config) userAgent() string {
+	if c.UserAgent == "" {
+		return DefaultUserAgent
+	}
+	return c.UserAgent
+}
+
+func (c *Config) resolver() Resolver {
+	if c.Resolver == nil {
+		return egress.DefaultResolver
+	}
+	return c.Resolver
+}
+
+// orDefault is v, or def when v is not above zero.
+func orDefault[T int | int64 | uint32 | time.Duration](v, def T) T {
+	if v > 0 {
+		return v
+	}
+	return def
+}
+
+// ErrCacheDir is matched by the error New returns when Config.CacheDir
 // cannot be used: it cannot be created, or someone other than this user
 // (and root) could write machine code into it (errors.Is(err,
-// ErrCacheDir); the message says what is wrong and the fix).
-const ErrCacheDir = sandbox.ErrCacheDir
+// ErrCacheDir); the error's message says what is wrong and the fix).
+const ErrCacheDir = constError("compilation cache directory refused")
+
+// constError is an error that is a constant, so no package can replace
+// it (nothing exported is mutable).
+type constError string
+
+func (e constError) Error() string { return string(e) }
+
+// cacheDirError is the sandbox's refusal of Config.CacheDir (its message
+// says what is wrong and the fix); it matches ErrCacheDir.
+type cacheDirError struct{ err error }
+
+func (e *cacheDirError) Error() string        { return e.err.Error() }
+func (e *cacheDirError) Unwrap() error        { return e.err }
+func (e *cacheDirError) Is(target error) bool { return target == ErrCacheDir }
 
 // Strategy names the isolation strategy in use: "reset", "fresh", or
 // "fresh (<why reset was not possible>)".
@@ -380,24 +420,30 @@ func (e *Engine) Close(ctx context.Context) error {
 	return e.sb.Close(ctx)
 }
 
-// warmOps lists one warm-up run per op of the registry, with empty args:
-// the reset pool's template runs them, so nothing any caller sent reaches
-// it.
-func (e *Engine) warmOps() ([]sandbox.Warm, error) {
-	var ws []sandbox.Warm
+// warmOps lists one warm-up run per op of the registry, with empty args,
+// each checked by its op's policy alone: the reset pool's template runs
+// them, so nothing any caller sent reaches it.
+func (e *Engine) warmOps() ([]sandbox.Call, error) {
+	var ws []sandbox.Call
 	for _, id := range e.ids {
 		for _, name := range e.services[id].OpNames() {
-			pp, herr := e.prepare(id, name)
-			if herr != nil {
-				return nil, herr
+			pp, err := e.prepare(id, name)
+			if err != nil {
+				return nil, err
 			}
-			ws = append(ws, sandbox.Warm{Input: append(append([]byte(nil), pp.prefix...), "{}"...), Policy: pp.policy, Op: pp.op})
+			policy := pp.policy
+			ws = append(ws, sandbox.Call{
+				Input: append(append([]byte(nil), pp.prefix...), "{}"...), Op: pp.op,
+				Admit: func(r *egress.Request) api.DenyReason { return egress.Admit(policy, nil, nil, r) },
+			})
 		}
 	}
 	return ws, nil
 }
 
-// prepared is the per-op precomputation: policy, input prefix, projection.
+// prepared is the per-op precomputation: policy, binding, input prefix,
+// exchange, pager. The engine keeps one per op; Render and ValidateArgs
+// build one for the manifest they are given.
 type prepared struct {
 	m      *registry.Manifest
 	op     *registry.Op
@@ -409,6 +455,7 @@ type prepared struct {
 	pager  *paginate.Pager // nil when the op does not page
 }
 
+// prepare returns the engine's precomputation of an op of its registry.
 func (e *Engine) prepare(service, opName string) (*prepared, *Error) {
 	key := service + "\x00" + opName
 	e.mu.Lock()
@@ -419,22 +466,31 @@ func (e *Engine) prepare(service, opName string) (*prepared, *Error) {
 	}
 	m, ok := e.services[service]
 	if !ok {
-		return nil, newError(CodeUnknownService, fmt.Sprintf("unknown service %q (services: %s)", service, joinNames(e.ids)))
+		return nil, newError(api.CodeUnknownService, fmt.Sprintf("unknown service %q (services: %s)", service, joinNames(e.ids)))
 	}
-	op, ok := m.Op(opName)
-	if !ok {
-		return nil, newError(CodeUnknownOp, fmt.Sprintf("service %s has no op %q (ops: %s)", service, opName, joinNames(m.OpNames())))
-	}
-	eg, err := egress.Prepare(m, op)
+	p, err := prepareOp(m, opName)
 	if err != nil {
-		return nil, &Error{Code: CodeSandboxError, Message: "op cannot be prepared", cause: err}
+		return nil, err
 	}
-	p = &prepared{m: m, op: op, name: opName, policy: eg.Policy, bind: eg.Binding, prefix: eg.Prefix, x: upstream.NewOp(m, op, eg.Policy.ContentType())}
-	p.pager = paginate.New(m, op)
 	e.mu.Lock()
 	e.preps[key] = p
 	e.mu.Unlock()
 	return p, nil
+}
+
+// prepareOp compiles the op opName of m: its egress checks (policy,
+// binding, input prefix), its upstream exchange and its pager.
+func prepareOp(m *registry.Manifest, opName string) (*prepared, *Error) {
+	op, ok := m.Op(opName)
+	if !ok {
+		return nil, newError(api.CodeUnknownOp, fmt.Sprintf("service %s has no op %q (ops: %s)", m.ID, opName, joinNames(m.OpNames())))
+	}
+	eg, err := egress.Prepare(m, op)
+	if err != nil {
+		return nil, &Error{Code: api.CodeSandboxError, Message: "op cannot be prepared", cause: err}
+	}
+	return &prepared{m: m, op: op, name: opName, policy: eg.Policy, bind: eg.Binding, prefix: eg.Prefix,
+		x: upstream.NewOp(m, op, eg.Policy.ContentType()), pager: paginate.New(m, op)}, nil
 }
 
 func joinNames(names []string) string {
@@ -448,6 +504,29 @@ func joinNames(names []string) string {
 	return b.String()
 }
 
+// bindArgs is the first half of every op, run before any guest: the
+// caller's args (empty means {}, at most maxArgsBytes) checked by the
+// host itself (package argrules, the rules the guest also runs) and
+// bound to the request they render (host/internal/egress); a write's
+// args refused if they hide code points from the consent. It returns the
+// args and the request the guest's must be.
+func (p *prepared) bindArgs(args json.RawMessage, maxArgsBytes int) (json.RawMessage, *egress.Bound, *Error) {
+	if len(bytes.TrimSpace(args)) == 0 {
+		args = json.RawMessage("{}")
+	}
+	if len(args) > maxArgsBytes {
+		return nil, nil, &Error{Code: api.CodeBadArgs, Message: fmt.Sprintf("args are larger than %d bytes", maxArgsBytes)}
+	}
+	want, rej := p.bind.Bind(args)
+	if rej != nil {
+		return nil, nil, badArgs(p, rej.Reason, rej.Arg)
+	}
+	if herr := refuseHidden(p.op, p.bind, want); herr != nil {
+		return nil, nil, herr
+	}
+	return args, want, nil
+}
+
 // inputHook, when set, may change the guest's op input after the host
 // bound the caller's args. Only this package's tests set it (to hand a
 // hostile test guest its instructions outside the args, which the host
@@ -456,8 +535,9 @@ var inputHook func(ctx context.Context, input []byte) []byte
 
 // Run runs one op: it checks the call, renders the request in a guest
 // instance in the state of a fresh one (a pooled instance reset to the
-// template, or a new one; Config.Isolation), checks it, sends it with the credential, and projects the
-// answer. The error, when not nil, is an *Error.
+// template, or a new one; Config.Isolation), checks it, sends it with the
+// credential, and projects the answer. The error, when not nil, is an
+// *Error.
 //
 // For an op that pages, the result carries Next (the args of the next
 // page); with call.Pages, Run follows Next itself, each page a whole op as
@@ -472,11 +552,11 @@ func (e *Engine) Run(ctx context.Context, call Call) (*Result, error) {
 	return res, nil
 }
 
-func (e *Engine) run(ctx context.Context, call Call, start time.Time) (*Result, *Error) {
-	p, perr := e.prepare(call.Service, call.Op)
-	if perr != nil {
-		return nil, perr
-	}
+// run is one page of an op, top to bottom: the credential checked, the
+// args bound, the guest run, its request sent, the answer checked for
+// echoes, the egress audited. A per-connection host's op runs from p
+// made for the connection's one host (prepareTenant).
+func (e *Engine) run(ctx context.Context, call Call, p *prepared, start time.Time) (*Result, *Error) {
 	if err := checkCredentialFor(p.m, call.Credential); err != nil {
 		return nil, err
 	}
@@ -486,16 +566,17 @@ func (e *Engine) run(ctx context.Context, call Call, start time.Time) (*Result, 
 			return nil, herr
 		}
 	}
-	ctx, cancel := context.WithTimeout(ctx, e.cfg.Timeout)
+	ctx, cancel := context.WithTimeout(ctx, e.cfg.timeout())
 	defer cancel()
-	st, herr := e.execute(ctx, p, call.Args)
+	args, want, herr := p.bindArgs(call.Args, e.cfg.maxArgsBytes())
 	if herr != nil {
 		return nil, herr
 	}
-	if herr := e.outcomeError(ctx, call, p, st); herr != nil {
+	req, herr := e.execute(ctx, p, args, want)
+	if herr != nil {
 		return nil, herr
 	}
-	res, raw, err := e.send(ctx, p, st.Request(), call.Credential)
+	res, raw, err := e.send(ctx, p, req, call.Credential)
 	if err == nil && e.echoes(call, res.Data) {
 		err, res = e.echoError(p, res.Status), nil
 	}
@@ -506,58 +587,40 @@ func (e *Engine) run(ctx context.Context, call Call, start time.Time) (*Result, 
 	} else if err != nil {
 		status = err.Status
 	}
-	e.audit(ctx, call, p, res, err, status, raw, start, p.bind.Target(st.Want()))
+	e.audit(ctx, p, res, err, status, raw, start, p.bind.Target(want))
 	return res, err
 }
 
-// execute runs the guest for one op and returns its state with the outcome
-// fixed. ctx should carry the op's deadline.
-func (e *Engine) execute(ctx context.Context, p *prepared, args json.RawMessage) (*sandbox.State, *Error) {
-	if len(bytes.TrimSpace(args)) == 0 {
-		args = json.RawMessage("{}")
-	}
-	if len(args) > e.cfg.MaxArgsBytes {
-		return nil, &Error{Code: CodeBadArgs, Message: fmt.Sprintf("args are larger than %d bytes", e.cfg.MaxArgsBytes)}
-	}
-	// The host checks the caller's args itself (package argrules, the
-	// rules the guest also runs) and renders the request they bind the op
-	// to: bad args fail here, before any guest runs, and the guest's
-	// request must be exactly this one (host/internal/egress).
-	want, rej := p.bind.Bind(args)
-	if rej != nil {
-		return nil, badArgs(p, rej.Reason, rej.Arg)
-	}
-	if herr := refuseHidden(p.op, p.bind, want); herr != nil {
-		return nil, herr
-	}
+// execute runs the guest for one op whose args are bound to want, and
+// returns the request it submitted, which Admit accepted: the op's egress
+// policy, then exactly want. A denial is audited. ctx should carry the
+// op's deadline.
+func (e *Engine) execute(ctx context.Context, p *prepared, args json.RawMessage, want *egress.Bound) (*egress.Request, *Error) {
 	input := append(append(make([]byte, 0, len(p.prefix)+len(args)), p.prefix...), args...)
 	if inputHook != nil {
 		input = inputHook(ctx, input)
 	}
-	st := sandbox.NewState(input, p.op, p.policy, p.bind, want, e.cfg.MaxHostCalls, e.cfg.MaxLogBytes)
-	err := e.sb.Run(ctx, st)
-	e.guestLog(ctx, p, st)
+	start := time.Now()
+	out, err := e.sb.Run(ctx, sandbox.Call{
+		Input: input, Op: p.op,
+		Admit:    func(r *egress.Request) api.DenyReason { return egress.Admit(p.policy, p.bind, want, r) },
+		MaxCalls: e.cfg.maxHostCalls(), MaxLogBytes: e.cfg.maxLogBytes(),
+	})
+	e.guestLog(ctx, p, out.Log, out.LogDropped)
 	if err != nil {
 		return nil, guestFailure(ctx, err)
 	}
-	return st, nil
-}
-
-// outcomeError turns a fixed outcome other than an accepted request into
-// the op's error (auditing a denial).
-func (e *Engine) outcomeError(ctx context.Context, call Call, p *prepared, st *sandbox.State) *Error {
-	switch st.Outcome() {
+	switch out.Outcome {
 	case sandbox.OutcomeAccepted:
-		return nil
+		return out.Request, nil
 	case sandbox.OutcomeRejected:
-		reason, arg := st.Rejected()
-		return badArgs(p, reason, arg)
+		return nil, badArgs(p, out.Reject, out.Arg)
 	case sandbox.OutcomeDenied:
-		err := &Error{Code: CodeEgressDenied, Message: "the request broke the egress policy (" + string(st.Deny()) + ")", Deny: st.Deny()}
-		e.audit(ctx, call, p, nil, err, 0, 0, st.Start(), "")
-		return err
+		herr := &Error{Code: api.CodeEgressDenied, Message: "the request broke the egress policy (" + string(out.Deny) + ")", Deny: out.Deny}
+		e.audit(ctx, p, nil, herr, 0, 0, start, "")
+		return nil, herr
 	}
-	return newError(CodeSandboxError, "the executor finished without a request")
+	return nil, newError(api.CodeSandboxError, "the executor finished without a request")
 }
 
 // guestFailure maps an instantiate or call error to an op error. A guest
@@ -569,23 +632,22 @@ func guestFailure(ctx context.Context, err error) *Error {
 	if errors.As(err, &exit) {
 		switch exit.ExitCode() {
 		case sys.ExitCodeDeadlineExceeded:
-			return &Error{Code: CodeTimeout, Message: "the op's deadline passed in the sandbox", cause: err}
+			return &Error{Code: api.CodeTimeout, Message: "the op's deadline passed in the sandbox", cause: err}
 		case sys.ExitCodeContextCanceled:
-			return &Error{Code: CodeCanceled, Message: "the op was canceled", cause: err}
+			return &Error{Code: api.CodeCanceled, Message: "the op was canceled", cause: err}
 		}
-		return &Error{Code: CodeSandboxError, Message: fmt.Sprintf("the executor exited with code %d", exit.ExitCode()), cause: err}
+		return &Error{Code: api.CodeSandboxError, Message: fmt.Sprintf("the executor exited with code %d", exit.ExitCode()), cause: err}
 	}
 	switch {
 	case errors.Is(err, context.Canceled) || ctx.Err() == context.Canceled:
-		return &Error{Code: CodeCanceled, Message: "the op was canceled", cause: err}
+		return &Error{Code: api.CodeCanceled, Message: "the op was canceled", cause: err}
 	case errors.Is(err, context.DeadlineExceeded) || ctx.Err() == context.DeadlineExceeded:
-		return &Error{Code: CodeTimeout, Message: "the op's deadline passed in the sandbox", cause: err}
+		return &Error{Code: api.CodeTimeout, Message: "the op's deadline passed in the sandbox", cause: err}
 	}
-	return &Error{Code: CodeSandboxError, Message: "the executor trapped", cause: err}
+	return &Error{Code: api.CodeSandboxError, Message: "the executor trapped", cause: err}
 }
 
-func (e *Engine) guestLog(ctx context.Context, p *prepared, st *sandbox.State) {
-	out, dropped := st.Log()
+func (e *Engine) guestLog(ctx context.Context, p *prepared, out []byte, dropped int64) {
 	if len(out) == 0 && dropped == 0 {
 		return
 	}
@@ -625,33 +687,33 @@ func (e *Engine) callSecrets(call Call) []string {
 // echoError is the op error of an answer withheld because it echoed a
 // credential: a write's request took effect (the provider answered 2xx).
 func (e *Engine) echoError(p *prepared, status int) *Error {
-	err := &Error{Code: CodeCredentialEcho, Status: status,
+	err := &Error{Code: api.CodeCredentialEcho, Status: status,
 		Message: "the provider's answer held the op's credential, so it was withheld; the credential may be exposed upstream"}
 	if p.op.Access == registry.AccessWrite {
-		err.Applied = AppliedYes
+		err.Applied = api.AppliedYes
 	}
 	return err
 }
 
 func checkCredential(c Credential) *Error {
 	if c.Secret == "" {
-		return newError(CodeCredentialInvalid, "no credential given")
+		return newError(api.CodeCredentialInvalid, "no credential given")
 	}
-	for _, part := range []Secret{c.Secret, c.User} {
+	for _, part := range []secret.Secret{c.Secret, c.User} {
 		for i := 0; i < len(part); i++ {
 			if ch := part[i]; ch <= 0x20 || ch >= 0x7f {
-				return newError(CodeCredentialInvalid, "the credential holds characters an HTTP header cannot carry")
+				return newError(api.CodeCredentialInvalid, "the credential holds characters an HTTP header cannot carry")
 			}
 		}
 	}
 	if len(c.Tenant) > 63 {
-		return newError(CodeCredentialInvalid, "the tenant label is longer than a DNS label (63 characters)")
+		return newError(api.CodeCredentialInvalid, "the tenant label is longer than a DNS label (63 characters)")
 	}
 	switch c.Kind {
 	case "", "pat", "oauth":
 		return nil
 	}
-	return newError(CodeCredentialInvalid, fmt.Sprintf("unknown credential kind %q (want pat or oauth)", c.Kind))
+	return newError(api.CodeCredentialInvalid, fmt.Sprintf("unknown credential kind %q (want pat or oauth)", c.Kind))
 }
 
 // checkCredentialFor is checkCredential and what m's auth and host ask
@@ -669,21 +731,21 @@ func checkCredentialFor(m *registry.Manifest, c Credential) *Error {
 		if m.Auth.User != nil {
 			what = m.Auth.User.Label
 		}
-		return newError(CodeCredentialInvalid, fmt.Sprintf("%s takes a credential of two parts; the connection lacks %s", m.ID, what))
+		return newError(api.CodeCredentialInvalid, fmt.Sprintf("%s takes a credential of two parts; the connection lacks %s", m.ID, what))
 	case !twoPart && c.User != "":
-		return newError(CodeCredentialInvalid, fmt.Sprintf("%s takes a credential of one part; the connection has a second", m.ID))
+		return newError(api.CodeCredentialInvalid, fmt.Sprintf("%s takes a credential of one part; the connection has a second", m.ID))
 	case m.Auth.Scheme == registry.SchemeBasic && strings.Contains(string(c.User), ":"):
-		return newError(CodeCredentialInvalid, "an HTTP Basic user-id holds no \":\" (RFC 7617)")
+		return newError(api.CodeCredentialInvalid, "an HTTP Basic user-id holds no \":\" (RFC 7617)")
 	}
 	if m.HasTenant() && c.Tenant == "" {
 		what := "its tenant label"
 		if m.Tenant != nil {
 			what = m.Tenant.Label
 		}
-		return newError(CodeCredentialInvalid, fmt.Sprintf("%s has a host per connection (%s); the connection lacks %s", m.ID, m.Host, what))
+		return newError(api.CodeCredentialInvalid, fmt.Sprintf("%s has a host per connection (%s); the connection lacks %s", m.ID, m.Host, what))
 	}
 	if _, err := m.HostFor(c.Tenant); err != nil {
-		return newError(CodeCredentialInvalid, err.Error())
+		return newError(api.CodeCredentialInvalid, err.Error())
 	}
 	return nil
 }
@@ -697,7 +759,7 @@ func checkCredentialFor(m *registry.Manifest, c Credential) *Error {
 func (e *Engine) CheckCredentialFor(service string, c Credential) *Error {
 	m, ok := e.services[service]
 	if !ok {
-		return newError(CodeUnknownService, fmt.Sprintf("unknown service %q (services: %s)", service, joinNames(e.ids)))
+		return newError(api.CodeUnknownService, fmt.Sprintf("unknown service %q (services: %s)", service, joinNames(e.ids)))
 	}
 	return checkCredentialFor(m, c)
 }
@@ -713,15 +775,9 @@ func CheckConnection(m *registry.Manifest, c Credential) *Error { return checkCr
 func (e *Engine) prepareTenant(p *prepared, tenant string) (*prepared, *Error) {
 	h, err := p.m.HostFor(tenant)
 	if err != nil {
-		return nil, newError(CodeCredentialInvalid, err.Error())
+		return nil, newError(api.CodeCredentialInvalid, err.Error())
 	}
 	m := p.m.Clone()
 	m.Host, m.Tenant = h, nil
-	op, _ := m.Op(p.name)
-	eg, perr := egress.Prepare(m, op)
-	if perr != nil {
-		return nil, &Error{Code: CodeSandboxError, Message: "op cannot be prepared", cause: perr}
-	}
-	return &prepared{m: m, op: op, name: p.name, policy: eg.Policy, bind: eg.Binding, prefix: eg.Prefix,
-		x: upstream.NewOp(m, op, eg.Policy.ContentType()), pager: paginate.New(m, op)}, nil
+	return prepareOp(m, p.name)
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/elevenmessenger/pinned/internal/demo/fakeapi"
 	"github.com/elevenmessenger/pinned/internal/testing/testutil"
+	"github.com/elevenmessenger/pinned/secret"
 )
 
 // testCacheDir is shared by every test engine (and across packages) so the
@@ -95,7 +96,7 @@ var honestArgs = map[string]string{
 // token, with the user part and the tenant label where the service's
 // manifest has them.
 func fakeCred(service string) Credential {
-	return Credential{Secret: Secret(fakeapi.Token(service)), User: Secret(fakeapi.User(service)), Tenant: fakeapi.Tenant(service)}
+	return Credential{Secret: secret.Secret(fakeapi.Token(service)), User: secret.Secret(fakeapi.User(service)), Tenant: fakeapi.Tenant(service)}
 }
 
 // run runs an op with the fake's valid connection for the service.
@@ -130,6 +131,20 @@ func (env *testEnv) runWith(ctx context.Context, service, op, args string, cred 
 		return nil, he
 	}
 	return res, nil
+}
+
+// asError is err's *Error (nil for nil); it fails the test on any other
+// error: every error of the host's API is an *Error.
+func asError(t testing.TB, err error) *Error {
+	t.Helper()
+	if err == nil {
+		return nil
+	}
+	var he *Error
+	if !errors.As(err, &he) {
+		t.Fatalf("not a *host.Error: %v", err)
+	}
+	return he
 }
 
 // metricsText renders every collected metric in the Prometheus text format.

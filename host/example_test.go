@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"log"
 
+	"github.com/elevenmessenger/pinned/secret"
+
 	"github.com/elevenmessenger/pinned/host"
 	"github.com/elevenmessenger/pinned/internal/demo/fakeapi"
 )
@@ -36,7 +38,7 @@ func Example() {
 		Service:    "github",
 		Op:         "get_viewer",
 		Args:       json.RawMessage(`{}`),
-		Credential: host.Credential{Kind: "pat", Secret: host.Secret(fakeapi.Token("github"))},
+		Credential: host.Credential{Kind: "pat", Secret: secret.Secret(fakeapi.Token("github"))},
 	})
 	if err != nil {
 		log.Fatal(err) // a *host.Error with a stable Code

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/elevenmessenger/pinned/host/internal/egress"
+	"github.com/elevenmessenger/pinned/host/api"
 	"github.com/elevenmessenger/pinned/internal/abi"
 	"github.com/elevenmessenger/pinned/internal/demo/fakeapi"
 )
@@ -19,7 +19,7 @@ import (
 // The hostile-guest conformance suite. Every case runs a guest built from
 // host/testdata/hostile/<guest>/main.go through the real host against the
 // provider fake, and asserts the exact refusal (the op's Code and
-// DenyReason, and the pin_v1 code the guest saw) and that nothing leaked:
+// api.DenyReason, and the pin_v1 code the guest saw) and that nothing leaked:
 // the fake received no request, and the credential is in no result, error,
 // log line or metric.
 
@@ -79,67 +79,67 @@ func TestHostileEgress(t *testing.T) {
 		attack    string
 		op        string // default list_issues
 		guestCode int32
-		deny      DenyReason
+		deny      api.DenyReason
 		// mut, when set, runs the "mut" attack: the honest request with
 		// these mutations (host/testdata/hostile/egress); the expected
 		// result is EDENIED / not_bound.
 		mut []string
 	}{
-		{attack: "other_host", guestCode: abi.EDENIED, deny: egress.DenyHost},
-		{attack: "host_upper_case", guestCode: abi.EDENIED, deny: egress.DenyHost},
-		{attack: "host_trailing_dot", guestCode: abi.EDENIED, deny: egress.DenyHost},
-		{attack: "host_suffix", guestCode: abi.EDENIED, deny: egress.DenyHost},
-		{attack: "ipv4_literal", guestCode: abi.EDENIED, deny: egress.DenyHost},
-		{attack: "ipv6_literal", guestCode: abi.EDENIED, deny: egress.DenyHost},
-		{attack: "ipv6_loopback_bracketed", guestCode: abi.EDENIED, deny: egress.DenyHost},
-		{attack: "decimal_host", guestCode: abi.EDENIED, deny: egress.DenyHost},
-		{attack: "octal_host", guestCode: abi.EDENIED, deny: egress.DenyHost},
-		{attack: "hex_host", guestCode: abi.EDENIED, deny: egress.DenyHost},
-		{attack: "port_8443", guestCode: abi.EDENIED, deny: egress.DenyPort},
-		{attack: "port_443_explicit", guestCode: abi.EDENIED, deny: egress.DenyPort},
-		{attack: "http_scheme", guestCode: abi.EDENIED, deny: egress.DenyScheme},
-		{attack: "scheme_upper_case", guestCode: abi.EDENIED, deny: egress.DenyScheme},
-		{attack: "userinfo", guestCode: abi.EDENIED, deny: egress.DenyUserinfo},
-		{attack: "userinfo_host_confusion", guestCode: abi.EDENIED, deny: egress.DenyUserinfo},
-		{attack: "fragment", guestCode: abi.EDENIED, deny: egress.DenyFragment},
-		{attack: "path_other_endpoint", guestCode: abi.EDENIED, deny: egress.DenyPath},
-		{attack: "path_extra_segment", guestCode: abi.EDENIED, deny: egress.DenyPath},
-		{attack: "path_dot_dot", guestCode: abi.EDENIED, deny: egress.DenyDotSegment},
-		{attack: "path_dot_dot_encoded", guestCode: abi.EDENIED, deny: egress.DenyDotSegment},
-		{attack: "path_dot_dot_mixed", guestCode: abi.EDENIED, deny: egress.DenyDotSegment},
-		{attack: "path_encoded_slash", guestCode: abi.EDENIED, deny: egress.DenyEncodedSlash},
-		{attack: "path_encoded_backslash", guestCode: abi.EDENIED, deny: egress.DenyEncodedSlash},
-		{attack: "path_bad_escape", guestCode: abi.EDENIED, deny: egress.DenyPathEncoding},
-		{attack: "path_empty_segment", guestCode: abi.EDENIED, deny: egress.DenyPath},
-		{attack: "query_undeclared_key", guestCode: abi.EDENIED, deny: egress.DenyNotBound},
-		{attack: "query_duplicate_key", guestCode: abi.EDENIED, deny: egress.DenyQueryDuplicate},
-		{attack: "query_empty", guestCode: abi.EDENIED, deny: egress.DenyQuerySyntax},
-		{attack: "body_on_get", guestCode: abi.EDENIED, deny: egress.DenyBodyNotAllowed},
-		{attack: "method_other", guestCode: abi.EDENIED, deny: egress.DenyMethod},
-		{attack: "method_lower_case", guestCode: abi.EDENIED, deny: egress.DenyMethod},
-		{attack: "crlf_in_header_value", guestCode: abi.EDENIED, deny: egress.DenyHeaderInvalid},
-		{attack: "crlf_in_path", guestCode: abi.EDENIED, deny: egress.DenyURLChar},
-		{attack: "space_in_url", guestCode: abi.EDENIED, deny: egress.DenyURLChar},
-		{attack: "non_ascii_in_url", guestCode: abi.EDENIED, deny: egress.DenyURLChar},
-		{attack: "set_authorization", guestCode: abi.EDENIED, deny: egress.DenyHeaderForbidden},
-		{attack: "set_authorization_lower", guestCode: abi.EDENIED, deny: egress.DenyHeaderForbidden},
-		{attack: "set_cookie", guestCode: abi.EDENIED, deny: egress.DenyHeaderForbidden},
-		{attack: "set_host", guestCode: abi.EDENIED, deny: egress.DenyHeaderForbidden},
-		{attack: "set_proxy_authorization", guestCode: abi.EDENIED, deny: egress.DenyHeaderForbidden},
-		{attack: "set_accept_encoding", guestCode: abi.EDENIED, deny: egress.DenyHeaderForbidden},
-		{attack: "set_content_length", guestCode: abi.EDENIED, deny: egress.DenyHeaderForbidden},
-		{attack: "set_transfer_encoding", guestCode: abi.EDENIED, deny: egress.DenyHeaderForbidden},
-		{attack: "set_x_forwarded_for", guestCode: abi.EDENIED, deny: egress.DenyHeaderForbidden},
-		{attack: "header_undeclared", guestCode: abi.EDENIED, deny: egress.DenyNotBound},
-		{attack: "header_value_changed", guestCode: abi.EDENIED, deny: egress.DenyNotBound},
-		{attack: "header_duplicate", guestCode: abi.EDENIED, deny: egress.DenyHeaderDuplicate},
-		{attack: "header_bad_name", guestCode: abi.EDENIED, deny: egress.DenyHeaderInvalid},
-		{attack: "oversized", guestCode: abi.ETOOBIG, deny: egress.DenyTooLarge},
-		{attack: "malformed_json", guestCode: abi.EINVAL, deny: egress.DenyMalformed},
-		{attack: "unknown_member", guestCode: abi.EINVAL, deny: egress.DenyMalformed},
-		{attack: "deny_then_retry", guestCode: abi.ESTATE, deny: egress.DenyHost},
-		{attack: "create_body_not_json", op: "create_issue", guestCode: abi.EDENIED, deny: egress.DenyBodyInvalid},
-		{attack: "create_body_missing", op: "create_issue", guestCode: abi.EDENIED, deny: egress.DenyBodyMissing},
+		{attack: "other_host", guestCode: abi.EDENIED, deny: api.DenyHost},
+		{attack: "host_upper_case", guestCode: abi.EDENIED, deny: api.DenyHost},
+		{attack: "host_trailing_dot", guestCode: abi.EDENIED, deny: api.DenyHost},
+		{attack: "host_suffix", guestCode: abi.EDENIED, deny: api.DenyHost},
+		{attack: "ipv4_literal", guestCode: abi.EDENIED, deny: api.DenyHost},
+		{attack: "ipv6_literal", guestCode: abi.EDENIED, deny: api.DenyHost},
+		{attack: "ipv6_loopback_bracketed", guestCode: abi.EDENIED, deny: api.DenyHost},
+		{attack: "decimal_host", guestCode: abi.EDENIED, deny: api.DenyHost},
+		{attack: "octal_host", guestCode: abi.EDENIED, deny: api.DenyHost},
+		{attack: "hex_host", guestCode: abi.EDENIED, deny: api.DenyHost},
+		{attack: "port_8443", guestCode: abi.EDENIED, deny: api.DenyPort},
+		{attack: "port_443_explicit", guestCode: abi.EDENIED, deny: api.DenyPort},
+		{attack: "http_scheme", guestCode: abi.EDENIED, deny: api.DenyScheme},
+		{attack: "scheme_upper_case", guestCode: abi.EDENIED, deny: api.DenyScheme},
+		{attack: "userinfo", guestCode: abi.EDENIED, deny: api.DenyUserinfo},
+		{attack: "userinfo_host_confusion", guestCode: abi.EDENIED, deny: api.DenyUserinfo},
+		{attack: "fragment", guestCode: abi.EDENIED, deny: api.DenyFragment},
+		{attack: "path_other_endpoint", guestCode: abi.EDENIED, deny: api.DenyPath},
+		{attack: "path_extra_segment", guestCode: abi.EDENIED, deny: api.DenyPath},
+		{attack: "path_dot_dot", guestCode: abi.EDENIED, deny: api.DenyDotSegment},
+		{attack: "path_dot_dot_encoded", guestCode: abi.EDENIED, deny: api.DenyDotSegment},
+		{attack: "path_dot_dot_mixed", guestCode: abi.EDENIED, deny: api.DenyDotSegment},
+		{attack: "path_encoded_slash", guestCode: abi.EDENIED, deny: api.DenyEncodedSlash},
+		{attack: "path_encoded_backslash", guestCode: abi.EDENIED, deny: api.DenyEncodedSlash},
+		{attack: "path_bad_escape", guestCode: abi.EDENIED, deny: api.DenyPathEncoding},
+		{attack: "path_empty_segment", guestCode: abi.EDENIED, deny: api.DenyPath},
+		{attack: "query_undeclared_key", guestCode: abi.EDENIED, deny: api.DenyNotBound},
+		{attack: "query_duplicate_key", guestCode: abi.EDENIED, deny: api.DenyQueryDuplicate},
+		{attack: "query_empty", guestCode: abi.EDENIED, deny: api.DenyQuerySyntax},
+		{attack: "body_on_get", guestCode: abi.EDENIED, deny: api.DenyBodyNotAllowed},
+		{attack: "method_other", guestCode: abi.EDENIED, deny: api.DenyMethod},
+		{attack: "method_lower_case", guestCode: abi.EDENIED, deny: api.DenyMethod},
+		{attack: "crlf_in_header_value", guestCode: abi.EDENIED, deny: api.DenyHeaderInvalid},
+		{attack: "crlf_in_path", guestCode: abi.EDENIED, deny: api.DenyURLChar},
+		{attack: "space_in_url", guestCode: abi.EDENIED, deny: api.DenyURLChar},
+		{attack: "non_ascii_in_url", guestCode: abi.EDENIED, deny: api.DenyURLChar},
+		{attack: "set_authorization", guestCode: abi.EDENIED, deny: api.DenyHeaderForbidden},
+		{attack: "set_authorization_lower", guestCode: abi.EDENIED, deny: api.DenyHeaderForbidden},
+		{attack: "set_cookie", guestCode: abi.EDENIED, deny: api.DenyHeaderForbidden},
+		{attack: "set_host", guestCode: abi.EDENIED, deny: api.DenyHeaderForbidden},
+		{attack: "set_proxy_authorization", guestCode: abi.EDENIED, deny: api.DenyHeaderForbidden},
+		{attack: "set_accept_encoding", guestCode: abi.EDENIED, deny: api.DenyHeaderForbidden},
+		{attack: "set_content_length", guestCode: abi.EDENIED, deny: api.DenyHeaderForbidden},
+		{attack: "set_transfer_encoding", guestCode: abi.EDENIED, deny: api.DenyHeaderForbidden},
+		{attack: "set_x_forwarded_for", guestCode: abi.EDENIED, deny: api.DenyHeaderForbidden},
+		{attack: "header_undeclared", guestCode: abi.EDENIED, deny: api.DenyNotBound},
+		{attack: "header_value_changed", guestCode: abi.EDENIED, deny: api.DenyNotBound},
+		{attack: "header_duplicate", guestCode: abi.EDENIED, deny: api.DenyHeaderDuplicate},
+		{attack: "header_bad_name", guestCode: abi.EDENIED, deny: api.DenyHeaderInvalid},
+		{attack: "oversized", guestCode: abi.ETOOBIG, deny: api.DenyTooLarge},
+		{attack: "malformed_json", guestCode: abi.EINVAL, deny: api.DenyMalformed},
+		{attack: "unknown_member", guestCode: abi.EINVAL, deny: api.DenyMalformed},
+		{attack: "deny_then_retry", guestCode: abi.ESTATE, deny: api.DenyHost},
+		{attack: "create_body_not_json", op: "create_issue", guestCode: abi.EDENIED, deny: api.DenyBodyInvalid},
+		{attack: "create_body_missing", op: "create_issue", guestCode: abi.EDENIED, deny: api.DenyBodyMissing},
 
 		// Request binding (issue 10's red-team findings): the honest
 		// request for the args owner=octo, repo=hello (create_issue: title
@@ -184,14 +184,14 @@ func TestHostileEgress(t *testing.T) {
 			if tt.mut != nil {
 				m, _ := json.Marshal(tt.mut)
 				harness = `{"attack":"mut","mut":` + string(m) + `}`
-				tt.guestCode, tt.deny = abi.EDENIED, egress.DenyNotBound
+				tt.guestCode, tt.deny = abi.EDENIED, api.DenyNotBound
 			}
 			res, err := env.runHarness("github", op, honestArgs["github."+op], harness)
 			if err == nil {
 				t.Fatalf("attack succeeded: %s", res.Data)
 			}
-			if err.Code != CodeEgressDenied || err.Deny != tt.deny {
-				t.Fatalf("got %s/%s, want %s/%s (%s)", err.Code, err.Deny, CodeEgressDenied, tt.deny, err.Message)
+			if err.Code != api.CodeEgressDenied || err.Deny != tt.deny {
+				t.Fatalf("got %s/%s, want %s/%s (%s)", err.Code, err.Deny, api.CodeEgressDenied, tt.deny, err.Message)
 			}
 			if got := guestCode(t, env.guestOutput()[before:]); got != tt.guestCode {
 				t.Fatalf("guest saw %d, want %d", got, tt.guestCode)
@@ -206,7 +206,7 @@ func TestHostileEgress(t *testing.T) {
 		env.fake.Reset()
 		before := len(env.guestOutput())
 		res, err := env.run("github", "list_issues", `{"attack":"honest"}`)
-		if err != nil && err.Code != CodeUpstreamError {
+		if err != nil && err.Code != api.CodeUpstreamError {
 			t.Fatalf("valid request refused: %v", err)
 		}
 		if got := guestCode(t, env.guestOutput()[before:]); got != abi.OK {
@@ -248,7 +248,7 @@ func TestHostileResources(t *testing.T) {
 	t.Run("infinite loop ends at the deadline, the process lives", func(t *testing.T) {
 		start := time.Now()
 		_, _, err := run(t, "loop")
-		if err == nil || err.Code != CodeTimeout {
+		if err == nil || err.Code != api.CodeTimeout {
 			t.Fatalf("got %v, want timeout", err)
 		}
 		if d := time.Since(start); d > 10*time.Second {
@@ -279,7 +279,7 @@ func TestHostileResources(t *testing.T) {
 		_, _, err := run(t, "loop")
 		d := time.Since(start)
 		close(stop)
-		if err == nil || err.Code != CodeTimeout {
+		if err == nil || err.Code != api.CodeTimeout {
 			t.Fatalf("got %v, want timeout", err)
 		}
 		if d > 10*time.Second {
@@ -293,14 +293,14 @@ func TestHostileResources(t *testing.T) {
 	})
 	t.Run("memory growth past the page limit", func(t *testing.T) {
 		_, _, err := run(t, "memory")
-		if err == nil || err.Code != CodeSandboxError {
+		if err == nil || err.Code != api.CodeSandboxError {
 			t.Fatalf("got %v, want sandbox_error", err)
 		}
 		noRequest(t)
 	})
 	t.Run("more host calls than allowed", func(t *testing.T) {
 		out, _, err := run(t, "host_calls")
-		if err == nil || err.Code != CodeSandboxError {
+		if err == nil || err.Code != api.CodeSandboxError {
 			t.Fatalf("got %v, want sandbox_error", err)
 		}
 		if c := guestCodes(t, out); c[0] != abi.ELIMIT || c[1] != abi.ELIMIT {
@@ -310,7 +310,7 @@ func TestHostileResources(t *testing.T) {
 	})
 	t.Run("log flood is bounded", func(t *testing.T) {
 		out, _, err := run(t, "log_flood")
-		if err != nil && err.Code != CodeUpstreamError {
+		if err != nil && err.Code != api.CodeUpstreamError {
 			t.Fatalf("op failed: %v", err)
 		}
 		if len(out) > DefaultMaxLogBytes {
@@ -322,21 +322,21 @@ func TestHostileResources(t *testing.T) {
 	})
 	t.Run("nil dereference traps the op only", func(t *testing.T) {
 		_, _, err := run(t, "trap")
-		if err == nil || err.Code != CodeSandboxError {
+		if err == nil || err.Code != api.CodeSandboxError {
 			t.Fatalf("got %v, want sandbox_error", err)
 		}
 		noRequest(t)
 	})
 	t.Run("panic fails the op only", func(t *testing.T) {
 		_, _, err := run(t, "panic")
-		if err == nil || err.Code != CodeSandboxError {
+		if err == nil || err.Code != api.CodeSandboxError {
 			t.Fatalf("got %v, want sandbox_error", err)
 		}
 		noRequest(t)
 	})
 	t.Run("host calls after the outcome is fixed", func(t *testing.T) {
 		out, _, err := run(t, "after_result")
-		if err != nil && err.Code != CodeUpstreamError {
+		if err != nil && err.Code != api.CodeUpstreamError {
 			t.Fatalf("op failed: %v", err)
 		}
 		want := []int32{abi.OK, abi.ESTATE, abi.ESTATE, abi.ESTATE}
@@ -349,7 +349,7 @@ func TestHostileResources(t *testing.T) {
 	})
 	t.Run("out-of-bounds pointers on pin_v1", func(t *testing.T) {
 		out, _, err := run(t, "pin_oob")
-		if err == nil || err.Code != CodeEgressDenied || err.Deny != egress.DenyTooLarge {
+		if err == nil || err.Code != api.CodeEgressDenied || err.Deny != api.DenyTooLarge {
 			t.Fatalf("got %v", err)
 		}
 		want := []int32{abi.EFAULT, abi.ERANGE, abi.EFAULT, abi.ETOOBIG, abi.ESTATE}
@@ -360,7 +360,7 @@ func TestHostileResources(t *testing.T) {
 	})
 	t.Run("out-of-bounds and invalid reject", func(t *testing.T) {
 		out, _, err := run(t, "reject_oob")
-		if err == nil || err.Code != CodeSandboxError {
+		if err == nil || err.Code != api.CodeSandboxError {
 			t.Fatalf("got %v", err)
 		}
 		want := []int32{abi.EFAULT, abi.EINVAL, abi.EINVAL, abi.EINVAL, abi.EINVAL}
@@ -373,7 +373,7 @@ func TestHostileResources(t *testing.T) {
 		// WASI preview1 errno values, from the spec (not the host's table).
 		const errnoFault, errnoInval = 21, 28
 		out, _, err := run(t, "wasi_oob")
-		if err == nil || err.Code != CodeSandboxError {
+		if err == nil || err.Code != api.CodeSandboxError {
 			t.Fatalf("got %v", err)
 		}
 		want := []int32{errnoFault, errnoFault, errnoInval, errnoFault, errnoFault, errnoFault, errnoInval, errnoFault, errnoFault, errnoInval}
@@ -389,7 +389,7 @@ func TestHostileResources(t *testing.T) {
 		}
 		// And the hostile engine itself still runs guests.
 		_, _, err := run(t, "after_result")
-		if err != nil && err.Code != CodeUpstreamError {
+		if err != nil && err.Code != api.CodeUpstreamError {
 			t.Fatal(err)
 		}
 	})
@@ -402,7 +402,7 @@ func isolationFinding(t *testing.T, env *testEnv, harness string) string {
 	t.Helper()
 	env.fake.Reset()
 	before := len(env.guestOutput())
-	if _, err := env.run("github", "list_issues", harness); err != nil && err.Code != CodeUpstreamError {
+	if _, err := env.run("github", "list_issues", harness); err != nil && err.Code != api.CodeUpstreamError {
 		t.Fatal(err)
 	}
 	if reqs := env.fake.Requests(); len(reqs) != 1 || reqs[0].Path != "/repos/octo/hello/issues" {
@@ -464,7 +464,7 @@ func TestHostileIsolation(t *testing.T) {
 			}
 			go func() {
 				_, err := env.run("github", "list_issues", `{"attack":"`+attack+`"}`)
-				if err != nil && err.Code != CodeUpstreamError {
+				if err != nil && err.Code != api.CodeUpstreamError {
 					done <- err.Error()
 					return
 				}
@@ -485,7 +485,7 @@ func TestHostileIsolation(t *testing.T) {
 func TestHostileWASI(t *testing.T) {
 	env := newEnv(t, func(c *Config) { c.Guest = hostileGuest(t, "wasiprobe") })
 	_, err := env.run("github", "list_issues", honestArgs["github.list_issues"])
-	if err != nil && err.Code != CodeUpstreamError {
+	if err != nil && err.Code != api.CodeUpstreamError {
 		t.Fatal(err)
 	}
 	out := env.guestOutput()

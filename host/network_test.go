@@ -13,8 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/elevenmessenger/pinned/host/internal/egress"
+	"github.com/elevenmessenger/pinned/host/api"
 	"github.com/elevenmessenger/pinned/internal/demo/fakeapi"
+	"github.com/elevenmessenger/pinned/secret"
 )
 
 // Network-side attacks: the guest is the real executor, the attacker is
@@ -54,8 +55,8 @@ func TestDNSAnswersNonPublic(t *testing.T) {
 				}
 			})
 			_, herr := env.run("github", "get_viewer", `{}`)
-			if herr == nil || herr.Code != CodeEgressDenied || herr.Deny != egress.DenyDial {
-				t.Fatalf("got %v, want egress_denied/%s", herr, egress.DenyDial)
+			if herr == nil || herr.Code != api.CodeEgressDenied || herr.Deny != api.DenyDial {
+				t.Fatalf("got %v, want egress_denied/%s", herr, api.DenyDial)
 			}
 			if asked.Load() == 0 {
 				t.Fatal("the resolver hook was not used")
@@ -84,7 +85,7 @@ func TestRedirectNotFollowed(t *testing.T) {
 			})
 			defer env.fake.SetHandler(nil)
 			_, herr := env.run("github", "get_viewer", `{}`)
-			if herr == nil || herr.Code != CodeUpstreamError || herr.Status != code || herr.Deny != egress.DenyRedirect {
+			if herr == nil || herr.Code != api.CodeUpstreamError || herr.Status != code || herr.Deny != api.DenyRedirect {
 				t.Fatalf("got %+v", herr)
 			}
 			reqs := env.fake.Requests()
@@ -155,7 +156,7 @@ func TestResponseCaps(t *testing.T) {
 			return true
 		})
 		_, herr := env.run("github", "get_viewer", `{}`)
-		if herr == nil || herr.Code != CodeUpstreamTooLarge {
+		if herr == nil || herr.Code != api.CodeUpstreamTooLarge {
 			t.Fatalf("got %v", herr)
 		}
 		env.assertNoLeak(t, nil, herr, token)
@@ -167,7 +168,7 @@ func TestResponseCaps(t *testing.T) {
 			return true
 		})
 		_, herr := env.run("github", "get_viewer", `{}`)
-		if herr == nil || herr.Code != CodeUpstreamTooLarge {
+		if herr == nil || herr.Code != api.CodeUpstreamTooLarge {
 			t.Fatalf("got %v", herr)
 		}
 	})
@@ -179,7 +180,7 @@ func TestResponseCaps(t *testing.T) {
 			return true
 		})
 		_, herr := env.run("github", "get_viewer", `{}`)
-		if herr == nil || herr.Code != CodeUpstreamInvalid {
+		if herr == nil || herr.Code != api.CodeUpstreamInvalid {
 			t.Fatalf("got %v", herr)
 		}
 	})
@@ -190,7 +191,7 @@ func TestResponseCaps(t *testing.T) {
 			return true
 		})
 		res, herr := env.run("github", "get_viewer", `{}`)
-		if herr == nil || herr.Code != CodeResultTooLarge || res != nil {
+		if herr == nil || herr.Code != api.CodeResultTooLarge || res != nil {
 			t.Fatalf("got %v %v", res, herr)
 		}
 		if !strings.Contains(herr.Message, "65536") {
@@ -204,7 +205,7 @@ func TestResponseCaps(t *testing.T) {
 			return true
 		})
 		_, herr := env.run("github", "get_viewer", `{}`)
-		if herr == nil || herr.Code != CodeUpstreamInvalid {
+		if herr == nil || herr.Code != api.CodeUpstreamInvalid {
 			t.Fatalf("got %v", herr)
 		}
 	})
@@ -229,7 +230,7 @@ func TestDeadline(t *testing.T) {
 		})
 		start := time.Now()
 		_, herr := env.run("github", "get_viewer", `{}`)
-		if herr == nil || herr.Code != CodeTimeout {
+		if herr == nil || herr.Code != api.CodeTimeout {
 			t.Fatalf("got %v", herr)
 		}
 		if d := time.Since(start); d > 4*time.Second {
@@ -244,7 +245,7 @@ func TestDeadline(t *testing.T) {
 		})
 		start := time.Now()
 		_, herr := env.run("github", "get_viewer", `{}`)
-		if herr == nil || herr.Code != CodeTimeout {
+		if herr == nil || herr.Code != api.CodeTimeout {
 			t.Fatalf("got %v", herr)
 		}
 		if d := time.Since(start); d > 3*time.Second {
@@ -259,8 +260,8 @@ func TestDeadline(t *testing.T) {
 		})
 		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 		defer cancel()
-		_, herr := env.runWith(ctx, "github", "get_viewer", `{}`, Credential{Secret: Secret(fakeapi.Token("github"))})
-		if herr == nil || (herr.Code != CodeTimeout && herr.Code != CodeCanceled) {
+		_, herr := env.runWith(ctx, "github", "get_viewer", `{}`, Credential{Secret: secret.Secret(fakeapi.Token("github"))})
+		if herr == nil || (herr.Code != api.CodeTimeout && herr.Code != api.CodeCanceled) {
 			t.Fatalf("got %v", herr)
 		}
 	})

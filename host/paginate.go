@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/elevenmessenger/pinned/host/api"
 	"github.com/elevenmessenger/pinned/host/internal/paginate"
 	"github.com/elevenmessenger/pinned/host/internal/upstream"
 )
@@ -17,50 +18,6 @@ import (
 // the projected items under the same result cap. The paging itself —
 // reading the cursor, the guards, merging — is host/internal/paginate's.
 
-// StopReason says why paging ended (Result.Stopped). The values, each
-// named beside its constant, are part of the API (TestPublicValuesStable);
-// their one home is host/internal/paginate.
-type StopReason = paginate.StopReason
-
-// Stop reasons of Result.Stopped.
-const (
-	// StopLastPage ("last_page"): the provider said there is no next
-	// page.
-	StopLastPage = paginate.StopLastPage
-	// StopPages ("pages"): Call.Pages pages were read; Next is where to
-	// go on.
-	StopPages = paginate.StopPages
-	// StopResultCap ("result_cap"): the next page's items would take the
-	// merged result over the result cap; Next is that page, not included.
-	StopResultCap = paginate.StopResultCap
-	// StopPageFailed ("page_failed"): a page after the first failed (its
-	// code and message are in StopMessage); Next is that page, to retry.
-	StopPageFailed = paginate.StopPageFailed
-	// StopRepeatedCursor ("repeated_cursor"): the provider's next cursor
-	// is the one just sent.
-	StopRepeatedCursor = paginate.StopRepeatedCursor
-	// StopCursorCycle ("cursor_cycle"): the provider's next cursor was
-	// already followed in this call (A→B→A).
-	StopCursorCycle = paginate.StopCursorCycle
-	// StopEmptyPages ("empty_pages"): a page with no items claimed a next
-	// page.
-	StopEmptyPages = paginate.StopEmptyPages
-	// StopEmptyCursor ("empty_cursor"): the provider's next cursor is "".
-	StopEmptyCursor = paginate.StopEmptyCursor
-	// StopLinkRefused ("link_refused"): the Link rel="next" URL is not
-	// the pinned host and the op's own path with one value of the page
-	// key.
-	StopLinkRefused = paginate.StopLinkRefused
-	// StopCursorInvalid ("cursor_invalid"): the provider's paging data
-	// cannot make next args (not of the declared type, past the arg's
-	// bounds, missing where the provider says there is more).
-	StopCursorInvalid = paginate.StopCursorInvalid
-	// StopTimeLimit ("time_limit"): the call's Config.PagesTimeout ran
-	// out before the next page was read (or while it was); Next is that
-	// page.
-	StopTimeLimit = paginate.StopTimeLimit
-)
-
 // DefaultPagesTimeout is Config.PagesTimeout's default: a call with
 // Pages takes at most this long in all, whatever its pages' own Timeout,
 // so it ends well inside the sidecar's 60 s write timeout
@@ -69,14 +26,6 @@ const (
 // --refresh-timeout for the retry after a refresh) instead of reading
 // pages for an answer nobody can receive.
 const DefaultPagesTimeout = 20 * time.Second
-
-// pagesTimeout returns Config.PagesTimeout or its default.
-func (e *Engine) pagesTimeout() time.Duration {
-	if e.cfg.PagesTimeout > 0 {
-		return e.cfg.PagesTimeout
-	}
-	return DefaultPagesTimeout
-}
 
 // runPages runs call: one page, or with call.Pages up to that many pages
 // merged into one result (host/internal/paginate follows them through
@@ -89,16 +38,16 @@ func (e *Engine) runPages(ctx context.Context, call Call, start time.Time) (*Res
 	if call.Pages != 0 {
 		switch {
 		case p.pager == nil:
-			return nil, newError(CodeBadArgs, fmt.Sprintf("op %s.%s does not page; call it without pages", p.m.ID, p.name))
+			return nil, newError(api.CodeBadArgs, fmt.Sprintf("op %s.%s does not page; call it without pages", p.m.ID, p.name))
 		case call.Pages < 0 || call.Pages > p.pager.MaxPages():
-			return nil, newError(CodeBadArgs, fmt.Sprintf("pages must be 1 to %d for op %s.%s", p.pager.MaxPages(), p.m.ID, p.name))
+			return nil, newError(api.CodeBadArgs, fmt.Sprintf("pages must be 1 to %d for op %s.%s", p.pager.MaxPages(), p.m.ID, p.name))
 		}
 		// The whole paged call, every page in it, ends by this deadline.
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithDeadline(ctx, start.Add(e.pagesTimeout()))
+		ctx, cancel = context.WithDeadline(ctx, start.Add(e.cfg.pagesTimeout()))
 		defer cancel()
 	}
-	res, err := e.run(ctx, call, start)
+	res, err := e.run(ctx, call, p, start)
 	if err != nil {
 		return nil, err
 	}
@@ -106,9 +55,9 @@ func (e *Engine) runPages(ctx context.Context, call Call, start time.Time) (*Res
 		return res, nil
 	}
 	out, ferr := p.pager.Run(ctx, pageOp{e: e, call: call, p: p}, call.Args, res.page(),
-		paginate.Limits{Pages: call.Pages, MaxResultBytes: e.cfg.MaxResultBytes, Time: e.pagesTimeout()})
+		paginate.Limits{Pages: call.Pages, MaxResultBytes: e.cfg.maxResultBytes(), Time: e.cfg.pagesTimeout()})
 	if ferr != nil { // paginate.ErrNotList
-		return nil, newError(CodeUpstreamInvalid, "the op's projected result is not a list, so its pages cannot be merged")
+		return nil, newError(api.CodeUpstreamInvalid, "the op's projected result is not a list, so its pages cannot be merged")
 	}
 	res = &Result{Status: out.Status, Data: out.Data, RawBytes: out.RawBytes, Next: out.Next, Pages: out.Pages,
 		Stopped: out.Stopped, StopMessage: out.StopMessage}
@@ -138,7 +87,7 @@ type pageOp struct {
 func (o pageOp) Run(ctx context.Context, args json.RawMessage) (*paginate.Page, string) {
 	c := o.call
 	c.Args = args
-	res, err := o.e.run(ctx, c, time.Now())
+	res, err := o.e.run(ctx, c, o.p, time.Now())
 	if err != nil {
 		return nil, string(err.Code) + ": " + err.Message
 	}
@@ -146,8 +95,8 @@ func (o pageOp) Run(ctx context.Context, args json.RawMessage) (*paginate.Page, 
 }
 
 func (o pageOp) Refused(args json.RawMessage) (string, bool) {
-	if verr := ValidateArgs(o.p.m, o.p.name, args, o.e.cfg.MaxArgsBytes); verr != nil {
-		return verr.Message, true
+	if _, _, herr := o.p.bindArgs(args, o.e.cfg.maxArgsBytes()); herr != nil {
+		return herr.Message, true
 	}
 	return "", false
 }

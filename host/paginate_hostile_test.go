@@ -11,9 +11,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/elevenmessenger/pinned/host/api"
 	"github.com/elevenmessenger/pinned/host/internal/paginate"
 	"github.com/elevenmessenger/pinned/internal/demo/fakeapi"
 	"github.com/elevenmessenger/pinned/registry"
+	"github.com/elevenmessenger/pinned/secret"
 )
 
 // Red team of paging (docs/SECURITY.md, "The red team"): the provider's
@@ -38,11 +40,11 @@ func TestPaginateLinkNotFetched(t *testing.T) {
 		return true
 	})
 	res, err := env.eng.Run(context.Background(), Call{Service: fakeapi.GitHub, Op: "list_repos", Args: json.RawMessage(`{"per_page":5}`),
-		Credential: Credential{Secret: Secret(fakeapi.Token(fakeapi.GitHub))}, Pages: 3})
+		Credential: Credential{Secret: secret.Secret(fakeapi.Token(fakeapi.GitHub))}, Pages: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.Join(itemIDs(t, res.Data, "full_name"), ","); got != "a/one,a/two" || res.Stopped != StopLastPage {
+	if got := strings.Join(itemIDs(t, res.Data, "full_name"), ","); got != "a/one,a/two" || res.Stopped != api.StopLastPage {
 		t.Fatalf("items %s stopped %q, want a/one,a/two and last_page", got, res.Stopped)
 	}
 	reqs := env.fake.Requests()
@@ -90,44 +92,44 @@ func TestPaginateHostileBody(t *testing.T) {
 	tests := []struct {
 		name, service, op, args string
 		hook                    func(w http.ResponseWriter, r *http.Request) bool
-		wantStop                StopReason
+		wantStop                api.StopReason
 	}{
-		{"page_count: page 0", fakeapi.DNSimple, "list_domains", account, dns("0", "5"), StopCursorInvalid},
-		{"page_count: negative page", fakeapi.DNSimple, "list_domains", account, dns("-3", "5"), StopCursorInvalid},
-		{"page_count: float page", fakeapi.DNSimple, "list_domains", account, dns("1.5", "5"), StopCursorInvalid},
-		{"page_count: exponent page", fakeapi.DNSimple, "list_domains", account, dns("1e0", "5"), StopCursorInvalid},
-		{"page_count: string page", fakeapi.DNSimple, "list_domains", account, dns(`"1"`, "5"), StopCursorInvalid},
-		{"page_count: string total", fakeapi.DNSimple, "list_domains", account, dns("1", `"5"`), StopCursorInvalid},
-		{"page_count: page past 2^53", fakeapi.DNSimple, "list_domains", account, dns("9007199254740993", "9007199254740999"), StopCursorInvalid},
-		{"page_count: page past the arg's max", fakeapi.DNSimple, "list_domains", account, dns("1000", "99999999"), StopCursorInvalid},
-		{"page_count: negative total", fakeapi.DNSimple, "list_domains", account, dns("1", "-1"), StopCursorInvalid},
-		{"page_count: object page", fakeapi.DNSimple, "list_domains", account, dns(`{"n":1}`, "5"), StopCursorInvalid},
-		{"page_count: total 0 is the last page", fakeapi.DNSimple, "list_domains", account, dns("1", "0"), StopLastPage},
-		{"cursor: object", fakeapi.HubSpot, "list_contacts", "{}", hub(`{"v":"` + marker + `"}`), StopCursorInvalid},
-		{"cursor: array", fakeapi.HubSpot, "list_contacts", "{}", hub(`["` + marker + `"]`), StopCursorInvalid},
-		{"cursor: number", fakeapi.HubSpot, "list_contacts", "{}", hub(`12345`), StopCursorInvalid},
-		{"cursor: boolean", fakeapi.HubSpot, "list_contacts", "{}", hub(`true`), StopCursorInvalid},
-		{"cursor: smuggles a query key", fakeapi.HubSpot, "list_contacts", "{}", hub(`"c2&limit=100&` + marker + `=1"`), StopCursorInvalid},
-		{"cursor: smuggles an encoded query key", fakeapi.HubSpot, "list_contacts", "{}", hub(`"c2%26` + marker + `"`), StopCursorInvalid},
-		{"cursor: path characters", fakeapi.HubSpot, "list_contacts", "{}", hub(`"../../` + marker + `"`), StopCursorInvalid},
-		{"cursor: NUL", fakeapi.HubSpot, "list_contacts", "{}", hub(`"` + marker + `\u0000"`), StopCursorInvalid},
-		{"cursor: invisible Unicode", fakeapi.HubSpot, "list_contacts", "{}", hub(`"` + marker + `\u200b"`), StopCursorInvalid},
-		{"cursor: a field pick excludes, over max_length", fakeapi.HubSpot, "list_contacts", "{}", hub(`"` + marker + strings.Repeat("phone5550123", 12) + `"`), StopCursorInvalid},
-		{"cursor: far bigger than any cap", fakeapi.HubSpot, "list_contacts", "{}", hub(`"` + marker + strings.Repeat("A", 300<<10) + `"`), StopCursorInvalid},
-		{"last_item: has_more a string", fakeapi.Stripe, "list_customers", "{}", stripe(`{"data":[{"id":"cus_` + marker + `"}],"has_more":"true"}`), StopCursorInvalid},
-		{"last_item: has_more a number", fakeapi.Stripe, "list_customers", "{}", stripe(`{"data":[{"id":"cus_` + marker + `"}],"has_more":1}`), StopCursorInvalid},
-		{"last_item: root is an object, not a list", fakeapi.Stripe, "list_customers", "{}", stripe(`{"data":{"id":"cus_` + marker + `"},"has_more":true}`), StopCursorInvalid},
-		{"last_item: has_more again under an escaped key", fakeapi.Stripe, "list_customers", "{}", stripe(`{"data":[{"id":"cus_` + marker + `"}],"has_more":false,"has\u005fmore":true}`), StopCursorInvalid},
+		{"page_count: page 0", fakeapi.DNSimple, "list_domains", account, dns("0", "5"), api.StopCursorInvalid},
+		{"page_count: negative page", fakeapi.DNSimple, "list_domains", account, dns("-3", "5"), api.StopCursorInvalid},
+		{"page_count: float page", fakeapi.DNSimple, "list_domains", account, dns("1.5", "5"), api.StopCursorInvalid},
+		{"page_count: exponent page", fakeapi.DNSimple, "list_domains", account, dns("1e0", "5"), api.StopCursorInvalid},
+		{"page_count: string page", fakeapi.DNSimple, "list_domains", account, dns(`"1"`, "5"), api.StopCursorInvalid},
+		{"page_count: string total", fakeapi.DNSimple, "list_domains", account, dns("1", `"5"`), api.StopCursorInvalid},
+		{"page_count: page past 2^53", fakeapi.DNSimple, "list_domains", account, dns("9007199254740993", "9007199254740999"), api.StopCursorInvalid},
+		{"page_count: page past the arg's max", fakeapi.DNSimple, "list_domains", account, dns("1000", "99999999"), api.StopCursorInvalid},
+		{"page_count: negative total", fakeapi.DNSimple, "list_domains", account, dns("1", "-1"), api.StopCursorInvalid},
+		{"page_count: object page", fakeapi.DNSimple, "list_domains", account, dns(`{"n":1}`, "5"), api.StopCursorInvalid},
+		{"page_count: total 0 is the last page", fakeapi.DNSimple, "list_domains", account, dns("1", "0"), api.StopLastPage},
+		{"cursor: object", fakeapi.HubSpot, "list_contacts", "{}", hub(`{"v":"` + marker + `"}`), api.StopCursorInvalid},
+		{"cursor: array", fakeapi.HubSpot, "list_contacts", "{}", hub(`["` + marker + `"]`), api.StopCursorInvalid},
+		{"cursor: number", fakeapi.HubSpot, "list_contacts", "{}", hub(`12345`), api.StopCursorInvalid},
+		{"cursor: boolean", fakeapi.HubSpot, "list_contacts", "{}", hub(`true`), api.StopCursorInvalid},
+		{"cursor: smuggles a query key", fakeapi.HubSpot, "list_contacts", "{}", hub(`"c2&limit=100&` + marker + `=1"`), api.StopCursorInvalid},
+		{"cursor: smuggles an encoded query key", fakeapi.HubSpot, "list_contacts", "{}", hub(`"c2%26` + marker + `"`), api.StopCursorInvalid},
+		{"cursor: path characters", fakeapi.HubSpot, "list_contacts", "{}", hub(`"../../` + marker + `"`), api.StopCursorInvalid},
+		{"cursor: NUL", fakeapi.HubSpot, "list_contacts", "{}", hub(`"` + marker + `\u0000"`), api.StopCursorInvalid},
+		{"cursor: invisible Unicode", fakeapi.HubSpot, "list_contacts", "{}", hub(`"` + marker + `\u200b"`), api.StopCursorInvalid},
+		{"cursor: a field pick excludes, over max_length", fakeapi.HubSpot, "list_contacts", "{}", hub(`"` + marker + strings.Repeat("phone5550123", 12) + `"`), api.StopCursorInvalid},
+		{"cursor: far bigger than any cap", fakeapi.HubSpot, "list_contacts", "{}", hub(`"` + marker + strings.Repeat("A", 300<<10) + `"`), api.StopCursorInvalid},
+		{"last_item: has_more a string", fakeapi.Stripe, "list_customers", "{}", stripe(`{"data":[{"id":"cus_` + marker + `"}],"has_more":"true"}`), api.StopCursorInvalid},
+		{"last_item: has_more a number", fakeapi.Stripe, "list_customers", "{}", stripe(`{"data":[{"id":"cus_` + marker + `"}],"has_more":1}`), api.StopCursorInvalid},
+		{"last_item: root is an object, not a list", fakeapi.Stripe, "list_customers", "{}", stripe(`{"data":{"id":"cus_` + marker + `"},"has_more":true}`), api.StopCursorInvalid},
+		{"last_item: has_more again under an escaped key", fakeapi.Stripe, "list_customers", "{}", stripe(`{"data":[{"id":"cus_` + marker + `"}],"has_more":false,"has\u005fmore":true}`), api.StopCursorInvalid},
 		{"cursor: after again under an escaped key", fakeapi.HubSpot, "list_contacts", "{}", func(w http.ResponseWriter, r *http.Request) bool {
 			_, _ = io.WriteString(w, `{"results":[{"id":"1"}],"paging":{"next":{"after":"c2","\u0061fter":"`+marker+`"}}}`)
 			return true
-		}, StopCursorInvalid},
-		{"last_item: id an object", fakeapi.Stripe, "list_customers", "{}", stripe(`{"data":[{"id":{"x":"cus_` + marker + `"}}],"has_more":true}`), StopCursorInvalid},
-		{"last_item: id off the pattern", fakeapi.Stripe, "list_customers", "{}", stripe(`{"data":[{"id":"cus_1"},{"id":"sk_live_` + marker + `"}],"has_more":true}`), StopCursorInvalid},
+		}, api.StopCursorInvalid},
+		{"last_item: id an object", fakeapi.Stripe, "list_customers", "{}", stripe(`{"data":[{"id":{"x":"cus_` + marker + `"}}],"has_more":true}`), api.StopCursorInvalid},
+		{"last_item: id off the pattern", fakeapi.Stripe, "list_customers", "{}", stripe(`{"data":[{"id":"cus_1"},{"id":"sk_live_` + marker + `"}],"has_more":true}`), api.StopCursorInvalid},
 		{"has_more: Linear hasNextPage a string", fakeapi.Linear, "list_issues", "{}", func(w http.ResponseWriter, r *http.Request) bool {
 			_, _ = io.WriteString(w, `{"data":{"issues":{"nodes":[{"id":"i1"}],"pageInfo":{"hasNextPage":"yes","endCursor":"`+marker+`"}}}}`)
 			return true
-		}, StopCursorInvalid},
+		}, api.StopCursorInvalid},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -136,17 +138,17 @@ func TestPaginateHostileBody(t *testing.T) {
 			t.Cleanup(func() { env.fake.SetHandler(nil) })
 			for _, pages := range []int{0, 3} {
 				res, err := env.eng.Run(context.Background(), Call{Service: tt.service, Op: tt.op, Args: json.RawMessage(tt.args),
-					Credential: Credential{Secret: Secret(fakeapi.Token(tt.service))}, Pages: pages})
+					Credential: Credential{Secret: secret.Secret(fakeapi.Token(tt.service))}, Pages: pages})
 				if err != nil {
 					// A root that is not a list cannot be merged: the op's
 					// error, with nothing past the first request.
-					if he, ok := err.(*Error); pages == 0 || !ok || he.Code != CodeUpstreamInvalid || strings.Contains(he.Message, marker) {
+					if he, ok := err.(*Error); pages == 0 || !ok || he.Code != api.CodeUpstreamInvalid || strings.Contains(he.Message, marker) {
 						t.Fatalf("pages %d: %v", pages, err)
 					}
 					continue
 				}
 				want := tt.wantStop
-				if want == StopLastPage && pages == 0 {
+				if want == api.StopLastPage && pages == 0 {
 					want = "" // a single page's last page states no stop
 				}
 				if res.Stopped != want || res.Next != nil || (want != "" && res.StopMessage == "") {
@@ -178,17 +180,17 @@ func TestPaginateCursorNoSideChannel(t *testing.T) {
 	for _, tt := range []struct {
 		cursor   string
 		wantNext string
-		wantStop StopReason
+		wantStop api.StopReason
 	}{
 		{in, `{"after":"` + in + `"}`, ""},
-		{in + "x", "", StopCursorInvalid},
+		{in + "x", "", api.StopCursorInvalid},
 	} {
 		env.fake.SetHandler(func(w http.ResponseWriter, r *http.Request) bool {
 			_, _ = fmt.Fprintf(w, `{"results":[{"id":"1","properties":{"email":"c1@example.com","notes":%q}}],"paging":{"next":{"after":%q}}}`, excluded, tt.cursor)
 			return true
 		})
 		res, err := env.eng.Run(context.Background(), Call{Service: fakeapi.HubSpot, Op: "list_contacts", Args: json.RawMessage(`{}`),
-			Credential: Credential{Secret: Secret(fakeapi.Token(fakeapi.HubSpot))}})
+			Credential: Credential{Secret: secret.Secret(fakeapi.Token(fakeapi.HubSpot))}})
 		env.fake.SetHandler(nil)
 		if err != nil {
 			t.Fatal(err)
@@ -227,12 +229,12 @@ func TestPaginateTimeLimit(t *testing.T) {
 	})
 	start := time.Now()
 	res, err := env.eng.Run(context.Background(), Call{Service: fakeapi.HubSpot, Op: "list_contacts", Args: json.RawMessage(`{}`),
-		Credential: Credential{Secret: Secret(fakeapi.Token(fakeapi.HubSpot))}, Pages: 10})
+		Credential: Credential{Secret: secret.Secret(fakeapi.Token(fakeapi.HubSpot))}, Pages: 10})
 	took := time.Since(start)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Stopped != StopTimeLimit || res.Next == nil || !strings.Contains(res.StopMessage, "1.5s") {
+	if res.Stopped != api.StopTimeLimit || res.Next == nil || !strings.Contains(res.StopMessage, "1.5s") {
 		t.Fatalf("stopped %q (%q) next %s, want time_limit with next", res.Stopped, res.StopMessage, res.Next)
 	}
 	if res.Pages < 1 || res.Pages > 2 {
@@ -257,8 +259,8 @@ func TestPaginateWriteOpNeverPages(t *testing.T) {
 	env := newEnv(t, nil)
 	_, err := env.eng.Run(context.Background(), Call{Service: fakeapi.GitHub, Op: "create_issue",
 		Args:       json.RawMessage(`{"owner":"o","repo":"r","title":"t"}`),
-		Credential: Credential{Secret: Secret(fakeapi.Token(fakeapi.GitHub))}, Pages: 2})
-	if he, ok := err.(*Error); !ok || he.Code != CodeBadArgs {
+		Credential: Credential{Secret: secret.Secret(fakeapi.Token(fakeapi.GitHub))}, Pages: 2})
+	if he, ok := err.(*Error); !ok || he.Code != api.CodeBadArgs {
 		t.Fatalf("pages on a write op: %v, want bad_args", err)
 	}
 	if n := len(env.fake.Requests()); n != 0 {
@@ -299,7 +301,7 @@ func TestPaginateHoldsNoSandboxSlot(t *testing.T) {
 	paged := make(chan time.Time, 1)
 	go func() {
 		_, err := env.eng.Run(context.Background(), Call{Service: fakeapi.HubSpot, Op: "list_contacts", Args: json.RawMessage(`{}`),
-			Credential: Credential{Secret: Secret(fakeapi.Token(fakeapi.HubSpot))}, Pages: 3})
+			Credential: Credential{Secret: secret.Secret(fakeapi.Token(fakeapi.HubSpot))}, Pages: 3})
 		if err != nil {
 			t.Error(err)
 		}

@@ -9,8 +9,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/elevenmessenger/pinned/host/api"
 	"github.com/elevenmessenger/pinned/internal/demo/fakeapi"
 	"github.com/elevenmessenger/pinned/registry"
+	"github.com/elevenmessenger/pinned/secret"
 )
 
 // Pagination against the provider fake: every item of a list exactly
@@ -155,7 +157,7 @@ func TestPaginateEveryItemOnce(t *testing.T) {
 						t.Fatalf("pages=%d: still paging after 50 calls", pages)
 					}
 					res, err := env.eng.Run(context.Background(), Call{Service: l.service, Op: l.op, Args: json.RawMessage(args),
-						Credential: Credential{Secret: Secret(fakeapi.Token(l.service))}, Pages: pages})
+						Credential: Credential{Secret: secret.Secret(fakeapi.Token(l.service))}, Pages: pages})
 					if err != nil {
 						t.Fatalf("pages=%d, args %s: %v", pages, args, err)
 					}
@@ -172,7 +174,7 @@ func TestPaginateEveryItemOnce(t *testing.T) {
 						}
 					} else {
 						pagesRead += res.Pages
-						if res.Next == nil && res.Stopped != StopLastPage || res.Next != nil && res.Stopped != StopResultCap && res.Stopped != StopPages {
+						if res.Next == nil && res.Stopped != api.StopLastPage || res.Next != nil && res.Stopped != api.StopResultCap && res.Stopped != api.StopPages {
 							t.Fatalf("pages=%d: stopped %q (%s) with next %s", pages, res.Stopped, res.StopMessage, res.Next)
 						}
 					}
@@ -280,7 +282,7 @@ func TestPaginateGuards(t *testing.T) {
 		hook              func(w http.ResponseWriter, r *http.Request) bool
 		wantIDs           string // the item ids, comma-separated
 		idField           string
-		wantStopped       StopReason
+		wantStopped       api.StopReason
 		wantMsg           string // part of StopMessage
 		wantNext          string // "" for none
 		wantPages         int
@@ -295,10 +297,10 @@ func TestPaginateGuards(t *testing.T) {
 					hubspotPage(w, []int{3, 4}, "A")
 				}
 				return true
-			}, wantIDs: "1,2,3,4", wantStopped: StopRepeatedCursor, wantMsg: "the one just sent", wantPages: 2, wantRequests: 2},
+			}, wantIDs: "1,2,3,4", wantStopped: api.StopRepeatedCursor, wantMsg: "the one just sent", wantPages: 2, wantRequests: 2},
 		{name: "repeated cursor on a single page", service: fakeapi.HubSpot, op: "list_contacts", args: `{"after":"A"}`,
 			hook:    func(w http.ResponseWriter, r *http.Request) bool { hubspotPage(w, []int{3, 4}, "A"); return true },
-			wantIDs: "3,4", wantStopped: StopRepeatedCursor, wantRequests: 1},
+			wantIDs: "3,4", wantStopped: api.StopRepeatedCursor, wantRequests: 1},
 		{name: "A→B→A cycle (GraphQL pageInfo)", service: fakeapi.Linear, op: "list_issues", pages: 10,
 			hook: func(w http.ResponseWriter, r *http.Request) bool {
 				switch linearAfter(r) {
@@ -310,7 +312,7 @@ func TestPaginateGuards(t *testing.T) {
 					linearPage(w, []string{"i3"}, true, "A")
 				}
 				return true
-			}, wantIDs: "i1,i2,i3", wantStopped: StopCursorCycle, wantMsg: "already followed", wantPages: 3, wantRequests: 3},
+			}, wantIDs: "i1,i2,i3", wantStopped: api.StopCursorCycle, wantMsg: "already followed", wantPages: 3, wantRequests: 3},
 		{name: "cycle back to the first page's cursor", service: fakeapi.HubSpot, op: "list_contacts", args: `{"after":"A"}`, pages: 10,
 			hook: func(w http.ResponseWriter, r *http.Request) bool {
 				if r.URL.Query().Get("after") == "A" {
@@ -319,7 +321,7 @@ func TestPaginateGuards(t *testing.T) {
 					hubspotPage(w, []int{2}, "A")
 				}
 				return true
-			}, wantIDs: "1,2", wantStopped: StopCursorCycle, wantPages: 2, wantRequests: 2},
+			}, wantIDs: "1,2", wantStopped: api.StopCursorCycle, wantPages: 2, wantRequests: 2},
 		{name: "has_more forever with empty pages (Stripe)", service: fakeapi.Stripe, op: "list_customers", pages: 10,
 			hook: func(w http.ResponseWriter, r *http.Request) bool {
 				if r.URL.Query().Get("starting_after") == "" {
@@ -328,7 +330,7 @@ func TestPaginateGuards(t *testing.T) {
 					stripePage(w, nil, true)
 				}
 				return true
-			}, wantIDs: "cus_1,cus_2", wantStopped: StopEmptyPages, wantPages: 2, wantRequests: 2},
+			}, wantIDs: "cus_1,cus_2", wantStopped: api.StopEmptyPages, wantPages: 2, wantRequests: 2},
 		{name: "next cursor forever with empty pages (HubSpot)", service: fakeapi.HubSpot, op: "list_contacts", pages: 10,
 			hook: func(w http.ResponseWriter, r *http.Request) bool {
 				if a := r.URL.Query().Get("after"); a == "" {
@@ -337,42 +339,42 @@ func TestPaginateGuards(t *testing.T) {
 					hubspotPage(w, nil, a+"x")
 				}
 				return true
-			}, wantIDs: "1", wantStopped: StopEmptyPages, wantPages: 2, wantRequests: 2},
+			}, wantIDs: "1", wantStopped: api.StopEmptyPages, wantPages: 2, wantRequests: 2},
 		{name: "next link to another host", service: fakeapi.GitHub, op: "list_repos", pages: 5,
 			hook: func(w http.ResponseWriter, r *http.Request) bool {
 				githubPage(w, []string{"a/one"}, `<https://api.evil.example/user/repos?page=2>; rel="next"`)
 				return true
-			}, wantIDs: "a/one", idField: "full_name", wantStopped: StopLinkRefused, wantMsg: "another host", wantPages: 1, wantRequests: 1},
+			}, wantIDs: "a/one", idField: "full_name", wantStopped: api.StopLinkRefused, wantMsg: "another host", wantPages: 1, wantRequests: 1},
 		{name: "next link to another path", service: fakeapi.GitHub, op: "list_repos",
 			hook: func(w http.ResponseWriter, r *http.Request) bool {
 				githubPage(w, []string{"a/one"}, `<https://api.github.com/user/orgs?page=2>; rel="next"`)
 				return true
-			}, wantIDs: "a/one", idField: "full_name", wantStopped: StopLinkRefused, wantMsg: "another path", wantRequests: 1},
+			}, wantIDs: "a/one", idField: "full_name", wantStopped: api.StopLinkRefused, wantMsg: "another path", wantRequests: 1},
 		{name: "next link with userinfo", service: fakeapi.GitHub, op: "list_repos",
 			hook: func(w http.ResponseWriter, r *http.Request) bool {
 				githubPage(w, []string{"a/one"}, `<https://x@api.github.com/user/repos?page=2>; rel="next"`)
 				return true
-			}, wantIDs: "a/one", idField: "full_name", wantStopped: StopLinkRefused, wantRequests: 1},
+			}, wantIDs: "a/one", idField: "full_name", wantStopped: api.StopLinkRefused, wantRequests: 1},
 		{name: "next link over plain http", service: fakeapi.GitHub, op: "list_repos",
 			hook: func(w http.ResponseWriter, r *http.Request) bool {
 				githubPage(w, []string{"a/one"}, `<http://api.github.com/user/repos?page=2>; rel="next"`)
 				return true
-			}, wantIDs: "a/one", idField: "full_name", wantStopped: StopLinkRefused, wantRequests: 1},
+			}, wantIDs: "a/one", idField: "full_name", wantStopped: api.StopLinkRefused, wantRequests: 1},
 		{name: "next link on another port", service: fakeapi.GitHub, op: "list_repos",
 			hook: func(w http.ResponseWriter, r *http.Request) bool {
 				githubPage(w, []string{"a/one"}, `<https://api.github.com:8443/user/repos?page=2>; rel="next"`)
 				return true
-			}, wantIDs: "a/one", idField: "full_name", wantStopped: StopLinkRefused, wantRequests: 1},
+			}, wantIDs: "a/one", idField: "full_name", wantStopped: api.StopLinkRefused, wantRequests: 1},
 		{name: "two next links", service: fakeapi.GitHub, op: "list_repos",
 			hook: func(w http.ResponseWriter, r *http.Request) bool {
 				githubPage(w, []string{"a/one"}, `<https://api.github.com/user/repos?page=2>; rel="next", <https://api.github.com/user/repos?page=9>; rel="next"`)
 				return true
-			}, wantIDs: "a/one", idField: "full_name", wantStopped: StopLinkRefused, wantMsg: "2 rel=\"next\"", wantRequests: 1},
+			}, wantIDs: "a/one", idField: "full_name", wantStopped: api.StopLinkRefused, wantMsg: "2 rel=\"next\"", wantRequests: 1},
 		{name: "next link page key twice", service: fakeapi.GitHub, op: "list_repos",
 			hook: func(w http.ResponseWriter, r *http.Request) bool {
 				githubPage(w, []string{"a/one"}, `<https://api.github.com/user/repos?page=2&page=3>; rel="next"`)
 				return true
-			}, wantIDs: "a/one", idField: "full_name", wantStopped: StopLinkRefused, wantMsg: "exactly one page", wantRequests: 1},
+			}, wantIDs: "a/one", idField: "full_name", wantStopped: api.StopLinkRefused, wantMsg: "exactly one page", wantRequests: 1},
 		{name: "only the page arg is taken from a link", service: fakeapi.GitHub, op: "list_repos", args: `{"per_page":2,"sort":"created"}`,
 			hook: func(w http.ResponseWriter, r *http.Request) bool {
 				githubPage(w, []string{"a/one"}, `<https://api.github.com/user/repos?per_page=100&sort=pushed&visibility=private&page=2>; rel="next"`)
@@ -380,28 +382,28 @@ func TestPaginateGuards(t *testing.T) {
 			}, wantIDs: "a/one", idField: "full_name", wantNext: `{"per_page":2,"sort":"created","page":2}`, wantRequests: 1},
 		{name: "empty cursor", service: fakeapi.HubSpot, op: "list_contacts", pages: 5,
 			hook:    func(w http.ResponseWriter, r *http.Request) bool { hubspotPage(w, []int{1, 2}, ""); return true },
-			wantIDs: "1,2", wantStopped: StopEmptyCursor, wantPages: 1, wantRequests: 1},
+			wantIDs: "1,2", wantStopped: api.StopEmptyCursor, wantPages: 1, wantRequests: 1},
 		{name: "empty endCursor with hasNextPage", service: fakeapi.Linear, op: "list_issues",
 			hook: func(w http.ResponseWriter, r *http.Request) bool {
 				linearPage(w, []string{"i1"}, true, "")
 				return true
 			},
-			wantIDs: "i1", wantStopped: StopEmptyCursor, wantRequests: 1},
+			wantIDs: "i1", wantStopped: api.StopEmptyCursor, wantRequests: 1},
 		{name: "empty page number in a link", service: fakeapi.GitHub, op: "list_repos",
 			hook: func(w http.ResponseWriter, r *http.Request) bool {
 				githubPage(w, []string{"a/one"}, `<https://api.github.com/user/repos?page=>; rel="next"`)
 				return true
-			}, wantIDs: "a/one", idField: "full_name", wantStopped: StopEmptyCursor, wantRequests: 1},
+			}, wantIDs: "a/one", idField: "full_name", wantStopped: api.StopEmptyCursor, wantRequests: 1},
 		{name: "page count past the pages bound", service: fakeapi.DNSimple, op: "list_domains", args: account, pages: 4,
 			hook: func(w http.ResponseWriter, r *http.Request) bool {
 				p := 1
 				fmt.Sscan(r.URL.Query().Get("page"), &p)
 				dnsimplePage(w, []int{p}, p, 1000000)
 				return true
-			}, wantIDs: "1,2,3,4", wantStopped: StopPages, wantNext: fmt.Sprintf(`{"account":%d,"page":5}`, fakeapi.DNSimpleAccountID), wantPages: 4, wantRequests: 4},
+			}, wantIDs: "1,2,3,4", wantStopped: api.StopPages, wantNext: fmt.Sprintf(`{"account":%d,"page":5}`, fakeapi.DNSimpleAccountID), wantPages: 4, wantRequests: 4},
 		{name: "page count past the arg's max", service: fakeapi.DNSimple, op: "list_domains", args: fmt.Sprintf(`{"account":%d,"page":1000}`, fakeapi.DNSimpleAccountID), pages: 3,
 			hook:    func(w http.ResponseWriter, r *http.Request) bool { dnsimplePage(w, []int{7}, 1000, 2000); return true },
-			wantIDs: "7", wantStopped: StopCursorInvalid, wantMsg: "must be at most 1000", wantPages: 1, wantRequests: 1},
+			wantIDs: "7", wantStopped: api.StopCursorInvalid, wantMsg: "must be at most 1000", wantPages: 1, wantRequests: 1},
 		{name: "page count going backwards", service: fakeapi.DNSimple, op: "list_domains", args: account, pages: 10,
 			hook: func(w http.ResponseWriter, r *http.Request) bool {
 				switch r.URL.Query().Get("page") {
@@ -413,29 +415,29 @@ func TestPaginateGuards(t *testing.T) {
 					dnsimplePage(w, []int{9}, 1, 5) // claims to be page 1 again: next is 2
 				}
 				return true
-			}, wantIDs: "1,2,9", wantStopped: StopCursorCycle, wantPages: 3, wantRequests: 3},
+			}, wantIDs: "1,2,9", wantStopped: api.StopCursorCycle, wantPages: 3, wantRequests: 3},
 		{name: "cursor that breaks the arg's pattern", service: fakeapi.Stripe, op: "list_customers",
 			hook: func(w http.ResponseWriter, r *http.Request) bool {
 				stripePage(w, []string{"cus_1", "evil/../x"}, true)
 				return true
 			},
-			wantIDs: "cus_1,evil/../x", wantStopped: StopCursorInvalid, wantMsg: "starting_after", wantRequests: 1},
+			wantIDs: "cus_1,evil/../x", wantStopped: api.StopCursorInvalid, wantMsg: "starting_after", wantRequests: 1},
 		{name: "cursor over the arg's max_length", service: fakeapi.HubSpot, op: "list_contacts",
 			hook: func(w http.ResponseWriter, r *http.Request) bool {
 				hubspotPage(w, []int{1}, strings.Repeat("a", 129))
 				return true
 			},
-			wantIDs: "1", wantStopped: StopCursorInvalid, wantMsg: "at most 128", wantRequests: 1},
+			wantIDs: "1", wantStopped: api.StopCursorInvalid, wantMsg: "at most 128", wantRequests: 1},
 		{name: "cursor that is not a string", service: fakeapi.Linear, op: "list_issues",
 			hook: func(w http.ResponseWriter, r *http.Request) bool {
 				_, _ = io.WriteString(w, `{"data":{"issues":{"nodes":[{"id":"i1"}],"pageInfo":{"hasNextPage":true,"endCursor":42}}}}`)
 				return true
-			}, wantIDs: "i1", wantStopped: StopCursorInvalid, wantMsg: "not a string", wantRequests: 1},
+			}, wantIDs: "i1", wantStopped: api.StopCursorInvalid, wantMsg: "not a string", wantRequests: 1},
 		{name: "cursor that echoes the credential", service: fakeapi.HubSpot, op: "list_contacts",
 			hook: func(w http.ResponseWriter, r *http.Request) bool {
 				hubspotPage(w, []int{1}, fakeapi.Token(fakeapi.HubSpot)[4:20])
 				return true
-			}, wantIDs: "1", wantStopped: StopCursorInvalid, wantMsg: "echoes the credential", wantRequests: 1},
+			}, wantIDs: "1", wantStopped: api.StopCursorInvalid, wantMsg: "echoes the credential", wantRequests: 1},
 		// The echo check runs on every page's cursor, not only the
 		// first: page 2 answers with a cursor holding part of the token,
 		// and paging stops there with no next (it would carry it).
@@ -447,12 +449,12 @@ func TestPaginateGuards(t *testing.T) {
 					hubspotPage(w, []int{2}, "x"+fakeapi.Token(fakeapi.HubSpot)[6:18])
 				}
 				return true
-			}, wantIDs: "1,2", wantStopped: StopCursorInvalid, wantMsg: "echoes the credential", wantPages: 2, wantRequests: 2},
+			}, wantIDs: "1,2", wantStopped: api.StopCursorInvalid, wantMsg: "echoes the credential", wantPages: 2, wantRequests: 2},
 		{name: "duplicate has_more key", service: fakeapi.Stripe, op: "list_customers",
 			hook: func(w http.ResponseWriter, r *http.Request) bool {
 				_, _ = io.WriteString(w, `{"object":"list","data":[{"id":"cus_1"}],"has_more":false,"has_more":true}`)
 				return true
-			}, wantIDs: "cus_1", wantStopped: StopCursorInvalid, wantMsg: "repeats a key", wantRequests: 1},
+			}, wantIDs: "cus_1", wantStopped: api.StopCursorInvalid, wantMsg: "repeats a key", wantRequests: 1},
 		{name: "a later page fails", service: fakeapi.HubSpot, op: "list_contacts", pages: 5,
 			hook: func(w http.ResponseWriter, r *http.Request) bool {
 				if r.URL.Query().Get("after") == "" {
@@ -463,10 +465,10 @@ func TestPaginateGuards(t *testing.T) {
 				w.WriteHeader(http.StatusTooManyRequests)
 				_, _ = io.WriteString(w, `{"status":"error","message":"You have reached your secondly limit."}`)
 				return true
-			}, wantIDs: "1", wantStopped: StopPageFailed, wantMsg: "page 2: rate_limited", wantNext: `{"after":"c2"}`, wantPages: 1, wantRequests: 2},
+			}, wantIDs: "1", wantStopped: api.StopPageFailed, wantMsg: "page 2: rate_limited", wantNext: `{"after":"c2"}`, wantPages: 1, wantRequests: 2},
 		{name: "last page", service: fakeapi.HubSpot, op: "list_contacts", pages: 5,
 			hook:    func(w http.ResponseWriter, r *http.Request) bool { hubspotPage(w, []int{1}, "-"); return true },
-			wantIDs: "1", wantStopped: StopLastPage, wantPages: 1, wantRequests: 1},
+			wantIDs: "1", wantStopped: api.StopLastPage, wantPages: 1, wantRequests: 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -478,7 +480,7 @@ func TestPaginateGuards(t *testing.T) {
 				args = "{}"
 			}
 			res, err := env.eng.Run(context.Background(), Call{Service: tt.service, Op: tt.op, Args: json.RawMessage(args),
-				Credential: Credential{Secret: Secret(fakeapi.Token(tt.service))}, Pages: tt.pages})
+				Credential: Credential{Secret: secret.Secret(fakeapi.Token(tt.service))}, Pages: tt.pages})
 			if err != nil {
 				t.Fatalf("Run: %v", err)
 			}
@@ -525,9 +527,9 @@ func TestPaginatePagesArg(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			env.fake.Reset()
 			_, err := env.eng.Run(context.Background(), Call{Service: tt.service, Op: tt.op, Args: json.RawMessage(`{}`),
-				Credential: Credential{Secret: Secret(fakeapi.Token(tt.service))}, Pages: tt.pages})
+				Credential: Credential{Secret: secret.Secret(fakeapi.Token(tt.service))}, Pages: tt.pages})
 			he, ok := err.(*Error)
-			if !ok || he.Code != CodeBadArgs || !strings.Contains(he.Message, tt.want) {
+			if !ok || he.Code != api.CodeBadArgs || !strings.Contains(he.Message, tt.want) {
 				t.Fatalf("err %v, want bad_args with %q", err, tt.want)
 			}
 			if n := len(env.fake.Requests()); n != 0 {
@@ -542,14 +544,14 @@ func TestPaginatePagesArg(t *testing.T) {
 func TestPaginateResultCap(t *testing.T) {
 	env := newEnv(t, func(c *Config) { c.MaxResultBytes = 4 << 10 })
 	res, err := env.eng.Run(context.Background(), Call{Service: fakeapi.Stripe, Op: "list_customers", Args: json.RawMessage(`{"limit":5}`),
-		Credential: Credential{Secret: Secret(fakeapi.Token(fakeapi.Stripe))}, Pages: 10})
+		Credential: Credential{Secret: secret.Secret(fakeapi.Token(fakeapi.Stripe))}, Pages: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(res.Data) > 4<<10 {
 		t.Fatalf("result is %d bytes, over the 4096-byte cap", len(res.Data))
 	}
-	if res.Stopped != StopResultCap || res.Next == nil || res.Pages < 1 || res.Pages >= 10 {
+	if res.Stopped != api.StopResultCap || res.Next == nil || res.Pages < 1 || res.Pages >= 10 {
 		t.Fatalf("stopped %q after %d pages with next %s; want result_cap with next", res.Stopped, res.Pages, res.Next)
 	}
 	ids := itemIDs(t, res.Data, "id")

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/elevenmessenger/pinned/host/api"
 	"github.com/elevenmessenger/pinned/internal/testing/testutil"
 )
 
@@ -30,7 +31,7 @@ func TestPoolWaitCancelIsCanceled(t *testing.T) {
 	time.AfterFunc(200*time.Millisecond, cancel)
 	_, err := env.runWith(ctx, "github", "list_issues", `{"attack":"after_result"}`, Credential{Secret: "x"})
 	<-done
-	if err == nil || err.Code != CodeCanceled {
-		t.Errorf("a caller's cancel while waiting for an instance gave %v, want %s", err, CodeCanceled)
+	if err == nil || err.Code != api.CodeCanceled {
+		t.Errorf("a caller's cancel while waiting for an instance gave %v, want %s", err, api.CodeCanceled)
 	}
 }

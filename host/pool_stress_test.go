@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/elevenmessenger/pinned/host/api"
 )
 
 // TestPoolStressIsolation (found by the red team; it guards the fix): concurrent ops on a small pool mixing markers,
@@ -32,7 +34,7 @@ func TestPoolStressIsolation(t *testing.T) {
 				}
 				_, err := env.runWith(ctx, "github", "list_issues", `{"attack":"`+a+`"}`, Credential{Secret: "x"})
 				cancel()
-				if err != nil && err.Code != CodeUpstreamError && err.Code != CodeTimeout && err.Code != CodeCanceled && !(a == "scribble" && err.Code == CodeSandboxError) && err.Code != CodeSandboxError {
+				if err != nil && err.Code != api.CodeUpstreamError && err.Code != api.CodeTimeout && err.Code != api.CodeCanceled && !(a == "scribble" && err.Code == api.CodeSandboxError) && err.Code != api.CodeSandboxError {
 					mu.Lock()
 					bad = append(bad, a+": "+err.Error())
 					mu.Unlock()
@@ -47,7 +49,7 @@ func TestPoolStressIsolation(t *testing.T) {
 	if len(bad) > 0 {
 		t.Fatalf("unexpected errors: %v", bad)
 	}
-	if _, err := env.run("github", "list_issues", `{"attack":"write_then_read"}`); err != nil && err.Code != CodeUpstreamError {
+	if _, err := env.run("github", "list_issues", `{"attack":"write_then_read"}`); err != nil && err.Code != api.CodeUpstreamError {
 		t.Fatal(err)
 	}
 	t.Logf("resets %d discards %d", env.eng.sb.Stats().Resets, env.eng.sb.Stats().Discards)

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/elevenmessenger/pinned/host/api"
 	"github.com/elevenmessenger/pinned/host/internal/egress"
 	"github.com/elevenmessenger/pinned/host/internal/sandbox"
 	"github.com/elevenmessenger/pinned/internal/testing/wasmtest"
@@ -177,17 +178,21 @@ func TestRawGuestIsolation(t *testing.T) {
 			if rej != nil {
 				t.Fatal(rej)
 			}
-			st := sandbox.NewState(append(append([]byte(nil), p.prefix...), args...), p.op, p.policy, p.bind, want, 16, 64)
-			if err := inst.Run(context.Background(), st); err != nil {
+			st, err := inst.Run(context.Background(), sandbox.Call{
+				Input: append(append([]byte(nil), p.prefix...), args...), Op: p.op,
+				Admit:    func(r *egress.Request) api.DenyReason { return egress.Admit(p.policy, p.bind, want, r) },
+				MaxCalls: 16, MaxLogBytes: 64,
+			})
+			if err != nil {
 				t.Fatal(err)
 			}
 			switch {
-			case st.Outcome() == sandbox.OutcomeAccepted:
-				owners = append(owners, strings.Split(st.Request().URL(), "/")[4])
-			case st.Outcome() == sandbox.OutcomeDenied && st.Deny() == egress.DenyNotBound:
+			case st.Outcome == sandbox.OutcomeAccepted:
+				owners = append(owners, strings.Split(st.Request.URL(), "/")[4])
+			case st.Outcome == sandbox.OutcomeDenied && st.Deny == api.DenyNotBound:
 				owners = append(owners, "found") // the unbound request
 			default:
-				t.Fatalf("outcome %v %s", st.Outcome(), st.Deny())
+				t.Fatalf("outcome %v %s", st.Outcome, st.Deny)
 			}
 		}
 		if owners[1] != "found" {
@@ -207,10 +212,10 @@ func TestRawGuestIsolation(t *testing.T) {
 					args = rawArgsWrite // this op leaves the marker; the next one looks
 				}
 				_, err := env.run("github", "list_issues", args)
-				if err != nil && err.Deny == egress.DenyNotBound {
+				if err != nil && err.Deny == api.DenyNotBound {
 					t.Fatalf("op %d observed the marker op %d left (it sent the request for owner found)", i, i-1)
 				}
-				if err != nil && err.Code != CodeUpstreamError {
+				if err != nil && err.Code != api.CodeUpstreamError {
 					t.Fatal(err)
 				}
 				reqs := env.fake.Requests()

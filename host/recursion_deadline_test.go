@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/elevenmessenger/pinned/host/api"
 	"github.com/elevenmessenger/pinned/internal/testing/wasmtest"
 )
 
@@ -67,8 +68,8 @@ func TestDeadlineEndsTreeRecursion(t *testing.T) {
 			_, err := env.run("github", "list_issues", honestArgs["github.list_issues"])
 			d := time.Since(start)
 			t.Logf("op: %v after %v (deadline %v)", err, d, timeout)
-			if err == nil || err.Code != CodeTimeout {
-				t.Errorf("op: %v, want code %s", err, CodeTimeout)
+			if err == nil || err.Code != api.CodeTimeout {
+				t.Errorf("op: %v, want code %s", err, api.CodeTimeout)
 			}
 			if d > timeout+time.Second {
 				t.Errorf("the op ran %v, past its %v deadline: loop-free recursion is never interrupted", d, timeout)

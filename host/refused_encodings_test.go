@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/elevenmessenger/pinned/host/api"
 	"github.com/elevenmessenger/pinned/internal/testing/wasmtest"
 )
 
@@ -87,7 +88,7 @@ func TestPaddedBulkOpcodeCharged(t *testing.T) {
 	run = append(run, 0x0c, 0x00, 0x0b, 0x41, 0x00)
 	d, err, gc := runPastDeadline(t, yieldGuest(512, run), timeout)
 	t.Logf("op: %v after %v (deadline %v); longest stall %v", err, d, timeout, gc)
-	if err == nil || err.Code != CodeTimeout || d > timeout+500*time.Millisecond {
+	if err == nil || err.Code != api.CodeTimeout || d > timeout+500*time.Millisecond {
 		t.Errorf("op: %v after %v, want a timeout near %v", err, d, timeout)
 	}
 }

@@ -1,17 +1,10 @@
 package host
 
 import (
-	"bytes"
 	"encoding/json"
-	"fmt"
 
-	"github.com/elevenmessenger/pinned/host/internal/egress"
 	"github.com/elevenmessenger/pinned/registry"
 )
-
-// Redacted replaces the value of an arg the manifest marks secret
-// wherever Render shows it (and in the audit event's target).
-const Redacted = egress.Redacted
 
 // Request is the request an op's args bind it to (request binding,
 // host/internal/egress): what the host
@@ -65,70 +58,44 @@ type Header struct {
 // the request they bind the op to, built by the same code that checks the
 // guest's request. Nothing is sent, no guest runs and no credential is
 // needed. The value of every arg the manifest marks secret is shown as
-// Redacted (in the URL, percent-encoded there as "[redacted]" too, the
-// body and the confirm sentence).
+// secret.Redacted (in the URL, percent-encoded there as "[redacted]" too,
+// the body and the confirm sentence).
 //
 // The egress policy's checks of every request's shape apply as well; the
 // one a Render result can fail is the size cap (abi.MaxRequestBytes for
 // the request as the guest submits it), reachable only with args near
 // DefaultMaxArgsBytes that a template repeats.
 //
-// The error is an *Error: CodeUnknownOp, CodeBadArgs (Arg and Message as
-// Run gives them), or CodeSandboxError when the op cannot be prepared.
-func Render(m *registry.Manifest, opName string, args json.RawMessage) (*Request, *Error) {
-	return render(m, opName, args, true)
+// The error is an *Error: api.CodeUnknownOp, api.CodeBadArgs (Arg and
+// Message as Run gives them), or api.CodeSandboxError when the op cannot
+// be prepared.
+func Render(m *registry.Manifest, opName string, args json.RawMessage) (*Request, error) {
+	r, herr := render(m, opName, args, true)
+	if herr != nil {
+		return nil, herr
+	}
+	return r, nil
 }
 
 // render is Render; with redact false, secret values are shown as they
 // are (for tests comparing with what a provider receives).
 func render(m *registry.Manifest, opName string, args json.RawMessage, redact bool) (*Request, *Error) {
-	op, b, want, herr := bindFor(m, opName, args, 0)
+	p, herr := prepareOp(m, opName)
 	if herr != nil {
 		return nil, herr
 	}
-	rr := b.Render(want, redact)
-	r := &Request{Method: op.Method, URL: "https://" + m.Host + rr.Target, Headers: []Header{},
+	_, want, herr := p.bindArgs(args, DefaultMaxArgsBytes)
+	if herr != nil {
+		return nil, herr
+	}
+	rr := p.bind.Render(want, redact)
+	r := &Request{Method: p.op.Method, URL: "https://" + m.Host + rr.Target, Headers: []Header{},
 		ContentType: rr.ContentType, Body: rr.Body}
 	for _, h := range rr.Headers {
 		r.Headers = append(r.Headers, Header{Name: h[0], Value: h[1]})
 	}
-	if op.Confirm != "" {
-		r.Confirm, _, r.Sends = consent(m, op, b, want, redact)
+	if p.op.Confirm != "" {
+		r.Confirm, _, r.Sends = consent(p, want, redact)
 	}
 	return r, nil
-}
-
-// bindFor prepares the binding of the op opName of m and binds args to
-// it, as Run does before any guest runs. maxArgsBytes 0 means
-// DefaultMaxArgsBytes; empty args are {}.
-func bindFor(m *registry.Manifest, opName string, args json.RawMessage, maxArgsBytes int) (*registry.Op, *egress.Binding, *egress.Bound, *Error) {
-	op, ok := m.Op(opName)
-	if !ok {
-		return nil, nil, nil, newError(CodeUnknownOp, fmt.Sprintf("service %s has no op %q (ops: %s)", m.ID, opName, joinNames(m.OpNames())))
-	}
-	if maxArgsBytes <= 0 {
-		maxArgsBytes = DefaultMaxArgsBytes
-	}
-	if len(bytes.TrimSpace(args)) == 0 {
-		args = json.RawMessage("{}")
-	}
-	if len(args) > maxArgsBytes {
-		return nil, nil, nil, &Error{Code: CodeBadArgs, Message: fmt.Sprintf("args are larger than %d bytes", maxArgsBytes)}
-	}
-	prefix, err := egress.InputPrefix(m, op)
-	if err != nil {
-		return nil, nil, nil, &Error{Code: CodeSandboxError, Message: "op cannot be prepared", cause: err}
-	}
-	b, err := egress.NewBinding(m, op, prefix)
-	if err != nil {
-		return nil, nil, nil, &Error{Code: CodeSandboxError, Message: "op cannot be prepared", cause: err}
-	}
-	want, rej := b.Bind(args)
-	if rej != nil {
-		return nil, nil, nil, badArgs(&prepared{m: m, op: op, name: opName}, rej.Reason, rej.Arg)
-	}
-	if herr := refuseHidden(op, b, want); herr != nil {
-		return nil, nil, nil, herr
-	}
-	return op, b, want, nil
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"testing/fstest"
 
+	"github.com/elevenmessenger/pinned/host/api"
 	"github.com/elevenmessenger/pinned/host/internal/egress"
 	"github.com/elevenmessenger/pinned/internal/demo/fakeapi"
 	"github.com/elevenmessenger/pinned/registry"
@@ -145,7 +146,7 @@ func TestRender(t *testing.T) {
 		op      string
 		args    string
 		want    *Request
-		code    Code
+		code    api.Code
 		message string
 		arg     string
 	}{
@@ -175,16 +176,17 @@ func TestRender(t *testing.T) {
 				Headers:     []Header{{"Accept", "application/json"}},
 				ContentType: "application/json", Body: `{"name":"db","label":"x-db","on":false,"k":[1,2.5,null,false]}`,
 				Confirm: "[Render test] Store db?", Sends: []Shown{{"on", "false"}}}},
-		{name: "bad args: missing", m: github, op: "create_issue", args: `{"owner":"octo"}`, code: CodeBadArgs, arg: "repo", message: `arg "repo" is required`},
-		{name: "bad args: above max", m: github, op: "list_repos", args: `{"per_page":101}`, code: CodeBadArgs, arg: "per_page", message: `arg "per_page" must be at most 100`},
-		{name: "bad args: undeclared", m: github, op: "list_repos", args: `{"per_pgae":1}`, code: CodeBadArgs, arg: "per_pgae"},
-		{name: "bad args: not JSON", m: github, op: "list_repos", args: `{per_page:1}`, code: CodeBadArgs, message: "args must be a JSON object with unique keys"},
-		{name: "bad args: too large", m: github, op: "list_repos", args: `{"sort":"` + strings.Repeat("a", DefaultMaxArgsBytes) + `"}`, code: CodeBadArgs, message: "args are larger than"},
-		{name: "unknown op", m: github, op: "list_repo", args: `{}`, code: CodeUnknownOp, message: `service github has no op "list_repo"`},
+		{name: "bad args: missing", m: github, op: "create_issue", args: `{"owner":"octo"}`, code: api.CodeBadArgs, arg: "repo", message: `arg "repo" is required`},
+		{name: "bad args: above max", m: github, op: "list_repos", args: `{"per_page":101}`, code: api.CodeBadArgs, arg: "per_page", message: `arg "per_page" must be at most 100`},
+		{name: "bad args: undeclared", m: github, op: "list_repos", args: `{"per_pgae":1}`, code: api.CodeBadArgs, arg: "per_pgae"},
+		{name: "bad args: not JSON", m: github, op: "list_repos", args: `{per_page:1}`, code: api.CodeBadArgs, message: "args must be a JSON object with unique keys"},
+		{name: "bad args: too large", m: github, op: "list_repos", args: `{"sort":"` + strings.Repeat("a", DefaultMaxArgsBytes) + `"}`, code: api.CodeBadArgs, message: "args are larger than"},
+		{name: "unknown op", m: github, op: "list_repo", args: `{}`, code: api.CodeUnknownOp, message: `service github has no op "list_repo"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, herr := Render(tt.m, tt.op, json.RawMessage(tt.args))
+			got, err := Render(tt.m, tt.op, json.RawMessage(tt.args))
+			herr := asError(t, err)
 			if tt.code != "" {
 				if herr == nil {
 					t.Fatalf("got %+v, want %s", got, tt.code)
@@ -194,7 +196,7 @@ func TestRender(t *testing.T) {
 				}
 				// The same answer as ValidateArgs (what Run gives before
 				// any guest runs).
-				if v := ValidateArgs(tt.m, tt.op, json.RawMessage(tt.args), 0); v == nil || v.Code != herr.Code || v.Message != herr.Message || v.Arg != herr.Arg {
+				if v := asError(t, ValidateArgs(tt.m, tt.op, json.RawMessage(tt.args), 0)); v == nil || v.Code != herr.Code || v.Message != herr.Message || v.Arg != herr.Arg {
 					t.Errorf("ValidateArgs says %v, Render %v", v, herr)
 				}
 				return
@@ -230,10 +232,15 @@ func TestRenderIsBound(t *testing.T) {
 		if herr != nil {
 			t.Fatal(herr)
 		}
-		_, b, want, herr := bindFor(m, tc.op, json.RawMessage(tc.args), 0)
+		p, herr := prepareOp(m, tc.op)
 		if herr != nil {
 			t.Fatal(herr)
 		}
+		_, want, herr := p.bindArgs(json.RawMessage(tc.args), DefaultMaxArgsBytes)
+		if herr != nil {
+			t.Fatal(herr)
+		}
+		b := p.bind
 		if !b.Check(want, checkedRequestFor(t, m, tc.op, r, r.Body), m.Host) {
 			t.Errorf("%s %s: the rendered request fails the binding check: %+v", tc.op, tc.args, r)
 		}

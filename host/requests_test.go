@@ -12,9 +12,10 @@ import (
 	"testing"
 	"testing/fstest"
 
-	"github.com/elevenmessenger/pinned/host/internal/egress"
+	"github.com/elevenmessenger/pinned/host/api"
 	"github.com/elevenmessenger/pinned/internal/demo/fakeapi"
 	"github.com/elevenmessenger/pinned/registry"
+	"github.com/elevenmessenger/pinned/secret"
 )
 
 // What each op puts on the wire, asserted byte for byte against what the
@@ -410,15 +411,15 @@ func TestOpRequests(t *testing.T) {
 			if !ok {
 				t.Fatalf("service %s has no op %q", row.service, row.op)
 			}
-			secret := fakeapi.Token(row.service)
-			cred := Credential{Kind: row.kind, Secret: Secret(secret)}
-			wantAuth := "Bearer " + secret
+			token := fakeapi.Token(row.service)
+			cred := Credential{Kind: row.kind, Secret: secret.Secret(token)}
+			wantAuth := "Bearer " + token
 			if row.oauth {
-				secret = fakeapi.OAuthToken(row.service)
-				cred = Credential{Kind: "oauth", Secret: Secret(secret)}
-				wantAuth = "Bearer " + secret
+				token = fakeapi.OAuthToken(row.service)
+				cred = Credential{Kind: "oauth", Secret: secret.Secret(token)}
+				wantAuth = "Bearer " + token
 			} else if m.Auth.Scheme == registry.SchemeNone {
-				wantAuth = secret
+				wantAuth = token
 			}
 
 			env.fake.Reset()
@@ -466,7 +467,7 @@ func TestOpRequests(t *testing.T) {
 			if row.check != nil {
 				row.check(t, res)
 			}
-			env.assertNoLeak(t, res, nil, secret)
+			env.assertNoLeak(t, res, nil, token)
 		})
 	}
 
@@ -735,8 +736,8 @@ func TestOpRequestsPathEncoding(t *testing.T) {
 	tests := []struct {
 		name, args  string
 		path, query string
-		code        Code
-		deny        DenyReason
+		code        api.Code
+		deny        api.DenyReason
 		arg         string
 	}{
 		{name: "space, unicode and sub-delims are encoded", args: `{"owner":"a b","repo":"ü&=+;:@,$!'()*~._-"}`,
@@ -748,12 +749,12 @@ func TestOpRequestsPathEncoding(t *testing.T) {
 		{name: "a dotted name is not a dot segment", args: `{"owner":"...","repo":".x"}`,
 			path: "/repos/.../.x", query: "fixed=a%20b%2Cc"},
 		{name: "a slash in a segment is refused by the egress policy", args: `{"owner":"a/b","repo":"r"}`,
-			code: CodeEgressDenied, deny: egress.DenyEncodedSlash},
+			code: api.CodeEgressDenied, deny: api.DenyEncodedSlash},
 		{name: "a backslash in a segment is refused by the egress policy", args: `{"owner":"a\\b","repo":"r"}`,
-			code: CodeEgressDenied, deny: egress.DenyEncodedSlash},
-		{name: "dot-dot segment is a bad arg", args: `{"owner":"..","repo":"r"}`, code: CodeBadArgs, arg: "owner"},
-		{name: "dot segment is a bad arg", args: `{"owner":"o","repo":"."}`, code: CodeBadArgs, arg: "repo"},
-		{name: "empty segment is a bad arg", args: `{"owner":"","repo":"r"}`, code: CodeBadArgs, arg: "owner"},
+			code: api.CodeEgressDenied, deny: api.DenyEncodedSlash},
+		{name: "dot-dot segment is a bad arg", args: `{"owner":"..","repo":"r"}`, code: api.CodeBadArgs, arg: "owner"},
+		{name: "dot segment is a bad arg", args: `{"owner":"o","repo":"."}`, code: api.CodeBadArgs, arg: "repo"},
+		{name: "empty segment is a bad arg", args: `{"owner":"","repo":"r"}`, code: api.CodeBadArgs, arg: "owner"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -770,7 +771,7 @@ func TestOpRequestsPathEncoding(t *testing.T) {
 				return
 			}
 			// The repository does not exist: the fake's own 404.
-			if herr == nil || herr.Code != CodeUpstreamError || herr.Status != 404 || herr.Message != "Not Found" {
+			if herr == nil || herr.Code != api.CodeUpstreamError || herr.Status != 404 || herr.Message != "Not Found" {
 				t.Fatalf("got %+v, want the fake's 404", herr)
 			}
 			if len(reqs) != 1 {
@@ -784,7 +785,7 @@ func TestOpRequestsPathEncoding(t *testing.T) {
 }
 
 // TestOpBadArgs: every kind of arg violation is refused in the sandbox
-// with CodeBadArgs, the arg, and a message the host writes from the
+// with api.CodeBadArgs, the arg, and a message the host writes from the
 // manifest; nothing reaches the provider.
 func TestOpBadArgs(t *testing.T) {
 	t.Parallel()
@@ -883,7 +884,7 @@ func TestOpBadArgs(t *testing.T) {
 			if herr == nil {
 				t.Fatalf("ran: %s", res.Data)
 			}
-			if herr.Code != CodeBadArgs || herr.Arg != tt.arg || herr.Message != tt.msg || herr.Status != 0 {
+			if herr.Code != api.CodeBadArgs || herr.Arg != tt.arg || herr.Message != tt.msg || herr.Status != 0 {
 				t.Errorf("got code %s arg %q status %d\n  message %q\nwant code bad_args arg %q\n  message %q",
 					herr.Code, herr.Arg, herr.Status, herr.Message, tt.arg, tt.msg)
 			}

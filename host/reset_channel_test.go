@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/elevenmessenger/pinned/host/api"
 	"github.com/elevenmessenger/pinned/internal/testing/testutil"
 )
 
@@ -81,7 +82,7 @@ func pageFaultAttempt(t *testing.T, iso string, poolSize int) bool {
 		if r < 2 {
 			bit = r // at least one of each
 		}
-		if _, err := env.run("github", "list_issues", `{"attack":"send:`+strconv.Itoa(r)+`:`+strconv.Itoa(bit)+`"}`); err != nil && err.Code != CodeUpstreamError {
+		if _, err := env.run("github", "list_issues", `{"attack":"send:`+strconv.Itoa(r)+`:`+strconv.Itoa(bit)+`"}`); err != nil && err.Code != api.CodeUpstreamError {
 			t.Fatalf("sender: %v", err)
 		}
 		got := 0
@@ -136,7 +137,7 @@ func leakFinding(t *testing.T, env *testEnv, harness string) string {
 	t.Helper()
 	env.fake.Reset()
 	before := len(env.guestOutput())
-	if _, err := env.run("github", "list_issues", harness); err != nil && err.Code != CodeUpstreamError {
+	if _, err := env.run("github", "list_issues", harness); err != nil && err.Code != api.CodeUpstreamError {
 		t.Fatalf("%s: %v", harness, err)
 	}
 	if n := len(env.fake.Requests()); n != 1 {

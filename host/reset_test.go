@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/elevenmessenger/pinned/host/api"
 )
 
 // TestResetRestoresState proves the reset strategy directly: after ops
@@ -33,7 +35,7 @@ func TestResetRestoresState(t *testing.T) {
 			for round := 0; round < 3; round++ {
 				for _, a := range args {
 					resets := env.eng.sb.Stats().Resets
-					if _, err := env.run("github", "list_issues", a); err != nil && err.Code != CodeUpstreamError && !(a == `{"attack":"scribble"}` && err.Code == CodeSandboxError) {
+					if _, err := env.run("github", "list_issues", a); err != nil && err.Code != api.CodeUpstreamError && !(a == `{"attack":"scribble"}` && err.Code == api.CodeSandboxError) {
 						t.Fatalf("%s: %v", a, err)
 					}
 					// get waits for the (asynchronous) reset: the one
@@ -85,7 +87,7 @@ func TestPoolFirstInstanceIsTemplate(t *testing.T) {
 	var lines []string
 	for i := 0; i < 4; i++ {
 		before := len(env.guestOutput())
-		if _, err := env.run("github", "list_issues", honestArgs["github.list_issues"]); err != nil && err.Code != CodeUpstreamError {
+		if _, err := env.run("github", "list_issues", honestArgs["github.list_issues"]); err != nil && err.Code != api.CodeUpstreamError {
 			t.Fatal(err)
 		}
 		lines = append(lines, strings.TrimSpace(env.guestOutput()[before:]))

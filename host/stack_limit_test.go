@@ -9,6 +9,7 @@ import (
 	"testing/fstest"
 	"time"
 
+	"github.com/elevenmessenger/pinned/host/api"
 	"github.com/elevenmessenger/pinned/internal/testing/testutil"
 	"github.com/elevenmessenger/pinned/internal/testing/wasmtest"
 	"github.com/elevenmessenger/pinned/registry"
@@ -59,9 +60,9 @@ func TestPooledStackNotRetained(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if _, err := env.run("github", "list_issues", honestArgs["github.list_issues"]); err == nil || err.Code != CodeSandboxError {
+			if _, err := env.run("github", "list_issues", honestArgs["github.list_issues"]); err == nil || err.Code != api.CodeSandboxError {
 				failed.Add(1)
-				t.Errorf("op: %v, want %s", err, CodeSandboxError)
+				t.Errorf("op: %v, want %s", err, api.CodeSandboxError)
 			}
 		}()
 	}
@@ -100,8 +101,8 @@ func TestOpStackBoundedOutsideMemoryLimit(t *testing.T) {
 		runtime.ReadMemStats(&after)
 		alloc := after.TotalAlloc - before.TotalAlloc
 		t.Logf("one op: %v; Go heap allocated: %d MiB (memory limit 1 MiB)", err, alloc>>20)
-		if err == nil || err.Code != CodeSandboxError {
-			t.Fatalf("op: %v, want %s (no request)", err, CodeSandboxError)
+		if err == nil || err.Code != api.CodeSandboxError {
+			t.Fatalf("op: %v, want %s (no request)", err, api.CodeSandboxError)
 		}
 		if alloc > ceiling {
 			t.Fatalf("one op allocated %d MiB, over wazero's stack ceiling", alloc>>20)
@@ -140,8 +141,8 @@ func TestOpStackBoundedOutsideMemoryLimit(t *testing.T) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					if _, err := env.run("github", "list_issues", honestArgs["github.list_issues"]); err == nil || err.Code != CodeSandboxError {
-						t.Errorf("op: %v, want %s", err, CodeSandboxError)
+					if _, err := env.run("github", "list_issues", honestArgs["github.list_issues"]); err == nil || err.Code != api.CodeSandboxError {
+						t.Errorf("op: %v, want %s", err, api.CodeSandboxError)
 					}
 				}()
 			}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/elevenmessenger/pinned/internal/demo/fakeapi"
 	"github.com/elevenmessenger/pinned/internal/testing/wasmtest"
+	"github.com/elevenmessenger/pinned/secret"
 )
 
 // tableGrowGuest's run grows a funcref table (declared with no maximum)
@@ -58,7 +59,7 @@ func TestTableGrowCannotKillProcess(t *testing.T) {
 			return
 		}
 		defer eng.Close(context.Background())
-		_, err = eng.Run(context.Background(), Call{Service: "github", Op: "list_issues", Args: json.RawMessage(`{}`), Credential: Credential{Secret: Secret(fakeapi.Token("github"))}})
+		_, err = eng.Run(context.Background(), Call{Service: "github", Op: "list_issues", Args: json.RawMessage(`{}`), Credential: Credential{Secret: secret.Secret(fakeapi.Token("github"))}})
 		t.Logf("op: %v", err)
 		os.Stdout.WriteString("CHILD-SURVIVED\n")
 		return
@@ -125,7 +126,7 @@ func TestTablesWithinMemoryLimit(t *testing.T) {
 	defer eng.Close(context.Background())
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	_, herr := eng.Run(context.Background(), Call{Service: "github", Op: "list_issues", Args: json.RawMessage(`{}`), Credential: Credential{Secret: Secret(fakeapi.Token("github"))}})
+	_, herr := eng.Run(context.Background(), Call{Service: "github", Op: "list_issues", Args: json.RawMessage(`{}`), Credential: Credential{Secret: secret.Secret(fakeapi.Token("github"))}})
 	runtime.ReadMemStats(&after)
 	grew := after.TotalAlloc - before.TotalAlloc
 	t.Logf("op: %v; Go heap allocated during the op: %d MiB (memory limit 32 MiB)", herr, grew>>20)

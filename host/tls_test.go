@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/elevenmessenger/pinned/host/api"
 )
 
 // selfSigned returns a certificate for the given DNS names and its PEM.
@@ -97,7 +99,7 @@ func TestTLS(t *testing.T) {
 				}
 				return
 			}
-			if herr == nil || herr.Code != CodeUpstreamUnreachable {
+			if herr == nil || herr.Code != api.CodeUpstreamUnreachable {
 				t.Fatalf("got %v, want upstream_unreachable", herr)
 			}
 			// The message is the host's own sentence, never Go error text.

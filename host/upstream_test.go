@@ -11,8 +11,10 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/elevenmessenger/pinned/host/api"
 	"github.com/elevenmessenger/pinned/host/internal/upstream"
 	"github.com/elevenmessenger/pinned/internal/demo/fakeapi"
+	"github.com/elevenmessenger/pinned/secret"
 )
 
 // Upstream answers the host maps to errors: each provider's error
@@ -65,8 +67,8 @@ func assertCleanMessage(t *testing.T, herr *Error) {
 			}
 		}
 	}
-	if len(herr.Message) > MaxErrorMessageBytes {
-		t.Errorf("message is %d bytes, over %d", len(herr.Message), MaxErrorMessageBytes)
+	if len(herr.Message) > api.MaxMessageBytes {
+		t.Errorf("message is %d bytes, over %d", len(herr.Message), api.MaxMessageBytes)
 	}
 	if !utf8.ValidString(herr.Message) {
 		t.Errorf("message is not valid UTF-8: %q", herr.Message)
@@ -90,96 +92,96 @@ func TestUpstreamErrors(t *testing.T) {
 	}{
 		// Each provider's own envelope, from the fake's native behavior.
 		{name: "github 404 native", service: "github", op: "get_repo", args: `{"owner":"pinned-tester","repo":"no-such-repo"}`,
-			want: Error{Code: CodeUpstreamError, Status: 404, Message: "Not Found"}},
+			want: Error{Code: api.CodeUpstreamError, Status: 404, Message: "Not Found"}},
 		{name: "github 404 synthetic", service: "github", op: "get_viewer", args: `{}`,
 			hook: answer(404, `{"message":"Not Found","documentation_url":"https://docs.github.com/rest/`+leakMarker+`","status":"404"}`),
-			want: Error{Code: CodeUpstreamError, Status: 404, Message: "Not Found"}},
+			want: Error{Code: api.CodeUpstreamError, Status: 404, Message: "Not Found"}},
 		{name: "github 422 validation", service: "github", op: "create_issue", args: `{"owner":"pinned-tester","repo":"notes","title":" "}`,
-			want: Error{Code: CodeUpstreamError, Status: 422, Message: "Validation Failed (code: missing_field; field: title; resource: Issue)"}},
+			want: Error{Code: api.CodeUpstreamError, Status: 422, Message: "Validation Failed (code: missing_field; field: title; resource: Issue)"}},
 		{name: "stripe 400 native uses error.message", service: "stripe", op: "list_charges", args: `{"starting_after":"ch_doesnotexist"}`,
-			want: Error{Code: CodeUpstreamError, Status: 400, Message: "No such charge: 'ch_doesnotexist'"}},
+			want: Error{Code: api.CodeUpstreamError, Status: 400, Message: "No such charge: 'ch_doesnotexist'"}},
 		{name: "stripe 402 card error", service: "stripe", op: "create_customer", args: `{"email":"a@example.com"}`,
 			hook: answer(402, `{"error":{"code":"card_declined","decline_code":"`+leakMarker+`","message":"Your card was declined.","type":"card_error"}}`),
-			want: Error{Code: CodeUpstreamError, Status: 402, Message: "Your card was declined."}},
+			want: Error{Code: api.CodeUpstreamError, Status: 402, Message: "Your card was declined."}},
 		{name: "stripe top-level message is not its error path", service: "stripe", op: "get_balance", args: `{}`,
 			hook: answer(400, `{"message":"`+leakMarker+`"}`),
-			want: Error{Code: CodeUpstreamError, Status: 400, Message: "Bad Request"}},
+			want: Error{Code: api.CodeUpstreamError, Status: 400, Message: "Bad Request"}},
 		{name: "hubspot 404 native", service: "hubspot", op: "get_contact", args: `{"contact_id":"99999999"}`,
-			want: Error{Code: CodeUpstreamError, Status: 404, Message: "Object not found.  objectId are usually numeric."}},
+			want: Error{Code: api.CodeUpstreamError, Status: 404, Message: "Object not found.  objectId are usually numeric."}},
 		{name: "hubspot 404 synthetic envelope", service: "hubspot", op: "get_viewer", args: `{}`,
 			hook: answer(404, `{"status":"error","message":"Resource not found","correlationId":"`+leakMarker+`","category":"OBJECT_NOT_FOUND"}`),
-			want: Error{Code: CodeUpstreamError, Status: 404, Message: "Resource not found"}},
+			want: Error{Code: api.CodeUpstreamError, Status: 404, Message: "Resource not found"}},
 		{name: "hubspot 409 native conflict", service: "hubspot", op: "create_contact", args: `{"email":"$EMAIL"}`,
-			want: Error{Code: CodeUpstreamError, Status: 409, Message: "Contact already exists. Existing ID: $ID"}},
+			want: Error{Code: api.CodeUpstreamError, Status: 409, Message: "Contact already exists. Existing ID: $ID"}},
 		{name: "dnsimple 422 synthetic", service: "dnsimple", op: "register_domain", args: `{"account":1385,"domain":"pinned-four.com","registrant_id":1}`,
 			hook: answer(422, `{"message":"Validation failed","errors":{"registrant_id":["is invalid"],"name":["can't be blank","is too short"]},"debug":"`+leakMarker+`"}`),
-			want: Error{Code: CodeUpstreamError, Status: 422, Message: "Validation failed (name: can't be blank; name: is too short; registrant_id: is invalid)"}},
+			want: Error{Code: api.CodeUpstreamError, Status: 422, Message: "Validation failed (name: can't be blank; name: is too short; registrant_id: is invalid)"}},
 		{name: "dnsimple 400 native validation details", service: "dnsimple", op: "register_domain", args: `{"account":1385,"domain":"pinned-four.com","registrant_id":1}`,
-			want: Error{Code: CodeUpstreamError, Status: 400, Message: "Validation failed (registrant_id: is invalid)"}},
+			want: Error{Code: api.CodeUpstreamError, Status: 400, Message: "Validation failed (registrant_id: is invalid)"}},
 		{name: "details capped with the message", service: "dnsimple", op: "get_viewer", args: `{}`,
 			hook: answer(400, `{"message":"Validation failed","errors":{"name":["`+longMsg+`"]}}`),
-			want: Error{Code: CodeUpstreamError, Status: 400, Message: "Validation failed (name: " + strings.Repeat("x", MaxErrorMessageBytes-len("Validation failed (name: ")-len("…")) + "…"}},
+			want: Error{Code: api.CodeUpstreamError, Status: 400, Message: "Validation failed (name: " + strings.Repeat("x", api.MaxMessageBytes-len("Validation failed (name: ")-len("…")) + "…"}},
 		{name: "details that are not JSON text are left out", service: "dnsimple", op: "get_viewer", args: `{}`,
 			hook: answer(400, `{"message":"Bad","errors":{"x":[1,{"y":null}]`),
-			want: Error{Code: CodeUpstreamError, Status: 400, Message: "Bad"}},
+			want: Error{Code: api.CodeUpstreamError, Status: 400, Message: "Bad"}},
 		{name: "dnsimple 404 native", service: "dnsimple", op: "list_zone_records", args: `{"account":1385,"zone":"no-such-zone.com"}`,
-			want: Error{Code: CodeUpstreamError, Status: 404, Message: "Zone `no-such-zone.com` not found"}},
+			want: Error{Code: api.CodeUpstreamError, Status: 404, Message: "Zone `no-such-zone.com` not found"}},
 		{name: "dnsimple 400 native", service: "dnsimple", op: "register_domain", args: `{"account":1385,"domain":"abc.com","registrant_id":2715}`,
-			want: Error{Code: CodeUpstreamError, Status: 400, Message: "The domain `abc.com` is not available for registration"}},
+			want: Error{Code: api.CodeUpstreamError, Status: 400, Message: "The domain `abc.com` is not available for registration"}},
 		{name: "linear 400 errors array", service: "linear", op: "get_viewer", args: `{}`,
 			hook: answer(400, `{"errors":[{"message":"Cannot query field","extensions":{"code":"GRAPHQL_VALIDATION_FAILED","x":"`+leakMarker+`"}},{"message":"second"}]}`),
-			want: Error{Code: CodeUpstreamError, Status: 400, Message: "Cannot query field"}},
+			want: Error{Code: api.CodeUpstreamError, Status: 400, Message: "Cannot query field"}},
 
 		// Bodies without a usable message fall back to the status text.
 		{name: "non-JSON 500", service: "github", op: "get_viewer", args: `{}`,
 			hook: answer(500, "<html><body>"+leakMarker+" stack trace</body></html>", "Content-Type", "text/html"),
-			want: Error{Code: CodeUpstreamError, Status: 500, Message: "Internal Server Error"}},
+			want: Error{Code: api.CodeUpstreamError, Status: 500, Message: "Internal Server Error"}},
 		{name: "plain-text 503", service: "stripe", op: "get_balance", args: `{}`,
 			hook: answer(503, leakMarker+" upstream connect error", "Content-Type", "text/plain"),
-			want: Error{Code: CodeUpstreamError, Status: 503, Message: "Service Unavailable"}},
+			want: Error{Code: api.CodeUpstreamError, Status: 503, Message: "Service Unavailable"}},
 		{name: "empty 502", service: "hubspot", op: "get_viewer", args: `{}`,
 			hook: answer(502, ""),
-			want: Error{Code: CodeUpstreamError, Status: 502, Message: "Bad Gateway"}},
+			want: Error{Code: api.CodeUpstreamError, Status: 502, Message: "Bad Gateway"}},
 		{name: "status without a text", service: "dnsimple", op: "get_viewer", args: `{}`,
 			hook: answer(599, `{"error":"`+leakMarker+`"}`),
-			want: Error{Code: CodeUpstreamError, Status: 599, Message: "HTTP 599"}},
+			want: Error{Code: api.CodeUpstreamError, Status: 599, Message: "HTTP 599"}},
 		{name: "message that is not a string", service: "github", op: "get_viewer", args: `{}`,
 			hook: answer(400, `{"message":{"text":"`+leakMarker+`"}}`),
-			want: Error{Code: CodeUpstreamError, Status: 400, Message: "Bad Request"}},
+			want: Error{Code: api.CodeUpstreamError, Status: 400, Message: "Bad Request"}},
 		{name: "blank message", service: "github", op: "get_viewer", args: `{}`,
 			hook: answer(400, `{"message":"  \n\t "}`),
-			want: Error{Code: CodeUpstreamError, Status: 400, Message: "Bad Request"}},
+			want: Error{Code: api.CodeUpstreamError, Status: 400, Message: "Bad Request"}},
 
 		// Capping and cleaning.
 		{name: "message over 1 KiB is capped with an ellipsis", service: "github", op: "get_viewer", args: `{}`,
 			hook: answer(400, `{"message":"`+longMsg+`","documentation_url":"`+leakMarker+`"}`),
-			want: Error{Code: CodeUpstreamError, Status: 400, Message: strings.Repeat("x", MaxErrorMessageBytes-len("…")) + "…"}},
+			want: Error{Code: api.CodeUpstreamError, Status: 400, Message: strings.Repeat("x", api.MaxMessageBytes-len("…")) + "…"}},
 		{name: "multi-byte message is cut on a rune boundary", service: "github", op: "get_viewer", args: `{}`,
 			hook: answer(400, `{"message":"`+longUTF8+`"}`),
-			want: Error{Code: CodeUpstreamError, Status: 400, Message: strings.Repeat("é", (MaxErrorMessageBytes-len("…"))/2) + "…"}},
+			want: Error{Code: api.CodeUpstreamError, Status: 400, Message: strings.Repeat("é", (api.MaxMessageBytes-len("…"))/2) + "…"}},
 		{name: "message that fits is kept whole", service: "github", op: "get_viewer", args: `{}`,
-			hook: answer(400, `{"message":"`+strings.Repeat("y", MaxErrorMessageBytes-len("…"))+`"}`),
-			want: Error{Code: CodeUpstreamError, Status: 400, Message: strings.Repeat("y", MaxErrorMessageBytes-len("…"))}},
+			hook: answer(400, `{"message":"`+strings.Repeat("y", api.MaxMessageBytes-len("…"))+`"}`),
+			want: Error{Code: api.CodeUpstreamError, Status: 400, Message: strings.Repeat("y", api.MaxMessageBytes-len("…"))}},
 		{name: "control characters are stripped", service: "github", op: "get_viewer", args: `{}`,
 			hook: answer(400, `{"message":"line1\nline2\r\n\ttab\u0000nul\u001b[31mred\u007fdel"}`),
-			want: Error{Code: CodeUpstreamError, Status: 400, Message: "line1 line2   tab nul [31mred del"}},
+			want: Error{Code: api.CodeUpstreamError, Status: 400, Message: "line1 line2   tab nul [31mred del"}},
 		{name: "C1 control characters are stripped too", service: "github", op: "get_viewer", args: `{}`,
 			hook: answer(400, `{"message":"a\u009b31mb\u0085c"}`),
-			want: Error{Code: CodeUpstreamError, Status: 400, Message: "a 31mb c"}},
+			want: Error{Code: api.CodeUpstreamError, Status: 400, Message: "a 31mb c"}},
 		{name: "bidi overrides and marks are stripped", service: "github", op: "get_viewer", args: `{}`,
 			hook: answer(400, `{"message":"pay \u202egnp.exe\u202c to \u2066x\u2069\u200f."}`),
-			want: Error{Code: CodeUpstreamError, Status: 400, Message: "pay  gnp.exe  to  x  ."}},
+			want: Error{Code: api.CodeUpstreamError, Status: 400, Message: "pay  gnp.exe  to  x  ."}},
 		// The error details are upstream text too, keys included: the
 		// same display rule and the same credential redaction apply.
 		{name: "details keys and values get the display rule", service: "dnsimple", op: "get_viewer", args: `{}`,
 			hook: answer(400, `{"message":"Validation failed","errors":{"na\u202eme":["line1\nline2 \u200bx\u001b[2J"]}}`),
-			want: Error{Code: CodeUpstreamError, Status: 400, Message: "Validation failed (na me: line1 line2  x [2J)"}},
+			want: Error{Code: api.CodeUpstreamError, Status: 400, Message: "Validation failed (na me: line1 line2  x [2J)"}},
 		{name: "a details value echoing the credential is redacted", service: "dnsimple", op: "get_viewer", args: `{}`,
 			hook: answer(400, `{"message":"Bad","errors":{"token":["`+fakeapi.Token(fakeapi.DNSimple)+`"]}}`),
-			want: Error{Code: CodeUpstreamError, Status: 400, Message: "Bad (token: [redacted]"}},
+			want: Error{Code: api.CodeUpstreamError, Status: 400, Message: "Bad (token: [redacted]"}},
 		{name: "a details key echoing the credential is redacted", service: "dnsimple", op: "get_viewer", args: `{}`,
 			hook: answer(400, `{"message":"Bad","errors":{"`+fakeapi.Token(fakeapi.DNSimple)+`":["is not valid"]}}`),
-			want: Error{Code: CodeUpstreamError, Status: 400, Message: "Bad [redacted] is not valid)"}},
+			want: Error{Code: api.CodeUpstreamError, Status: 400, Message: "Bad [redacted] is not valid)"}},
 	}
 
 	// A contact that exists, for the native 409.
@@ -263,7 +265,7 @@ func TestUpstreamUnauthorized(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cred := Credential{Kind: tt.kind, Secret: Secret(tt.secret)}
+			cred := Credential{Kind: tt.kind, Secret: secret.Secret(tt.secret)}
 			args := `{}`
 			if tt.op == "list_domains" {
 				args = `{"account":1385}`
@@ -284,7 +286,7 @@ func TestUpstreamUnauthorized(t *testing.T) {
 			if herr == nil {
 				t.Fatalf("got success %s", res.Data)
 			}
-			assertError(t, herr, Error{Code: CodeUpstreamError, Status: tt.status, Message: tt.msg})
+			assertError(t, herr, Error{Code: api.CodeUpstreamError, Status: tt.status, Message: tt.msg})
 			reqs := env.fake.Requests()
 			if len(reqs) != 1 {
 				t.Fatalf("the fake received %d requests, want 1", len(reqs))
@@ -316,7 +318,7 @@ func TestUpstreamRateLimits(t *testing.T) {
 	tests := []struct {
 		name, service, op, args string
 		hook                    func() func(http.ResponseWriter, *http.Request) bool // built when the case runs
-		code                    Code
+		code                    api.Code
 		status                  int
 		retryMin, retryMax      int
 		msg                     string // for non-rate-limit answers
@@ -325,83 +327,83 @@ func TestUpstreamRateLimits(t *testing.T) {
 			hook: func() func(http.ResponseWriter, *http.Request) bool {
 				return answer(429, `{"message":"`+leakMarker+`"}`, "Retry-After", "7")
 			},
-			code: CodeRateLimited, status: 429, retryMin: 7, retryMax: 7},
+			code: api.CodeRateLimited, status: 429, retryMin: 7, retryMax: 7},
 		{name: "429 Retry-After HTTP-date", service: "stripe", op: "list_customers", args: `{}`,
 			hook: func() func(http.ResponseWriter, *http.Request) bool {
 				return answer(429, `{"error":{"message":"Too many requests"}}`, "Retry-After", time.Now().Add(30*time.Second).UTC().Format(http.TimeFormat))
 			},
-			code: CodeRateLimited, status: 429, retryMin: 28, retryMax: 31},
+			code: api.CodeRateLimited, status: 429, retryMin: 28, retryMax: 31},
 		{name: "429 Retry-After zero waits at least a second", service: "hubspot", op: "list_contacts", args: `{}`,
 			hook: func() func(http.ResponseWriter, *http.Request) bool {
 				return answer(429, `{"status":"error","message":"You have reached your ten_secondly_rolling limit.","category":"RATE_LIMITS"}`, "Retry-After", "0")
 			},
-			code: CodeRateLimited, status: 429, retryMin: 1, retryMax: 1},
+			code: api.CodeRateLimited, status: 429, retryMin: 1, retryMax: 1},
 		{name: "429 Retry-After is capped at a day", service: "dnsimple", op: "get_viewer", args: `{}`,
 			hook: func() func(http.ResponseWriter, *http.Request) bool {
 				return answer(429, `{"message":"slow down"}`, "Retry-After", "999999999")
 			},
-			code: CodeRateLimited, status: 429, retryMin: 86400, retryMax: 86400},
+			code: api.CodeRateLimited, status: 429, retryMin: 86400, retryMax: 86400},
 		{name: "429 without Retry-After defaults to 60", service: "hubspot", op: "get_viewer", args: `{}`,
 			hook: func() func(http.ResponseWriter, *http.Request) bool {
 				return answer(429, `{"status":"error","message":"rate"}`)
 			},
-			code: CodeRateLimited, status: 429, retryMin: 60, retryMax: 60},
+			code: api.CodeRateLimited, status: 429, retryMin: 60, retryMax: 60},
 		{name: "github 403 secondary limit with Retry-After", service: "github", op: "create_issue",
 			args: `{"owner":"pinned-tester","repo":"notes","title":"t"}`,
 			hook: func() func(http.ResponseWriter, *http.Request) bool {
 				return answer(403, `{"message":"You have exceeded a secondary rate limit. Please wait a few minutes before you try again.","documentation_url":"`+leakMarker+`"}`,
 					"Retry-After", "60")
 			},
-			code: CodeRateLimited, status: 403, retryMin: 60, retryMax: 60},
+			code: api.CodeRateLimited, status: 403, retryMin: 60, retryMax: 60},
 		{name: "github 403 quota exhausted, X-RateLimit-Reset in epoch seconds", service: "github", op: "get_viewer", args: `{}`,
 			hook: func() func(http.ResponseWriter, *http.Request) bool {
 				return answer(403, `{"message":"API rate limit exceeded for user ID 1."}`,
 					"X-RateLimit-Limit", "5000", "X-RateLimit-Remaining", "0", "X-RateLimit-Used", "5000",
 					"X-RateLimit-Reset", strconv.FormatInt(time.Now().Add(120*time.Second).Unix(), 10))
 			},
-			code: CodeRateLimited, status: 403, retryMin: 118, retryMax: 121},
+			code: api.CodeRateLimited, status: 403, retryMin: 118, retryMax: 121},
 		{name: "github 429 quota exhausted, X-RateLimit-Reset in epoch seconds", service: "github", op: "get_viewer", args: `{}`,
 			hook: func() func(http.ResponseWriter, *http.Request) bool {
 				return answer(429, `{"message":"API rate limit exceeded"}`,
 					"X-RateLimit-Remaining", "0", "X-RateLimit-Reset", strconv.FormatInt(time.Now().Add(300*time.Second).Unix(), 10))
 			},
-			code: CodeRateLimited, status: 429, retryMin: 298, retryMax: 301},
+			code: api.CodeRateLimited, status: 429, retryMin: 298, retryMax: 301},
 		{name: "linear 400 RATELIMITED, X-RateLimit-Requests-Reset in epoch ms", service: "linear", op: "list_issues", args: `{}`,
 			hook: func() func(http.ResponseWriter, *http.Request) bool {
 				return answer(400, `{"errors":[{"message":"Rate limit exceeded","extensions":{"code":"RATELIMITED","type":"ratelimited"}}]}`,
 					"X-RateLimit-Requests-Limit", "1500", "X-RateLimit-Requests-Remaining", "0",
 					"X-RateLimit-Requests-Reset", strconv.FormatInt(time.Now().Add(45*time.Second).UnixMilli(), 10))
 			},
-			code: CodeRateLimited, status: 400, retryMin: 44, retryMax: 46},
+			code: api.CodeRateLimited, status: 400, retryMin: 44, retryMax: 46},
 		{name: "linear 200 RATELIMITED in a later error", service: "linear", op: "get_viewer", args: `{}`,
 			hook: func() func(http.ResponseWriter, *http.Request) bool {
 				return answer(200, `{"data":null,"errors":[{"message":"other"},{"message":"Rate limit exceeded","extensions":{"code":"RATELIMITED"}}]}`,
 					"X-RateLimit-Requests-Reset", strconv.FormatInt(time.Now().Add(10*time.Second).UnixMilli(), 10))
 			},
-			code: CodeRateLimited, status: 200, retryMin: 9, retryMax: 11},
+			code: api.CodeRateLimited, status: 200, retryMin: 9, retryMax: 11},
 		{name: "plain 403 is not a rate limit", service: "github", op: "get_viewer", args: `{}`,
 			hook: func() func(http.ResponseWriter, *http.Request) bool {
 				return answer(403, `{"message":"Resource not accessible by personal access token","documentation_url":"`+leakMarker+`"}`)
 			},
-			code: CodeUpstreamError, status: 403, msg: "Resource not accessible by personal access token"},
+			code: api.CodeUpstreamError, status: 403, msg: "Resource not accessible by personal access token"},
 		{name: "github 403 with quota left is not a rate limit", service: "github", op: "get_viewer", args: `{}`,
 			hook: func() func(http.ResponseWriter, *http.Request) bool {
 				return answer(403, `{"message":"Must have admin rights to Repository."}`,
 					"X-RateLimit-Remaining", "4999", "X-RateLimit-Reset", strconv.FormatInt(time.Now().Add(time.Hour).Unix(), 10))
 			},
-			code: CodeUpstreamError, status: 403, msg: "Must have admin rights to Repository."},
+			code: api.CodeUpstreamError, status: 403, msg: "Must have admin rights to Repository."},
 		{name: "linear 400 other GraphQL error is not a rate limit", service: "linear", op: "get_viewer", args: `{}`,
 			hook: func() func(http.ResponseWriter, *http.Request) bool {
 				return answer(400, `{"errors":[{"message":"Rate limit exceeded? no","extensions":{"code":"INVALID_INPUT"}}]}`,
 					"X-RateLimit-Requests-Reset", strconv.FormatInt(time.Now().Add(time.Minute).UnixMilli(), 10))
 			},
-			code: CodeUpstreamError, status: 400, msg: "Rate limit exceeded? no"},
+			code: api.CodeUpstreamError, status: 400, msg: "Rate limit exceeded? no"},
 		{name: "RATELIMITED code on a non-GraphQL service is not a rate limit", service: "github", op: "get_viewer", args: `{}`,
 			hook: func() func(http.ResponseWriter, *http.Request) bool {
 				return answer(400, `{"message":"Bad","errors":[{"extensions":{"code":"RATELIMITED"}}]}`)
 			},
 			// GitHub's manifest names "errors" as its error_details path.
-			code: CodeUpstreamError, status: 400, msg: "Bad (code: RATELIMITED)"},
+			code: api.CodeUpstreamError, status: 400, msg: "Bad (code: RATELIMITED)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -412,11 +414,11 @@ func TestUpstreamRateLimits(t *testing.T) {
 			if herr == nil {
 				t.Fatalf("got success %s", res.Data)
 			}
-			if tt.code != CodeRateLimited {
+			if tt.code != api.CodeRateLimited {
 				assertError(t, herr, Error{Code: tt.code, Status: tt.status, Message: tt.msg})
 				return
 			}
-			if herr.Code != CodeRateLimited || herr.Status != tt.status || herr.RetryAfter < tt.retryMin || herr.RetryAfter > tt.retryMax {
+			if herr.Code != api.CodeRateLimited || herr.Status != tt.status || herr.RetryAfter < tt.retryMin || herr.RetryAfter > tt.retryMax {
 				t.Errorf("got code %s status %d retry %d, want rate_limited status %d retry in [%d, %d]",
 					herr.Code, herr.Status, herr.RetryAfter, tt.status, tt.retryMin, tt.retryMax)
 			}
@@ -443,19 +445,19 @@ func TestUpstreamGraphQLErrors(t *testing.T) {
 		data                    string // on success
 	}{
 		{name: "linear get_issue of a missing issue (native)", service: "linear", op: "get_issue", args: `{"id":"ENG-99999"}`,
-			want: &Error{Code: CodeUpstreamError, Status: 200, Message: "Entity not found: Issue"}},
+			want: &Error{Code: api.CodeUpstreamError, Status: 200, Message: "Entity not found: Issue"}},
 		{name: "linear create_issue in a missing team (native)", service: "linear", op: "create_issue",
 			args: `{"team_id":"00000000-0000-4000-8000-000000000000","title":"x"}`,
-			want: &Error{Code: CodeUpstreamError, Status: 200, Message: "Entity not found: Team"}},
+			want: &Error{Code: api.CodeUpstreamError, Status: 200, Message: "Entity not found: Team"}},
 		{name: "first error's message", service: "linear", op: "list_teams", args: `{}`,
 			hook: answer(200, `{"data":{"teams":{"nodes":[{"id":"`+leakMarker+`"}]}},"errors":[{"message":"first problem","path":["teams"]},{"message":"second problem"}]}`),
-			want: &Error{Code: CodeUpstreamError, Status: 200, Message: "first problem"}},
+			want: &Error{Code: api.CodeUpstreamError, Status: 200, Message: "first problem"}},
 		{name: "errors without a message", service: "linear", op: "get_viewer", args: `{}`,
 			hook: answer(200, `{"data":null,"errors":[{"extensions":{"code":"`+leakMarker+`"}}]}`),
-			want: &Error{Code: CodeUpstreamError, Status: 200, Message: "the provider answered with GraphQL errors"}},
+			want: &Error{Code: api.CodeUpstreamError, Status: 200, Message: "the provider answered with GraphQL errors"}},
 		{name: "GraphQL error message is capped and cleaned", service: "linear", op: "get_viewer", args: `{}`,
 			hook: answer(200, `{"errors":[{"message":"bad\u0007`+strings.Repeat("z", 2000)+`"}]}`),
-			want: &Error{Code: CodeUpstreamError, Status: 200, Message: "bad " + strings.Repeat("z", MaxErrorMessageBytes-len("…")-4) + "…"}},
+			want: &Error{Code: api.CodeUpstreamError, Status: 200, Message: "bad " + strings.Repeat("z", api.MaxMessageBytes-len("…")-4) + "…"}},
 		{name: "empty errors array is a success", service: "linear", op: "get_viewer", args: `{}`,
 			hook: answer(200, `{"data":{"viewer":{"id":"u1","name":"N","secret":"`+leakMarker+`"}},"errors":[]}`),
 			data: `{"id":"u1","name":"N"}`},
@@ -519,46 +521,44 @@ func TestUpstreamBodies(t *testing.T) {
 			env.fake.SetHandler(answer(200, body, "Content-Type", "text/html"))
 			defer env.fake.SetHandler(nil)
 			_, herr := env.run("github", "get_viewer", `{}`)
-			assertError(t, herr, Error{Code: CodeUpstreamInvalid, Status: 200, Message: "the provider's answer is not valid JSON"})
+			assertError(t, herr, Error{Code: api.CodeUpstreamInvalid, Status: 200, Message: "the provider's answer is not valid JSON"})
 		})
 	}
 	t.Run("201 non-JSON on a write", func(t *testing.T) {
 		env.fake.SetHandler(answer(201, "created "+leakMarker, "Content-Type", "text/plain"))
 		defer env.fake.SetHandler(nil)
 		_, herr := env.run("hubspot", "create_contact", `{"email":"new.one@example.org"}`)
-		assertError(t, herr, Error{Code: CodeUpstreamInvalid, Status: 201, Message: "the provider's answer is not valid JSON"})
+		assertError(t, herr, Error{Code: api.CodeUpstreamInvalid, Status: 201, Message: "the provider's answer is not valid JSON"})
 	})
 }
 
-// TestUpstreamKindsMapped: every kind of upstream failure maps to its own
-// code (the kinds mirror the codes an exchange can end with one to one),
-// so no failure reaches a caller under another kind's code.
-func TestUpstreamKindsMapped(t *testing.T) {
-	want := map[upstream.Kind]Code{
-		upstream.KindDenied: CodeEgressDenied, upstream.KindTimeout: CodeTimeout, upstream.KindCanceled: CodeCanceled,
-		upstream.KindUnreachable: CodeUpstreamUnreachable, upstream.KindError: CodeUpstreamError,
-		upstream.KindInvalid: CodeUpstreamInvalid, upstream.KindTooLarge: CodeUpstreamTooLarge,
-		upstream.KindResultTooLarge: CodeResultTooLarge, upstream.KindRateLimited: CodeRateLimited,
+// TestUpstreamCodesPassThrough: an upstream failure reaches the caller
+// under the code the exchange gave it, with every field as it was: the
+// codes an exchange can end with are distinct codes of the host's
+// vocabulary, so no failure reaches a caller under another's code.
+func TestUpstreamCodesPassThrough(t *testing.T) {
+	known := map[api.Code]bool{}
+	for _, c := range api.Codes() {
+		known[c] = true
 	}
-	seen := map[Code]upstream.Kind{}
-	for _, k := range upstream.Kinds() {
-		c := upstreamCode(k)
-		if c != want[k] {
-			t.Errorf("kind %d maps to %q, want %q", k, c, want[k])
+	seen := map[api.Code]bool{}
+	for _, c := range upstream.Codes() {
+		if !known[c] {
+			t.Errorf("upstream code %q is not in api.Codes", c)
 		}
-		if prev, ok := seen[c]; ok {
-			t.Errorf("kinds %d and %d both map to %q", prev, k, c)
+		if seen[c] {
+			t.Errorf("upstream code %q listed twice", c)
 		}
-		seen[c] = k
+		seen[c] = true
+		f := &upstream.Failure{Code: c, Message: "m", Status: 429, RetryAfter: 7,
+			Deny: api.DenyReason("d"), Applied: api.AppliedNo, Cause: fmt.Errorf("cause")}
+		got := upstreamError(f)
+		if got.Code != c || got.Message != "m" || got.Status != 429 || got.RetryAfter != 7 ||
+			got.Deny != "d" || got.Applied != api.AppliedNo || got.Cause() != f.Cause {
+			t.Errorf("upstreamError(%+v) = %+v", f, got)
+		}
 	}
-	if len(upstream.Kinds()) != len(want) {
-		t.Errorf("%d kinds, %d mapped here: a new kind needs its code", len(upstream.Kinds()), len(want))
-	}
-	f := &upstream.Failure{Kind: upstream.KindRateLimited, Message: "m", Status: 429, RetryAfter: 7,
-		Deny: DenyReason("d"), Applied: AppliedNo, Cause: fmt.Errorf("cause")}
-	got := upstreamError(f)
-	if got.Code != CodeRateLimited || got.Message != "m" || got.Status != 429 || got.RetryAfter != 7 ||
-		got.Deny != "d" || got.Applied != AppliedNo || got.Cause() != f.Cause {
-		t.Errorf("upstreamError(%+v) = %+v", f, got)
+	if len(seen) != 9 {
+		t.Errorf("%d upstream codes, want the 9 an exchange can end with", len(seen))
 	}
 }

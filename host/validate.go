@@ -14,10 +14,19 @@ import (
 // a grant that could never run). maxArgsBytes is the engine's
 // Config.MaxArgsBytes (0 means DefaultMaxArgsBytes); empty args are {}.
 //
-// It returns nil when the args pass, else an *Error with CodeUnknownOp or
-// CodeBadArgs (Arg and Message as Run would give them), or CodeSandboxError if
-// the op cannot be prepared at all.
-func ValidateArgs(m *registry.Manifest, opName string, args json.RawMessage, maxArgsBytes int) *Error {
-	_, _, _, herr := bindFor(m, opName, args, maxArgsBytes)
-	return herr
+// It returns nil when the args pass, else an *Error with
+// api.CodeUnknownOp or api.CodeBadArgs (Arg and Message as Run would give
+// them), or api.CodeSandboxError if the op cannot be prepared at all.
+func ValidateArgs(m *registry.Manifest, opName string, args json.RawMessage, maxArgsBytes int) error {
+	p, herr := prepareOp(m, opName)
+	if herr != nil {
+		return herr
+	}
+	if maxArgsBytes <= 0 {
+		maxArgsBytes = DefaultMaxArgsBytes
+	}
+	if _, _, herr := p.bindArgs(args, maxArgsBytes); herr != nil {
+		return herr
+	}
+	return nil
 }

@@ -4,12 +4,14 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/elevenmessenger/pinned/host/api"
 )
 
-// TestPublicValuesStable: the wire values of Applied and StopReason are
-// part of the API and the host's doc names each beside its constant;
-// their one home is an internal package (host/internal/upstream,
-// host/internal/paginate), where a rename would change host's API unnoticed.
+// TestPublicValuesStable: the wire values of api.Applied and
+// api.StopReason are part of the API, each named beside its constant in
+// host/api, and docs/API.md has a row for each: a rename would change the
+// API unnoticed.
 // This pins them, and docs/API.md's tables ("Writes that happened",
 // "Pages") list each one.
 func TestPublicValuesStable(t *testing.T) {
@@ -20,12 +22,12 @@ func TestPublicValuesStable(t *testing.T) {
 	values := []struct {
 		got, want string
 	}{
-		{string(AppliedYes), "yes"}, {string(AppliedMaybe), "maybe"}, {string(AppliedNo), "no"},
-		{string(StopLastPage), "last_page"}, {string(StopPages), "pages"}, {string(StopResultCap), "result_cap"},
-		{string(StopPageFailed), "page_failed"}, {string(StopRepeatedCursor), "repeated_cursor"},
-		{string(StopCursorCycle), "cursor_cycle"}, {string(StopEmptyPages), "empty_pages"},
-		{string(StopEmptyCursor), "empty_cursor"}, {string(StopLinkRefused), "link_refused"},
-		{string(StopCursorInvalid), "cursor_invalid"}, {string(StopTimeLimit), "time_limit"},
+		{string(api.AppliedYes), "yes"}, {string(api.AppliedMaybe), "maybe"}, {string(api.AppliedNo), "no"},
+		{string(api.StopLastPage), "last_page"}, {string(api.StopPages), "pages"}, {string(api.StopResultCap), "result_cap"},
+		{string(api.StopPageFailed), "page_failed"}, {string(api.StopRepeatedCursor), "repeated_cursor"},
+		{string(api.StopCursorCycle), "cursor_cycle"}, {string(api.StopEmptyPages), "empty_pages"},
+		{string(api.StopEmptyCursor), "empty_cursor"}, {string(api.StopLinkRefused), "link_refused"},
+		{string(api.StopCursorInvalid), "cursor_invalid"}, {string(api.StopTimeLimit), "time_limit"},
 	}
 	for _, v := range values {
 		if v.got != v.want {

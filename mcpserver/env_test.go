@@ -13,6 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/elevenmessenger/pinned/sidecar/api"
+
+	"github.com/elevenmessenger/pinned/secret"
+
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
@@ -21,8 +25,6 @@ import (
 	"github.com/elevenmessenger/pinned/host"
 	"github.com/elevenmessenger/pinned/internal/connstore"
 	"github.com/elevenmessenger/pinned/internal/demo/fakeapi"
-	"github.com/elevenmessenger/pinned/internal/flow"
-	"github.com/elevenmessenger/pinned/internal/rotate"
 	"github.com/elevenmessenger/pinned/internal/testing/testutil"
 	"github.com/elevenmessenger/pinned/sidecar"
 	"github.com/elevenmessenger/pinned/sidecar/grant"
@@ -107,8 +109,8 @@ type envOpts struct {
 	conns     []connstore.Connection
 	tools     string
 	maxResult int
-	refresher rotate.Refresher
-	allow     []flow.Allow
+	refresher api.Refresher
+	allow     []api.Flow
 	prom      *prometheus.Registry
 }
 
@@ -276,8 +278,8 @@ func errorCode(t *testing.T, res *mcp.CallToolResult) string {
 }
 
 var (
-	ghWrite     = connstore.Connection{Service: "github", Cap: connstore.CapWrite, Kind: grant.KindPAT, Token: grant.Secret(fakeapi.Token("github")), Viewer: "pinned-tester"}
-	stripeRead  = connstore.Connection{Service: "stripe", Cap: connstore.CapRead, Kind: grant.KindPAT, Token: grant.Secret(fakeapi.Token("stripe")), Viewer: "acct_x"}
+	ghWrite     = connstore.Connection{Service: "github", Cap: connstore.CapWrite, Kind: grant.KindPAT, Token: secret.Secret(fakeapi.Token("github")), Viewer: "pinned-tester"}
+	stripeRead  = connstore.Connection{Service: "stripe", Cap: connstore.CapRead, Kind: grant.KindPAT, Token: secret.Secret(fakeapi.Token("stripe")), Viewer: "acct_x"}
 	issueArgs   = map[string]any{"owner": "pinned-tester", "repo": "notes", "title": "Hello from MCP", "body": "via pinned mcp"}
 	issueSpoken = "[GitHub: owner \"pinned-tester\", repo \"notes\"] Open an issue titled \"Hello from MCP\" in pinned-tester/notes?\nAlso sent:\n- body: via pinned mcp"
 )

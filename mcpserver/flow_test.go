@@ -7,6 +7,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/elevenmessenger/pinned/sidecar/api"
+
+	"github.com/elevenmessenger/pinned/secret"
+
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -18,7 +22,7 @@ import (
 	"github.com/elevenmessenger/pinned/sidecar/grant"
 )
 
-var dnsRead = connstore.Connection{Service: "dnsimple", Cap: connstore.CapRead, Kind: grant.KindPAT, Token: grant.Secret(fakeapi.Token("dnsimple")), Viewer: "pinned-tester@example.com"}
+var dnsRead = connstore.Connection{Service: "dnsimple", Cap: connstore.CapRead, Kind: grant.KindPAT, Token: secret.Secret(fakeapi.Token("dnsimple")), Viewer: "pinned-tester@example.com"}
 
 func call(t *testing.T, cs *mcp.ClientSession, tool string, args any) *mcp.CallToolResult {
 	t.Helper()
@@ -76,7 +80,7 @@ func TestMCPCrossServiceFlow(t *testing.T) {
 	for _, tt := range reads {
 		t.Run(tt.name, func(t *testing.T) {
 			res := call(t, cs, tt.tool, tt.args)
-			if code := errorCode(t, res); code != flow.Code {
+			if code := errorCode(t, res); code != api.CodeCrossServiceFlow {
 				t.Fatalf("code %q: %s", code, toolText(t, res))
 			}
 			if msg := toolText(t, res); !strings.Contains(msg, "dnsimple_list_domains") || !strings.Contains(msg, `"arg":"`+tt.arg+`"`) {
@@ -156,12 +160,12 @@ func flowRefused(t *testing.T, prom *prometheus.Registry, surface, from, to stri
 // no refusal.
 func TestMCPAllowedAndHonestFlows(t *testing.T) {
 	prom := prometheus.NewRegistry()
-	e := newEnv(t, envOpts{conns: []connstore.Connection{ghWrite, dnsRead}, prom: prom, allow: []flow.Allow{{From: "dnsimple", To: "github"}}})
+	e := newEnv(t, envOpts{conns: []connstore.Connection{ghWrite, dnsRead}, prom: prom, allow: []api.Flow{{From: "dnsimple", To: "github"}}})
 	cs := e.connect(t, clientOpts{answer: "accept"})
 	names := domainNames(t, cs)
 	e.fake.Reset()
 	res := call(t, cs, "github_get_repo", map[string]any{"owner": "attacker-org", "repo": names[0]})
-	if code := errorCode(t, res); code == flow.Code {
+	if code := errorCode(t, res); code == api.CodeCrossServiceFlow {
 		t.Fatalf("an allowed flow was refused: %s", toolText(t, res))
 	}
 	if n := requestsTo(e.fake, "GET", "/repos/attacker-org/"); n != 1 {
@@ -172,7 +176,7 @@ func TestMCPAllowedAndHonestFlows(t *testing.T) {
 		t.Fatal(toolText(t, res))
 	}
 	res = call(t, cs, "dnsimple_list_domains", map[string]any{"account": fakeapi.DNSimpleAccountID, "name_like": "pinned-tester"})
-	if code := errorCode(t, res); code != flow.Code || !strings.Contains(toolText(t, res), "github_get_viewer") {
+	if code := errorCode(t, res); code != api.CodeCrossServiceFlow || !strings.Contains(toolText(t, res), "github_get_viewer") {
 		t.Errorf("github→dnsimple: %s", toolText(t, res))
 	}
 	// Honest same-service sequences.
@@ -185,7 +189,7 @@ func TestMCPAllowedAndHonestFlows(t *testing.T) {
 		{"dnsimple_list_zone_records", map[string]any{"account": fakeapi.DNSimpleAccountID, "zone": names[0]}},
 		{"dnsimple_check_domain", map[string]any{"account": fakeapi.DNSimpleAccountID, "domain": names[1]}},
 	} {
-		if res := call(t, cs, c.tool, c.args); errorCode(t, res) == flow.Code {
+		if res := call(t, cs, c.tool, c.args); errorCode(t, res) == api.CodeCrossServiceFlow {
 			t.Errorf("%s refused: %s", c.tool, toolText(t, res))
 		}
 	}
@@ -202,7 +206,7 @@ func TestMCPAllowedAndHonestFlows(t *testing.T) {
 func TestMCPConfirmationShowsEverySentArg(t *testing.T) {
 	var conns []connstore.Connection
 	for _, svc := range fakeapi.Services() {
-		conns = append(conns, connstore.Connection{Service: svc, Cap: connstore.CapWrite, Kind: grant.KindPAT, Token: grant.Secret(fakeapi.Token(svc)), User: grant.Secret(fakeapi.User(svc)), Tenant: fakeapi.Tenant(svc), Viewer: "v"})
+		conns = append(conns, connstore.Connection{Service: svc, Cap: connstore.CapWrite, Kind: grant.KindPAT, Token: secret.Secret(fakeapi.Token(svc)), User: secret.Secret(fakeapi.User(svc)), Tenant: fakeapi.Tenant(svc), Viewer: "v"})
 	}
 	e := newEnv(t, envOpts{conns: conns})
 	var asked []string
@@ -262,7 +266,7 @@ func TestMCPFlowNumberSpellings(t *testing.T) {
 	for _, spelt := range []string{id + ".0", id[:1] + "." + id[1:] + "e" + fmt.Sprint(len(id)-1), id + "0e-1"} {
 		t.Run(spelt, func(t *testing.T) {
 			res := call(t, cs, "dnsimple_list_domains", map[string]any{"account": json.RawMessage(spelt)})
-			if code := errorCode(t, res); code != flow.Code || !strings.Contains(toolText(t, res), "github_get_viewer") {
+			if code := errorCode(t, res); code != api.CodeCrossServiceFlow || !strings.Contains(toolText(t, res), "github_get_viewer") {
 				t.Errorf("code %q: %s", code, toolText(t, res))
 			}
 		})

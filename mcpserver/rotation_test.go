@@ -9,6 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/elevenmessenger/pinned/sidecar/api"
+
+	"github.com/elevenmessenger/pinned/secret"
+
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/elevenmessenger/pinned/broker"
@@ -23,7 +27,7 @@ const testInstanceToken = "mcpserver-test-instance-token-0123456789"
 
 // newBroker starts a real broker for GitHub (the fake's default client)
 // and returns the sidecar's client to it.
-func newBroker(t *testing.T, fake *fakeapi.Server) rotate.Refresher {
+func newBroker(t *testing.T, fake *fakeapi.Server) api.Refresher {
 	t.Helper()
 	srv := httptest.NewUnstartedServer(nil)
 	u := "http://" + srv.Listener.Addr().String()
@@ -67,7 +71,7 @@ func TestRotatedPairRestored(t *testing.T) {
 	access, refresh, exp := mintPair(t, fake, 9*time.Hour) // 8-hour tokens: expired an hour ago
 	conn := connstore.Connection{
 		Service: "github", Cap: connstore.CapRead, Kind: grant.KindOAuth,
-		Token: grant.Secret(access), Refresh: grant.Secret(refresh), TokenExpiresAt: exp.UTC().Format(time.RFC3339),
+		Token: secret.Secret(access), Refresh: secret.Secret(refresh), TokenExpiresAt: exp.UTC().Format(time.RFC3339),
 	}
 	e := newEnv(t, envOpts{conns: []connstore.Connection{conn}, refresher: newBroker(t, fake)})
 	cs := e.connect(t, clientOpts{answer: "accept"})

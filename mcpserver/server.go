@@ -49,6 +49,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/elevenmessenger/pinned/sidecar/api"
+
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rs/zerolog"
 
@@ -82,7 +84,7 @@ const (
 	CodeResultTooLarge = "result_too_large" // the projected data is over MaxResultBytes
 	CodeBadArguments   = "bad_args"         // the arguments are not one strict JSON object (or, compact, not {op, args})
 	CodeStoreFailed    = "store_failed"     // the connection store cannot be read
-	CodeFlowLimit      = flow.CodeLimit     // the session recorded as much as it may of what services returned; the result is withheld
+	CodeFlowLimit      = api.CodeFlowLimit  // the session recorded as much as it may of what services returned; the result is withheld
 )
 
 // Config configures a Server. Sidecar and Store are required.
@@ -115,7 +117,7 @@ type Config struct {
 	// From returned earlier in the session. Every other read carrying
 	// another service's value is refused (cross_service_flow); a write is
 	// confirmed with where its values came from.
-	AllowFlows []flow.Allow
+	AllowFlows []api.Flow
 	// MaxFlowBytes bounds what one session records of the values services
 	// returned (flow.DefaultMaxBytes when 0); past it, results are
 	// withheld (flow_limit).
@@ -317,6 +319,16 @@ func toolError(code, msg string, extra map[string]any) *mcp.CallToolResult {
 	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}}
 }
 
+// asSidecarError is the *sidecar.Error of RunOp or CheckOp (an internal
+// one for any other error, which they never return).
+func asSidecarError(err error) *sidecar.Error {
+	var e *sidecar.Error
+	if !errors.As(err, &e) {
+		e = &sidecar.Error{Code: sidecar.CodeInternal, Message: "the op failed"}
+	}
+	return e
+}
+
 // sidecarError maps a sidecar refusal. Provider 401 and 403 say what they
 // mean for a person's own connection: a 403 is a missing scope or
 // permission, never "token expired".
@@ -391,11 +403,10 @@ func (s *Server) call(ctx context.Context, req *mcp.CallToolRequest, service, op
 		s.log.Error().Str("event", "store").Str("cause", err.Error()).Msg("the connection store cannot be read")
 		return toolError(CodeStoreFailed, "the connection store cannot be read; see the pinned mcp log", nil), CodeStoreFailed
 	}
-	canon, err := grant.CanonicalArgs(args)
+	canon, hash, err := grant.CanonicalArgsSHA256(args)
 	if err != nil {
 		return toolError(CodeBadArguments, "the arguments are not one strict JSON object (unique keys, valid UTF-8)", nil), CodeBadArguments
 	}
-	hash, _ := grant.ArgsSHA256(canon)
 
 	// Cross-service flow control, before anything is sent: a read may not
 	// carry a value another service returned in this session; a write
@@ -405,11 +416,11 @@ func (s *Server) call(ctx context.Context, req *mcp.CallToolRequest, service, op
 	if bad != nil && op.Access == registry.AccessRead {
 		*refused = bad
 		s.side.FlowRefused("mcp", bad.Source.Service, service)
-		return toolError(flow.Code, fmt.Sprintf(
+		return toolError(api.CodeCrossServiceFlow, fmt.Sprintf(
 			"arg %s carries a value that %s returned in this session, and data read from one service is not sent to another; nothing was sent. "+
 				"If the person wants %s data to flow to %s, they can restart pinned mcp with --allow-flow %s:%s",
 			bad.Arg, toolName(bad.Source), bad.Source.Service, service, bad.Source.Service, service),
-			map[string]any{"arg": bad.Arg, "source": toolName(bad.Source)}), flow.Code
+			map[string]any{"arg": bad.Arg, "source": toolName(bad.Source)}), api.CodeCrossServiceFlow
 	}
 
 	if op.Access == registry.AccessWrite && conn.Cap == connstore.CapWrite {
@@ -512,8 +523,9 @@ func confirmMessage(code string) string {
 // the request carries, whole, and where the values read earlier in the
 // session came from.
 func (s *Server) askConfirm(ctx context.Context, req *mcp.CallToolRequest, service, opName string, canon []byte, hash string, carried []flow.Match) (*mcp.CallToolResult, string) {
-	chk, e := s.side.CheckOp(ctx, sidecar.ConsentRequest{Service: service, Op: opName, Args: canon})
-	if e != nil {
+	chk, err := s.side.CheckOp(ctx, sidecar.ConsentRequest{Service: service, Op: opName, Args: canon})
+	if err != nil {
+		e := asSidecarError(err)
 		return sidecarError(service, e), string(e.Code)
 	}
 	if chk.ArgsSHA256 != hash { // one canonicalization on both sides: a bug
@@ -550,9 +562,11 @@ func (s *Server) run(ctx context.Context, conn connstore.Connection, opName stri
 		s.log.Error().Str("event", "grant").Str("cause", err.Error()).Msg("the call's grant could not be sealed")
 		return toolError(string(sidecar.CodeInternal), "the call's grant could not be made", nil), string(sidecar.CodeInternal)
 	}
-	res, e := s.side.RunOp(ctx, sidecar.OpRequest{Service: conn.Service, Op: opName, Args: canon, Grant: sealed})
+	res, err := s.side.RunOp(ctx, sidecar.OpRequest{Service: conn.Service, Op: opName, Args: canon, Grant: sealed})
 	rotated := res.Rotated
-	if e != nil {
+	var e *sidecar.Error
+	if err != nil {
+		e = asSidecarError(err)
 		rotated = e.Rotated
 	}
 	if rotated != "" {

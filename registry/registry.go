@@ -39,34 +39,74 @@ func Load(fsys fs.FS) (*Registry, error) {
 	if err != nil {
 		return nil, err // unreachable: the pattern is valid
 	}
-	slices.Sort(names)
+	files := make([]manifestFile, len(names))
+	for i, name := range names {
+		files[i].name = name
+		files[i].data, files[i].err = fs.ReadFile(fsys, name)
+	}
+	return load(files)
+}
+
+// With returns a new registry: r's manifests and the manifest in data,
+// which adds a service or replaces r's manifest of the same id. data is
+// parsed as [Parse] parses a file named file (its id must be file's base
+// name); the result is what [Load] gives for r's files and data as
+// "<id>.json", its digest included. r is unchanged. On failure the error
+// is an *[Error].
+//
+// It is for trying a manifest beside a snapshot (`pinned op --manifest`);
+// execution trusts only an embedded registry.
+func (r *Registry) With(file string, data []byte) (*Registry, error) {
+	m, err := Parse(file, data)
+	if err != nil {
+		return nil, err
+	}
+	files := []manifestFile{{name: m.ID + ".json", data: data}}
+	for _, id := range r.ids {
+		if id != m.ID {
+			files = append(files, manifestFile{name: id + ".json", data: r.raw[id]})
+		}
+	}
+	return load(files)
+}
+
+// manifestFile is one manifest file of a registry: its name, and its
+// bytes or the error reading them.
+type manifestFile struct {
+	name string
+	data []byte
+	err  error
+}
+
+// load parses files (in name order) into a registry, as Load documents.
+func load(files []manifestFile) (*Registry, error) {
+	slices.SortFunc(files, func(a, b manifestFile) int { return strings.Compare(a.name, b.name) })
 	r := &Registry{byID: map[string]*Manifest{}, raw: map[string][]byte{}}
 	var problems []Problem
 	h := sha256.New()
-	for _, name := range names {
-		data, err := fs.ReadFile(fsys, name)
-		if err != nil {
-			problems = append(problems, Problem{File: name, Msg: "cannot read: " + err.Error()})
+	for _, f := range files {
+		if f.err != nil {
+			problems = append(problems, Problem{File: f.name, Msg: "cannot read: " + f.err.Error()})
 			continue
 		}
-		h.Write([]byte(name))
+		h.Write([]byte(f.name))
 		h.Write([]byte{0})
-		h.Write(data)
+		h.Write(f.data)
 		h.Write([]byte{0})
-		m, err := Parse(name, data)
+		m, err := Parse(f.name, f.data)
 		if err != nil {
 			problems = append(problems, err.(*Error).Problems...)
 			continue
 		}
 		if _, dup := r.byID[m.ID]; dup {
-			problems = append(problems, Problem{File: name, Line: 1, Col: 1, Field: "id", Msg: fmt.Sprintf("%q is also the id of another manifest; ids are unique", m.ID)})
+			problems = append(problems, Problem{File: f.name, Line: 1, Col: 1, Field: "id", Msg: fmt.Sprintf("%q is also the id of another manifest; ids are unique", m.ID)})
 			continue
 		}
 		r.byID[m.ID] = m
-		r.raw[m.ID] = data
+		r.raw[m.ID] = f.data
 		r.ids = append(r.ids, m.ID)
 	}
-	if len(names) == 0 {
+	if len(files) == 0 {
 		problems = append(problems, Problem{File: ".", Msg: "no manifests (*.json) found"})
 	}
 	if len(problems) > 0 {

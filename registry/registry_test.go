@@ -103,6 +103,51 @@ func TestDigest(t *testing.T) {
 	}
 }
 
+// TestWith: a manifest beside a registry is what Load gives for the
+// registry's files and it, digest included; it adds a service or
+// replaces one, and leaves the registry as it was.
+func TestWith(t *testing.T) {
+	acme, err := os.ReadFile("testdata/acme.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := Default()
+	tests := []struct {
+		name string
+		id   string
+		data []byte
+	}{
+		{name: "adds a service", id: "acme", data: acme},
+		{name: "replaces a service", id: base.IDs()[0], data: bytes.Replace(base.Raw(base.IDs()[0]), []byte(`"name": "`), []byte(`"name": "New `), 1)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := base.Digest()
+			got, err := base.With("dir/"+tt.id+".json", tt.data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fsys := shippedFS(t)
+			fsys[tt.id+".json"] = &fstest.MapFile{Data: tt.data}
+			want, err := Load(fsys)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Digest() != want.Digest() || !slices.Equal(got.IDs(), want.IDs()) || !bytes.Equal(got.Raw(tt.id), tt.data) {
+				t.Errorf("With: digest %s ids %q; Load: digest %s ids %q", got.Digest(), got.IDs(), want.Digest(), want.IDs())
+			}
+			if base.Digest() != before || (tt.id == "acme" && base.Has("acme")) || bytes.Equal(base.Raw(tt.id), tt.data) {
+				t.Error("With changed the registry it was called on")
+			}
+		})
+	}
+	_, err = base.With("dir/x.json", []byte(`{"manifest": 1, "id": "x"}`))
+	var e *Error
+	if !errors.As(err, &e) || len(e.Problems) == 0 || e.Problems[0].File != "dir/x.json" {
+		t.Errorf("a bad manifest: %v, want an *Error naming dir/x.json", err)
+	}
+}
+
 func TestRawIsACopy(t *testing.T) {
 	r := Default()
 	id := r.Services()[0].ID

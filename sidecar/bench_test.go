@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/elevenmessenger/pinned/sidecar/api"
+
 	"github.com/elevenmessenger/pinned/internal/state"
 	"github.com/elevenmessenger/pinned/internal/testing/redistest"
 	"github.com/elevenmessenger/pinned/sidecar/grant"
@@ -28,7 +30,7 @@ func BenchmarkStateRecord(b *testing.B) {
 	srv := redistest.Start(b)
 	stores := []struct {
 		name string
-		s    state.Store
+		s    api.Store
 	}{
 		{"memory", state.NewMemory(state.MemoryOptions{ReplayCacheSize: 10_000_000})},
 		{"redis", redisState(b, srv, 0)},

@@ -3,7 +3,7 @@ package sidecar
 import (
 	"net/http"
 
-	"github.com/elevenmessenger/pinned/host"
+	hostapi "github.com/elevenmessenger/pinned/host/api"
 	"github.com/elevenmessenger/pinned/internal/httperr"
 	"github.com/elevenmessenger/pinned/internal/jsonenc"
 )
@@ -15,7 +15,7 @@ import (
 type Code string
 
 // Every code the sidecar answers with, and its HTTP status. The host's
-// codes (package host) pass through unchanged.
+// codes (package host/api) pass through unchanged.
 const (
 	// Request shape and caller authentication.
 
@@ -46,23 +46,23 @@ const (
 	CodeRefreshFailed         Code = "refresh_failed"          // 502: the broker refused the refresh for a configuration reason (instance token, no client for the service); the log has the cause
 	CodeRotationNotConfigured Code = "rotation_not_configured" // 502: the provider answered 401 to a grant with a refresh token, and this sidecar has no broker to rotate it
 
-	// Op failures, from package host.
+	// Op failures, from package host (their codes are host/api's).
 
-	CodeUnknownService      Code = Code(host.CodeUnknownService)      // 400: no such service in the embedded registry
-	CodeUnknownOp           Code = Code(host.CodeUnknownOp)           // 400: the service has no such op
-	CodeBadArgs             Code = Code(host.CodeBadArgs)             // 422: the args break the op's declarations (the sandbox said which)
-	CodeCredentialInvalid   Code = Code(host.CodeCredentialInvalid)   // 403: the grant's secret cannot be sent (empty, or characters a header cannot carry)
-	CodeEgressDenied        Code = Code(host.CodeEgressDenied)        // 502: the rendered request or the connection broke the egress policy; nothing was sent
-	CodeSandboxError        Code = Code(host.CodeSandboxError)        // 500: the executor trapped, exited or produced no request
-	CodeTimeout             Code = Code(host.CodeTimeout)             // 504: the op's deadline passed
-	CodeUpstreamUnreachable Code = Code(host.CodeUpstreamUnreachable) // 502: DNS, connect or TLS to the pinned host failed
-	CodeUpstreamError       Code = Code(host.CodeUpstreamError)       // 502: the provider answered non-2xx (upstream_status says which)
-	CodeUpstreamInvalid     Code = Code(host.CodeUpstreamInvalid)     // 502: the provider's answer is not valid JSON
-	CodeUpstreamTooLarge    Code = Code(host.CodeUpstreamTooLarge)    // 502: the provider's answer is over the raw cap
-	CodeResultTooLarge      Code = Code(host.CodeResultTooLarge)      // 502: the projected result is over the result cap
-	CodeRateLimited         Code = Code(host.CodeRateLimited)         // 429: the provider asked to slow down (retry_after, Retry-After)
-	CodeCanceled            Code = Code(host.CodeCanceled)            // 499: the caller went away (logged; nobody reads the answer)
-	CodeCredentialEcho      Code = Code(host.CodeCredentialEcho)      // 502: the provider's answer held the grant's credential and was withheld
+	CodeUnknownService      Code = Code(hostapi.CodeUnknownService)      // 400: no such service in the embedded registry
+	CodeUnknownOp           Code = Code(hostapi.CodeUnknownOp)           // 400: the service has no such op
+	CodeBadArgs             Code = Code(hostapi.CodeBadArgs)             // 422: the args break the op's declarations (the sandbox said which)
+	CodeCredentialInvalid   Code = Code(hostapi.CodeCredentialInvalid)   // 403: the grant's secret cannot be sent (empty, or characters a header cannot carry)
+	CodeEgressDenied        Code = Code(hostapi.CodeEgressDenied)        // 502: the rendered request or the connection broke the egress policy; nothing was sent
+	CodeSandboxError        Code = Code(hostapi.CodeSandboxError)        // 500: the executor trapped, exited or produced no request
+	CodeTimeout             Code = Code(hostapi.CodeTimeout)             // 504: the op's deadline passed
+	CodeUpstreamUnreachable Code = Code(hostapi.CodeUpstreamUnreachable) // 502: DNS, connect or TLS to the pinned host failed
+	CodeUpstreamError       Code = Code(hostapi.CodeUpstreamError)       // 502: the provider answered non-2xx (upstream_status says which)
+	CodeUpstreamInvalid     Code = Code(hostapi.CodeUpstreamInvalid)     // 502: the provider's answer is not valid JSON
+	CodeUpstreamTooLarge    Code = Code(hostapi.CodeUpstreamTooLarge)    // 502: the provider's answer is over the raw cap
+	CodeResultTooLarge      Code = Code(hostapi.CodeResultTooLarge)      // 502: the projected result is over the result cap
+	CodeRateLimited         Code = Code(hostapi.CodeRateLimited)         // 429: the provider asked to slow down (retry_after, Retry-After)
+	CodeCanceled            Code = Code(hostapi.CodeCanceled)            // 499: the caller went away (logged; nobody reads the answer)
+	CodeCredentialEcho      Code = Code(hostapi.CodeCredentialEcho)      // 502: the provider's answer held the grant's credential and was withheld
 
 	// The sidecar itself.
 
@@ -79,9 +79,10 @@ const (
 
 // StatusClientClosed is the status logged when the caller went away
 // before the answer (nginx's 499); no client sees it.
-const StatusClientClosed = httperr.StatusClientClosed
+const StatusClientClosed = 499
 
-// codeStatus is the sidecar's one status table.
+// codeStatus is the sidecar's one status table: the one place a code,
+// the host's included, becomes an HTTP status.
 var codeStatus = httperr.Statuses[Code]{
 	CodeBadRequest:       http.StatusBadRequest,
 	CodeUnauthorized:     http.StatusUnauthorized,
@@ -166,8 +167,8 @@ type Error struct {
 	cause error
 }
 
-// NewError returns an error with the code's status.
-func NewError(code Code, msg string) *Error {
+// newError returns an error with the code's status.
+func newError(code Code, msg string) *Error {
 	return &Error{Status: code.Status(), Code: code, Message: msg}
 }
 
@@ -191,12 +192,17 @@ func (e *Error) Error() string {
 // Cause returns the internal cause, for logs only.
 func (e *Error) Cause() error { return e.cause }
 
-// fromHost maps an op failure of package host: the code passes through
-// unchanged, with the host's caller-safe message, status, retry-after and
-// argument name. The host's internal cause stays in the host's own audit
-// log.
-func fromHost(he *host.Error) *Error {
-	e := NewError(Code(he.Code), he.Message)
+// opError is the answer to an op that failed in the engine. A
+// *host.Error's code passes through unchanged, with the host's
+// caller-safe message, status, retry-after, argument name and applied;
+// its internal cause stays in the host's own audit log. Any other error is
+// internal, what names the step that failed.
+func opError(err error, what string) *Error {
+	he := hostError(err)
+	if he == nil {
+		return newError(CodeInternal, what).withCause(err)
+	}
+	e := newError(Code(he.Code), he.Message)
 	e.UpstreamStatus = he.Status
 	e.RetryAfter = he.RetryAfter
 	e.Arg = he.Arg

@@ -15,7 +15,7 @@ func (s *Server) checkDrift(service, what, want string) *Error {
 	if want == have {
 		return nil
 	}
-	return NewError(CodeManifestDrift, fmt.Sprintf(
+	return newError(CodeManifestDrift, fmt.Sprintf(
 		"%s was built against %s manifest sha256:%s, but this sidecar runs sha256:%s (registry %s); nothing ran: reload the catalog from this sidecar's GET /v1/registry, review the op and ask for a new grant",
 		what, service, clip(want, 64), have, s.reg.Digest()))
 }

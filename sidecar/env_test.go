@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -13,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/elevenmessenger/pinned/secret"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
@@ -180,9 +183,9 @@ func sealTo(t testing.TB, g grant.Grant, to grant.PublicKey) string {
 		g.Service = "github"
 	}
 	if g.Secret == "" {
-		g.Secret = grant.Secret(fakeapi.Token(g.Service))
+		g.Secret = secret.Secret(fakeapi.Token(g.Service))
 		if g.Kind != grant.KindOAuth {
-			g.User = grant.Secret(fakeapi.User(g.Service))
+			g.User = secret.Secret(fakeapi.User(g.Service))
 		}
 		g.Tenant = fakeapi.Tenant(g.Service)
 	}
@@ -266,4 +269,18 @@ func (env *testEnv) do(t testing.TB, method, path string, body any, header ...st
 func (env *testEnv) op(t testing.TB, service, op, args, sealed string) response {
 	t.Helper()
 	return env.do(t, http.MethodPost, "/v1/ops", OpRequest{Service: service, Op: op, Args: json.RawMessage(args), Grant: sealed})
+}
+
+// asError is err's *Error (nil for nil); it fails the test on any other
+// error: RunOp and CheckOp answer with an *Error.
+func asError(t testing.TB, err error) *Error {
+	t.Helper()
+	if err == nil {
+		return nil
+	}
+	var e *Error
+	if !errors.As(err, &e) {
+		t.Fatalf("not a *sidecar.Error: %v", err)
+	}
+	return e
 }

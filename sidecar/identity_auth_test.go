@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/elevenmessenger/pinned/host"
+	"github.com/elevenmessenger/pinned/secret"
 )
 
 // TestIdentityNeedsCallerToken: GET /v1/identity (the key pinned
@@ -14,7 +14,7 @@ import (
 // answer is exactly the public key and the registry digest.
 func TestIdentityNeedsCallerToken(t *testing.T) {
 	const tok = "identity-caller-token-0123456789"
-	env := newTestEnv(t, func(c *Config) { c.CallerToken = host.Secret(tok) })
+	env := newTestEnv(t, func(c *Config) { c.CallerToken = secret.Secret(tok) })
 	for _, auth := range []string{"", "Bearer wrong-token-0123456789abcdef", "Bearer " + tok + "x"} {
 		req, _ := http.NewRequest("GET", env.base+"/v1/identity", nil)
 		if auth != "" {

@@ -1,10 +1,10 @@
 package sidecar
 
 import (
+	"github.com/elevenmessenger/pinned/sidecar/api"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/elevenmessenger/pinned/internal/rotate"
-	"github.com/elevenmessenger/pinned/internal/state"
 )
 
 // metrics are the sidecar's Prometheus collectors. Labels hold only
@@ -66,7 +66,7 @@ type replayGauges interface {
 	ReplayMax() int
 }
 
-func newMetrics(reg prometheus.Registerer, store state.Store) *metrics {
+func newMetrics(reg prometheus.Registerer, store api.Store) *metrics {
 	m := &metrics{
 		ops: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: metricOps,

@@ -158,7 +158,7 @@ func (s *Server) recoverer(next http.Handler) http.Handler {
 			}
 			s.log.Error().Str("event", "panic").Str("request_id", middleware.GetReqID(r.Context())).
 				Str("panic", fmt.Sprint(v)).Str("stack", string(debug.Stack())).Msg("handler panic")
-			s.fail(w, r, NewError(CodeInternal, "internal error; the sidecar log has the details"))
+			s.fail(w, r, newError(CodeInternal, "internal error; the sidecar log has the details"))
 		}()
 		next.ServeHTTP(w, r)
 	})
@@ -171,7 +171,7 @@ func (s *Server) track(next http.Handler) http.Handler {
 		s.mu.Lock()
 		if s.draining {
 			s.mu.Unlock()
-			s.fail(w, r, NewError(CodeNotReady, "the sidecar is shutting down"))
+			s.fail(w, r, newError(CodeNotReady, "the sidecar is shutting down"))
 			return
 		}
 		s.active.Add(1)
@@ -187,7 +187,7 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 		if s.cfg.CallerToken != "" && !s.checkToken(r) {
 			s.m.denials.WithLabelValues("auth", string(CodeUnauthorized)).Inc()
 			w.Header().Set("WWW-Authenticate", `Bearer realm="pinned"`)
-			s.fail(w, r, NewError(CodeUnauthorized, "send the caller token as Authorization: Bearer <token>"))
+			s.fail(w, r, newError(CodeUnauthorized, "send the caller token as Authorization: Bearer <token>"))
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -201,7 +201,7 @@ func (s *Server) requireJSON(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 		if err != nil || mt != "application/json" {
-			s.fail(w, r, NewError(CodeMediaType, "send the body as Content-Type: application/json"))
+			s.fail(w, r, newError(CodeMediaType, "send the body as Content-Type: application/json"))
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -213,7 +213,7 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, e *Error) {
 	if e.Code == CodeCanceled && s.cut.Load() {
 		// The caller did not go away: the sidecar canceled the op at the
 		// end of --shutdown-grace. Say so, to the caller and in the log.
-		cut := NewError(CodeNotReady, "the sidecar shut down before the op finished; retry it")
+		cut := newError(CodeNotReady, "the sidecar shut down before the op finished; retry it")
 		cut.Rotated, cut.cause = e.Rotated, e.cause
 		e = cut
 	}

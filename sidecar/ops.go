@@ -12,11 +12,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/elevenmessenger/pinned/sidecar/api"
+
+	"github.com/elevenmessenger/pinned/secret"
+
 	"github.com/elevenmessenger/pinned/host"
-	"github.com/elevenmessenger/pinned/internal/flow"
 	"github.com/elevenmessenger/pinned/internal/jsonenc"
 	"github.com/elevenmessenger/pinned/internal/jsonv"
-	"github.com/elevenmessenger/pinned/internal/state"
 	"github.com/elevenmessenger/pinned/registry"
 	"github.com/elevenmessenger/pinned/sidecar/grant"
 )
@@ -42,10 +44,6 @@ type OpRequest struct {
 	// manifest_sha256); another value than this sidecar's answers
 	// manifest_drift and runs nothing.
 	ManifestSHA256 string `json:"manifest_sha256,omitempty"`
-
-	// held, for a research session's tool call, is the session's grant
-	// for the service (opened once; see enforceOp); Grant is then empty.
-	held *heldGrant
 }
 
 // OpResponse is the answer of a successful POST /v1/ops.
@@ -87,7 +85,7 @@ type ConsentRequest struct {
 	// Flows are the cross-service flows the research consent allows
 	// ({"from": "dnsimple", "to": "github"}), named in its sentence; the
 	// bot sends the same flows with POST /v1/research.
-	Flows []flow.Allow `json:"flows,omitempty"`
+	Flows []api.Flow `json:"flows,omitempty"`
 }
 
 // ConsentResponse is the answer of POST /v1/consent.
@@ -126,7 +124,7 @@ type ConsentResponse struct {
 // keys, valid UTF-8, nothing after it) whose members are all known.
 func decode(body []byte, v any) *Error {
 	if _, err := jsonv.Parse(body); err != nil {
-		return NewError(CodeBadRequest, "the body is not one strict JSON object (unique keys, valid UTF-8)")
+		return newError(CodeBadRequest, "the body is not one strict JSON object (unique keys, valid UTF-8)")
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
@@ -135,7 +133,7 @@ func decode(body []byte, v any) *Error {
 		if f, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
 			msg = "unknown member " + clip(f, 64) + " in the body"
 		}
-		return NewError(CodeBadRequest, msg)
+		return newError(CodeBadRequest, msg)
 	}
 	return nil
 }
@@ -153,11 +151,11 @@ func (s *Server) lookup(info *reqInfo, service, opName string) (*registry.Op, *E
 	info.service, info.op = clip(service, 64), clip(opName, 64)
 	m, ok := s.services[service]
 	if !ok {
-		return nil, NewError(CodeUnknownService, fmt.Sprintf("unknown service %q (services: %s)", clip(service, 64), strings.Join(s.reg.IDs(), ", ")))
+		return nil, newError(CodeUnknownService, fmt.Sprintf("unknown service %q (services: %s)", clip(service, 64), strings.Join(s.reg.IDs(), ", ")))
 	}
 	op, ok := m.Op(opName)
 	if !ok {
-		return nil, NewError(CodeUnknownOp, fmt.Sprintf("service %s has no op %q (ops: %s)", service, clip(opName, 64), strings.Join(m.OpNames(), ", ")))
+		return nil, newError(CodeUnknownOp, fmt.Sprintf("service %s has no op %q (ops: %s)", service, clip(opName, 64), strings.Join(m.OpNames(), ", ")))
 	}
 	info.access = op.Access
 	return op, nil
@@ -192,7 +190,7 @@ func (s *Server) handleOps(w http.ResponseWriter, r *http.Request) {
 	body, err := jsonenc.Marshal(OpResponse{Status: res.Status, Data: nullIfEmpty(res.Data), Rotated: rotated,
 		Next: res.Next, Pages: res.Pages, Stopped: string(res.Stopped), StopMessage: res.StopMessage})
 	if err != nil {
-		e := NewError(CodeInternal, "the result could not be encoded").withCause(err)
+		e := newError(CodeInternal, "the result could not be encoded").withCause(err)
 		e.Rotated = rotated
 		s.fail(w, r, e)
 		return
@@ -220,21 +218,22 @@ func (s *Server) serveOp(w http.ResponseWriter, r *http.Request, req *OpRequest)
 	if e := decode(body, req); e != nil {
 		return nil, "", e
 	}
-	return s.enforceOp(r.Context(), infoFrom(r), req)
+	return s.enforceOp(r.Context(), infoFrom(r), req, nil)
 }
 
 // enforceOp is serveOp after the body is decoded: the one enforcement path
 // (cap → grant → sandbox → pick) of POST /v1/ops, RunOp and each tool call
 // of a research session.
 //
-// With req.held (a research session) the grant was opened and its nonce
-// recorded once when the session started: every other check runs again on
-// every call, the nonce is neither recorded again nor ever forgotten (rec
-// stays nil: the session spent the grant), and a rotated pair replaces the
-// held one so the next call runs with it.
-func (s *Server) enforceOp(ctx context.Context, info *reqInfo, req *OpRequest) (*host.Result, string, *Error) {
-	if req.Service == "" || req.Op == "" || (req.Grant == "" && req.held == nil) {
-		return nil, "", NewError(CodeBadRequest, "service, op and grant are required")
+// held is nil for a call under its own sealed grant (req.Grant). For a
+// research session's tool call it is the session's grant for the service,
+// opened and its nonce recorded once when the session started: every
+// other check runs again on every call, the nonce is neither recorded
+// again nor ever forgotten (rec stays nil: the session spent the grant),
+// and a rotated pair replaces the held one so the next call runs with it.
+func (s *Server) enforceOp(ctx context.Context, info *reqInfo, req *OpRequest, held *heldGrant) (*host.Result, string, *Error) {
+	if req.Service == "" || req.Op == "" || (req.Grant == "" && held == nil) {
+		return nil, "", newError(CodeBadRequest, "service, op and grant are required")
 	}
 	op, e := s.lookup(info, req.Service, req.Op)
 	if e != nil {
@@ -249,12 +248,12 @@ func (s *Server) enforceOp(ctx context.Context, info *reqInfo, req *OpRequest) (
 	}
 	defer release()
 
-	g, e := s.checkGrant(info, req, op)
+	g, args, e := s.checkGrant(info, req, op, held)
 	if e == nil {
 		e = s.checkDrift(req.Service, "the grant", g.ManifestSHA256)
 	}
-	var rec *state.Nonce
-	if e == nil && req.held == nil {
+	var rec *api.Nonce
+	if e == nil && held == nil {
 		rec, e = s.record(ctx, g)
 	}
 	if e != nil {
@@ -263,13 +262,8 @@ func (s *Server) enforceOp(ctx context.Context, info *reqInfo, req *OpRequest) (
 		}
 		return nil, "", e
 	}
-	args := argsOrEmpty(req.Args)
-	if g.BindsArgs() {
-		// Run exactly the bytes whose hash the member confirmed.
-		args, _ = grant.CanonicalArgs(args) // checkGrant canonicalized them already
-	}
 
-	cred := host.Credential{Kind: g.Kind, Secret: host.Secret(g.Secret), User: host.Secret(g.User), Tenant: g.Tenant}
+	cred := host.Credential{Kind: g.Kind, Secret: g.Secret, User: g.User, Tenant: g.Tenant}
 	rot := s.rotationFor(req.Service, g)
 	if rot != nil {
 		if e := rot.before(ctx, info); e != nil {
@@ -283,14 +277,14 @@ func (s *Server) enforceOp(ctx context.Context, info *reqInfo, req *OpRequest) (
 	// Every secret of the grant (and of the pairs a research session's
 	// rotations replaced) is withheld like the credential if an answer
 	// echoes it (host.Call.Withhold).
-	withhold := []host.Secret{host.Secret(g.Secret), host.Secret(g.Refresh)}
-	if req.held != nil {
-		for _, past := range req.held.all() {
-			withhold = append(withhold, host.Secret(past.Secret), host.Secret(past.Refresh))
+	withhold := []secret.Secret{g.Secret, g.Refresh}
+	if held != nil {
+		for _, past := range held.all() {
+			withhold = append(withhold, past.Secret, past.Refresh)
 		}
 	}
-	res, he, e := s.run(ctx, info, req, args, cred, withhold)
-	if rot != nil && unauthorized401(he) {
+	res, err := s.run(ctx, info, req, args, cred, withhold)
+	if he := hostError(err); rot != nil && unauthorized401(he) {
 		retry, re := rot.unauthorized(ctx, info, he)
 		if re != nil {
 			// The provider answered 401: it did nothing, so the grant is
@@ -299,25 +293,23 @@ func (s *Server) enforceOp(ctx context.Context, info *reqInfo, req *OpRequest) (
 			return nil, "", re
 		}
 		if retry {
-			res, he, e = s.run(ctx, info, req, args, rot.credential(), append(withhold, host.Secret(rot.pair.Refresh)))
+			res, err = s.run(ctx, info, req, args, rot.credential(), append(withhold, rot.pair.Refresh))
 		}
 	}
-	if req.held != nil && rot != nil && rot.rotated {
-		req.held.rotated(rot.pair)
+	if held != nil && rot != nil && rot.rotated {
+		held.rotated(rot.pair)
 	}
 	rotated, se := rot.seal()
 	if se != nil {
 		return nil, "", se
 	}
-	if e == nil && he != nil {
-		if he.Code == host.CodeBadArgs {
+	if err != nil {
+		if he := hostError(err); he != nil && Code(he.Code) == CodeBadArgs {
 			// Nothing left the sandbox: the grant is not spent, so the bot
 			// can correct the args and retry with it.
 			s.forget(ctx, rec)
 		}
-		e = fromHost(he)
-	}
-	if e != nil {
+		e := opError(err, "the op failed")
 		// The fresh pair goes back even when the op failed: the provider
 		// has already retired the old refresh token.
 		e.Rotated = rotated
@@ -333,77 +325,89 @@ func grantID(g *grant.Grant) string {
 	return hex.EncodeToString(sum[:8])
 }
 
-// run runs the op once in the engine. A failure of the op is he; e is a
-// failure of the engine itself (internal).
-func (s *Server) run(ctx context.Context, info *reqInfo, req *OpRequest, args json.RawMessage, cred host.Credential, withhold []host.Secret) (*host.Result, *host.Error, *Error) {
+// run runs the op once in the engine, timing it and counting an egress
+// denial. The error is the engine's: a *host.Error for a failed op.
+func (s *Server) run(ctx context.Context, info *reqInfo, req *OpRequest, args json.RawMessage, cred host.Credential, withhold []secret.Secret) (*host.Result, error) {
 	start := time.Now()
 	res, err := s.eng.Run(ctx, host.Call{Service: req.Service, Op: req.Op, Args: args, Credential: cred, Pages: req.Pages, Withhold: withhold})
 	s.m.duration.WithLabelValues(req.Service, req.Op).Observe(time.Since(start).Seconds())
-	if err == nil {
-		return res, nil, nil
-	}
-	var he *host.Error
-	if !errors.As(err, &he) {
-		return nil, nil, NewError(CodeInternal, "the op failed").withCause(err)
-	}
-	if he.Deny != "" {
+	s.denied(info, err)
+	return res, err
+}
+
+// denied records an egress denial of the engine's error, if it is one.
+func (s *Server) denied(info *reqInfo, err error) {
+	if he := hostError(err); he != nil && he.Deny != "" {
 		info.deny = string(he.Deny)
 		s.m.denials.WithLabelValues("egress", string(he.Deny)).Inc()
 	}
-	return nil, he, nil
+}
+
+// hostError is err's op failure, or nil when err is not one.
+func hostError(err error) *host.Error {
+	var he *host.Error
+	if errors.As(err, &he) {
+		return he
+	}
+	return nil
 }
 
 // checkGrant opens the grant and checks it against the call, in order:
 // grant_invalid, grant_expired (and grant_invalid for an expiry too far
 // ahead), service_mismatch, access_denied, grant_mismatch. The last check,
 // grant_replayed, is record's: the nonce is recorded only when everything
-// else passed.
-func (s *Server) checkGrant(info *reqInfo, req *OpRequest, op *registry.Op) (*grant.Grant, *Error) {
+// else passed. It returns the args to run: the request's (empty is {}),
+// or, when the grant binds them, their canonical form, the exact bytes
+// whose hash the member confirmed. held is a research session's grant
+// (enforceOp).
+func (s *Server) checkGrant(info *reqInfo, req *OpRequest, op *registry.Op, held *heldGrant) (*grant.Grant, json.RawMessage, *Error) {
 	var g *grant.Grant
-	if req.held != nil {
-		g = req.held.get() // opened, and its nonce recorded, when the session started
+	if held != nil {
+		g = held.get() // opened, and its nonce recorded, when the session started
 	} else {
 		var err error
 		if g, err = grant.Open(req.Grant, s.key); err != nil {
-			return nil, NewError(CodeGrantInvalid, "the grant cannot be opened by this bot").withCause(err)
+			return nil, nil, newError(CodeGrantInvalid, "the grant cannot be opened by this bot").withCause(err)
 		}
 	}
 	info.grantID = grantID(g)
-	now := s.cfg.Now()
-	maxTTL := s.cfg.MaxGrantTTL
-	if req.held != nil {
-		maxTTL = s.cfg.ResearchGrantTTL
+	now := s.cfg.now()
+	maxTTL := s.cfg.maxGrantTTL()
+	if held != nil {
+		maxTTL = s.cfg.researchGrantTTL()
 	}
 	switch err := g.CheckTime(now, maxTTL); err {
 	case nil:
 	case grant.ErrExpired:
-		return nil, NewError(CodeGrantExpired, "the grant has expired; ask the member for a new one").withCause(err)
+		return nil, nil, newError(CodeGrantExpired, "the grant has expired; ask the member for a new one").withCause(err)
 	default:
-		return nil, NewError(CodeGrantInvalid, fmt.Sprintf("the grant expires more than %s from now; grants must be short-lived", maxTTL)).withCause(err)
+		return nil, nil, newError(CodeGrantInvalid, fmt.Sprintf("the grant expires more than %s from now; grants must be short-lived", maxTTL)).withCause(err)
 	}
 	if g.Service != req.Service {
-		return nil, NewError(CodeServiceMismatch, fmt.Sprintf("the grant is for service %q, not %q", g.Service, req.Service))
+		return nil, nil, newError(CodeServiceMismatch, fmt.Sprintf("the grant is for service %q, not %q", g.Service, req.Service))
 	}
 	if !g.Allows(op.Access) {
 		what := "a read-only grant"
 		if g.Access == grant.AccessLegacy {
 			what = "a grant without access (legacy, read-only)"
 		}
-		return nil, NewError(CodeAccessDenied, fmt.Sprintf("%s.%s is a %s op; %s cannot run it", req.Service, req.Op, op.Access, what))
+		return nil, nil, newError(CodeAccessDenied, fmt.Sprintf("%s.%s is a %s op; %s cannot run it", req.Service, req.Op, op.Access, what))
 	}
 	if err := g.CheckBinding(req.Op, ""); err == grant.ErrOpMismatch {
-		return nil, NewError(CodeGrantMismatch, fmt.Sprintf("the grant is bound to op %q", g.Op)).withCause(err)
+		return nil, nil, newError(CodeGrantMismatch, fmt.Sprintf("the grant is bound to op %q", g.Op)).withCause(err)
 	}
+	args := argsOrEmpty(req.Args)
 	if g.BindsArgs() {
-		hash, err := grant.ArgsSHA256(argsOrEmpty(req.Args))
+		canon, hash, err := grant.CanonicalArgsSHA256(args)
 		if err != nil {
-			return nil, NewError(CodeGrantMismatch, "the args are not a strict JSON object, so they cannot match the args the grant is bound to").withCause(err)
+			return nil, nil, newError(CodeGrantMismatch, "the args are not a strict JSON object, so they cannot match the args the grant is bound to").withCause(err)
 		}
 		if err := g.CheckBinding(req.Op, hash); err != nil {
-			return nil, NewError(CodeGrantMismatch, "the args differ from the args the member confirmed (args_sha256)").withCause(err)
+			return nil, nil, newError(CodeGrantMismatch, "the args differ from the args the member confirmed (args_sha256)").withCause(err)
 		}
+		args = canon // run exactly the bytes whose hash the member confirmed
 	}
-	return g, nil
+	return g, args, nil
 }
 
 // record records the grant's nonce in the state store, the last check
@@ -411,14 +415,14 @@ func (s *Server) checkGrant(info *reqInfo, req *OpRequest, op *registry.Op) (*gr
 // refusal that did not spend the grant). A store that does not answer
 // refuses the op (unavailable): a grant whose use cannot be recorded does
 // not run.
-func (s *Server) record(ctx context.Context, g *grant.Grant) (*state.Nonce, *Error) {
-	rec, err := s.store.RecordNonce(ctx, g.Nonce, g.ExpiresAt.Add(grant.ClockSkew), s.cfg.Now())
+func (s *Server) record(ctx context.Context, g *grant.Grant) (*api.Nonce, *Error) {
+	rec, err := s.store.RecordNonce(ctx, g.Nonce, g.ExpiresAt.Add(grant.ClockSkew), s.cfg.now())
 	switch {
 	case err == nil:
 		return &rec, nil
-	case errors.Is(err, state.ErrReplayed):
-		return nil, NewError(CodeGrantReplayed, "the grant was already used; a grant runs once").withCause(err)
-	case errors.Is(err, state.ErrFull):
+	case errors.Is(err, api.ErrReplayed):
+		return nil, newError(CodeGrantReplayed, "the grant was already used; a grant runs once").withCause(err)
+	case errors.Is(err, api.ErrFull):
 		return nil, s.busy("too many live grants are remembered; retry shortly").withCause(err)
 	}
 	return nil, s.unavailable("the shared state store (Redis) did not answer, so the grant's use cannot be recorded; retry shortly (the grant is not spent)").withCause(err)
@@ -460,10 +464,10 @@ func (s *Server) serveConsent(w http.ResponseWriter, r *http.Request, req *Conse
 // and CheckOp).
 func (s *Server) checkConsent(ctx context.Context, info *reqInfo, req *ConsentRequest) (*ConsentResponse, *Error) {
 	if req.Service == "" || req.Op == "" {
-		return nil, NewError(CodeBadRequest, "service and op are required")
+		return nil, newError(CodeBadRequest, "service and op are required")
 	}
 	if len(req.Flows) > 0 {
-		return nil, NewError(CodeBadRequest, "flows belong to a research consent (services), not an op's")
+		return nil, newError(CodeBadRequest, "flows belong to a research consent (services), not an op's")
 	}
 	if _, e := s.lookup(info, req.Service, req.Op); e != nil {
 		return nil, e
@@ -476,21 +480,14 @@ func (s *Server) checkConsent(ctx context.Context, info *reqInfo, req *ConsentRe
 	args := argsOrEmpty(req.Args)
 	c, err := s.eng.Check(ctx, req.Service, req.Op, args)
 	if err != nil {
-		var he *host.Error
-		if !errors.As(err, &he) {
-			return nil, NewError(CodeInternal, "the check failed").withCause(err)
-		}
-		if he.Deny != "" {
-			info.deny = string(he.Deny)
-			s.m.denials.WithLabelValues("egress", string(he.Deny)).Inc()
-		}
-		return nil, fromHost(he)
+		s.denied(info, err)
+		return nil, opError(err, "the check failed")
 	}
 	hash, err := grant.ArgsSHA256(args)
 	if err != nil {
 		// The sandbox accepted args canonicalization refuses: the two
 		// parsers disagree, which is a bug.
-		return nil, NewError(CodeInternal, "the args could not be canonicalized").withCause(err)
+		return nil, newError(CodeInternal, "the args could not be canonicalized").withCause(err)
 	}
 	res := &ConsentResponse{Service: c.Service, Op: c.Op, Access: c.Access, Confirm: c.Confirm, Target: c.Target, Sends: c.Sends, ArgsSHA256: hash, ManifestSHA256: s.reg.ManifestSHA256(c.Service)}
 	if c.Confirm != "" {
@@ -506,7 +503,7 @@ func (s *Server) handleTools(w http.ResponseWriter, r *http.Request) {
 	case "mcp":
 		writeJSON(w, http.StatusOK, s.toolsMCP)
 	default:
-		s.fail(w, r, NewError(CodeBadRequest, fmt.Sprintf("unknown format %q: use anthropic or mcp", clip(f, 32))))
+		s.fail(w, r, newError(CodeBadRequest, fmt.Sprintf("unknown format %q: use anthropic or mcp", clip(f, 32))))
 	}
 }
 

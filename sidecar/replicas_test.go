@@ -11,10 +11,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/elevenmessenger/pinned/sidecar/api"
+
 	"go.uber.org/goleak"
 
 	"github.com/elevenmessenger/pinned/internal/demo/fakeapi"
-	"github.com/elevenmessenger/pinned/internal/rotate"
 	"github.com/elevenmessenger/pinned/internal/state"
 	"github.com/elevenmessenger/pinned/internal/testing/redistest"
 	"github.com/elevenmessenger/pinned/internal/testing/testutil"
@@ -110,7 +111,7 @@ func TestReplicasRefresh(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var refresher rotate.Refresher
+	var refresher api.Refresher
 	re := newRotEnv(t, brokerOpts{}, func(c *Config) {
 		c.Key, c.Store, refresher = key, redisState(t, srv, 10*time.Second), c.Refresher
 	})
@@ -144,7 +145,7 @@ func TestReplicasRefresh(t *testing.T) {
 	if got := refreshes(re.fake, fakeapi.GitHub) - before; got != 1 {
 		t.Fatalf("the provider saw %d refresh requests from 3 replicas, want exactly 1", got)
 	}
-	var fresh rotate.Pair
+	var fresh api.Pair
 	for i, a := range answers {
 		if a.status != http.StatusOK {
 			t.Fatalf("op %d (replica %d): %d %s", i, i%n, a.status, a.body)
@@ -172,12 +173,12 @@ func TestReplicasRefresh(t *testing.T) {
 // recordingStore remembers the nonces its store recorded, to prove no op
 // ran without its replay record.
 type recordingStore struct {
-	state.Store
+	api.Store
 	mu       sync.Mutex
 	recorded map[string]bool
 }
 
-func (s *recordingStore) RecordNonce(ctx context.Context, nonce string, until, now time.Time) (state.Nonce, error) {
+func (s *recordingStore) RecordNonce(ctx context.Context, nonce string, until, now time.Time) (api.Nonce, error) {
 	n, err := s.Store.RecordNonce(ctx, nonce, until, now)
 	if err == nil {
 		s.mu.Lock()
@@ -221,7 +222,7 @@ func TestReplicasRedisFaults(t *testing.T) {
 			t.Fatal(err)
 		}
 		stores[i] = rs
-		var st state.Store = rs
+		var st api.Store = rs
 		if i == 0 {
 			rec.Store = rs
 			st = rec
@@ -385,9 +386,9 @@ func (f *flakyGrace) Grace(ctx context.Context, key string) ([]byte, bool, error
 	return f.Memory.Grace(ctx, key)
 }
 
-func (f *flakyGrace) TryLock(ctx context.Context, key string, ttl time.Duration) (state.Lock, bool, error) {
+func (f *flakyGrace) TryLock(ctx context.Context, key string, ttl time.Duration) (api.Lock, bool, error) {
 	if err := f.err(); err != nil {
-		return state.Lock{}, false, err
+		return api.Lock{}, false, err
 	}
 	return f.Memory.TryLock(ctx, key, ttl)
 }

@@ -13,13 +13,16 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/elevenmessenger/pinned/sidecar/api"
+
+	"github.com/elevenmessenger/pinned/secret"
+
 	"github.com/go-chi/chi/v5/middleware"
 
 	"github.com/elevenmessenger/pinned/internal/flow"
 	"github.com/elevenmessenger/pinned/internal/httperr"
 	"github.com/elevenmessenger/pinned/internal/research"
 	"github.com/elevenmessenger/pinned/internal/rotate"
-	"github.com/elevenmessenger/pinned/internal/state"
 	"github.com/elevenmessenger/pinned/sidecar/grant"
 )
 
@@ -35,7 +38,7 @@ import (
 //     a whole, and can never run again — not in another session, not in
 //     POST /v1/ops — whatever becomes of the session.
 //   - Each tool call then runs through enforceOp with the opened grant held in
-//     the session (heldGrant): lookup, slot, expiry, service, access,
+//     the session (its held parameter, a heldGrant): lookup, slot, expiry, service, access,
 //     binding, rotation, sandbox, pick — everything POST /v1/ops checks but
 //     opening and recording the nonce. A grant expiring mid-session fails
 //     its later calls (grant_expired).
@@ -67,15 +70,15 @@ type ResearchRequest struct {
 	Question string `json:"question"`
 	// Grants are sealed read grants, one per service.
 	Grants []string `json:"grants"`
-	// Limits override the session's bounds (research.Limits).
-	Limits *research.Limits `json:"limits,omitempty"`
+	// Limits override the session's bounds (api.Limits).
+	Limits *api.Limits `json:"limits,omitempty"`
 	// Flows are the cross-service flows the member allowed on the
 	// research consent ({"from": "dnsimple", "to": "github"}: a read of
 	// GitHub may carry a value DNSimple returned), each sealed in the
 	// grants of both its services (grant.Grant.Flows), else
 	// grant_mismatch. Without one, no value a service returned goes into
 	// a call to another (cross_service_flow).
-	Flows []flow.Allow `json:"flows,omitempty"`
+	Flows []api.Flow `json:"flows,omitempty"`
 }
 
 // ResearchResponse is the answer of POST /v1/research (also the data of
@@ -86,11 +89,11 @@ type ResearchResponse struct {
 	// Stop is why the loop ended: "end_turn" or the bound reached
 	// ("tool_calls", "turns", "result_bytes", "wall_time").
 	Stop string `json:"stop"`
-	// Steps are the model's tool calls, in order (research.Step): the
+	// Steps are the model's tool calls, in order (api.Step): the
 	// service and op (or the tool name, when it names no op of the
 	// palette), the args, the outcome ("ok" or a code) and the bytes of
 	// the result that entered the model's context.
-	Steps []research.Step `json:"steps"`
+	Steps []api.Step `json:"steps"`
 	// Turns counts the model turns; ResultBytes the tool_result text that
 	// entered the model's context.
 	Turns       int `json:"turns"`
@@ -110,12 +113,12 @@ type heldGrant struct {
 }
 
 // rotated replaces the held pair with the fresh one a call rotated to.
-func (h *heldGrant) rotated(p rotate.Pair) {
+func (h *heldGrant) rotated(p api.Pair) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	c := *h.g
 	c.Kind = grant.KindOAuth
-	c.Secret, c.Refresh = grant.Secret(p.Access), grant.Secret(p.Refresh)
+	c.Secret, c.Refresh = secret.Secret(p.Access), secret.Secret(p.Refresh)
 	c.TokenExpiresAt = rotate.FormatExpiry(p.ExpiresAt)
 	h.past = append(h.past, h.g)
 	h.g = &c
@@ -163,7 +166,7 @@ func (s *Server) researchFail(w http.ResponseWriter, r *http.Request, e *Error, 
 func (s *Server) handleResearch(w http.ResponseWriter, r *http.Request) {
 	info := infoFrom(r)
 	if s.cfg.Model == nil {
-		s.researchFail(w, r, NewError(CodeModelNotConfigured, "this sidecar has no model configured for research (docs/OPERATING.md)"), nil)
+		s.researchFail(w, r, newError(CodeModelNotConfigured, "this sidecar has no model configured for research (docs/OPERATING.md)"), nil)
 		return
 	}
 	body, e := s.readBody(w, r)
@@ -179,19 +182,19 @@ func (s *Server) handleResearch(w http.ResponseWriter, r *http.Request) {
 	q := strings.TrimSpace(req.Question)
 	switch {
 	case q == "" || len(req.Grants) == 0:
-		e = NewError(CodeBadRequest, "question and grants are required")
+		e = newError(CodeBadRequest, "question and grants are required")
 	case len(q) > research.MaxQuestionBytes || !utf8.ValidString(q):
-		e = NewError(CodeBadRequest, fmt.Sprintf("the question must be valid UTF-8 of at most %d bytes", research.MaxQuestionBytes))
+		e = newError(CodeBadRequest, fmt.Sprintf("the question must be valid UTF-8 of at most %d bytes", research.MaxQuestionBytes))
 	case len(req.Grants) > MaxResearchGrants:
-		e = NewError(CodeBadRequest, fmt.Sprintf("at most %d grants (one per service)", MaxResearchGrants))
+		e = newError(CodeBadRequest, fmt.Sprintf("at most %d grants (one per service)", MaxResearchGrants))
 	}
 	if e == nil {
 		e = s.checkFlows(req.Flows, nil)
 	}
-	var lim research.Limits
+	var lim api.Limits
 	if e == nil && req.Limits != nil {
 		if _, err := req.Limits.Resolve(); err != nil {
-			e = NewError(CodeBadRequest, err.Error())
+			e = newError(CodeBadRequest, err.Error())
 		}
 		lim = *req.Limits
 	}
@@ -216,7 +219,7 @@ func (s *Server) handleResearch(w http.ResponseWriter, r *http.Request) {
 	}
 	palette, err := research.NewPalette(s.reg, services)
 	if err != nil { // openResearchGrants checked every service
-		s.researchFail(w, r, NewError(CodeInternal, "the palette could not be built").withCause(err), nil)
+		s.researchFail(w, r, newError(CodeInternal, "the palette could not be built").withCause(err), nil)
 		return
 	}
 	flows := flow.New(req.Flows, 0)
@@ -238,20 +241,20 @@ func (s *Server) handleResearch(w http.ResponseWriter, r *http.Request) {
 		// session does not go to this one.
 		if bad, _ := flows.Check(service, args); bad != nil {
 			s.log.Warn().Str("event", "research_step").Str("request_id", reqID).Str("service", service).Str("op", op).
-				Str("outcome", flow.Code).Str("flow_source", bad.Source.String()).Str("flow_arg", bad.Arg).
+				Str("outcome", api.CodeCrossServiceFlow).Str("flow_source", bad.Source.String()).Str("flow_arg", bad.Arg).
 				Float64("duration_ms", float64(time.Since(start).Microseconds())/1000).Msg("research step")
 			svc, o := s.labels(service, op)
-			s.m.researchSteps.WithLabelValues(svc, o, flow.Code).Inc()
+			s.m.researchSteps.WithLabelValues(svc, o, api.CodeCrossServiceFlow).Inc()
 			s.FlowRefused("research", bad.Source.Service, service)
-			return research.Result{Err: &research.ToolError{Code: flow.Code, Message: fmt.Sprintf(
+			return research.Result{Err: &research.ToolError{Code: api.CodeCrossServiceFlow, Message: fmt.Sprintf(
 				"not run: arg %s carries a value that %s returned in this session, and what one service returns does not go to another; answer from what each service says", bad.Arg, bad.Source)}}
 		}
-		res, rot, e := s.enforceOp(ctx, step, &OpRequest{Service: service, Op: op, Args: args, held: h})
+		res, rot, e := s.enforceOp(ctx, step, &OpRequest{Service: service, Op: op, Args: args}, h)
 		if e != nil && e.Rotated != "" {
 			rot = e.Rotated
 		}
 		// A provider echoing a credential: the host withheld the result
-		// (host.CodeCredentialEcho), so it never reaches the model.
+		// (api.CodeCredentialEcho), so it never reaches the model.
 		echo := e != nil && e.Code == CodeCredentialEcho
 		// What reaches the model is recorded first; what cannot be recorded
 		// does not reach it.
@@ -278,7 +281,7 @@ func (s *Server) handleResearch(w http.ResponseWriter, r *http.Request) {
 			ev = s.log.Warn()
 		}
 		if full {
-			outcome, ev = flow.CodeLimit, s.log.Warn()
+			outcome, ev = api.CodeFlowLimit, s.log.Warn()
 		}
 		ev = ev.Str("event", "research_step").Str("request_id", reqID).Str("service", step.service).Str("op", step.op).
 			Str("outcome", outcome).Str("grant_id", step.grantID).
@@ -299,7 +302,7 @@ func (s *Server) handleResearch(w http.ResponseWriter, r *http.Request) {
 		svc, o := s.labels(service, op)
 		s.m.researchSteps.WithLabelValues(svc, o, outcome).Inc()
 		if full {
-			return research.Result{Err: &research.ToolError{Code: flow.CodeLimit,
+			return research.Result{Err: &research.ToolError{Code: api.CodeFlowLimit,
 				Message: "the session has read more than it can keep track of; the result was withheld: answer from the results so far"}}
 		}
 		if e != nil {
@@ -317,7 +320,7 @@ func (s *Server) handleResearch(w http.ResponseWriter, r *http.Request) {
 	info.service = clip(strings.Join(services, ","), 64)
 	if stream {
 		sse = newSSE(w)
-		cfg.OnStep = func(st research.Step) { sse.event("step", st) }
+		cfg.OnStep = func(st api.Step) { sse.event("step", st) }
 	}
 	ans, err := research.Run(r.Context(), cfg)
 	mu.Lock()
@@ -327,11 +330,11 @@ func (s *Server) handleResearch(w http.ResponseWriter, r *http.Request) {
 		var me *research.ModelError
 		switch {
 		case errors.As(err, &me):
-			e = NewError(CodeModelError, "the model API failed; the sidecar log has the cause").withCause(err)
+			e = newError(CodeModelError, "the model API failed; the sidecar log has the cause").withCause(err)
 		case r.Context().Err() != nil:
-			e = NewError(CodeCanceled, "the caller went away").withCause(err)
+			e = newError(CodeCanceled, "the caller went away").withCause(err)
 		default:
-			e = NewError(CodeInternal, "the research session failed").withCause(err)
+			e = newError(CodeInternal, "the research session failed").withCause(err)
 		}
 		if stream {
 			s.m.research.WithLabelValues(string(e.Code)).Inc()
@@ -359,7 +362,7 @@ func (s *Server) handleResearch(w http.ResponseWriter, r *http.Request) {
 	}
 	out, err := json.Marshal(resp)
 	if err != nil {
-		s.researchFail(w, r, NewError(CodeInternal, "the answer could not be encoded").withCause(err), rot)
+		s.researchFail(w, r, newError(CodeInternal, "the answer could not be encoded").withCause(err), rot)
 		return
 	}
 	writeJSON(w, http.StatusOK, out)
@@ -380,35 +383,35 @@ func maps(m map[string]string) map[string]string {
 // that the grants of both services of each of flows seal it (the flows
 // are the member's consent, not the bot's word), then records their
 // nonces (all or none).
-func (s *Server) openResearchGrants(ctx context.Context, info *reqInfo, sealed []string, flows []flow.Allow) (map[string]*heldGrant, []string, *Error) {
-	now := s.cfg.Now()
+func (s *Server) openResearchGrants(ctx context.Context, info *reqInfo, sealed []string, flows []api.Flow) (map[string]*heldGrant, []string, *Error) {
+	now := s.cfg.now()
 	held := map[string]*heldGrant{}
 	var services []string
 	var ids []string
 	for i, sg := range sealed {
 		g, err := grant.Open(sg, s.key)
 		if err != nil {
-			return nil, nil, NewError(CodeGrantInvalid, fmt.Sprintf("grant %d cannot be opened by this bot", i+1)).withCause(err)
+			return nil, nil, newError(CodeGrantInvalid, fmt.Sprintf("grant %d cannot be opened by this bot", i+1)).withCause(err)
 		}
 		ids = append(ids, grantID(g))
-		switch err := g.CheckTime(now, s.cfg.ResearchGrantTTL); err {
+		switch err := g.CheckTime(now, s.cfg.researchGrantTTL()); err {
 		case nil:
 		case grant.ErrExpired:
-			return nil, nil, NewError(CodeGrantExpired, fmt.Sprintf("grant %d (%s) has expired; ask the member for a new one", i+1, g.Service)).withCause(err)
+			return nil, nil, newError(CodeGrantExpired, fmt.Sprintf("grant %d (%s) has expired; ask the member for a new one", i+1, g.Service)).withCause(err)
 		default:
-			return nil, nil, NewError(CodeGrantInvalid, fmt.Sprintf("grant %d (%s) expires more than %s from now; research grants must be short-lived", i+1, g.Service, s.cfg.ResearchGrantTTL)).withCause(err)
+			return nil, nil, newError(CodeGrantInvalid, fmt.Sprintf("grant %d (%s) expires more than %s from now; research grants must be short-lived", i+1, g.Service, s.cfg.researchGrantTTL())).withCause(err)
 		}
 		if !s.reg.Has(g.Service) {
-			return nil, nil, NewError(CodeUnknownService, fmt.Sprintf("grant %d is for service %q, which is not in the registry", i+1, clip(g.Service, 64)))
+			return nil, nil, newError(CodeUnknownService, fmt.Sprintf("grant %d is for service %q, which is not in the registry", i+1, clip(g.Service, 64)))
 		}
 		if held[g.Service] != nil {
-			return nil, nil, NewError(CodeBadRequest, fmt.Sprintf("two grants for %s: send one grant per service", g.Service))
+			return nil, nil, newError(CodeBadRequest, fmt.Sprintf("two grants for %s: send one grant per service", g.Service))
 		}
 		if g.Access == grant.AccessWrite {
-			return nil, nil, NewError(CodeAccessDenied, fmt.Sprintf("grant %d (%s) is a write grant; research runs under read grants only", i+1, g.Service))
+			return nil, nil, newError(CodeAccessDenied, fmt.Sprintf("grant %d (%s) is a write grant; research runs under read grants only", i+1, g.Service))
 		}
 		if g.Op != "" {
-			return nil, nil, NewError(CodeGrantMismatch, fmt.Sprintf("grant %d (%s) is bound to op %q; a research grant must not be bound to an op", i+1, g.Service, g.Op))
+			return nil, nil, newError(CodeGrantMismatch, fmt.Sprintf("grant %d (%s) is bound to op %q; a research grant must not be bound to an op", i+1, g.Service, g.Op))
 		}
 		held[g.Service] = &heldGrant{g: g}
 		services = append(services, g.Service)
@@ -417,12 +420,12 @@ func (s *Server) openResearchGrants(ctx context.Context, info *reqInfo, sealed [
 	for i, f := range flows {
 		for _, svc := range []string{f.From, f.To} {
 			if h := held[svc]; h == nil || !h.g.SealsFlow(f.From, f.To) {
-				return nil, nil, NewError(CodeGrantMismatch, fmt.Sprintf(
+				return nil, nil, newError(CodeGrantMismatch, fmt.Sprintf(
 					"flow %d (%s to %s) is not sealed in the %s grant: a research session allows only the flows the member's consent showed, sealed in the grants of both services (grant flows)", i+1, f.From, f.To, svc))
 			}
 		}
 	}
-	var recorded []*state.Nonce
+	var recorded []*api.Nonce
 	for _, svc := range services {
 		rec, e := s.record(ctx, held[svc].g)
 		if e != nil {
@@ -484,16 +487,16 @@ func (s *sseWriter) event(name string, v any) {
 // checkFlows refuses a research request's or consent's flows that are
 // malformed (flow.CheckAllows) or, when services is not nil, name a
 // service the session does not read.
-func (s *Server) checkFlows(flows []flow.Allow, services []string) *Error {
+func (s *Server) checkFlows(flows []api.Flow, services []string) *Error {
 	if err := flow.CheckAllows(s.reg, flows); err != nil {
-		return NewError(CodeBadRequest, "flows: "+err.Error())
+		return newError(CodeBadRequest, "flows: "+err.Error())
 	}
 	if services == nil {
 		return nil
 	}
 	for i, f := range flows {
 		if !slices.Contains(services, f.From) || !slices.Contains(services, f.To) {
-			return NewError(CodeBadRequest, fmt.Sprintf("flow %d (%s to %s) names a service the session does not read (services: %s)", i+1, f.From, f.To, strings.Join(services, ", ")))
+			return newError(CodeBadRequest, fmt.Sprintf("flow %d (%s to %s) names a service the session does not read (services: %s)", i+1, f.From, f.To, strings.Join(services, ", ")))
 		}
 	}
 	return nil
@@ -507,7 +510,7 @@ type researchConsent struct {
 	Confirm  string   `json:"confirm"`
 	// Flows are the cross-service flows the consent allows (the request's),
 	// which Confirm names.
-	Flows []flow.Allow `json:"flows,omitempty"`
+	Flows []api.Flow `json:"flows,omitempty"`
 	// Ops are the palette: every read op the session may call.
 	Ops []string `json:"ops"`
 	// GrantTTLSeconds is the life to seal each grant with (10 minutes);
@@ -517,30 +520,30 @@ type researchConsent struct {
 
 func (s *Server) researchConsent(req *ConsentRequest) (*researchConsent, *Error) {
 	if req.Service != "" || req.Op != "" || len(req.Args) > 0 {
-		return nil, NewError(CodeBadRequest, "send either services (a research consent) or service and op, not both")
+		return nil, newError(CodeBadRequest, "send either services (a research consent) or service and op, not both")
 	}
 	if len(req.Services) == 0 || len(req.Services) > MaxResearchGrants {
-		return nil, NewError(CodeBadRequest, fmt.Sprintf("services must name 1 to %d services", MaxResearchGrants))
+		return nil, newError(CodeBadRequest, fmt.Sprintf("services must name 1 to %d services", MaxResearchGrants))
 	}
 	seen := map[string]bool{}
 	for _, id := range req.Services {
 		if !s.reg.Has(id) {
-			return nil, NewError(CodeUnknownService, fmt.Sprintf("unknown service %q", clip(id, 64)))
+			return nil, newError(CodeUnknownService, fmt.Sprintf("unknown service %q", clip(id, 64)))
 		}
 		if seen[id] {
-			return nil, NewError(CodeBadRequest, fmt.Sprintf("service %s is listed twice", id))
+			return nil, newError(CodeBadRequest, fmt.Sprintf("service %s is listed twice", id))
 		}
 		seen[id] = true
 	}
 	if len(req.Question) > research.MaxQuestionBytes {
-		return nil, NewError(CodeBadRequest, fmt.Sprintf("the question must be at most %d bytes", research.MaxQuestionBytes))
+		return nil, newError(CodeBadRequest, fmt.Sprintf("the question must be at most %d bytes", research.MaxQuestionBytes))
 	}
 	if e := s.checkFlows(req.Flows, req.Services); e != nil {
 		return nil, e
 	}
 	sentence, ops, err := research.Consent(s.reg, req.Services, req.Question, SuggestedResearchGrantTTL, req.Flows)
 	if err != nil {
-		return nil, NewError(CodeInternal, "the consent could not be rendered").withCause(err)
+		return nil, newError(CodeInternal, "the consent could not be rendered").withCause(err)
 	}
 	svcs, _ := research.NewPalette(s.reg, req.Services)
 	return &researchConsent{Services: svcs.Services(), Access: grant.AccessRead, Confirm: sentence, Flows: req.Flows, Ops: ops,

@@ -6,10 +6,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/elevenmessenger/pinned/sidecar/api"
+
 	"github.com/elevenmessenger/pinned/internal/demo/fakeapi"
 	"github.com/elevenmessenger/pinned/internal/demo/fakemodel"
-	"github.com/elevenmessenger/pinned/internal/flow"
-	"github.com/elevenmessenger/pinned/internal/research"
 	"github.com/elevenmessenger/pinned/sidecar/grant"
 )
 
@@ -63,7 +63,7 @@ func TestResearchCrossServiceFlowsRefused(t *testing.T) {
 	re := newResearchEnv(t, fakemodel.Exfiltrate(), nil)
 	grants := re.exfilGrants(t)
 	re.fake.Reset()
-	r, ans := re.research(t, ResearchRequest{Question: "Summarize my accounts", Grants: grants, Limits: &research.Limits{ToolCalls: 20}})
+	r, ans := re.research(t, ResearchRequest{Question: "Summarize my accounts", Grants: grants, Limits: &api.Limits{ToolCalls: 20}})
 	if r.status != http.StatusOK {
 		t.Fatalf("%d %s", r.status, r.body)
 	}
@@ -81,8 +81,8 @@ func TestResearchCrossServiceFlowsRefused(t *testing.T) {
 		"dnsimple.check_domain": "github.list_issues", "dnsimple.list_domains": "github.list_issues",
 	}
 	for i, st := range ans.Steps[5 : 5+fakemodel.ExfiltrateMoves] {
-		if st.Outcome != flow.Code {
-			t.Errorf("move %d (%s.%s %s): %s, want %s", i, st.Service, st.Op, st.Args, st.Outcome, flow.Code)
+		if st.Outcome != api.CodeCrossServiceFlow {
+			t.Errorf("move %d (%s.%s %s): %s, want %s", i, st.Service, st.Op, st.Args, st.Outcome, api.CodeCrossServiceFlow)
 		}
 		if want := sources[st.Service+"."+st.Op]; want != "" && !strings.Contains(re.allLogs(), `"op":"`+st.Op+`","outcome":"cross_service_flow","flow_source":"`+want+`"`) {
 			t.Errorf("move %d: no log naming the source %s", i, want)
@@ -133,15 +133,15 @@ func TestResearchAllowedFlow(t *testing.T) {
 	re := newResearchEnv(t, fakemodel.Exfiltrate(), nil)
 	grants := re.exfilGrants(t, "dnsimple:github")
 	re.fake.Reset()
-	r, ans := re.research(t, ResearchRequest{Question: "q", Grants: grants, Limits: &research.Limits{ToolCalls: 20},
-		Flows: []flow.Allow{{From: "dnsimple", To: "github"}}})
+	r, ans := re.research(t, ResearchRequest{Question: "q", Grants: grants, Limits: &api.Limits{ToolCalls: 20},
+		Flows: []api.Flow{{From: "dnsimple", To: "github"}}})
 	if r.status != http.StatusOK {
 		t.Fatalf("%d %s", r.status, r.body)
 	}
 	n := 0
 	for _, st := range ans.Steps[5 : 5+fakemodel.ExfiltrateMoves] {
 		allowed := st.Service == "github"
-		if (st.Outcome == flow.Code) == allowed {
+		if (st.Outcome == api.CodeCrossServiceFlow) == allowed {
 			t.Errorf("%s.%s: %s (allowed %v)", st.Service, st.Op, st.Outcome, allowed)
 		}
 		if allowed {
@@ -152,7 +152,7 @@ func TestResearchAllowedFlow(t *testing.T) {
 		t.Errorf("%d allowed moves, %d reached GitHub; want 2 and 2", n, got)
 	}
 	// A malformed flow is refused before any grant is spent.
-	r, _ = re.research(t, ResearchRequest{Question: "q", Grants: re.exfilGrants(t), Flows: []flow.Allow{{From: "dnsimple", To: "dnsimple"}}})
+	r, _ = re.research(t, ResearchRequest{Question: "q", Grants: re.exfilGrants(t), Flows: []api.Flow{{From: "dnsimple", To: "dnsimple"}}})
 	if r.status != http.StatusBadRequest || !strings.Contains(string(r.body), "to itself") {
 		t.Errorf("%d %s", r.status, r.body)
 	}
@@ -168,7 +168,7 @@ func TestResearchAllowedFlow(t *testing.T) {
 // (cross_service_flow) and reaches no provider.
 func TestResearchFlowsBoundToGrants(t *testing.T) {
 	re := newResearchEnv(t, fakemodel.Exfiltrate(), nil)
-	dnsToGitHub := []flow.Allow{{From: "dnsimple", To: "github"}}
+	dnsToGitHub := []api.Flow{{From: "dnsimple", To: "github"}}
 	tests := []struct {
 		name   string
 		grants func() []string
@@ -190,7 +190,7 @@ func TestResearchFlowsBoundToGrants(t *testing.T) {
 			grants := tt.grants()
 			before := len(re.model.Requests())
 			re.fake.Reset()
-			r, _ := re.research(t, ResearchRequest{Question: "q", Grants: grants, Limits: &research.Limits{ToolCalls: 20}, Flows: dnsToGitHub})
+			r, _ := re.research(t, ResearchRequest{Question: "q", Grants: grants, Limits: &api.Limits{ToolCalls: 20}, Flows: dnsToGitHub})
 			if r.status != http.StatusForbidden || !strings.Contains(string(r.body), `"code":"grant_mismatch"`) ||
 				!strings.Contains(string(r.body), "dnsimple to github") {
 				t.Fatalf("%d %s", r.status, r.body)
@@ -203,12 +203,12 @@ func TestResearchFlowsBoundToGrants(t *testing.T) {
 			}
 			// Nothing was spent: the same grants run a session without
 			// the flow, and the move stays refused.
-			r, ans := re.research(t, ResearchRequest{Question: "q", Grants: grants, Limits: &research.Limits{ToolCalls: 20}})
+			r, ans := re.research(t, ResearchRequest{Question: "q", Grants: grants, Limits: &api.Limits{ToolCalls: 20}})
 			if r.status != http.StatusOK {
 				t.Fatalf("the grants were spent: %d %s", r.status, r.body)
 			}
 			for _, st := range ans.Steps[5 : 5+fakemodel.ExfiltrateMoves] {
-				if st.Outcome != flow.Code {
+				if st.Outcome != api.CodeCrossServiceFlow {
 					t.Errorf("%s.%s: %s", st.Service, st.Op, st.Outcome)
 				}
 			}
@@ -268,13 +268,13 @@ func TestResearchHonestScriptsNoFlowRefusal(t *testing.T) {
 	for name, script := range scripts {
 		t.Run(name, func(t *testing.T) {
 			re := newResearchEnv(t, script, nil)
-			r, ans := re.research(t, ResearchRequest{Question: pagesQuestion, Limits: &research.Limits{ToolCalls: 12},
+			r, ans := re.research(t, ResearchRequest{Question: pagesQuestion, Limits: &api.Limits{ToolCalls: 12},
 				Grants: []string{re.readGrant(t, fakeapi.GitHub), re.readGrant(t, fakeapi.DNSimple)}})
 			if r.status != http.StatusOK {
 				t.Fatalf("%d %s", r.status, r.body)
 			}
 			for _, st := range ans.Steps {
-				if st.Outcome == flow.Code {
+				if st.Outcome == api.CodeCrossServiceFlow {
 					refusals++
 					t.Errorf("%s.%s %s refused", st.Service, st.Op, st.Args)
 				}

@@ -14,6 +14,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/elevenmessenger/pinned/sidecar/api"
+
+	"github.com/elevenmessenger/pinned/secret"
+
 	"github.com/elevenmessenger/pinned/internal/demo/fakeapi"
 	"github.com/elevenmessenger/pinned/internal/demo/fakemodel"
 	"github.com/elevenmessenger/pinned/internal/research"
@@ -88,7 +92,7 @@ func TestResearchInventedToolNamesRunNothing(t *testing.T) {
 	re := newResearchEnv(t, oneTurn(uses...), nil)
 	re.fake.Reset()
 	r, ans := re.research(t, ResearchRequest{Question: "q", Grants: []string{re.readGrant(t, fakeapi.GitHub)},
-		Limits: &research.Limits{ToolCalls: 64}})
+		Limits: &api.Limits{ToolCalls: 64}})
 	if r.status != http.StatusOK {
 		t.Fatalf("%d %s", r.status, r.body)
 	}
@@ -144,7 +148,7 @@ func TestResearchCallBoundCountsUses(t *testing.T) {
 	re := newResearchEnv(t, oneTurn(uses...), nil)
 	re.fake.Reset()
 	r, ans := re.research(t, ResearchRequest{Question: "q", Grants: []string{re.readGrant(t, fakeapi.GitHub)},
-		Limits: &research.Limits{ToolCalls: 3}})
+		Limits: &api.Limits{ToolCalls: 3}})
 	if r.status != http.StatusOK {
 		t.Fatalf("%d %s", r.status, r.body)
 	}
@@ -198,7 +202,7 @@ func TestResearchHostileInputsRunNothing(t *testing.T) {
 	re := newResearchEnv(t, oneTurn(uses...), nil)
 	re.fake.Reset()
 	r, ans := re.research(t, ResearchRequest{Question: "q", Grants: []string{re.readGrant(t, fakeapi.GitHub)},
-		Limits: &research.Limits{ToolCalls: 64, ResultBytes: research.MaxResultBytes}})
+		Limits: &api.Limits{ToolCalls: 64, ResultBytes: api.MaxResultBytes}})
 	if r.status != http.StatusOK {
 		t.Fatalf("%d %s", r.status, r.body)
 	}
@@ -215,7 +219,7 @@ func TestResearchHostileInputsRunNothing(t *testing.T) {
 	for _, fr := range upstream(re.fake) {
 		t.Errorf("a provider request: %s %s", fr.Method, fr.Path)
 	}
-	if ans.ResultBytes > research.MaxResultBytes {
+	if ans.ResultBytes > api.MaxResultBytes {
 		t.Errorf("result bytes %d", ans.ResultBytes)
 	}
 	checkFences(t, modelRequests(t, re.model))
@@ -377,7 +381,7 @@ func TestResearchHangingProviderEndsAtWallTime(t *testing.T) {
 		return true
 	})
 	start := time.Now()
-	r, ans := re.research(t, ResearchRequest{Question: "q", Grants: []string{re.readGrant(t, fakeapi.GitHub)}, Limits: &research.Limits{WallSeconds: 1}})
+	r, ans := re.research(t, ResearchRequest{Question: "q", Grants: []string{re.readGrant(t, fakeapi.GitHub)}, Limits: &api.Limits{WallSeconds: 1}})
 	took := time.Since(start)
 	if r.status != http.StatusOK {
 		t.Fatalf("%d %s", r.status, r.body)
@@ -579,13 +583,13 @@ func TestResearchConsentShowsInvisible(t *testing.T) {
 // under research.MaxNoticeBytes (docs/API.md, "limits").
 func TestResearchResultBytesBoundWithholds(t *testing.T) {
 	re := newResearchEnv(t, fakemodel.Forever(), nil)
-	_, cal := re.research(t, ResearchRequest{Question: "q", Grants: []string{re.readGrant(t, fakeapi.GitHub)}, Limits: &research.Limits{ToolCalls: 1}})
+	_, cal := re.research(t, ResearchRequest{Question: "q", Grants: []string{re.readGrant(t, fakeapi.GitHub)}, Limits: &api.Limits{ToolCalls: 1}})
 	if len(cal.Steps) != 1 || cal.Steps[0].Outcome != "ok" {
 		t.Fatalf("calibration: %+v", cal.Steps)
 	}
 	size := cal.Steps[0].Bytes
 	re.fake.Reset()
-	_, ans := re.research(t, ResearchRequest{Question: "q", Grants: []string{re.readGrant(t, fakeapi.GitHub)}, Limits: &research.Limits{ResultBytes: size + 1}})
+	_, ans := re.research(t, ResearchRequest{Question: "q", Grants: []string{re.readGrant(t, fakeapi.GitHub)}, Limits: &api.Limits{ResultBytes: size + 1}})
 	if ans.Stop != research.StopResultBytes || len(ans.Steps) != 2 || ans.Steps[1].Outcome != "limit_reached" {
 		t.Fatalf("stop %s, steps %+v", ans.Stop, ans.Steps)
 	}
@@ -608,7 +612,7 @@ func TestResearchRetiredPairEchoWithheld(t *testing.T) {
 	), nil)
 	old := mintPair(t, re.fake, fakeapi.GitHub, 0)
 	gh := re.seal(t, grant.Grant{Service: fakeapi.GitHub, Access: grant.AccessRead, Kind: grant.KindOAuth,
-		Secret: grant.Secret(old.Access), Refresh: grant.Secret(old.Refresh), TokenExpiresAt: rotate.FormatExpiry(old.ExpiresAt),
+		Secret: secret.Secret(old.Access), Refresh: secret.Secret(old.Refresh), TokenExpiresAt: rotate.FormatExpiry(old.ExpiresAt),
 		MemberKey: re.member.Public().String(), ExpiresAt: time.Now().Add(10 * time.Minute)})
 	re.fake.RevokeToken(fakeapi.GitHub, string(old.Access)) // the first call gets 401 and rotates
 	var n atomic.Int32

@@ -11,9 +11,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/elevenmessenger/pinned/sidecar/api"
+
+	"github.com/elevenmessenger/pinned/secret"
+
 	"github.com/elevenmessenger/pinned/internal/demo/fakeapi"
 	"github.com/elevenmessenger/pinned/internal/demo/fakemodel"
-	"github.com/elevenmessenger/pinned/internal/flow"
 	"github.com/elevenmessenger/pinned/internal/research"
 	"github.com/elevenmessenger/pinned/internal/research/claude"
 	"github.com/elevenmessenger/pinned/internal/rotate"
@@ -141,7 +144,7 @@ func TestResearchEndToEnd(t *testing.T) {
 	re := newResearchEnv(t, fakemodel.Pages(), nil)
 	old := mintPair(t, re.fake, fakeapi.GitHub, 0)
 	gh := re.seal(t, grant.Grant{Service: fakeapi.GitHub, Access: grant.AccessRead, Kind: grant.KindOAuth,
-		Secret: grant.Secret(old.Access), Refresh: grant.Secret(old.Refresh), TokenExpiresAt: rotate.FormatExpiry(old.ExpiresAt),
+		Secret: secret.Secret(old.Access), Refresh: secret.Secret(old.Refresh), TokenExpiresAt: rotate.FormatExpiry(old.ExpiresAt),
 		MemberKey: re.member.Public().String(), ExpiresAt: time.Now().Add(10 * time.Minute)})
 	dns := re.readGrant(t, fakeapi.DNSimple)
 	re.fake.Reset()
@@ -176,7 +179,7 @@ func TestResearchEndToEnd(t *testing.T) {
 	// value of GitHub's.
 	refusals := 0
 	for _, st := range ans.Steps {
-		if st.Outcome == flow.Code {
+		if st.Outcome == api.CodeCrossServiceFlow {
 			refusals++
 			t.Errorf("step %s.%s %s refused as a cross-service flow", st.Service, st.Op, st.Args)
 		}
@@ -296,7 +299,7 @@ func TestResearchBounds(t *testing.T) {
 		name     string
 		script   fakemodel.Script
 		grants   []string
-		limits   research.Limits
+		limits   api.Limits
 		stop     string
 		steps    int
 		outcomes []string // of the steps, in order (prefix)
@@ -304,15 +307,15 @@ func TestResearchBounds(t *testing.T) {
 		maxTime  time.Duration
 		results  string // in the last request's tool results
 	}{
-		{name: "never stops: tool-call bound", script: fakemodel.Forever(), limits: research.Limits{ToolCalls: 3},
+		{name: "never stops: tool-call bound", script: fakemodel.Forever(), limits: api.Limits{ToolCalls: 3},
 			stop: research.StopToolCalls, steps: 3, outcomes: []string{"ok", "ok", "ok"}, answer: "stopped after 3 tool calls"},
-		{name: "never stops: turn bound", script: fakemodel.Forever(), limits: research.Limits{Turns: 2},
+		{name: "never stops: turn bound", script: fakemodel.Forever(), limits: api.Limits{Turns: 2},
 			stop: research.StopTurns, steps: 2, answer: "stopped after 2 tool calls"},
-		{name: "never stops: wall time", script: fakemodel.Slow(400*time.Millisecond, fakemodel.Forever()), limits: research.Limits{WallSeconds: 1, ToolCalls: 64},
+		{name: "never stops: wall time", script: fakemodel.Slow(400*time.Millisecond, fakemodel.Forever()), limits: api.Limits{WallSeconds: 1, ToolCalls: 64},
 			stop: research.StopWallTime, answer: "I was stopped", maxTime: 4 * time.Second},
-		{name: "page after page: result bytes", script: fakemodel.PageAfterPage(), limits: research.Limits{ResultBytes: 48 << 10},
+		{name: "page after page: result bytes", script: fakemodel.PageAfterPage(), limits: api.Limits{ResultBytes: 48 << 10},
 			stop: research.StopResultBytes, steps: 2, outcomes: []string{"ok", "limit_reached"}, answer: "I read 1 pages"},
-		{name: "page after page: tool calls", script: fakemodel.PageAfterPage(), limits: research.Limits{ToolCalls: 4},
+		{name: "page after page: tool calls", script: fakemodel.PageAfterPage(), limits: api.Limits{ToolCalls: 4},
 			stop: research.StopToolCalls, steps: 4, outcomes: []string{"ok", "ok", "ok", "ok"}, answer: "I read 4 pages",
 			results: `"next":{"page":2,"per_page":100}`},
 		{name: "write op", script: fakemodel.WriteOp(), stop: research.StopEndTurn, steps: 1, outcomes: []string{"access_denied"},
@@ -418,7 +421,7 @@ func TestResearchGrants(t *testing.T) {
 			status: 400, code: "bad_request"},
 		{name: "replayed", body: ResearchRequest{Question: "q", Grants: []string{spent}}, status: 409, code: "grant_replayed"},
 		{name: "no question", body: ResearchRequest{Grants: []string{re.readGrant(t, "github")}}, status: 400, code: "bad_request"},
-		{name: "limit out of range", body: ResearchRequest{Question: "q", Grants: []string{re.readGrant(t, "github")}, Limits: &research.Limits{ToolCalls: 1000}},
+		{name: "limit out of range", body: ResearchRequest{Question: "q", Grants: []string{re.readGrant(t, "github")}, Limits: &api.Limits{ToolCalls: 1000}},
 			status: 400, code: "bad_request"},
 		{name: "unknown member", body: `{"question":"q","grants":[],"tools":[]}`, status: 400, code: "bad_request"},
 	}
@@ -448,7 +451,7 @@ func TestResearchGrants(t *testing.T) {
 // tool call and the answer last.
 func TestResearchStream(t *testing.T) {
 	re := newResearchEnv(t, fakemodel.Forever(), nil)
-	r := re.do(t, http.MethodPost, "/v1/research", ResearchRequest{Question: "q", Grants: []string{re.readGrant(t, "github")}, Limits: &research.Limits{ToolCalls: 2}},
+	r := re.do(t, http.MethodPost, "/v1/research", ResearchRequest{Question: "q", Grants: []string{re.readGrant(t, "github")}, Limits: &api.Limits{ToolCalls: 2}},
 		"Accept", "text/event-stream")
 	if r.status != http.StatusOK || !strings.HasPrefix(r.header.Get("Content-Type"), "text/event-stream") {
 		t.Fatalf("%d %s %s", r.status, r.header.Get("Content-Type"), r.body)
@@ -518,7 +521,7 @@ func TestResearchNoModel(t *testing.T) {
 func TestResearchOutlivesWriteTimeout(t *testing.T) {
 	re := newResearchEnv(t, fakemodel.Slow(600*time.Millisecond, fakemodel.Forever()), func(c *Config) { c.WriteTimeout = time.Second })
 	start := time.Now()
-	r, ans := re.research(t, ResearchRequest{Question: "q", Grants: []string{re.readGrant(t, "github")}, Limits: &research.Limits{ToolCalls: 3}})
+	r, ans := re.research(t, ResearchRequest{Question: "q", Grants: []string{re.readGrant(t, "github")}, Limits: &api.Limits{ToolCalls: 3}})
 	if r.status != http.StatusOK || ans.Stop != research.StopToolCalls || len(ans.Steps) != 3 {
 		t.Fatalf("%d %s", r.status, r.body)
 	}

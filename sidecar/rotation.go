@@ -7,12 +7,13 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/elevenmessenger/pinned/sidecar/api"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/elevenmessenger/pinned/host"
 	"github.com/elevenmessenger/pinned/internal/rotate"
-	"github.com/elevenmessenger/pinned/internal/secret"
-	"github.com/elevenmessenger/pinned/internal/state"
+	"github.com/elevenmessenger/pinned/secret"
 	"github.com/elevenmessenger/pinned/sidecar/grant"
 )
 
@@ -43,10 +44,10 @@ type rotation struct {
 	service   string
 	name      string // the service's human name, for messages
 	memberKey string
-	kind      string      // the grant's credential kind
-	pair      rotate.Pair // the pair the op runs with
-	rotated   bool        // pair is not the grant's: it goes back to the member
-	tried     bool        // this op rotated or tried to: at most once per op
+	kind      string   // the grant's credential kind
+	pair      api.Pair // the pair the op runs with
+	rotated   bool     // pair is not the grant's: it goes back to the member
+	tried     bool     // this op rotated or tried to: at most once per op
 }
 
 // rotationFor returns the rotation state of an op under g, or nil when its
@@ -65,7 +66,7 @@ func (s *Server) rotationFor(service string, g *grant.Grant) *rotation {
 	exp, _ := rotate.ParseExpiry(g.TokenExpiresAt)
 	return &rotation{
 		s: s, service: service, name: m.Name, memberKey: g.MemberKey, kind: g.Kind,
-		pair: rotate.Pair{Access: g.Secret, Refresh: g.Refresh, ExpiresAt: exp},
+		pair: api.Pair{Access: g.Secret, Refresh: g.Refresh, ExpiresAt: exp},
 	}
 }
 
@@ -76,7 +77,7 @@ func (r *rotation) credential() host.Credential {
 	if r.rotated {
 		kind = grant.KindOAuth
 	}
-	return host.Credential{Kind: kind, Secret: host.Secret(r.pair.Access)}
+	return host.Credential{Kind: kind, Secret: secret.Secret(r.pair.Access)}
 }
 
 // before rotates a stale or superseded pair before the call.
@@ -93,7 +94,7 @@ func (r *rotation) before(ctx context.Context, info *reqInfo) *Error {
 		}
 		if ok || rot.Stale(r.pair) {
 			info.rotation = "refused"
-			return NewError(CodeRotationRefused, fmt.Sprintf(
+			return newError(CodeRotationRefused, fmt.Sprintf(
 				"the %s token of this grant has expired and must be rotated, but this grant cannot carry a rotated token back; the member's client must include member_key", r.name))
 		}
 		return nil
@@ -118,7 +119,7 @@ func (r *rotation) unauthorized(ctx context.Context, info *reqInfo, he *host.Err
 	rot := r.s.rot
 	switch {
 	case rot == nil:
-		e := NewError(CodeRotationNotConfigured, fmt.Sprintf(
+		e := newError(CodeRotationNotConfigured, fmt.Sprintf(
 			"%s rejected the token (HTTP 401) and this sidecar cannot rotate it: no broker is configured (docs/OPERATING.md)", r.name))
 		e.UpstreamStatus = he.Status
 		return false, e
@@ -126,7 +127,7 @@ func (r *rotation) unauthorized(ctx context.Context, info *reqInfo, he *host.Err
 		return false, nil // rotated already: a second 401 is the answer
 	case r.memberKey == "":
 		info.rotation = "refused"
-		e := NewError(CodeRotationRefused, fmt.Sprintf(
+		e := newError(CodeRotationRefused, fmt.Sprintf(
 			"%s rejected the token (HTTP 401) and it must be rotated, but this grant cannot carry a rotated token back; the member's client must include member_key", r.name))
 		e.UpstreamStatus = he.Status
 		return false, e
@@ -146,29 +147,29 @@ func (r *rotation) unauthorized(ctx context.Context, info *reqInfo, he *host.Err
 // reconnect_required, a transient failure refresh_unavailable (never a
 // reconnect), anything else refresh_failed.
 func (r *rotation) refreshError(ctx context.Context, err error) *Error {
-	if ctx.Err() != nil && errors.Is(err, rotate.ErrRetryable) {
+	if ctx.Err() != nil && errors.Is(err, api.ErrRetryable) {
 		// The caller went away while the refresh was in flight; the refresh
 		// completes in the background and lands in the grace cache.
-		return NewError(CodeCanceled, "the caller went away").withCause(err)
+		return newError(CodeCanceled, "the caller went away").withCause(err)
 	}
 	switch {
-	case errors.Is(err, state.ErrUnavailable):
+	case errors.Is(err, api.ErrUnavailable):
 		return r.s.unavailable("the shared state store (Redis) did not answer; retry shortly (the grant is not spent)").withCause(err)
-	case errors.Is(err, rotate.ErrReconnectRequired):
-		return NewError(CodeReconnectRequired, fmt.Sprintf(
+	case errors.Is(err, api.ErrReconnectRequired):
+		return newError(CodeReconnectRequired, fmt.Sprintf(
 			"the connection to %s has expired or was revoked; reconnect it in Integrations", r.name)).withCause(err)
-	case errors.Is(err, rotate.ErrRetryable):
-		e := NewError(CodeRefreshUnavailable, fmt.Sprintf(
+	case errors.Is(err, api.ErrRetryable):
+		e := newError(CodeRefreshUnavailable, fmt.Sprintf(
 			"refreshing the %s token failed temporarily; retry shortly (the grant is not spent)", r.name)).withCause(err)
 		wait := DefaultRefreshRetryAfter
-		var re *rotate.Error
+		var re *api.RefreshError
 		if errors.As(err, &re) && re.RetryAfter > 0 {
 			wait = re.RetryAfter
 		}
 		e.RetryAfter = int((wait + time.Second - 1) / time.Second)
 		return e
 	}
-	return NewError(CodeRefreshFailed, fmt.Sprintf(
+	return newError(CodeRefreshFailed, fmt.Sprintf(
 		"the broker refused to refresh the %s token (a configuration problem); the sidecar log has the cause", r.name)).withCause(err)
 }
 
@@ -180,43 +181,43 @@ func (r *rotation) seal() (string, *Error) {
 	}
 	to, err := grant.ParsePublicKey(r.memberKey)
 	if err != nil { // grant.Validate checked it: unreachable
-		return "", NewError(CodeInternal, "the member key cannot be sealed to").withCause(err)
+		return "", newError(CodeInternal, "the member key cannot be sealed to").withCause(err)
 	}
 	sealed, err := grant.SealRotated(&grant.Rotated{
 		Service: r.service, Kind: grant.KindOAuth,
-		Access: grant.Secret(r.pair.Access), Refresh: grant.Secret(r.pair.Refresh),
+		Access: secret.Secret(r.pair.Access), Refresh: secret.Secret(r.pair.Refresh),
 		TokenExpiresAt: rotate.FormatExpiry(r.pair.ExpiresAt),
 	}, to, nil)
 	if err != nil {
-		return "", NewError(CodeInternal, "the rotated token pair could not be sealed").withCause(err)
+		return "", newError(CodeInternal, "the rotated token pair could not be sealed").withCause(err)
 	}
 	return sealed, nil
 }
 
 // unauthorized401 reports whether a host error is the provider's 401.
 func unauthorized401(he *host.Error) bool {
-	return he != nil && he.Code == host.CodeUpstreamError && he.Status == http.StatusUnauthorized
+	return he != nil && Code(he.Code) == CodeUpstreamError && he.Status == http.StatusUnauthorized
 }
 
 // countingRefresher counts every refresh sent to the broker, by service
 // and outcome (the Rotator calls it once per refresh, whatever the number
 // of ops sharing it).
 type countingRefresher struct {
-	next rotate.Refresher
+	next api.Refresher
 	m    *prometheus.CounterVec
 }
 
-func (c countingRefresher) Refresh(ctx context.Context, service string, refreshToken secret.Secret) (rotate.Pair, error) {
+func (c countingRefresher) Refresh(ctx context.Context, service string, refreshToken secret.Secret) (api.Pair, error) {
 	p, err := c.next.Refresh(ctx, service, refreshToken)
 	outcome := "ok"
 	if err != nil {
-		outcome = rotate.KindRetryable.String() // as the Rotator classifies an unknown error
-		var re *rotate.Error
+		outcome = api.RefreshRetryable.String() // as the Rotator classifies an unknown error
+		var re *api.RefreshError
 		if errors.As(err, &re) && re.Kind != 0 {
 			outcome = re.Kind.String()
 		}
 	} else if p.Access == "" {
-		outcome = rotate.KindFailed.String()
+		outcome = api.RefreshFailed.String()
 	}
 	c.m.WithLabelValues(service, outcome).Inc()
 	return p, err

@@ -10,13 +10,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/elevenmessenger/pinned/sidecar/api"
+
 	"github.com/rs/zerolog"
 
 	"github.com/elevenmessenger/pinned/broker"
 	"github.com/elevenmessenger/pinned/internal/demo/fakeapi"
 	"github.com/elevenmessenger/pinned/internal/rotate"
-	"github.com/elevenmessenger/pinned/internal/secret"
 	"github.com/elevenmessenger/pinned/internal/testing/testutil"
+	"github.com/elevenmessenger/pinned/secret"
 	"github.com/elevenmessenger/pinned/sidecar/grant"
 )
 
@@ -62,7 +64,7 @@ func newRotEnv(t *testing.T, bo brokerOpts, mod func(*Config)) *rotEnv {
 	if re.member, err = grant.GenerateKey(nil); err != nil {
 		t.Fatal(err)
 	}
-	var refresher rotate.Refresher
+	var refresher api.Refresher
 	if !bo.noBroker {
 		if bo.providerTimeout == 0 {
 			bo.providerTimeout = 15 * time.Second
@@ -124,18 +126,18 @@ func newRotEnv(t *testing.T, bo brokerOpts, mod func(*Config)) *rotEnv {
 // The fake's clock is set back by age while minting, so the pair is issued
 // age ago: with age past its lifetime it is already expired, at the fake
 // and by its stated expiry.
-func mintPair(t *testing.T, fake *fakeapi.Server, service string, age time.Duration) rotate.Pair {
+func mintPair(t *testing.T, fake *fakeapi.Server, service string, age time.Duration) api.Pair {
 	t.Helper()
 	p := testutil.MintPair(t, fake, service, age)
-	return rotate.Pair{Access: grant.Secret(p.Access), Refresh: grant.Secret(p.Refresh), ExpiresAt: p.ExpiresAt}
+	return api.Pair{Access: secret.Secret(p.Access), Refresh: secret.Secret(p.Refresh), ExpiresAt: p.ExpiresAt}
 }
 
 // oauthGrant seals a read grant carrying p, with the member key or not.
-func (re *rotEnv) oauthGrant(t testing.TB, service string, p rotate.Pair, withMemberKey bool) string {
+func (re *rotEnv) oauthGrant(t testing.TB, service string, p api.Pair, withMemberKey bool) string {
 	t.Helper()
 	g := grant.Grant{
 		Service: service, Access: grant.AccessRead, Kind: grant.KindOAuth,
-		Secret: grant.Secret(p.Access), Refresh: grant.Secret(p.Refresh), TokenExpiresAt: rotate.FormatExpiry(p.ExpiresAt),
+		Secret: secret.Secret(p.Access), Refresh: secret.Secret(p.Refresh), TokenExpiresAt: rotate.FormatExpiry(p.ExpiresAt),
 	}
 	if withMemberKey {
 		g.MemberKey = re.member.Public().String()
@@ -157,7 +159,7 @@ func rotatedOf(t testing.TB, body []byte) string {
 
 // openRotated opens a rotated pair with the member's key and checks its
 // form.
-func (re *rotEnv) openRotated(t testing.TB, service, sealed string) rotate.Pair {
+func (re *rotEnv) openRotated(t testing.TB, service, sealed string) api.Pair {
 	t.Helper()
 	if sealed == "" {
 		t.Fatal("the answer carries no rotated pair")
@@ -173,7 +175,7 @@ func (re *rotEnv) openRotated(t testing.TB, service, sealed string) rotate.Pair 
 	if err != nil {
 		t.Fatal(err)
 	}
-	return rotate.Pair{Access: r.Access, Refresh: r.Refresh, ExpiresAt: exp}
+	return api.Pair{Access: r.Access, Refresh: r.Refresh, ExpiresAt: exp}
 }
 
 // refreshes is how many refresh requests the fake's token endpoint of
@@ -263,7 +265,7 @@ func TestRotationParallelExpiredPair(t *testing.T) {
 	if got := refreshes(re.fake, fakeapi.GitHub) - before; got != 1 {
 		t.Fatalf("the provider saw %d refresh requests, want exactly 1", got)
 	}
-	var fresh rotate.Pair
+	var fresh api.Pair
 	sealed := make([]string, n)
 	for i, a := range answers {
 		if a.status != http.StatusOK {

@@ -10,9 +10,10 @@ import "context"
 // is its 200 body, or the error it would have answered (with Rotated set
 // when the op rotated the pair and then failed). The op is counted in the
 // sidecar's metrics like an HTTP one; nothing is logged here: the caller
-// logs the error's Code and, for itself only, its Cause.
-func (s *Server) RunOp(ctx context.Context, req OpRequest) (OpResponse, *Error) {
-	res, rotated, e := s.enforceOp(ctx, &reqInfo{}, &req)
+// logs the error's Code and, for itself only, its Cause. The error, when
+// not nil, is an *Error (errors.As).
+func (s *Server) RunOp(ctx context.Context, req OpRequest) (OpResponse, error) {
+	res, rotated, e := s.enforceOp(ctx, &reqInfo{}, &req, nil)
 	svc, op := s.labels(req.Service, req.Op)
 	outcome := "ok"
 	if e != nil {
@@ -28,8 +29,9 @@ func (s *Server) RunOp(ctx context.Context, req OpRequest) (OpResponse, *Error) 
 
 // CheckOp is POST /v1/consent without HTTP: it validates the args in the
 // sandbox (nothing is sent, no grant is needed) and renders a write op's
-// confirm sentence, answering what the endpoint answers.
-func (s *Server) CheckOp(ctx context.Context, req ConsentRequest) (ConsentResponse, *Error) {
+// confirm sentence, answering what the endpoint answers. The error, when
+// not nil, is an *Error (errors.As).
+func (s *Server) CheckOp(ctx context.Context, req ConsentRequest) (ConsentResponse, error) {
 	res, e := s.checkConsent(ctx, &reqInfo{}, &req)
 	svc, op := s.labels(req.Service, req.Op)
 	outcome := "ok"

@@ -42,7 +42,8 @@ func TestRunOpMatchesHTTP(t *testing.T) {
 					_ = json.Unmarshal(r.body, &ok)
 					data = ok.Data
 				} else {
-					res, e := env.srv.RunOp(context.Background(), OpRequest{Service: "github", Op: tc.op, Args: json.RawMessage(tc.args), Grant: sealed})
+					res, err := env.srv.RunOp(context.Background(), OpRequest{Service: "github", Op: tc.op, Args: json.RawMessage(tc.args), Grant: sealed})
+					e := asError(t, err)
 					if e != nil {
 						code = e.Code
 					}
@@ -56,7 +57,8 @@ func TestRunOpMatchesHTTP(t *testing.T) {
 				}
 				if tc.want == "" {
 					// The same grant again is a replay, both ways.
-					_, e := env.srv.RunOp(context.Background(), OpRequest{Service: "github", Op: tc.op, Args: json.RawMessage(tc.args), Grant: sealed})
+					_, err := env.srv.RunOp(context.Background(), OpRequest{Service: "github", Op: tc.op, Args: json.RawMessage(tc.args), Grant: sealed})
+					e := asError(t, err)
 					if e == nil || e.Code != CodeGrantReplayed {
 						t.Errorf("%s then RunOp replay: %v", via, e)
 					}

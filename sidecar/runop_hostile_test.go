@@ -43,7 +43,8 @@ func TestRunOpRefusesHostileGrants(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			env.fake.Reset()
-			_, e := env.srv.RunOp(context.Background(), OpRequest{Service: "github", Op: tc.op, Args: json.RawMessage(tc.args), Grant: tc.grant})
+			_, err := env.srv.RunOp(context.Background(), OpRequest{Service: "github", Op: tc.op, Args: json.RawMessage(tc.args), Grant: tc.grant})
+			e := asError(t, err)
 			if e == nil || e.Code != tc.want {
 				t.Fatalf("got %v, want %s", e, tc.want)
 			}
@@ -62,7 +63,7 @@ func TestRunOpRefusesHostileGrants(t *testing.T) {
 
 // TestOpsWithholdCredentialEcho: a provider that echoes the grant's token
 // in a picked field gets the result withheld on POST /v1/ops and RunOp
-// alike (the host's one check, host.CodeCredentialEcho): 502
+// alike (the host's one check, api.CodeCredentialEcho): 502
 // credential_echo, no data, and the token in no answer or log line.
 func TestOpsWithholdCredentialEcho(t *testing.T) {
 	env := newTestEnv(t, nil)
@@ -99,7 +100,8 @@ func TestOpsWithholdCredentialEcho(t *testing.T) {
 				var code Code
 				var applied string
 				if via == "RunOp" {
-					res, e := env.srv.RunOp(context.Background(), OpRequest{Service: "github", Op: tt.op, Args: json.RawMessage(tt.args), Grant: sealed})
+					res, err := env.srv.RunOp(context.Background(), OpRequest{Service: "github", Op: tt.op, Args: json.RawMessage(tt.args), Grant: sealed})
+					e := asError(t, err)
 					if res.Data != nil || e == nil {
 						t.Fatalf("RunOp returned %+v, %v", res, e)
 					}

@@ -21,18 +21,19 @@
 // With a Config.Refresher (the broker), a grant's expiring OAuth pair is
 // rotated in the op path — before the call when stale, once after a
 // surprise 401 — and the fresh pair goes back sealed to the grant's
-// member_key (rotation.go; the core is package internal/rotate).
+// member_key (rotation.go).
 //
 // What must hold across replicas of one bot — a grant runs once, a
-// single-use refresh token is spent once — lives in a state.Store
+// single-use refresh token is spent once — lives in an api.Store
 // (Config.Store): in memory for one process, or on Redis shared by the
 // replicas (docs/OPERATING.md, "Several replicas"). When the store cannot
 // answer, ops are refused with unavailable (503), never run unrecorded.
 //
-// It imports host, registry, sidecar/grant, the binary's own parts
-// internal/state, internal/rotate and internal/research, the shared
-// internal/httperr, httpallow, jsonenc, jsonv and secret, and chi, zerolog
-// and prometheus; never broker or web (docs/ARCHITECTURE.md). In the
+// It imports host, registry, secret, sidecar/api (the contracts of its
+// pluggable parts), sidecar/grant, pinned's implementations of those
+// parts (internal/state, internal/rotate, internal/research), the shared
+// internal/httperr, httpallow, jsonenc and jsonv, and chi, zerolog and
+// prometheus; never broker or web (docs/ARCHITECTURE.md). In the
 // module, cmd/pinned, internal/demo/webstack and internal/cmd/benchtool build a
 // Server; mcpserver runs its ops through one (Server.RunOp).
 package sidecar
@@ -52,6 +53,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/elevenmessenger/pinned/sidecar/api"
+
+	"github.com/elevenmessenger/pinned/secret"
+
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
 	"github.com/prometheus/client_golang/prometheus"
@@ -61,7 +66,6 @@ import (
 	"github.com/elevenmessenger/pinned/host"
 	"github.com/elevenmessenger/pinned/internal/httpallow"
 	"github.com/elevenmessenger/pinned/internal/jsonenc"
-	"github.com/elevenmessenger/pinned/internal/research"
 	"github.com/elevenmessenger/pinned/internal/rotate"
 	"github.com/elevenmessenger/pinned/internal/state"
 	"github.com/elevenmessenger/pinned/registry"
@@ -124,9 +128,9 @@ type Config struct {
 	ReplayCacheSize int
 	// Store holds the state replicas share: grant nonces, refresh locks
 	// and the grace cache of just-rotated pairs. Default an in-memory store
-	// (one process); a *state.Redis for several replicas. The caller
-	// closes it after Serve returns.
-	Store state.Store
+	// (one process); `pinned sidecar` uses a file, or Redis for several
+	// replicas. The caller closes it after Serve returns.
+	Store api.Store
 	// UnavailableRetryAfter is the Retry-After of unavailable; default
 	// DefaultUnavailableRetryAfter (2s).
 	UnavailableRetryAfter time.Duration
@@ -136,7 +140,7 @@ type Config struct {
 	// CallerToken, when set, is the bearer token callers must send
 	// ("Authorization: Bearer <token>") on /v1/* and /metrics. It is
 	// compared in constant time.
-	CallerToken host.Secret
+	CallerToken secret.Secret
 	// HTTP server timeouts and limits, used by Serve.
 	ReadHeaderTimeout time.Duration // default 5s
 	ReadTimeout       time.Duration // default 30s
@@ -150,32 +154,115 @@ type Config struct {
 	Now func() time.Time
 
 	// Refresher rotates expiring OAuth pairs (DESIGN.md, "Expiring
-	// tokens"): in production a *rotate.BrokerClient for the broker's
-	// POST /api/refresh. nil turns rotation off: a stale pair runs as is,
+	// tokens"): `pinned sidecar` uses the broker's POST /api/refresh.
+	// nil turns rotation off: a stale pair runs as is,
 	// and a 401 to a grant carrying a refresh token is answered
 	// rotation_not_configured.
-	Refresher rotate.Refresher
+	Refresher api.Refresher
 	// RefreshMargin: a pair whose known expiry falls within it is refreshed
-	// before the call; default rotate.DefaultMargin (60s).
+	// before the call; default 60s.
 	RefreshMargin time.Duration
 	// RefreshTimeout bounds one refresh, whatever the op's own context;
 	// default DefaultRefreshTimeout (20s).
 	RefreshTimeout time.Duration
 	// RefreshGrace is how long a fresh pair answers for the pair it
 	// replaced (an op arriving with the old pair gets the fresh one);
-	// default rotate.DefaultGrace (2 min).
+	// default 2 min.
 	RefreshGrace time.Duration
 
-	// Model answers research sessions (POST /v1/research): in production a
-	// *claude.Client (package internal/research/claude). nil: the endpoint
-	// answers model_not_configured.
-	Model research.Model
+	// Model answers research sessions (POST /v1/research): `pinned
+	// sidecar` uses the Anthropic Messages API. nil: the endpoint answers
+	// model_not_configured.
+	Model api.Model
 	// ResearchGrantTTL refuses research grants expiring further ahead than
 	// this (plus grant.ClockSkew); default DefaultResearchGrantTTL (15m).
 	ResearchGrantTTL time.Duration
 	// MaxResearch bounds the research sessions running at once; past it
 	// they get 503 busy. Default DefaultMaxResearch (4).
 	MaxResearch int
+}
+
+// Config's defaults: each accessor is its field, or the default when the
+// field is zero (or, for a number, not above zero).
+
+func (c *Config) maxConcurrency() int {
+	return orDefault(c.MaxConcurrency, DefaultMaxConcurrency)
+}
+
+func (c *Config) maxBodyBytes() int64 {
+	return orDefault(c.MaxBodyBytes, DefaultMaxBodyBytes)
+}
+
+func (c *Config) busyRetryAfter() time.Duration {
+	return orDefault(c.BusyRetryAfter, DefaultBusyRetryAfter)
+}
+
+func (c *Config) replayCacheSize() int {
+	return orDefault(c.ReplayCacheSize, grant.DefaultReplayCacheSize)
+}
+
+func (c *Config) unavailableRetryAfter() time.Duration {
+	return orDefault(c.UnavailableRetryAfter, DefaultUnavailableRetryAfter)
+}
+
+func (c *Config) maxGrantTTL() time.Duration {
+	return orDefault(c.MaxGrantTTL, grant.DefaultMaxTTL)
+}
+
+func (c *Config) readHeaderTimeout() time.Duration {
+	return orDefault(c.ReadHeaderTimeout, DefaultReadHeaderTimeout)
+}
+
+func (c *Config) readTimeout() time.Duration {
+	return orDefault(c.ReadTimeout, DefaultReadTimeout)
+}
+
+func (c *Config) writeTimeout() time.Duration {
+	return orDefault(c.WriteTimeout, DefaultWriteTimeout)
+}
+
+func (c *Config) idleTimeout() time.Duration {
+	return orDefault(c.IdleTimeout, DefaultIdleTimeout)
+}
+
+func (c *Config) maxHeaderBytes() int {
+	return orDefault(c.MaxHeaderBytes, DefaultMaxHeaderBytes)
+}
+
+func (c *Config) shutdownGrace() time.Duration {
+	return orDefault(c.ShutdownGrace, DefaultShutdownGrace)
+}
+
+func (c *Config) refreshMargin() time.Duration {
+	return orDefault(c.RefreshMargin, rotate.DefaultMargin)
+}
+
+func (c *Config) refreshTimeout() time.Duration {
+	return orDefault(c.RefreshTimeout, DefaultRefreshTimeout)
+}
+
+func (c *Config) researchGrantTTL() time.Duration {
+	return orDefault(c.ResearchGrantTTL, DefaultResearchGrantTTL)
+}
+
+func (c *Config) maxResearch() int {
+	return orDefault(c.MaxResearch, DefaultMaxResearch)
+}
+
+// now is the clock of grant and token expiry.
+func (c *Config) now() time.Time {
+	if c.Now == nil {
+		return time.Now()
+	}
+	return c.Now()
+}
+
+// orDefault is v, or def when v is not above zero.
+func orDefault[T int | int64 | time.Duration](v, def T) T {
+	if v > 0 {
+		return v
+	}
+	return def
 }
 
 // Server is the sidecar. Create it with New, serve it with Serve (once).
@@ -191,7 +278,7 @@ type Server struct {
 	log      zerolog.Logger
 	prom     *prometheus.Registry
 	m        *metrics
-	store    state.Store     // instrumented
+	store    api.Store       // instrumented
 	rot      *rotate.Rotator // nil: rotation is off
 	slots    chan struct{}
 	handler  http.Handler
@@ -214,74 +301,14 @@ type Server struct {
 	active   sync.WaitGroup
 }
 
-// New checks cfg, fills its defaults and builds the server (routes,
-// metrics, the generated tool descriptions).
+// New checks cfg and builds the server (routes, metrics, the generated
+// tool descriptions). A zero field of cfg means its default.
 func New(cfg Config) (*Server, error) {
 	if cfg.Engine == nil {
 		return nil, errors.New("sidecar: Config.Engine is required")
 	}
 	if cfg.Key == nil {
 		return nil, errors.New("sidecar: Config.Key (the bot's private key) is required")
-	}
-	if cfg.Registry == nil {
-		cfg.Registry = registry.Default()
-	}
-	if cfg.Prometheus == nil {
-		cfg.Prometheus = prometheus.NewRegistry()
-	}
-	if cfg.MaxConcurrency <= 0 {
-		cfg.MaxConcurrency = DefaultMaxConcurrency
-	}
-	if cfg.MaxBodyBytes <= 0 {
-		cfg.MaxBodyBytes = DefaultMaxBodyBytes
-	}
-	if cfg.BusyRetryAfter <= 0 {
-		cfg.BusyRetryAfter = DefaultBusyRetryAfter
-	}
-	if cfg.ReplayCacheSize <= 0 {
-		cfg.ReplayCacheSize = grant.DefaultReplayCacheSize
-	}
-	if cfg.UnavailableRetryAfter <= 0 {
-		cfg.UnavailableRetryAfter = DefaultUnavailableRetryAfter
-	}
-	if cfg.MaxGrantTTL <= 0 {
-		cfg.MaxGrantTTL = grant.DefaultMaxTTL
-	}
-	if cfg.ReadHeaderTimeout <= 0 {
-		cfg.ReadHeaderTimeout = DefaultReadHeaderTimeout
-	}
-	if cfg.ReadTimeout <= 0 {
-		cfg.ReadTimeout = DefaultReadTimeout
-	}
-	if cfg.WriteTimeout <= 0 {
-		cfg.WriteTimeout = DefaultWriteTimeout
-	}
-	if cfg.IdleTimeout <= 0 {
-		cfg.IdleTimeout = DefaultIdleTimeout
-	}
-	if cfg.MaxHeaderBytes <= 0 {
-		cfg.MaxHeaderBytes = DefaultMaxHeaderBytes
-	}
-	if cfg.ShutdownGrace <= 0 {
-		cfg.ShutdownGrace = DefaultShutdownGrace
-	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
-	if cfg.Store == nil {
-		cfg.Store = state.NewMemory(state.MemoryOptions{ReplayCacheSize: cfg.ReplayCacheSize, MaxGrace: rotate.DefaultMaxCached, Now: cfg.Now})
-	}
-	if cfg.RefreshMargin <= 0 {
-		cfg.RefreshMargin = rotate.DefaultMargin
-	}
-	if cfg.RefreshTimeout <= 0 {
-		cfg.RefreshTimeout = DefaultRefreshTimeout
-	}
-	if cfg.ResearchGrantTTL <= 0 {
-		cfg.ResearchGrantTTL = DefaultResearchGrantTTL
-	}
-	if cfg.MaxResearch <= 0 {
-		cfg.MaxResearch = DefaultMaxResearch
 	}
 	s := &Server{
 		cfg:      cfg,
@@ -291,11 +318,17 @@ func New(cfg Config) (*Server, error) {
 		key:      cfg.Key,
 		log:      zerolog.Nop(),
 		prom:     cfg.Prometheus,
-		slots:    make(chan struct{}, cfg.MaxConcurrency),
+		slots:    make(chan struct{}, cfg.maxConcurrency()),
 
-		researchSlots: make(chan struct{}, cfg.MaxResearch),
+		researchSlots: make(chan struct{}, cfg.maxResearch()),
 	}
-	for _, m := range cfg.Registry.Services() {
+	if s.reg == nil {
+		s.reg = registry.Default()
+	}
+	if s.prom == nil {
+		s.prom = prometheus.NewRegistry()
+	}
+	for _, m := range s.reg.Services() {
 		s.services[m.ID] = m
 	}
 	if cfg.Logger != nil {
@@ -304,14 +337,18 @@ func New(cfg Config) (*Server, error) {
 	if cfg.CallerToken != "" {
 		s.tokenSum = sha256.Sum256([]byte(cfg.CallerToken))
 	}
-	s.m = newMetrics(s.prom, cfg.Store)
-	s.store = instrumented{next: cfg.Store, m: s.m}
+	store := cfg.Store
+	if store == nil {
+		store = state.NewMemory(state.MemoryOptions{ReplayCacheSize: cfg.replayCacheSize(), MaxGrace: rotate.DefaultMaxCached, Now: s.cfg.now})
+	}
+	s.m = newMetrics(s.prom, store)
+	s.store = instrumented{next: store, m: s.m}
 	if cfg.Refresher != nil {
 		// One Rotator per process: single flight per credential across
 		// requests, and one grace cache.
 		rlog := s.log
 		s.rot = rotate.New(countingRefresher{next: cfg.Refresher, m: s.m.refreshes}, rotate.Options{
-			Margin: cfg.RefreshMargin, Grace: cfg.RefreshGrace, Timeout: cfg.RefreshTimeout, Now: cfg.Now, Logger: &rlog, Store: s.store,
+			Margin: cfg.refreshMargin(), Grace: cfg.RefreshGrace, Timeout: cfg.refreshTimeout(), Now: s.cfg.now, Logger: &rlog, Store: s.store,
 		})
 	}
 	s.m.registerRotation(s.prom, s.rot)
@@ -352,12 +389,12 @@ func (s *Server) Ready() bool { return s.ready.Load() }
 // readyErr is /readyz's answer: nil when ready.
 func (s *Server) readyErr(ctx context.Context) *Error {
 	if !s.ready.Load() {
-		return NewError(CodeNotReady, "the sidecar is starting or shutting down")
+		return newError(CodeNotReady, "the sidecar is starting or shutting down")
 	}
 	ctx, cancel := context.WithTimeout(ctx, readyPingTimeout)
 	defer cancel()
 	if err := s.store.Ping(ctx); err != nil {
-		return NewError(CodeNotReady, "the shared state store (Redis) does not answer").withCause(err)
+		return newError(CodeNotReady, "the shared state store (Redis) does not answer").withCause(err)
 	}
 	return nil
 }
@@ -366,12 +403,12 @@ func (s *Server) routes() http.Handler {
 	r := chi.NewRouter()
 	r.Use(sanitizeRequestID, middleware.RequestID, s.accessLog, s.recoverer, s.track)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
-		s.fail(w, r, NewError(CodeNotFound, "no such endpoint; see docs/API.md"))
+		s.fail(w, r, newError(CodeNotFound, "no such endpoint; see docs/API.md"))
 	})
 	mux := r
 	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
 		httpallow.Set(w, mux, r)
-		s.fail(w, r, NewError(CodeMethodNotAllowed, r.Method+" is not allowed here"))
+		s.fail(w, r, newError(CodeMethodNotAllowed, r.Method+" is not allowed here"))
 	})
 	r.Get("/healthz", s.handleHealth)
 	r.Get("/readyz", s.handleReady)
@@ -400,17 +437,17 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	defer cancelBase()
 	srv := &http.Server{
 		Handler:           s.handler,
-		ReadHeaderTimeout: s.cfg.ReadHeaderTimeout,
-		ReadTimeout:       s.cfg.ReadTimeout,
-		WriteTimeout:      s.cfg.WriteTimeout,
-		IdleTimeout:       s.cfg.IdleTimeout,
-		MaxHeaderBytes:    s.cfg.MaxHeaderBytes,
+		ReadHeaderTimeout: s.cfg.readHeaderTimeout(),
+		ReadTimeout:       s.cfg.readTimeout(),
+		WriteTimeout:      s.cfg.writeTimeout(),
+		IdleTimeout:       s.cfg.idleTimeout(),
+		MaxHeaderBytes:    s.cfg.maxHeaderBytes(),
 		BaseContext:       func(net.Listener) context.Context { return base },
 		ErrorLog:          log.New(httpErrorLog{s.log}, "", 0),
 	}
 	s.log.Info().Str("event", "listening").Str("addr", ln.Addr().String()).
 		Str("bot_key", s.key.Public().String()).Str("registry", s.reg.Digest()).
-		Int("max_concurrency", s.cfg.MaxConcurrency).Bool("caller_token", s.cfg.CallerToken != "").
+		Int("max_concurrency", s.cfg.maxConcurrency()).Bool("caller_token", s.cfg.CallerToken != "").
 		Bool("rotation", s.rot != nil).Str("state_store", s.store.Kind()).
 		Msg("sidecar listening")
 	errc := make(chan error, 1)
@@ -423,8 +460,8 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	case <-ctx.Done():
 	}
 	s.ready.Store(false)
-	s.log.Info().Str("event", "shutdown").Float64("grace_ms", float64(s.cfg.ShutdownGrace.Milliseconds())).Msg("shutting down: finishing in-flight requests")
-	sctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownGrace)
+	s.log.Info().Str("event", "shutdown").Float64("grace_ms", float64(s.cfg.shutdownGrace().Milliseconds())).Msg("shutting down: finishing in-flight requests")
+	sctx, cancel := context.WithTimeout(context.Background(), s.cfg.shutdownGrace())
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil {
 		s.log.Warn().Str("event", "shutdown").Msg("grace period over: canceling the requests still running")
@@ -478,14 +515,14 @@ func (s *Server) acquire() (release func(), e *Error) {
 
 // unavailable is the answer when the state store did not answer.
 func (s *Server) unavailable(msg string) *Error {
-	e := NewError(CodeUnavailable, msg)
-	e.RetryAfter = int((s.cfg.UnavailableRetryAfter + time.Second - 1) / time.Second)
+	e := newError(CodeUnavailable, msg)
+	e.RetryAfter = int((s.cfg.unavailableRetryAfter() + time.Second - 1) / time.Second)
 	return e
 }
 
 func (s *Server) busy(msg string) *Error {
-	e := NewError(CodeBusy, msg)
-	e.RetryAfter = int((s.cfg.BusyRetryAfter + time.Second - 1) / time.Second)
+	e := newError(CodeBusy, msg)
+	e.RetryAfter = int((s.cfg.busyRetryAfter() + time.Second - 1) / time.Second)
 	return e
 }
 
@@ -503,16 +540,16 @@ func (s *Server) checkToken(r *http.Request) bool {
 
 // readBody reads the request body up to MaxBodyBytes.
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *Error) {
-	if r.ContentLength > s.cfg.MaxBodyBytes {
-		return nil, NewError(CodeTooLarge, fmt.Sprintf("the body is larger than %d bytes", s.cfg.MaxBodyBytes))
+	if r.ContentLength > s.cfg.maxBodyBytes() {
+		return nil, newError(CodeTooLarge, fmt.Sprintf("the body is larger than %d bytes", s.cfg.maxBodyBytes()))
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.maxBodyBytes()))
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			return nil, NewError(CodeTooLarge, fmt.Sprintf("the body is larger than %d bytes", s.cfg.MaxBodyBytes))
+			return nil, newError(CodeTooLarge, fmt.Sprintf("the body is larger than %d bytes", s.cfg.maxBodyBytes()))
 		}
-		return nil, NewError(CodeBadRequest, "the body could not be read").withCause(err)
+		return nil, newError(CodeBadRequest, "the body could not be read").withCause(err)
 	}
 	return body, nil
 }

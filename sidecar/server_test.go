@@ -20,6 +20,8 @@ import (
 	"time"
 
 	"github.com/elevenmessenger/pinned/host"
+	hostapi "github.com/elevenmessenger/pinned/host/api"
+	"github.com/elevenmessenger/pinned/internal/httperr"
 	"github.com/elevenmessenger/pinned/registry"
 	"github.com/elevenmessenger/pinned/sidecar/grant"
 )
@@ -437,11 +439,12 @@ func TestRecoverer(t *testing.T) {
 	}
 }
 
-// TestHostCodesMapped parses package host's code list and checks every
-// code passes through with a status the sidecar documents.
+// TestHostCodesMapped parses the host's code list (package host/api) and
+// checks every code passes through with a status the sidecar documents:
+// codeStatus is the one place an op's code becomes an HTTP status.
 func TestHostCodesMapped(t *testing.T) {
 	fset := token.NewFileSet()
-	f, err := parser.ParseFile(fset, "../host/errors.go", nil, 0)
+	f, err := parser.ParseFile(fset, "../host/api/api.go", nil, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -459,19 +462,27 @@ func TestHostCodesMapped(t *testing.T) {
 		}
 		return true
 	})
-	if len(codes) < 10 {
-		t.Fatalf("found only %d host codes: %v", len(codes), codes)
+	if len(codes) < 10 || len(codes) != len(hostapi.Codes()) {
+		t.Fatalf("found %d host codes, hostapi.Codes has %d: %v", len(codes), len(hostapi.Codes()), codes)
 	}
 	for _, c := range codes {
 		t.Run(c, func(t *testing.T) {
 			if _, ok := codeStatus[Code(c)]; !ok {
 				t.Fatalf("host code %q has no status in codes.go", c)
 			}
-			e := fromHost(&host.Error{Code: host.Code(c), Message: "m"})
-			if string(e.Code) != c {
-				t.Fatalf("fromHost changed %q to %q", c, e.Code)
+			e := opError(&host.Error{Code: hostapi.Code(c), Message: "m"}, "the op failed")
+			if string(e.Code) != c || e.Status != codeStatus[Code(c)] || e.Message != "m" {
+				t.Fatalf("opError made %q %d %q of %q", e.Code, e.Status, e.Message, c)
 			}
 		})
+	}
+}
+
+// TestStatusClientClosedIsHTTPErrs: the sidecar's 499 is the one the
+// shared error model logs for the broker and web.
+func TestStatusClientClosedIsHTTPErrs(t *testing.T) {
+	if StatusClientClosed != httperr.StatusClientClosed {
+		t.Fatalf("sidecar %d, httperr %d", StatusClientClosed, httperr.StatusClientClosed)
 	}
 }
 

@@ -27,7 +27,7 @@
 // other origin and with frame-ancestors 'none', and /api/ refuses requests
 // whose Origin or Sec-Fetch-Site says they came from another site.
 //
-// Imports: registry, host (for host.Secret), internal/httperr (the error
+// Imports: registry, secret (the bot token's type), internal/httperr (the error
 // model), internal/jsonv (strict JSON) and third-party libraries (chi,
 // zerolog); never sidecar or broker, which it reaches over HTTP.
 package web

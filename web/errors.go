@@ -36,18 +36,18 @@ var statusOf = httperr.Statuses[Code]{
 	CodeInternal:    http.StatusInternalServerError,
 }
 
-// Error is an error answer of pinned web, in the services' shared model
+// webError is an error answer of pinned web, in the services' shared model
 // (internal/httperr): {"error": {"code", "message", "request_id"}}. The
 // cause is logged, never sent.
-type Error = httperr.Error[Code]
+type webError = httperr.Error[Code]
 
-func newError(c Code, msg string) *Error { return statusOf.New(c, msg) }
+func newError(c Code, msg string) *webError { return statusOf.New(c, msg) }
 
 // writeError answers e for r, and hands its code and its internal cause
-// (Error.WithCause) to the access log, which writes them once, on the
+// (webError.WithCause) to the access log, which writes them once, on the
 // request's line beside its request_id ("outcome", "cause"). The cause is
 // never sent: the body is e's code, message and request id only.
-func writeError(w http.ResponseWriter, r *http.Request, e *Error) {
+func writeError(w http.ResponseWriter, r *http.Request, e *webError) {
 	info := infoFrom(r)
 	info.outcome = string(e.Code)
 	if c := e.Cause(); c != nil {

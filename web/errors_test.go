@@ -10,10 +10,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/elevenmessenger/pinned/secret"
+
 	"github.com/go-chi/chi/v5/middleware"
 	"github.com/rs/zerolog"
 
-	"github.com/elevenmessenger/pinned/host"
 	"github.com/elevenmessenger/pinned/internal/httperr"
 	"github.com/elevenmessenger/pinned/internal/testing/testutil"
 )
@@ -70,7 +71,7 @@ func TestCauseLoggedNotSent(t *testing.T) {
 	l.Close() // nothing listens there now: connection refused
 	logs := &testutil.SyncBuffer{}
 	zl := zerolog.New(logs)
-	s, err := New(Config{Bots: []Bot{{Name: "eleven", URL: dead, Token: host.Secret("caller-token-0123456789")}}, Logger: &zl})
+	s, err := New(Config{Bots: []Bot{{Name: "eleven", URL: dead, Token: secret.Secret("caller-token-0123456789")}}, Logger: &zl})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,9 +11,10 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/elevenmessenger/pinned/secret"
+
 	"github.com/rs/zerolog"
 
-	"github.com/elevenmessenger/pinned/host"
 	"github.com/elevenmessenger/pinned/internal/testing/testutil"
 )
 
@@ -247,7 +248,7 @@ func TestRelayTokenOnlyToBot(t *testing.T) {
 	const token = "caller-token-redirect-0123456789"
 	var logs testutil.SyncBuffer // the access log is written after the answer, while the test reads
 	l := zerolog.New(&logs)
-	s, err := New(Config{Bots: []Bot{{Name: "eleven", URL: redirect.URL, Token: host.Secret(token)}}, Logger: &l})
+	s, err := New(Config{Bots: []Bot{{Name: "eleven", URL: redirect.URL, Token: secret.Secret(token)}}, Logger: &l})
 	if err != nil {
 		t.Fatal(err)
 	}

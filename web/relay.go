@@ -153,7 +153,7 @@ func (s *Server) relay(path string, withGrant bool) http.HandlerFunc {
 // checkBody refuses anything but the endpoint's JSON object: strict JSON
 // (no duplicate keys), no unknown member, and for an op a grant that is
 // standard base64 of a sealed box. Names go to the access log.
-func checkBody(body []byte, withGrant bool, info *reqInfo) *Error {
+func checkBody(body []byte, withGrant bool, info *reqInfo) *webError {
 	if _, err := jsonv.Parse(body); err != nil {
 		return newError(CodeBadRequest, "the body is not one strict JSON object")
 	}

@@ -16,11 +16,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/elevenmessenger/pinned/secret"
+
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
 	"github.com/rs/zerolog"
 
-	"github.com/elevenmessenger/pinned/host"
 	"github.com/elevenmessenger/pinned/registry"
 )
 
@@ -61,7 +62,7 @@ type Bot struct {
 	URL string
 	// Token is the sidecar's caller token, sent as Bearer; empty when the
 	// sidecar has none. The browser never sees it.
-	Token host.Secret
+	Token secret.Secret
 }
 
 var botNameRe = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,31}$`)

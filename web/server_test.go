@@ -15,9 +15,10 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/elevenmessenger/pinned/secret"
+
 	"github.com/rs/zerolog"
 
-	"github.com/elevenmessenger/pinned/host"
 	"github.com/elevenmessenger/pinned/internal/testing/testutil"
 	"github.com/elevenmessenger/pinned/registry"
 )
@@ -70,7 +71,7 @@ func newTestServer(t *testing.T, brokerURL string) (*Server, *stubSidecar, *test
 	logs := &testutil.SyncBuffer{}
 	l := zerolog.New(logs)
 	s, err := New(Config{
-		Bots:      []Bot{{Name: "eleven", URL: sc.URL, Token: host.Secret("caller-token-0123456789")}},
+		Bots:      []Bot{{Name: "eleven", URL: sc.URL, Token: secret.Secret("caller-token-0123456789")}},
 		BrokerURL: brokerURL, Logger: &l,
 	})
 	if err != nil {

@@ -1,7 +1,10 @@
 package main
 
 import (
+	"errors"
+
 	"github.com/elevenmessenger/pinned/host"
+	"github.com/elevenmessenger/pinned/host/api"
 	"github.com/elevenmessenger/pinned/registry"
 )
 
@@ -12,12 +15,13 @@ import (
 // github.create_issue has no arg "x" (args: body, owner, repo, title)`.
 // The error is for an op that cannot be checked at all.
 func checkArgs(m *registry.Manifest, opName string, _ *registry.Op, args []byte) (string, error) {
-	herr := host.ValidateArgs(m, opName, args, 0)
+	err := host.ValidateArgs(m, opName, args, 0)
+	var he *host.Error
 	switch {
-	case herr == nil:
+	case err == nil:
 		return "", nil
-	case herr.Code == host.CodeBadArgs:
-		return herr.Message, nil
+	case errors.As(err, &he) && he.Code == api.CodeBadArgs:
+		return he.Message, nil
 	}
-	return "", herr
+	return "", err
 }

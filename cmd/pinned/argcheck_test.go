@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/elevenmessenger/pinned/host"
+	"github.com/elevenmessenger/pinned/host/api"
 	"github.com/elevenmessenger/pinned/internal/demo/fakeapi"
 	"github.com/elevenmessenger/pinned/registry"
 )
@@ -78,7 +79,7 @@ func TestCheckArgsMatchesEngine(t *testing.T) {
 		want := ""
 		if _, err := eng.Check(ctx, c.service, c.op, json.RawMessage(c.args)); err != nil {
 			var he *host.Error
-			if !errors.As(err, &he) || he.Code != host.CodeBadArgs {
+			if !errors.As(err, &he) || he.Code != api.CodeBadArgs {
 				t.Errorf("%s.%s %.80s: the engine answered %v, not bad_args", c.service, c.op, c.args, err)
 				continue
 			}
@@ -121,11 +122,13 @@ func validArgs(t *testing.T, m *registry.Manifest, name string, op *registry.Op)
 		}
 	}
 	for range 100 {
-		rej := host.ValidateArgs(m, name, []byte(objectText(args)), 0)
-		if rej == nil {
+		var rej *host.Error
+		if err := host.ValidateArgs(m, name, []byte(objectText(args)), 0); err == nil {
 			return args
+		} else if !errors.As(err, &rej) {
+			t.Fatal(err)
 		}
-		if rej.Code != host.CodeBadArgs {
+		if rej.Code != api.CodeBadArgs {
 			t.Fatal(rej)
 		}
 		a := op.Args[rej.Arg]

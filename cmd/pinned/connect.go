@@ -15,6 +15,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/elevenmessenger/pinned/secret"
+
 	"golang.org/x/term"
 
 	"github.com/elevenmessenger/pinned/host"
@@ -178,13 +180,13 @@ func runConnect(args []string, stdout, stderr io.Writer) int {
 	if msg != "" {
 		return usage("%s", msg)
 	}
-	conn := connstore.Connection{Service: service, Cap: *capFlag, Kind: *kind, Token: grant.Secret(token), User: grant.Secret(cred.User), Tenant: cred.Tenant}
+	conn := connstore.Connection{Service: service, Cap: *capFlag, Kind: *kind, Token: secret.Secret(token), User: cred.User, Tenant: cred.Tenant}
 	if *refreshEnv != "" {
 		r := strings.TrimSpace(os.Getenv(*refreshEnv))
 		if r == "" {
 			return usage("%s is not set or empty", *refreshEnv)
 		}
-		conn.Refresh = grant.Secret(r)
+		conn.Refresh = secret.Secret(r)
 		conn.TokenExpiresAt = time.Now().Add(*expiresIn).UTC().Format(time.RFC3339)
 	}
 
@@ -447,7 +449,7 @@ func connectionCredential(m *registry.Manifest, kind, token, tenant, user, userE
 			return host.Credential{}, userEnv + " is not set or empty"
 		}
 	}
-	cred := host.Credential{Kind: kind, Secret: host.Secret(token), User: host.Secret(user), Tenant: tenant}
+	cred := host.Credential{Kind: kind, Secret: secret.Secret(token), User: secret.Secret(user), Tenant: tenant}
 	switch {
 	case m.HasTenant() && tenant == "":
 		return cred, fmt.Sprintf("%s has a host per connection (%s): pass --tenant (%s)", m.ID, m.Host, m.Tenant.Label)

@@ -13,11 +13,14 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/elevenmessenger/pinned/sidecar/api"
+
+	"github.com/elevenmessenger/pinned/registry"
+	"github.com/elevenmessenger/pinned/secret"
+
 	"github.com/elevenmessenger/pinned/host"
 	"github.com/elevenmessenger/pinned/internal/demo/fakeapi"
 	"github.com/elevenmessenger/pinned/internal/demo/fakemodel"
-	"github.com/elevenmessenger/pinned/internal/research"
-	"github.com/elevenmessenger/pinned/registry"
 )
 
 const demoUsage = `Usage: pinned demo [--full] | pinned demo --web [--listen ADDR]
@@ -152,7 +155,7 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 	for _, d := range demoOps {
 		res, err := eng.Run(ctx, host.Call{
 			Service: d.service, Op: d.op, Args: json.RawMessage(d.args),
-			Credential: host.Credential{Kind: "pat", Secret: host.Secret(fakeapi.Token(d.service)), User: host.Secret(fakeapi.User(d.service)), Tenant: fakeapi.Tenant(d.service)},
+			Credential: host.Credential{Kind: "pat", Secret: secret.Secret(fakeapi.Token(d.service)), User: secret.Secret(fakeapi.User(d.service)), Tenant: fakeapi.Tenant(d.service)},
 		})
 		if err != nil {
 			failed++
@@ -193,8 +196,8 @@ func demoResearch(ctx context.Context, eng *host.Engine, stdout, stderr io.Write
 	defer fm.Close()
 	fmt.Fprintf(stdout, "\nResearch (SCRIPTED MODEL: a program replaying tool calls, not a language model): %q\n", q)
 	tokens := map[string]string{"github": fakeapi.Token("github"), "dnsimple": fakeapi.Token("dnsimple")}
-	ans, e, err := researchSession(ctx, eng, model, q, tokens, research.Limits{},
-		func(st research.Step) { fmt.Fprintf(stdout, "  %s\n", stepLine(st)) })
+	ans, e, err := researchSession(ctx, eng, model, q, tokens, api.Limits{},
+		func(st api.Step) { fmt.Fprintf(stdout, "  %s\n", stepLine(st)) })
 	switch {
 	case err != nil:
 		fmt.Fprintf(stdout, "research FAILED %s\n", errText(err))

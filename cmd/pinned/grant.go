@@ -8,6 +8,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/elevenmessenger/pinned/host/api"
+	"github.com/elevenmessenger/pinned/secret"
+
 	"github.com/elevenmessenger/pinned/host"
 	"github.com/elevenmessenger/pinned/registry"
 	"github.com/elevenmessenger/pinned/sidecar/grant"
@@ -212,28 +215,28 @@ func sealGrant(f *sealFlags, stdout, stderr io.Writer) int {
 				return 1
 			}
 			if msg != "" {
-				return usage("%s: %s", host.CodeBadArgs, msg)
+				return usage("%s: %s", api.CodeBadArgs, msg)
 			}
 			g.ArgsSHA256 = h
 		}
 	}
-	secret := os.Getenv(f.tokenEnv)
+	token := os.Getenv(f.tokenEnv)
 	if f.pair != nil {
-		secret = string(f.pair.Access)
+		token = string(f.pair.Access)
 	}
-	if secret == "" {
+	if token == "" {
 		return usage("no credential: set %s to the token to seal", f.tokenEnv)
 	}
 	// What the host would refuse when the op runs is refused now, by the
 	// host's own check: the bot would otherwise get credential_invalid.
-	if herr := host.CheckCredential(host.Credential{Kind: f.kind, Secret: host.Secret(secret)}); herr != nil {
-		return usage("%s: %s in %s: %s", herr.Code, herr.Message, f.tokenEnv, credentialHint)
+	if he := credentialError(host.Credential{Kind: f.kind, Secret: secret.Secret(token)}); he != nil {
+		return usage("%s: %s in %s: %s", he.Code, he.Message, f.tokenEnv, credentialHint)
 	}
-	cred, msg := connectionCredential(m, f.kind, secret, *f.tenant, *f.user, *f.userEnv)
+	cred, msg := connectionCredential(m, f.kind, token, *f.tenant, *f.user, *f.userEnv)
 	if msg != "" {
 		return usage("%s", msg)
 	}
-	g.Secret, g.User, g.Tenant = grant.Secret(secret), grant.Secret(cred.User), cred.Tenant
+	g.Secret, g.User, g.Tenant = secret.Secret(token), cred.User, cred.Tenant
 	if f.refreshEnv != "" {
 		if f.kind != grant.KindOAuth {
 			return usage("--refresh-env: a refresh token belongs to an OAuth pair: add --kind oauth")
@@ -248,10 +251,10 @@ func sealGrant(f *sealFlags, stdout, stderr io.Writer) int {
 		if refresh == "" {
 			return usage("no refresh token: set %s", f.refreshEnv)
 		}
-		if herr := host.CheckCredential(host.Credential{Kind: grant.KindOAuth, Secret: host.Secret(refresh)}); herr != nil {
-			return usage("%s: %s in %s: %s", herr.Code, herr.Message, f.refreshEnv, credentialHint)
+		if he := credentialError(host.Credential{Kind: grant.KindOAuth, Secret: secret.Secret(refresh)}); he != nil {
+			return usage("%s: %s in %s: %s", he.Code, he.Message, f.refreshEnv, credentialHint)
 		}
-		g.Refresh = grant.Secret(refresh)
+		g.Refresh = secret.Secret(refresh)
 	}
 	switch {
 	case f.tokenExpiresIn != 0 && f.tokenExpiresAt != "":

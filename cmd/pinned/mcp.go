@@ -14,16 +14,17 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/elevenmessenger/pinned/sidecar/api"
+
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rs/zerolog"
 
 	"github.com/elevenmessenger/pinned/broker"
 	"github.com/elevenmessenger/pinned/host"
-	"github.com/elevenmessenger/pinned/internal/flow"
 	"github.com/elevenmessenger/pinned/internal/rotate"
-	"github.com/elevenmessenger/pinned/internal/secret"
 	"github.com/elevenmessenger/pinned/mcpserver"
 	"github.com/elevenmessenger/pinned/registry"
+	"github.com/elevenmessenger/pinned/secret"
 	"github.com/elevenmessenger/pinned/sidecar"
 	"github.com/elevenmessenger/pinned/sidecar/grant"
 )
@@ -78,7 +79,7 @@ func runMCP(args []string, stdout, stderr io.Writer) int {
 	maxResult := fs.Int("max-result-bytes", mcpserver.DefaultMaxResultBytes, "refuse a result whose projected data is over this many `bytes`")
 	opTimeout := fs.Duration("op-timeout", host.DefaultTimeout, "deadline of one op")
 	logLevel := fs.String("log-level", "info", "`level`: debug, info, warn or error")
-	var allow []flow.Allow
+	var allow []api.Flow
 	fs.Func("allow-flow", "let values `FROM:TO` flow: a read of service TO may carry what service FROM returned in the session (repeatable; e.g. dnsimple:github)", func(v string) error {
 		a, err := parseFlow(v)
 		allow = append(allow, a)
@@ -230,18 +231,18 @@ func mcpBroker(u, tokenFile string) (*rotate.BrokerClient, error) {
 
 // parseFlow reads a FROM:TO flag value: two different services of the
 // registry.
-func parseFlow(v string) (flow.Allow, error) {
+func parseFlow(v string) (api.Flow, error) {
 	from, to, ok := strings.Cut(v, ":")
 	if !ok || from == "" || to == "" || strings.Contains(to, ":") {
-		return flow.Allow{}, fmt.Errorf("want FROM:TO, two service ids, e.g. dnsimple:github")
+		return api.Flow{}, fmt.Errorf("want FROM:TO, two service ids, e.g. dnsimple:github")
 	}
 	for _, id := range []string{from, to} {
 		if !registry.Default().Has(id) {
-			return flow.Allow{}, fmt.Errorf("%s: %s", unknownWord("service", id, registry.Default().IDs()), "want a service of the registry")
+			return api.Flow{}, fmt.Errorf("%s: %s", unknownWord("service", id, registry.Default().IDs()), "want a service of the registry")
 		}
 	}
 	if from == to {
-		return flow.Allow{}, fmt.Errorf("%s:%s: a service's own values always flow back to it", from, to)
+		return api.Flow{}, fmt.Errorf("%s:%s: a service's own values always flow back to it", from, to)
 	}
-	return flow.Allow{From: from, To: to}, nil
+	return api.Flow{From: from, To: to}, nil
 }

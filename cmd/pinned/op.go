@@ -15,9 +15,11 @@ import (
 	"os"
 	"sort"
 	"strings"
-	"testing/fstest"
 	"text/tabwriter"
 	"time"
+
+	"github.com/elevenmessenger/pinned/host/api"
+	"github.com/elevenmessenger/pinned/secret"
 
 	"github.com/elevenmessenger/pinned/host"
 	"github.com/elevenmessenger/pinned/internal/demo/fakeapi"
@@ -150,8 +152,8 @@ func runOp(args []string, stdout, stderr io.Writer) int {
 	if *timeout == 0 {
 		cfg.Timeout = noDeadline
 	}
-	secret := os.Getenv(*tokenEnv)
-	fromEnv := secret != ""
+	token := os.Getenv(*tokenEnv)
+	fromEnv := token != ""
 	switch {
 	case *fixtures != "" && (!*useFake || *manifestFile == ""):
 		return usage("--fixtures needs --fake and --manifest (the fake serves that manifest from them)")
@@ -170,11 +172,11 @@ func runOp(args []string, stdout, stderr io.Writer) int {
 		}
 		defer fake.Close()
 		cfg.Override = &host.Override{Addr: fake.Addr(), CAPEM: fake.CACertPEM()}
-		token, fuser, ftenant := fake.Connection(*service)
-		if secret == "" {
-			secret = token
+		ftoken, fuser, ftenant := fake.Connection(*service)
+		if token == "" {
+			token = ftoken
 			if *kind == "oauth" {
-				secret = fakeapi.OAuthToken(*service)
+				token = fakeapi.OAuthToken(*service)
 			} else if *user == "" && *userEnv == "" {
 				*user = fuser
 			}
@@ -192,7 +194,7 @@ func runOp(args []string, stdout, stderr io.Writer) int {
 			return usage("--cacert %s: no PEM certificate in it (pinned fakeapi --ca-out writes one)", *caFile)
 		}
 	}
-	if secret == "" {
+	if token == "" {
 		if *useFake {
 			// The fake has no token of a service it does not serve (a new
 			// manifest under --manifest).
@@ -200,10 +202,10 @@ func runOp(args []string, stdout, stderr io.Writer) int {
 		}
 		return usage("no credential: set %s (or use --fake)", *tokenEnv)
 	}
-	if herr := host.CheckCredential(host.Credential{Kind: *kind, Secret: host.Secret(secret)}); herr != nil {
-		return usage("%s: %s in %s: %s", herr.Code, herr.Message, *tokenEnv, credentialHint)
+	if he := credentialError(host.Credential{Kind: *kind, Secret: secret.Secret(token)}); he != nil {
+		return usage("%s: %s in %s: %s", he.Code, he.Message, *tokenEnv, credentialHint)
 	}
-	cred, msg := connectionCredential(m, *kind, secret, *tenant, *user, *userEnv)
+	cred, msg := connectionCredential(m, *kind, token, *tenant, *user, *userEnv)
 	if msg != "" {
 		return usage("%s", msg)
 	}
@@ -297,16 +299,25 @@ func printOpError(w io.Writer, he *host.Error, verbose bool) {
 	// A write that was sent says whether it took effect, so nobody
 	// retries a write that happened (docs/API.md, "Writes that happened").
 	switch he.Applied {
-	case host.AppliedYes:
+	case api.AppliedYes:
 		fmt.Fprintln(w, "pinned op: applied: yes — the provider accepted the write; do not run it again")
-	case host.AppliedMaybe:
+	case api.AppliedMaybe:
 		fmt.Fprintln(w, "pinned op: applied: maybe — the write may have taken effect; check the provider before running it again")
-	case host.AppliedNo:
+	case api.AppliedNo:
 		fmt.Fprintln(w, "pinned op: applied: no — the provider refused the write")
 	}
 	if verbose && he.Cause() != nil {
 		fmt.Fprintf(w, "pinned op: cause: %s\n", he.Cause())
 	}
+}
+
+// credentialError is host.CheckCredential's refusal of c, or nil.
+func credentialError(c host.Credential) *host.Error {
+	var he *host.Error
+	if err := host.CheckCredential(c); err != nil && !errors.As(err, &he) {
+		he = &host.Error{Code: api.CodeCredentialInvalid, Message: err.Error()}
+	}
+	return he
 }
 
 // authDescription says how the credential is sent, for a 401 hint.
@@ -443,17 +454,12 @@ func registryWithManifestFor(cmd, file string, stderr io.Writer) (*registry.Regi
 		fmt.Fprintf(stderr, "pinned %s: --manifest: the manifest is refused (pinned registry check shows the same)\n", cmd)
 		return nil, 1
 	}
-	fsys := fstest.MapFS{}
 	def := registry.Default()
-	for _, s := range def.Services() {
-		fsys[s.ID+".json"] = &fstest.MapFile{Data: def.Raw(s.ID)}
-	}
 	verb := "adds"
-	if _, ok := def.Service(m.ID); ok {
+	if def.Has(m.ID) {
 		verb = "replaces the embedded"
 	}
-	fsys[m.ID+".json"] = &fstest.MapFile{Data: data}
-	reg, err := registry.Load(fsys)
+	reg, err := def.With(file, data)
 	if err != nil {
 		printProblems(stderr, file, err)
 		return nil, 1

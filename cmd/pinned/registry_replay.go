@@ -12,6 +12,7 @@ import (
 	"github.com/elevenmessenger/pinned/host"
 	"github.com/elevenmessenger/pinned/internal/demo/fakeapi"
 	"github.com/elevenmessenger/pinned/registry"
+	"github.com/elevenmessenger/pinned/secret"
 )
 
 const registryReplayUsage = `Usage: pinned registry replay DIR --fixtures FIXDIR
@@ -80,9 +81,9 @@ func runRegistryReplay(args []string, stdout, stderr io.Writer) int {
 		if !served {
 			continue
 		}
-		cred := host.Credential{Kind: "pat", Secret: host.Secret(token), Tenant: tenant}
+		cred := host.Credential{Kind: "pat", Secret: secret.Secret(token), Tenant: tenant}
 		if m.Auth.TwoPart() {
-			cred.User = host.Secret(user)
+			cred.User = secret.Secret(user)
 		}
 		for _, name := range m.OpNames() {
 			ran++

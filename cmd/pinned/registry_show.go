@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -12,6 +13,7 @@ import (
 	"github.com/elevenmessenger/pinned/host"
 	"github.com/elevenmessenger/pinned/internal/jsonenc"
 	"github.com/elevenmessenger/pinned/registry"
+	"github.com/elevenmessenger/pinned/secret"
 )
 
 // showOptions are the flags of "pinned registry show".
@@ -162,10 +164,15 @@ func showRequest(stdout, stderr io.Writer, m *registry.Manifest, name string, op
 		fmt.Fprintf(stderr, "pinned registry show: --args%s\n", err)
 		return 2
 	}
-	r, herr := host.Render(m, name, json.RawMessage(args))
-	if herr != nil {
+	r, err := host.Render(m, name, json.RawMessage(args))
+	if err != nil {
 		// The message pinned op gives for the same args.
-		fmt.Fprintf(stderr, "pinned registry show: %s: %s\n", herr.Code, herr.Message)
+		var he *host.Error
+		if errors.As(err, &he) {
+			fmt.Fprintf(stderr, "pinned registry show: %s: %s\n", he.Code, he.Message)
+		} else {
+			fmt.Fprintf(stderr, "pinned registry show: %s\n", errText(err))
+		}
 		return 1
 	}
 	if opts.format == "json" {
@@ -205,7 +212,7 @@ func showRequest(stdout, stderr io.Writer, m *registry.Manifest, name string, op
 	fmt.Fprintln(w, "JSON members in any order).")
 	for _, a := range op.Args {
 		if a.Secret {
-			fmt.Fprintf(w, "Secret args show as %s.\n", host.Redacted)
+			fmt.Fprintf(w, "Secret args show as %s.\n", secret.Redacted)
 			break
 		}
 	}

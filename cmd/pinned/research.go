@@ -16,11 +16,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/elevenmessenger/pinned/sidecar/api"
+
+	"github.com/elevenmessenger/pinned/secret"
+
 	"github.com/elevenmessenger/pinned/host"
 	"github.com/elevenmessenger/pinned/internal/demo/fakeapi"
 	"github.com/elevenmessenger/pinned/internal/demo/fakemodel"
 	"github.com/elevenmessenger/pinned/internal/display"
-	"github.com/elevenmessenger/pinned/internal/research"
 	"github.com/elevenmessenger/pinned/internal/research/claude"
 	"github.com/elevenmessenger/pinned/registry"
 	"github.com/elevenmessenger/pinned/sidecar"
@@ -105,14 +108,14 @@ func runResearch(args []string, stdout, stderr io.Writer) int {
 			return usage("unknown service %q (services: %s)", s, joinList(registry.Default().IDs()))
 		}
 	}
-	lim := research.Limits{ToolCalls: *toolCalls, WallSeconds: int(*wall / time.Second)}
+	lim := api.Limits{ToolCalls: *toolCalls, WallSeconds: int(*wall / time.Second)}
 	if _, err := lim.Resolve(); err != nil {
 		return usage("%s", strings.TrimPrefix(err.Error(), "limits."))
 	}
 	ctx := context.Background()
 	hcfg := host.Config{CacheDir: defaultCacheDir()}
 	tokens := map[string]string{}
-	var model research.Model
+	var model api.Model
 	if *useFake {
 		fake, err := fakeapi.New()
 		if err != nil {
@@ -153,7 +156,7 @@ func runResearch(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer eng.Close(ctx)
-	onStep := func(st research.Step) {
+	onStep := func(st api.Step) {
 		if !*asJSON {
 			fmt.Fprintf(stdout, "  %s\n", stepLine(st))
 		}
@@ -194,7 +197,7 @@ func parseFlagsAllowArgs(fs *flag.FlagSet, help string, args []string, stdout, s
 	return 0, true
 }
 
-func stepLine(st research.Step) string {
+func stepLine(st api.Step) string {
 	name := st.Service + "." + st.Op
 	if st.Service == "" {
 		name = st.Tool
@@ -229,7 +232,7 @@ func termSafe(s string, keepLines bool) string {
 
 // scriptedModel starts the fake Messages API with script and returns the
 // shipped client pointed at it.
-func scriptedModel(script fakemodel.Script) (*fakemodel.Server, research.Model, error) {
+func scriptedModel(script fakemodel.Script) (*fakemodel.Server, api.Model, error) {
 	fm, err := fakemodel.New("", script)
 	if err != nil {
 		return nil, nil, err
@@ -246,8 +249,8 @@ func scriptedModel(script fakemodel.Script) (*fakemodel.Server, research.Model, 
 // model, seals a 10-minute read grant per service, and asks POST
 // /v1/research with Accept: text/event-stream, calling onStep per step
 // event. It returns the answer, or the sidecar's error answer.
-func researchSession(ctx context.Context, eng *host.Engine, model research.Model, question string, tokens map[string]string,
-	lim research.Limits, onStep func(research.Step)) (*sidecar.ResearchResponse, *apiErr, error) {
+func researchSession(ctx context.Context, eng *host.Engine, model api.Model, question string, tokens map[string]string,
+	lim api.Limits, onStep func(api.Step)) (*sidecar.ResearchResponse, *apiErr, error) {
 	key, err := grant.GenerateKey(nil)
 	if err != nil {
 		return nil, nil, err
@@ -272,7 +275,7 @@ func researchSession(ctx context.Context, eng *host.Engine, model research.Model
 	}
 	slices.Sort(services)
 	for _, s := range services {
-		sealed, err := grant.Seal(&grant.Grant{Service: s, Access: grant.AccessRead, Kind: grant.KindPAT, Secret: grant.Secret(tokens[s]),
+		sealed, err := grant.Seal(&grant.Grant{Service: s, Access: grant.AccessRead, Kind: grant.KindPAT, Secret: secret.Secret(tokens[s]),
 			ExpiresAt: time.Now().Add(sidecar.SuggestedResearchGrantTTL)}, key.Public(), nil)
 		if err != nil {
 			return nil, nil, err
@@ -313,7 +316,7 @@ func researchSession(ctx context.Context, eng *host.Engine, model research.Model
 		}
 		switch event {
 		case "step":
-			var st research.Step
+			var st api.Step
 			if json.Unmarshal([]byte(data), &st) == nil && onStep != nil {
 				onStep(st)
 			}

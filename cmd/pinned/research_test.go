@@ -9,9 +9,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/elevenmessenger/pinned/sidecar/api"
+
 	"github.com/elevenmessenger/pinned/internal/demo/fakeapi"
 	"github.com/elevenmessenger/pinned/internal/demo/fakemodel"
-	"github.com/elevenmessenger/pinned/internal/research"
 )
 
 // TestRunResearchFake: pinned research --fake answers the seed's question
@@ -99,7 +100,7 @@ func TestResearchOutputCannotDriveTerminal(t *testing.T) {
 			}
 		})
 	}
-	line := stepLine(research.Step{Tool: "x\x1b[2J", Args: json.RawMessage(`{"a":"\u009b"}`), Outcome: "unknown_op"})
+	line := stepLine(api.Step{Tool: "x\x1b[2J", Args: json.RawMessage(`{"a":"\u009b"}`), Outcome: "unknown_op"})
 	if strings.ContainsAny(line, "\x1b\u009b") {
 		t.Errorf("stepLine %q holds a control", line)
 	}

@@ -27,8 +27,8 @@ import (
 	"github.com/elevenmessenger/pinned/host"
 	"github.com/elevenmessenger/pinned/internal/research/claude"
 	"github.com/elevenmessenger/pinned/internal/rotate"
-	"github.com/elevenmessenger/pinned/internal/secret"
 	"github.com/elevenmessenger/pinned/internal/state"
+	"github.com/elevenmessenger/pinned/secret"
 	"github.com/elevenmessenger/pinned/sidecar"
 	"github.com/elevenmessenger/pinned/sidecar/grant"
 )
@@ -302,7 +302,7 @@ func runSidecarContext(ctx context.Context, args []string, stdout, stderr io.Wri
 }
 
 // check validates the flags and loads the key and the caller token.
-func (f *sidecarFlags) check() (sidecar.Config, *grant.PrivateKey, host.Secret, error) {
+func (f *sidecarFlags) check() (sidecar.Config, *grant.PrivateKey, secret.Secret, error) {
 	var cfg sidecar.Config
 	if _, err := zerolog.ParseLevel(f.logLevel); err != nil || f.logLevel == "" {
 		return cfg, nil, "", fmt.Errorf("--log-level %q: want debug, info, warn or error", f.logLevel)
@@ -536,9 +536,9 @@ const minTokenLen = 16
 
 // callerToken reads the caller token from file, or from
 // PINNED_SIDECAR_TOKEN; never both.
-func callerToken(file string) (host.Secret, error) {
+func callerToken(file string) (secret.Secret, error) {
 	tok, err := secretFromFileOrEnv("caller token", "--token-file", file, "PINNED_SIDECAR_TOKEN", minTokenLen)
-	return host.Secret(tok), err
+	return secret.Secret(tok), err
 }
 
 // secretFromFileOrEnv reads a secret from file (flagName names it), or

@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/elevenmessenger/pinned/secret"
+
 	"github.com/elevenmessenger/pinned/broker"
 	"github.com/elevenmessenger/pinned/internal/demo/fakeapi"
 	"github.com/elevenmessenger/pinned/internal/testing/testutil"
@@ -318,7 +320,7 @@ func TestRunSidecarAgainstFake(t *testing.T) {
 	botPub, _ := grant.ParsePublicKey(pub)
 	oauthGrant, err := grant.Seal(&grant.Grant{
 		Service: "github", Access: grant.AccessRead, Kind: grant.KindOAuth,
-		Secret: grant.Secret(old.access), Refresh: grant.Secret(old.refresh), TokenExpiresAt: old.expiresAt,
+		Secret: secret.Secret(old.access), Refresh: secret.Secret(old.refresh), TokenExpiresAt: old.expiresAt,
 		ExpiresAt: time.Now().Add(2 * time.Minute), MemberKey: member.Public().String(),
 	}, botPub, nil)
 	if err != nil {
@@ -475,7 +477,7 @@ func TestSidecarRestartRefusesReplay(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			fake.Reset()
 			sealed, err := grant.Seal(&grant.Grant{Service: "github", Access: grant.AccessWrite, Kind: grant.KindPAT,
-				Secret: grant.Secret(fakeapi.Token("github")), ExpiresAt: time.Now().Add(5 * time.Minute)}, key.Public(), nil)
+				Secret: secret.Secret(fakeapi.Token("github")), ExpiresAt: time.Now().Add(5 * time.Minute)}, key.Public(), nil)
 			if err != nil {
 				t.Fatal(err)
 			}

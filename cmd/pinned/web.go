@@ -12,9 +12,10 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/elevenmessenger/pinned/secret"
+
 	"github.com/rs/zerolog"
 
-	"github.com/elevenmessenger/pinned/host"
 	"github.com/elevenmessenger/pinned/web"
 )
 
@@ -126,7 +127,7 @@ func runWebContext(ctx context.Context, args []string, stdout, stderr io.Writer)
 		if err != nil {
 			return usage("%s", errText(err))
 		}
-		cfg.Bots[i].Token = host.Secret(tok)
+		cfg.Bots[i].Token = secret.Secret(tok)
 	}
 	log := zerolog.New(out).Level(level).With().Timestamp().Str("component", "web").Logger()
 	cfg.Logger = &log

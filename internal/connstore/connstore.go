@@ -47,7 +47,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/elevenmessenger/pinned/internal/display"
 	"io"
 	"io/fs"
 	"os"
@@ -58,6 +57,9 @@ import (
 	"sync"
 	"time"
 	"unicode/utf8"
+
+	"github.com/elevenmessenger/pinned/internal/display"
+	"github.com/elevenmessenger/pinned/secret"
 
 	"golang.org/x/crypto/nacl/box"
 
@@ -105,15 +107,15 @@ type Connection struct {
 	// grant.KindOAuth).
 	Kind string
 	// Token is the access token or pasted key.
-	Token grant.Secret
+	Token secret.Secret
 	// User is the first part of a two-part pasted credential (an account
 	// email of HTTP Basic, a key beside a token), sealed like Token.
-	User grant.Secret
+	User secret.Secret
 	// Tenant is the tenant label of a service whose host is per
 	// connection ("acme" of acme.atlassian.net), set at connect time.
 	Tenant string
 	// Refresh is the refresh token of an expiring OAuth pair, if any.
-	Refresh grant.Secret
+	Refresh secret.Secret
 	// TokenExpiresAt is when Token expires (RFC 3339), "" if unknown or
 	// never.
 	TokenExpiresAt string
@@ -182,7 +184,7 @@ func (c *Connection) Validate() error {
 	return nil
 }
 
-// wire is the sealed plaintext; every secret a string so grant.Secret's
+// wire is the sealed plaintext; every secret a string so secret.Secret's
 // redaction never reaches the sealed bytes.
 type wire struct {
 	V           int        `json:"v"`
@@ -466,8 +468,8 @@ func open(raw []byte, k *grant.PrivateKey) ([]Connection, error) {
 	out := make([]Connection, 0, len(w.Connections))
 	for _, wc := range w.Connections {
 		c := Connection{
-			Service: wc.Service, Cap: wc.Cap, Kind: wc.Kind, Token: grant.Secret(wc.Token), User: grant.Secret(wc.User), Tenant: wc.Tenant,
-			Refresh: grant.Secret(wc.Refresh), TokenExpiresAt: wc.TokenExpiresAt, Viewer: wc.Viewer,
+			Service: wc.Service, Cap: wc.Cap, Kind: wc.Kind, Token: secret.Secret(wc.Token), User: secret.Secret(wc.User), Tenant: wc.Tenant,
+			Refresh: secret.Secret(wc.Refresh), TokenExpiresAt: wc.TokenExpiresAt, Viewer: wc.Viewer,
 		}
 		c.ConnectedAt, _ = time.Parse(time.RFC3339, wc.ConnectedAt)
 		if wc.RotatedAt != "" {

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/elevenmessenger/pinned/secret"
+
 	"github.com/elevenmessenger/pinned/sidecar/grant"
 )
 
@@ -36,7 +38,7 @@ func TestConcurrentWritersLoseNothing(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				svc := fmt.Sprintf("svc%c%02d", 'a'+j, i)
-				if err := s.Put(Connection{Service: svc, Cap: CapRead, Kind: grant.KindPAT, Token: grant.Secret("tok-" + svc)}); err != nil {
+				if err := s.Put(Connection{Service: svc, Cap: CapRead, Kind: grant.KindPAT, Token: secret.Secret("tok-" + svc)}); err != nil {
 					t.Error(err)
 				}
 			}()

@@ -48,6 +48,8 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/elevenmessenger/pinned/sidecar/api"
+
 	"golang.org/x/text/cases"
 	"golang.org/x/text/unicode/norm"
 
@@ -66,24 +68,13 @@ const MinLength = 6
 // and original text): a research session's results are at most 1 MiB.
 const DefaultMaxBytes = 4 << 20
 
-// Codes of the refusals this package decides (stable; docs/API.md and
-// docs/MCP.md).
-const (
-	// Code: the call's args carry a value another service returned in the
-	// session; nothing was sent.
-	Code = "cross_service_flow"
-	// CodeLimit: the session recorded as much as it may (ErrFull); the
-	// result is withheld.
-	CodeLimit = "flow_limit"
-)
-
 // MaxAllows bounds the flows a person may allow in one session.
 const MaxAllows = 64
 
 // CheckAllows refuses a list of allowed flows that names a service the
 // registry lacks, a flow from a service to itself, or more than MaxAllows
 // flows; the error says which.
-func CheckAllows(reg *registry.Registry, allow []Allow) error {
+func CheckAllows(reg *registry.Registry, allow []api.Flow) error {
 	if len(allow) > MaxAllows {
 		return fmt.Errorf("at most %d flows", MaxAllows)
 	}
@@ -110,13 +101,6 @@ func clip(s string) string {
 // recorded could flow anywhere).
 var ErrFull = errors.New("flow: the session's record of returned values is full")
 
-// Allow is one flow a person allowed: values that service From returned
-// may be sent to service To.
-type Allow struct {
-	From string `json:"from"`
-	To   string `json:"to"`
-}
-
 // Source is the op that first returned a value.
 type Source struct {
 	Service string
@@ -142,7 +126,7 @@ type Match struct {
 // for concurrent use.
 type Session struct {
 	mu    sync.Mutex
-	allow map[Allow]bool
+	allow map[api.Flow]bool
 	max   int
 	bytes int
 	// byCanon holds each recorded value by its canonical form; index
@@ -182,11 +166,11 @@ func keyHash(c string, i int) uint32 {
 
 // New returns an empty session allowing the flows in allow; maxBytes <= 0
 // means DefaultMaxBytes.
-func New(allow []Allow, maxBytes int) *Session {
+func New(allow []api.Flow, maxBytes int) *Session {
 	if maxBytes <= 0 {
 		maxBytes = DefaultMaxBytes
 	}
-	s := &Session{allow: map[Allow]bool{}, max: maxBytes, byCanon: map[string]*entry{},
+	s := &Session{allow: map[api.Flow]bool{}, max: maxBytes, byCanon: map[string]*entry{},
 		index: map[string][]*entry{}, known: map[string]*strings.Builder{}, fold: cases.Fold(), seen: make([]uint64, 1<<seenBits/64)}
 	for _, a := range allow {
 		s.allow[a] = true
@@ -196,7 +180,7 @@ func New(allow []Allow, maxBytes int) *Session {
 
 // Allowed reports whether the person allowed values from service from to
 // go to service to.
-func (s *Session) Allowed(from, to string) bool { return s.allow[Allow{from, to}] }
+func (s *Session) Allowed(from, to string) bool { return s.allow[api.Flow{From: from, To: to}] }
 
 // Canonical is the form values are compared in: NFKC, case-folded, only
 // letters and decimal digits kept.
@@ -483,7 +467,7 @@ func (s *Session) Check(service string, args json.RawMessage) (refused *Match, c
 // mayGo reports whether a recorded value may be sent to service.
 func (s *Session) mayGo(e *entry, service string) bool {
 	for _, from := range e.services {
-		if from == service || s.allow[Allow{from, service}] {
+		if from == service || s.allow[api.Flow{From: from, To: service}] {
 			return true
 		}
 	}

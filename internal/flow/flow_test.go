@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/elevenmessenger/pinned/sidecar/api"
+
 	"github.com/elevenmessenger/pinned/registry"
 )
 
@@ -43,7 +45,7 @@ func TestCanonical(t *testing.T) {
 }
 
 // session records what the research data's services return.
-func session(t testing.TB, allow ...Allow) *Session {
+func session(t testing.TB, allow ...api.Flow) *Session {
 	t.Helper()
 	s := New(allow, 0)
 	rec := func(service, op, data string) {
@@ -70,7 +72,7 @@ func session(t testing.TB, allow ...Allow) *Session {
 func TestCheckFlows(t *testing.T) {
 	tests := []struct {
 		name, service, args string
-		allow               []Allow
+		allow               []api.Flow
 		refused             string // the source op, "" for none
 		arg, value          string
 	}{
@@ -111,9 +113,9 @@ func TestCheckFlows(t *testing.T) {
 		{name: "the honest Pages flow: a zone github returned a name within", service: "dnsimple", args: `{"account":1385,"zone":"hello-fake.io","name":"docs","type":"CNAME"}`},
 		{name: "the target holds it: github returned docs.hello-fake.io", service: "github", args: `{"owner":"x","repo":"hello-fake.io"}`},
 		{name: "allowed flow", service: "github", args: `{"owner":"attacker-org","repo":"shop-fake.co"}`,
-			allow: []Allow{{From: "dnsimple", To: "github"}}},
+			allow: []api.Flow{{From: "dnsimple", To: "github"}}},
 		{name: "an allowed flow is one way", service: "dnsimple", args: `{"account":1385,"name_like":"TypoInREADME"}`,
-			allow: []Allow{{From: "dnsimple", To: "github"}}, refused: "github.list_issues", arg: "name_like", value: "Typo in README"},
+			allow: []api.Flow{{From: "dnsimple", To: "github"}}, refused: "github.list_issues", arg: "name_like", value: "Typo in README"},
 		{name: "short values are not recorded", service: "github", args: `{"owner":"a.io","repo":"main"}`},
 		{name: "enum, boolean and time values are not recorded", service: "github", args: `{"title":"registered dnsimple-personal 2027-01-01T00:00:00Z usd"}`},
 		{name: "a short integer is not recorded", service: "github", args: `{"page":1385}`},

@@ -29,8 +29,9 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/elevenmessenger/pinned/sidecar/api"
+
 	"github.com/elevenmessenger/pinned/internal/display"
-	"github.com/elevenmessenger/pinned/internal/flow"
 	"github.com/elevenmessenger/pinned/registry"
 )
 
@@ -65,18 +66,8 @@ const (
 	StopWallTime    = "wall_time"    // the wall-time bound
 )
 
-// Defaults and maxima of Limits.
+// Bounds of a session beside its Limits.
 const (
-	DefaultToolCalls   = 12
-	DefaultTurns       = 16
-	DefaultResultBytes = 256 << 10
-	DefaultWallTime    = 120 * time.Second
-
-	MaxToolCalls   = 64
-	MaxTurns       = 64
-	MaxResultBytes = 1 << 20
-	MaxWallTime    = 600 * time.Second
-
 	// FinalTurnTimeout bounds the forced final turn, which runs after the
 	// wall time when that is the bound reached.
 	FinalTurnTimeout = 30 * time.Second
@@ -88,54 +79,6 @@ const (
 	// MaxQuestionBytes bounds the question.
 	MaxQuestionBytes = 4096
 )
-
-// Limits are a session's bounds; a zero field takes its default.
-type Limits struct {
-	// ToolCalls bounds the tool_use blocks the session answers, run or
-	// refused (default 12, at most 64).
-	ToolCalls int `json:"tool_calls,omitempty"`
-	// Turns bounds the model turns before the final one (default 16, at
-	// most 64).
-	Turns int `json:"turns,omitempty"`
-	// ResultBytes bounds the bytes of all tool_result text entering the
-	// model's context (default 256 KiB, at most 1 MiB). A result that would
-	// pass it is withheld; the notice replacing it (under MaxNoticeBytes)
-	// is counted, so the total may pass the bound by that much. The
-	// notices of tool calls not run past a bound are not counted.
-	ResultBytes int `json:"result_bytes,omitempty"`
-	// WallSeconds bounds the loop's wall time in seconds (default 120, at
-	// most 600); the forced final turn gets FinalTurnTimeout more.
-	WallSeconds int `json:"wall_seconds,omitempty"`
-}
-
-// Resolve fills the defaults and refuses a bound out of range.
-func (l Limits) Resolve() (Limits, error) {
-	fill := func(v *int, def, max int, name string) error {
-		switch {
-		case *v == 0:
-			*v = def
-		case *v < 0 || *v > max:
-			return fmt.Errorf("limits.%s must be between 1 and %d", name, max)
-		}
-		return nil
-	}
-	if err := fill(&l.ToolCalls, DefaultToolCalls, MaxToolCalls, "tool_calls"); err != nil {
-		return l, err
-	}
-	if err := fill(&l.Turns, DefaultTurns, MaxTurns, "turns"); err != nil {
-		return l, err
-	}
-	if err := fill(&l.ResultBytes, DefaultResultBytes, MaxResultBytes, "result_bytes"); err != nil {
-		return l, err
-	}
-	if err := fill(&l.WallSeconds, int(DefaultWallTime/time.Second), int(MaxWallTime/time.Second), "wall_seconds"); err != nil {
-		return l, err
-	}
-	return l, nil
-}
-
-// Wall is the wall-time bound.
-func (l Limits) Wall() time.Duration { return time.Duration(l.WallSeconds) * time.Second }
 
 // Result is what an Executor returns for one call: the provider's status
 // and the projected data, or Err.
@@ -152,28 +95,12 @@ type Result struct {
 // in Data or Err.
 type Executor func(ctx context.Context, service, op string, args json.RawMessage) Result
 
-// Step is one tool call of the session, as POST /v1/research reports it.
-type Step struct {
-	// Service and Op name what ran (empty when the tool name is no op of
-	// the palette: Tool holds the name then).
-	Service string `json:"service,omitempty"`
-	Op      string `json:"op,omitempty"`
-	Tool    string `json:"tool,omitempty"`
-	// Args are the args as the model gave them.
-	Args json.RawMessage `json:"args"`
-	// Outcome is "ok" or the error code.
-	Outcome string `json:"outcome"`
-	// Bytes is the size of the tool_result text that entered the model's
-	// context.
-	Bytes int `json:"bytes"`
-}
-
 // Answer is a session's outcome.
 type Answer struct {
 	Answer string `json:"answer"`
 	// Stop is why the loop ended (StopEndTurn or the bound reached).
-	Stop  string `json:"stop"`
-	Steps []Step `json:"steps"`
+	Stop  string     `json:"stop"`
+	Steps []api.Step `json:"steps"`
 	// Turns counts the model turns, the final one included.
 	Turns int `json:"turns"`
 	// ResultBytes is the tool_result text that entered the context.
@@ -184,11 +111,11 @@ type Answer struct {
 type Config struct {
 	Question string
 	Palette  *Palette
-	Model    Model
+	Model    api.Model
 	Exec     Executor
-	Limits   Limits // resolved by Run
+	Limits   api.Limits // resolved by Run
 	// OnStep, if set, is called after each step (streaming progress).
-	OnStep func(Step)
+	OnStep func(api.Step)
 	// Random draws the fence token; nil is crypto/rand.
 	Random io.Reader
 	// MaxTokens bounds each reply; default DefaultMaxTokens.
@@ -240,13 +167,13 @@ func Run(ctx context.Context, cfg Config) (*Answer, error) {
 	defer cancel()
 
 	tools := cfg.Palette.Tools()
-	req := &TurnRequest{
+	req := &api.TurnRequest{
 		System:    SystemPrompt(fence.Token(), cfg.Palette.Services()),
-		Messages:  []Message{{Role: RoleUser, Content: []Block{{Type: BlockText, Text: cfg.Question}}}},
+		Messages:  []api.Message{{Role: api.RoleUser, Content: []api.Block{{Type: api.BlockText, Text: cfg.Question}}}},
 		Tools:     tools,
 		MaxTokens: maxTokens,
 	}
-	ans := &Answer{Steps: []Step{}}
+	ans := &Answer{Steps: []api.Step{}}
 	calls := 0
 	seenIDs := map[string]bool{}
 	for ans.Stop == "" {
@@ -271,10 +198,10 @@ func Run(ctx context.Context, cfg Config) (*Answer, error) {
 			// repeats one is refused whole, nothing of it run.
 			return nil, &ModelError{err}
 		}
-		req.Messages = append(req.Messages, Message{Role: RoleAssistant, Content: resp.Content})
-		var results []Block
+		req.Messages = append(req.Messages, api.Message{Role: api.RoleAssistant, Content: resp.Content})
+		var results []api.Block
 		for _, b := range resp.Content {
-			if b.Type != BlockToolUse {
+			if b.Type != api.BlockToolUse {
 				continue
 			}
 			if ans.Stop == "" {
@@ -286,12 +213,12 @@ func Run(ctx context.Context, cfg Config) (*Answer, error) {
 				}
 			}
 			var text string
-			var step Step
+			var step api.Step
 			if ans.Stop != "" {
 				// Every tool_use needs its tool_result; this one is not run.
 				text, _ = fence.Wrap(Provenance{Tool: clip(b.Name, 128)}, 0, nil, &ToolError{Code: CodeLimitReached,
 					Message: "not run: the session's " + stopWhat(ans.Stop) + " bound is reached; answer from the results so far"})
-				results = append(results, Block{Type: BlockToolResult, ToolUseID: b.ID, Content: text, IsError: true})
+				results = append(results, api.Block{Type: api.BlockToolResult, ToolUseID: b.ID, Content: text, IsError: true})
 				continue
 			}
 			calls++
@@ -308,23 +235,23 @@ func Run(ctx context.Context, cfg Config) (*Answer, error) {
 			if cfg.OnStep != nil {
 				cfg.OnStep(step)
 			}
-			results = append(results, Block{Type: BlockToolResult, ToolUseID: b.ID, Content: text, IsError: step.Outcome != "ok"})
+			results = append(results, api.Block{Type: api.BlockToolResult, ToolUseID: b.ID, Content: text, IsError: step.Outcome != "ok"})
 		}
 		if len(results) == 0 {
 			ans.Stop = StopEndTurn
 			ans.Answer = textOf(resp.Content)
 			return ans, nil
 		}
-		req.Messages = append(req.Messages, Message{Role: RoleUser, Content: results})
+		req.Messages = append(req.Messages, api.Message{Role: api.RoleUser, Content: results})
 	}
 
 	// A bound was reached: one last turn, tools forbidden, forces the answer.
 	last := &req.Messages[len(req.Messages)-1]
-	note := Block{Type: BlockText, Text: "The session's " + stopWhat(ans.Stop) + " bound is reached: no more tools. Answer the question now from the results above, and say if they were not enough."}
-	if last.Role == RoleUser {
+	note := api.Block{Type: api.BlockText, Text: "The session's " + stopWhat(ans.Stop) + " bound is reached: no more tools. Answer the question now from the results above, and say if they were not enough."}
+	if last.Role == api.RoleUser {
 		last.Content = append(last.Content, note)
 	} else {
-		req.Messages = append(req.Messages, Message{Role: RoleUser, Content: []Block{note}})
+		req.Messages = append(req.Messages, api.Message{Role: api.RoleUser, Content: []api.Block{note}})
 	}
 	req.NoTools = true
 	final, cancelFinal := context.WithTimeout(context.WithoutCancel(ctx), FinalTurnTimeout)
@@ -344,12 +271,12 @@ func Run(ctx context.Context, cfg Config) (*Answer, error) {
 }
 
 // call resolves and runs one tool_use and fences its result.
-func call(ctx context.Context, cfg Config, fence *Fence, b Block) (string, Step) {
+func call(ctx context.Context, cfg Config, fence *Fence, b api.Block) (string, api.Step) {
 	args := json.RawMessage(strings.TrimSpace(string(b.Input)))
 	if len(args) == 0 || string(args) == "null" {
 		args = json.RawMessage("{}")
 	}
-	step := Step{Args: args}
+	step := api.Step{Args: args}
 	service, op, refusal := cfg.Palette.Resolve(b.Name)
 	if refusal != nil {
 		step.Tool = clip(b.Name, 128)
@@ -399,9 +326,9 @@ func call(ctx context.Context, cfg Config, fence *Fence, b Block) (string, Step)
 // checkToolUseIDs refuses a turn whose tool_use blocks lack an id or
 // repeat one (in the turn or from an earlier turn of the session), and
 // records the turn's ids in seen.
-func checkToolUseIDs(blocks []Block, seen map[string]bool) error {
+func checkToolUseIDs(blocks []api.Block, seen map[string]bool) error {
 	for _, b := range blocks {
-		if b.Type != BlockToolUse {
+		if b.Type != api.BlockToolUse {
 			continue
 		}
 		switch {
@@ -415,10 +342,10 @@ func checkToolUseIDs(blocks []Block, seen map[string]bool) error {
 	return nil
 }
 
-func textOf(blocks []Block) string {
+func textOf(blocks []api.Block) string {
 	var parts []string
 	for _, b := range blocks {
-		if b.Type == BlockText && strings.TrimSpace(b.Text) != "" {
+		if b.Type == api.BlockText && strings.TrimSpace(b.Text) != "" {
 			parts = append(parts, strings.TrimSpace(b.Text))
 		}
 	}
@@ -446,7 +373,7 @@ func stopWhat(stop string) string {
 // one service never goes into its reads of another." With flows, the
 // last sentence names each allowed flow ("It may carry what it reads in
 // DNSimple into its reads of GitHub; nothing else …").
-func Consent(reg *registry.Registry, services []string, question string, ttl time.Duration, flows []flow.Allow) (string, []string, error) {
+func Consent(reg *registry.Registry, services []string, question string, ttl time.Duration, flows []api.Flow) (string, []string, error) {
 	p, err := NewPalette(reg, services)
 	if err != nil {
 		return "", nil, err

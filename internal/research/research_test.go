@@ -7,7 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/elevenmessenger/pinned/internal/flow"
+	"github.com/elevenmessenger/pinned/sidecar/api"
+
 	"github.com/elevenmessenger/pinned/registry"
 )
 
@@ -214,16 +215,16 @@ func TestPalette(t *testing.T) {
 func TestLimitsResolve(t *testing.T) {
 	tests := []struct {
 		name string
-		in   Limits
-		want Limits
+		in   api.Limits
+		want api.Limits
 		err  string
 	}{
-		{name: "defaults", want: Limits{ToolCalls: 12, Turns: 16, ResultBytes: 256 << 10, WallSeconds: 120}},
-		{name: "set", in: Limits{ToolCalls: 3, WallSeconds: 600}, want: Limits{ToolCalls: 3, Turns: 16, ResultBytes: 256 << 10, WallSeconds: 600}},
-		{name: "too many calls", in: Limits{ToolCalls: 65}, err: "tool_calls"},
-		{name: "negative", in: Limits{Turns: -1}, err: "turns"},
-		{name: "too many bytes", in: Limits{ResultBytes: 2 << 20}, err: "result_bytes"},
-		{name: "too long", in: Limits{WallSeconds: 601}, err: "wall_seconds"},
+		{name: "defaults", want: api.Limits{ToolCalls: 12, Turns: 16, ResultBytes: 256 << 10, WallSeconds: 120}},
+		{name: "set", in: api.Limits{ToolCalls: 3, WallSeconds: 600}, want: api.Limits{ToolCalls: 3, Turns: 16, ResultBytes: 256 << 10, WallSeconds: 600}},
+		{name: "too many calls", in: api.Limits{ToolCalls: 65}, err: "tool_calls"},
+		{name: "negative", in: api.Limits{Turns: -1}, err: "turns"},
+		{name: "too many bytes", in: api.Limits{ResultBytes: 2 << 20}, err: "result_bytes"},
+		{name: "too long", in: api.Limits{WallSeconds: 601}, err: "wall_seconds"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -247,7 +248,7 @@ func TestConsent(t *testing.T) {
 		"What it reads in one service never goes into its reads of another." {
 		t.Fatalf("%q %v", s, err)
 	}
-	s, _, err = Consent(registry.Default(), []string{"github", "dnsimple"}, "q", 10*time.Minute, []flow.Allow{{From: "dnsimple", To: "github"}})
+	s, _, err = Consent(registry.Default(), []string{"github", "dnsimple"}, "q", 10*time.Minute, []api.Flow{{From: "dnsimple", To: "github"}})
 	if err != nil || !strings.HasSuffix(s, " It may carry what it reads in DNSimple into its reads of GitHub; nothing else it reads goes from one service to another.") {
 		t.Fatalf("%q %v", s, err)
 	}

@@ -16,8 +16,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/elevenmessenger/pinned/sidecar/api"
+
 	"github.com/elevenmessenger/pinned/internal/brokerapi"
-	"github.com/elevenmessenger/pinned/internal/secret"
+	"github.com/elevenmessenger/pinned/secret"
 )
 
 // DefaultBrokerTimeout bounds one call to the broker.
@@ -26,7 +28,7 @@ const DefaultBrokerTimeout = 20 * time.Second
 // maxBrokerAnswer bounds the broker's answer.
 const maxBrokerAnswer = 64 << 10
 
-// BrokerClient is the Refresher that calls the broker's POST /api/refresh
+// BrokerClient is the api.Refresher that calls the broker's POST /api/refresh
 // with the sidecar's instance token. Build it with NewBrokerClient.
 type BrokerClient struct {
 	endpoint string
@@ -44,7 +46,7 @@ type BrokerOptions struct {
 	Timeout time.Duration
 }
 
-// NewBrokerClient returns a Refresher for the broker at baseURL
+// NewBrokerClient returns an api.Refresher for the broker at baseURL
 // ("https://connect.example.com"), authenticating with instanceToken
 // (docs/OAUTH.md, "POST /api/refresh": "Authorization: Bearer <token>").
 // The URL must be https, or http on a loopback address only (a refresh
@@ -127,15 +129,15 @@ func (r refreshRequest) body() []byte {
 	return b // cannot fail: two strings
 }
 
-// Refresh implements Refresher. Failures are *Error: invalid_grant is
-// KindReconnect; 5xx, 429, timeouts and network errors are KindRetryable;
+// Refresh implements Refresher. Failures are *api.RefreshError: invalid_grant is
+// api.RefreshReconnect; 5xx, 429, timeouts and network errors are api.RefreshRetryable;
 // anything else (401: a wrong instance token; 404: no client for the
-// service) is KindFailed. No error carries either token.
-func (c *BrokerClient) Refresh(ctx context.Context, service string, refreshToken secret.Secret) (Pair, error) {
+// service) is api.RefreshFailed. No error carries either token.
+func (c *BrokerClient) Refresh(ctx context.Context, service string, refreshToken secret.Secret) (api.Pair, error) {
 	body := refreshRequest{Service: service, RefreshToken: refreshToken}.body()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.endpoint, bytes.NewReader(body))
 	if err != nil {
-		return Pair{}, &Error{Kind: KindFailed, Err: errors.New("building the broker request failed")}
+		return api.Pair{}, &api.RefreshError{Kind: api.RefreshFailed, Err: errors.New("building the broker request failed")}
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
@@ -143,15 +145,15 @@ func (c *BrokerClient) Refresh(ctx context.Context, service string, refreshToken
 	resp, err := c.client.Do(req)
 	if err != nil {
 		// *url.Error names the broker URL, which holds no secret.
-		return Pair{}, &Error{Kind: KindRetryable, Err: err}
+		return api.Pair{}, &api.RefreshError{Kind: api.RefreshRetryable, Err: err}
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxBrokerAnswer+1))
 	if err != nil {
-		return Pair{}, &Error{Kind: KindRetryable, Status: resp.StatusCode, Err: fmt.Errorf("reading the broker's answer: %w", err)}
+		return api.Pair{}, &api.RefreshError{Kind: api.RefreshRetryable, Status: resp.StatusCode, Err: fmt.Errorf("reading the broker's answer: %w", err)}
 	}
 	if len(raw) > maxBrokerAnswer {
-		return Pair{}, &Error{Kind: KindFailed, Status: resp.StatusCode, Err: errors.New("the broker's answer is too large")}
+		return api.Pair{}, &api.RefreshError{Kind: api.RefreshFailed, Status: resp.StatusCode, Err: errors.New("the broker's answer is too large")}
 	}
 	if resp.StatusCode == http.StatusOK {
 		var ans struct {
@@ -161,13 +163,13 @@ func (c *BrokerClient) Refresh(ctx context.Context, service string, refreshToken
 			TokenType    string `json:"token_type"`
 		}
 		if err := json.Unmarshal(raw, &ans); err != nil || ans.AccessToken == "" {
-			return Pair{}, &Error{Kind: KindFailed, Status: resp.StatusCode, Err: errors.New("the broker's answer is not a token pair")}
+			return api.Pair{}, &api.RefreshError{Kind: api.RefreshFailed, Status: resp.StatusCode, Err: errors.New("the broker's answer is not a token pair")}
 		}
 		exp, err := ParseExpiry(ans.ExpiresAt)
 		if err != nil {
-			return Pair{}, &Error{Kind: KindFailed, Status: resp.StatusCode, Err: errors.New("the broker's expires_at is not RFC 3339")}
+			return api.Pair{}, &api.RefreshError{Kind: api.RefreshFailed, Status: resp.StatusCode, Err: errors.New("the broker's expires_at is not RFC 3339")}
 		}
-		return Pair{Access: secret.Secret(ans.AccessToken), Refresh: secret.Secret(ans.RefreshToken), ExpiresAt: exp}, nil
+		return api.Pair{Access: secret.Secret(ans.AccessToken), Refresh: secret.Secret(ans.RefreshToken), ExpiresAt: exp}, nil
 	}
 	var eb struct {
 		Error struct {
@@ -176,7 +178,7 @@ func (c *BrokerClient) Refresh(ctx context.Context, service string, refreshToken
 		} `json:"error"`
 	}
 	_ = json.Unmarshal(raw, &eb)
-	e := &Error{Status: resp.StatusCode, Code: eb.Error.Code}
+	e := &api.RefreshError{Status: resp.StatusCode, Code: eb.Error.Code}
 	if ra, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && ra > 0 {
 		e.RetryAfter = time.Duration(ra) * time.Second
 	}
@@ -186,23 +188,23 @@ func (c *BrokerClient) Refresh(ctx context.Context, service string, refreshToken
 	}
 	e.Err = fmt.Errorf("broker answered HTTP %d: %s", resp.StatusCode, msg)
 	e.Kind = brokerKind(e.Code, resp.StatusCode)
-	return Pair{}, e
+	return api.Pair{}, e
 }
 
 // brokerKind classifies a broker error answer: by its code when it has a
 // known one, else by status (an intermediary's 5xx, 429 or 408 is
 // transient).
-func brokerKind(code string, status int) Kind {
+func brokerKind(code string, status int) api.RefreshKind {
 	switch c := brokerapi.Code(code); {
 	case c == brokerapi.CodeInvalidGrant:
-		return KindReconnect
+		return api.RefreshReconnect
 	case c.Retryable():
-		return KindRetryable
+		return api.RefreshRetryable
 	case c.Status() != http.StatusInternalServerError: // one of the broker's other codes
-		return KindFailed
+		return api.RefreshFailed
 	}
 	if status >= 500 || status == http.StatusTooManyRequests || status == http.StatusRequestTimeout {
-		return KindRetryable
+		return api.RefreshRetryable
 	}
-	return KindFailed
+	return api.RefreshFailed
 }

@@ -12,7 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/elevenmessenger/pinned/internal/secret"
+	"github.com/elevenmessenger/pinned/sidecar/api"
+
+	"github.com/elevenmessenger/pinned/secret"
 )
 
 const instanceToken = "instance-token-0123456789abcdefghijklmnopqrstuvwxyz"
@@ -51,29 +53,29 @@ func TestBrokerClientAnswers(t *testing.T) {
 		status     int
 		body       string
 		header     map[string]string
-		want       Pair
-		kind       Kind
+		want       api.Pair
+		kind       api.RefreshKind
 		code       string
 		retryAfter time.Duration
 	}{
 		{name: "ok", status: 200, body: `{"access_token":"a","refresh_token":"r","expires_at":"2026-05-01T20:00:00Z","token_type":"Bearer"}`,
-			want: Pair{Access: "a", Refresh: "r", ExpiresAt: exp}},
+			want: api.Pair{Access: "a", Refresh: "r", ExpiresAt: exp}},
 		{name: "ok with unknown expiry", status: 200, body: `{"access_token":"a","refresh_token":"r","expires_at":"","token_type":"Bearer"}`,
-			want: Pair{Access: "a", Refresh: "r"}},
-		{name: "bad expires_at", status: 200, body: `{"access_token":"a","refresh_token":"r","expires_at":"tomorrow"}`, kind: KindFailed},
-		{name: "no access token", status: 200, body: `{"refresh_token":"r"}`, kind: KindFailed},
-		{name: "invalid_grant", status: 400, body: `{"error":{"code":"invalid_grant","message":"reconnect"}}`, kind: KindReconnect, code: "invalid_grant"},
-		{name: "provider 5xx", status: 502, body: `{"error":{"code":"provider_unavailable","message":"x"}}`, kind: KindRetryable, code: "provider_unavailable"},
-		{name: "provider timeout", status: 504, body: `{"error":{"code":"provider_unavailable","message":"x"}}`, kind: KindRetryable, code: "provider_unavailable"},
-		{name: "provider timeout (its own code)", status: 504, body: `{"error":{"code":"provider_timeout","message":"x","request_id":"ab12"}}`, kind: KindRetryable, code: "provider_timeout"},
-		{name: "body too large is not retryable", status: 413, body: `{"error":{"code":"request_too_large","message":"x"}}`, kind: KindFailed, code: "request_too_large"},
+			want: api.Pair{Access: "a", Refresh: "r"}},
+		{name: "bad expires_at", status: 200, body: `{"access_token":"a","refresh_token":"r","expires_at":"tomorrow"}`, kind: api.RefreshFailed},
+		{name: "no access token", status: 200, body: `{"refresh_token":"r"}`, kind: api.RefreshFailed},
+		{name: "invalid_grant", status: 400, body: `{"error":{"code":"invalid_grant","message":"reconnect"}}`, kind: api.RefreshReconnect, code: "invalid_grant"},
+		{name: "provider 5xx", status: 502, body: `{"error":{"code":"provider_unavailable","message":"x"}}`, kind: api.RefreshRetryable, code: "provider_unavailable"},
+		{name: "provider timeout", status: 504, body: `{"error":{"code":"provider_unavailable","message":"x"}}`, kind: api.RefreshRetryable, code: "provider_unavailable"},
+		{name: "provider timeout (its own code)", status: 504, body: `{"error":{"code":"provider_timeout","message":"x","request_id":"ab12"}}`, kind: api.RefreshRetryable, code: "provider_timeout"},
+		{name: "body too large is not retryable", status: 413, body: `{"error":{"code":"request_too_large","message":"x"}}`, kind: api.RefreshFailed, code: "request_too_large"},
 		{name: "rate limited", status: 429, body: `{"error":{"code":"rate_limited","message":"x"}}`, header: map[string]string{"Retry-After": "7"},
-			kind: KindRetryable, code: "rate_limited", retryAfter: 7 * time.Second},
-		{name: "provider rejected is not retryable", status: 502, body: `{"error":{"code":"provider_rejected","message":"x"}}`, kind: KindFailed, code: "provider_rejected"},
-		{name: "wrong instance token", status: 401, body: `{"error":{"code":"unauthorized","message":"x"}}`, kind: KindFailed, code: "unauthorized"},
-		{name: "refresh disabled", status: 503, body: `{"error":{"code":"refresh_disabled","message":"x"}}`, kind: KindFailed, code: "refresh_disabled"},
-		{name: "proxy 503 html", status: 503, body: `<html>bad gateway</html>`, kind: KindRetryable},
-		{name: "unexpected 418", status: 418, body: `teapot`, kind: KindFailed},
+			kind: api.RefreshRetryable, code: "rate_limited", retryAfter: 7 * time.Second},
+		{name: "provider rejected is not retryable", status: 502, body: `{"error":{"code":"provider_rejected","message":"x"}}`, kind: api.RefreshFailed, code: "provider_rejected"},
+		{name: "wrong instance token", status: 401, body: `{"error":{"code":"unauthorized","message":"x"}}`, kind: api.RefreshFailed, code: "unauthorized"},
+		{name: "refresh disabled", status: 503, body: `{"error":{"code":"refresh_disabled","message":"x"}}`, kind: api.RefreshFailed, code: "refresh_disabled"},
+		{name: "proxy 503 html", status: 503, body: `<html>bad gateway</html>`, kind: api.RefreshRetryable},
+		{name: "unexpected 418", status: 418, body: `teapot`, kind: api.RefreshFailed},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -104,7 +106,7 @@ func TestBrokerClientAnswers(t *testing.T) {
 				}
 				return
 			}
-			var e *Error
+			var e *api.RefreshError
 			if !errors.As(err, &e) || e.Kind != tt.kind || e.Code != tt.code || e.RetryAfter != tt.retryAfter {
 				t.Fatalf("err %#v, want kind %v code %q", err, tt.kind, tt.code)
 			}
@@ -128,7 +130,7 @@ func TestBrokerClientTransportFailures(t *testing.T) {
 		defer close(stop)
 		c, _ := NewBrokerClient(srv.URL, instanceToken, BrokerOptions{Timeout: 100 * time.Millisecond})
 		_, err := c.Refresh(context.Background(), "github", "rt")
-		if !errors.Is(err, ErrRetryable) || errors.Is(err, ErrReconnectRequired) {
+		if !errors.Is(err, api.ErrRetryable) || errors.Is(err, api.ErrReconnectRequired) {
 			t.Fatalf("%v", err)
 		}
 	})
@@ -138,7 +140,7 @@ func TestBrokerClientTransportFailures(t *testing.T) {
 		srv.Close()
 		c, _ := NewBrokerClient(url, instanceToken, BrokerOptions{})
 		_, err := c.Refresh(context.Background(), "github", "rt")
-		if !errors.Is(err, ErrRetryable) {
+		if !errors.Is(err, api.ErrRetryable) {
 			t.Fatalf("%v", err)
 		}
 	})
@@ -149,8 +151,8 @@ func TestBrokerClientTransportFailures(t *testing.T) {
 		defer srv.Close()
 		c, _ := NewBrokerClient(srv.URL, instanceToken, BrokerOptions{})
 		_, err := c.Refresh(context.Background(), "github", "rt")
-		var e *Error
-		if !errors.As(err, &e) || e.Kind != KindFailed {
+		var e *api.RefreshError
+		if !errors.As(err, &e) || e.Kind != api.RefreshFailed {
 			t.Fatalf("%v", err)
 		}
 	})
@@ -167,7 +169,7 @@ func TestTokensNeverPrint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pair := Pair{Access: at, Refresh: rt, ExpiresAt: time.Unix(1700000000, 0)}
+	pair := api.Pair{Access: at, Refresh: rt, ExpiresAt: time.Unix(1700000000, 0)}
 	for _, v := range []struct {
 		name string
 		val  any

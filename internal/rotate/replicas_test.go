@@ -8,22 +8,24 @@ import (
 	"testing"
 	"time"
 
-	"github.com/elevenmessenger/pinned/internal/secret"
+	"github.com/elevenmessenger/pinned/sidecar/api"
+
 	"github.com/elevenmessenger/pinned/internal/state"
 	"github.com/elevenmessenger/pinned/internal/testing/redistest"
+	"github.com/elevenmessenger/pinned/secret"
 )
 
 // sharedStores are the stores replicas share in these tests: one
 // in-memory store (replicas in one process) and a real Redis.
-func sharedStores(t *testing.T) map[string]func(t *testing.T) (state.Store, state.Store) {
-	return map[string]func(t *testing.T) (state.Store, state.Store){
-		"memory": func(t *testing.T) (state.Store, state.Store) {
+func sharedStores(t *testing.T) map[string]func(t *testing.T) (api.Store, api.Store) {
+	return map[string]func(t *testing.T) (api.Store, api.Store){
+		"memory": func(t *testing.T) (api.Store, api.Store) {
 			m := state.NewMemory(state.MemoryOptions{})
 			return m, m
 		},
-		"redis": func(t *testing.T) (state.Store, state.Store) {
+		"redis": func(t *testing.T) (api.Store, api.Store) {
 			srv := redistest.Start(t)
-			open := func() state.Store {
+			open := func() api.Store {
 				r, err := state.NewRedis(state.RedisOptions{URL: srv.URL(), StateKey: bytes.Repeat([]byte{3}, state.StateKeySize)})
 				if err != nil {
 					t.Fatal(err)
@@ -39,14 +41,14 @@ func sharedStores(t *testing.T) map[string]func(t *testing.T) (state.Store, stat
 // gatedRefresher answers with its own pair after gate is closed (nil gate:
 // at once), and says on entered when a call arrives.
 type gatedRefresher struct {
-	pair    Pair
+	pair    api.Pair
 	gate    chan struct{}
 	entered chan struct{}
 	mu      sync.Mutex
 	calls   int
 }
 
-func (g *gatedRefresher) Refresh(ctx context.Context, _ string, _ secret.Secret) (Pair, error) {
+func (g *gatedRefresher) Refresh(ctx context.Context, _ string, _ secret.Secret) (api.Pair, error) {
 	g.mu.Lock()
 	g.calls++
 	g.mu.Unlock()
@@ -57,7 +59,7 @@ func (g *gatedRefresher) Refresh(ctx context.Context, _ string, _ secret.Secret)
 		select {
 		case <-g.gate:
 		case <-ctx.Done():
-			return Pair{}, ctx.Err()
+			return api.Pair{}, ctx.Err()
 		}
 	}
 	return g.pair, nil
@@ -71,16 +73,16 @@ func TestPausedLockHolder(t *testing.T) {
 	for name, open := range sharedStores(t) {
 		t.Run(name, func(t *testing.T) {
 			sa, sb := open(t)
-			refA := &gatedRefresher{pair: Pair{Access: "access-A", Refresh: "refresh-A"}, gate: make(chan struct{}), entered: make(chan struct{})}
-			refB := &gatedRefresher{pair: Pair{Access: "access-B", Refresh: "refresh-B"}}
-			opts := func(s state.Store) Options {
+			refA := &gatedRefresher{pair: api.Pair{Access: "access-A", Refresh: "refresh-A"}, gate: make(chan struct{}), entered: make(chan struct{})}
+			refB := &gatedRefresher{pair: api.Pair{Access: "access-B", Refresh: "refresh-B"}}
+			opts := func(s api.Store) Options {
 				return Options{Store: s, LockTTL: 100 * time.Millisecond, LockWait: 2 * time.Second, Timeout: 5 * time.Second}
 			}
 			a, b := New(refA, opts(sa)), New(refB, opts(sb))
-			old := Pair{Access: "access-0", Refresh: "refresh-0"}
+			old := api.Pair{Access: "access-0", Refresh: "refresh-0"}
 			ctx := context.Background()
 			type result struct {
-				p   Pair
+				p   api.Pair
 				err error
 			}
 			resA := make(chan result, 1)
@@ -116,11 +118,11 @@ func TestReplicasShareOneRefresh(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			sa, sb := open(t)
 			gate := make(chan struct{})
-			fresh := Pair{Access: "access-1", Refresh: "refresh-1"}
+			fresh := api.Pair{Access: "access-1", Refresh: "refresh-1"}
 			refA := &gatedRefresher{pair: fresh, gate: gate}
 			refB := &gatedRefresher{pair: fresh, gate: gate}
 			reps := []*Rotator{New(refA, Options{Store: sa}), New(refB, Options{Store: sb})}
-			old := Pair{Access: "access-0", Refresh: "refresh-0"}
+			old := api.Pair{Access: "access-0", Refresh: "refresh-0"}
 			var wg sync.WaitGroup
 			errs := make(chan error, 40)
 			for i := range 40 {
@@ -152,17 +154,17 @@ func TestReplicasShareOneRefresh(t *testing.T) {
 
 // TestLockWaitRetryable: a replica that cannot take the lock in time gets
 // a retryable error (never a reconnect); a store that cannot answer is
-// retryable and matches state.ErrUnavailable.
+// retryable and matches api.ErrUnavailable.
 func TestLockWaitRetryable(t *testing.T) {
 	m := state.NewMemory(state.MemoryOptions{})
 	if _, ok, _ := m.TryLock(context.Background(), key("github", "refresh-0"), time.Minute); !ok {
 		t.Fatal("lock")
 	}
-	ref := &gatedRefresher{pair: Pair{Access: "x", Refresh: "y"}}
+	ref := &gatedRefresher{pair: api.Pair{Access: "x", Refresh: "y"}}
 	r := New(ref, Options{Store: m, LockWait: 150 * time.Millisecond})
-	_, err := r.Rotate(context.Background(), "github", Pair{Access: "access-0", Refresh: "refresh-0"})
-	var e *Error
-	if !errors.Is(err, ErrRetryable) || errors.Is(err, ErrReconnectRequired) || !errors.As(err, &e) || e.Code != "refresh_in_progress" {
+	_, err := r.Rotate(context.Background(), "github", api.Pair{Access: "access-0", Refresh: "refresh-0"})
+	var e *api.RefreshError
+	if !errors.Is(err, api.ErrRetryable) || errors.Is(err, api.ErrReconnectRequired) || !errors.As(err, &e) || e.Code != "refresh_in_progress" {
 		t.Fatalf("%v, want retryable refresh_in_progress", err)
 	}
 	if ref.calls != 0 {
@@ -177,9 +179,9 @@ func TestLockWaitRetryable(t *testing.T) {
 	defer rs.Close()
 	srv.Stop()
 	r = New(ref, Options{Store: rs})
-	_, err = r.Rotate(context.Background(), "github", Pair{Access: "access-0", Refresh: "refresh-0"})
-	if !errors.Is(err, ErrRetryable) || !errors.Is(err, state.ErrUnavailable) || errors.Is(err, ErrReconnectRequired) {
-		t.Fatalf("%v, want retryable and state.ErrUnavailable", err)
+	_, err = r.Rotate(context.Background(), "github", api.Pair{Access: "access-0", Refresh: "refresh-0"})
+	if !errors.Is(err, api.ErrRetryable) || !errors.Is(err, api.ErrUnavailable) || errors.Is(err, api.ErrReconnectRequired) {
+		t.Fatalf("%v, want retryable and api.ErrUnavailable", err)
 	}
 	if ref.calls != 0 {
 		t.Fatal("refreshed without the store")
@@ -189,7 +191,7 @@ func TestLockWaitRetryable(t *testing.T) {
 // FuzzDecodePair: a grace entry that is not a pair is an error, never a
 // panic or a pair without an access token.
 func FuzzDecodePair(f *testing.F) {
-	f.Add(encodePair(Pair{Access: "a", Refresh: "r", ExpiresAt: time.Unix(1700000000, 0)}))
+	f.Add(encodePair(api.Pair{Access: "a", Refresh: "r", ExpiresAt: time.Unix(1700000000, 0)}))
 	f.Add([]byte(`{"access":""}`))
 	f.Add([]byte(`null`))
 	f.Fuzz(func(t *testing.T, b []byte) {

@@ -29,7 +29,7 @@
 // refreshes of one token burn the connection. So refreshes are single
 // flight per credential, keyed by the SHA-256 of service and refresh
 // token (golang.org/x/sync/singleflight): concurrent callers share one
-// Refresher call and its result. The refresh itself runs detached from the
+// api.Refresher call and its result. The refresh itself runs detached from the
 // callers' contexts (bounded by Options.Timeout), so a caller giving up
 // never loses a pair the provider has already rotated.
 //
@@ -42,8 +42,8 @@
 //
 // # Several replicas
 //
-// The grace cache and a refresh lock live in a state.Store (package
-// internal/state): in memory by default (one process), or on Redis shared
+// The grace cache and a refresh lock live in an api.Store (pinned's are
+// package internal/state's): in memory by default (one process), or on Redis shared
 // by the replicas of one bot. The in-process single flight stands in
 // front, so one replica asks the store once per credential. The flight
 // then takes the credential's lock in the store; after taking it — and
@@ -52,23 +52,23 @@
 // first. A holder paused past the lock's TTL cannot overwrite the pair a
 // later holder stored (the store compares fences). A store that cannot
 // answer fails the refresh with a retryable error matching
-// state.ErrUnavailable (never a reconnect); a lock not obtained in time is
+// api.ErrUnavailable (never a reconnect); a lock not obtained in time is
 // retryable too (Code "refresh_in_progress").
 //
 // # Errors
 //
-// A dead refresh token (invalid_grant) is ErrReconnectRequired: the member
-// must reconnect the service in Integrations. A timeout, a 5xx, a rate
-// limit or a network failure is ErrRetryable, never a reconnect. Use
-// errors.Is; *Error carries the detail.
+// A dead refresh token (invalid_grant) is api.ErrReconnectRequired: the
+// member must reconnect the service in Integrations. A timeout, a 5xx, a
+// rate limit or a network failure is api.ErrRetryable, never a reconnect.
+// Use errors.Is; *api.RefreshError carries the detail.
 //
 // # Imports
 //
 // The package is internal: only the binary's own packages (sidecar,
 // mcpserver, internal/demo/webstack, cmd/pinned) use it. It may import
-// internal/state, internal/brokerapi (the broker's codes),
-// internal/secret, golang.org/x/sync and the standard library; nothing
-// above the sidecar.
+// sidecar/api (the Refresher and Store contracts), internal/state,
+// internal/brokerapi (the broker's codes), secret, golang.org/x/sync and
+// the standard library; nothing above the sidecar.
 package rotate
 
 import (
@@ -81,11 +81,13 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/elevenmessenger/pinned/sidecar/api"
+
 	"github.com/rs/zerolog"
 	"golang.org/x/sync/singleflight"
 
-	"github.com/elevenmessenger/pinned/internal/secret"
 	"github.com/elevenmessenger/pinned/internal/state"
+	"github.com/elevenmessenger/pinned/secret"
 )
 
 // Defaults of Options.
@@ -104,27 +106,6 @@ const (
 	// maxChain bounds how many rotations Superseded follows.
 	maxChain = 8
 )
-
-// Pair is an OAuth credential: access token, refresh token and the access
-// token's expiry (zero: unknown). The tokens are secret.Secret (the type
-// the grants and the host use), so each prints "[redacted]"; its String
-// and GoString methods redact them too.
-type Pair struct {
-	Access    secret.Secret
-	Refresh   secret.Secret
-	ExpiresAt time.Time
-}
-
-func (p Pair) String() string {
-	exp := "unknown"
-	if !p.ExpiresAt.IsZero() {
-		exp = p.ExpiresAt.UTC().Format(time.RFC3339)
-	}
-	return fmt.Sprintf("Pair{Access: [redacted], Refresh: %s, ExpiresAt: %s}", map[bool]string{true: "[redacted]", false: "none"}[p.Refresh != ""], exp)
-}
-
-// GoString redacts the tokens for %#v too.
-func (p Pair) GoString() string { return "rotate." + p.String() }
 
 // ParseExpiry reads an expiry as grants (token_expires_at) and the broker
 // (expires_at) write it: RFC 3339, or "" for unknown (the zero time).
@@ -148,100 +129,10 @@ func FormatExpiry(t time.Time) string {
 	return t.UTC().Format(time.RFC3339)
 }
 
-// Refresher exchanges a refresh token for a fresh pair at the provider
-// (through the broker: BrokerClient). service is a registry id; the
-// refresh token is a secret.Secret, so it prints "[redacted]" wherever it
-// passes, and an implementation converts it (string(refreshToken)) only
-// where it is sent. A Refresher should return *Error for failures it can
-// classify; any other error is treated as retryable.
-type Refresher interface {
-	Refresh(ctx context.Context, service string, refreshToken secret.Secret) (Pair, error)
-}
-
-// Kind classifies a refresh failure.
-type Kind int
-
-const (
-	// KindRetryable: transient (timeout, 5xx, rate limit, network); retry
-	// later. Never a dead connection.
-	KindRetryable Kind = iota + 1
-	// KindReconnect: the refresh token is dead (invalid_grant); the member
-	// must reconnect the service.
-	KindReconnect
-	// KindFailed: neither (a broker misconfiguration such as a wrong
-	// instance token, a service the broker has no client for).
-	KindFailed
-)
-
-func (k Kind) String() string {
-	switch k {
-	case KindRetryable:
-		return "retryable"
-	case KindReconnect:
-		return "reconnect"
-	case KindFailed:
-		return "failed"
-	}
-	return "unknown"
-}
-
-var (
-	// ErrReconnectRequired: the connection's refresh token is dead.
-	ErrReconnectRequired = errors.New("the connection has expired or was revoked: reconnect it in Integrations")
-	// ErrRetryable: the refresh failed for a transient reason.
-	ErrRetryable = errors.New("the token refresh failed temporarily; retry later")
-	// ErrNoRefreshToken: the pair has no refresh token, so it cannot be
-	// rotated (DNSimple issues none). Neither retryable nor a reconnect: the
-	// op's own 401 stands.
-	ErrNoRefreshToken = errors.New("the credential has no refresh token and cannot be rotated")
-)
-
-// Error is a classified refresh failure. It never holds a token.
-type Error struct {
-	Kind Kind
-	// Code is the broker's error code when known ("invalid_grant",
-	// "provider_unavailable", "rate_limited", "unauthorized", ...).
-	Code string
-	// Status is the broker's HTTP status when known.
-	Status int
-	// RetryAfter is the broker's Retry-After, when it sent one.
-	RetryAfter time.Duration
-	// Err is the cause.
-	Err error
-}
-
-func (e *Error) Error() string {
-	var s string
-	switch e.Kind {
-	case KindReconnect:
-		s = ErrReconnectRequired.Error()
-	case KindRetryable:
-		s = ErrRetryable.Error()
-	default:
-		s = "the token refresh failed"
-	}
-	if e.Code != "" {
-		s += " (" + e.Code + ")"
-	}
-	if e.Err != nil {
-		s += ": " + e.Err.Error()
-	}
-	return s
-}
-
-func (e *Error) Unwrap() error { return e.Err }
-
-// Is makes errors.Is(err, ErrReconnectRequired) and
-// errors.Is(err, ErrRetryable) follow Kind.
-func (e *Error) Is(target error) bool {
-	switch target {
-	case ErrReconnectRequired:
-		return e.Kind == KindReconnect
-	case ErrRetryable:
-		return e.Kind == KindRetryable
-	}
-	return false
-}
+// ErrNoRefreshToken: the pair has no refresh token, so it cannot be
+// rotated (DNSimple issues none). Neither retryable nor a reconnect: the
+// op's own 401 stands.
+var ErrNoRefreshToken = errors.New("the credential has no refresh token and cannot be rotated")
 
 // Options tune a Rotator; zero values pick the defaults.
 type Options struct {
@@ -250,11 +141,11 @@ type Options struct {
 	// Grace: how long a fresh pair answers for the one it replaced
 	// (at most state.FenceLife).
 	Grace time.Duration
-	// Timeout bounds one Refresher call.
+	// Timeout bounds one api.Refresher call.
 	Timeout time.Duration
 	// Store holds the grace cache and the refresh locks; default an
 	// in-memory store of MaxCached grace entries on Now's clock.
-	Store state.Store
+	Store api.Store
 	// MaxCached bounds the default in-memory grace cache (entries).
 	MaxCached int
 	// LockTTL is how long a refresh lock is held at most; default Timeout
@@ -274,9 +165,9 @@ type Options struct {
 
 // Stats count what a Rotator did.
 type Stats struct {
-	// Refreshes is the number of Refresher calls.
+	// Refreshes is the number of api.Refresher calls.
 	Refreshes int64
-	// Failures is the number of failed Refresher calls.
+	// Failures is the number of failed api.Refresher calls.
 	Failures int64
 	// GraceHits counts callers answered from the grace cache.
 	GraceHits int64
@@ -290,13 +181,13 @@ type Stats struct {
 // Rotator refreshes pairs with single flight and a grace cache. It is safe
 // for concurrent use.
 type Rotator struct {
-	ref      Refresher
+	ref      api.Refresher
 	margin   time.Duration
 	grace    time.Duration
 	timeout  time.Duration
 	lockTTL  time.Duration
 	lockWait time.Duration
-	store    state.Store
+	store    api.Store
 	now      func() time.Time
 	log      zerolog.Logger
 	group    singleflight.Group
@@ -305,7 +196,7 @@ type Rotator struct {
 }
 
 // New returns a Rotator refreshing through ref.
-func New(ref Refresher, opts Options) *Rotator {
+func New(ref api.Refresher, opts Options) *Rotator {
 	r := &Rotator{
 		ref:      ref,
 		margin:   opts.Margin,
@@ -356,7 +247,7 @@ func (r *Rotator) Stats() Stats {
 // refresh token and a KNOWN expiry within the margin. A pair with an
 // unknown expiry is never stale before a call (see the package doc): it is
 // refreshed after a surprise 401.
-func (r *Rotator) Stale(p Pair) bool {
+func (r *Rotator) Stale(p api.Pair) bool {
 	if p.Refresh == "" || p.ExpiresAt.IsZero() {
 		return false
 	}
@@ -374,10 +265,10 @@ func key(service string, refresh secret.Secret) string {
 
 // Superseded returns the pair that replaced p within the grace window
 // (following chains of rotations), if any. An error is the store's
-// (retryable, matching state.ErrUnavailable).
-func (r *Rotator) Superseded(ctx context.Context, service string, p Pair) (Pair, bool, error) {
+// (retryable, matching api.ErrUnavailable).
+func (r *Rotator) Superseded(ctx context.Context, service string, p api.Pair) (api.Pair, bool, error) {
 	if p.Refresh == "" {
-		return Pair{}, false, nil
+		return api.Pair{}, false, nil
 	}
 	return r.lookup(ctx, service, key(service, p.Refresh), p)
 }
@@ -385,20 +276,20 @@ func (r *Rotator) Superseded(ctx context.Context, service string, p Pair) (Pair,
 // lookup follows the grace cache from credential k; a pair whose access
 // token is p's own (a provider that does not rotate refresh tokens, asked
 // again with the pair it already returned) does not count.
-func (r *Rotator) lookup(ctx context.Context, service, k string, p Pair) (Pair, bool, error) {
-	var out Pair
+func (r *Rotator) lookup(ctx context.Context, service, k string, p api.Pair) (api.Pair, bool, error) {
+	var out api.Pair
 	found := false
 	for range maxChain {
 		v, ok, err := r.store.Grace(ctx, k)
 		if err != nil {
-			return Pair{}, false, storeError(err)
+			return api.Pair{}, false, storeError(err)
 		}
 		if !ok {
 			break
 		}
 		fresh, err := decodePair(v)
 		if err != nil {
-			return Pair{}, false, storeError(err)
+			return api.Pair{}, false, storeError(err)
 		}
 		out, found = fresh, true
 		if fresh.Refresh == "" {
@@ -411,18 +302,18 @@ func (r *Rotator) lookup(ctx context.Context, service, k string, p Pair) (Pair, 
 		k = next
 	}
 	if found && out.Access == p.Access {
-		return Pair{}, false, nil
+		return api.Pair{}, false, nil
 	}
 	return out, found, nil
 }
 
-// storeError makes a store failure a retryable *Error that still matches
-// state.ErrUnavailable.
+// storeError makes a store failure a retryable *api.RefreshError that still matches
+// api.ErrUnavailable.
 func storeError(err error) error {
-	return &Error{Kind: KindRetryable, Code: "state_unavailable", Err: err}
+	return &api.RefreshError{Kind: api.RefreshRetryable, Code: "state_unavailable", Err: err}
 }
 
-// wirePair is a Pair as the grace cache stores it (sealed by the Redis
+// wirePair is an api.Pair as the grace cache stores it (sealed by the Redis
 // store): the tokens as plain strings, since a secret.Secret marshals as
 // "[redacted]".
 type wirePair struct {
@@ -431,28 +322,28 @@ type wirePair struct {
 	ExpiresAt time.Time `json:"expires_at"`
 }
 
-func encodePair(p Pair) []byte {
+func encodePair(p api.Pair) []byte {
 	b, _ := json.Marshal(wirePair{Access: string(p.Access), Refresh: string(p.Refresh), ExpiresAt: p.ExpiresAt})
 	return b
 }
 
-func decodePair(b []byte) (Pair, error) {
+func decodePair(b []byte) (api.Pair, error) {
 	var w wirePair
 	if err := json.Unmarshal(b, &w); err != nil || w.Access == "" {
-		return Pair{}, errors.New("a grace entry is not a token pair")
+		return api.Pair{}, errors.New("a grace entry is not a token pair")
 	}
 	w.ExpiresAt = w.ExpiresAt.UTC()
-	return Pair{Access: secret.Secret(w.Access), Refresh: secret.Secret(w.Refresh), ExpiresAt: w.ExpiresAt}, nil
+	return api.Pair{Access: secret.Secret(w.Access), Refresh: secret.Secret(w.Refresh), ExpiresAt: w.ExpiresAt}, nil
 }
 
 // Before prepares p for a call: the pair that superseded it within the
 // grace window if there is one, else a refreshed pair if p is stale, else
 // p itself. rotated reports whether the returned pair differs from p (the
 // op result must then carry it back to the member).
-func (r *Rotator) Before(ctx context.Context, service string, p Pair) (Pair, bool, error) {
+func (r *Rotator) Before(ctx context.Context, service string, p api.Pair) (api.Pair, bool, error) {
 	fresh, ok, err := r.Superseded(ctx, service, p)
 	if err != nil {
-		return Pair{}, false, err
+		return api.Pair{}, false, err
 	}
 	if ok {
 		// Rotated within the grace window: use it as is, even if the
@@ -466,7 +357,7 @@ func (r *Rotator) Before(ctx context.Context, service string, p Pair) (Pair, boo
 	}
 	fresh, err = r.Rotate(ctx, service, p)
 	if err != nil {
-		return Pair{}, false, err
+		return api.Pair{}, false, err
 	}
 	return fresh, true, nil
 }
@@ -477,13 +368,13 @@ func (r *Rotator) Before(ctx context.Context, service string, p Pair) (Pair, boo
 // flights of several replicas one lock. If ctx ends first, Rotate returns
 // a retryable error while the refresh completes in the background and
 // lands in the grace cache.
-func (r *Rotator) Rotate(ctx context.Context, service string, p Pair) (Pair, error) {
+func (r *Rotator) Rotate(ctx context.Context, service string, p api.Pair) (api.Pair, error) {
 	if p.Refresh == "" {
-		return Pair{}, ErrNoRefreshToken
+		return api.Pair{}, ErrNoRefreshToken
 	}
 	fresh, ok, err := r.Superseded(ctx, service, p)
 	if err != nil {
-		return Pair{}, err
+		return api.Pair{}, err
 	}
 	if ok {
 		r.graceHits.Add(1)
@@ -499,17 +390,17 @@ func (r *Rotator) Rotate(ctx context.Context, service string, p Pair) (Pair, err
 			r.shared.Add(1)
 		}
 		if res.Err != nil {
-			return Pair{}, res.Err
+			return api.Pair{}, res.Err
 		}
-		return res.Val.(Pair), nil
+		return res.Val.(api.Pair), nil
 	case <-ctx.Done():
-		return Pair{}, &Error{Kind: KindRetryable, Err: fmt.Errorf("waiting for the refresh: %w", ctx.Err())}
+		return api.Pair{}, &api.RefreshError{Kind: api.RefreshRetryable, Err: fmt.Errorf("waiting for the refresh: %w", ctx.Err())}
 	}
 }
 
 // flight is one process's refresh of credential k: under the store's lock,
 // unless another flight (here or on another replica) rotated it first.
-func (r *Rotator) flight(ctx context.Context, service, k string, p Pair) (Pair, error) {
+func (r *Rotator) flight(ctx context.Context, service, k string, p api.Pair) (api.Pair, error) {
 	// A flight for this credential may have finished between the lookup
 	// in Rotate and this one starting: never refresh twice.
 	if fresh, ok, err := r.lookup(ctx, service, k, p); err != nil || ok {
@@ -520,13 +411,13 @@ func (r *Rotator) flight(ctx context.Context, service, k string, p Pair) (Pair, 
 	}
 	deadline := time.Now().Add(r.lockWait)
 	wait := 10 * time.Millisecond
-	var l state.Lock
+	var l api.Lock
 	for {
 		var ok bool
 		var err error
 		l, ok, err = r.store.TryLock(ctx, k, r.lockTTL)
 		if err != nil {
-			return Pair{}, storeError(err)
+			return api.Pair{}, storeError(err)
 		}
 		// Taken or not: another replica may have rotated meanwhile.
 		if fresh, found, lerr := r.lookup(ctx, service, k, p); lerr != nil || found {
@@ -542,7 +433,7 @@ func (r *Rotator) flight(ctx context.Context, service, k string, p Pair) (Pair, 
 			break
 		}
 		if time.Now().After(deadline) {
-			return Pair{}, &Error{Kind: KindRetryable, Code: "refresh_in_progress",
+			return api.Pair{}, &api.RefreshError{Kind: api.RefreshRetryable, Code: "refresh_in_progress",
 				Err: errors.New("another replica holds the refresh lock of this credential")}
 		}
 		time.Sleep(wait)
@@ -551,7 +442,7 @@ func (r *Rotator) flight(ctx context.Context, service, k string, p Pair) (Pair, 
 	defer r.unlock(ctx, l)
 	fresh, err := r.refresh(ctx, service, k, p)
 	if err != nil {
-		return Pair{}, err
+		return api.Pair{}, err
 	}
 	stored, err := r.store.PutGrace(ctx, l, encodePair(fresh), r.grace)
 	switch {
@@ -572,34 +463,34 @@ func (r *Rotator) flight(ctx context.Context, service, k string, p Pair) (Pair, 
 	return fresh, nil
 }
 
-func (r *Rotator) unlock(ctx context.Context, l state.Lock) {
+func (r *Rotator) unlock(ctx context.Context, l api.Lock) {
 	if err := r.store.Unlock(ctx, l); err != nil {
 		// The lock expires by itself after LockTTL.
 		r.log.Warn().Str("event", "token_refresh").Str("credential", l.Key[:16]).AnErr("cause", err).Msg("the refresh lock could not be released")
 	}
 }
 
-// refresh runs one Refresher call.
-func (r *Rotator) refresh(ctx context.Context, service, k string, p Pair) (Pair, error) {
+// refresh runs one api.Refresher call.
+func (r *Rotator) refresh(ctx context.Context, service, k string, p api.Pair) (api.Pair, error) {
 	ctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
 	r.refreshes.Add(1)
 	start := r.now()
 	fresh, err := r.ref.Refresh(ctx, service, p.Refresh)
 	if err == nil && fresh.Access == "" {
-		err = &Error{Kind: KindFailed, Err: errors.New("the refresher returned no access token")}
+		err = &api.RefreshError{Kind: api.RefreshFailed, Err: errors.New("the refresher returned no access token")}
 	}
 	ev := r.log.Info()
 	if err != nil {
 		r.failures.Add(1)
 		err = classify(err)
-		var e *Error
+		var e *api.RefreshError
 		errors.As(err, &e)
 		ev = r.log.Warn().Str("kind", e.Kind.String()).Str("code", e.Code).AnErr("cause", e.Err)
 	}
 	ev.Str("event", "token_refresh").Str("service", service).Str("credential", k[:16]).Float64("duration_ms", float64(r.now().Sub(start).Microseconds())/1000).Msg("token refresh")
 	if err != nil {
-		return Pair{}, err
+		return api.Pair{}, err
 	}
 	if fresh.Refresh == "" {
 		fresh.Refresh = p.Refresh // the provider did not rotate it
@@ -610,15 +501,15 @@ func (r *Rotator) refresh(ctx context.Context, service, k string, p Pair) (Pair,
 	return fresh, nil
 }
 
-// classify makes any Refresher error an *Error: unknown failures, context
+// classify makes any api.Refresher error an *api.RefreshError: unknown failures, context
 // deadlines and network errors are retryable (never a reconnect).
 func classify(err error) error {
-	var e *Error
+	var e *api.RefreshError
 	if errors.As(err, &e) {
 		if e.Kind == 0 {
-			e.Kind = KindRetryable
+			e.Kind = api.RefreshRetryable
 		}
 		return e
 	}
-	return &Error{Kind: KindRetryable, Err: err}
+	return &api.RefreshError{Kind: api.RefreshRetryable, Err: err}
 }

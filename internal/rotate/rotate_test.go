@@ -11,11 +11,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/elevenmessenger/pinned/sidecar/api"
+
 	"github.com/rs/zerolog"
 	"go.uber.org/goleak"
 
-	"github.com/elevenmessenger/pinned/internal/secret"
 	"github.com/elevenmessenger/pinned/internal/state"
+	"github.com/elevenmessenger/pinned/secret"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -31,7 +33,7 @@ type fakeRefresher struct {
 	block func(ctx context.Context) error // when set, called instead
 	now   func() time.Time
 	next  int
-	hook  func(service, rt string) (Pair, error) // when set, answers
+	hook  func(service, rt string) (api.Pair, error) // when set, answers
 }
 
 func newFakeRefresher(live ...string) *fakeRefresher {
@@ -42,21 +44,21 @@ func newFakeRefresher(live ...string) *fakeRefresher {
 	return f
 }
 
-func (f *fakeRefresher) Refresh(ctx context.Context, service string, srt secret.Secret) (Pair, error) {
+func (f *fakeRefresher) Refresh(ctx context.Context, service string, srt secret.Secret) (api.Pair, error) {
 	rt := string(srt)
 	f.calls.Add(1)
 	if f.block != nil {
-		return Pair{}, f.block(ctx)
+		return api.Pair{}, f.block(ctx)
 	}
 	if f.delay > 0 {
 		select {
 		case <-time.After(f.delay):
 		case <-ctx.Done():
-			return Pair{}, ctx.Err()
+			return api.Pair{}, ctx.Err()
 		}
 	}
 	if f.fail != nil {
-		return Pair{}, f.fail
+		return api.Pair{}, f.fail
 	}
 	if f.hook != nil {
 		return f.hook(service, rt)
@@ -64,11 +66,11 @@ func (f *fakeRefresher) Refresh(ctx context.Context, service string, srt secret.
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if !f.live[rt] {
-		return Pair{}, &Error{Kind: KindReconnect, Code: "invalid_grant", Err: errors.New("refresh token used")}
+		return api.Pair{}, &api.RefreshError{Kind: api.RefreshReconnect, Code: "invalid_grant", Err: errors.New("refresh token used")}
 	}
 	delete(f.live, rt)
 	f.next++
-	fresh := Pair{Access: secret.Secret("at-" + strconv.Itoa(f.next)), Refresh: secret.Secret("rt-" + strconv.Itoa(f.next)), ExpiresAt: f.now().Add(8 * time.Hour)}
+	fresh := api.Pair{Access: secret.Secret("at-" + strconv.Itoa(f.next)), Refresh: secret.Secret("rt-" + strconv.Itoa(f.next)), ExpiresAt: f.now().Add(8 * time.Hour)}
 	f.live[string(fresh.Refresh)] = true
 	return fresh, nil
 }
@@ -90,16 +92,16 @@ func TestStale(t *testing.T) {
 	r := New(newFakeRefresher(), Options{Now: clk.Now})
 	tests := []struct {
 		name string
-		p    Pair
+		p    api.Pair
 		want bool
 	}{
-		{name: "far from expiry", p: Pair{Access: "a", Refresh: "r", ExpiresAt: clk.t.Add(time.Hour)}, want: false},
-		{name: "just outside the margin", p: Pair{Access: "a", Refresh: "r", ExpiresAt: clk.t.Add(DefaultMargin + time.Second)}, want: false},
-		{name: "at the margin", p: Pair{Access: "a", Refresh: "r", ExpiresAt: clk.t.Add(DefaultMargin)}, want: true},
-		{name: "inside the margin", p: Pair{Access: "a", Refresh: "r", ExpiresAt: clk.t.Add(10 * time.Second)}, want: true},
-		{name: "expired", p: Pair{Access: "a", Refresh: "r", ExpiresAt: clk.t.Add(-time.Hour)}, want: true},
-		{name: "unknown expiry is not refreshed blindly", p: Pair{Access: "a", Refresh: "r"}, want: false},
-		{name: "expired without a refresh token cannot rotate", p: Pair{Access: "a", ExpiresAt: clk.t.Add(-time.Hour)}, want: false},
+		{name: "far from expiry", p: api.Pair{Access: "a", Refresh: "r", ExpiresAt: clk.t.Add(time.Hour)}, want: false},
+		{name: "just outside the margin", p: api.Pair{Access: "a", Refresh: "r", ExpiresAt: clk.t.Add(DefaultMargin + time.Second)}, want: false},
+		{name: "at the margin", p: api.Pair{Access: "a", Refresh: "r", ExpiresAt: clk.t.Add(DefaultMargin)}, want: true},
+		{name: "inside the margin", p: api.Pair{Access: "a", Refresh: "r", ExpiresAt: clk.t.Add(10 * time.Second)}, want: true},
+		{name: "expired", p: api.Pair{Access: "a", Refresh: "r", ExpiresAt: clk.t.Add(-time.Hour)}, want: true},
+		{name: "unknown expiry is not refreshed blindly", p: api.Pair{Access: "a", Refresh: "r"}, want: false},
+		{name: "expired without a refresh token cannot rotate", p: api.Pair{Access: "a", ExpiresAt: clk.t.Add(-time.Hour)}, want: false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -120,11 +122,11 @@ func TestSingleFlightAndGrace(t *testing.T) {
 	ref.delay = 50 * time.Millisecond
 	ref.now = clk.Now
 	r := New(ref, Options{Now: clk.Now})
-	old := Pair{Access: "at-0", Refresh: "rt-0", ExpiresAt: clk.t.Add(-time.Minute)}
+	old := api.Pair{Access: "at-0", Refresh: "rt-0", ExpiresAt: clk.t.Add(-time.Minute)}
 
-	wave := func(n int, p Pair) []Pair {
+	wave := func(n int, p api.Pair) []api.Pair {
 		var wg sync.WaitGroup
-		out := make([]Pair, n)
+		out := make([]api.Pair, n)
 		errs := make([]error, n)
 		for i := range n {
 			wg.Add(1)
@@ -182,7 +184,7 @@ func TestSingleFlightAndGrace(t *testing.T) {
 
 	clk.Advance(2 * time.Second) // past the grace window
 	_, _, err := r.Before(context.Background(), "github", old)
-	if !errors.Is(err, ErrReconnectRequired) || errors.Is(err, ErrRetryable) {
+	if !errors.Is(err, api.ErrReconnectRequired) || errors.Is(err, api.ErrRetryable) {
 		t.Fatalf("the dead old token after the window: %v", err)
 	}
 	if n := ref.calls.Load(); n != 2 {
@@ -194,7 +196,7 @@ func TestSingleFlightAndGrace(t *testing.T) {
 func TestGraceChain(t *testing.T) {
 	ref := newFakeRefresher("rt-0")
 	r := New(ref, Options{})
-	a := Pair{Access: "at-0", Refresh: "rt-0"}
+	a := api.Pair{Access: "at-0", Refresh: "rt-0"}
 	b, err := r.Rotate(context.Background(), "github", a)
 	if err != nil {
 		t.Fatal(err)
@@ -215,12 +217,12 @@ func TestGraceChain(t *testing.T) {
 func TestNonRotatingProvider(t *testing.T) {
 	ref := newFakeRefresher()
 	n := 0
-	ref.hook = func(_, rt string) (Pair, error) {
+	ref.hook = func(_, rt string) (api.Pair, error) {
 		n++
-		return Pair{Access: secret.Secret(fmt.Sprintf("at-%d", n)), Refresh: ""}, nil // no new refresh token
+		return api.Pair{Access: secret.Secret(fmt.Sprintf("at-%d", n)), Refresh: ""}, nil // no new refresh token
 	}
 	r := New(ref, Options{})
-	p0 := Pair{Access: "at-0", Refresh: "keep"}
+	p0 := api.Pair{Access: "at-0", Refresh: "keep"}
 	p1, err := r.Rotate(context.Background(), "hubspot", p0)
 	if err != nil || p1.Access != "at-1" || p1.Refresh != "keep" {
 		t.Fatalf("%v %v", p1, err)
@@ -241,18 +243,18 @@ func TestRefreshErrors(t *testing.T) {
 		ref       func() *fakeRefresher
 		opts      Options
 		ctx       func() (context.Context, context.CancelFunc)
-		p         Pair
+		p         api.Pair
 		reconnect bool
 		retryable bool
 		is        error
 	}{
 		{name: "invalid_grant is reconnect", ref: func() *fakeRefresher { return newFakeRefresher() },
-			p: Pair{Access: "a", Refresh: "dead"}, reconnect: true},
+			p: api.Pair{Access: "a", Refresh: "dead"}, reconnect: true},
 		{name: "refresher timeout is retryable", ref: func() *fakeRefresher {
 			f := newFakeRefresher()
 			f.block = func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() }
 			return f
-		}, opts: Options{Timeout: 50 * time.Millisecond}, p: Pair{Access: "a", Refresh: "r"}, retryable: true},
+		}, opts: Options{Timeout: 50 * time.Millisecond}, p: api.Pair{Access: "a", Refresh: "r"}, retryable: true},
 		{name: "caller gives up: retryable", ref: func() *fakeRefresher {
 			f := newFakeRefresher("r")
 			f.delay = 100 * time.Millisecond
@@ -260,29 +262,29 @@ func TestRefreshErrors(t *testing.T) {
 		}, ctx: func() (context.Context, context.CancelFunc) {
 			return context.WithTimeout(context.Background(), 30*time.Millisecond)
 		},
-			p: Pair{Access: "a", Refresh: "r"}, retryable: true},
+			p: api.Pair{Access: "a", Refresh: "r"}, retryable: true},
 		{name: "5xx is retryable", ref: func() *fakeRefresher {
 			f := newFakeRefresher()
-			f.fail = &Error{Kind: KindRetryable, Code: "provider_unavailable", Status: 502}
+			f.fail = &api.RefreshError{Kind: api.RefreshRetryable, Code: "provider_unavailable", Status: 502}
 			return f
-		}, p: Pair{Access: "a", Refresh: "r"}, retryable: true},
+		}, p: api.Pair{Access: "a", Refresh: "r"}, retryable: true},
 		{name: "an unclassified error is retryable", ref: func() *fakeRefresher {
 			f := newFakeRefresher()
 			f.fail = errors.New("connection reset")
 			return f
-		}, p: Pair{Access: "a", Refresh: "r"}, retryable: true},
+		}, p: api.Pair{Access: "a", Refresh: "r"}, retryable: true},
 		{name: "misconfiguration is neither", ref: func() *fakeRefresher {
 			f := newFakeRefresher()
-			f.fail = &Error{Kind: KindFailed, Code: "unauthorized", Status: 401}
+			f.fail = &api.RefreshError{Kind: api.RefreshFailed, Code: "unauthorized", Status: 401}
 			return f
-		}, p: Pair{Access: "a", Refresh: "r"}},
+		}, p: api.Pair{Access: "a", Refresh: "r"}},
 		{name: "no refresh token", ref: func() *fakeRefresher { return newFakeRefresher() },
-			p: Pair{Access: "a"}, is: ErrNoRefreshToken},
+			p: api.Pair{Access: "a"}, is: ErrNoRefreshToken},
 		{name: "empty answer", ref: func() *fakeRefresher {
 			f := newFakeRefresher()
-			f.hook = func(string, string) (Pair, error) { return Pair{}, nil }
+			f.hook = func(string, string) (api.Pair, error) { return api.Pair{}, nil }
 			return f
-		}, p: Pair{Access: "a", Refresh: "r"}},
+		}, p: api.Pair{Access: "a", Refresh: "r"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -297,8 +299,8 @@ func TestRefreshErrors(t *testing.T) {
 			if err == nil {
 				t.Fatal("no error")
 			}
-			if errors.Is(err, ErrReconnectRequired) != tt.reconnect || errors.Is(err, ErrRetryable) != tt.retryable {
-				t.Fatalf("%v: reconnect=%v retryable=%v", err, errors.Is(err, ErrReconnectRequired), errors.Is(err, ErrRetryable))
+			if errors.Is(err, api.ErrReconnectRequired) != tt.reconnect || errors.Is(err, api.ErrRetryable) != tt.retryable {
+				t.Fatalf("%v: reconnect=%v retryable=%v", err, errors.Is(err, api.ErrReconnectRequired), errors.Is(err, api.ErrRetryable))
 			}
 			if tt.is != nil && !errors.Is(err, tt.is) {
 				t.Fatalf("%v, want %v", err, tt.is)
@@ -317,8 +319,8 @@ func TestDetachedRefreshLands(t *testing.T) {
 	r := New(blocking, Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
-	p := Pair{Access: "a", Refresh: "r"}
-	if _, err := r.Rotate(ctx, "github", p); !errors.Is(err, ErrRetryable) {
+	p := api.Pair{Access: "a", Refresh: "r"}
+	if _, err := r.Rotate(ctx, "github", p); !errors.Is(err, api.ErrRetryable) {
 		t.Fatalf("the impatient caller: %v", err)
 	}
 	close(release)
@@ -339,15 +341,15 @@ func TestDetachedRefreshLands(t *testing.T) {
 }
 
 type blockingRefresher struct {
-	inner   Refresher
+	inner   api.Refresher
 	release chan struct{}
 }
 
-func (b *blockingRefresher) Refresh(ctx context.Context, service string, rt secret.Secret) (Pair, error) {
+func (b *blockingRefresher) Refresh(ctx context.Context, service string, rt secret.Secret) (api.Pair, error) {
 	select {
 	case <-b.release:
 	case <-ctx.Done():
-		return Pair{}, ctx.Err()
+		return api.Pair{}, ctx.Err()
 	}
 	return b.inner.Refresh(ctx, service, rt)
 }
@@ -355,21 +357,21 @@ func (b *blockingRefresher) Refresh(ctx context.Context, service string, rt secr
 func TestGraceCacheBounded(t *testing.T) {
 	clk := &testClock{t: time.Now()}
 	ref := newFakeRefresher()
-	ref.hook = func(_, rt string) (Pair, error) {
-		return Pair{Access: secret.Secret("a-" + rt), Refresh: secret.Secret("n-" + rt)}, nil
+	ref.hook = func(_, rt string) (api.Pair, error) {
+		return api.Pair{Access: secret.Secret("a-" + rt), Refresh: secret.Secret("n-" + rt)}, nil
 	}
 	r := New(ref, Options{MaxCached: 10, Now: clk.Now})
 	mem := r.store.(*state.Memory)
 	for i := range 25 {
 		clk.Advance(time.Millisecond)
-		if _, err := r.Rotate(context.Background(), "github", Pair{Access: "x", Refresh: secret.Secret(fmt.Sprint("r", i))}); err != nil {
+		if _, err := r.Rotate(context.Background(), "github", api.Pair{Access: "x", Refresh: secret.Secret(fmt.Sprint("r", i))}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if n := mem.GraceLen(); n > 10 {
 		t.Fatalf("%d entries, bound 10", n)
 	}
-	if _, ok, _ := r.Superseded(context.Background(), "github", Pair{Access: "x", Refresh: "r24"}); !ok {
+	if _, ok, _ := r.Superseded(context.Background(), "github", api.Pair{Access: "x", Refresh: "r24"}); !ok {
 		t.Fatal("the newest entry was evicted")
 	}
 }
@@ -379,13 +381,13 @@ func TestNothingSecretLoggedOrPrinted(t *testing.T) {
 	log := zerolog.New(&buf)
 	ref := newFakeRefresher("rt-secret-0")
 	r := New(ref, Options{Logger: &log})
-	p := Pair{Access: "at-secret-0", Refresh: "rt-secret-0", ExpiresAt: time.Now().Add(-time.Hour)}
+	p := api.Pair{Access: "at-secret-0", Refresh: "rt-secret-0", ExpiresAt: time.Now().Add(-time.Hour)}
 	fresh, _, err := r.Before(context.Background(), "github", p)
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, err = New(ref, Options{Logger: &log}).Rotate(context.Background(), "github", p) // dead: logged as a failure
-	if !errors.Is(err, ErrReconnectRequired) {
+	if !errors.Is(err, api.ErrReconnectRequired) {
 		t.Fatal(err)
 	}
 	out := buf.String() + fmt.Sprint(p, fresh) + fmt.Sprintf("%+v %#v %s", p, fresh, err)
@@ -404,19 +406,19 @@ func TestNothingSecretLoggedOrPrinted(t *testing.T) {
 func TestUnknownExpiry(t *testing.T) {
 	ref := newFakeRefresher("rt-0")
 	r := New(ref, Options{})
-	p := Pair{Access: "at-0", Refresh: "rt-0"} // ExpiresAt zero: unknown
+	p := api.Pair{Access: "at-0", Refresh: "rt-0"} // ExpiresAt zero: unknown
 	tests := []struct {
 		name      string
-		run       func() (Pair, bool, error)
+		run       func() (api.Pair, bool, error)
 		wantCalls int64
 		rotated   bool
 	}{
-		{name: "before the call: used as is", run: func() (Pair, bool, error) { return r.Before(context.Background(), "stripe", p) }},
-		{name: "after a 401: refreshed", run: func() (Pair, bool, error) {
+		{name: "before the call: used as is", run: func() (api.Pair, bool, error) { return r.Before(context.Background(), "stripe", p) }},
+		{name: "after a 401: refreshed", run: func() (api.Pair, bool, error) {
 			got, err := r.Rotate(context.Background(), "stripe", p)
 			return got, true, err
 		}, wantCalls: 1, rotated: true},
-		{name: "the next op with the old pair gets the fresh one", run: func() (Pair, bool, error) { return r.Before(context.Background(), "stripe", p) },
+		{name: "the next op with the old pair gets the fresh one", run: func() (api.Pair, bool, error) { return r.Before(context.Background(), "stripe", p) },
 			wantCalls: 1, rotated: true},
 	}
 	for _, tt := range tests {

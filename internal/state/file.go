@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/elevenmessenger/pinned/sidecar/api"
+
 	"go.etcd.io/bbolt"
 	bolterrors "go.etcd.io/bbolt/errors"
 
@@ -46,7 +48,7 @@ var (
 // FileOptions tune OpenFile; zero values pick the defaults.
 type FileOptions struct {
 	// ReplayCacheSize bounds the live nonces held; default
-	// grant.DefaultReplayCacheSize. At it, RecordNonce is ErrFull.
+	// grant.DefaultReplayCacheSize. At it, RecordNonce is api.ErrFull.
 	ReplayCacheSize int
 	// MaxGrace bounds the grace entries; default DefaultMaxGrace.
 	MaxGrace int
@@ -172,7 +174,7 @@ func putTimes(b []byte, a int64, t time.Time) []byte {
 func unixNano(b []byte) time.Time { return time.Unix(0, int64(binary.BigEndian.Uint64(b))) }
 
 // RecordNonce implements Store; the record is on disk when it returns.
-func (f *File) RecordNonce(_ context.Context, nonce string, until, now time.Time) (Nonce, error) {
+func (f *File) RecordNonce(_ context.Context, nonce string, until, now time.Time) (api.Nonce, error) {
 	tok := randomToken()
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -180,7 +182,7 @@ func (f *File) RecordNonce(_ context.Context, nonce string, until, now time.Time
 	err := update(f.db, func(tx *bbolt.Tx) error {
 		b := tx.Bucket(bucketNonces)
 		if v := b.Get([]byte(nonce)); len(v) >= 8 && now.Before(unixNano(v)) {
-			rerr = ErrReplayed
+			rerr = api.ErrReplayed
 			return nil
 		}
 		if b.Get([]byte(nonce)) == nil && f.count >= f.max {
@@ -198,7 +200,7 @@ func (f *File) RecordNonce(_ context.Context, nonce string, until, now time.Time
 				k, v = c.Next()
 			}
 			if f.count >= f.max {
-				rerr = ErrFull
+				rerr = api.ErrFull
 				return nil
 			}
 		}
@@ -210,12 +212,12 @@ func (f *File) RecordNonce(_ context.Context, nonce string, until, now time.Time
 	})
 	if err != nil {
 		f.count = f.recount()
-		return Nonce{}, unavailable("record", err)
+		return api.Nonce{}, unavailable("record", err)
 	}
 	if rerr != nil {
-		return Nonce{}, rerr
+		return api.Nonce{}, rerr
 	}
-	return Nonce{key: nonce, token: tok}, nil
+	return api.Nonce{Key: nonce, Token: tok}, nil
 }
 
 // recount reads the number of nonce records after a failed write.
@@ -229,17 +231,17 @@ func (f *File) recount() int {
 }
 
 // ForgetNonce implements Store: only n's own record is removed.
-func (f *File) ForgetNonce(_ context.Context, n Nonce) error {
-	if n.key == "" {
+func (f *File) ForgetNonce(_ context.Context, n api.Nonce) error {
+	if n.Key == "" {
 		return nil
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	err := update(f.db, func(tx *bbolt.Tx) error {
 		b := tx.Bucket(bucketNonces)
-		if v := b.Get([]byte(n.key)); len(v) >= 8 && string(v[8:]) == n.token {
+		if v := b.Get([]byte(n.Key)); len(v) >= 8 && string(v[8:]) == n.Token {
 			f.count--
-			return b.Delete([]byte(n.key))
+			return b.Delete([]byte(n.Key))
 		}
 		return nil
 	})
@@ -248,12 +250,12 @@ func (f *File) ForgetNonce(_ context.Context, n Nonce) error {
 
 // TryLock implements Store. The lock is the process's; its fence is
 // on disk, so it keeps growing across restarts.
-func (f *File) TryLock(_ context.Context, key string, ttl time.Duration) (Lock, bool, error) {
+func (f *File) TryLock(_ context.Context, key string, ttl time.Duration) (api.Lock, bool, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	now := f.now()
 	if l, ok := f.locks[key]; ok && now.Before(l.until) {
-		return Lock{}, false, nil
+		return api.Lock{}, false, nil
 	}
 	var fence int64
 	err := update(f.db, func(tx *bbolt.Tx) error {
@@ -265,15 +267,15 @@ func (f *File) TryLock(_ context.Context, key string, ttl time.Duration) (Lock, 
 		return b.Put([]byte(key), putTimes(nil, fence, now))
 	})
 	if err != nil {
-		return Lock{}, false, unavailable("lock", err)
+		return api.Lock{}, false, unavailable("lock", err)
 	}
 	tok := randomToken()
 	f.locks[key] = memLock{token: tok, until: now.Add(ttl)}
-	return Lock{Key: key, Token: tok, Fence: fence}, true, nil
+	return api.Lock{Key: key, Token: tok, Fence: fence}, true, nil
 }
 
 // Unlock implements Store.
-func (f *File) Unlock(_ context.Context, l Lock) error {
+func (f *File) Unlock(_ context.Context, l api.Lock) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if cur, ok := f.locks[l.Key]; ok && cur.token == l.Token {
@@ -299,7 +301,7 @@ func (f *File) Grace(_ context.Context, key string) ([]byte, bool, error) {
 }
 
 // PutGrace implements Store; the entry is on disk when it returns.
-func (f *File) PutGrace(_ context.Context, l Lock, value []byte, ttl time.Duration) (bool, error) {
+func (f *File) PutGrace(_ context.Context, l api.Lock, value []byte, ttl time.Duration) (bool, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	now := f.now()

@@ -10,11 +10,13 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/elevenmessenger/pinned/sidecar/api"
 )
 
 // TestFileSurvivesReopen: what the file store recorded is there after it
 // is closed and opened again (a restart): a nonce inside its TTL is
-// ErrReplayed, a grace entry is read back, a fence keeps growing, and an
+// api.ErrReplayed, a grace entry is read back, a fence keeps growing, and an
 // expired nonce is free again.
 func TestFileSurvivesReopen(t *testing.T) {
 	ctx := context.Background()
@@ -46,8 +48,8 @@ func TestFileSurvivesReopen(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	if _, err := f.RecordNonce(ctx, "live", now.Add(time.Minute), now.Add(2*time.Second)); !errors.Is(err, ErrReplayed) {
-		t.Errorf("a live nonce after reopening: %v, want ErrReplayed", err)
+	if _, err := f.RecordNonce(ctx, "live", now.Add(time.Minute), now.Add(2*time.Second)); !errors.Is(err, api.ErrReplayed) {
+		t.Errorf("a live nonce after reopening: %v, want api.ErrReplayed", err)
 	}
 	if _, err := f.RecordNonce(ctx, "short", now.Add(time.Minute), now.Add(2*time.Second)); err != nil {
 		t.Errorf("an expired nonce after reopening: %v", err)
@@ -97,7 +99,7 @@ func TestFileRefusesHostile(t *testing.T) {
 }
 
 // TestFileReplayBound: at the bound, expired records are dropped to make
-// room, and with none expired RecordNonce is ErrFull.
+// room, and with none expired RecordNonce is api.ErrFull.
 func TestFileReplayBound(t *testing.T) {
 	ctx := context.Background()
 	f, err := OpenFile(filepath.Join(t.TempDir(), "sidecar.db"), FileOptions{ReplayCacheSize: 3})
@@ -111,8 +113,8 @@ func TestFileReplayBound(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := f.RecordNonce(ctx, "d", now.Add(time.Minute), now); !errors.Is(err, ErrFull) {
-		t.Fatalf("at the bound: %v, want ErrFull", err)
+	if _, err := f.RecordNonce(ctx, "d", now.Add(time.Minute), now); !errors.Is(err, api.ErrFull) {
+		t.Fatalf("at the bound: %v, want api.ErrFull", err)
 	}
 	later := now.Add(2500 * time.Millisecond) // a and b expired
 	if _, err := f.RecordNonce(ctx, "d", now.Add(time.Minute), later); err != nil {
@@ -121,7 +123,7 @@ func TestFileReplayBound(t *testing.T) {
 	if f.ReplayLen() != 2 {
 		t.Errorf("ReplayLen %d, want 2 (c and d)", f.ReplayLen())
 	}
-	if _, err := f.RecordNonce(ctx, "c", now.Add(time.Minute), later); !errors.Is(err, ErrReplayed) {
+	if _, err := f.RecordNonce(ctx, "c", now.Add(time.Minute), later); !errors.Is(err, api.ErrReplayed) {
 		t.Errorf("c, still live: %v", err)
 	}
 }
@@ -159,7 +161,7 @@ func corruptPages(t *testing.T, path, prefix string) {
 // closed with an error, never a crash. At start OpenFile refuses it
 // (bbolt's page checks panicked out of it, holding the file's lock) and
 // leaves it as it was; a file corrupted while open answers
-// ErrUnavailable, so the sidecar refuses the op rather than run it
+// api.ErrUnavailable, so the sidecar refuses the op rather than run it
 // unrecorded. (bbolt keeps no checksum: damage inside a page that keeps
 // its structure goes unseen, docs/OPERATING.md.)
 func TestFileCorruptRefused(t *testing.T) {
@@ -197,11 +199,11 @@ func TestFileCorruptRefused(t *testing.T) {
 		f := fill(t, path)
 		defer f.Close()
 		corruptPages(t, path, "nonce-")
-		if _, err := f.RecordNonce(ctx, "nonce-0001-0123456789", now.Add(time.Hour), now); !errors.Is(err, ErrUnavailable) {
-			t.Errorf("RecordNonce of a recorded nonce = %v, want ErrUnavailable", err)
+		if _, err := f.RecordNonce(ctx, "nonce-0001-0123456789", now.Add(time.Hour), now); !errors.Is(err, api.ErrUnavailable) {
+			t.Errorf("RecordNonce of a recorded nonce = %v, want api.ErrUnavailable", err)
 		}
-		if _, err := f.RecordNonce(ctx, "nonce-9999-0123456789", now.Add(time.Hour), now); !errors.Is(err, ErrUnavailable) {
-			t.Errorf("RecordNonce of a new nonce = %v, want ErrUnavailable", err)
+		if _, err := f.RecordNonce(ctx, "nonce-9999-0123456789", now.Add(time.Hour), now); !errors.Is(err, api.ErrUnavailable) {
+			t.Errorf("RecordNonce of a new nonce = %v, want api.ErrUnavailable", err)
 		}
 	})
 }

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/elevenmessenger/pinned/sidecar/api"
+
 	"github.com/elevenmessenger/pinned/sidecar/grant"
 )
 
@@ -17,7 +19,7 @@ const DefaultMaxGrace = 10000
 // MemoryOptions tune NewMemory; zero values pick the defaults.
 type MemoryOptions struct {
 	// ReplayCacheSize bounds the live nonces held; default
-	// grant.DefaultReplayCacheSize. At it, RecordNonce is ErrFull.
+	// grant.DefaultReplayCacheSize. At it, RecordNonce is api.ErrFull.
 	ReplayCacheSize int
 	// MaxGrace bounds the grace entries; default DefaultMaxGrace. At it
 	// the entry closest to expiry is dropped.
@@ -27,7 +29,7 @@ type MemoryOptions struct {
 }
 
 // Memory is the in-process Store: one sidecar's state, lost on restart.
-// It never fails with ErrUnavailable.
+// It never fails with api.ErrUnavailable.
 type Memory struct {
 	replay   *grant.ReplayCache
 	maxGrace int
@@ -93,33 +95,33 @@ func (m *Memory) GraceLen() int {
 }
 
 // RecordNonce implements Store.
-func (m *Memory) RecordNonce(_ context.Context, nonce string, until, now time.Time) (Nonce, error) {
+func (m *Memory) RecordNonce(_ context.Context, nonce string, until, now time.Time) (api.Nonce, error) {
 	switch err := m.replay.Record(nonce, until, now); {
 	case err == nil:
-		return Nonce{key: nonce}, nil
+		return api.Nonce{Key: nonce}, nil
 	case errors.Is(err, grant.ErrReplayed):
-		return Nonce{}, ErrReplayed
+		return api.Nonce{}, api.ErrReplayed
 	default:
-		return Nonce{}, ErrFull
+		return api.Nonce{}, api.ErrFull
 	}
 }
 
 // ForgetNonce implements Store. In one process a nonce recorded and not
 // expired can only be the caller's own record.
-func (m *Memory) ForgetNonce(_ context.Context, n Nonce) error {
-	if n.key != "" {
-		m.replay.Forget(n.key)
+func (m *Memory) ForgetNonce(_ context.Context, n api.Nonce) error {
+	if n.Key != "" {
+		m.replay.Forget(n.Key)
 	}
 	return nil
 }
 
 // TryLock implements Store.
-func (m *Memory) TryLock(_ context.Context, key string, ttl time.Duration) (Lock, bool, error) {
+func (m *Memory) TryLock(_ context.Context, key string, ttl time.Duration) (api.Lock, bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := m.now()
 	if l, ok := m.locks[key]; ok && now.Before(l.until) {
-		return Lock{}, false, nil
+		return api.Lock{}, false, nil
 	}
 	tok := randomToken()
 	m.locks[key] = memLock{token: tok, until: now.Add(ttl)}
@@ -127,11 +129,11 @@ func (m *Memory) TryLock(_ context.Context, key string, ttl time.Duration) (Lock
 	f.n++
 	f.last = now
 	m.fences[key] = f
-	return Lock{Key: key, Token: tok, Fence: f.n}, true, nil
+	return api.Lock{Key: key, Token: tok, Fence: f.n}, true, nil
 }
 
 // Unlock implements Store.
-func (m *Memory) Unlock(_ context.Context, l Lock) error {
+func (m *Memory) Unlock(_ context.Context, l api.Lock) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if cur, ok := m.locks[l.Key]; ok && cur.token == l.Token {
@@ -152,7 +154,7 @@ func (m *Memory) Grace(_ context.Context, key string) ([]byte, bool, error) {
 }
 
 // PutGrace implements Store.
-func (m *Memory) PutGrace(_ context.Context, l Lock, value []byte, ttl time.Duration) (bool, error) {
+func (m *Memory) PutGrace(_ context.Context, l api.Lock, value []byte, ttl time.Duration) (bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := m.now()

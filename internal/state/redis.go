@@ -17,6 +17,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/elevenmessenger/pinned/sidecar/api"
+
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
 	"golang.org/x/crypto/chacha20poly1305"
@@ -212,33 +214,33 @@ func (r *Redis) credKey(k, what string) string {
 }
 
 // RecordNonce implements Store: SET P n:h(nonce) <owner> NX PXAT until.
-func (r *Redis) RecordNonce(ctx context.Context, nonce string, until, _ time.Time) (Nonce, error) {
+func (r *Redis) RecordNonce(ctx context.Context, nonce string, until, _ time.Time) (api.Nonce, error) {
 	ctx, cancel := r.ctx(ctx)
 	defer cancel()
-	n := Nonce{key: r.nonceKey(nonce), token: randomToken()}
+	n := api.Nonce{Key: r.nonceKey(nonce), Token: randomToken()}
 	// PXAT in whole milliseconds, rounded up: never a millisecond early.
 	pxat := until.UnixMilli()
 	if until.After(time.UnixMilli(pxat)) {
 		pxat++
 	}
-	err := r.c.Do(ctx, "SET", n.key, n.token, "NX", "PXAT", pxat).Err()
+	err := r.c.Do(ctx, "SET", n.Key, n.Token, "NX", "PXAT", pxat).Err()
 	switch {
 	case err == nil:
 		return n, nil
 	case errors.Is(err, redis.Nil):
 		// Taken. If by a SET of ours that timed out (its op was refused and
 		// never ran), the record is this retry's.
-		if old, ok := r.abandoned.Load(n.key); ok {
-			took, terr := takeOver.Run(ctx, r.c, []string{n.key}, old.(string), n.token, pxat).Int64()
+		if old, ok := r.abandoned.Load(n.Key); ok {
+			took, terr := takeOver.Run(ctx, r.c, []string{n.Key}, old.(string), n.Token, pxat).Int64()
 			if terr != nil {
-				return Nonce{}, unavailable("record", terr)
+				return api.Nonce{}, unavailable("record", terr)
 			}
 			if took == 1 {
-				r.abandoned.CompareAndDelete(n.key, old)
+				r.abandoned.CompareAndDelete(n.Key, old)
 				return n, nil
 			}
 		}
-		return Nonce{}, ErrReplayed
+		return api.Nonce{}, api.ErrReplayed
 	}
 	var reply redis.Error
 	if !errors.As(err, &reply) && !r.closed.Load() {
@@ -247,48 +249,48 @@ func (r *Redis) RecordNonce(ctx context.Context, nonce string, until, _ time.Tim
 		// (ours only) once it would have landed, so a retry on another
 		// replica is not refused as replayed either. Best effort: a Redis
 		// that is down keeps nothing.
-		r.abandoned.Store(n.key, n.token)
+		r.abandoned.Store(n.Key, n.Token)
 		r.cleanups.Add(1)
 		go func() {
 			defer r.cleanups.Done()
 			time.Sleep(r.timeout)
 			ctx, cancel := context.WithTimeout(context.Background(), 2*r.timeout)
 			defer cancel()
-			_ = delIfOwner.Run(ctx, r.c, []string{n.key}, n.token).Err()
-			r.abandoned.CompareAndDelete(n.key, n.token)
+			_ = delIfOwner.Run(ctx, r.c, []string{n.Key}, n.Token).Err()
+			r.abandoned.CompareAndDelete(n.Key, n.Token)
 		}()
 	}
-	return Nonce{}, unavailable("record", err)
+	return api.Nonce{}, unavailable("record", err)
 }
 
 // ForgetNonce implements Store: compare-and-delete on the owner token.
-func (r *Redis) ForgetNonce(ctx context.Context, n Nonce) error {
-	if n.key == "" {
+func (r *Redis) ForgetNonce(ctx context.Context, n api.Nonce) error {
+	if n.Key == "" {
 		return nil
 	}
 	ctx, cancel := r.ctx(ctx)
 	defer cancel()
-	return unavailable("forget", delIfOwner.Run(ctx, r.c, []string{n.key}, n.token).Err())
+	return unavailable("forget", delIfOwner.Run(ctx, r.c, []string{n.Key}, n.Token).Err())
 }
 
 // TryLock implements Store.
-func (r *Redis) TryLock(ctx context.Context, key string, ttl time.Duration) (Lock, bool, error) {
+func (r *Redis) TryLock(ctx context.Context, key string, ttl time.Duration) (api.Lock, bool, error) {
 	ctx, cancel := r.ctx(ctx)
 	defer cancel()
 	tok := randomToken()
 	f, err := takeLock.Run(ctx, r.c, []string{r.credKey(key, "lock"), r.credKey(key, "fence")},
 		tok, ttl.Milliseconds(), (ttl + FenceLife).Milliseconds()).Int64()
 	if err != nil {
-		return Lock{}, false, unavailable("lock", err)
+		return api.Lock{}, false, unavailable("lock", err)
 	}
 	if f == 0 {
-		return Lock{}, false, nil
+		return api.Lock{}, false, nil
 	}
-	return Lock{Key: key, Token: tok, Fence: f}, true, nil
+	return api.Lock{Key: key, Token: tok, Fence: f}, true, nil
 }
 
 // Unlock implements Store.
-func (r *Redis) Unlock(ctx context.Context, l Lock) error {
+func (r *Redis) Unlock(ctx context.Context, l api.Lock) error {
 	ctx, cancel := r.ctx(ctx)
 	defer cancel()
 	return unavailable("unlock", delIfOwner.Run(ctx, r.c, []string{r.credKey(l.Key, "lock")}, l.Token).Err())
@@ -320,7 +322,7 @@ func (r *Redis) Grace(ctx context.Context, key string) ([]byte, bool, error) {
 
 // PutGrace implements Store: the value is sealed with the state key, the
 // entry's Redis key as additional data.
-func (r *Redis) PutGrace(ctx context.Context, l Lock, value []byte, ttl time.Duration) (bool, error) {
+func (r *Redis) PutGrace(ctx context.Context, l api.Lock, value []byte, ttl time.Duration) (bool, error) {
 	ctx, cancel := r.ctx(ctx)
 	defer cancel()
 	gk := r.credKey(l.Key, "grace")

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/elevenmessenger/pinned/sidecar/api"
+
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
 
@@ -26,14 +28,14 @@ var testKey = bytes.Repeat([]byte{7}, StateKeySize)
 // and one on a real Redis of the test's own.
 func stores(t *testing.T) []struct {
 	name string
-	new  func(t *testing.T) Store
+	new  func(t *testing.T) api.Store
 } {
 	return []struct {
 		name string
-		new  func(t *testing.T) Store
+		new  func(t *testing.T) api.Store
 	}{
-		{"memory", func(t *testing.T) Store { return NewMemory(MemoryOptions{}) }},
-		{"file", func(t *testing.T) Store {
+		{"memory", func(t *testing.T) api.Store { return NewMemory(MemoryOptions{}) }},
+		{"file", func(t *testing.T) api.Store {
 			f, err := OpenFile(filepath.Join(t.TempDir(), "state", "sidecar.db"), FileOptions{})
 			if err != nil {
 				t.Fatal(err)
@@ -41,11 +43,11 @@ func stores(t *testing.T) []struct {
 			t.Cleanup(func() { f.Close() })
 			return f
 		}},
-		{"redis", func(t *testing.T) Store {
+		{"redis", func(t *testing.T) api.Store {
 			srv := redistest.Start(t)
 			return newRedisStore(t, RedisOptions{URL: srv.URL()})
 		}},
-		{"redis_acl_user", func(t *testing.T) Store {
+		{"redis_acl_user", func(t *testing.T) api.Store {
 			// The ACL of docs/OPERATING.md ("Several replicas"): only the
 			// commands the store needs, only keys under its prefix.
 			srv := redistest.Start(t)
@@ -91,8 +93,8 @@ func TestStoreContract(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if _, err := s.RecordNonce(ctx, "nonce-a", until, now); !errors.Is(err, ErrReplayed) {
-					t.Fatalf("second record: %v, want ErrReplayed", err)
+				if _, err := s.RecordNonce(ctx, "nonce-a", until, now); !errors.Is(err, api.ErrReplayed) {
+					t.Fatalf("second record: %v, want api.ErrReplayed", err)
 				}
 				if _, err := s.RecordNonce(ctx, "nonce-b", until, now); err != nil {
 					t.Fatalf("another nonce: %v", err)
@@ -111,7 +113,7 @@ func TestStoreContract(t *testing.T) {
 					if err := s.ForgetNonce(ctx, n1); err != nil {
 						t.Fatal(err)
 					}
-					if _, err := s.RecordNonce(ctx, "nonce-a", until, now); !errors.Is(err, ErrReplayed) {
+					if _, err := s.RecordNonce(ctx, "nonce-a", until, now); !errors.Is(err, api.ErrReplayed) {
 						t.Fatalf("a stale receipt forgot a newer record: %v", err)
 					}
 				}
@@ -137,7 +139,7 @@ func TestStoreContract(t *testing.T) {
 						switch _, err := s.RecordNonce(ctx, "nonce-race", now.Add(time.Minute), now); {
 						case err == nil:
 							ok.Add(1)
-						case errors.Is(err, ErrReplayed):
+						case errors.Is(err, api.ErrReplayed):
 							replayed.Add(1)
 						default:
 							t.Error(err)
@@ -265,12 +267,12 @@ func TestRedisGraceSealed(t *testing.T) {
 	if err := raw.HSet(ctx, "bot1:r:{cred-t}:grace", "f", 1, "v", v).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := s.Grace(ctx, "cred-t"); !errors.Is(err, ErrUnavailable) {
-		t.Fatalf("a moved entry: %v, want ErrUnavailable", err)
+	if _, _, err := s.Grace(ctx, "cred-t"); !errors.Is(err, api.ErrUnavailable) {
+		t.Fatalf("a moved entry: %v, want api.ErrUnavailable", err)
 	}
 	other := newRedisStore(t, RedisOptions{URL: srv.URL(), Prefix: "bot1:", StateKey: bytes.Repeat([]byte{8}, StateKeySize)})
-	if _, _, err := other.Grace(ctx, "cred-s"); !errors.Is(err, ErrUnavailable) {
-		t.Fatalf("another state key: %v, want ErrUnavailable", err)
+	if _, _, err := other.Grace(ctx, "cred-s"); !errors.Is(err, api.ErrUnavailable) {
+		t.Fatalf("another state key: %v, want api.ErrUnavailable", err)
 	}
 	// The nonce is stored as its hash only, until exactly the given time
 	// (PXAT, rounded up to the millisecond, never down).
@@ -288,7 +290,7 @@ func TestRedisGraceSealed(t *testing.T) {
 }
 
 // TestRedisUnavailable: with Redis gone every operation fails with
-// ErrUnavailable within the bound, and works again once Redis is back.
+// api.ErrUnavailable within the bound, and works again once Redis is back.
 func TestRedisUnavailable(t *testing.T) {
 	ctx := context.Background()
 	srv := redistest.Start(t)
@@ -303,12 +305,12 @@ func TestRedisUnavailable(t *testing.T) {
 	}{
 		{"ping", func() error { return s.Ping(ctx) }},
 		{"record", func() error { _, err := s.RecordNonce(ctx, "n", time.Now().Add(time.Minute), time.Now()); return err }},
-		{"forget", func() error { return s.ForgetNonce(ctx, Nonce{key: "k", token: "t"}) }},
+		{"forget", func() error { return s.ForgetNonce(ctx, api.Nonce{Key: "k", Token: "t"}) }},
 		{"lock", func() error { _, _, err := s.TryLock(ctx, "c", time.Second); return err }},
-		{"unlock", func() error { return s.Unlock(ctx, Lock{Key: "c", Token: "t"}) }},
+		{"unlock", func() error { return s.Unlock(ctx, api.Lock{Key: "c", Token: "t"}) }},
 		{"grace", func() error { _, _, err := s.Grace(ctx, "c"); return err }},
 		{"put_grace", func() error {
-			_, err := s.PutGrace(ctx, Lock{Key: "c", Fence: 1}, []byte("x"), time.Second)
+			_, err := s.PutGrace(ctx, api.Lock{Key: "c", Fence: 1}, []byte("x"), time.Second)
 			return err
 		}},
 	}
@@ -316,8 +318,8 @@ func TestRedisUnavailable(t *testing.T) {
 		t.Run(op.name, func(t *testing.T) {
 			start := time.Now()
 			err := op.run()
-			if !errors.Is(err, ErrUnavailable) {
-				t.Fatalf("%v, want ErrUnavailable", err)
+			if !errors.Is(err, api.ErrUnavailable) {
+				t.Fatalf("%v, want api.ErrUnavailable", err)
 			}
 			if d := time.Since(start); d > 2*time.Second {
 				t.Fatalf("took %s, past the bound", d)
@@ -400,8 +402,8 @@ func TestRedisUnixSocket(t *testing.T) {
 	if _, err := s.RecordNonce(ctx, "nonce-over-a-socket", time.Now().Add(time.Minute), time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.RecordNonce(ctx, "nonce-over-a-socket", time.Now().Add(time.Minute), time.Now()); !errors.Is(err, ErrReplayed) {
-		t.Fatalf("%v, want ErrReplayed", err)
+	if _, err := s.RecordNonce(ctx, "nonce-over-a-socket", time.Now().Add(time.Minute), time.Now()); !errors.Is(err, api.ErrReplayed) {
+		t.Fatalf("%v, want api.ErrReplayed", err)
 	}
 }
 
@@ -427,7 +429,7 @@ func TestRedisTimedOutRecord(t *testing.T) {
 		srv.Pause()
 		_, err := s1.RecordNonce(ctx, nonce, time.Now().Add(time.Minute), time.Now())
 		srv.Resume()
-		if !errors.Is(err, ErrUnavailable) {
+		if !errors.Is(err, api.ErrUnavailable) {
 			t.Fatalf("record against a frozen Redis: %v", err)
 		}
 		// The SET was in Redis's socket buffer: it lands now.
@@ -440,15 +442,15 @@ func TestRedisTimedOutRecord(t *testing.T) {
 		}
 	}
 	late("nonce-late-same-replica")
-	if _, err := s2.RecordNonce(ctx, "nonce-late-same-replica", time.Now().Add(time.Minute), time.Now()); !errors.Is(err, ErrReplayed) {
-		t.Fatalf("another replica while the late record stands: %v, want ErrReplayed", err)
+	if _, err := s2.RecordNonce(ctx, "nonce-late-same-replica", time.Now().Add(time.Minute), time.Now()); !errors.Is(err, api.ErrReplayed) {
+		t.Fatalf("another replica while the late record stands: %v, want api.ErrReplayed", err)
 	}
 	n, err := s1.RecordNonce(ctx, "nonce-late-same-replica", time.Now().Add(time.Minute), time.Now())
 	if err != nil {
 		t.Fatalf("the retry on the same replica: %v, want it to take its abandoned record over", err)
 	}
 	time.Sleep(2 * timeout) // the clean-up must not delete the retry's record
-	if _, err := s2.RecordNonce(ctx, "nonce-late-same-replica", time.Now().Add(time.Minute), time.Now()); !errors.Is(err, ErrReplayed) {
+	if _, err := s2.RecordNonce(ctx, "nonce-late-same-replica", time.Now().Add(time.Minute), time.Now()); !errors.Is(err, api.ErrReplayed) {
 		t.Fatalf("after the clean-up the retry's record is gone: %v", err)
 	}
 	_ = n

@@ -9,6 +9,7 @@ import (
 	"testing/fstest"
 
 	"github.com/elevenmessenger/pinned/host"
+	"github.com/elevenmessenger/pinned/host/api"
 	"github.com/elevenmessenger/pinned/internal/demo/fakeapi"
 	"github.com/elevenmessenger/pinned/registry"
 )
@@ -98,7 +99,7 @@ func TestAfternoon(t *testing.T) {
 		t.Errorf("viewer: %s", res.Data)
 	}
 	res := run("list_notebooks", `{"limit":1}`, 3)
-	if res.Pages != 3 || res.Stopped != host.StopLastPage || !strings.Contains(string(res.Data), `"title":"Old stuff"`) {
+	if res.Pages != 3 || res.Stopped != api.StopLastPage || !strings.Contains(string(res.Data), `"title":"Old stuff"`) {
 		t.Errorf("notebooks over pages: %d pages, stopped %s: %s", res.Pages, res.Stopped, res.Data)
 	}
 	res = run("list_notes", `{"notebook_id":"nb_Q3planning01","per_page":1}`, 0)

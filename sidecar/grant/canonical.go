@@ -63,10 +63,18 @@ func CanonicalArgs(raw []byte) ([]byte, error) {
 // ArgsSHA256 returns the lower-case hex SHA-256 of CanonicalArgs(raw): the
 // value of a grant's args_sha256 that binds these args.
 func ArgsSHA256(raw []byte) (string, error) {
+	_, sum, err := CanonicalArgsSHA256(raw)
+	return sum, err
+}
+
+// CanonicalArgsSHA256 returns CanonicalArgs(raw) and its ArgsSHA256,
+// canonicalizing once: the bytes to run and the args_sha256 that binds
+// them.
+func CanonicalArgsSHA256(raw []byte) (canonical []byte, sum string, err error) {
 	c, err := CanonicalArgs(raw)
 	if err != nil {
-		return "", err
+		return nil, "", err
 	}
-	sum := sha256.Sum256(c)
-	return hex.EncodeToString(sum[:]), nil
+	h := sha256.Sum256(c)
+	return c, hex.EncodeToString(h[:]), nil
 }

@@ -42,7 +42,7 @@
 // The package is public on purpose: the sealed grant is the format other
 // clients (a member's device, the web catalog, a bot's own tooling)
 // implement, and this is its reference. It may import internal/jsonv,
-// internal/secret, golang.org/x/crypto and the standard library only, so
+// secret, golang.org/x/crypto and the standard library only, so
 // it sits below everything that uses it (docs/ARCHITECTURE.md).
 package grant
 
@@ -61,7 +61,7 @@ import (
 	"golang.org/x/crypto/nacl/box"
 
 	"github.com/elevenmessenger/pinned/internal/jsonv"
-	"github.com/elevenmessenger/pinned/internal/secret"
+	"github.com/elevenmessenger/pinned/secret"
 )
 
 // Version is the only plaintext version this package seals and opens.
@@ -106,13 +106,6 @@ const (
 	MaxUserLen = 1 << 10
 )
 
-// Secret is a credential value inside a grant: the one type of package
-// internal/secret (the host's Credential.Secret is the same type). Its
-// String, Format and MarshalText methods print "[redacted]", so a Grant
-// logged or printed by mistake does not leak it. Seal encodes the real
-// value.
-type Secret = secret.Secret
-
 // Grant is the v1 plaintext (DESIGN.md, "Grants") plus the optional
 // bindings Op and ArgsSHA256. On the wire:
 //
@@ -132,17 +125,17 @@ type Grant struct {
 	// the manifest's scheme says).
 	Kind string
 	// Secret is the access token.
-	Secret Secret
+	Secret secret.Secret
 	// User is the first part of a two-part credential (an account email
 	// of HTTP Basic, a key beside a token), guarded like Secret; empty for
 	// a one-part credential. At most MaxUserLen bytes.
-	User Secret
+	User secret.Secret
 	// Tenant is the connection's tenant label for a service whose host is
 	// per connection ("acme" of acme.atlassian.net): a lower-case DNS
 	// label, sealed with the credential so no op arg can change it.
 	Tenant string
 	// Refresh is the refresh token of an expiring pair, if any.
-	Refresh Secret
+	Refresh secret.Secret
 	// TokenExpiresAt is when Secret expires (RFC 3339), if it does.
 	TokenExpiresAt string
 	// ExpiresAt is when the grant itself expires.
@@ -441,7 +434,7 @@ func Open(sealed string, k *PrivateKey) (*Grant, error) {
 	}
 	g := &Grant{
 		Service: w.Service, Access: w.Access, Kind: w.Kind,
-		Secret: Secret(w.Secret), User: Secret(w.User), Tenant: w.Tenant, Refresh: Secret(w.Refresh), TokenExpiresAt: w.TokenExpiresAt,
+		Secret: secret.Secret(w.Secret), User: secret.Secret(w.User), Tenant: w.Tenant, Refresh: secret.Secret(w.Refresh), TokenExpiresAt: w.TokenExpiresAt,
 		ExpiresAt: exp, Nonce: w.Nonce, MemberKey: w.MemberKey, Op: w.Op, ArgsSHA256: w.ArgsSHA256, Flows: strings.Join(w.Flows, ","), ManifestSHA256: w.ManifestSHA256,
 	}
 	if err := g.Validate(); err != nil {

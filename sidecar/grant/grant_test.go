@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"golang.org/x/crypto/nacl/box"
+
+	"github.com/elevenmessenger/pinned/secret"
 )
 
 // fixedKey is the key FuzzOpen and its seed corpus use: its private half
@@ -281,7 +283,7 @@ func TestSealRefuses(t *testing.T) {
 		{name: "an upper-case tenant", edit: func(g *Grant) { g.Tenant = "Acme" }, want: "tenant"},
 		{name: "a tenant with a port", edit: func(g *Grant) { g.Tenant = "acme:8443" }, want: "tenant"},
 		{name: "a user part with a line break", edit: func(g *Grant) { g.User = "a\r\nb" }, want: "user"},
-		{name: "a user part too long", edit: func(g *Grant) { g.User = Secret(strings.Repeat("u", MaxUserLen+1)) }, want: "user"},
+		{name: "a user part too long", edit: func(g *Grant) { g.User = secret.Secret(strings.Repeat("u", MaxUserLen+1)) }, want: "user"},
 		{name: "too many flows", edit: func(g *Grant) { g.Flows = strings.Repeat("ab:cd,", MaxFlows) + "ab:cd" }, want: "flows"},
 	}
 	for _, tt := range tests {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"time"
+
+	"github.com/elevenmessenger/pinned/secret"
 )
 
 // Rotated is the fresh token pair the sidecar hands back to a member after
@@ -26,10 +28,10 @@ type Rotated struct {
 	// Kind is the credential kind of the pair: always "oauth".
 	Kind string
 	// Access is the new access token.
-	Access Secret
+	Access secret.Secret
 	// Refresh is the new refresh token (the old one when the provider does
 	// not rotate refresh tokens).
-	Refresh Secret
+	Refresh secret.Secret
 	// TokenExpiresAt is when Access expires (RFC 3339), or "" if unknown.
 	TokenExpiresAt string
 }
@@ -88,7 +90,7 @@ func OpenRotated(sealed string, k *PrivateKey) (*Rotated, error) {
 	if w.V != Version {
 		return nil, invalid("wrong version")
 	}
-	r := &Rotated{Service: w.Service, Kind: w.Kind, Access: Secret(w.Access), Refresh: Secret(w.Refresh), TokenExpiresAt: w.TokenExpiresAt}
+	r := &Rotated{Service: w.Service, Kind: w.Kind, Access: secret.Secret(w.Access), Refresh: secret.Secret(w.Refresh), TokenExpiresAt: w.TokenExpiresAt}
 	if err := r.Validate(); err != nil {
 		return nil, invalid(err.Error())
 	}

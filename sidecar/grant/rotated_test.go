@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/elevenmessenger/pinned/secret"
 )
 
 func TestRotatedRoundTrip(t *testing.T) {
@@ -45,7 +47,7 @@ func TestRotatedRoundTrip(t *testing.T) {
 		{Service: "github", Kind: KindPAT, Access: "a"},
 		{Service: "github", Kind: KindOAuth},
 		{Service: "github", Kind: KindOAuth, Access: "a", TokenExpiresAt: "tomorrow"},
-		{Service: "github", Kind: KindOAuth, Access: Secret(strings.Repeat("a", MaxSecretLen+1))},
+		{Service: "github", Kind: KindOAuth, Access: secret.Secret(strings.Repeat("a", MaxSecretLen+1))},
 	}
 	for i, r := range bad {
 		if _, err := SealRotated(&r, member.Public(), nil); err == nil {

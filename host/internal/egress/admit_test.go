@@ -3,6 +3,7 @@ package egress
 import (
 	"testing"
 
+	"github.com/elevenmessenger/pinned/host/api"
 	"github.com/elevenmessenger/pinned/registry"
 )
 
@@ -61,11 +62,11 @@ func TestAdmitOrder(t *testing.T) {
 	want, _ := b.Bind([]byte(`{"owner":"octo","repo":"hello"}`))
 	for _, tt := range []struct {
 		url  string
-		deny DenyReason
+		deny api.DenyReason
 	}{
-		{"https://x", DenyHost}, // shorter than the pinned host: the binding alone would slice past it
-		{"http://api.github.com/repos/octo/hello", DenyScheme},
-		{"https://api.github.com/repos/octo/other", DenyNotBound},
+		{"https://x", api.DenyHost}, // shorter than the pinned host: the binding alone would slice past it
+		{"http://api.github.com/repos/octo/hello", api.DenyScheme},
+		{"https://api.github.com/repos/octo/other", api.DenyNotBound},
 	} {
 		r, d := DecodeRequest([]byte(`{"method":"GET","url":"` + tt.url + `","headers":[["Accept","application/vnd.github+json"],["X-GitHub-Api-Version","2022-11-28"]]}`))
 		if d != "" {

@@ -38,7 +38,7 @@ import (
 //   - the headers: every header the manifest declares exactly once with
 //     its exact value, and no other.
 //
-// Anything else is DenyNotBound. The expected request is built here from
+// Anything else is api.DenyNotBound. The expected request is built here from
 // the manifest (registry.ParseTemplate and this file's own encoder), never
 // by running the executor's renderer: a renderer bug cannot pass its own
 // Check. The argument rules are package argrules, which the guest runs as

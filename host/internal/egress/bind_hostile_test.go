@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/elevenmessenger/pinned/host/api"
 	"github.com/elevenmessenger/pinned/internal/argrules"
 	"github.com/elevenmessenger/pinned/internal/jsonv"
 	"github.com/elevenmessenger/pinned/registry"
@@ -17,7 +18,7 @@ import (
 // rawVerdict runs a raw guest request through the host's checks in the
 // order pin_v1.request applies them (decodeRequest, the policy, the
 // binding): "" means it would be sent.
-func rawVerdict(t *testing.T, service, opName, args, req string) DenyReason {
+func rawVerdict(t *testing.T, service, opName, args, req string) api.DenyReason {
 	t.Helper()
 	m, _ := registry.Default().Service(service)
 	op, ok := m.Op(opName)
@@ -41,7 +42,7 @@ func rawVerdict(t *testing.T, service, opName, args, req string) DenyReason {
 		return deny
 	}
 	if !b.Check(want, r, pol.Host()) {
-		return DenyNotBound
+		return api.DenyNotBound
 	}
 	return ""
 }
@@ -77,58 +78,58 @@ func TestBindRefusesRawRequests(t *testing.T) {
 	)
 	for _, tt := range []struct {
 		name, service, op, args, req string
-		want                         DenyReason
+		want                         api.DenyReason
 	}{
 		// Path: one canonical percent-encoding.
-		{"path: an unreserved character encoded (%2D)", "github", "list_issues", li, get("/repos/pinned%2Dtester/notes/issues?page=1&per_page=5&state=open", gh), DenyNotBound},
-		{"path: a letter encoded (%6F)", "github", "list_issues", li, get("/repos/pinned-tester/n%6Ftes/issues?page=1&per_page=5&state=open", gh), DenyNotBound},
-		{"path: a trailing slash", "github", "list_issues", li, get("/repos/pinned-tester/notes/issues/?page=1&per_page=5&state=open", gh), DenyPath},
-		{"path: a sub-delim (!) unencoded", "github", "list_issues", li, get("/repos/pinned-tester/notes!/issues?page=1&per_page=5&state=open", gh), DenyPath},
-		{"path: % not followed by hex", "github", "list_issues", li, get("/repos/pinned-tester/notes%zz/issues?page=1&per_page=5&state=open", gh), DenyPathEncoding},
+		{"path: an unreserved character encoded (%2D)", "github", "list_issues", li, get("/repos/pinned%2Dtester/notes/issues?page=1&per_page=5&state=open", gh), api.DenyNotBound},
+		{"path: a letter encoded (%6F)", "github", "list_issues", li, get("/repos/pinned-tester/n%6Ftes/issues?page=1&per_page=5&state=open", gh), api.DenyNotBound},
+		{"path: a trailing slash", "github", "list_issues", li, get("/repos/pinned-tester/notes/issues/?page=1&per_page=5&state=open", gh), api.DenyPath},
+		{"path: a sub-delim (!) unencoded", "github", "list_issues", li, get("/repos/pinned-tester/notes!/issues?page=1&per_page=5&state=open", gh), api.DenyPath},
+		{"path: % not followed by hex", "github", "list_issues", li, get("/repos/pinned-tester/notes%zz/issues?page=1&per_page=5&state=open", gh), api.DenyPathEncoding},
 		// Query: declared keys, canonical values, each once, order free.
 		{"query: the honest target", "github", "list_issues", li, get(liQuery, gh), ""},
 		{"query: pairs in another order (the same request)", "github", "list_issues", li, get("/repos/pinned-tester/notes/issues?state=open&page=1&per_page=5", gh), ""},
-		{"query: a value's letter encoded (%6Fpen)", "github", "list_issues", li, get("/repos/pinned-tester/notes/issues?page=1&per_page=5&state=%6Fpen", gh), DenyNotBound},
-		{"query: an integer with a leading zero", "github", "list_issues", li, get("/repos/pinned-tester/notes/issues?page=01&per_page=5&state=open", gh), DenyNotBound},
-		{"query: a trailing &", "github", "list_issues", li, get(liQuery+"&", gh), DenyQuerySyntax},
-		{"query: a pair twice, same value", "github", "list_issues", li, get(liQuery+"&state=open", gh), DenyQueryDuplicate},
-		{"query: a raw + (read as a space)", "stripe", "list_customers", `{"email":"a+b@example.org"}`, `{"method":"GET","url":"https://api.stripe.com/v1/customers?email=a+b%40example.org","headers":[]}`, DenyQuerySyntax},
-		{"query: a default left out", "github", "list_issues", `{"owner":"pinned-tester","repo":"notes"}`, get("/repos/pinned-tester/notes/issues?state=open", gh), DenyNotBound},
-		{"query: no query where defaults render one", "github", "list_issues", `{"owner":"pinned-tester","repo":"notes"}`, get("/repos/pinned-tester/notes/issues", gh), DenyNotBound},
+		{"query: a value's letter encoded (%6Fpen)", "github", "list_issues", li, get("/repos/pinned-tester/notes/issues?page=1&per_page=5&state=%6Fpen", gh), api.DenyNotBound},
+		{"query: an integer with a leading zero", "github", "list_issues", li, get("/repos/pinned-tester/notes/issues?page=01&per_page=5&state=open", gh), api.DenyNotBound},
+		{"query: a trailing &", "github", "list_issues", li, get(liQuery+"&", gh), api.DenyQuerySyntax},
+		{"query: a pair twice, same value", "github", "list_issues", li, get(liQuery+"&state=open", gh), api.DenyQueryDuplicate},
+		{"query: a raw + (read as a space)", "stripe", "list_customers", `{"email":"a+b@example.org"}`, `{"method":"GET","url":"https://api.stripe.com/v1/customers?email=a+b%40example.org","headers":[]}`, api.DenyQuerySyntax},
+		{"query: a default left out", "github", "list_issues", `{"owner":"pinned-tester","repo":"notes"}`, get("/repos/pinned-tester/notes/issues?state=open", gh), api.DenyNotBound},
+		{"query: no query where defaults render one", "github", "list_issues", `{"owner":"pinned-tester","repo":"notes"}`, get("/repos/pinned-tester/notes/issues", gh), api.DenyNotBound},
 		{"query: the defaults (the same request)", "github", "list_issues", `{"owner":"pinned-tester","repo":"notes"}`, get("/repos/pinned-tester/notes/issues?per_page=30&state=open", gh), ""},
 		// Headers: each declared one once, exact value; name case free.
 		{"headers: names in lower case (the same request)", "github", "list_issues", li, get(liQuery, `["accept","application/vnd.github+json"],["x-github-api-version","2022-11-28"]`), ""},
-		{"headers: a value with a trailing space", "github", "list_issues", li, get(liQuery, `["Accept","application/vnd.github+json "],["X-GitHub-Api-Version","2022-11-28"]`), DenyNotBound},
-		{"headers: a value with a trailing tab", "github", "list_issues", li, get(liQuery, `["Accept","application/vnd.github+json\t"],["X-GitHub-Api-Version","2022-11-28"]`), DenyNotBound},
-		{"headers: obs-fold", "github", "list_issues", li, get(liQuery, `["Accept","application/vnd.github+json\r\n x"],["X-GitHub-Api-Version","2022-11-28"]`), DenyHeaderInvalid},
-		{"headers: one twice in two cases", "github", "list_issues", li, get(liQuery, gh+`,["accept","application/vnd.github+json"]`), DenyHeaderDuplicate},
-		{"headers: an undeclared User-Agent", "github", "list_issues", li, get(liQuery, gh+`,["User-Agent","x"]`), DenyNotBound},
-		{"headers: an undeclared If-None-Match", "github", "list_issues", li, get(liQuery, gh+`,["If-None-Match","x"]`), DenyNotBound},
+		{"headers: a value with a trailing space", "github", "list_issues", li, get(liQuery, `["Accept","application/vnd.github+json "],["X-GitHub-Api-Version","2022-11-28"]`), api.DenyNotBound},
+		{"headers: a value with a trailing tab", "github", "list_issues", li, get(liQuery, `["Accept","application/vnd.github+json\t"],["X-GitHub-Api-Version","2022-11-28"]`), api.DenyNotBound},
+		{"headers: obs-fold", "github", "list_issues", li, get(liQuery, `["Accept","application/vnd.github+json\r\n x"],["X-GitHub-Api-Version","2022-11-28"]`), api.DenyHeaderInvalid},
+		{"headers: one twice in two cases", "github", "list_issues", li, get(liQuery, gh+`,["accept","application/vnd.github+json"]`), api.DenyHeaderDuplicate},
+		{"headers: an undeclared User-Agent", "github", "list_issues", li, get(liQuery, gh+`,["User-Agent","x"]`), api.DenyNotBound},
+		{"headers: an undeclared If-None-Match", "github", "list_issues", li, get(liQuery, gh+`,["If-None-Match","x"]`), api.DenyNotBound},
 		// Form: exact pairs, order free, a space as "+".
 		{"form: the honest body", "stripe", "create_customer", scArgs, sc("description=d&email=a%2Bb%40example.org&name=A+B"), ""},
 		{"form: pairs in another order (the same request)", "stripe", "create_customer", scArgs, sc("email=a%2Bb%40example.org&name=A+B&description=d"), ""},
-		{"form: lower-case hex", "stripe", "create_customer", scArgs, sc("description=d&email=a%2bb%40example.org&name=A+B"), DenyNotBound},
-		{"form: %20 for a space", "stripe", "create_customer", scArgs, sc("description=d&email=a%2Bb%40example.org&name=A%20B"), DenyNotBound},
-		{"form: + for the caller's +", "stripe", "create_customer", scArgs, sc("description=d&email=a+b%40example.org&name=A+B"), DenyNotBound},
-		{"form: a pair twice", "stripe", "create_customer", scArgs, sc("description=d&email=a%2Bb%40example.org&name=A+B&name=A+B"), DenyBodyInvalid},
-		{"form: a trailing &", "stripe", "create_customer", scArgs, sc("description=d&email=a%2Bb%40example.org&name=A+B&"), DenyBodyInvalid},
+		{"form: lower-case hex", "stripe", "create_customer", scArgs, sc("description=d&email=a%2bb%40example.org&name=A+B"), api.DenyNotBound},
+		{"form: %20 for a space", "stripe", "create_customer", scArgs, sc("description=d&email=a%2Bb%40example.org&name=A%20B"), api.DenyNotBound},
+		{"form: + for the caller's +", "stripe", "create_customer", scArgs, sc("description=d&email=a+b%40example.org&name=A+B"), api.DenyNotBound},
+		{"form: a pair twice", "stripe", "create_customer", scArgs, sc("description=d&email=a%2Bb%40example.org&name=A+B&name=A+B"), api.DenyBodyInvalid},
+		{"form: a trailing &", "stripe", "create_customer", scArgs, sc("description=d&email=a%2Bb%40example.org&name=A+B&"), api.DenyBodyInvalid},
 		// JSON body: structural, typed, and no escaped lone surrogate.
 		{"json: the honest body", "github", "create_issue", ciArgs, ci(ciBody), ""},
 		{"json: members reordered, white space, \\u0074 (the same request)", "github", "create_issue", ciArgs, ci(` { "body" : "some \u0074ext", "title":"Q3 ` + "\ufffd" + ` plan" } `), ""},
 		{"json: U+FFFD written \\ufffd (the same request)", "github", "create_issue", ciArgs, ci(`{"title":"Q3 \ufffd plan","body":"some text"}`), ""},
-		{"json: the caller's U+FFFD as a lone high surrogate", "github", "create_issue", ciArgs, ci(`{"title":"Q3 \ud800 plan","body":"some text"}`), DenyNotBound},
-		{"json: the caller's U+FFFD as a lone low surrogate", "github", "create_issue", ciArgs, ci(`{"title":"Q3 \udfff plan","body":"some text"}`), DenyNotBound},
-		{"json: a high surrogate before another high one", "github", "create_issue", ciArgs, ci(`{"title":"Q3 \ud800\ud800 plan","body":"some text"}`), DenyNotBound},
-		{"json: a byte order mark", "github", "create_issue", ciArgs, ci("\ufeff" + ciBody), DenyBodyInvalid},
-		{"json: data after the object", "github", "create_issue", ciArgs, ci(ciBody + "{}"), DenyBodyInvalid},
-		{"json: a duplicate key spelt with an escape", "github", "create_issue", ciArgs, ci(`{"title":"Q3 ` + "\ufffd" + ` plan","body":"some text","titl\u0065":"x"}`), DenyBodyInvalid},
-		{"json: a key differing in case", "github", "create_issue", ciArgs, ci(`{"title":"Q3 ` + "\ufffd" + ` plan","body":"some text","Title":"x"}`), DenyNotBound},
-		{"json: an integer as 2715.0", "dnsimple", "register_domain", dnArgs, dn(`{"registrant_id":2715.0,"whois_privacy":false,"auto_renew":false}`), DenyNotBound},
-		{"json: an integer as 2.715e3", "dnsimple", "register_domain", dnArgs, dn(`{"registrant_id":2.715e3,"whois_privacy":false,"auto_renew":false}`), DenyNotBound},
-		{"json: an integer as 2715e0", "dnsimple", "register_domain", dnArgs, dn(`{"registrant_id":2715e0,"whois_privacy":false,"auto_renew":false}`), DenyNotBound},
-		{"json: an integer as a string", "dnsimple", "register_domain", dnArgs, dn(`{"registrant_id":"2715","whois_privacy":false,"auto_renew":false}`), DenyNotBound},
-		{"json: a default left out", "dnsimple", "register_domain", dnArgs, dn(`{"registrant_id":2715}`), DenyNotBound},
-		{"json: a default as null", "dnsimple", "register_domain", dnArgs, dn(`{"registrant_id":2715,"whois_privacy":null,"auto_renew":false}`), DenyNotBound},
+		{"json: the caller's U+FFFD as a lone high surrogate", "github", "create_issue", ciArgs, ci(`{"title":"Q3 \ud800 plan","body":"some text"}`), api.DenyNotBound},
+		{"json: the caller's U+FFFD as a lone low surrogate", "github", "create_issue", ciArgs, ci(`{"title":"Q3 \udfff plan","body":"some text"}`), api.DenyNotBound},
+		{"json: a high surrogate before another high one", "github", "create_issue", ciArgs, ci(`{"title":"Q3 \ud800\ud800 plan","body":"some text"}`), api.DenyNotBound},
+		{"json: a byte order mark", "github", "create_issue", ciArgs, ci("\ufeff" + ciBody), api.DenyBodyInvalid},
+		{"json: data after the object", "github", "create_issue", ciArgs, ci(ciBody + "{}"), api.DenyBodyInvalid},
+		{"json: a duplicate key spelt with an escape", "github", "create_issue", ciArgs, ci(`{"title":"Q3 ` + "\ufffd" + ` plan","body":"some text","titl\u0065":"x"}`), api.DenyBodyInvalid},
+		{"json: a key differing in case", "github", "create_issue", ciArgs, ci(`{"title":"Q3 ` + "\ufffd" + ` plan","body":"some text","Title":"x"}`), api.DenyNotBound},
+		{"json: an integer as 2715.0", "dnsimple", "register_domain", dnArgs, dn(`{"registrant_id":2715.0,"whois_privacy":false,"auto_renew":false}`), api.DenyNotBound},
+		{"json: an integer as 2.715e3", "dnsimple", "register_domain", dnArgs, dn(`{"registrant_id":2.715e3,"whois_privacy":false,"auto_renew":false}`), api.DenyNotBound},
+		{"json: an integer as 2715e0", "dnsimple", "register_domain", dnArgs, dn(`{"registrant_id":2715e0,"whois_privacy":false,"auto_renew":false}`), api.DenyNotBound},
+		{"json: an integer as a string", "dnsimple", "register_domain", dnArgs, dn(`{"registrant_id":"2715","whois_privacy":false,"auto_renew":false}`), api.DenyNotBound},
+		{"json: a default left out", "dnsimple", "register_domain", dnArgs, dn(`{"registrant_id":2715}`), api.DenyNotBound},
+		{"json: a default as null", "dnsimple", "register_domain", dnArgs, dn(`{"registrant_id":2715,"whois_privacy":null,"auto_renew":false}`), api.DenyNotBound},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := rawVerdict(t, tt.service, tt.op, tt.args, tt.req); got != tt.want {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/elevenmessenger/pinned/host/api"
 	"github.com/elevenmessenger/pinned/registry"
 )
 
@@ -72,8 +73,8 @@ func TestLoaderAndPolicyAgreeOnHeaders(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if deny := p.checkHeaders([][2]string{{textproto.CanonicalMIMEHeaderKey(name), "v1"}}); deny != DenyHeaderForbidden {
-					t.Fatalf("a request carrying %q: %q, want %s", name, deny, DenyHeaderForbidden)
+				if deny := p.checkHeaders([][2]string{{textproto.CanonicalMIMEHeaderKey(name), "v1"}}); deny != api.DenyHeaderForbidden {
+					t.Fatalf("a request carrying %q: %q, want %s", name, deny, api.DenyHeaderForbidden)
 				}
 			}
 		})

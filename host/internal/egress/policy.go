@@ -6,11 +6,12 @@
 // from the manifest's templates (Binding: request binding, bind.go), and
 // the dialer that connects only to public addresses of the pinned host
 // (Dialer, PublicAddr) under the one HTTP transport (no proxy, TLS 1.2 or
-// later, compression owned by the host). Refusals are DenyReason values,
-// stable strings; the host maps them to its errors.
+// later, compression owned by the host). Refusals are host/api's
+// DenyReason values, which the host reports as they are.
 //
-// It imports registry, internal/abi, internal/argrules, internal/jsonv and
-// internal/jsonenc; only the host and its internal packages import it.
+// It imports registry, host/api, internal/abi, internal/argrules,
+// internal/jsonv and internal/jsonenc; only the host and its internal
+// packages import it.
 package egress
 
 import (
@@ -19,43 +20,9 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/elevenmessenger/pinned/host/api"
 	"github.com/elevenmessenger/pinned/internal/jsonv"
 	"github.com/elevenmessenger/pinned/registry"
-)
-
-// DenyReason names the rule a request or a connection broke. Reasons are
-// stable: they appear in the audit log, in the pinned_egress_denied_total
-// metric and in Error.Deny. They never reach the guest, which sees only
-// abi.EDENIED.
-type DenyReason string
-
-// Deny reasons of the request check (ABI invariant 2), the dial policy
-// (invariant 4) and the response handling.
-const (
-	DenyMalformed       DenyReason = "request_malformed" // not the documented request encoding
-	DenyTooLarge        DenyReason = "request_too_large" // over abi.MaxRequestBytes
-	DenyMethod          DenyReason = "method"            // method other than the op's
-	DenyScheme          DenyReason = "scheme"            // not https://
-	DenyHost            DenyReason = "host"              // authority is not exactly the manifest's host
-	DenyPort            DenyReason = "port"              // a port in the URL
-	DenyUserinfo        DenyReason = "userinfo"          // user@host
-	DenyFragment        DenyReason = "fragment"          // #fragment
-	DenyURLChar         DenyReason = "url_char"          // a byte outside printable ASCII (CR, LF, space, NUL, non-ASCII)
-	DenyPath            DenyReason = "path_template"     // path does not match the op's template
-	DenyDotSegment      DenyReason = "dot_segment"       // "." or ".." (also percent-encoded) in a segment
-	DenyEncodedSlash    DenyReason = "encoded_slash"     // %2F or %5C in a segment
-	DenyPathEncoding    DenyReason = "path_encoding"     // malformed percent-encoding in the path
-	DenyQueryDuplicate  DenyReason = "query_duplicate"   // a query key twice
-	DenyQuerySyntax     DenyReason = "query_syntax"      // malformed query
-	DenyBodyNotAllowed  DenyReason = "body_not_allowed"  // a body where the op declares none
-	DenyBodyMissing     DenyReason = "body_missing"      // no body where the op declares one
-	DenyBodyInvalid     DenyReason = "body_invalid"      // body not of the op's kind (a JSON object; form pairs in the executor's alphabet, each key once)
-	DenyHeaderForbidden DenyReason = "header_forbidden"  // a header the host owns (Authorization, Cookie, Host, Proxy-*, ...)
-	DenyHeaderInvalid   DenyReason = "header_invalid"    // bad header name, or CR/LF/NUL in a value
-	DenyHeaderDuplicate DenyReason = "header_duplicate"  // a header twice
-	DenyNotBound        DenyReason = "not_bound"         // not exactly the request the op's templates render from the caller's validated args (bind.go)
-	DenyDial            DenyReason = "dial_address"      // the host resolved to a non-public address
-	DenyRedirect        DenyReason = "redirect"          // upstream answered 3xx; not followed
 )
 
 // Request is the guest's request as DecodeRequest read it; once Admit
@@ -93,16 +60,16 @@ func (r *Request) Body() ([]byte, bool) { return bytes.Clone(r.body), r.hasBody 
 // (Binding.Check: exactly the request want renders; it reads the URL
 // past the pinned host, so it runs only on what the policy accepted). A
 // request Admit accepts is marked admitted for the policy's pinned host;
-// it returns the rule broken otherwise (DenyNotBound for the binding, or
+// it returns the rule broken otherwise (api.DenyNotBound for the binding, or
 // with no binding) and r stays unadmitted. pin_v1.request calls it
 // (host/internal/sandbox), and the upstream exchange sends only an admitted
 // request, to the host it was admitted for.
-func Admit(p *Policy, b *Binding, want *Bound, r *Request) DenyReason {
+func Admit(p *Policy, b *Binding, want *Bound, r *Request) api.DenyReason {
 	if d := p.Check(r); d != "" {
 		return d
 	}
 	if b == nil || !b.Check(want, r, p.Host()) {
-		return DenyNotBound
+		return api.DenyNotBound
 	}
 	r.admitted = p.host
 	return ""
@@ -173,11 +140,11 @@ func (p *Policy) ContentType() string { return p.contentType }
 // DecodeRequest decodes the guest's request encoding (docs/ABI.md, "The
 // request"): a JSON object with exactly the members method (string), url
 // (string), headers (array of [name, value] string pairs) and optionally
-// body (string). Anything else is DenyMalformed.
-func DecodeRequest(b []byte) (*Request, DenyReason) {
+// body (string). Anything else is api.DenyMalformed.
+func DecodeRequest(b []byte) (*Request, api.DenyReason) {
 	v, err := jsonv.Parse(b)
 	if err != nil || v.Kind != jsonv.Object {
-		return nil, DenyMalformed
+		return nil, api.DenyMalformed
 	}
 	r := &Request{}
 	var haveMethod, haveURL, haveHeaders bool
@@ -185,36 +152,36 @@ func DecodeRequest(b []byte) (*Request, DenyReason) {
 		switch m.Key {
 		case "method":
 			if m.Value.Kind != jsonv.String {
-				return nil, DenyMalformed
+				return nil, api.DenyMalformed
 			}
 			r.method, haveMethod = m.Value.S, true
 		case "url":
 			if m.Value.Kind != jsonv.String {
-				return nil, DenyMalformed
+				return nil, api.DenyMalformed
 			}
 			r.url, haveURL = m.Value.S, true
 		case "headers":
 			if m.Value.Kind != jsonv.Array {
-				return nil, DenyMalformed
+				return nil, api.DenyMalformed
 			}
 			for _, h := range m.Value.A {
 				if h.Kind != jsonv.Array || len(h.A) != 2 || h.A[0].Kind != jsonv.String || h.A[1].Kind != jsonv.String {
-					return nil, DenyMalformed
+					return nil, api.DenyMalformed
 				}
 				r.headers = append(r.headers, [2]string{h.A[0].S, h.A[1].S})
 			}
 			haveHeaders = true
 		case "body":
 			if m.Value.Kind != jsonv.String {
-				return nil, DenyMalformed
+				return nil, api.DenyMalformed
 			}
 			r.body, r.hasBody = []byte(m.Value.S), true
 		default:
-			return nil, DenyMalformed
+			return nil, api.DenyMalformed
 		}
 	}
 	if !haveMethod || !haveURL || !haveHeaders {
-		return nil, DenyMalformed
+		return nil, api.DenyMalformed
 	}
 	return r, ""
 }
@@ -222,9 +189,9 @@ func DecodeRequest(b []byte) (*Request, DenyReason) {
 // Check applies ABI invariant 2 to a decoded request: the request's
 // shape. It returns "" when the request may go on to the binding check
 // (bind.go), which decides whether it is sent.
-func (p *Policy) Check(r *Request) DenyReason {
+func (p *Policy) Check(r *Request) api.DenyReason {
 	if r.method != p.method {
-		return DenyMethod
+		return api.DenyMethod
 	}
 	if d := p.checkURL(r.url); d != "" {
 		return d
@@ -235,18 +202,18 @@ func (p *Policy) Check(r *Request) DenyReason {
 	return p.checkHeaders(r.headers)
 }
 
-func (p *Policy) checkURL(u string) DenyReason {
+func (p *Policy) checkURL(u string) api.DenyReason {
 	for i := 0; i < len(u); i++ {
 		if c := u[i]; c <= 0x20 || c >= 0x7f {
-			return DenyURLChar
+			return api.DenyURLChar
 		}
 	}
 	if strings.IndexByte(u, '#') >= 0 {
-		return DenyFragment
+		return api.DenyFragment
 	}
 	const scheme = "https://"
 	if len(u) < len(scheme) || u[:len(scheme)] != scheme {
-		return DenyScheme
+		return api.DenyScheme
 	}
 	rest := u[len(scheme):]
 	end := strings.IndexAny(rest, "/?")
@@ -257,15 +224,15 @@ func (p *Policy) checkURL(u string) DenyReason {
 	if authority != p.host {
 		switch {
 		case strings.IndexByte(authority, '@') >= 0:
-			return DenyUserinfo
+			return api.DenyUserinfo
 		case hasPort(authority):
-			return DenyPort
+			return api.DenyPort
 		}
-		return DenyHost
+		return api.DenyHost
 	}
 	rest = rest[end:]
 	if rest == "" || rest[0] != '/' {
-		return DenyPath
+		return api.DenyPath
 	}
 	path, query, hasQuery := strings.Cut(rest, "?")
 	if d := p.checkPath(path); d != "" {
@@ -287,36 +254,36 @@ func hasPort(a string) bool {
 	return true
 }
 
-func (p *Policy) checkPath(path string) DenyReason {
+func (p *Policy) checkPath(path string) api.DenyReason {
 	segs := strings.Split(path[1:], "/")
 	if len(segs) != len(p.segments) {
-		return DenyPath
+		return api.DenyPath
 	}
 	for i, seg := range segs {
 		t := p.segments[i]
 		if !t.arg {
 			if seg != t.lit {
-				return DenyPath
+				return api.DenyPath
 			}
 			continue
 		}
 		if seg == "" {
-			return DenyPath
+			return api.DenyPath
 		}
 		for i := 0; i < len(seg); i++ {
 			if !isExecutorByte(seg[i]) { // e.g. ";" (path parameters), sub-delims
-				return DenyPath
+				return api.DenyPath
 			}
 		}
 		dec, ok := percentDecode(seg)
 		if !ok {
-			return DenyPathEncoding
+			return api.DenyPathEncoding
 		}
 		if strings.ContainsAny(dec, "/\\") {
-			return DenyEncodedSlash
+			return api.DenyEncodedSlash
 		}
 		if dec == "." || dec == ".." {
-			return DenyDotSegment
+			return api.DenyDotSegment
 		}
 	}
 	return ""
@@ -369,44 +336,44 @@ func unhex(c byte) (byte, bool) {
 // alphabet only (unreserved characters and %XX: no ";", which some
 // servers also split on), valid encoding, no key twice. Which keys and
 // values is the binding's check (bind.go).
-func (p *Policy) checkQuery(q string) DenyReason {
+func (p *Policy) checkQuery(q string) api.DenyReason {
 	if q == "" {
-		return DenyQuerySyntax
+		return api.DenyQuerySyntax
 	}
 	seen := make(map[string]bool, 4)
 	for _, pair := range strings.Split(q, "&") {
 		k, v, ok := strings.Cut(pair, "=")
 		if !ok || k == "" {
-			return DenyQuerySyntax
+			return api.DenyQuerySyntax
 		}
 		for i := 0; i < len(pair); i++ {
 			if c := pair[i]; !isExecutorByte(c) && c != '=' {
-				return DenyQuerySyntax
+				return api.DenyQuerySyntax
 			}
 		}
 		key, ok1 := percentDecode(k)
 		_, ok2 := percentDecode(v)
 		if !ok1 || !ok2 {
-			return DenyQuerySyntax
+			return api.DenyQuerySyntax
 		}
 		if seen[key] {
-			return DenyQueryDuplicate
+			return api.DenyQueryDuplicate
 		}
 		seen[key] = true
 	}
 	return ""
 }
 
-func (p *Policy) checkBody(r *Request) DenyReason {
+func (p *Policy) checkBody(r *Request) api.DenyReason {
 	switch {
 	case p.bodyKind == "" && r.hasBody:
-		return DenyBodyNotAllowed
+		return api.DenyBodyNotAllowed
 	case p.bodyKind != "" && !r.hasBody:
-		return DenyBodyMissing
+		return api.DenyBodyMissing
 	case p.bodyKind == "json":
 		v, err := jsonv.Parse(r.body)
 		if err != nil || v.Kind != jsonv.Object {
-			return DenyBodyInvalid
+			return api.DenyBodyInvalid
 		}
 		r.json = &v
 	case p.bodyKind == "form":
@@ -417,17 +384,17 @@ func (p *Policy) checkBody(r *Request) DenyReason {
 		for _, pair := range strings.Split(string(r.body), "&") {
 			k, v, ok := strings.Cut(pair, "=")
 			if !ok || k == "" {
-				return DenyBodyInvalid
+				return api.DenyBodyInvalid
 			}
 			for i := 0; i < len(pair); i++ {
 				if c := pair[i]; !isExecutorByte(c) && c != '+' && c != '=' {
-					return DenyBodyInvalid
+					return api.DenyBodyInvalid
 				}
 			}
 			key, ok1 := percentDecode(strings.ReplaceAll(k, "+", " "))
 			_, ok2 := percentDecode(strings.ReplaceAll(v, "+", " "))
 			if !ok1 || !ok2 || seen[key] {
-				return DenyBodyInvalid
+				return api.DenyBodyInvalid
 			}
 			seen[key] = true
 		}
@@ -451,23 +418,23 @@ func (p *Policy) ForbiddenHeader(name string) bool {
 	return registry.HostOwnedHeader(name) || name == p.authHeader
 }
 
-func (p *Policy) checkHeaders(hs [][2]string) DenyReason {
+func (p *Policy) checkHeaders(hs [][2]string) api.DenyReason {
 	seen := make(map[string]bool, len(hs))
 	for _, h := range hs {
 		if !validToken(h[0]) {
-			return DenyHeaderInvalid
+			return api.DenyHeaderInvalid
 		}
 		name := textproto.CanonicalMIMEHeaderKey(h[0])
 		if p.ForbiddenHeader(name) {
-			return DenyHeaderForbidden
+			return api.DenyHeaderForbidden
 		}
 		for i := 0; i < len(h[1]); i++ {
 			if c := h[1][i]; (c < 0x20 && c != '\t') || c == 0x7f {
-				return DenyHeaderInvalid
+				return api.DenyHeaderInvalid
 			}
 		}
 		if seen[name] {
-			return DenyHeaderDuplicate
+			return api.DenyHeaderDuplicate
 		}
 		seen[name] = true
 	}

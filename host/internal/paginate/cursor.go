@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/elevenmessenger/pinned/host/api"
+
 	"github.com/elevenmessenger/pinned/host/internal/pick"
 	"github.com/elevenmessenger/pinned/internal/jsonv"
 	"github.com/elevenmessenger/pinned/registry"
@@ -52,11 +54,11 @@ type Cursor struct {
 	more    bool   // the provider says a next page exists
 	value   string // its cursor: the arg's value (decimal for an integer)
 	current string // the page the answer says it is (page_count), if known
-	stop    StopReason
+	stop    api.StopReason
 	msg     string
 }
 
-func stopped(reason StopReason, format string, a ...any) *Cursor {
+func stopped(reason api.StopReason, format string, a ...any) *Cursor {
 	return &Cursor{more: true, stop: reason, msg: fmt.Sprintf(format, a...)}
 }
 
@@ -79,7 +81,7 @@ func (pr *Pager) Read(raw []byte, h http.Header, reqURL string) *Cursor {
 		case c != nil:
 			return c
 		case !ok && pr.hasMore != nil:
-			return stopped(StopCursorInvalid, "the answer says there is a next page (%s) but has no cursor at %s", pr.pg.HasMore, pr.pg.Cursor)
+			return stopped(api.StopCursorInvalid, "the answer says there is a next page (%s) but has no cursor at %s", pr.pg.HasMore, pr.pg.Cursor)
 		case !ok:
 			return nil // no cursor: the last page
 		}
@@ -91,21 +93,21 @@ func (pr *Pager) Read(raw []byte, h http.Header, reqURL string) *Cursor {
 		}
 		items, found, dup := pick.Lookup(raw, pr.root)
 		if dup {
-			return stopped(StopCursorInvalid, "the answer repeats a key on the way to its items")
+			return stopped(api.StopCursorInvalid, "the answer repeats a key on the way to its items")
 		}
 		last, n := pick.LastElement(items)
 		switch {
 		case !found || n < 0:
-			return stopped(StopCursorInvalid, "the answer says there is a next page but holds no list of items")
+			return stopped(api.StopCursorInvalid, "the answer says there is a next page but holds no list of items")
 		case n == 0:
-			return stopped(StopEmptyPages, "the answer holds no items but says there is a next page (%s)", pr.pg.HasMore)
+			return stopped(api.StopEmptyPages, "the answer holds no items but says there is a next page (%s)", pr.pg.HasMore)
 		}
 		v, ok, c := readString(last, pr.lastItem, pr.pg.LastItem)
 		switch {
 		case c != nil:
 			return c
 		case !ok:
-			return stopped(StopCursorInvalid, "the last item has no %s to continue after", pr.pg.LastItem)
+			return stopped(api.StopCursorInvalid, "the last item has no %s to continue after", pr.pg.LastItem)
 		}
 		return &Cursor{more: true, value: v}
 	case registry.PaginatePageCount:
@@ -119,7 +121,7 @@ func (pr *Pager) Read(raw []byte, h http.Header, reqURL string) *Cursor {
 		}
 		switch {
 		case cur < 1 || total < 0:
-			return stopped(StopCursorInvalid, "the answer's page count is not usable (page %d of %d)", cur, total)
+			return stopped(api.StopCursorInvalid, "the answer's page count is not usable (page %d of %d)", cur, total)
 		case cur >= total:
 			return &Cursor{current: strconv.FormatInt(cur, 10)}
 		}
@@ -133,7 +135,7 @@ func readBool(raw []byte, path []string, name string) (bool, *Cursor) {
 	v, found, dup := pick.Lookup(raw, path)
 	switch {
 	case dup:
-		return false, stopped(StopCursorInvalid, "the answer repeats a key on the way to %s", name)
+		return false, stopped(api.StopCursorInvalid, "the answer repeats a key on the way to %s", name)
 	case !found || string(v) == "null":
 		return false, nil
 	case string(v) == "true":
@@ -141,7 +143,7 @@ func readBool(raw []byte, path []string, name string) (bool, *Cursor) {
 	case string(v) == "false":
 		return false, nil
 	}
-	return false, stopped(StopCursorInvalid, "the answer's %s is not true or false", name)
+	return false, stopped(api.StopCursorInvalid, "the answer's %s is not true or false", name)
 }
 
 // readString reads the string at path; ok is false when it is absent or
@@ -150,16 +152,16 @@ func readString(raw []byte, path []string, name string) (string, bool, *Cursor) 
 	v, found, dup := pick.Lookup(raw, path)
 	switch {
 	case dup:
-		return "", false, stopped(StopCursorInvalid, "the answer repeats a key on the way to %s", name)
+		return "", false, stopped(api.StopCursorInvalid, "the answer repeats a key on the way to %s", name)
 	case !found || string(v) == "null":
 		return "", false, nil
 	}
 	pv, err := jsonv.Parse(v)
 	if err != nil || pv.Kind != jsonv.String {
-		return "", false, stopped(StopCursorInvalid, "the answer's %s is not a string", name)
+		return "", false, stopped(api.StopCursorInvalid, "the answer's %s is not a string", name)
 	}
 	if pv.S == "" {
-		return "", false, stopped(StopEmptyCursor, "the answer's %s is the empty string", name)
+		return "", false, stopped(api.StopEmptyCursor, "the answer's %s is the empty string", name)
 	}
 	return pv.S, true, nil
 }
@@ -168,14 +170,14 @@ func readString(raw []byte, path []string, name string) (string, bool, *Cursor) 
 func readInt(raw []byte, path []string, name string) (int64, *Cursor) {
 	v, found, dup := pick.Lookup(raw, path)
 	if dup {
-		return 0, stopped(StopCursorInvalid, "the answer repeats a key on the way to %s", name)
+		return 0, stopped(api.StopCursorInvalid, "the answer repeats a key on the way to %s", name)
 	}
 	if found {
 		if n, err := strconv.ParseInt(string(v), 10, 64); err == nil && n >= -1<<53 && n <= 1<<53 {
 			return n, nil
 		}
 	}
-	return 0, stopped(StopCursorInvalid, "the answer has no integer at %s", name)
+	return 0, stopped(api.StopCursorInvalid, "the answer has no integer at %s", name)
 }
 
 // readLink finds the one Link rel="next" (RFC 8288) and takes only the
@@ -189,7 +191,7 @@ func (pr *Pager) readLink(h http.Header, reqURL string) *Cursor {
 		n += len(v)
 	}
 	if n > maxLinkHeaderBytes {
-		return stopped(StopLinkRefused, "the Link header is over %d bytes", maxLinkHeaderBytes)
+		return stopped(api.StopLinkRefused, "the Link header is over %d bytes", maxLinkHeaderBytes)
 	}
 	var next []string
 	for _, v := range values {
@@ -204,30 +206,30 @@ func (pr *Pager) readLink(h http.Header, reqURL string) *Cursor {
 		return nil // no rel="next": the last page
 	case 1:
 	default:
-		return stopped(StopLinkRefused, "the Link header has %d rel=\"next\" links; want one", len(next))
+		return stopped(api.StopLinkRefused, "the Link header has %d rel=\"next\" links; want one", len(next))
 	}
 	u, err := url.Parse(next[0])
 	if err != nil || u.Scheme != "https" || u.User != nil || u.Fragment != "" || u.Opaque != "" {
-		return stopped(StopLinkRefused, "the next link is not an https URL of %s", pr.host)
+		return stopped(api.StopLinkRefused, "the next link is not an https URL of %s", pr.host)
 	}
 	if host := u.Host; host != pr.host && host != pr.host+":443" {
-		return stopped(StopLinkRefused, "the next link names another host, not %s", pr.host)
+		return stopped(api.StopLinkRefused, "the next link names another host, not %s", pr.host)
 	}
 	req, err := url.Parse(reqURL)
 	if err != nil || u.EscapedPath() != req.EscapedPath() {
-		return stopped(StopLinkRefused, "the next link names another path than the op's own")
+		return stopped(api.StopLinkRefused, "the next link names another path than the op's own")
 	}
 	q, err := url.ParseQuery(u.RawQuery)
 	if err != nil || len(q[pr.queryKey]) != 1 {
-		return stopped(StopLinkRefused, "the next link does not carry exactly one %s", pr.queryKey)
+		return stopped(api.StopLinkRefused, "the next link does not carry exactly one %s", pr.queryKey)
 	}
 	v := q[pr.queryKey][0]
 	if v == "" {
-		return stopped(StopEmptyCursor, "the next link's %s is the empty string", pr.queryKey)
+		return stopped(api.StopEmptyCursor, "the next link's %s is the empty string", pr.queryKey)
 	}
 	if pr.isInt {
 		if n, err := strconv.ParseInt(v, 10, 64); err != nil || n < 1 || strconv.FormatInt(n, 10) != v {
-			return stopped(StopCursorInvalid, "the next link's %s is not a page number", pr.queryKey)
+			return stopped(api.StopCursorInvalid, "the next link's %s is not a page number", pr.queryKey)
 		}
 	}
 	return &Cursor{more: true, value: v}

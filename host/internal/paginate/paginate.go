@@ -11,7 +11,7 @@
 // provider's cursors (repeated, cyclic, empty, echoing the credential,
 // refused as args) and bounded in time.
 //
-// It imports the registry, internal/jsonv and host/internal/pick; only the
+// It imports the registry, host/api, internal/jsonv and host/internal/pick; only the
 // host imports it, and hands it the op to run.
 package paginate
 
@@ -23,44 +23,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/elevenmessenger/pinned/host/api"
+
 	"github.com/elevenmessenger/pinned/internal/jsonv"
-)
-
-// StopReason says why paging ended. The values are part of the host's
-// API (host.StopReason is this type).
-type StopReason string
-
-// Stop reasons of Result.Stopped.
-const (
-	// StopLastPage: the provider said there is no next page.
-	StopLastPage StopReason = "last_page"
-	// StopPages: the pages asked for were read; Next is where to go on.
-	StopPages StopReason = "pages"
-	// StopResultCap: the next page's items would take the merged result
-	// over the result cap; Next is that page, not included.
-	StopResultCap StopReason = "result_cap"
-	// StopPageFailed: a page after the first failed (its code and message
-	// are in StopMessage); Next is that page, to retry.
-	StopPageFailed StopReason = "page_failed"
-	// StopRepeatedCursor: the provider's next cursor is the one just sent.
-	StopRepeatedCursor StopReason = "repeated_cursor"
-	// StopCursorCycle: the provider's next cursor was already followed in
-	// this call (A→B→A).
-	StopCursorCycle StopReason = "cursor_cycle"
-	// StopEmptyPages: a page with no items claimed a next page.
-	StopEmptyPages StopReason = "empty_pages"
-	// StopEmptyCursor: the provider's next cursor is "".
-	StopEmptyCursor StopReason = "empty_cursor"
-	// StopLinkRefused: the Link rel="next" URL is not the pinned host and
-	// the op's own path with one value of the page key.
-	StopLinkRefused StopReason = "link_refused"
-	// StopCursorInvalid: the provider's paging data cannot make next args
-	// (not of the declared type, past the arg's bounds, missing where the
-	// provider says there is more).
-	StopCursorInvalid StopReason = "cursor_invalid"
-	// StopTimeLimit: the call's time limit (Limits.Time) ran out before the
-	// next page was read (or while it was); Next is that page.
-	StopTimeLimit StopReason = "time_limit"
 )
 
 // Page is one page as the host ran it.
@@ -119,7 +84,7 @@ type Result struct {
 	Next json.RawMessage
 	// Stopped says why paging ended: always with Limits.Pages, and on a
 	// single page when a next page exists but cannot be followed.
-	Stopped StopReason
+	Stopped api.StopReason
 	// StopMessage explains Stopped for a human.
 	StopMessage string
 }
@@ -160,7 +125,7 @@ func (pr *Pager) follow(ctx context.Context, op Op, args jsonv.Value, first *Pag
 	for page := 1; ; page++ {
 		items, ok := listItems(res.Data)
 		if !ok {
-			out.Stopped, out.StopMessage = StopPageFailed, fmt.Sprintf("page %d: the result is not a list of items", page)
+			out.Stopped, out.StopMessage = api.StopPageFailed, fmt.Sprintf("page %d: the result is not a list of items", page)
 			if page == 1 {
 				return nil, ErrNotList
 			}
@@ -168,7 +133,7 @@ func (pr *Pager) follow(ctx context.Context, op Op, args jsonv.Value, first *Pag
 		}
 		if len(items) > 0 && page > 1 && len(merged)+1+len(items)+1 > lim.MaxResultBytes {
 			out.Next = jsonv.Append(nil, args)
-			out.Stopped, out.StopMessage = StopResultCap, fmt.Sprintf("page %d would take the result over the %d-byte limit; next asks for it", page, lim.MaxResultBytes)
+			out.Stopped, out.StopMessage = api.StopResultCap, fmt.Sprintf("page %d would take the result over the %d-byte limit; next asks for it", page, lim.MaxResultBytes)
 			break
 		}
 		if len(items) > 0 {
@@ -185,19 +150,19 @@ func (pr *Pager) follow(ctx context.Context, op Op, args jsonv.Value, first *Pag
 		next, reason, msg := pr.nextArgs(op, args, c, len(items) == 0, seen)
 		if next == nil {
 			if reason == "" {
-				reason, msg = StopLastPage, "the provider says this is the last page"
+				reason, msg = api.StopLastPage, "the provider says this is the last page"
 			}
 			out.Stopped, out.StopMessage = reason, msg
 			break
 		}
 		if page == lim.Pages {
 			out.Next = next
-			out.Stopped, out.StopMessage = StopPages, fmt.Sprintf("read the %d pages asked for; next continues", page)
+			out.Stopped, out.StopMessage = api.StopPages, fmt.Sprintf("read the %d pages asked for; next continues", page)
 			break
 		}
 		if ctx.Err() == context.DeadlineExceeded {
 			out.Next = next
-			out.Stopped, out.StopMessage = StopTimeLimit, fmt.Sprintf("the %s limit for the whole call ran out before page %d; next asks for it", lim.Time, page+1)
+			out.Stopped, out.StopMessage = api.StopTimeLimit, fmt.Sprintf("the %s limit for the whole call ran out before page %d; next asks for it", lim.Time, page+1)
 			break
 		}
 		v, _ := argValue(mustArgs(next), pr.pg.Arg)
@@ -207,9 +172,9 @@ func (pr *Pager) follow(ctx context.Context, op Op, args jsonv.Value, first *Pag
 		res, failure = op.Run(ctx, next)
 		if res == nil {
 			out.Next = next
-			out.Stopped, out.StopMessage = StopPageFailed, fmt.Sprintf("page %d: %s", page+1, failure)
+			out.Stopped, out.StopMessage = api.StopPageFailed, fmt.Sprintf("page %d: %s", page+1, failure)
 			if ctx.Err() == context.DeadlineExceeded {
-				out.Stopped, out.StopMessage = StopTimeLimit, fmt.Sprintf("the %s limit for the whole call ran out while page %d was read; next asks for it", lim.Time, page+1)
+				out.Stopped, out.StopMessage = api.StopTimeLimit, fmt.Sprintf("the %s limit for the whole call ran out while page %d was read; next asks for it", lim.Time, page+1)
 			}
 			break
 		}
@@ -223,7 +188,7 @@ func (pr *Pager) follow(ctx context.Context, op Op, args jsonv.Value, first *Pag
 // (nil for a single page). A cursor that echoes the credential
 // (Op.Echoes) is refused: next goes back to the caller, which must never
 // see any part of it.
-func (pr *Pager) nextArgs(op Op, args jsonv.Value, c *Cursor, empty bool, seen map[string]bool) (json.RawMessage, StopReason, string) {
+func (pr *Pager) nextArgs(op Op, args jsonv.Value, c *Cursor, empty bool, seen map[string]bool) (json.RawMessage, api.StopReason, string) {
 	arg := pr.pg.Arg
 	switch {
 	case c == nil || !c.more:
@@ -231,16 +196,16 @@ func (pr *Pager) nextArgs(op Op, args jsonv.Value, c *Cursor, empty bool, seen m
 	case c.stop != "":
 		return nil, c.stop, c.msg
 	case empty:
-		return nil, StopEmptyPages, "a page with no items says there is a next page"
+		return nil, api.StopEmptyPages, "a page with no items says there is a next page"
 	}
 	if op.Echoes(c.value) {
-		return nil, StopCursorInvalid, fmt.Sprintf("the provider's next %s echoes the credential", arg)
+		return nil, api.StopCursorInvalid, fmt.Sprintf("the provider's next %s echoes the credential", arg)
 	}
 	if cur, ok := argValue(args, arg); ok && cur == c.value {
-		return nil, StopRepeatedCursor, fmt.Sprintf("the provider's next %s is the one just sent", arg)
+		return nil, api.StopRepeatedCursor, fmt.Sprintf("the provider's next %s is the one just sent", arg)
 	}
 	if seen[c.value] {
-		return nil, StopCursorCycle, fmt.Sprintf("the provider's next %s was already followed in this call", arg)
+		return nil, api.StopCursorCycle, fmt.Sprintf("the provider's next %s was already followed in this call", arg)
 	}
 	val := jsonv.Value{Kind: jsonv.String, S: c.value}
 	if pr.isInt {
@@ -249,7 +214,7 @@ func (pr *Pager) nextArgs(op Op, args jsonv.Value, c *Cursor, empty bool, seen m
 	next := setMember(args, arg, val)
 	raw := json.RawMessage(jsonv.Append(nil, next))
 	if msg, refused := op.Refused(raw); refused {
-		return nil, StopCursorInvalid, "the next page's args are refused: " + msg
+		return nil, api.StopCursorInvalid, "the next page's args are refused: " + msg
 	}
 	return raw, "", ""
 }

@@ -93,14 +93,15 @@ func (l *Lease) Globals() []uint64 {
 	return out
 }
 
-// Run runs the guest's run export once for st on this instance, as
+// Run runs the guest's run export once for c on this instance, as
 // Runtime.Run does, but leaves the instance leased: a second Run starts
 // from what the first left (what a pool without the reset would hand the
 // next op). An error once returned.
-func (l *Lease) Run(ctx context.Context, st *State) error {
+func (l *Lease) Run(ctx context.Context, c Call) (Result, error) {
 	if l.inst == nil {
-		return errors.New("sandbox: lease already returned")
+		return Result{}, errors.New("sandbox: lease already returned")
 	}
+	st := newState(c)
 	l.ran = true
 	st.clockBase, st.start = l.p.tmpl.clock, time.Now()
 	st.running = true
@@ -109,7 +110,7 @@ func (l *Lease) Run(ctx context.Context, st *State) error {
 	if err != nil {
 		l.ok = false
 	}
-	return err
+	return st.result(), err
 }
 
 // Return gives the instance back, once (later calls do nothing). An

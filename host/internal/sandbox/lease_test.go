@@ -48,7 +48,7 @@ func newPooledRuntime(t *testing.T) *Runtime {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = r.Close(context.Background()) })
-	if err := r.Start(ctx, func() ([]Warm, error) { return nil, nil }); err != nil {
+	if err := r.Start(ctx, func() ([]Call, error) { return nil, nil }); err != nil {
 		t.Fatal(err)
 	}
 	if !r.Pooled() {
@@ -92,7 +92,7 @@ func TestLeaseCannotBypassReset(t *testing.T) {
 			t.Fatal(err)
 		}
 		for range 2 {
-			if err := l.Run(ctx, NewState([]byte("{}"), nil, nil, nil, nil, 16, 64)); err != nil {
+			if _, err := l.Run(ctx, Call{Input: []byte("{}"), MaxCalls: 16, MaxLogBytes: 64}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -135,7 +135,7 @@ func TestLeaseCannotBypassReset(t *testing.T) {
 		if a.Memory() != nil || a.Globals() != nil {
 			t.Error("a returned lease still reads the instance")
 		}
-		if err := a.Run(ctx, NewState([]byte("{}"), nil, nil, nil, nil, 16, 64)); err == nil {
+		if _, err := a.Run(ctx, Call{Input: []byte("{}"), MaxCalls: 16, MaxLogBytes: 64}); err == nil {
 			t.Error("Run after Return ran")
 		}
 		b, err := r.Lease(ctx)

@@ -9,6 +9,7 @@ import (
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 
+	hostapi "github.com/elevenmessenger/pinned/host/api"
 	"github.com/elevenmessenger/pinned/host/internal/egress"
 	"github.com/elevenmessenger/pinned/internal/abi"
 	"github.com/elevenmessenger/pinned/internal/argrules"
@@ -19,25 +20,61 @@ import (
 // Outcome is what an op's run fixed, at most once.
 type Outcome uint8
 
-// Outcomes of a run (State.Outcome).
+// Outcomes of a run (Result.Outcome).
 const (
 	OutcomeNone     Outcome = iota // the guest finished without a request or a reject
-	OutcomeAccepted                // request passed the policy and is bound to the args; the host will send it
-	OutcomeDenied                  // request refused by the policy or the binding (State.Deny says why)
-	OutcomeRejected                // the guest refused the args (State.Rejected says how)
+	OutcomeAccepted                // request accepted by Admit; the host will send it
+	OutcomeDenied                  // request refused by Admit (Result.Deny says why)
+	OutcomeRejected                // the guest refused the args (Result.Reject says how)
 )
 
-// State is everything one op's host functions see, and what its run
+// Call is one run of the guest: the input its host functions serve, the
+// check of the request it submits, and its budgets. The host keeps what
+// it built the check from (the op's policy, its binding, the expected
+// request); the sandbox only calls Admit.
+type Call struct {
+	// Input is the op input: the op spec line, then the caller's args.
+	Input []byte
+	// Op is the op run: a reject must name one of its declared args, or
+	// an undeclared top-level key of the caller's args.
+	Op *registry.Op
+	// Admit decides a request the guest submits, decoded: "" accepts it,
+	// else the rule it broke. nil denies every request (DenyNotBound).
+	Admit func(*egress.Request) hostapi.DenyReason
+	// MaxCalls is the pin_v1 call budget.
+	MaxCalls int
+	// MaxLogBytes caps what the guest may write to stdout and stderr; the
+	// rest is counted and dropped.
+	MaxLogBytes int
+}
+
+// Result is what one run fixed, at most once, and what the guest wrote.
+type Result struct {
+	// Outcome is what the run fixed.
+	Outcome Outcome
+	// Request is the request Admit accepted (OutcomeAccepted).
+	Request *egress.Request
+	// Deny is the rule the request broke (OutcomeDenied).
+	Deny hostapi.DenyReason
+	// Reject is the guest's reject (OutcomeRejected): an abi.Reject*
+	// reason, and Arg the arg it names, checked as pin_v1.reject
+	// documents.
+	Reject int32
+	Arg    string
+	// Log is what the guest wrote to stdout and stderr, up to
+	// MaxLogBytes; LogDropped counts the bytes dropped past it.
+	Log        []byte
+	LogDropped int64
+}
+
+// state is everything one run's host functions see, and what the run
 // fixed. It lives in the context passed to the guest's exports, so
-// concurrent ops never share it. The host makes one per op (NewState) and
-// reads the outcome after Runtime.Run.
-type State struct {
+// concurrent ops never share it.
+type state struct {
 	running bool // false during _initialize: pin_v1 calls get ESTATE
 	input   []byte
-	policy  *egress.Policy
-	bind    *egress.Binding // the op's request template (nil: no request is bound)
-	want    *egress.Bound   // the request the caller's validated args render
 	op      *registry.Op
+	admit   func(*egress.Request) hostapi.DenyReason
 	calls   int
 	maxCall int
 	start   time.Time
@@ -47,55 +84,27 @@ type State struct {
 	// not run backwards).
 	clockBase time.Duration
 	log       logBuffer
-
-	outcome   Outcome
-	req       *egress.Request
-	deny      egress.DenyReason
-	rejReason int32
-	rejArg    string
+	res       Result
 }
 
-// NewState is the state of one op: input is the op input (the op spec
-// line, then the caller's args), policy and bind the op's request checks,
-// want the request the caller's validated args bind it to, maxCalls the
-// pin_v1 call budget and maxLogBytes the cap of the guest's stdout and
-// stderr (the rest is counted and dropped).
-func NewState(input []byte, op *registry.Op, policy *egress.Policy, bind *egress.Binding, want *egress.Bound, maxCalls, maxLogBytes int) *State {
-	return &State{
-		input:     input,
-		policy:    policy,
-		bind:      bind,
-		want:      want,
-		op:        op,
-		maxCall:   maxCalls,
+func newState(c Call) *state {
+	return &state{
+		input:     c.Input,
+		op:        c.Op,
+		admit:     c.Admit,
+		maxCall:   c.MaxCalls,
 		start:     time.Now(),
 		clockBase: clockOrigin,
-		log:       logBuffer{max: maxLogBytes},
+		log:       logBuffer{max: c.MaxLogBytes},
 	}
 }
 
-// Outcome is what the run fixed.
-func (st *State) Outcome() Outcome { return st.outcome }
-
-// Request is the accepted request (OutcomeAccepted), else nil.
-func (st *State) Request() *egress.Request { return st.req }
-
-// Deny is the rule the request broke (OutcomeDenied).
-func (st *State) Deny() egress.DenyReason { return st.deny }
-
-// Rejected is the guest's reject (OutcomeRejected): an abi.Reject* reason
-// and the arg it names, checked as pin_v1.reject documents.
-func (st *State) Rejected() (reason int32, arg string) { return st.rejReason, st.rejArg }
-
-// Want is the request the caller's args bind the op to (NewState's want).
-func (st *State) Want() *egress.Bound { return st.want }
-
-// Start is when the op's guest run began (its clock's origin).
-func (st *State) Start() time.Time { return st.start }
-
-// Log is what the guest wrote to stdout and stderr, up to the cap, and
-// the count of bytes dropped past it.
-func (st *State) Log() (out []byte, dropped int64) { return st.log.buf, st.log.dropped }
+// result is what the run fixed, with the guest's output.
+func (st *state) result() Result {
+	r := st.res
+	r.Log, r.LogDropped = st.log.buf, st.log.dropped
+	return r
+}
 
 type stateKey struct{}
 
@@ -107,25 +116,25 @@ const clockOrigin = time.Second
 
 // stateFrom returns the op's state. A call outside an op (which the host
 // never makes) gets an inert state whose every pin_v1 call is ESTATE.
-func stateFrom(ctx context.Context) *State {
-	if st, ok := ctx.Value(stateKey{}).(*State); ok {
+func stateFrom(ctx context.Context) *state {
+	if st, ok := ctx.Value(stateKey{}).(*state); ok {
 		return st
 	}
-	return &State{start: time.Now(), clockBase: clockOrigin}
+	return &state{start: time.Now(), clockBase: clockOrigin}
 }
 
-func (st *State) monotonic() time.Duration { return st.clockBase + time.Since(st.start) }
+func (st *state) monotonic() time.Duration { return st.clockBase + time.Since(st.start) }
 
 // budget counts one pin_v1 call and reports whether it may proceed: ELIMIT
 // past the op's budget, ESTATE outside run or once the outcome is fixed
 // (no host call does anything after a request was accepted or denied or
 // the args were rejected).
-func (st *State) budget() int32 {
+func (st *state) budget() int32 {
 	st.calls++
 	if st.calls > st.maxCall {
 		return abi.ELIMIT
 	}
-	if !st.running || st.outcome != OutcomeNone {
+	if !st.running || st.res.Outcome != OutcomeNone {
 		return abi.ESTATE
 	}
 	return abi.OK
@@ -212,9 +221,10 @@ func pinInputRead(ctx context.Context, mod api.Module, stack []uint64) {
 // pinRequest: request(buf, buf_len) -> code. Checks, in order: the op's
 // outcome is not yet fixed (ESTATE); buf_len <= abi.MaxRequestBytes
 // (ETOOBIG); the bytes are inside memory (EFAULT); they decode as the
-// request encoding (EINVAL); egress.Admit accepts it: it passes the
-// egress policy (EDENIED) and is exactly the request the caller's args
-// bind the op to (EDENIED, DenyNotBound). The check runs on a copy of the guest's bytes. ETOOBIG,
+// request encoding (EINVAL); the call's Admit accepts it: the host's
+// egress.Admit, the egress policy (EDENIED) and exactly the request the
+// caller's args bind the op to (EDENIED, DenyNotBound). The check runs
+// on a copy of the guest's bytes. ETOOBIG,
 // EINVAL and EDENIED fix the op's outcome as denied; OK fixes it as
 // accepted. Results: OK, ETOOBIG, EFAULT, EINVAL, EDENIED, ESTATE, ELIMIT.
 func pinRequest(ctx context.Context, mod api.Module, stack []uint64) {
@@ -225,7 +235,7 @@ func pinRequest(ctx context.Context, mod api.Module, stack []uint64) {
 	}
 	buf, n := uint32(stack[0]), uint32(stack[1])
 	if n > abi.MaxRequestBytes {
-		st.outcome, st.deny = OutcomeDenied, egress.DenyTooLarge
+		st.res.Outcome, st.res.Deny = OutcomeDenied, hostapi.DenyTooLarge
 		result(stack, abi.ETOOBIG)
 		return
 	}
@@ -236,17 +246,25 @@ func pinRequest(ctx context.Context, mod api.Module, stack []uint64) {
 	}
 	req, deny := egress.DecodeRequest(append([]byte(nil), view...))
 	if deny != "" {
-		st.outcome, st.deny = OutcomeDenied, deny
+		st.res.Outcome, st.res.Deny = OutcomeDenied, deny
 		result(stack, abi.EINVAL)
 		return
 	}
-	if deny := egress.Admit(st.policy, st.bind, st.want, req); deny != "" {
-		st.outcome, st.deny = OutcomeDenied, deny
+	if deny := st.check(req); deny != "" {
+		st.res.Outcome, st.res.Deny = OutcomeDenied, deny
 		result(stack, abi.EDENIED)
 		return
 	}
-	st.outcome, st.req = OutcomeAccepted, req
+	st.res.Outcome, st.res.Request = OutcomeAccepted, req
 	result(stack, abi.OK)
+}
+
+// check runs the call's Admit; without one, every request is denied.
+func (st *state) check(r *egress.Request) hostapi.DenyReason {
+	if st.admit == nil {
+		return hostapi.DenyNotBound
+	}
+	return st.admit(r)
 }
 
 // pinReject: reject(reason, name, name_len) -> code. Checks, in order: the
@@ -288,13 +306,22 @@ func pinReject(ctx context.Context, mod api.Module, stack []uint64) {
 			return
 		}
 	default:
-		if _, declared := st.op.Args[name]; !declared {
+		if !st.declares(name) {
 			result(stack, abi.EINVAL)
 			return
 		}
 	}
-	st.outcome, st.rejReason, st.rejArg = OutcomeRejected, reason, name
+	st.res.Outcome, st.res.Reject, st.res.Arg = OutcomeRejected, reason, name
 	result(stack, abi.OK)
+}
+
+// declares reports whether the run's op declares the arg name.
+func (st *state) declares(name string) bool {
+	if st.op == nil {
+		return false
+	}
+	_, ok := st.op.Args[name]
+	return ok
 }
 
 // callerSent reports whether name is, clipped, a top-level key of the
@@ -302,7 +329,7 @@ func pinReject(ctx context.Context, mod api.Module, stack []uint64) {
 // the op does not declare. It reads the keys the way the executor does,
 // so a key sent twice ({"a":1,"a":2}: the executor reports "a" as
 // undeclared before anything else) still counts as sent.
-func (st *State) callerSent(name string) bool {
+func (st *state) callerSent(name string) bool {
 	nl := bytes.IndexByte(st.input, '\n')
 	if nl < 0 {
 		return false
@@ -327,7 +354,7 @@ func (st *State) callerSent(name string) bool {
 		if err != nil {
 			return false
 		}
-		if _, declared := st.op.Args[k.S]; !declared && argrules.ClipName(k.S) == name {
+		if !st.declares(k.S) && argrules.ClipName(k.S) == name {
 			return true
 		}
 		if i = ws(i + n); i >= len(raw) || raw[i] != ':' {

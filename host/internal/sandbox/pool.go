@@ -179,7 +179,7 @@ func planGuest(wasm []byte) (*guestPlan, error) {
 
 // newPool builds the template (instantiate, _initialize, one warm-up op
 // per registry op, snapshot) from the planned guest and fills the pool.
-func newPool(ctx context.Context, r *Runtime, warm []Warm) (*pool, error) {
+func newPool(ctx context.Context, r *Runtime, warm []Call) (*pool, error) {
 	size := r.size
 	p := &pool{
 		rt:       r.rt,
@@ -261,7 +261,7 @@ const templateTimeout = 30 * time.Second
 // scratch instance, then snapshots its memory and globals. The warm-up
 // inputs are the registry's own op specs with empty args: the template
 // holds nothing any caller sent.
-func (p *pool) buildTemplate(ctx context.Context, warm []Warm) error {
+func (p *pool) buildTemplate(ctx context.Context, warm []Call) error {
 	inst, err := p.instantiate()
 	if err != nil {
 		return err
@@ -269,7 +269,7 @@ func (p *pool) buildTemplate(ctx context.Context, warm []Warm) error {
 	defer inst.mod.Close(context.Background())
 	ctx, cancel := context.WithTimeout(ctx, templateTimeout)
 	defer cancel()
-	st := &State{start: time.Now(), clockBase: clockOrigin, maxCall: 1 << 30, log: logBuffer{max: 4096}}
+	st := &state{start: time.Now(), clockBase: clockOrigin, maxCall: 1 << 30, log: logBuffer{max: 4096}}
 	gctx := context.WithValue(ctx, stateKey{}, st)
 	if _, err := inst.mod.ExportedFunction(abi.ExportInitialize).Call(gctx); err != nil {
 		return fmt.Errorf("host: guest _initialize: %w (guest output: %q)", err, st.log.buf)
@@ -363,20 +363,19 @@ func (p *pool) create() (*instance, error) {
 }
 
 // warm runs one op per registry op, with empty args, on inst.
-func (p *pool) warm(ctx context.Context, warm []Warm, inst *instance) error {
+func (p *pool) warm(ctx context.Context, warm []Call, inst *instance) error {
 	ctx, cancel := context.WithTimeout(ctx, templateTimeout)
 	defer cancel()
-	st := &State{start: time.Now(), clockBase: p.tmpl.clock, maxCall: 1 << 30}
+	st := &state{start: time.Now(), clockBase: p.tmpl.clock, maxCall: 1 << 30}
 	return warmOps(context.WithValue(ctx, stateKey{}, st), warm, inst, st)
 }
 
 // warmOps runs every registry op once on inst, with empty args, under st
 // (gctx carries st): the inputs are the registry's own op specs, so
 // nothing any caller sent reaches the instance.
-func warmOps(gctx context.Context, warm []Warm, inst *instance, st *State) error {
+func warmOps(gctx context.Context, warm []Call, inst *instance, st *state) error {
 	for _, w := range warm {
-		st.input = append(st.input[:0], w.Input...)
-		st.policy, st.op, st.outcome, st.req = w.Policy, w.Op, OutcomeNone, nil
+		st.input, st.op, st.admit, st.res = w.Input, w.Op, w.Admit, Result{}
 		st.running = true
 		_, err := inst.run().Call(gctx)
 		st.running = false

@@ -8,12 +8,14 @@
 // compilation cache directory (CacheDir) safe to execute code from.
 //
 // The pin_v1 request function is where the guest's request meets the
-// egress checks (host/internal/egress); the sandbox fixes each run's outcome in
-// its State and the host reads it. Errors are Go errors: the host maps
+// host's check: each Run gets a Call whose Admit the host built from its
+// egress policy, binding and expected request (host/internal/egress), and
+// returns the Result the run fixed. Errors are Go errors: the host maps
 // them to its op errors.
 //
-// It imports registry, internal/abi, internal/argrules, internal/jsonv,
-// host/internal/sandbox/wasmbin and host/internal/egress; only the host imports it.
+// It imports registry, host/api, internal/abi, internal/argrules,
+// internal/jsonv, host/internal/sandbox/wasmbin and host/internal/egress
+// (the request decoder); only the host imports it.
 package sandbox
 
 import (
@@ -28,9 +30,7 @@ import (
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 
-	"github.com/elevenmessenger/pinned/host/internal/egress"
 	"github.com/elevenmessenger/pinned/internal/abi"
-	"github.com/elevenmessenger/pinned/registry"
 )
 
 // Config configures a Runtime. Every field is required (the host applies
@@ -118,18 +118,12 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	return r, nil
 }
 
-// Warm is one warm-up run of the template: an op's input with empty args
-// ("{}") and its policy, taken from the registry (never from a caller).
-type Warm struct {
-	Input  []byte
-	Policy *egress.Policy
-	Op     *registry.Op
-}
-
 // Start builds the reset pool (Config.Reset, where the guest allows it):
-// the template is an instance after _initialize and one run of every op
-// warm lists (called only then). Without the pool it does nothing.
-func (r *Runtime) Start(ctx context.Context, warm func() ([]Warm, error)) error {
+// the template is an instance after _initialize and one run of every
+// call warm lists (called only then): the registry's own op inputs with
+// empty args, each checked by its op's policy, so nothing any caller sent
+// reaches the template. Without the pool it does nothing.
+func (r *Runtime) Start(ctx context.Context, warm func() ([]Call, error)) error {
 	if !r.reset {
 		return nil
 	}
@@ -166,12 +160,20 @@ func (r *Runtime) Close(ctx context.Context) error {
 	return r.rt.Close(ctx)
 }
 
-// Run runs the guest once for st: in a pooled instance reset to the
+// Run runs the guest once for c: in a pooled instance reset to the
 // template, or in a fresh one it instantiates and initializes. ctx should
 // carry the op's deadline; the guest ends with a *sys.ExitError
 // (sys.ExitCodeDeadlineExceeded, sys.ExitCodeContextCanceled) once it is
-// done. The error is wazero's: a trap, an exit, or ctx's error.
-func (r *Runtime) Run(ctx context.Context, st *State) error {
+// done. The result holds what the run fixed and the guest's output, also
+// when the error is not nil; the error is wazero's: a trap, an exit, or
+// ctx's error.
+func (r *Runtime) Run(ctx context.Context, c Call) (Result, error) {
+	st := newState(c)
+	err := r.run(ctx, st)
+	return st.result(), err
+}
+
+func (r *Runtime) run(ctx context.Context, st *state) error {
 	if r.pool == nil {
 		return r.runFresh(ctx, st)
 	}
@@ -193,7 +195,7 @@ func (r *Runtime) Run(ctx context.Context, st *State) error {
 }
 
 // runFresh instantiates a fresh guest, initializes it and runs it once.
-func (r *Runtime) runFresh(ctx context.Context, st *State) error {
+func (r *Runtime) runFresh(ctx context.Context, st *state) error {
 	// As many guests run at once as the pool would hold: each may hold a
 	// call stack outside the memory limit while it runs.
 	select {

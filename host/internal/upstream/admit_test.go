@@ -8,9 +8,10 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/elevenmessenger/pinned/host/api"
 	"github.com/elevenmessenger/pinned/host/internal/egress"
-	"github.com/elevenmessenger/pinned/internal/secret"
 	"github.com/elevenmessenger/pinned/registry"
+	"github.com/elevenmessenger/pinned/secret"
 )
 
 // recorder is a transport that answers 200 {} and records what reached it.
@@ -84,8 +85,8 @@ func TestSendOnlyAdmitted(t *testing.T) {
 		{"another path and method", decode(`{"method":"DELETE","url":"https://api.github.com/repos/octo/hello","headers":[` + gh + `]}`)},
 		{"refused by the binding", func() *egress.Request {
 			r := decode(`{"method":"GET","url":"https://api.github.com/repos/octo/other","headers":[` + gh + `]}`)
-			if d := egress.Admit(pol, b, want, r); d != egress.DenyNotBound {
-				t.Fatalf("Admit = %q, want %s", d, egress.DenyNotBound)
+			if d := egress.Admit(pol, b, want, r); d != api.DenyNotBound {
+				t.Fatalf("Admit = %q, want %s", d, api.DenyNotBound)
 			}
 			return r
 		}()},
@@ -109,8 +110,8 @@ func TestSendOnlyAdmitted(t *testing.T) {
 			if n := len(rt.sent()); n != 0 {
 				t.Fatalf("%d requests sent (first to %s), want none", n, rt.sent()[0].URL)
 			}
-			if ans != nil || f == nil || f.Kind != KindDenied || f.Deny != egress.DenyNotBound {
-				t.Fatalf("got %+v %+v, want a KindDenied failure (not_bound)", ans, f)
+			if ans != nil || f == nil || f.Code != api.CodeEgressDenied || f.Deny != api.DenyNotBound {
+				t.Fatalf("got %+v %+v, want a api.CodeEgressDenied failure (not_bound)", ans, f)
 			}
 		})
 	}

@@ -1,36 +1,40 @@
 package upstream
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/elevenmessenger/pinned/host/api"
+)
 
 // TestMarkApplied: what each failure after sending says about the write
-// (the kinds are the host's codes one to one: KindError is upstream_error).
+// (by the failure's code).
 func TestMarkApplied(t *testing.T) {
 	for _, tt := range []struct {
-		kind   Kind
+		code   api.Code
 		status int
 		sent   bool
-		want   Applied
+		want   api.Applied
 	}{
-		{KindResultTooLarge, 201, true, AppliedYes},
-		{KindInvalid, 200, true, AppliedYes},
-		{KindTooLarge, 200, true, AppliedYes},
-		{KindError, 200, true, AppliedMaybe}, // GraphQL errors in a 200
-		{KindError, 500, true, AppliedMaybe},
-		{KindError, 502, true, AppliedMaybe},
-		{KindError, 302, true, AppliedMaybe},
-		{KindError, 422, true, AppliedNo},
-		{KindRateLimited, 429, true, AppliedNo},
-		{KindRateLimited, 200, true, AppliedMaybe}, // GraphQL RATELIMITED in a 200
-		{KindTimeout, 201, true, AppliedYes},       // the body timed out after a 201
-		{KindTimeout, 0, true, AppliedMaybe},
-		{KindUnreachable, 0, true, AppliedMaybe},
-		{KindUnreachable, 0, false, ""},
-		{KindDenied, 0, false, ""},
+		{api.CodeResultTooLarge, 201, true, api.AppliedYes},
+		{api.CodeUpstreamInvalid, 200, true, api.AppliedYes},
+		{api.CodeUpstreamTooLarge, 200, true, api.AppliedYes},
+		{api.CodeUpstreamError, 200, true, api.AppliedMaybe}, // GraphQL errors in a 200
+		{api.CodeUpstreamError, 500, true, api.AppliedMaybe},
+		{api.CodeUpstreamError, 502, true, api.AppliedMaybe},
+		{api.CodeUpstreamError, 302, true, api.AppliedMaybe},
+		{api.CodeUpstreamError, 422, true, api.AppliedNo},
+		{api.CodeRateLimited, 429, true, api.AppliedNo},
+		{api.CodeRateLimited, 200, true, api.AppliedMaybe}, // GraphQL RATELIMITED in a 200
+		{api.CodeTimeout, 201, true, api.AppliedYes},       // the body timed out after a 201
+		{api.CodeTimeout, 0, true, api.AppliedMaybe},
+		{api.CodeUpstreamUnreachable, 0, true, api.AppliedMaybe},
+		{api.CodeUpstreamUnreachable, 0, false, ""},
+		{api.CodeEgressDenied, 0, false, ""},
 	} {
-		f := &Failure{Kind: tt.kind, Status: tt.status}
+		f := &Failure{Code: tt.code, Status: tt.status}
 		markApplied(f, tt.sent)
 		if f.Applied != tt.want {
-			t.Errorf("kind %d HTTP %d sent=%v: applied %q, want %q", tt.kind, tt.status, tt.sent, f.Applied, tt.want)
+			t.Errorf("%s HTTP %d sent=%v: applied %q, want %q", tt.code, tt.status, tt.sent, f.Applied, tt.want)
 		}
 	}
 }

@@ -13,74 +13,54 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/elevenmessenger/pinned/host/api"
 	"github.com/elevenmessenger/pinned/host/internal/egress"
 )
 
-// Kind is what went wrong in an exchange. The kinds mirror, one to one,
-// the host's codes an exchange can end with (named in each comment); the
-// host maps them.
-type Kind int
-
-// Kinds of Failure.
-const (
-	// KindDenied (egress_denied): the request or the connection broke
-	// the egress policy — a URL net/url cannot parse, a dial to an
-	// address that is not public (Failure.Deny says which).
-	KindDenied Kind = iota + 1
-	// KindTimeout (timeout): the op's deadline passed.
-	KindTimeout
-	// KindCanceled (canceled): the caller went away.
-	KindCanceled
-	// KindUnreachable (upstream_unreachable): DNS, connect or TLS
-	// failed; the message says which step.
-	KindUnreachable
-	// KindError (upstream_error): a non-2xx answer (a 3xx with Deny
-	// "redirect"), or GraphQL errors in a 2xx; the message is the
-	// provider's.
-	KindError
-	// KindInvalid (upstream_invalid): the answer is not valid JSON, is
-	// cut short or corrupt, or uses an encoding other than gzip.
-	KindInvalid
-	// KindTooLarge (upstream_too_large): the decoded answer is over
-	// Config.MaxResponseBytes.
-	KindTooLarge
-	// KindResultTooLarge (result_too_large): the projected answer is over
-	// Config.MaxResultBytes.
-	KindResultTooLarge
-	// KindRateLimited (rate_limited): the provider asked to slow down
-	// (Failure.RetryAfter).
-	KindRateLimited
-
-	kindEnd // one past the last kind
-)
-
-// Kinds returns every Kind, in order.
-func Kinds() []Kind {
-	ks := make([]Kind, 0, kindEnd-1)
-	for k := KindDenied; k < kindEnd; k++ {
-		ks = append(ks, k)
-	}
-	return ks
+// Codes lists the codes an exchange can end with (Failure.Code), each
+// named for what went wrong:
+//
+//   - api.CodeEgressDenied: the request or the connection broke the
+//     egress policy — a URL net/url cannot parse, a dial to an address
+//     that is not public (Failure.Deny says which);
+//   - api.CodeTimeout: the op's deadline passed;
+//   - api.CodeCanceled: the caller went away;
+//   - api.CodeUpstreamUnreachable: DNS, connect or TLS failed; the
+//     message says which step;
+//   - api.CodeUpstreamError: a non-2xx answer (a 3xx with Deny
+//     "redirect"), or GraphQL errors in a 2xx; the message is the
+//     provider's;
+//   - api.CodeUpstreamInvalid: the answer is not valid JSON, is cut short
+//     or corrupt, or uses an encoding other than gzip;
+//   - api.CodeUpstreamTooLarge: the decoded answer is over
+//     Config.MaxResponseBytes;
+//   - api.CodeResultTooLarge: the projected answer is over
+//     Config.MaxResultBytes;
+//   - api.CodeRateLimited: the provider asked to slow down
+//     (Failure.RetryAfter).
+func Codes() []api.Code {
+	return []api.Code{api.CodeEgressDenied, api.CodeTimeout, api.CodeCanceled, api.CodeUpstreamUnreachable,
+		api.CodeUpstreamError, api.CodeUpstreamInvalid, api.CodeUpstreamTooLarge, api.CodeResultTooLarge, api.CodeRateLimited}
 }
 
 // Failure is a failed exchange. Message is safe to show to the caller:
 // it never holds the credential, Go error text or a raw upstream body.
 type Failure struct {
-	// Kind is what went wrong.
-	Kind Kind
-	// Message says what went wrong in a sentence; for KindError, the
-	// provider's own message (capped at MaxMessageBytes).
+	// Code is what went wrong, one of Codes.
+	Code api.Code
+	// Message says what went wrong in a sentence; for api.CodeUpstreamError, the
+	// provider's own message (capped at api.MaxMessageBytes).
 	Message string
 	// Status is the upstream HTTP status, when there was an answer.
 	Status int
-	// RetryAfter is the number of seconds to wait (KindRateLimited), 1
+	// RetryAfter is the number of seconds to wait (api.CodeRateLimited), 1
 	// to 86400.
 	RetryAfter int
-	// Deny is the egress rule broken (KindDenied; "redirect" on a 3xx).
-	Deny egress.DenyReason
+	// Deny is the egress rule broken (api.CodeEgressDenied; "redirect" on a 3xx).
+	Deny api.DenyReason
 	// Applied says, on a write op's failure after its request was sent,
 	// whether the write took effect.
-	Applied Applied
+	Applied api.Applied
 	// Cause is the internal cause, for logs only: it may hold Go error
 	// text and MUST NOT be sent to callers.
 	Cause error
@@ -97,16 +77,16 @@ func transportFailure(ctx context.Context, err error, host string) *Failure {
 	var denied *egress.DialDeniedError
 	switch {
 	case errors.As(err, &denied):
-		return &Failure{Kind: KindDenied, Deny: egress.DenyDial, Message: "the pinned host resolved to an address that is not public", Cause: err}
+		return &Failure{Code: api.CodeEgressDenied, Deny: api.DenyDial, Message: "the pinned host resolved to an address that is not public", Cause: err}
 	case ctx.Err() == context.DeadlineExceeded || errors.Is(err, context.DeadlineExceeded):
-		return &Failure{Kind: KindTimeout, Message: "the provider did not answer before the op's deadline", Cause: err}
+		return &Failure{Code: api.CodeTimeout, Message: "the provider did not answer before the op's deadline", Cause: err}
 	case ctx.Err() == context.Canceled:
-		return &Failure{Kind: KindCanceled, Message: "the op was canceled", Cause: err}
+		return &Failure{Code: api.CodeCanceled, Message: "the op was canceled", Cause: err}
 	}
 	if f := answeredBadly(err); f != nil {
 		return f
 	}
-	return &Failure{Kind: KindUnreachable, Message: "the provider could not be reached: " + unreachableReason(err, host), Cause: err}
+	return &Failure{Code: api.CodeUpstreamUnreachable, Message: "the provider could not be reached: " + unreachableReason(err, host), Cause: err}
 }
 
 // answeredBadly classifies a transport error that means the provider
@@ -121,15 +101,15 @@ func answeredBadly(err error) *Failure {
 	case strings.Contains(msg, "server response headers exceeded"),
 		strings.Contains(msg, "response header list larger than advertised limit"),
 		strings.Contains(msg, "connection error: COMPRESSION_ERROR"): // a header over the limit fails HPACK decoding
-		return &Failure{Kind: KindTooLarge, Message: "the provider's response headers are over the host's 64 KiB limit or cannot be decoded", Cause: err}
+		return &Failure{Code: api.CodeUpstreamTooLarge, Message: "the provider's response headers are over the host's 64 KiB limit or cannot be decoded", Cause: err}
 	case strings.Contains(msg, "connection error: "):
-		return &Failure{Kind: KindInvalid, Message: "the provider broke the HTTP/2 protocol in its answer", Cause: err}
+		return &Failure{Code: api.CodeUpstreamInvalid, Message: "the provider broke the HTTP/2 protocol in its answer", Cause: err}
 	case strings.Contains(msg, "stream error: stream ID"):
-		return &Failure{Kind: KindInvalid, Message: "the provider aborted its answer (it reset the HTTP/2 stream)", Cause: err}
+		return &Failure{Code: api.CodeUpstreamInvalid, Message: "the provider aborted its answer (it reset the HTTP/2 stream)", Cause: err}
 	case strings.Contains(msg, "http2: server sent GOAWAY"):
-		return &Failure{Kind: KindInvalid, Message: "the provider closed the connection before it finished answering (HTTP/2 GOAWAY)", Cause: err}
+		return &Failure{Code: api.CodeUpstreamInvalid, Message: "the provider closed the connection before it finished answering (HTTP/2 GOAWAY)", Cause: err}
 	case strings.Contains(msg, "malformed HTTP"):
-		return &Failure{Kind: KindInvalid, Message: "the provider's answer is not well-formed HTTP", Cause: err}
+		return &Failure{Code: api.CodeUpstreamInvalid, Message: "the provider's answer is not well-formed HTTP", Cause: err}
 	}
 	return nil
 }
@@ -183,7 +163,7 @@ func unreachableReason(err error, host string) string {
 // readCapped reads the decoded body, at most max bytes. Content-Encoding
 // is the host's: only identity and gzip are accepted, and the cap applies
 // to the decoded stream (a gzip bomb stops at the cap). A failure of
-// Kind 0 is a transport error, classified by the caller.
+// no Code is a transport error, classified by the caller.
 func readCapped(resp *http.Response, max int64) ([]byte, *Failure) {
 	var r io.Reader = io.LimitReader(resp.Body, max+1)
 	switch enc := strings.ToLower(strings.TrimSpace(resp.Header.Get("Content-Encoding"))); enc {
@@ -191,21 +171,21 @@ func readCapped(resp *http.Response, max int64) ([]byte, *Failure) {
 	case "gzip":
 		zr, err := gzip.NewReader(r)
 		if err != nil {
-			return nil, &Failure{Kind: KindInvalid, Message: "the provider's gzip stream is invalid", Cause: err}
+			return nil, &Failure{Code: api.CodeUpstreamInvalid, Message: "the provider's gzip stream is invalid", Cause: err}
 		}
 		defer zr.Close()
 		r = zr
 	default:
-		return nil, &Failure{Kind: KindInvalid, Message: "the provider used a content encoding the host does not accept"}
+		return nil, &Failure{Code: api.CodeUpstreamInvalid, Message: "the provider used a content encoding the host does not accept"}
 	}
 	b, err := io.ReadAll(io.LimitReader(r, max+1))
 	if int64(len(b)) > max {
-		return b[:max], &Failure{Kind: KindTooLarge,
+		return b[:max], &Failure{Code: api.CodeUpstreamTooLarge,
 			Message: fmt.Sprintf("the provider's answer is over the %d-byte limit", max)}
 	}
 	if err != nil {
 		if errors.Is(err, gzip.ErrChecksum) || errors.Is(err, gzip.ErrHeader) || errors.Is(err, io.ErrUnexpectedEOF) {
-			return b, &Failure{Kind: KindInvalid, Message: "the provider's answer was cut short or corrupt", Cause: err}
+			return b, &Failure{Code: api.CodeUpstreamInvalid, Message: "the provider's answer was cut short or corrupt", Cause: err}
 		}
 		return b, &Failure{Cause: err} // transport error, classified by the caller
 	}

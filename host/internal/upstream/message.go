@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/elevenmessenger/pinned/host/api"
+
 	"github.com/elevenmessenger/pinned/host/internal/pick"
 	"github.com/elevenmessenger/pinned/internal/display"
 )
@@ -41,7 +43,7 @@ func errorEnvelope(op *Op, out, raw []byte) (string, bool) {
 // errorMessage projects the human message of an error body through the
 // manifest's error_message path, followed by the field-level details at
 // its error_details path in parentheses ("Validation failed
-// (registrant_id: is invalid)"), capped together at MaxMessageBytes.
+// (registrant_id: is invalid)"), capped together at api.MaxMessageBytes.
 // The raw body never comes back.
 func errorMessage(op *Op, raw []byte, status int) string {
 	msg, _ := pick.FindString(raw, op.errMsg)
@@ -194,7 +196,7 @@ func Redact(msg, secret string) string {
 }
 
 // capMessage renders upstream text as a message (internal/display: every
-// rune that is not visible text becomes a space) capped at MaxMessageBytes
+// rune that is not visible text becomes a space) capped at api.MaxMessageBytes
 // on a UTF-8 boundary, marking a cut with "…". The message is upstream
 // text a terminal or a chat client will show.
-func capMessage(s string) string { return display.Message(s, MaxMessageBytes) }
+func capMessage(s string) string { return display.Message(s, api.MaxMessageBytes) }

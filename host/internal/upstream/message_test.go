@@ -5,6 +5,8 @@ import (
 	"testing"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/elevenmessenger/pinned/host/api"
 )
 
 func TestRedactCredential(t *testing.T) {
@@ -74,14 +76,14 @@ func FuzzRedact(f *testing.F) {
 
 // FuzzErrorDetails: on any body the details lookup never panics and, once
 // capped as errorMessage caps it, is valid UTF-8 without control
-// characters and within MaxMessageBytes.
+// characters and within api.MaxMessageBytes.
 func FuzzErrorDetails(f *testing.F) {
 	f.Add([]byte(`{"message":"Validation failed","errors":{"registrant_id":["is invalid"]}}`), "errors")
 	f.Add([]byte(`{"errors":[{"resource":"Issue","code":"missing_field","field":"title"}]}`), "errors")
 	f.Add([]byte(`{"errors":{"a":[[[[[[[[[[[["deep"]]]]]]]]]]]]}}`), "errors")
 	f.Fuzz(func(t *testing.T, doc []byte, path string) {
 		d := capMessage("m (" + errorDetails(doc, strings.Split(path, ".")) + ")")
-		if len(d) > MaxMessageBytes || !utf8.ValidString(d) {
+		if len(d) > api.MaxMessageBytes || !utf8.ValidString(d) {
 			t.Fatalf("capped details %q", d)
 		}
 		for _, r := range d {

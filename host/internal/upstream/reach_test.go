@@ -9,6 +9,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/elevenmessenger/pinned/host/api"
 )
 
 type timeoutErr struct{ msg string }
@@ -41,8 +43,8 @@ func TestUnreachableReason(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			he := transportFailure(context.Background(), tt.err, "api.github.com")
-			if he.Kind != KindUnreachable || !strings.HasPrefix(he.Message, "the provider could not be reached: "+tt.want) {
-				t.Fatalf("kind %d: %q; want KindUnreachable with %q", he.Kind, he.Message, tt.want)
+			if he.Code != api.CodeUpstreamUnreachable || !strings.HasPrefix(he.Message, "the provider could not be reached: "+tt.want) {
+				t.Fatalf("%s: %q; want %s with %q", he.Code, he.Message, api.CodeUpstreamUnreachable, tt.want)
 			}
 			for _, leak := range []string{"203.0.113", "10.0.0.53", "10.1.1.1", "i/o", "x509", "EOF"} {
 				if strings.Contains(he.Message, leak) {

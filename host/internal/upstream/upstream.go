@@ -9,9 +9,9 @@
 // never Go error text or a raw body), tracks whether a write's request
 // went out (Applied), and projects a success (host/internal/pick).
 //
-// Failures are its own (Failure, of a Kind); the host maps them to its
-// public codes. It imports the registry, host/internal/egress, host/internal/pick,
-// internal/display and internal/secret; only the host imports it.
+// A failure carries the host's code (host/api) as it is. It imports
+// host/api, the registry, host/internal/egress, host/internal/pick,
+// internal/display and secret; only the host imports it.
 package upstream
 
 import (
@@ -22,15 +22,12 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/elevenmessenger/pinned/host/api"
 	"github.com/elevenmessenger/pinned/host/internal/egress"
 	"github.com/elevenmessenger/pinned/host/internal/pick"
-	"github.com/elevenmessenger/pinned/internal/secret"
 	"github.com/elevenmessenger/pinned/registry"
+	"github.com/elevenmessenger/pinned/secret"
 )
-
-// MaxMessageBytes caps a Failure's Message projected from an upstream
-// error body (UTF-8, cut with "…").
-const MaxMessageBytes = 1 << 10
 
 // Config configures a Client.
 type Config struct {
@@ -104,7 +101,7 @@ type Answer struct {
 }
 
 // Send performs r, a request the egress checks admitted for op's pinned
-// host (egress.Admit; any other is refused, KindDenied with DenyNotBound,
+// host (egress.Admit; any other is refused, api.CodeEgressDenied with DenyNotBound,
 // and nothing is sent), with the credential (kind "oauth" is always
 // Bearer, RFC 6750; else the manifest's auth scheme) injected after them. It returns the answer or
 // the failure, and the decoded size of the body read either way. For a
@@ -124,7 +121,7 @@ func (c *Client) send(ctx context.Context, op *Op, r *egress.Request, kind strin
 	if !r.Admitted(op.m.Host) {
 		// Only what the egress checks admitted for this op's pinned host
 		// goes out with its credential (egress.Admit).
-		return nil, 0, &Failure{Kind: KindDenied, Message: "the request was not admitted by the egress checks", Deny: egress.DenyNotBound}
+		return nil, 0, &Failure{Code: api.CodeEgressDenied, Message: "the request was not admitted by the egress checks", Deny: api.DenyNotBound}
 	}
 	var body io.Reader
 	if b, ok := r.Body(); ok {
@@ -133,7 +130,7 @@ func (c *Client) send(ctx context.Context, op *Op, r *egress.Request, kind strin
 	req, err := http.NewRequestWithContext(ctx, r.Method(), r.URL(), body)
 	if err != nil {
 		// The policy accepted a URL net/url cannot parse: refuse.
-		return nil, 0, &Failure{Kind: KindDenied, Message: "the request URL cannot be sent", Deny: egress.DenyMalformed, Cause: err}
+		return nil, 0, &Failure{Code: api.CodeEgressDenied, Message: "the request URL cannot be sent", Deny: api.DenyMalformed, Cause: err}
 	}
 	for _, h := range r.Headers() {
 		req.Header.Set(h[0], h[1])
@@ -156,7 +153,7 @@ func (c *Client) send(ctx context.Context, op *Op, r *egress.Request, kind strin
 	raw, rerr := readCapped(resp, c.maxResponseBytes)
 	n := int64(len(raw))
 	if rerr != nil {
-		if rerr.Kind == 0 {
+		if rerr.Code == "" {
 			rerr = transportFailure(ctx, rerr.Cause, op.m.Host)
 		}
 		// After transportFailure: a write whose 2xx headers arrived
@@ -165,23 +162,23 @@ func (c *Client) send(ctx context.Context, op *Op, r *egress.Request, kind strin
 		return nil, n, rerr
 	}
 	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
-		return nil, n, &Failure{Kind: KindError, Status: resp.StatusCode, Deny: egress.DenyRedirect,
+		return nil, n, &Failure{Code: api.CodeUpstreamError, Status: resp.StatusCode, Deny: api.DenyRedirect,
 			Message: "the provider answered with a redirect, which is not followed"}
 	}
 	if ra, limited := rateLimited(op.m, resp, raw); limited {
-		return nil, n, &Failure{Kind: KindRateLimited, Status: resp.StatusCode, RetryAfter: ra,
+		return nil, n, &Failure{Code: api.CodeRateLimited, Status: resp.StatusCode, RetryAfter: ra,
 			Message: fmt.Sprintf("the provider asked to wait %d seconds", ra)}
 	}
 	if resp.StatusCode < 200 || resp.StatusCode >= 300 {
-		return nil, n, &Failure{Kind: KindError, Status: resp.StatusCode, Message: redactAll(errorMessage(op, raw, resp.StatusCode), secrets)}
+		return nil, n, &Failure{Code: api.CodeUpstreamError, Status: resp.StatusCode, Message: redactAll(errorMessage(op, raw, resp.StatusCode), secrets)}
 	}
 	if op.m.GraphQL {
 		if _, _, dup := pick.GraphQLErrors(raw); dup {
-			return nil, n, &Failure{Kind: KindInvalid, Status: resp.StatusCode, unsure: true,
+			return nil, n, &Failure{Code: api.CodeUpstreamInvalid, Status: resp.StatusCode, unsure: true,
 				Message: `the provider's answer has "errors" twice, so whether it failed cannot be told`}
 		}
 		if msg, ok := graphQLError(raw, op); ok {
-			return nil, n, &Failure{Kind: KindError, Status: resp.StatusCode, Message: redactAll(msg, secrets)}
+			return nil, n, &Failure{Code: api.CodeUpstreamError, Status: resp.StatusCode, Message: redactAll(msg, secrets)}
 		}
 	}
 	ans := &Answer{Status: resp.StatusCode, Header: resp.Header}
@@ -195,15 +192,15 @@ func (c *Client) send(ctx context.Context, op *Op, r *egress.Request, kind strin
 		if d := pick.Disagreement(err); d != "" {
 			msg = "the provider's answer holds what JSON readers disagree on: " + d
 		}
-		return nil, n, &Failure{Kind: KindInvalid, Status: resp.StatusCode, Message: msg, Cause: err}
+		return nil, n, &Failure{Code: api.CodeUpstreamInvalid, Status: resp.StatusCode, Message: msg, Cause: err}
 	}
 	if msg, ok := errorEnvelope(op, out, raw); ok {
 		// A 2xx whose body is the provider's error envelope, nothing the
 		// pick names in it: a failure, never an empty success.
-		return nil, n, &Failure{Kind: KindError, Status: resp.StatusCode, unsure: true, Message: redactAll(msg, secrets)}
+		return nil, n, &Failure{Code: api.CodeUpstreamError, Status: resp.StatusCode, unsure: true, Message: redactAll(msg, secrets)}
 	}
 	if len(out) > c.maxResultBytes {
-		return nil, n, &Failure{Kind: KindResultTooLarge, Status: resp.StatusCode,
+		return nil, n, &Failure{Code: api.CodeResultTooLarge, Status: resp.StatusCode,
 			Message: fmt.Sprintf("the projected result is %d bytes, over the %d-byte limit; ask for fewer items (e.g. a smaller per_page or limit)", len(out), c.maxResultBytes)}
 	}
 	ans.Data, ans.Body = out, raw

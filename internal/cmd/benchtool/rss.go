@@ -16,6 +16,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/elevenmessenger/pinned/secret"
+
 	"github.com/elevenmessenger/pinned/host"
 	"github.com/elevenmessenger/pinned/internal/demo/fakeapi"
 	"github.com/elevenmessenger/pinned/sidecar"
@@ -119,7 +121,7 @@ func runRSS(out string, n int, hold time.Duration) error {
 
 	body := func() ([]byte, error) {
 		g, err := grant.Seal(&grant.Grant{Service: "github", Access: "read", Kind: "pat",
-			Secret: grant.Secret(fakeapi.Token("github")), ExpiresAt: time.Now().Add(2 * time.Minute)}, key.Public(), nil)
+			Secret: secret.Secret(fakeapi.Token("github")), ExpiresAt: time.Now().Add(2 * time.Minute)}, key.Public(), nil)
 		if err != nil {
 			return nil, err
 		}

@@ -9,7 +9,9 @@ import (
 	"testing"
 
 	"github.com/elevenmessenger/pinned/host"
+	"github.com/elevenmessenger/pinned/host/api"
 	"github.com/elevenmessenger/pinned/registry"
+	"github.com/elevenmessenger/pinned/secret"
 )
 
 // engine starts a host engine over reg whose every pinned host is the
@@ -76,14 +78,14 @@ func hasPath(v any, segs []string) bool {
 // every declared arg a valid value; the op answers 2xx with each picked
 // field present; a list pages, each next cursor valid for its arg (the
 // host refuses one that is not), at least twice at a small page size.
-func checkFixture(t *testing.T, s *Server, eng *host.Engine, m *registry.Manifest, kind string, secret string) {
+func checkFixture(t *testing.T, s *Server, eng *host.Engine, m *registry.Manifest, kind string, token string) {
 	svc := s.services[m.ID]
 	if svc == nil {
 		t.Fatalf("%s: the fake has no fixtures (testdata/%s/)", m.ID, m.ID)
 	}
-	cred := host.Credential{Kind: kind, Secret: host.Secret(secret)}
+	cred := host.Credential{Kind: kind, Secret: secret.Secret(token)}
 	if m.Auth.TwoPart() && kind != "oauth" {
-		cred.User = host.Secret(svc.p.User)
+		cred.User = secret.Secret(svc.p.User)
 	}
 	if m.HasTenant() {
 		cred.Tenant, _, _ = strings.Cut(svc.host, ".")
@@ -163,7 +165,7 @@ func checkFixture(t *testing.T, s *Server, eng *host.Engine, m *registry.Manifes
 				t.Fatalf("pages of %s: %v", small, err)
 			case res.Pages < 2:
 				t.Errorf("pages of %s: %d page (%s %s); the fixtures of a list have at least two pages at a small size", small, res.Pages, res.Stopped, res.StopMessage)
-			case res.Stopped != host.StopLastPage && res.Stopped != host.StopPages:
+			case res.Stopped != api.StopLastPage && res.Stopped != api.StopPages:
 				t.Errorf("pages of %s stopped: %s: %s (a next cursor the arg's declaration refuses?)", small, res.Stopped, res.StopMessage)
 			}
 		})

@@ -31,8 +31,8 @@ import (
 	"github.com/elevenmessenger/pinned/host"
 	"github.com/elevenmessenger/pinned/internal/demo/fakeapi"
 	"github.com/elevenmessenger/pinned/internal/rotate"
-	"github.com/elevenmessenger/pinned/internal/secret"
 	"github.com/elevenmessenger/pinned/registry"
+	"github.com/elevenmessenger/pinned/secret"
 	"github.com/elevenmessenger/pinned/sidecar"
 	"github.com/elevenmessenger/pinned/sidecar/grant"
 	"github.com/elevenmessenger/pinned/web"
@@ -192,7 +192,7 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	}
 	sc, err := sidecar.New(sidecar.Config{
 		Engine: s.Engine, Key: s.BotKey, Logger: logger(o.SidecarLog),
-		CallerToken: host.Secret(s.CallerToken), Refresher: bc,
+		CallerToken: secret.Secret(s.CallerToken), Refresher: bc,
 		Now: o.SidecarNow, RefreshGrace: o.RefreshGrace,
 	})
 	if err != nil {
@@ -201,7 +201,7 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	s.serve(func() error { return sc.Serve(ctx, sln) }, nil)
 
 	w, err := web.New(web.Config{
-		Bots:      []web.Bot{{Name: "demo-bot", URL: s.SidecarURL, Token: host.Secret(s.CallerToken)}},
+		Bots:      []web.Bot{{Name: "demo-bot", URL: s.SidecarURL, Token: secret.Secret(s.CallerToken)}},
 		BrokerURL: s.BrokerURL,
 		Logger:    logger(o.WebLog),
 	})

@@ -1,4 +1,4 @@
-// Package claude is the shipped research.Model: the Anthropic Messages API
+// Package claude is the shipped api.Model: the Anthropic Messages API
 // (https://docs.anthropic.com/en/api/messages) with tool use, through the
 // official Go SDK (github.com/anthropics/anthropic-sdk-go).
 //
@@ -19,10 +19,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/elevenmessenger/pinned/sidecar/api"
+
 	"github.com/anthropics/anthropic-sdk-go"
 	"github.com/anthropics/anthropic-sdk-go/option"
-
-	"github.com/elevenmessenger/pinned/internal/research"
 )
 
 // DefaultModel is the model asked for when Config.Model is empty.
@@ -54,7 +54,7 @@ type Config struct {
 	MaxRetries int
 }
 
-// Client is a research.Model over the Messages API.
+// Client is a api.Model over the Messages API.
 type Client struct {
 	c     anthropic.Client
 	model string
@@ -118,7 +118,7 @@ func KeyFromFile(path string) (string, error) {
 }
 
 // Turn sends one Messages API request and maps the reply.
-func (c *Client) Turn(ctx context.Context, req *research.TurnRequest) (*research.TurnResponse, error) {
+func (c *Client) Turn(ctx context.Context, req *api.TurnRequest) (*api.TurnResponse, error) {
 	p := anthropic.MessageNewParams{
 		Model:     anthropic.Model(c.model),
 		MaxTokens: int64(req.MaxTokens),
@@ -157,19 +157,19 @@ func (c *Client) Turn(ctx context.Context, req *research.TurnRequest) (*research
 		var blocks []anthropic.ContentBlockParamUnion
 		for _, b := range m.Content {
 			switch b.Type {
-			case research.BlockText:
+			case api.BlockText:
 				blocks = append(blocks, anthropic.NewTextBlock(b.Text))
-			case research.BlockToolUse:
+			case api.BlockToolUse:
 				input := b.Input
 				if len(input) == 0 {
 					input = json.RawMessage("{}")
 				}
 				blocks = append(blocks, anthropic.NewToolUseBlock(b.ID, input, b.Name))
-			case research.BlockToolResult:
+			case api.BlockToolResult:
 				blocks = append(blocks, anthropic.NewToolResultBlock(b.ToolUseID, b.Content, b.IsError))
 			}
 		}
-		if m.Role == research.RoleAssistant {
+		if m.Role == api.RoleAssistant {
 			p.Messages = append(p.Messages, anthropic.NewAssistantMessage(blocks...))
 		} else {
 			p.Messages = append(p.Messages, anthropic.NewUserMessage(blocks...))
@@ -179,13 +179,13 @@ func (c *Client) Turn(ctx context.Context, req *research.TurnRequest) (*research
 	if err != nil {
 		return nil, safeError(err)
 	}
-	out := &research.TurnResponse{StopReason: string(msg.StopReason)}
+	out := &api.TurnResponse{StopReason: string(msg.StopReason)}
 	for _, b := range msg.Content {
 		switch b.Type {
 		case "text":
-			out.Content = append(out.Content, research.Block{Type: research.BlockText, Text: b.Text})
+			out.Content = append(out.Content, api.Block{Type: api.BlockText, Text: b.Text})
 		case "tool_use":
-			out.Content = append(out.Content, research.Block{Type: research.BlockToolUse, ID: b.ID, Name: b.Name, Input: b.Input})
+			out.Content = append(out.Content, api.Block{Type: api.BlockToolUse, ID: b.ID, Name: b.Name, Input: b.Input})
 		}
 	}
 	return out, nil

@@ -7,8 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/elevenmessenger/pinned/sidecar/api"
+
 	"github.com/elevenmessenger/pinned/internal/demo/fakemodel"
-	"github.com/elevenmessenger/pinned/internal/research"
 )
 
 func TestKeyFromFile(t *testing.T) {
@@ -56,9 +57,9 @@ func TestTurnAgainstFake(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer fm.Close()
-	req := &research.TurnRequest{System: "s", MaxTokens: 64,
-		Messages: []research.Message{{Role: research.RoleUser, Content: []research.Block{{Type: research.BlockText, Text: "q"}}}},
-		Tools:    []research.Tool{{Name: "github__get_viewer", Description: "d", InputSchema: []byte(`{"type":"object","properties":{},"additionalProperties":false}`)}}}
+	req := &api.TurnRequest{System: "s", MaxTokens: 64,
+		Messages: []api.Message{{Role: api.RoleUser, Content: []api.Block{{Type: api.BlockText, Text: "q"}}}},
+		Tools:    []api.Tool{{Name: "github__get_viewer", Description: "d", InputSchema: []byte(`{"type":"object","properties":{},"additionalProperties":false}`)}}}
 	c, err := New(Config{APIKey: fakemodel.Key, BaseURL: fm.URL(), MaxRetries: -1})
 	if err != nil {
 		t.Fatal(err)

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/elevenmessenger/pinned/internal/research"
+	"github.com/elevenmessenger/pinned/sidecar/api"
 )
 
 // TestHostileModelEndpointLeaksNothing: a hostile or misconfigured Messages
@@ -83,8 +83,8 @@ func TestHostileModelEndpointLeaksNothing(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, err = c.Turn(context.Background(), &research.TurnRequest{System: "s", MaxTokens: 16,
-				Messages: []research.Message{{Role: research.RoleUser, Content: []research.Block{{Type: research.BlockText, Text: question}}}}})
+			_, err = c.Turn(context.Background(), &api.TurnRequest{System: "s", MaxTokens: 16,
+				Messages: []api.Message{{Role: api.RoleUser, Content: []api.Block{{Type: api.BlockText, Text: question}}}}})
 			if err == nil {
 				t.Fatal("no error")
 			}
@@ -113,8 +113,8 @@ func TestHostileModelEndpointLeaksNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Turn(context.Background(), &research.TurnRequest{MaxTokens: 16, Messages: []research.Message{{Role: research.RoleUser,
-		Content: []research.Block{{Type: research.BlockText, Text: "q"}}}}}); err == nil || !strings.Contains(err.Error(), "redirect") || elsewhere.Load() != 0 || hc.CheckRedirect != nil {
+	if _, err := c.Turn(context.Background(), &api.TurnRequest{MaxTokens: 16, Messages: []api.Message{{Role: api.RoleUser,
+		Content: []api.Block{{Type: api.BlockText, Text: "q"}}}}}); err == nil || !strings.Contains(err.Error(), "redirect") || elsewhere.Load() != 0 || hc.CheckRedirect != nil {
 		t.Errorf("given client: err %v, %d requests elsewhere", err, elsewhere.Load())
 	}
 	// A hanging server: the context ends the turn with the context's error.
@@ -129,7 +129,7 @@ func TestHostileModelEndpointLeaksNothing(t *testing.T) {
 	c, _ = New(Config{APIKey: key, BaseURL: hang.URL, MaxRetries: -1})
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
-	_, err = c.Turn(ctx, &research.TurnRequest{MaxTokens: 16, Messages: []research.Message{{Role: research.RoleUser, Content: []research.Block{{Type: research.BlockText, Text: question}}}}})
+	_, err = c.Turn(ctx, &api.TurnRequest{MaxTokens: 16, Messages: []api.Message{{Role: api.RoleUser, Content: []api.Block{{Type: api.BlockText, Text: question}}}}})
 	if !errors.Is(err, context.DeadlineExceeded) || strings.Contains(err.Error(), key) || strings.Contains(err.Error(), question) {
 		t.Errorf("hanging server: %v", err)
 	}

@@ -24,11 +24,12 @@ var layers = []struct {
 	name     string
 	packages []string
 }{
-	// Foundations any layer may use: the one JSON writer of answers.
-	{"foundation", []string{"internal/jsonenc"}},
+	// Foundations any layer may use: the one JSON writer of answers and
+	// the one credential type.
+	{"foundation", []string{"internal/jsonenc", "secret"}},
 	// The bottom: each imports nothing of the project's but the foundation
 	// (registry included: it is what everyone agrees on).
-	{"bottom", []string{"registry/...", "internal/abi", "internal/jsonv", "internal/display", "internal/httperr", "internal/secret", "host/internal/sandbox/wasmbin",
+	{"bottom", []string{"registry/...", "internal/abi", "internal/jsonv", "internal/display", "internal/httperr", "host/api", "sidecar/api", "host/internal/sandbox/wasmbin",
 		"internal/httpallow", "internal/testing/schematest", "internal/testing/wasmbuild", "internal/testing/wasmtest", "internal/testing/redistest", "internal/demo/fakemodel", "internal/testing/layering"}},
 	// sidecar/grant is the sealed-grant format (it imports only the
 	// bottom), so it sits here, below the parts of the sidecar that use it.
