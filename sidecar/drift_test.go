@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/elevenmessenger/pinned/registry"
 	"github.com/elevenmessenger/pinned/sidecar/grant"
@@ -75,7 +76,7 @@ func TestManifestDrift(t *testing.T) {
 		})
 	}
 	// A grant's manifest_sha256 must be a digest.
-	if _, err := grant.Seal(&grant.Grant{Service: "github", Secret: "s", ExpiresAt: env.srv.cfg.Now().Add(60e9), ManifestSHA256: "sha256:" + own}, env.key.Public(), nil); err == nil {
+	if _, err := grant.Seal(&grant.Grant{Service: "github", Secret: "s", ExpiresAt: time.Now().Add(time.Minute), ManifestSHA256: "sha256:" + own}, env.key.Public(), nil); err == nil {
 		t.Error("Seal took a manifest_sha256 with a prefix")
 	}
 	// Consent and the registry document name this sidecar's digests.

@@ -3,7 +3,6 @@ package snapshot
 import (
 	"strings"
 	"sync"
-	"testing/fstest"
 
 	"github.com/elevenmessenger/pinned/registry"
 )
@@ -46,9 +45,9 @@ func Check() error {
 	if reg.Digest() == e.Digest {
 		return nil
 	}
-	files := fstest.MapFS{}
+	files := memFS{}
 	for _, id := range reg.IDs() {
-		files[id+".json"] = &fstest.MapFile{Data: reg.Raw(id)}
+		files[id+".json"] = reg.Raw(id)
 	}
 	diff, _ := e.Diff(files)
 	return fail(KindMismatch, "the embedded registry (%s) is not its signed snapshot (%s); run make snapshot:\n  %s",

@@ -24,7 +24,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"testing/fstest"
 
 	"github.com/elevenmessenger/pinned/registry"
 )
@@ -124,9 +123,9 @@ func Build(fsys fs.FS, version uint64) (*Snapshot, error) {
 
 // FS returns the snapshot's manifest files as a file system.
 func (s *Snapshot) FS() fs.FS {
-	m := fstest.MapFS{}
+	m := memFS{}
 	for _, e := range s.Entries {
-		m[e.File] = &fstest.MapFile{Data: bytes.Clone(e.Content), Mode: 0o444}
+		m[e.File] = bytes.Clone(e.Content)
 	}
 	return m
 }
