@@ -89,7 +89,9 @@ func bindMutations(t *testing.T, m *registry.Manifest, op *registry.Op) []string
 		}
 	}
 	for _, k := range op.QueryKeys() {
-		muts = append(muts, "qz:"+k)
+		// The key as the request carries it: a query key's brackets are
+		// percent-encoded (RFC 3986 section 3.4 leaves them reserved).
+		muts = append(muts, "qz:"+strings.NewReplacer("[", "%5B", "]", "%5D").Replace(k))
 	}
 	muts = append(muts, "qadd:zz=1")
 	if len(op.BodyJSON) > 0 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strings"
 	"testing"
@@ -122,8 +123,9 @@ func TestTenantLabelRefused(t *testing.T) {
 			if reqs := env.fake.Requests(); len(reqs) != 0 {
 				t.Fatalf("the fake received %d requests", len(reqs))
 			}
-			if e := env.eng.CheckCredentialFor(tt.service, cred); e == nil || e.Code != api.CodeCredentialInvalid {
-				t.Fatalf("CheckCredentialFor accepted tenant %q", tt.tenant)
+			var he *Error
+			if e := env.eng.CheckCredentialFor(tt.service, cred); !errors.As(e, &he) || he.Code != api.CodeCredentialInvalid {
+				t.Fatalf("CheckCredentialFor accepted tenant %q: %v", tt.tenant, e)
 			}
 		})
 	}

@@ -756,17 +756,25 @@ func checkCredentialFor(m *registry.Manifest, c Credential) *Error {
 // label). Tools that store or seal a connection call it, so a connection
 // that no op could use is refused at once. The message never repeats a
 // secret.
-func (e *Engine) CheckCredentialFor(service string, c Credential) *Error {
+func (e *Engine) CheckCredentialFor(service string, c Credential) error {
 	m, ok := e.services[service]
 	if !ok {
 		return newError(api.CodeUnknownService, fmt.Sprintf("unknown service %q (services: %s)", service, joinNames(e.ids)))
 	}
-	return checkCredentialFor(m, c)
+	if err := checkCredentialFor(m, c); err != nil {
+		return err
+	}
+	return nil
 }
 
 // CheckConnection is Engine.CheckCredentialFor for a manifest m, without
-// an engine.
-func CheckConnection(m *registry.Manifest, c Credential) *Error { return checkCredentialFor(m, c) }
+// an engine. The error, when not nil, is an *Error.
+func CheckConnection(m *registry.Manifest, c Credential) error {
+	if err := checkCredentialFor(m, c); err != nil {
+		return err
+	}
+	return nil
+}
 
 // prepareTenant returns p for the one host of tenant: the same
 // precomputation (policy, op input, binding, exchange, pager) made from

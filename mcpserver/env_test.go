@@ -162,10 +162,10 @@ func scanSecrets(t *testing.T, transcript string, store *connstore.Store) {
 func findSecrets(transcript string, store *connstore.Store) []string {
 	var found, secrets []string
 	for _, svc := range fakeapi.Services() {
+		// A user part (an account email) is not scanned for here: the
+		// fake's other services answer the same address as data; the
+		// host withholds it only from its own connection's answers.
 		secrets = append(secrets, fakeapi.Token(svc), fakeapi.OAuthToken(svc))
-		if u := fakeapi.User(svc); u != "" {
-			secrets = append(secrets, u)
-		}
 	}
 	conns, _ := store.List()
 	for _, c := range conns {

@@ -456,8 +456,12 @@ func connectionCredential(m *registry.Manifest, kind, token, tenant, user, userE
 	case m.Auth.TwoPart() && kind != grant.KindOAuth && user == "":
 		return cred, fmt.Sprintf("%s takes a credential of two parts: pass --user or --user-env (%s) besides the token", m.ID, m.Auth.User.Label)
 	}
-	if herr := host.CheckConnection(m, cred); herr != nil {
-		return cred, herr.Message
+	if err := host.CheckConnection(m, cred); err != nil {
+		var he *host.Error
+		if errors.As(err, &he) {
+			return cred, he.Message
+		}
+		return cred, err.Error()
 	}
 	return cred, ""
 }

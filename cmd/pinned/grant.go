@@ -232,7 +232,13 @@ func sealGrant(f *sealFlags, stdout, stderr io.Writer) int {
 	if he := credentialError(host.Credential{Kind: f.kind, Secret: secret.Secret(token)}); he != nil {
 		return usage("%s: %s in %s: %s", he.Code, he.Message, f.tokenEnv, credentialHint)
 	}
-	cred, msg := connectionCredential(m, f.kind, token, *f.tenant, *f.user, *f.userEnv)
+	deref := func(p *string) string {
+		if p == nil { // grant open re-seals a rotated OAuth pair: no flags of its own
+			return ""
+		}
+		return *p
+	}
+	cred, msg := connectionCredential(m, f.kind, token, deref(f.tenant), deref(f.user), deref(f.userEnv))
 	if msg != "" {
 		return usage("%s", msg)
 	}

@@ -61,8 +61,8 @@ func TestRunGrantSeal(t *testing.T) {
 			}},
 		{name: "a flow to itself", args: []string{"seal", "--bot-key", pub, "--service", "github", "--access", "read", "--flow", "github:github"},
 			code: 2, stderr: "own values always flow back"},
-		{name: "a flow naming an unknown service", args: []string{"seal", "--bot-key", pub, "--service", "github", "--access", "read", "--flow", "dnsimple:gitlab"},
-			code: 2, stderr: "gitlab"},
+		{name: "a flow naming an unknown service", args: []string{"seal", "--bot-key", pub, "--service", "github", "--access", "read", "--flow", "dnsimple:gitlub"},
+			code: 2, stderr: "gitlub"},
 		{name: "bound write grant", args: []string{"seal", "--bot-key", pub, "--service", "github", "--access", "write", "--op", "create_issue", "--args", args,
 			"--kind", "oauth", "--member-key", member.Public().String()},
 			check: func(t *testing.T, g *grant.Grant) {

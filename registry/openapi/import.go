@@ -140,8 +140,6 @@ func serviceID(name string) string {
 	return b.String()
 }
 
-var wordBreak = regexp.MustCompile(`[^A-Za-z0-9]+`)
-
 // snake makes an op or arg name of an identifier: "teamId" → "team_id",
 // "page[size]" → "page_size"; "" when nothing is left.
 func snake(s string) string {
