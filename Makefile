@@ -26,7 +26,7 @@ WASMFLAGS := -trimpath -buildvcs=false -ldflags="-s -w -buildid=" -buildmode=c-s
 GUEST_SRC := $(shell find guest/wasm guest/executor internal/abi internal/argrules internal/jsonv -name '*.go' -not -name '*_test.go')
 HOSTILE   := $(patsubst %/main.go,%.wasm,$(wildcard host/testdata/hostile/*/main.go))
 
-.PHONY: all guest hostile build install walkthrough test ts-client demo bench check fuzz clean web web-vendor axe-vendor
+.PHONY: all guest hostile build install walkthrough test ts-client demo bench check fuzz clean web web-vendor axe-vendor snapshot
 
 all: build
 
@@ -40,6 +40,15 @@ guest/executor.wasm: $(GUEST_SRC)
 hostile: $(HOSTILE)
 host/testdata/hostile/%.wasm: host/testdata/hostile/%/main.go $(wildcard host/testdata/hostile/hpin/*) $(GUEST_SRC)
 	GOOS=wasip1 GOARCH=wasm $(GO) build $(WASMFLAGS) -o $@ ./host/testdata/hostile/$*
+
+## snapshot: rewrite registry/snapshot.json (the canonical archive of
+## registry/manifests; its version bumped when they changed) and sign it
+## with REGISTRY_KEY (default: the development key, which only the in-tree
+## snapshot uses; a release signs with the registry's offline key).
+REGISTRY_KEY ?= registry/snapshot/testdata/dev.key
+snapshot:
+	$(GO) run ./cmd/pinned registry snapshot registry/manifests -o registry/snapshot.json
+	$(GO) run ./cmd/pinned registry sign --key $(REGISTRY_KEY) registry/snapshot.json
 
 ## build: the one binary, bin/pinned (guest and registry embedded).
 build:
@@ -150,7 +159,8 @@ bench: build
 ## first (go.mod's toolchain line, which the committed modules are built
 ## with), formatting, a tidy go.mod, vet, builds and vet for $(CROSS_GOOS),
 ## staticcheck, govulncheck (database: see .ci/govulncheck), and the
-## committed modules rebuilt byte for byte.
+## committed modules rebuilt byte for byte, and the embedded registry
+## snapshot up to date and verified (make snapshot).
 TOOLCHAIN := $(shell sed -n 's/^toolchain //p' go.mod)
 check:
 	@have=$$($(GO) env GOVERSION); [ "$$have" = "$(TOOLCHAIN)" ] || { \
@@ -166,6 +176,8 @@ check:
 	$(GO) run $(STATICCHECK) ./...
 	GO=$(GO) GOVULNCHECK=$(GOVULNCHECK) .ci/govulncheck ./...
 	PINNED_REPRODUCIBLE=1 $(GO) test -count=1 -run '^(TestWasmUpToDate|TestHostileUpToDate)$$' ./guest/ ./host/
+	$(GO) run ./cmd/pinned registry snapshot registry/manifests -o registry/snapshot.json --check
+	$(GO) run ./cmd/pinned registry verify --pubkey registry/snapshot.pub registry/snapshot.json --dir registry/manifests
 
 ## fuzz: run every fuzzer (every func FuzzXxx in a _test.go) for FUZZTIME each.
 fuzz:

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -16,6 +17,7 @@ import (
 	"github.com/rs/zerolog"
 	"golang.org/x/oauth2"
 
+	"github.com/elevenmessenger/pinned/broker/regsync"
 	"github.com/elevenmessenger/pinned/internal/brokerapi"
 	"github.com/elevenmessenger/pinned/internal/httpserve"
 	"github.com/elevenmessenger/pinned/registry"
@@ -43,6 +45,8 @@ type Broker struct {
 
 	registryBody []byte
 	registryETag string
+	sync         *regsync.Syncer
+	synced       atomic.Pointer[syncedDoc]
 }
 
 // client is one configured confidential client with its manifest.
@@ -79,6 +83,7 @@ func New(cfg Config) (*Broker, error) {
 		limiter:   newLimiter(cfg.refreshRate(), cfg.refreshBurst(), cfg.now()),
 		now:       cfg.now(),
 		log:       zerolog.Nop(),
+		sync:      cfg.RegistrySync,
 	}
 	if cfg.Logger != nil {
 		b.log = cfg.Logger.With().Str("component", "broker").Logger()
@@ -148,6 +153,9 @@ func New(cfg Config) (*Broker, error) {
 		reg = b.promReg
 	}
 	b.metrics = newMetrics(reg)
+	if b.sync != nil && cfg.Metrics == nil {
+		reg.MustRegister(b.sync.Collectors()...)
+	}
 	if err := b.buildRegistryBody(); err != nil {
 		return nil, fmt.Errorf("broker: %w", err)
 	}
@@ -246,25 +254,27 @@ func (b *Broker) buildRegistryBody() error {
 	return nil
 }
 
-// registry serves the embedded manifests: CORS-open (any catalog UI may
+// registry serves the registry document (the synced snapshot's when a
+// sync job has one, else the embedded manifests): CORS-open (any catalog UI may
 // read them), with a strong ETag equal to the registry digest, and 304 when
 // If-None-Match names it. A catalog may render them; execution never trusts
 // a fetched copy.
 func (b *Broker) registry(w http.ResponseWriter, r *http.Request) {
+	body, etag := b.registryDoc()
 	h := w.Header()
 	h.Set("Access-Control-Allow-Origin", "*")
 	h.Set("Access-Control-Expose-Headers", "ETag")
-	h.Set("ETag", b.registryETag)
+	h.Set("ETag", etag)
 	h.Set("Cache-Control", "public, max-age=300, must-revalidate")
-	if etagMatch(r.Header.Values("If-None-Match"), b.registryETag) {
+	if etagMatch(r.Header.Values("If-None-Match"), etag) {
 		w.WriteHeader(http.StatusNotModified)
 		return
 	}
 	h.Set("Content-Type", "application/json; charset=utf-8")
-	h.Set("Content-Length", strconv.Itoa(len(b.registryBody)))
+	h.Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(http.StatusOK)
 	if r.Method != http.MethodHead {
-		_, _ = w.Write(b.registryBody)
+		_, _ = w.Write(body)
 	}
 }
 

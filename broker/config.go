@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
+	"github.com/elevenmessenger/pinned/broker/regsync"
 	"github.com/elevenmessenger/pinned/registry"
 )
 
@@ -44,6 +45,10 @@ type Config struct {
 	// Registry supplies the services and their auth.oauth endpoints; nil is
 	// registry.Default(), the embedded snapshot.
 	Registry *registry.Registry
+	// RegistrySync, when set, is the registry sync job (package
+	// broker/regsync): GET /registry serves its last good snapshot, and
+	// Registry until the first one. OAuth flows still use Registry only.
+	RegistrySync *regsync.Syncer
 	// PublicURL is the broker's own base URL as browsers and providers
 	// reach it ("https://connect.example.com", optionally with a path
 	// prefix). Redirect URIs default to PublicURL + "/oauth/<id>/callback".

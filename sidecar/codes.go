@@ -36,6 +36,7 @@ const (
 	CodeGrantMismatch   Code = "grant_mismatch"   // 403: the grant is bound to another op, or to other args
 	CodeGrantReplayed   Code = "grant_replayed"   // 409: the grant's nonce was already used
 	CodeResourceDenied  Code = "resource_denied"  // 403: the grant is limited to chosen resources and the args name another (arg says which), or the limit cannot be enforced
+	CodeManifestDrift   Code = "manifest_drift"   // 409: the grant or request names a manifest_sha256 other than this sidecar's manifest of the service; nothing ran and the grant is not spent
 
 	// Token rotation (DESIGN.md, "Expiring tokens"). The grant of an op that
 	// fails with one of these is not spent: nothing reached the provider's
@@ -99,6 +100,7 @@ var codeStatus = httperr.Statuses[Code]{
 	CodeGrantMismatch:   http.StatusForbidden,
 	CodeGrantReplayed:   http.StatusConflict,
 	CodeResourceDenied:  http.StatusForbidden,
+	CodeManifestDrift:   http.StatusConflict,
 
 	CodeReconnectRequired:     http.StatusForbidden,
 	CodeRotationRefused:       http.StatusForbidden,

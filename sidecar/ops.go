@@ -39,6 +39,11 @@ type OpRequest struct {
 	// to this many pages (1 to the op's paginate.max_pages) under the
 	// one grant, merged into one list. Absent or 0 reads one page.
 	Pages int `json:"pages,omitempty"`
+	// ManifestSHA256, when set, is the hex SHA-256 of the manifest the
+	// caller built the request against (GET /v1/registry's
+	// manifest_sha256); another value than this sidecar's answers
+	// manifest_drift and runs nothing.
+	ManifestSHA256 string `json:"manifest_sha256,omitempty"`
 }
 
 // OpResponse is the answer of a successful POST /v1/ops.
@@ -113,6 +118,10 @@ type ConsentResponse struct {
 	// ArgsSHA256 is the value of a grant's args_sha256 that binds exactly
 	// these args (grant.ArgsSHA256).
 	ArgsSHA256 string `json:"args_sha256"`
+	// ManifestSHA256 is the hex SHA-256 of this sidecar's manifest of
+	// Service: the value of a grant's manifest_sha256 that refuses to run
+	// under other manifest bytes.
+	ManifestSHA256 string `json:"manifest_sha256,omitempty"`
 }
 
 // decode parses a request body strictly: one JSON object (no duplicate
@@ -234,6 +243,9 @@ func (s *Server) enforceGrantAndRun(ctx context.Context, info *reqInfo, req *OpR
 	if e != nil {
 		return nil, "", e
 	}
+	if e := s.checkDrift(req.Service, "the request", req.ManifestSHA256); e != nil {
+		return nil, "", e
+	}
 	release, e := s.acquire()
 	if e != nil {
 		return nil, "", e
@@ -241,6 +253,9 @@ func (s *Server) enforceGrantAndRun(ctx context.Context, info *reqInfo, req *OpR
 	defer release()
 
 	g, args, e := s.checkGrant(info, req, op, held)
+	if e == nil {
+		e = s.checkDrift(req.Service, "the grant", g.ManifestSHA256)
+	}
 	var rec *api.Nonce
 	if e == nil && held == nil {
 		rec, e = s.record(ctx, g)
@@ -502,7 +517,7 @@ func (s *Server) checkConsent(ctx context.Context, info *reqInfo, req *ConsentRe
 		// parsers disagree, which is a bug.
 		return nil, newError(CodeInternal, "the args could not be canonicalized").withCause(err)
 	}
-	res := &ConsentResponse{Service: c.Service, Op: c.Op, Access: c.Access, Confirm: c.Confirm, Target: c.Target, Sends: c.Sends, ArgsSHA256: hash}
+	res := &ConsentResponse{Service: c.Service, Op: c.Op, Access: c.Access, Confirm: c.Confirm, Target: c.Target, Sends: c.Sends, ArgsSHA256: hash, ManifestSHA256: s.reg.ManifestSHA256(c.Service)}
 	if c.Confirm != "" {
 		res.Text = c.Text()
 	}

@@ -21,6 +21,10 @@ type Catalog struct {
 	Broker string `json:"broker"`
 	// Services, sorted by id.
 	Services []CatalogService `json:"services"`
+	// Unavailable are the services the broker's registry lists that this
+	// instance's embedded registry lacks, sorted by id: shown as "not
+	// available on this instance yet", never run.
+	Unavailable []UnavailableService `json:"unavailable,omitempty"`
 }
 
 // CatalogService is one service of the catalog.
@@ -112,6 +116,7 @@ func (s *Server) catalog(ctx context.Context) Catalog {
 		}(&c.Services[i])
 	}
 	wg.Wait()
+	c.Unavailable = s.unavailable(ctx)
 	return c
 }
 

@@ -115,6 +115,7 @@ type Server struct {
 	mu         sync.Mutex
 	identities map[string]cachedIdentity
 	oauth      map[string]cachedBool
+	upcoming   *cachedUnavailable
 }
 
 type cachedIdentity struct {

@@ -19,6 +19,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/elevenmessenger/pinned/broker"
+	"github.com/elevenmessenger/pinned/broker/regsync"
 	"github.com/elevenmessenger/pinned/registry"
 )
 
@@ -28,6 +29,13 @@ const brokerUsage = `Usage: pinned broker [flags]
 Runs the OAuth relay: one confidential OAuth client per service, the code
 exchange (PKCE where the manifest supports it) and token refresh, and the
 public registry. It persists nothing. See docs/OAUTH.md.
+
+With --registry-url and --registry-pubkey the broker syncs a signed
+registry snapshot every --registry-interval, verifies it and serves the
+last good one at GET /registry; it refuses a bad signature, a tampered
+manifest or a rolled-back version (the log and
+pinned_broker_registry_syncs_total say why). The synced registry feeds
+catalogs only: sidecars run their own embedded snapshot.
 
 Endpoints: GET /registry, GET /api/oauth/config?service=ID,
 GET /oauth/ID/start?cap=read|write&return=URL, GET /oauth/ID/callback,
@@ -85,6 +93,9 @@ type brokerFlags struct {
 	logLevel, logFormat              string
 	genStateKey                      bool
 	addrFile                         string
+	registryURL, registryPubkey      string
+	registryCA                       string
+	registryInterval                 time.Duration
 }
 
 // runBrokerContext runs the broker until ctx is done.
@@ -115,6 +126,10 @@ func runBrokerContext(ctx context.Context, args []string, bio brokerIO) int {
 	fs.StringVar(&f.logFormat, "log-format", "json", "log `format`: json or console")
 	fs.BoolVar(&f.genStateKey, "gen-state-key", false, "print a fresh random state key (base64) and exit")
 	fs.StringVar(&f.addrFile, "addr-file", "", addrFileHelp)
+	fs.StringVar(&f.registryURL, "registry-url", "", "https `URL` of a signed registry snapshot (snapshot.json; its signature at URL.minisig) to sync and serve at GET /registry; default: serve the embedded registry")
+	fs.StringVar(&f.registryPubkey, "registry-pubkey", "", "the registry publisher's minisign public `key` (a .pub file or its base64 line); required with --registry-url")
+	fs.DurationVar(&f.registryInterval, "registry-interval", regsync.DefaultInterval, "how often to fetch the registry snapshot")
+	fs.StringVar(&f.registryCA, "registry-ca", "", "TESTS AND TRIALS ONLY: PEM `file` of an extra CA trusted for --registry-url")
 	if code, ok := parseFlags(fs, brokerUsage, args, bio.stdout, stderr); !ok {
 		return code
 	}
@@ -152,12 +167,24 @@ func runBrokerContext(ctx context.Context, args []string, bio brokerIO) int {
 	if cfg.PublicURL == "" { // the address actually bound (--listen may say port 0)
 		cfg.PublicURL = "http://" + ln.Addr().String()
 	}
+	syncer, err := registrySyncer(&f, *cfg.Logger)
+	if err != nil {
+		fmt.Fprintf(stderr, "pinned broker: %s\n", errText(err))
+		return 2
+	}
+	cfg.RegistrySync = syncer
 	b, err := broker.New(cfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "pinned broker: %s\n", errText(err))
 		return 2
 	}
 	defer b.Close()
+	if syncer != nil {
+		syncCtx, stopSync := context.WithCancel(ctx)
+		syncDone := make(chan struct{})
+		go func() { defer close(syncDone); syncer.Run(syncCtx) }()
+		defer func() { stopSync(); <-syncDone }()
+	}
 	srv := &http.Server{
 		Handler:           b.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,

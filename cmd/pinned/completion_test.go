@@ -32,7 +32,7 @@ func TestCompletion(t *testing.T) {
 		{name: "commands", words: "pinned o", want: "op"},
 		{name: "a new command is listed", words: "pinned comp", want: "completion"},
 		{name: "grant subcommands", words: "pinned grant ", want: "seal open"},
-		{name: "registry subcommands", words: "pinned registry s", want: "show"},
+		{name: "registry subcommands", words: "pinned registry s", want: "show sign snapshot"},
 		{name: "flags from --help", words: "pinned op --serv", want: "--service"},
 		{name: "flags of a subcommand", words: "pinned grant open --ou", want: "--output"},
 		{name: "services", words: "pinned op --service gi", want: "github"},

@@ -9,7 +9,7 @@
 //	pinned research  answer a question by reading services (a bounded model tool loop)
 //	pinned broker    run the OAuth relay members connect their accounts through
 //	pinned web       serve the member's catalog and companion apps
-//	pinned registry  check, import, lint, list or show manifests
+//	pinned registry  check, import, lint, list, show, snapshot, sign or verify manifests
 //	pinned fakeapi   serve the local HTTPS provider fake
 //	pinned connect   connect a service for your own agent
 //	pinned connections  list or remove your connections
@@ -47,7 +47,7 @@ func commands() []command {
 		{"research", "answer a question by reading services: a bounded model tool loop", runResearch},
 		{"broker", "run the OAuth relay (code exchange, token refresh, GET /registry)", runBroker},
 		{"web", "serve the member's catalog and the GitHub app (relays sealed grants to bots)", runWeb},
-		{"registry", "check, import, lint, list or show manifests (registry check|import|lint|list|show)", runRegistry},
+		{"registry", "check, import, lint, list, show, snapshot, sign or verify manifests (registry check|import|keygen|lint|list|show|sign|snapshot|verify)", runRegistry},
 		{"fakeapi", "serve the local HTTPS provider fake (tests and trials only)", runFakeAPI},
 		{"connect", "connect a service for your own agent (token verified, sealed locally)", runConnect},
 		{"connections", "list your connections (connections remove SERVICE deletes one)", runConnections},

@@ -18,6 +18,14 @@ const registryUsage = `Usage:
   pinned registry import openapi FILE OP...   write a draft manifest from an OpenAPI description
   pinned registry lint --openapi FILE MANIFEST...
                                               check manifests' ops against an OpenAPI description
+  pinned registry snapshot DIR [-o FILE] [--check]
+                                              write the canonical snapshot archive of DIR
+  pinned registry sign --key KEY SNAPSHOT     sign a snapshot (minisign, Ed25519)
+  pinned registry verify --pubkey KEY SNAPSHOT [--dir DIR]
+                                              verify a signed snapshot (and DIR against it)
+  pinned registry keygen --out PREFIX         make a snapshot signing key pair
+  pinned registry replay DIR --fixtures FIXDIR
+                                              run every op against the data fake's fixtures
   pinned registry list [--output table|json]  list the services and ops of the embedded registry
   pinned registry show SERVICE [OP] [--output text|json]
                                               what an op takes, renders, asks and returns
@@ -85,6 +93,9 @@ last three left out when empty).
 that manifest instead of (or besides) the embedded one of its id, with a
 warning line; the sidecar has no such flag.
 
+snapshot, sign and verify make and check a signed snapshot of a registry
+(pinned registry snapshot --help); keygen makes the Ed25519 signing key.
+
 import and lint are the manifest factory (pinned registry import --help,
 pinned registry lint --help): import writes a draft for operations of a
 provider's OpenAPI description, which check refuses until a reviewer
@@ -95,7 +106,7 @@ was refused, 2 bad usage.
 `
 
 // registrySubcommands are the words after "pinned registry".
-var registrySubcommands = []string{"check", "import", "lint", "list", "show"}
+var registrySubcommands = []string{"check", "import", "keygen", "lint", "list", "replay", "show", "sign", "snapshot", "verify"}
 
 // runRegistry implements "pinned registry check|import|lint|list|show"; args excludes
 // "registry".
@@ -108,7 +119,7 @@ func runRegistry(args []string, stdout, stderr io.Writer) int {
 		return flagError(stderr, "registry", fmt.Sprintf(format, a...))
 	}
 	if len(args) == 0 {
-		return bad("missing subcommand: check, import, lint, list or show")
+		return bad("missing subcommand: check, import, keygen, lint, list, replay, show, sign, snapshot or verify")
 	}
 	switch sub, rest := args[0], args[1:]; sub {
 	case "check":
@@ -135,6 +146,16 @@ func runRegistry(args []string, stdout, stderr io.Writer) int {
 		return registryCheck(files, stdout, stderr)
 	case "import":
 		return runRegistryImport(rest, stdout, stderr)
+	case "snapshot":
+		return runRegistrySnapshot(rest, stdout, stderr)
+	case "sign":
+		return runRegistrySign(rest, stdout, stderr)
+	case "verify":
+		return runRegistryVerify(rest, stdout, stderr)
+	case "keygen":
+		return runRegistryKeygen(rest, stdout, stderr)
+	case "replay":
+		return runRegistryReplay(rest, stdout, stderr)
 	case "lint":
 		return runRegistryLint(rest, stdout, stderr)
 	case "list":
@@ -177,7 +198,7 @@ func runRegistry(args []string, stdout, stderr io.Writer) int {
 		if strings.HasPrefix(sub, "-") {
 			return bad("%s", undefinedFlag(sub))
 		}
-		return bad("%s: want check, import, lint, list or show", unknownWord("subcommand", sub, registrySubcommands))
+		return bad("%s: want check, import, keygen, lint, list, replay, show, sign, snapshot or verify", unknownWord("subcommand", sub, registrySubcommands))
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/elevenmessenger/pinned/guest"
 	"github.com/elevenmessenger/pinned/registry"
+	"github.com/elevenmessenger/pinned/registry/snapshot"
 )
 
 const versionUsage = `Usage: pinned version [--json]
@@ -24,7 +25,11 @@ Go records in the binary ("devel+3f2a9c1e0b4d", "+dirty" for uncommitted
 changes); "devel" when none is known.
 
 --json prints {"version", "go", "revision", "revision_time", "modified",
-"registry": {"digest", "services"}, "guest": "sha256:…"}.
+"registry": {"digest", "services", "snapshot": {"version", "digest",
+"key_id"}}, "guest": "sha256:…"}. The registry digest is the digest of the
+signed snapshot embedded with the manifests (registry/snapshot.json); a
+snapshot that does not verify or differs from the manifests shows as
+"error" (a build whose tests pass never has one).
 
 Exit status: 0 success, 2 bad usage.
 
@@ -44,6 +49,15 @@ type buildInfo struct {
 	Registry     struct {
 		Digest   string `json:"digest"`
 		Services int    `json:"services"`
+		// Snapshot is the embedded signed snapshot (registry/snapshot.json):
+		// its version and signing key, or Error when it does not verify or
+		// is not the embedded manifests.
+		Snapshot struct {
+			Version uint64 `json:"version,omitempty"`
+			Digest  string `json:"digest,omitempty"`
+			KeyID   string `json:"key_id,omitempty"`
+			Error   string `json:"error,omitempty"`
+		} `json:"snapshot"`
 	} `json:"registry"`
 	Guest string `json:"guest"`
 }
@@ -76,6 +90,14 @@ func readBuildInfo() buildInfo {
 	}
 	reg := registry.Default()
 	b.Registry.Digest, b.Registry.Services = reg.Digest(), len(reg.IDs())
+	if e, err := snapshot.LoadEmbedded(); err != nil {
+		b.Registry.Snapshot.Error = err.Error()
+	} else {
+		b.Registry.Snapshot.Version, b.Registry.Snapshot.Digest, b.Registry.Snapshot.KeyID = e.Version, e.Digest, e.KeyID
+		if err := snapshot.Check(); err != nil {
+			b.Registry.Snapshot.Error = err.Error()
+		}
+	}
 	sum := sha256.Sum256(guest.Wasm())
 	b.Guest = "sha256:" + hex.EncodeToString(sum[:])
 	return b
@@ -97,7 +119,11 @@ func runVersion(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "%s\n", out)
 		return 0
 	}
-	fmt.Fprintf(stdout, "pinned %s (%s)\nregistry %s (%d services)\nguest    %s\n",
-		b.Version, b.Go, b.Registry.Digest, b.Registry.Services, b.Guest)
+	snap := fmt.Sprintf("snapshot version %d, signed by key %s", b.Registry.Snapshot.Version, b.Registry.Snapshot.KeyID)
+	if b.Registry.Snapshot.Error != "" {
+		snap = "SNAPSHOT REFUSED: " + b.Registry.Snapshot.Error
+	}
+	fmt.Fprintf(stdout, "pinned %s (%s)\nregistry %s (%d services; %s)\nguest    %s\n",
+		b.Version, b.Go, b.Registry.Digest, b.Registry.Services, snap, b.Guest)
 	return 0
 }

@@ -157,6 +157,11 @@ type Grant struct {
 	// ArgsSHA256, when set, is the lower-case hex SHA-256 of the only args
 	// (in [CanonicalArgs] form) the grant runs Op with. It requires Op.
 	ArgsSHA256 string
+	// ManifestSHA256, when set, is the lower-case hex SHA-256 of the
+	// manifest file the member reviewed (GET /v1/registry's
+	// manifest_sha256): a sidecar whose own manifest of Service has other
+	// bytes refuses the grant (manifest_drift) and runs nothing.
+	ManifestSHA256 string
 	// Flows, on a research grant, are the cross-service flows the
 	// member's research consent allowed, comma-separated, each "from:to"
 	// (two service ids): "dnsimple:github,stripe:github". A session may
@@ -260,6 +265,7 @@ type wire struct {
 	ArgsSHA256     string              `json:"args_sha256,omitempty"`
 	Flows          []string            `json:"flows,omitempty"`
 	Resources      map[string][]string `json:"resources,omitempty"`
+	ManifestSHA256 string              `json:"manifest_sha256,omitempty"`
 }
 
 // EffectiveAccess is the access the grant confers: "write" for a write
@@ -321,6 +327,8 @@ func (g *Grant) Validate() error {
 		return errors.New("args_sha256 is not 64 lower-case hex digits")
 	case g.ArgsSHA256 != "" && g.Op == "":
 		return errors.New("args_sha256 needs op")
+	case g.ManifestSHA256 != "" && !sha256Re.MatchString(g.ManifestSHA256):
+		return errors.New("manifest_sha256 is not 64 lower-case hex digits")
 	case len(g.flowList()) > MaxFlows:
 		return fmt.Errorf("more than %d flows", MaxFlows)
 	}
@@ -420,7 +428,7 @@ func Seal(g *Grant, to PublicKey, random io.Reader) (string, error) {
 		V: Version, Service: c.Service, Access: c.Access, Kind: c.Kind,
 		Secret: string(c.Secret), User: string(c.User), Tenant: c.Tenant, Refresh: string(c.Refresh), TokenExpiresAt: c.TokenExpiresAt,
 		ExpiresAt: c.ExpiresAt.UTC().Format(time.RFC3339), Nonce: c.Nonce, MemberKey: c.MemberKey,
-		Op: c.Op, ArgsSHA256: c.ArgsSHA256, Flows: c.flowList(), Resources: c.ResourceLimits(),
+		Op: c.Op, ArgsSHA256: c.ArgsSHA256, Flows: c.flowList(), Resources: c.ResourceLimits(), ManifestSHA256: c.ManifestSHA256,
 	}, to, random, "grant")
 }
 
@@ -530,7 +538,7 @@ func Open(sealed string, k *PrivateKey) (*Grant, error) {
 	g := &Grant{
 		Service: w.Service, Access: w.Access, Kind: w.Kind,
 		Secret: secret.Secret(w.Secret), User: secret.Secret(w.User), Tenant: w.Tenant, Refresh: secret.Secret(w.Refresh), TokenExpiresAt: w.TokenExpiresAt,
-		ExpiresAt: exp, Nonce: w.Nonce, MemberKey: w.MemberKey, Op: w.Op, ArgsSHA256: w.ArgsSHA256, Flows: strings.Join(w.Flows, ","),
+		ExpiresAt: exp, Nonce: w.Nonce, MemberKey: w.MemberKey, Op: w.Op, ArgsSHA256: w.ArgsSHA256, Flows: strings.Join(w.Flows, ","), ManifestSHA256: w.ManifestSHA256,
 	}
 	if w.Resources != nil {
 		if err := validResources(w.Resources); err != nil {

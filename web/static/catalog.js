@@ -269,6 +269,19 @@
     P.wireSkipLinks();
   }
 
+  // renderUnavailable lists the services the broker's registry knows and
+  // this instance does not run yet: shown, never connectable or runnable.
+  function renderUnavailable(list) {
+    return el('section', { class: 'unavailable', id: 'unavailable', 'aria-labelledby': 'h-unavailable' },
+      el('h2', { id: 'h-unavailable', text: 'Not available on this instance yet' }),
+      el('p', { class: 'muted', text: 'The shared registry lists these services, but this instance runs only the reviewed registry it was built with. They arrive with its next update; nothing can connect to them or run here until then.' }),
+      el('ul', {}, ...list.map((svc) => el('li', { id: 'unavailable-' + svc.id },
+        el('strong', { text: svc.name || svc.id }), ' ',
+        el('span', { class: 'muted', text: '(' + svc.id + (svc.host ? ', ' + svc.host : '') + ', ' + svc.ops + ' ops)' }),
+        ' — ', el('span', { class: 'state', text: 'not available on this instance yet' }),
+        svc.description ? el('div', { class: 'desc', text: svc.description }) : null))));
+  }
+
   let cat = null;
   async function refresh(focusId, message) {
     const conns = await P.connections();
@@ -276,6 +289,7 @@
     const root = document.getElementById('services');
     root.textContent = '';
     for (const svc of cat.services) root.append(renderService(svc, conns[svc.id], cat, acts[svc.id]));
+    if (cat.unavailable && cat.unavailable.length) root.append(renderUnavailable(cat.unavailable));
     root.setAttribute('aria-busy', 'false');
     skipLinks();
     if (focusId) {

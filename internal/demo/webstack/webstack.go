@@ -27,6 +27,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/elevenmessenger/pinned/broker"
+	"github.com/elevenmessenger/pinned/broker/regsync"
 	"github.com/elevenmessenger/pinned/host"
 	"github.com/elevenmessenger/pinned/internal/demo/fakeapi"
 	"github.com/elevenmessenger/pinned/internal/rotate"
@@ -54,6 +55,9 @@ type Options struct {
 	// OAuthServices get an OAuth app at the broker; default every
 	// service with auth.oauth that the fake serves.
 	OAuthServices []string
+	// RegistrySync, when set, is the broker's registry sync job: its
+	// GET /registry then serves the synced snapshot.
+	RegistrySync *regsync.Syncer
 }
 
 // Stack is a running set of servers. Close stops them all.
@@ -174,6 +178,7 @@ func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 		Clients:              clients,
 		Override:             &broker.Override{Addr: s.Fake.Addr(), CAPEM: s.Fake.CACertPEM()},
 		Logger:               logger(o.BrokerLog),
+		RegistrySync:         o.RegistrySync,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("broker: %w", err)
