@@ -371,16 +371,20 @@ func TestRunSidecarAgainstFake(t *testing.T) {
 }
 
 // startTestBroker serves a broker on loopback with the fake's default
-// GitHub client and its provider calls sent to the fake.
-func startTestBroker(t *testing.T, fake *fakeapi.Server, instanceToken string) string {
+// clients of GitHub and services, its provider calls sent to the fake.
+func startTestBroker(t *testing.T, fake *fakeapi.Server, instanceToken string, services ...string) string {
 	t.Helper()
+	clients := map[string]broker.Client{}
+	for _, s := range append(services, "github") {
+		clients[s] = broker.Client{ID: fakeapi.OAuthClientID(s), Secret: fakeapi.OAuthClientSecret(s)}
+	}
 	srv := httptest.NewUnstartedServer(nil)
 	u := "http://" + srv.Listener.Addr().String()
 	b, err := broker.New(broker.Config{
 		PublicURL:      u,
 		StateKey:       bytes.Repeat([]byte{5}, broker.StateKeySize),
 		InstanceTokens: []string{instanceToken},
-		Clients:        map[string]broker.Client{"github": {ID: fakeapi.OAuthClientID("github"), Secret: fakeapi.OAuthClientSecret("github")}},
+		Clients:        clients,
 		Override:       &broker.Override{Addr: fake.Addr(), CAPEM: fake.CACertPEM()},
 	})
 	if err != nil {
