@@ -12,8 +12,13 @@
 #
 # /etc/pinned/secrets holds bot.key and caller.token, owned by uid 65532
 # with mode 0400 or 0600 (the sidecar refuses a key others can read).
+#
+# Base images are fully qualified (registry/name:tag), as podman and
+# buildah require without a short-name alias. Building needs those two
+# container registries; .dockerignore keeps .git and build outputs out of
+# the context.
 
-FROM golang:1.26 AS build
+FROM docker.io/library/golang:1.26 AS build
 WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download

@@ -194,6 +194,7 @@ func (b *Broker) RedirectURL(service string) string {
 //	GET  /oauth/{id}/start        ?cap=read|write&return=URL → 302 to the provider
 //	GET  /oauth/{id}/callback     the provider's redirect → 302 to the return URL
 //	POST /api/refresh             {service, refresh_token} → a fresh pair (instance token)
+//	POST /api/revoke              {service, refresh_token, access_token} → revoked at the provider (RFC 7009; instance token)
 //	GET  /metrics                 Prometheus (when the broker owns its registry)
 func (b *Broker) Handler() http.Handler { return b.routes() }
 
@@ -214,6 +215,7 @@ func (b *Broker) routes() *chi.Mux {
 	r.Get("/oauth/{id}/start", b.start)
 	r.Get("/oauth/{id}/callback", b.callback)
 	r.Post("/api/refresh", b.refresh)
+	r.Post("/api/revoke", b.revoke)
 	if b.promReg != nil {
 		r.Handle("/metrics", promhttp.HandlerFor(b.promReg, promhttp.HandlerOpts{}))
 	}

@@ -14,6 +14,7 @@
 //
 // HTTP API ([Broker.Handler]): GET /registry, GET /api/oauth/config,
 // GET /oauth/{id}/start, GET /oauth/{id}/callback, POST /api/refresh,
+// POST /api/revoke (RFC 7009 revocation on disconnect),
 // GET /healthz, GET /metrics. Errors are in the shared model of
 // internal/httperr ({"error": {"code", "message", "request_id"}}) with
 // the stable codes and the one status table of internal/brokerapi, all

@@ -8,7 +8,7 @@ import "github.com/prometheus/client_golang/prometheus"
 type metrics struct {
 	requests *prometheus.CounterVec // route, status
 	flows    *prometheus.CounterVec // service, step (start|callback), outcome
-	tokens   *prometheus.CounterVec // service, grant (authorization_code|refresh_token), outcome
+	tokens   *prometheus.CounterVec // service, grant (authorization_code|refresh_token|revoke_refresh_token|revoke_access_token), outcome
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {

@@ -74,49 +74,8 @@ func (b *Broker) caller(r *http.Request) string {
 // (unauthenticated attempts per remote address).
 func (b *Broker) refresh(w http.ResponseWriter, r *http.Request) {
 	log := zerolog.Ctx(r.Context())
-	if len(b.instances) == 0 {
-		writeError(w, r, errorf(brokerapi.CodeRefreshDisabled, "token refresh is disabled on this broker (no instance tokens configured)"))
-		return
-	}
-	who := b.caller(r)
-	key := who
-	if key == "" {
-		host, _, err := net.SplitHostPort(r.RemoteAddr)
-		if err != nil {
-			host = r.RemoteAddr
-		}
-		key = "addr:" + host
-	}
-	if ok, wait := b.limiter.allow(key); !ok {
-		e := errorf(brokerapi.CodeRateLimited, "too many refresh requests; retry later")
-		e.RetryAfter = int((wait + time.Second - 1) / time.Second) // whole seconds, rounded up
-		writeError(w, r, e)
-		return
-	}
-	if who == "" {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="pinned broker"`)
-		writeError(w, r, errorf(brokerapi.CodeUnauthorized, "a valid instance token is required (Authorization: Bearer <token>)"))
-		return
-	}
-	httpserve.NoteOf[httpserve.Basic](r).Set("caller", who)
-	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
-		writeError(w, r, errorf(brokerapi.CodeUnsupportedMediaType, "the body must be application/json"))
-		return
-	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxRefreshBody))
-	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			writeError(w, r, errorf(brokerapi.CodeTooLarge, "the body is over %d bytes", maxRefreshBody))
-			return
-		}
-		writeError(w, r, errorf(brokerapi.CodeBadRequest, "the body could not be read"))
-		return
-	}
-	// Strict JSON first, as the sidecar and pinned web read theirs: a key
-	// twice ("service" or "refresh_token") is ambiguous, so refused.
-	if _, err := jsonv.Parse(body); err != nil {
-		writeError(w, r, errorf(brokerapi.CodeBadRequest, "the body must be one strict JSON object (unique keys, valid UTF-8)"))
+	who, body, ok := b.instanceRequest(w, r)
+	if !ok {
 		return
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
@@ -161,4 +120,57 @@ func (b *Broker) refresh(w http.ResponseWriter, r *http.Request) {
 		ExpiresAt:    expiresAt(tok),
 		TokenType:    "Bearer",
 	})
+}
+
+// instanceRequest runs the common part of the instance-authenticated POST
+// endpoints (/api/refresh, /api/revoke): the instance token, the per-caller
+// rate limit, the media type, the size bound and strict JSON. It returns
+// the caller ("instance:N") and the body, or answers and returns false.
+func (b *Broker) instanceRequest(w http.ResponseWriter, r *http.Request) (who string, body []byte, ok bool) {
+	if len(b.instances) == 0 {
+		writeError(w, r, errorf(brokerapi.CodeRefreshDisabled, "token refresh and revocation are disabled on this broker (no instance tokens configured)"))
+		return "", nil, false
+	}
+	who = b.caller(r)
+	key := who
+	if key == "" {
+		host, _, err := net.SplitHostPort(r.RemoteAddr)
+		if err != nil {
+			host = r.RemoteAddr
+		}
+		key = "addr:" + host
+	}
+	if ok, wait := b.limiter.allow(key); !ok {
+		e := errorf(brokerapi.CodeRateLimited, "too many requests from this caller; retry later")
+		e.RetryAfter = int((wait + time.Second - 1) / time.Second) // whole seconds, rounded up
+		writeError(w, r, e)
+		return "", nil, false
+	}
+	if who == "" {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="pinned broker"`)
+		writeError(w, r, errorf(brokerapi.CodeUnauthorized, "a valid instance token is required (Authorization: Bearer <token>)"))
+		return "", nil, false
+	}
+	httpserve.NoteOf[httpserve.Basic](r).Set("caller", who)
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+		writeError(w, r, errorf(brokerapi.CodeUnsupportedMediaType, "the body must be application/json"))
+		return "", nil, false
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxRefreshBody))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			writeError(w, r, errorf(brokerapi.CodeTooLarge, "the body is over %d bytes", maxRefreshBody))
+			return "", nil, false
+		}
+		writeError(w, r, errorf(brokerapi.CodeBadRequest, "the body could not be read"))
+		return "", nil, false
+	}
+	// Strict JSON first, as the sidecar and pinned web read theirs: a key
+	// twice ("service" or "refresh_token") is ambiguous, so refused.
+	if _, err := jsonv.Parse(body); err != nil {
+		writeError(w, r, errorf(brokerapi.CodeBadRequest, "the body must be one strict JSON object (unique keys, valid UTF-8)"))
+		return "", nil, false
+	}
+	return who, body, true
 }

@@ -207,6 +207,10 @@ type OAuth struct {
 	AuthorizeURL string `json:"authorize_url"`
 	// TokenURL is the token endpoint (RFC 6749 section 3.2).
 	TokenURL string `json:"token_url"`
+	// RevokeURL is the token revocation endpoint (RFC 7009 section 2),
+	// or "" when the provider documents none. Its host is the manifest's
+	// host or the token endpoint's host; the broker reaches no other.
+	RevokeURL string `json:"revoke_url,omitempty"`
 	// Scopes are asked for by a read-only connection. Required, may be
 	// empty (never nil in a parsed manifest); RFC 6749 scope tokens.
 	Scopes []string `json:"scopes"`

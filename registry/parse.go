@@ -320,6 +320,7 @@ func (p *parser) check(m *Manifest) {
 	p.checkHost(m)
 	if p.has("", "auth") {
 		p.checkAuth(&m.Auth)
+		p.checkRevoke(m)
 	} else {
 		p.add("", "auth", `required: how the credential is sent, e.g. {"scheme": "bearer"}`)
 	}
@@ -601,6 +602,35 @@ func (p *parser) checkAuth(a *Auth) {
 		case !printableASCII(v) || hasPlaceholderStart(v):
 			p.add("", f, "%q: a value is static printable ASCII, with no {arg} placeholders", v)
 		}
+	}
+}
+
+// checkRevoke refuses a revocation endpoint (RFC 7009) on a host the
+// manifest does not already trust: the broker sends client credentials and
+// tokens there, so it must be the API host or the token endpoint's host.
+func (p *parser) checkRevoke(m *Manifest) {
+	o := m.Auth.OAuth
+	if o == nil || o.RevokeURL == "" {
+		return
+	}
+	const f = "auth.oauth.revoke_url"
+	before := len(p.probs)
+	p.url("", f, o.RevokeURL, false)
+	if len(p.probs) != before {
+		return
+	}
+	u, _ := url.Parse(o.RevokeURL)
+	tokenHost := ""
+	if t, err := url.Parse(o.TokenURL); err == nil {
+		tokenHost = t.Host
+	}
+	switch {
+	case u.Port() != "":
+		p.add("", f, "%q names a port; write the provider's https URL without one", o.RevokeURL)
+	case u.RawQuery != "" || u.Fragment != "":
+		p.add("", f, "%q has a query or fragment; the token goes in the POST body (RFC 7009 section 2.1)", o.RevokeURL)
+	case u.Host != m.Host && u.Host != tokenHost:
+		p.add("", f, "host %q is neither the API host %q nor the token_url host %q; the broker sends client credentials only to those", u.Host, m.Host, tokenHost)
 	}
 }
 

@@ -733,6 +733,7 @@ func testDisconnect(t *testing.T, e *browserEnv) {
 	e.openCatalog()
 	e.do(chromedp.Click(chromedp.ID("disconnect-github")))
 	e.waitFor("GitHub disconnected", `!!document.getElementById('form-github')`)
+	e.waitFor("where to revoke GitHub's token", `document.body.innerText.includes('The token is still valid at GitHub: revoke it at https://github.com/settings/personal-access-tokens/new.')`)
 	e.do(chromedp.Click(chromedp.ID("disconnect-hubspot")))
 	e.waitFor("HubSpot disconnected", `!!document.getElementById('form-hubspot')`)
 	e.do(chromedp.Reload())

@@ -22,6 +22,7 @@ import (
 	"github.com/elevenmessenger/pinned/host"
 	"github.com/elevenmessenger/pinned/internal/connstore"
 	"github.com/elevenmessenger/pinned/internal/demo/fakeapi"
+	"github.com/elevenmessenger/pinned/internal/rotate"
 	"github.com/elevenmessenger/pinned/registry"
 	"github.com/elevenmessenger/pinned/sidecar/grant"
 )
@@ -54,13 +55,22 @@ Flags:
 `
 
 const connectionsUsage = `Usage: pinned connections
-       pinned connections remove SERVICE
+       pinned connections remove SERVICE [--broker-url URL --broker-token-file FILE]
 
 Lists your connections (service, cap, credential kind, viewer identity,
 when connected; never a token), or removes one.
 
-Exit status: 0 success, 1 no such connection or the store failed, 2 bad
-usage.
+Removing an OAuth connection of a service whose manifest declares a
+revocation endpoint (auth.oauth.revoke_url) also revokes its tokens at the
+provider through the broker (RFC 7009; the broker holds the client
+secret): --broker-url with --broker-token-file or PINNED_MCP_BROKER_TOKEN.
+The connection is removed locally whatever the provider answers; the
+command says whether the provider confirmed the revocation and, when it
+did not or cannot, the page where you revoke the token yourself.
+
+Exit status: 0 success, 1 no such connection, the store failed, or the
+provider did not confirm a revocation that was tried (the connection is
+removed all the same), 2 bad usage.
 `
 
 // stdin is where connect reads a token that is piped in; a variable so
@@ -357,6 +367,8 @@ func viewerIdentity(m *registry.Manifest, data json.RawMessage) string {
 func runConnections(args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == "remove" {
 		fs := flag.NewFlagSet("connections remove", flag.ContinueOnError)
+		brokerURL := fs.String("broker-url", "", "the broker's base `URL`, to revoke an OAuth connection's tokens at the provider")
+		brokerTokenFile := fs.String("broker-token-file", "", "`file` holding the broker instance token (or set PINNED_MCP_BROKER_TOKEN)")
 		words, code, ok := parseFlagsWords(fs, connectionsUsage, args[1:], 1, stdout, stderr)
 		if !ok {
 			return code
@@ -366,7 +378,16 @@ func runConnections(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, "pinned connections remove: which service? e.g. pinned connections remove github")
 			return 2
 		}
+		bc, err := mcpBroker(*brokerURL, *brokerTokenFile)
+		if err != nil {
+			fmt.Fprintf(stderr, "pinned connections remove: %s\n", errText(err))
+			return 2
+		}
 		store, err := openStore()
+		var conn connstore.Connection
+		if err == nil {
+			conn, err = store.Get(service)
+		}
 		if err == nil {
 			err = store.Remove(service)
 		}
@@ -378,8 +399,8 @@ func runConnections(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "pinned connections remove: %s\n", strings.TrimPrefix(err.Error(), "connstore: "))
 			return 1
 		}
-		fmt.Fprintf(stdout, "removed %s (the token is still valid at the provider: revoke it there if you no longer use it)\n", service)
-		return 0
+		fmt.Fprintf(stdout, "removed %s\n", service)
+		return revokeRemoved(conn, bc, stdout)
 	}
 	fs := flag.NewFlagSet("connections", flag.ContinueOnError)
 	if code, ok := parseFlags(fs, connectionsUsage, args, stdout, stderr); !ok {
@@ -464,4 +485,37 @@ func connectionCredential(m *registry.Manifest, kind, token, tenant, user, userE
 		return cred, err.Error()
 	}
 	return cred, ""
+}
+
+// revokeRemoved revokes a removed connection's tokens at the provider
+// through the broker where its manifest declares a revocation endpoint,
+// and tells the member what became of the token: revoked (0), or still
+// valid and where to revoke it (0 when nothing could be tried, 1 when the
+// provider did not confirm).
+func revokeRemoved(c connstore.Connection, bc *rotate.BrokerClient, stdout io.Writer) int {
+	m, _ := registry.Default().Service(c.Service)
+	where := "on the provider's site"
+	if m != nil && m.Auth.PATHelp != "" {
+		where = "at " + m.Auth.PATHelp
+	}
+	switch {
+	case c.Kind != grant.KindOAuth || m == nil || m.Auth.OAuth == nil:
+		fmt.Fprintf(stdout, "the token is still valid at the provider (a pasted token cannot be revoked from here): revoke it %s\n", where)
+		return 0
+	case m.Auth.OAuth.RevokeURL == "":
+		fmt.Fprintf(stdout, "%s declares no revocation endpoint, so the grant is still valid at the provider: revoke it %s\n", m.Name, where)
+		return 0
+	case bc == nil:
+		fmt.Fprintf(stdout, "not revoked at the provider: no broker to revoke with (--broker-url); the grant is still valid: revoke it %s\n", where)
+		return 0
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), rotate.DefaultBrokerTimeout)
+	defer cancel()
+	revoked, err := bc.Revoke(ctx, c.Service, c.Refresh, c.Token)
+	if err != nil {
+		fmt.Fprintf(stdout, "the provider did NOT confirm the revocation (%s); the token may still be valid: revoke it %s\n", errText(err), where)
+		return 1
+	}
+	fmt.Fprintf(stdout, "revoked at the provider: %s\n", strings.Join(revoked, ", "))
+	return 0
 }

@@ -88,6 +88,24 @@ func TestDockerfile(t *testing.T) {
 		t.Errorf("no Dockerfile instruction matches %s", re)
 		return ""
 	}
+	// Every base fully qualified: podman and buildah refuse a short name
+	// (golang:1.26) unless a short-name alias is configured.
+	for _, l := range lines {
+		f := strings.Fields(l)
+		if f[0] != "FROM" {
+			continue
+		}
+		img := f[1]
+		for _, x := range f[1:] {
+			if !strings.HasPrefix(x, "--") {
+				img = x
+				break
+			}
+		}
+		if first, _, ok := strings.Cut(img, "/"); !ok || !strings.ContainsAny(first, ".:") && first != "localhost" {
+			t.Errorf("base image %q is not fully qualified (registry host first, e.g. docker.io/library/golang:1.26)", img)
+		}
+	}
 	has(`^RUN CGO_ENABLED=0 go build .*\./cmd/pinned`)
 	has(`^FROM gcr\.io/distroless/static`)
 	user := has(`^USER `)
@@ -108,6 +126,29 @@ func TestDockerfile(t *testing.T) {
 	}
 	has(`^ENTRYPOINT \["/usr/local/bin/pinned"\]`)
 	has(`^CMD \["sidecar"\]`)
+
+	// The build context leaves out .git and build outputs (bin/ holds tens
+	// of MB), and keeps what the build copies.
+	ignore, err := os.ReadFile("../../.dockerignore")
+	if err != nil {
+		t.Fatalf(".dockerignore: %v", err)
+	}
+	rules := map[string]bool{}
+	for _, l := range strings.Split(string(ignore), "\n") {
+		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") {
+			rules[l] = true
+		}
+	}
+	for _, want := range []string{".git", "bin", "**/*.test", "**/node_modules"} {
+		if !rules[want] {
+			t.Errorf(".dockerignore does not leave out %s", want)
+		}
+	}
+	for _, keep := range []string{"go.mod", "go.sum", "cmd", "registry", "wasm", "*.go", "**/*.go", "**"} {
+		if rules[keep] {
+			t.Errorf(".dockerignore leaves out %s, which the build needs", keep)
+		}
+	}
 }
 
 func TestHealthcheck(t *testing.T) {

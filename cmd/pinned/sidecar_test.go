@@ -370,8 +370,8 @@ func TestRunSidecarAgainstFake(t *testing.T) {
 }
 
 // startTestBroker serves a broker on loopback with the fake's default
-// GitHub client and its provider calls sent to the fake.
-func startTestBroker(t *testing.T, fake *fakeapi.Server, instanceToken string) string {
+// clients of GitHub and services, its provider calls sent to the fake.
+func startTestBroker(t *testing.T, fake *fakeapi.Server, instanceToken string, services ...string) string {
 	t.Helper()
 	return testenv.Broker(t, fake, instanceToken, testenv.BrokerOptions{})
 }

@@ -56,6 +56,10 @@ const (
 	// CodeRefreshUnsupported (400): the service issues no refresh tokens
 	// (its manifest's auth.oauth.refresh is false).
 	CodeRefreshUnsupported Code = "refresh_unsupported"
+	// CodeRevokeUnsupported (400): the service's manifest declares no
+	// revocation endpoint (auth.oauth.revoke_url): the member revokes the
+	// grant on the provider's own page.
+	CodeRevokeUnsupported Code = "revoke_unsupported"
 	// CodeProviderRejected (502): the provider refused for another reason
 	// (invalid_client, unauthorized_client, a malformed answer): a broker
 	// configuration problem; not retryable, not a dead connection.
@@ -119,6 +123,7 @@ var statuses = httperr.Statuses[Code]{
 	CodeStateServiceMismatch: http.StatusBadRequest,
 	CodeInvalidGrant:         http.StatusBadRequest,
 	CodeRefreshUnsupported:   http.StatusBadRequest,
+	CodeRevokeUnsupported:    http.StatusBadRequest,
 	CodeProviderRejected:     http.StatusBadGateway,
 	CodeProviderUnavailable:  http.StatusBadGateway,
 	CodeProviderTimeout:      http.StatusGatewayTimeout,

@@ -31,7 +31,8 @@ const maxBrokerAnswer = 64 << 10
 // BrokerClient is the api.Refresher that calls the broker's POST /api/refresh
 // with the sidecar's instance token. Build it with NewBrokerClient.
 type BrokerClient struct {
-	endpoint string
+	endpoint string        // POST /api/refresh
+	revokeAt string        // POST /api/revoke
 	token    secret.Secret // the instance token
 	client   *http.Client
 }
@@ -91,6 +92,7 @@ func NewBrokerClient(baseURL string, instanceToken secret.Secret, opts BrokerOpt
 	}
 	return &BrokerClient{
 		endpoint: strings.TrimSuffix(u.String(), "/") + "/api/refresh",
+		revokeAt: strings.TrimSuffix(u.String(), "/") + "/api/revoke",
 		token:    instanceToken,
 		client:   c,
 	}, nil
@@ -171,20 +173,10 @@ func (c *BrokerClient) Refresh(ctx context.Context, service string, refreshToken
 		}
 		return api.Pair{Access: secret.Secret(ans.AccessToken), Refresh: secret.Secret(ans.RefreshToken), ExpiresAt: exp}, nil
 	}
-	var eb struct {
-		Error struct {
-			Code    string `json:"code"`
-			Message string `json:"message"`
-		} `json:"error"`
-	}
-	_ = json.Unmarshal(raw, &eb)
-	e := &api.RefreshError{Status: resp.StatusCode, Code: eb.Error.Code}
+	code, msg := errorBody(raw)
+	e := &api.RefreshError{Status: resp.StatusCode, Code: code}
 	if ra, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && ra > 0 {
 		e.RetryAfter = time.Duration(ra) * time.Second
-	}
-	msg := eb.Error.Message
-	if len(msg) > 200 {
-		msg = msg[:200]
 	}
 	e.Err = fmt.Errorf("broker answered HTTP %d: %s", resp.StatusCode, msg)
 	e.Kind = brokerKind(e.Code, resp.StatusCode)
@@ -207,4 +199,69 @@ func brokerKind(code string, status int) api.RefreshKind {
 		return api.RefreshRetryable
 	}
 	return api.RefreshFailed
+}
+
+// RevokeError is a failed POST /api/revoke: the broker's code and message
+// (never a token), or the transport error when no answer came.
+type RevokeError struct {
+	Status int    // the broker's HTTP status; 0 when it was not reached
+	Code   string // the broker's error code (docs/OAUTH.md), or ""
+	Err    error
+}
+
+func (e *RevokeError) Error() string { return e.Err.Error() }
+func (e *RevokeError) Unwrap() error { return e.Err }
+
+// Revoke asks the broker to revoke a connection's tokens at the provider
+// (docs/OAUTH.md, "POST /api/revoke"; RFC 7009): the refresh token first,
+// then the access token, either may be "". It returns the token_type_hint
+// of each token the provider confirmed, or a *RevokeError. No error
+// carries a token.
+func (c *BrokerClient) Revoke(ctx context.Context, service string, refreshToken, accessToken secret.Secret) ([]string, error) {
+	body, _ := json.Marshal(struct {
+		Service      string `json:"service"`
+		RefreshToken string `json:"refresh_token,omitempty"`
+		AccessToken  string `json:"access_token,omitempty"`
+	}{service, string(refreshToken), string(accessToken)})
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.revokeAt, bytes.NewReader(body))
+	if err != nil {
+		return nil, &RevokeError{Err: errors.New("building the broker request failed")}
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("Authorization", "Bearer "+string(c.token))
+	resp, err := c.client.Do(req)
+	if err != nil {
+		return nil, &RevokeError{Err: err} // *url.Error names the broker URL, no secret
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(io.LimitReader(resp.Body, maxBrokerAnswer))
+	if resp.StatusCode == http.StatusOK {
+		var ans struct {
+			Revoked []string `json:"revoked"`
+		}
+		if err := json.Unmarshal(raw, &ans); err != nil || len(ans.Revoked) == 0 {
+			return nil, &RevokeError{Status: resp.StatusCode, Err: errors.New("the broker's answer is not a revocation result")}
+		}
+		return ans.Revoked, nil
+	}
+	code, msg := errorBody(raw)
+	return nil, &RevokeError{Status: resp.StatusCode, Code: code, Err: fmt.Errorf("broker answered HTTP %d: %s", resp.StatusCode, msg)}
+}
+
+// errorBody reads a broker error answer ({"error": {"code", "message"}}):
+// its code and its message cut to 200 bytes.
+func errorBody(raw []byte) (code, msg string) {
+	var eb struct {
+		Error struct {
+			Code    string `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	_ = json.Unmarshal(raw, &eb)
+	msg = eb.Error.Message
+	if len(msg) > 200 {
+		msg = msg[:200]
+	}
+	return eb.Error.Code, msg
 }

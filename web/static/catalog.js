@@ -109,7 +109,10 @@
           ' ',
           el('button', { type: 'button', id: 'disconnect-' + id, onclick: async () => {
             await P.disconnect(id);
-            await refresh(id, 'Disconnected; the connection is gone from this device.');
+            // pinned web holds no broker instance token, so it cannot
+            // revoke at the provider: say so, and where to do it.
+            await refresh(id, 'Disconnected; the connection is gone from this device. The token is still valid at ' + svc.name +
+              (svc.pat_help ? ': revoke it at ' + svc.pat_help + '.' : ': revoke it on its site.'));
           } }, 'Disconnect ' + svc.name)),
         ...Object.entries(svc.resources || {}).map(([kind, r]) => limitPanel(svc, kind, r, conn, statusNode)),
         id === 'github' ? el('p', {}, el('a', { href: '/apps/github', id: 'open-github' }, 'Open the GitHub app')) : null,

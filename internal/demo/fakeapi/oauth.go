@@ -37,6 +37,7 @@ type oauthProvider struct {
 	AuthorizePath string `json:"authorize_path"`
 	TokenHost     string `json:"token_host"`
 	TokenPath     string `json:"token_path"`
+	RevokePath    string `json:"revoke_path"`
 	PKCE          bool
 	Refresh       bool
 	Lifetime      int
@@ -156,6 +157,41 @@ type oauthService struct {
 	faultTimes       int    // remaining faulted requests; <= 0 = until cleared
 	denied           string // error code the authorize endpoint answers
 	authorizes       []AuthorizeRequest
+	revocations      []Revocation
+	revokeStatus     int // status the revocation endpoint answers instead; 0 = serve
+}
+
+// Revocation is one request the revocation endpoint (RFC 7009 section 2.1)
+// received from the registered client.
+type Revocation struct {
+	Token         string // exactly as sent
+	TokenTypeHint string // "access_token", "refresh_token" or ""
+	// Revoked is true when the token was live (an access token, or a
+	// refresh token of this client) and is now dead.
+	Revoked bool
+}
+
+// Revocations returns the requests a service's revocation endpoint
+// received from its client, oldest first (failed answers included).
+func (s *Server) Revocations(service string) []Revocation {
+	var out []Revocation
+	s.oauth.with(service, func(st *oauthService) { out = slices.Clone(st.revocations) })
+	return out
+}
+
+// SetRevokeStatus makes a service's revocation endpoint answer status
+// (e.g. 503, with an HTML body) without revoking; 0 restores it.
+func (s *Server) SetRevokeStatus(service string, status int) {
+	s.oauth.with(service, func(st *oauthService) { st.revokeStatus = status })
+}
+
+// OAuthRevokeURL returns the revocation endpoint the fake serves for a
+// service (its manifest's auth.oauth.revoke_url), or "".
+func OAuthRevokeURL(service string) string {
+	if p := oauthOf(service); p.RevokePath != "" {
+		return "https://" + p.TokenHost + p.RevokePath
+	}
+	return ""
 }
 
 // oauthState is the OAuth side's state. Its mutex is never held together
@@ -265,6 +301,8 @@ func (s *Server) serveOAuth(w http.ResponseWriter, r *http.Request, service, hos
 		s.serveAuthorize(w, r, p)
 	case host == p.TokenHost && r.URL.Path == p.TokenPath:
 		s.serveToken(w, r, p)
+	case p.RevokePath != "" && host == p.TokenHost && r.URL.Path == p.RevokePath:
+		s.serveRevoke(w, r, p)
 	default:
 		return false
 	}
@@ -613,4 +651,56 @@ func (s *Server) issue(w http.ResponseWriter, r *http.Request, p *oauthProvider,
 	}
 	answer := fillAnswer(p.Answer, vals)
 	tokenAnswer(w, r, p, http.StatusOK, answer)
+}
+
+// serveRevoke is the revocation endpoint (RFC 7009 section 2): POST
+// token and token_type_hint with client authentication. A live token dies
+// (a refresh token, or an API access token); an unknown one is still 200
+// (section 2.2).
+func (s *Server) serveRevoke(w http.ResponseWriter, r *http.Request, p *oauthProvider) {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		writeJSON(w, http.StatusMethodNotAllowed, map[string]string{"error": "invalid_request", "error_description": "the revocation endpoint takes POST"})
+		return
+	}
+	var form url.Values
+	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt == "application/x-www-form-urlencoded" && r.ParseForm() == nil {
+		form = r.PostForm
+	}
+	id, secret, ok := clientAuth(r, form)
+	token, hint := form.Get("token"), form.Get("token_type_hint")
+	var clientID, clientSecret string
+	status := 0
+	s.oauth.with(p.Service, func(st *oauthService) { clientID, clientSecret, status = st.clientID, st.secret, st.revokeStatus })
+	switch {
+	case form == nil || token == "":
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "invalid_request", "error_description": "token is required, form-encoded"})
+		return
+	case !ok || id == "" || id != clientID || subtle.ConstantTimeCompare([]byte(secret), []byte(clientSecret)) != 1:
+		writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "invalid_client", "error_description": "the client_id and/or client_secret passed are incorrect"})
+		return
+	}
+	rec := Revocation{Token: token, TokenTypeHint: hint}
+	if status != 0 {
+		s.oauth.with(p.Service, func(st *oauthService) { st.revocations = append(st.revocations, rec) })
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.WriteHeader(status)
+		_, _ = w.Write([]byte("<html><body><h1>Service Unavailable</h1></body></html>\n"))
+		return
+	}
+	s.oauth.with(p.Service, func(st *oauthService) {
+		if g := st.refresh[token]; g != nil && g.clientID == id {
+			delete(st.refresh, token)
+			rec.Revoked = true
+		}
+	})
+	if !rec.Revoked {
+		if k, live := s.lookupToken(p.Service, token); live && k == kindOAuth {
+			s.RevokeToken(p.Service, token)
+			rec.Revoked = true
+		}
+	}
+	s.oauth.with(p.Service, func(st *oauthService) { st.revocations = append(st.revocations, rec) })
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusOK)
 }

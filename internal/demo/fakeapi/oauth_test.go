@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -128,6 +129,7 @@ func TestOAuthEndpointsMatchManifests(t *testing.T) {
 				OAuth *struct {
 					AuthorizeURL string `json:"authorize_url"`
 					TokenURL     string `json:"token_url"`
+					RevokeURL    string `json:"revoke_url"`
 					PKCE         bool   `json:"pkce"`
 					Refresh      bool   `json:"refresh"`
 				} `json:"oauth"`
@@ -147,6 +149,9 @@ func TestOAuthEndpointsMatchManifests(t *testing.T) {
 			a, tok := OAuthEndpoints(m.ID)
 			if a != m.Auth.OAuth.AuthorizeURL || tok != m.Auth.OAuth.TokenURL {
 				t.Errorf("fake serves %s %s, manifest says %s %s", a, tok, m.Auth.OAuth.AuthorizeURL, m.Auth.OAuth.TokenURL)
+			}
+			if got := OAuthRevokeURL(m.ID); got != m.Auth.OAuth.RevokeURL {
+				t.Errorf("fake revokes at %q, manifest says %q", got, m.Auth.OAuth.RevokeURL)
 			}
 			p := oauthOf(m.ID)
 			if p.PKCE != m.Auth.OAuth.PKCE || p.Refresh != m.Auth.OAuth.Refresh {
@@ -282,6 +287,61 @@ func TestOAuthTokensExpire(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestOAuthRevocation: the RFC 7009 endpoint kills a refresh token and
+// an access token of its client, answers 200 for an unknown token,
+// refuses a wrong client, and records each request.
+func TestOAuthRevocation(t *testing.T) {
+	s := newServer(t)
+	red := authorize(t, s, Linear, authQuery(Linear, "read", true))
+	_, tok := tokenCall(t, s, Linear, url.Values{"grant_type": {"authorization_code"}, "code": {red.Get("code")}, "redirect_uri": {testRedirect}, "code_verifier": {testVerifier}}, nil)
+	access, refresh := tok["access_token"].(string), tok["refresh_token"].(string)
+	revoke := func(form url.Values, id, secret string) int {
+		t.Helper()
+		req := map[string]string{"Content-Type": "application/x-www-form-urlencoded",
+			"Authorization": "Basic " + base64.StdEncoding.EncodeToString([]byte(url.QueryEscape(id)+":"+url.QueryEscape(secret)))}
+		status, _, _ := do(t, s, http.MethodPost, OAuthRevokeURL(Linear), req, form.Encode())
+		return status
+	}
+	id, secret := OAuthClientID(Linear), OAuthClientSecret(Linear)
+	tests := []struct {
+		name       string
+		form       url.Values
+		id, secret string
+		want       int
+	}{
+		{name: "wrong client secret", form: url.Values{"token": {access}}, id: id, secret: "nope", want: 401},
+		{name: "no token", form: url.Values{"token_type_hint": {"access_token"}}, id: id, secret: secret, want: 400},
+		{name: "refresh token", form: url.Values{"token": {refresh}, "token_type_hint": {"refresh_token"}}, id: id, secret: secret, want: 200},
+		{name: "access token", form: url.Values{"token": {access}, "token_type_hint": {"access_token"}}, id: id, secret: secret, want: 200},
+		{name: "unknown token", form: url.Values{"token": {"lin_oauth_unknown"}}, id: id, secret: secret, want: 200},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := revoke(tt.form, tt.id, tt.secret); got != tt.want {
+				t.Errorf("status %d, want %d", got, tt.want)
+			}
+		})
+	}
+	got := s.Revocations(Linear)
+	want := []Revocation{{Token: refresh, TokenTypeHint: "refresh_token", Revoked: true}, {Token: access, TokenTypeHint: "access_token", Revoked: true}, {Token: "lin_oauth_unknown"}}
+	if !slices.Equal(got, want) {
+		t.Errorf("revocations %+v, want %+v", got, want)
+	}
+	if st := viewerStatus(t, s, Linear, access); st != 401 {
+		t.Errorf("revoked access token: viewer %d, want 401", st)
+	}
+	if st, _ := tokenCall(t, s, Linear, url.Values{"grant_type": {"refresh_token"}, "refresh_token": {refresh}}, nil); st != 400 {
+		t.Errorf("revoked refresh token: token endpoint %d, want 400", st)
+	}
+	s.SetRevokeStatus(Linear, 503)
+	if st := revoke(url.Values{"token": {OAuthToken(Linear)}}, id, secret); st != 503 {
+		t.Errorf("with status 503 set: %d", st)
+	}
+	if st := viewerStatus(t, s, Linear, OAuthToken(Linear)); st != 200 {
+		t.Errorf("a 503 revocation revoked anyway: viewer %d", st)
 	}
 }
 
