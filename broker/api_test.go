@@ -108,7 +108,7 @@ func TestOAuthConfigEndpoint(t *testing.T) {
 			write: []string{"oauth", "crm.objects.contacts.read", "crm.objects.companies.read", "crm.objects.contacts.write"}, refresh: true},
 		{name: "linear without a client", query: "service=linear", status: 200, enabled: false, read: []string{"read"}, write: []string{"read", "issues:create"}, refresh: true},
 		{name: "dnsimple", query: "service=dnsimple", status: 200, enabled: true, read: []string{}, write: []string{}},
-		{name: "unknown", query: "service=gitlab", status: 404, code: brokerapi.CodeUnknownService},
+		{name: "unknown", query: "service=nosuchservice", status: 404, code: brokerapi.CodeUnknownService},
 		{name: "missing", query: "", status: 400, code: brokerapi.CodeBadRequest},
 		{name: "repeated", query: "service=github&service=linear", status: 400, code: brokerapi.CodeBadRequest},
 	}
@@ -190,7 +190,7 @@ func TestNewRefusesBadConfig(t *testing.T) {
 		{name: "origin with path", edit: func(c *Config) { c.AllowedReturnOrigins = []string{"https://app.example.com/cb"} }, want: "without path"},
 		{name: "origin not http", edit: func(c *Config) { c.AllowedReturnOrigins = []string{"javascript:x"} }, want: "allowed return origin"},
 		{name: "short instance token", edit: func(c *Config) { c.InstanceTokens = []string{"short"} }, want: "instance token #1"},
-		{name: "client of an unknown service", edit: func(c *Config) { c.Clients["gitlab"] = Client{ID: "a", Secret: "b"} }, want: `"gitlab"`},
+		{name: "client of an unknown service", edit: func(c *Config) { c.Clients["nosuchservice"] = Client{ID: "a", Secret: "b"} }, want: `"nosuchservice"`},
 		{name: "client without secret", edit: func(c *Config) { c.Clients["github"] = Client{ID: "a"} }, want: "id and a secret"},
 		{name: "bad override", edit: func(c *Config) { c.Override = &Override{Addr: "localhost:1"} }, want: "override"},
 		{name: "override and proxy", edit: func(c *Config) {
@@ -393,7 +393,7 @@ func TestOAuthDocListsEveryCode(t *testing.T) {
 func TestErrorBodyHasRequestID(t *testing.T) {
 	e := newEnv(t, nil)
 	rec := httptest.NewRecorder()
-	e.b.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/api/oauth/config?service=gitlab", nil))
+	e.b.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/api/oauth/config?service=nosuchservice", nil))
 	var eb httperr.Envelope[brokerapi.Code]
 	if err := json.Unmarshal(rec.Body.Bytes(), &eb); err != nil {
 		t.Fatalf("not an error body: %s", rec.Body)

@@ -117,7 +117,7 @@ func TestStartRefusals(t *testing.T) {
 		status int
 		code   brokerapi.Code
 	}{
-		{name: "unknown service", path: "/oauth/gitlab/start?return=" + url.QueryEscape(testReturn), status: 404, code: brokerapi.CodeUnknownService},
+		{name: "unknown service", path: "/oauth/nosuchservice/start?return=" + url.QueryEscape(testReturn), status: 404, code: brokerapi.CodeUnknownService},
 		{name: "no client configured", path: "/oauth/linear/start?return=" + url.QueryEscape(testReturn), status: 404, code: brokerapi.CodeOAuthNotConfigured},
 		{name: "bad cap", path: "/oauth/github/start?cap=admin&return=" + url.QueryEscape(testReturn), status: 400, code: brokerapi.CodeBadCap},
 		{name: "no return", path: "/oauth/github/start?cap=read", status: 400, code: brokerapi.CodeReturnNotAllowed},

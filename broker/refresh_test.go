@@ -74,7 +74,7 @@ func TestRefresh(t *testing.T) {
 		{name: "hubspot BAD_REFRESH_TOKEN is invalid_grant", service: fakeapi.HubSpot, prepare: func(e *env) { e.fake.SetTokenFault(fakeapi.HubSpot, fakeapi.FaultInvalidGrant, 0) },
 			status: 400, code: brokerapi.CodeInvalidGrant},
 		{name: "dnsimple has no refresh", service: fakeapi.DNSimple, body: func(string) string { return refreshBody("dnsimple", "x") }, status: 400, code: brokerapi.CodeRefreshUnsupported},
-		{name: "unknown service", service: fakeapi.GitHub, body: func(rt string) string { return refreshBody("gitlab", rt) }, status: 404, code: brokerapi.CodeUnknownService},
+		{name: "unknown service", service: fakeapi.GitHub, body: func(rt string) string { return refreshBody("nosuchservice", rt) }, status: 404, code: brokerapi.CodeUnknownService},
 		{name: "unconfigured service", service: fakeapi.GitHub, edit: func(c *Config) { delete(c.Clients, fakeapi.HubSpot) },
 			body: func(rt string) string { return refreshBody("hubspot", rt) }, status: 404, code: brokerapi.CodeOAuthNotConfigured},
 		{name: "not JSON", service: fakeapi.GitHub, ctype: "application/x-www-form-urlencoded", status: 415, code: brokerapi.CodeUnsupportedMediaType},

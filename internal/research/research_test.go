@@ -196,7 +196,7 @@ func TestPalette(t *testing.T) {
 		{"write op of another service", "dnsimple__register_domain", CodeAccessDenied},
 		{"service without a grant", "stripe__list_customers", CodeServiceMismatch},
 		{"unknown op", "github__delete_repo", CodeUnknownOp},
-		{"unknown service", "gitlab__list_repos", CodeUnknownService},
+		{"unknown service", "nosuchservice__list_repos", CodeUnknownService},
 		{"no separator", "service_op", CodeUnknownOp},
 		{"empty", "", CodeUnknownOp},
 	}
