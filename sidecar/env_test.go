@@ -64,19 +64,6 @@ func newTestEnv(t testing.TB, mod func(*Config)) *testEnv {
 	return startEnv(t, fake, eng, hm, hostLogs, false, mod)
 }
 
-// newOwnTestEnv serves a sidecar on an engine and fake of its own, closed
-// by env.stop.
-func newOwnTestEnv(t testing.TB, mod func(*Config)) *testEnv {
-	t.Helper()
-	logs := &testutil.SyncBuffer{}
-	fake, eng, hm, err := testenv.Engine(logs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(fake.Close)
-	return startEnv(t, fake, eng, hm, logs, true, mod)
-}
-
 func startEnv(t testing.TB, fake *fakeapi.Server, eng *host.Engine, hm *host.Metrics, hostLogs *testutil.SyncBuffer, own bool, mod func(*Config)) *testEnv {
 	t.Helper()
 	env := &testEnv{fake: fake, eng: eng, logs: &testutil.SyncBuffer{}, hostLogs: hostLogs, prom: prometheus.NewRegistry()}
