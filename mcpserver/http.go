@@ -2,8 +2,6 @@ package mcpserver
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"crypto/subtle"
 	"encoding/json"
 	"io"
 	"mime"
@@ -12,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -35,6 +34,13 @@ const (
 // JSON-RPC error response with id null, the status code, and a stable
 // data.code.
 func (s *Server) Handler(token string) http.Handler {
+	return s.HandlerAuth(Auth{Token: token})
+}
+
+// HandlerAuth is Handler with OAuth besides the static token (a.Verify):
+// it publishes a.Metadata (RFC 9728) and requires the scopes of gate.
+// With neither a.Token nor a.Verify, no request is authenticated.
+func (s *Server) HandlerAuth(a Auth) http.Handler {
 	getServer := func(*http.Request) *mcp.Server { return s.mcp }
 	legacy := mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{SessionTimeout: 30 * time.Minute})
 	modern := mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{Stateless: true})
@@ -49,14 +55,22 @@ func (s *Server) Handler(token string) http.Handler {
 		}
 		legacy.ServeHTTP(w, r)
 	})
-	if token != "" {
-		h = bearer(h, token)
+	if a.Token != "" || a.Verify != nil {
+		h = s.gate(h, a)
 	}
 	cop := http.NewCrossOriginProtection()
 	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		httpRefusal(w, http.StatusForbidden, CodeForbiddenOrigin, "Forbidden: a cross-origin request from a browser; pinned mcp serves agents, not web pages")
 	}))
 	h = cop.Handler(h)
+	if a.Verify != nil && a.Metadata != nil {
+		mux := http.NewServeMux()
+		prm := auth.ProtectedResourceMetadataHandler(a.Metadata)
+		mux.Handle("/.well-known/oauth-protected-resource", prm)
+		mux.Handle("/.well-known/oauth-protected-resource/", prm)
+		mux.Handle("/", h)
+		h = mux
+	}
 	return rebinding(jsonErrors(h))
 }
 
@@ -218,26 +232,4 @@ func writeRPCError(w http.ResponseWriter, status int, id any, e *jsonrpc.Error) 
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_, _ = w.Write(body)
-}
-
-// bearer requires "Authorization: Bearer <token>" (RFC 6750), compared in
-// constant time on SHA-256 digests; otherwise 401 with
-// WWW-Authenticate: Bearer and a JSON-RPC error (data.code unauthorized).
-func bearer(next http.Handler, token string) http.Handler {
-	want := sha256.Sum256([]byte(token))
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		const prefix = "Bearer "
-		h := r.Header.Get("Authorization")
-		ok := len(h) > len(prefix) && strings.EqualFold(h[:len(prefix)], prefix)
-		if ok {
-			got := sha256.Sum256([]byte(h[len(prefix):]))
-			ok = subtle.ConstantTimeCompare(got[:], want[:]) == 1
-		}
-		if !ok {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="pinned mcp"`)
-			httpRefusal(w, http.StatusUnauthorized, CodeUnauthorized, "Unauthorized: send Authorization: Bearer <the pinned mcp token>")
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
 }
