@@ -341,6 +341,10 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 		tokenError(w, "unsupported_grant_type", "only authorization_code is supported")
 		return
 	}
+	clientID := f.Get("client_id")
+	if user, _, ok := r.BasicAuth(); ok && clientID == "" {
+		clientID, _ = url.QueryUnescape(user) // RFC 6749 2.3.1: form-encoded in the header
+	}
 	sum := sha256.Sum256([]byte(f.Get("code")))
 	s.mu.Lock()
 	g := s.codes[string(sum[:])]
@@ -353,7 +357,7 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 	case g == nil || now.After(g.expires):
 		tokenError(w, "invalid_grant", "the code is unknown, used or expired")
 		return
-	case f.Get("client_id") != g.clientID || f.Get("redirect_uri") != g.redirectURI:
+	case clientID != g.clientID || f.Get("redirect_uri") != g.redirectURI:
 		tokenError(w, "invalid_grant", "client_id and redirect_uri must be those of the authorization request")
 		return
 	case subtle.ConstantTimeCompare([]byte(challenge), []byte(g.challenge)) != 1:
