@@ -7,6 +7,7 @@ import (
 	"mime"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -71,7 +72,13 @@ func (s *Server) HandlerAuth(a Auth) http.Handler {
 		mux.Handle("/", h)
 		h = mux
 	}
-	return rebinding(jsonErrors(h))
+	var public string // the resource's own host name, reached through a TLS proxy
+	if a.Metadata != nil {
+		if u, err := url.Parse(a.Metadata.Resource); err == nil {
+			public = u.Host
+		}
+	}
+	return rebinding(jsonErrors(h), public)
 }
 
 // httpCodes are the data.code of the SDK's own HTTP refusals, by status.
@@ -189,10 +196,10 @@ func opensSession(w http.ResponseWriter, r *http.Request) bool {
 
 // rebinding refuses a request that reached a loopback listener under a
 // Host name that is not loopback (DNS rebinding; the SDK's own check,
-// answered in JSON).
-func rebinding(next http.Handler) http.Handler {
+// answered in JSON) nor public, the OAuth resource's own host.
+func rebinding(next http.Handler, public string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && local != nil && isLoopbackHost(local.String()) && !isLoopbackHost(r.Host) {
+		if local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && local != nil && isLoopbackHost(local.String()) && !isLoopbackHost(r.Host) && (public == "" || !strings.EqualFold(r.Host, public)) {
 			httpRefusal(w, http.StatusForbidden, CodeForbiddenHost, "Forbidden: this loopback server is reached under another Host name (DNS rebinding); use 127.0.0.1, [::1] or localhost")
 			return
 		}

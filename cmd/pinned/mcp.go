@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/ed25519"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -10,6 +12,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -20,12 +23,14 @@ import (
 	"github.com/elevenmessenger/pinned/sidecar/api"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
 	"github.com/rs/zerolog"
 
 	"github.com/elevenmessenger/pinned/broker"
 	"github.com/elevenmessenger/pinned/host"
 	"github.com/elevenmessenger/pinned/internal/rotate"
 	"github.com/elevenmessenger/pinned/internal/state"
+	"github.com/elevenmessenger/pinned/mcpauth"
 	"github.com/elevenmessenger/pinned/mcpserver"
 	"github.com/elevenmessenger/pinned/registry"
 	"github.com/elevenmessenger/pinned/secret"
@@ -67,6 +72,10 @@ nonces are kept in a file under --state-dir (one process).
 
 With --listen, a bearer token (--token-file or PINNED_MCP_TOKEN, never a
 flag value) is required, on loopback too: every local user can reach it.
+--oauth-resource URL adds OAuth 2.1 for hosted assistants: Protected
+Resource Metadata, an authorization server (code + PKCE, client ID
+metadata documents) whose consent page you approve with the bearer token,
+and access tokens scoped mcp:read or mcp:write (step-up for writes).
 Token rotation of expiring OAuth pairs needs a broker: --broker-url with
 --broker-token-file or PINNED_MCP_BROKER_TOKEN.
 
@@ -78,6 +87,8 @@ Examples:
   PINNED_MCP_TOKEN=$(cat tok) pinned mcp --listen 127.0.0.1:8765
   PINNED_MCP_TOKEN=$(cat tok) PINNED_MCP_CONFIRM_KEY=$(cat confirm.key) \
     pinned mcp --listen 127.0.0.1:8765 --redis-url redis://127.0.0.1:6379
+  PINNED_MCP_TOKEN=$(cat tok) pinned mcp --listen 127.0.0.1:8765 \
+    --oauth-resource https://mcp.example.com/mcp      # behind a TLS proxy
 
 Exit status: 0 after the client closed stdin (or SIGINT/SIGTERM), 1 the
 server failed, 2 bad usage.
@@ -103,6 +114,9 @@ func runMCP(args []string, stdout, stderr io.Writer) int {
 	redisURL := fs.String("redis-url", os.Getenv("PINNED_MCP_REDIS_URL"), "`URL` of the Redis where replicas spend each confirmation once: redis://host:port[/db], rediss://... or unix:///path; no password in it [$PINNED_MCP_REDIS_URL]")
 	redisPasswordFile := fs.String("redis-password-file", "", "`file` holding the Redis password (or set PINNED_MCP_REDIS_PASSWORD)")
 	redisPrefix := fs.String("redis-prefix", "pinned:mcp:", "`prefix` of every Redis key; the replicas of one person share it")
+	oauthURL := fs.String("oauth-resource", "", "the public https `URL` of this MCP endpoint: serve OAuth 2.1 for remote clients (Protected Resource Metadata and an authorization server on its origin) beside the bearer token; needs --listen")
+	oauthSubject := fs.String("oauth-subject", "owner", "the `name` of the person OAuth access tokens are issued for (the sub claim)")
+	oauthKeyFile := fs.String("oauth-key-file", "", "`file` holding the 64-hex-character Ed25519 seed signing access tokens, the same on every replica (or set PINNED_MCP_OAUTH_KEY); empty: a fresh key each run")
 	stateDir := fs.String("state-dir", defaultStateDir(), "`directory` of the file where one process spends confirmations, with --confirm-key-file and no --redis-url")
 	var allow []api.Flow
 	fs.Func("allow-flow", "let values `FROM:TO` flow: a read of service TO may carry what service FROM returned in the session (repeatable; e.g. dnsimple:github)", func(v string) error {
@@ -130,6 +144,9 @@ func runMCP(args []string, stdout, stderr io.Writer) int {
 	token, err := secretFromFileOrEnv("MCP bearer token", "--token-file", *tokenFile, "PINNED_MCP_TOKEN", minTokenLen)
 	if err != nil {
 		return usage("%s", err)
+	}
+	if *oauthURL != "" && *listen == "" {
+		return usage("--oauth-resource is for --listen (stdio needs no authorization)")
 	}
 	if *listen != "" {
 		loopback, err := isLoopback(*listen)
@@ -227,7 +244,11 @@ func runMCP(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "pinned mcp: %s\n", listenFailed(err))
 		return 1
 	}
-	hs := &http.Server{Handler: srv.Handler(token), ReadHeaderTimeout: 5 * time.Second, IdleTimeout: 2 * time.Minute}
+	handler, err := mcpHandler(srv, token, *oauthURL, *oauthSubject, *oauthKeyFile)
+	if err != nil {
+		return usage("%s", err)
+	}
+	hs := &http.Server{Handler: handler, ReadHeaderTimeout: 5 * time.Second, IdleTimeout: 2 * time.Minute}
 	fmt.Fprintf(stdout, "pinned mcp: listening on http://%s/ (streamable HTTP)\n", ln.Addr())
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
@@ -241,6 +262,64 @@ func runMCP(args []string, stdout, stderr io.Writer) int {
 	defer scancel()
 	_ = hs.Shutdown(sctx)
 	return 0
+}
+
+// mcpHandler is the --listen handler: the static bearer token alone, or
+// with resourceURL set, OAuth 2.1 besides it (package mcpauth): the
+// authorization server's endpoints on the resource's origin, the
+// Protected Resource Metadata, and access tokens bound to resourceURL
+// and subject. The consent page's owner secret is the bearer token.
+func mcpHandler(srv *mcpserver.Server, token, resourceURL, subject, keyFile string) (http.Handler, error) {
+	if resourceURL == "" {
+		if keyFile != "" || os.Getenv("PINNED_MCP_OAUTH_KEY") != "" {
+			return nil, errors.New("an OAuth key is set but --oauth-resource is empty: set both or neither")
+		}
+		return srv.Handler(token), nil
+	}
+	u, err := url.Parse(resourceURL)
+	if err != nil || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || (u.Scheme != "https" && !(u.Scheme == "http" && isLoopbackURLHost(u.Hostname()))) {
+		return nil, fmt.Errorf("--oauth-resource %q must be an https URL without query or fragment (http only on loopback)", resourceURL)
+	}
+	if subject == "" {
+		return nil, errors.New("--oauth-subject must not be empty")
+	}
+	seedHex, err := secretFromFileOrEnv("OAuth signing key", "--oauth-key-file", keyFile, "PINNED_MCP_OAUTH_KEY", 2*ed25519.SeedSize)
+	if err != nil {
+		return nil, err
+	}
+	var key ed25519.PrivateKey
+	if seedHex == "" {
+		_, key, _ = ed25519.GenerateKey(rand.Reader)
+	} else {
+		seed, err := hex.DecodeString(seedHex)
+		if err != nil || len(seed) != ed25519.SeedSize {
+			return nil, errors.New("the OAuth signing key must be 64 hex characters (openssl rand -hex 32)")
+		}
+		key = ed25519.NewKeyFromSeed(seed)
+	}
+	origin := u.Scheme + "://" + u.Host
+	as, err := mcpauth.New(mcpauth.Config{Issuer: origin, Resource: resourceURL, Subject: subject, Key: key, OwnerSecret: token})
+	if err != nil {
+		return nil, err
+	}
+	v := &mcpauth.Verifier{Key: key.Public().(ed25519.PublicKey), Issuer: origin, Resource: resourceURL, Subject: subject, Leeway: 30 * time.Second}
+	prmURL := origin + "/.well-known/oauth-protected-resource" + strings.TrimSuffix(u.EscapedPath(), "/")
+	h := srv.HandlerAuth(mcpserver.Auth{Token: token, Verify: v.Verify, MetadataURL: prmURL,
+		Metadata: &oauthex.ProtectedResourceMetadata{Resource: resourceURL, AuthorizationServers: []string{origin},
+			ScopesSupported: []string{mcpserver.ScopeRead, mcpserver.ScopeWrite}, BearerMethodsSupported: []string{"header"}, ResourceName: "pinned mcp"}})
+	mux := http.NewServeMux()
+	ash := as.Handler()
+	for _, p := range []string{"/.well-known/oauth-authorization-server", "/authorize", "/token", "/jwks"} {
+		mux.Handle(p, ash)
+	}
+	mux.Handle("/", h)
+	return mux, nil
+}
+
+// isLoopbackURLHost reports whether a URL's host name is loopback.
+func isLoopbackURLHost(h string) bool {
+	ip := net.ParseIP(h)
+	return h == "localhost" || ip != nil && ip.IsLoopback()
 }
 
 // mcpConfirmState is the confirmation key and where its nonces are spent:
