@@ -5,6 +5,8 @@ import (
 	"crypto/ed25519"
 	"crypto/rand"
 	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/hex"
 	"errors"
 	"flag"
@@ -117,6 +119,7 @@ func runMCP(args []string, stdout, stderr io.Writer) int {
 	oauthURL := fs.String("oauth-resource", "", "the public https `URL` of this MCP endpoint: serve OAuth 2.1 for remote clients (Protected Resource Metadata and an authorization server on its origin) beside the bearer token; needs --listen")
 	oauthSubject := fs.String("oauth-subject", "owner", "the `name` of the person OAuth access tokens are issued for (the sub claim)")
 	oauthKeyFile := fs.String("oauth-key-file", "", "`file` holding the 64-hex-character Ed25519 seed signing access tokens, the same on every replica (or set PINNED_MCP_OAUTH_KEY); empty: a fresh key each run")
+	oauthCA := fs.String("oauth-client-cacert", "", "PEM `file` of CAs trusted, besides the system's, when fetching clients' metadata documents (a private CA)")
 	stateDir := fs.String("state-dir", defaultStateDir(), "`directory` of the file where one process spends confirmations, with --confirm-key-file and no --redis-url")
 	var allow []api.Flow
 	fs.Func("allow-flow", "let values `FROM:TO` flow: a read of service TO may carry what service FROM returned in the session (repeatable; e.g. dnsimple:github)", func(v string) error {
@@ -244,7 +247,7 @@ func runMCP(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "pinned mcp: %s\n", listenFailed(err))
 		return 1
 	}
-	handler, err := mcpHandler(srv, token, *oauthURL, *oauthSubject, *oauthKeyFile)
+	handler, err := mcpHandler(srv, token, *oauthURL, *oauthSubject, *oauthKeyFile, *oauthCA)
 	if err != nil {
 		return usage("%s", err)
 	}
@@ -269,7 +272,10 @@ func runMCP(args []string, stdout, stderr io.Writer) int {
 // authorization server's endpoints on the resource's origin, the
 // Protected Resource Metadata, and access tokens bound to resourceURL
 // and subject. The consent page's owner secret is the bearer token.
-func mcpHandler(srv *mcpserver.Server, token, resourceURL, subject, keyFile string) (http.Handler, error) {
+func mcpHandler(srv *mcpserver.Server, token, resourceURL, subject, keyFile, caFile string) (http.Handler, error) {
+	if resourceURL == "" && caFile != "" {
+		return nil, errors.New("--oauth-client-cacert is for --oauth-resource")
+	}
 	if resourceURL == "" {
 		if keyFile != "" || os.Getenv("PINNED_MCP_OAUTH_KEY") != "" {
 			return nil, errors.New("an OAuth key is set but --oauth-resource is empty: set both or neither")
@@ -298,7 +304,22 @@ func mcpHandler(srv *mcpserver.Server, token, resourceURL, subject, keyFile stri
 		key = ed25519.NewKeyFromSeed(seed)
 	}
 	origin := u.Scheme + "://" + u.Host
-	as, err := mcpauth.New(mcpauth.Config{Issuer: origin, Resource: resourceURL, Subject: subject, Key: key, OwnerSecret: token})
+	docs := &http.Client{Timeout: 10 * time.Second}
+	if caFile != "" {
+		pem, err := os.ReadFile(caFile)
+		if err != nil {
+			return nil, fmt.Errorf("--oauth-client-cacert: %w", err)
+		}
+		pool, err := x509.SystemCertPool()
+		if err != nil {
+			pool = x509.NewCertPool()
+		}
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("--oauth-client-cacert %s holds no PEM certificate", caFile)
+		}
+		docs.Transport = &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}, Proxy: http.ProxyFromEnvironment}
+	}
+	as, err := mcpauth.New(mcpauth.Config{Issuer: origin, Resource: resourceURL, Subject: subject, Key: key, OwnerSecret: token, HTTPClient: docs})
 	if err != nil {
 		return nil, err
 	}
