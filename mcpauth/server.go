@@ -53,7 +53,8 @@ type Config struct {
 	// OwnerSecret is what the person types on the consent page to approve
 	// a client; compared in constant time on SHA-256 digests.
 	OwnerSecret string
-	// HTTPClient fetches client ID metadata documents (https only).
+	// HTTPClient fetches client ID metadata documents (https only). Nil:
+	// one on PublicTransport, which dials public addresses only.
 	HTTPClient *http.Client
 	// TokenTTL is an access token's lifetime (DefaultTokenTTL if zero).
 	TokenTTL time.Duration
@@ -91,7 +92,12 @@ func New(cfg Config) (*Server, error) {
 	}
 	cfg.Issuer = strings.TrimSuffix(cfg.Issuer, "/")
 	if cfg.HTTPClient == nil {
-		cfg.HTTPClient = &http.Client{Timeout: 10 * time.Second}
+		cfg.HTTPClient = &http.Client{Timeout: 10 * time.Second, Transport: PublicTransport(nil)}
+	}
+	if cfg.HTTPClient.CheckRedirect == nil {
+		c := *cfg.HTTPClient
+		c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse } // a document is not followed elsewhere
+		cfg.HTTPClient = &c
 	}
 	if cfg.TokenTTL <= 0 {
 		cfg.TokenTTL = DefaultTokenTTL

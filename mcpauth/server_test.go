@@ -186,7 +186,9 @@ func TestAuthorizationRefusals(t *testing.T) {
 		{"redirect_uri not in the document", func(q url.Values) { q.Set("redirect_uri", "https://attacker.example/callback") }, owner, 400, ""},
 		{"document naming another client", func(q url.Values) { q.Set("client_id", st.docs.URL+"/impostor.json") }, owner, 400, ""},
 		{"document not found", func(q url.Values) { q.Set("client_id", st.docs.URL+"/missing.json") }, owner, 400, ""},
-		{"http client_id", func(q url.Values) { q.Set("client_id", strings.Replace(st.docs.URL, "https", "http", 1)+"/client.json") }, owner, 400, ""},
+		{"http client_id", func(q url.Values) {
+			q.Set("client_id", strings.Replace(st.docs.URL, "https", "http", 1)+"/client.json")
+		}, owner, 400, ""},
 		{"client_id without a path", func(q url.Values) { q.Set("client_id", st.docs.URL) }, owner, 400, ""},
 		{"PKCE plain", func(q url.Values) { q.Set("code_challenge_method", "plain") }, owner, 302, "invalid_request"},
 		{"no PKCE", func(q url.Values) { q.Del("code_challenge"); q.Del("code_challenge_method") }, owner, 302, "invalid_request"},
@@ -261,4 +263,27 @@ func FuzzVerify(f *testing.F) {
 			t.Fatal("the error echoes the token")
 		}
 	})
+}
+
+// TestClientDocumentPublicOnly: by default the server fetches client ID
+// metadata documents from public addresses only, so a client_id on
+// loopback (or a private network) is refused and never redirected to.
+func TestClientDocumentPublicOnly(t *testing.T) {
+	docs := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		t.Error("the document on loopback was fetched")
+	}))
+	t.Cleanup(docs.Close)
+	_, key, _ := ed25519.GenerateKey(rand.Reader)
+	as, err := New(Config{Issuer: "https://as.test", Resource: "https://as.test/mcp", Subject: subject, Key: key, OwnerSecret: owner})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{docs.URL + "/client.json", "https://10.0.0.1/client.json", "https://[::1]/client.json", "https://169.254.169.254/latest"} {
+		q := url.Values{"client_id": {id}, "redirect_uri": {redirect}, "response_type": {"code"}}
+		rec := httptest.NewRecorder()
+		as.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/authorize?"+q.Encode(), nil))
+		if rec.Code != http.StatusBadRequest || rec.Header().Get("Location") != "" || !strings.Contains(rec.Body.String(), "invalid_client") {
+			t.Errorf("%s: %d %q %q", id, rec.Code, rec.Header().Get("Location"), rec.Body.String())
+		}
+	}
 }

@@ -119,6 +119,7 @@ func runMCP(args []string, stdout, stderr io.Writer) int {
 	oauthURL := fs.String("oauth-resource", "", "the public https `URL` of this MCP endpoint: serve OAuth 2.1 for remote clients (Protected Resource Metadata and an authorization server on its origin) beside the bearer token; needs --listen")
 	oauthSubject := fs.String("oauth-subject", "owner", "the `name` of the person OAuth access tokens are issued for (the sub claim)")
 	oauthKeyFile := fs.String("oauth-key-file", "", "`file` holding the 64-hex-character Ed25519 seed signing access tokens, the same on every replica (or set PINNED_MCP_OAUTH_KEY); empty: a fresh key each run")
+	oauthPrivate := fs.Bool("oauth-allow-private-clients", false, "fetch clients' metadata documents from loopback and private addresses too (tests and trials; the default refuses them: SSRF)")
 	oauthCA := fs.String("oauth-client-cacert", "", "PEM `file` of CAs trusted, besides the system's, when fetching clients' metadata documents (a private CA)")
 	stateDir := fs.String("state-dir", defaultStateDir(), "`directory` of the file where one process spends confirmations, with --confirm-key-file and no --redis-url")
 	var allow []api.Flow
@@ -247,7 +248,7 @@ func runMCP(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "pinned mcp: %s\n", listenFailed(err))
 		return 1
 	}
-	handler, err := mcpHandler(srv, token, *oauthURL, *oauthSubject, *oauthKeyFile, *oauthCA)
+	handler, err := mcpHandler(srv, token, *oauthURL, *oauthSubject, *oauthKeyFile, *oauthCA, *oauthPrivate)
 	if err != nil {
 		return usage("%s", err)
 	}
@@ -272,7 +273,7 @@ func runMCP(args []string, stdout, stderr io.Writer) int {
 // authorization server's endpoints on the resource's origin, the
 // Protected Resource Metadata, and access tokens bound to resourceURL
 // and subject. The consent page's owner secret is the bearer token.
-func mcpHandler(srv *mcpserver.Server, token, resourceURL, subject, keyFile, caFile string) (http.Handler, error) {
+func mcpHandler(srv *mcpserver.Server, token, resourceURL, subject, keyFile, caFile string, private bool) (http.Handler, error) {
 	if resourceURL == "" && caFile != "" {
 		return nil, errors.New("--oauth-client-cacert is for --oauth-resource")
 	}
@@ -304,7 +305,7 @@ func mcpHandler(srv *mcpserver.Server, token, resourceURL, subject, keyFile, caF
 		key = ed25519.NewKeyFromSeed(seed)
 	}
 	origin := u.Scheme + "://" + u.Host
-	docs := &http.Client{Timeout: 10 * time.Second}
+	base := &http.Transport{TLSClientConfig: &tls.Config{MinVersion: tls.VersionTLS12}, TLSHandshakeTimeout: 10 * time.Second}
 	if caFile != "" {
 		pem, err := os.ReadFile(caFile)
 		if err != nil {
@@ -317,7 +318,11 @@ func mcpHandler(srv *mcpserver.Server, token, resourceURL, subject, keyFile, caF
 		if !pool.AppendCertsFromPEM(pem) {
 			return nil, fmt.Errorf("--oauth-client-cacert %s holds no PEM certificate", caFile)
 		}
-		docs.Transport = &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}, Proxy: http.ProxyFromEnvironment}
+		base.TLSClientConfig.RootCAs = pool
+	}
+	docs := &http.Client{Timeout: 10 * time.Second, Transport: mcpauth.PublicTransport(base)}
+	if private {
+		docs.Transport = base
 	}
 	as, err := mcpauth.New(mcpauth.Config{Issuer: origin, Resource: resourceURL, Subject: subject, Key: key, OwnerSecret: token, HTTPClient: docs})
 	if err != nil {

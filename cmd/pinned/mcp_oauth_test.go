@@ -148,7 +148,7 @@ func TestTypeScriptClientOAuth(t *testing.T) {
 	ln.Close()
 	base := "http://" + addr
 	_, logs, stop := startMCPListen(t, p, []string{"PINNED_MCP_TOKEN=" + oauthListenToken}, "--listen", addr,
-		"--oauth-resource", base+"/mcp", "--oauth-subject", "pinned-tester", "--oauth-client-cacert", caFile)
+		"--oauth-resource", base+"/mcp", "--oauth-subject", "pinned-tester", "--oauth-client-cacert", caFile, "--oauth-allow-private-clients")
 	p.fake.Reset()
 
 	cmd := exec.Command(node, "oauth.mjs", base+"/mcp")
