@@ -12,9 +12,9 @@ UNITDIR   ?= /etc/systemd/system
 
 # Checkers for `make check`, pinned. `go run pkg@version` builds each at
 # exactly the dependency set its authors released (its own go.mod),
-# verified against sum.golang.org, fetched through the Go module proxy and
-# cached in the build cache: no tools module to keep tidy, no binaries
-# committed, nothing installed on PATH.
+# verified against the checksum database, fetched through the Go module
+# proxy and cached in the build cache: no tools module to keep tidy, no
+# binaries committed, nothing installed on PATH.
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 GOVULNCHECK ?= golang.org/x/vuln/cmd/govulncheck@v1.9.0
 # GOOS values besides linux that everything must build (and vet) for; off
@@ -26,7 +26,7 @@ WASMFLAGS := -trimpath -buildvcs=false -ldflags="-s -w -buildid=" -buildmode=c-s
 GUEST_SRC := $(shell find guest/wasm guest/executor internal/abi internal/argrules internal/jsonv -name '*.go' -not -name '*_test.go')
 HOSTILE   := $(patsubst %/main.go,%.wasm,$(wildcard host/testdata/hostile/*/main.go))
 
-.PHONY: all guest hostile build install walkthrough test ts-client demo bench check fuzz clean web web-vendor
+.PHONY: all guest hostile build install walkthrough test ts-client demo bench check fuzz clean web web-vendor axe-vendor
 
 all: build
 
@@ -59,25 +59,44 @@ install: build
 walkthrough:
 	$(GO) test -count=1 -run 'TestWalkthroughs' ./cmd/pinned/
 
-## test: every test, with the race detector. Uses the committed .wasm files;
-## on the toolchain they were built with (guest.GoVersion) TestWasmUpToDate
-## and TestHostileUpToDate fail if they are stale, on another they skip.
-test:
-	$(GO) test -race -count=1 ./...
+## test: every test, with the race detector. Prints go test's lines, then
+## one line for every skipped test with its reason (also without -v), and
+## the slowest packages (internal/cmd/testreport). Uses the committed .wasm
+## files; on the toolchain they were built with (guest.GoVersion)
+## TestWasmUpToDate and TestHostileUpToDate fail if they are stale, on
+## another they skip and say so.
+# go test's limit per package: generous, so a busy machine makes a package
+# slow, not failed.
+TESTTIMEOUT ?= 20m
+# The slowest packages go first: go test starts packages in the order
+# given, -p at a time, and a long one started last would run alone.
+TESTFIRST ?= ./host/ ./cmd/pinned/ ./sidecar/ ./web/ ./broker/ ./mcpserver/
+# The TypeScript SDK client, installed once per lockfile change where npm
+# is on PATH (TestTypeScriptClient says when it is missing).
+TSCLIENT := cmd/pinned/testdata/tsclient
+TSDEP := $(if $(shell command -v npm),$(TSCLIENT)/node_modules/.package-lock.json)
+
+$(TSCLIENT)/node_modules/.package-lock.json: $(TSCLIENT)/package-lock.json
+	npm ci --prefix $(TSCLIENT) --no-audit --no-fund --ignore-scripts
+
+test: $(TSDEP)
+	$(GO) run ./internal/cmd/testreport -- $(GO) test -json -race -count=1 -timeout $(TESTTIMEOUT) $(TESTFIRST) ./...
 
 ## ts-client: install the official MCP TypeScript SDK client that
 ## TestTypeScriptClient drives (npm, from the committed lockfile).
 ts-client:
-	npm ci --prefix cmd/pinned/testdata/tsclient --no-audit --no-fund --ignore-scripts
+	npm ci --prefix $(TSCLIENT) --no-audit --no-fund --ignore-scripts
 
 ## demo: run ops of all five services against the local provider fake.
 demo: build
 	./bin/pinned demo
 
 ## web: the member's catalog and the GitHub app against the local fakes
-## (provider fake, broker, sidecar and pinned web in one process).
+## (provider fake, broker, sidecar and pinned web in one process), on a free
+## port; it prints the URL. WEBLISTEN=127.0.0.1:8090 keeps one origin.
+WEBLISTEN ?= 127.0.0.1:0
 web: build
-	./bin/pinned demo --web
+	./bin/pinned demo --web --listen $(WEBLISTEN)
 
 ## web-vendor: refresh the browser crypto (libsodium-wrappers, ISC) in
 ## web/static/vendor/ through npm, and record versions and SHA-256 in
@@ -96,13 +115,30 @@ web-vendor:
 	    echo "$$p $(SODIUM_VERSION) $$p.js $$(sha256sum web/static/vendor/$$p.js | cut -d' ' -f1)"; done; } > web/static/vendor/VENDOR
 	rm -rf .web-vendor
 
+## axe-vendor: refresh axe-core (MPL-2.0), the accessibility checker the
+## browser tests run, in web/testdata/axe/ through npm, and record its
+## version and SHA-256 in web/testdata/axe/VENDOR (TestAxeVendored checks
+## them). Test-only: it is not embedded in the binary.
+AXE_VERSION ?= 4.14.1
+axe-vendor:
+	rm -rf .axe-vendor && mkdir -p .axe-vendor web/testdata/axe
+	cd .axe-vendor && npm pack --silent axe-core@$(AXE_VERSION) >/dev/null && tar xzf axe-core-$(AXE_VERSION).tgz
+	cp .axe-vendor/package/axe.min.js web/testdata/axe/axe.min.js
+	cp .axe-vendor/package/LICENSE web/testdata/axe/axe-core.LICENSE
+	cp .axe-vendor/package/LICENSE-3RD-PARTY.txt web/testdata/axe/axe-core.LICENSE-3RD-PARTY.txt
+	{ echo "# Vendored accessibility checker for the browser tests: refreshed by 'make axe-vendor' (npm pack from the npm registry)."; \
+	  echo "# package version file sha256"; \
+	  echo "axe-core $(AXE_VERSION) axe.min.js $$(sha256sum web/testdata/axe/axe.min.js | cut -d' ' -f1)"; } > web/testdata/axe/VENDOR
+	rm -rf .axe-vendor
+
 ## bench: benchmarks and harnesses, written to docs/BENCHMARKS.md (see
 ## that file; ratios are against baselines measured in the same run).
 bench: build
 	$(GO) test -run='^$$' -bench=. -benchmem -benchtime=$(BENCHTIME) -count=$(BENCHCOUNT) ./host/ | tee bench.out
 	$(GO) test -run='^$$' -bench='^BenchmarkProject$$' -benchmem -benchtime=$(BENCHTIME) -count=$(BENCHCOUNT) ./host/internal/pick/ | tee -a bench.out
 	$(GO) test -run='^$$' -bench='^BenchmarkFlow$$' -benchmem -benchtime=$(BENCHTIME) -count=$(BENCHCOUNT) ./internal/flow/ | tee -a bench.out
-	$(GO) test -run='^$$' -bench='^(BenchmarkStateRecord|BenchmarkStateOverhead|BenchmarkReplicas)$$' -benchtime=$(BENCHTIME) -count=$(BENCHCOUNT) ./sidecar/ | tee -a bench.out
+	$(GO) test -run='^$$' -bench='^(BenchmarkStateRecord|BenchmarkStateOverhead|BenchmarkReplicas|BenchmarkAuditOverhead)$$' -benchtime=$(BENCHTIME) -count=$(BENCHCOUNT) ./sidecar/ | tee -a bench.out
+	$(GO) test -run='^$$' -bench='^(BenchmarkAppend|BenchmarkSeal)$$' -benchtime=$(BENCHTIME) -count=$(BENCHCOUNT) ./internal/audit/ | tee -a bench.out
 	@if [ -f bench/extism/go.mod ]; then \
 	  (cd bench/extism && $(GO) test -run='^$$' -bench=. -benchtime=$(BENCHTIME) -count=$(BENCHCOUNT) .) | tee bench-extism.out; \
 	else : > bench-extism.out; fi
@@ -110,11 +146,16 @@ bench: build
 	$(GO) run ./internal/cmd/benchtool ready -bin bin/pinned -out ready.json
 	$(GO) run ./internal/cmd/benchtool report -bench bench.out -extism bench-extism.out -rss rss.json -ready ready.json -out docs/BENCHMARKS.md
 
-## check: the CI contract (.ci/run runs `make check test`): formatting, a
-## tidy go.mod, vet, builds and vet for $(CROSS_GOOS), staticcheck,
-## govulncheck (database: see .ci/govulncheck), and the committed modules
-## rebuilt byte for byte, which here fails on a toolchain mismatch.
+## check: the CI contract (.ci/run runs `make check test`): the toolchain
+## first (go.mod's toolchain line, which the committed modules are built
+## with), formatting, a tidy go.mod, vet, builds and vet for $(CROSS_GOOS),
+## staticcheck, govulncheck (database: see .ci/govulncheck), and the
+## committed modules rebuilt byte for byte.
+TOOLCHAIN := $(shell sed -n 's/^toolchain //p' go.mod)
 check:
+	@have=$$($(GO) env GOVERSION); [ "$$have" = "$(TOOLCHAIN)" ] || { \
+	  echo "make check: the go command runs $$have; the committed .wasm files are built with $(TOOLCHAIN) (go.mod) and make check rebuilds them byte for byte."; \
+	  echo "Run: GOTOOLCHAIN=$(TOOLCHAIN) make check  (the go command fetches $(TOOLCHAIN) and verifies it)"; exit 1; } >&2
 	@test -z "$$(gofmt -l . | tee /dev/stderr)" || (echo "gofmt: files above need formatting (gofmt -w)" && exit 1)
 	@$(GO) mod tidy -diff || (echo "go.mod/go.sum are not tidy: run go mod tidy" && exit 1)
 	$(GO) vet ./...

@@ -342,7 +342,8 @@ func TestSecretsNeverLogged(t *testing.T) {
 
 func TestPanicIsInternal(t *testing.T) {
 	e := newEnv(t, nil)
-	h := e.b.accessLog(e.b.recoverer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panic("boom ghr_secret") })))
+	h := e.b.routes()
+	h.Get("/x", func(http.ResponseWriter, *http.Request) { panic("boom ghr_secret") })
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/x", nil))
 	if rec.Code != 500 || apiError(t, rec.Body.Bytes()) != brokerapi.CodeInternal || strings.Contains(rec.Body.String(), "boom") {

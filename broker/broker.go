@@ -1,11 +1,8 @@
 package broker
 
 import (
-	"context"
 	"crypto/cipher"
-	"crypto/rand"
 	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"net/http"
 	"slices"
@@ -14,14 +11,13 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
-	"github.com/go-chi/chi/v5/middleware"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/rs/zerolog"
 	"golang.org/x/oauth2"
 
 	"github.com/elevenmessenger/pinned/internal/brokerapi"
-	"github.com/elevenmessenger/pinned/internal/httpallow"
+	"github.com/elevenmessenger/pinned/internal/httpserve"
 	"github.com/elevenmessenger/pinned/registry"
 )
 
@@ -60,24 +56,6 @@ type client struct {
 // malformed public URL or allowlist entry, a short instance token, or a
 // client for a service without auth.oauth is an error.
 func New(cfg Config) (*Broker, error) {
-	if cfg.Registry == nil {
-		cfg.Registry = registry.Default()
-	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
-	if cfg.StateTTL <= 0 {
-		cfg.StateTTL = DefaultStateTTL
-	}
-	if cfg.ProviderTimeout <= 0 {
-		cfg.ProviderTimeout = DefaultProviderTimeout
-	}
-	if cfg.RefreshRate <= 0 {
-		cfg.RefreshRate = DefaultRefreshRate
-	}
-	if cfg.RefreshBurst <= 0 {
-		cfg.RefreshBurst = DefaultRefreshBurst
-	}
 	if len(cfg.StateKey) != StateKeySize {
 		return nil, fmt.Errorf("broker: the state key must be %d bytes (got %d); generate one with `pinned broker --gen-state-key`", StateKeySize, len(cfg.StateKey))
 	}
@@ -90,16 +68,16 @@ func New(cfg Config) (*Broker, error) {
 		return nil, fmt.Errorf("broker: %w", err)
 	}
 	b := &Broker{
-		reg:       cfg.Registry,
+		reg:       cfg.registry(),
 		publicURL: pub.String(),
 		allowed:   map[string]bool{},
 		aead:      aead,
-		stateTTL:  cfg.StateTTL,
+		stateTTL:  cfg.stateTTL(),
 		bind:      !cfg.NoBrowserBinding,
-		timeout:   cfg.ProviderTimeout,
+		timeout:   cfg.providerTimeout(),
 		clients:   map[string]*client{},
-		limiter:   newLimiter(cfg.RefreshRate, cfg.RefreshBurst, cfg.Now),
-		now:       cfg.Now,
+		limiter:   newLimiter(cfg.refreshRate(), cfg.refreshBurst(), cfg.now()),
+		now:       cfg.now(),
 		log:       zerolog.Nop(),
 	}
 	if cfg.Logger != nil {
@@ -128,7 +106,7 @@ func New(cfg Config) (*Broker, error) {
 	slices.Sort(ids)
 	for _, id := range ids {
 		c := cfg.Clients[id]
-		m, ok := cfg.Registry.Service(id)
+		m, ok := b.reg.Service(id)
 		if !ok || m.Auth.OAuth == nil {
 			return nil, fmt.Errorf("broker: a client is configured for %q, which has no auth.oauth in the registry", id)
 		}
@@ -209,17 +187,16 @@ func (b *Broker) RedirectURL(service string) string {
 //	GET  /oauth/{id}/callback     the provider's redirect → 302 to the return URL
 //	POST /api/refresh             {service, refresh_token} → a fresh pair (instance token)
 //	GET  /metrics                 Prometheus (when the broker owns its registry)
-func (b *Broker) Handler() http.Handler {
-	r := chi.NewRouter()
-	r.Use(b.accessLog, b.recoverer, securityHeaders)
-	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, b.reqLog(r), errorf(brokerapi.CodeNotFound, "no such endpoint"))
+func (b *Broker) Handler() http.Handler { return b.routes() }
+
+func (b *Broker) routes() *chi.Mux {
+	r := httpserve.NewRouter(httpserve.Options{
+		Log: b.log, Requests: b.metrics.requests, Docs: "docs/OAUTH.md",
+		Fail: func(w http.ResponseWriter, r *http.Request, code, msg string, cause error) {
+			writeError(w, r, brokerapi.NewError(brokerapi.Code(code), msg).WithCause(cause))
+		},
 	})
-	mux := r
-	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
-		httpallow.Set(w, mux, r)
-		writeError(w, b.reqLog(r), errorf(brokerapi.CodeMethodNotAllowed, "method %s not allowed here", r.Method))
-	})
+	r.Use(securityHeaders)
 	r.Get("/healthz", b.health)
 	r.Get("/registry", b.registry)
 	r.Head("/registry", b.registry)
@@ -233,63 +210,6 @@ func (b *Broker) Handler() http.Handler {
 		r.Handle("/metrics", promhttp.HandlerFor(b.promReg, promhttp.HandlerOpts{}))
 	}
 	return r
-}
-
-type ctxKey struct{}
-
-// zerologCtx returns r's context carrying the request's logger.
-func zerologCtx(r *http.Request, l *zerolog.Logger) context.Context {
-	return context.WithValue(r.Context(), ctxKey{}, l)
-}
-
-// reqLog returns the request's logger (with its request id).
-func (b *Broker) reqLog(r *http.Request) *zerolog.Logger {
-	if l, ok := r.Context().Value(ctxKey{}).(*zerolog.Logger); ok {
-		return l
-	}
-	return &b.log
-}
-
-// accessLog logs one line per request: method, route pattern (never the
-// raw URL: a callback's query holds the code and state), status, duration.
-func (b *Broker) accessLog(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		start := time.Now()
-		var id [8]byte
-		_, _ = rand.Read(id[:])
-		rid := hex.EncodeToString(id[:])
-		l := b.log.With().Str("request_id", rid).Logger()
-		w.Header().Set("X-Request-Id", rid)
-		sw := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
-		r = r.WithContext(zerologCtx(r, &l))
-		next.ServeHTTP(sw, r)
-		route := "unmatched"
-		if rc := chi.RouteContext(r.Context()); rc != nil && rc.RoutePattern() != "" {
-			route = rc.RoutePattern()
-		}
-		status := sw.Status()
-		if status == 0 {
-			status = http.StatusOK
-		}
-		b.metrics.requests.WithLabelValues(route, strconv.Itoa(status)).Inc()
-		l.Info().Str("method", r.Method).Str("route", route).Int("status", status).
-			Float64("duration_ms", float64(time.Since(start).Microseconds())/1000).Msg("request")
-	})
-}
-
-// recoverer turns a panic into a 500 "internal" answer and a log line.
-func (b *Broker) recoverer(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		defer func() {
-			if v := recover(); v != nil {
-				if v == http.ErrAbortHandler {
-					panic(v)
-				}
-				writeError(w, b.reqLog(r), errorf(brokerapi.CodeInternal, "internal error").WithCause(fmt.Errorf("panic: %v", v)))
-			}
-		}()
-		next.ServeHTTP(w, r)
-	})
 }
 
 // securityHeaders sets headers every answer carries.
@@ -387,13 +307,13 @@ func (b *Broker) oauthConfig(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Access-Control-Allow-Origin", "*")
 	q := r.URL.Query()
 	if len(q["service"]) != 1 || q.Get("service") == "" {
-		writeError(w, b.reqLog(r), errorf(brokerapi.CodeBadRequest, "give exactly one service parameter"))
+		writeError(w, r, errorf(brokerapi.CodeBadRequest, "give exactly one service parameter"))
 		return
 	}
 	id := q.Get("service")
 	m, ok := b.reg.Service(id)
 	if !ok {
-		writeError(w, b.reqLog(r), errorf(brokerapi.CodeUnknownService, "no service %q in the registry", truncate(id, 64)))
+		writeError(w, r, errorf(brokerapi.CodeUnknownService, "no service %q in the registry", truncate(id, 64)))
 		return
 	}
 	doc := oauthConfigDoc{Service: id, CapScopes: capScopes{Read: []string{}, Write: []string{}}}

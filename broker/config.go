@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"cmp"
 	"crypto/rand"
 	"encoding/base64"
 	"errors"
@@ -85,6 +86,22 @@ type Config struct {
 	Metrics prometheus.Registerer
 	// Now is the clock for state expiry and rate limits; nil is time.Now.
 	Now func() time.Time
+}
+
+// The fields with their defaults: a zero (or negative) value is the
+// documented default.
+func (c *Config) registry() *registry.Registry { return cmp.Or(c.Registry, registry.Default()) }
+func (c *Config) stateTTL() time.Duration      { return cmp.Or(max(c.StateTTL, 0), DefaultStateTTL) }
+func (c *Config) providerTimeout() time.Duration {
+	return cmp.Or(max(c.ProviderTimeout, 0), DefaultProviderTimeout)
+}
+func (c *Config) refreshRate() float64 { return cmp.Or(max(c.RefreshRate, 0), DefaultRefreshRate) }
+func (c *Config) refreshBurst() int    { return cmp.Or(max(c.RefreshBurst, 0), DefaultRefreshBurst) }
+func (c *Config) now() func() time.Time {
+	if c.Now == nil {
+		return time.Now
+	}
+	return c.Now
 }
 
 // Client is one confidential OAuth client (RFC 6749 section 2.1). Its

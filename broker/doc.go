@@ -23,7 +23,7 @@
 // docs/OAUTH.md is the operator's guide.
 //
 // It imports registry, internal/brokerapi (its codes and status table,
-// shared with its client internal/rotate), internal/httperr, httpallow and
-// secret, golang.org/x/oauth2 and x/crypto, chi, zerolog and prometheus;
+// shared with its client internal/rotate), internal/httperr, httpserve
+// (the services' middleware chain) and secret, golang.org/x/oauth2 and x/crypto, chi, zerolog and prometheus;
 // never host, sidecar or web (docs/ARCHITECTURE.md).
 package broker

@@ -5,10 +5,9 @@ import (
 	"fmt"
 	"net/http"
 
-	"github.com/rs/zerolog"
-
 	"github.com/elevenmessenger/pinned/internal/brokerapi"
 	"github.com/elevenmessenger/pinned/internal/httperr"
+	"github.com/elevenmessenger/pinned/internal/httpserve"
 )
 
 // brokerError is the one error type of the broker's HTTP API: the shared model of
@@ -35,18 +34,11 @@ func asError(err error) *brokerError {
 }
 
 // writeError answers err as JSON (httperr: the request id of the answer's
-// X-Request-Id in the body, Retry-After when set) and logs its cause.
-func writeError(w http.ResponseWriter, log *zerolog.Logger, err error) {
+// X-Request-Id in the body, Retry-After when set) and hands its code and
+// cause to the request's access event.
+func writeError(w http.ResponseWriter, r *http.Request, err error) {
 	e := asError(err)
-	ev := log.Warn()
-	if e.Status >= 500 {
-		ev = log.Error()
-	}
-	ev = ev.Str("code", string(e.Code)).Int("status", e.Status)
-	if c := e.Cause(); c != nil {
-		ev = ev.AnErr("cause", c)
-	}
-	ev.Msg(e.Message)
+	httpserve.NoteOf[httpserve.Basic](r).Fail(string(e.Code), e.Cause())
 	e.Write(w)
 }
 

@@ -83,15 +83,15 @@ func (b *Broker) checkReturn(raw string) *brokerError {
 // flowRequest reads what start and callback both need: the service id
 // from the path, its configured client, and the query (each key once).
 // On failure it has answered the error and ok is false.
-func (b *Broker) flowRequest(w http.ResponseWriter, r *http.Request, log *zerolog.Logger) (id string, c *client, q url.Values, ok bool) {
+func (b *Broker) flowRequest(w http.ResponseWriter, r *http.Request) (id string, c *client, q url.Values, ok bool) {
 	id = chi.URLParam(r, "id")
 	c, e := b.lookupClient(id)
 	if e != nil {
-		writeError(w, log, e)
+		writeError(w, r, e)
 		return "", nil, nil, false
 	}
 	if q, e = singleQuery(r); e != nil {
-		writeError(w, log, e)
+		writeError(w, r, e)
 		return "", nil, nil, false
 	}
 	return id, c, q, true
@@ -102,8 +102,8 @@ func (b *Broker) flowRequest(w http.ResponseWriter, r *http.Request, log *zerolo
 // authorization endpoint with the cap's scopes, the manifest's
 // authorize_params and, where the manifest says pkce, an S256 challenge.
 func (b *Broker) start(w http.ResponseWriter, r *http.Request) {
-	log := b.reqLog(r)
-	id, c, q, ok := b.flowRequest(w, r, log)
+	log := zerolog.Ctx(r.Context())
+	id, c, q, ok := b.flowRequest(w, r)
 	if !ok {
 		return
 	}
@@ -113,18 +113,18 @@ func (b *Broker) start(w http.ResponseWriter, r *http.Request) {
 	}
 	if cp != CapRead && cp != CapWrite {
 		b.metrics.flows.WithLabelValues(id, "start", string(brokerapi.CodeBadCap)).Inc()
-		writeError(w, log, errorf(brokerapi.CodeBadCap, `cap must be "read" or "write"`))
+		writeError(w, r, errorf(brokerapi.CodeBadCap, `cap must be "read" or "write"`))
 		return
 	}
 	ret := q.Get("return")
 	if e := b.checkReturn(ret); e != nil {
 		b.metrics.flows.WithLabelValues(id, "start", string(e.Code)).Inc()
-		writeError(w, log, e)
+		writeError(w, r, e)
 		return
 	}
 	nonce := make([]byte, 16)
 	if _, err := rand.Read(nonce); err != nil {
-		writeError(w, log, err)
+		writeError(w, r, err)
 		return
 	}
 	st := &flowState{
@@ -137,7 +137,7 @@ func (b *Broker) start(w http.ResponseWriter, r *http.Request) {
 	}
 	state, err := seal(b.aead, st)
 	if err != nil {
-		writeError(w, log, err)
+		writeError(w, r, err)
 		return
 	}
 	scopes := c.oauth.Scopes
@@ -219,21 +219,21 @@ func fragment(kv ...string) string {
 // before the state is verified answer JSON (there is no trustworthy place
 // to return to); later ones return "#service=…&error=<code>".
 func (b *Broker) callback(w http.ResponseWriter, r *http.Request) {
-	log := b.reqLog(r)
-	id, c, q, ok := b.flowRequest(w, r, log)
+	log := zerolog.Ctx(r.Context())
+	id, c, q, ok := b.flowRequest(w, r)
 	if !ok {
 		return
 	}
 	st, e := open(b.aead, q.Get("state"), id, b.now())
 	if e != nil {
 		b.metrics.flows.WithLabelValues(id, "callback", string(e.Code)).Inc()
-		writeError(w, log, e)
+		writeError(w, r, e)
 		return
 	}
 	if e := b.checkReturn(st.Return); e != nil {
 		// Sealed by us, but the allowlist changed since the flow started.
 		b.metrics.flows.WithLabelValues(id, "callback", string(e.Code)).Inc()
-		writeError(w, log, e)
+		writeError(w, r, e)
 		return
 	}
 	w.Header().Set("Cache-Control", "no-store")

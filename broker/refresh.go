@@ -15,9 +15,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rs/zerolog"
 	"golang.org/x/oauth2"
 
 	"github.com/elevenmessenger/pinned/internal/brokerapi"
+	"github.com/elevenmessenger/pinned/internal/httpserve"
 	"github.com/elevenmessenger/pinned/internal/jsonv"
 	"github.com/elevenmessenger/pinned/secret"
 )
@@ -71,9 +73,9 @@ func (b *Broker) caller(r *http.Request) string {
 // stored. Authenticated by an instance token, rate-limited per caller
 // (unauthenticated attempts per remote address).
 func (b *Broker) refresh(w http.ResponseWriter, r *http.Request) {
-	log := b.reqLog(r)
+	log := zerolog.Ctx(r.Context())
 	if len(b.instances) == 0 {
-		writeError(w, log, errorf(brokerapi.CodeRefreshDisabled, "token refresh is disabled on this broker (no instance tokens configured)"))
+		writeError(w, r, errorf(brokerapi.CodeRefreshDisabled, "token refresh is disabled on this broker (no instance tokens configured)"))
 		return
 	}
 	who := b.caller(r)
@@ -88,54 +90,54 @@ func (b *Broker) refresh(w http.ResponseWriter, r *http.Request) {
 	if ok, wait := b.limiter.allow(key); !ok {
 		e := errorf(brokerapi.CodeRateLimited, "too many refresh requests; retry later")
 		e.RetryAfter = int((wait + time.Second - 1) / time.Second) // whole seconds, rounded up
-		writeError(w, log, e)
+		writeError(w, r, e)
 		return
 	}
 	if who == "" {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="pinned broker"`)
-		writeError(w, log, errorf(brokerapi.CodeUnauthorized, "a valid instance token is required (Authorization: Bearer <token>)"))
+		writeError(w, r, errorf(brokerapi.CodeUnauthorized, "a valid instance token is required (Authorization: Bearer <token>)"))
 		return
 	}
-	l := log.With().Str("caller", who).Logger()
-	log = &l
+	httpserve.NoteOf[httpserve.Basic](r).Set("caller", who)
 	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
-		writeError(w, log, errorf(brokerapi.CodeUnsupportedMediaType, "the body must be application/json"))
+		writeError(w, r, errorf(brokerapi.CodeUnsupportedMediaType, "the body must be application/json"))
 		return
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxRefreshBody))
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			writeError(w, log, errorf(brokerapi.CodeTooLarge, "the body is over %d bytes", maxRefreshBody))
+			writeError(w, r, errorf(brokerapi.CodeTooLarge, "the body is over %d bytes", maxRefreshBody))
 			return
 		}
-		writeError(w, log, errorf(brokerapi.CodeBadRequest, "the body could not be read"))
+		writeError(w, r, errorf(brokerapi.CodeBadRequest, "the body could not be read"))
 		return
 	}
 	// Strict JSON first, as the sidecar and pinned web read theirs: a key
 	// twice ("service" or "refresh_token") is ambiguous, so refused.
 	if _, err := jsonv.Parse(body); err != nil {
-		writeError(w, log, errorf(brokerapi.CodeBadRequest, "the body must be one strict JSON object (unique keys, valid UTF-8)"))
+		writeError(w, r, errorf(brokerapi.CodeBadRequest, "the body must be one strict JSON object (unique keys, valid UTF-8)"))
 		return
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	var req refreshRequest
 	if err := dec.Decode(&req); err != nil {
-		writeError(w, log, errorf(brokerapi.CodeBadRequest, "the body must be {\"service\": ..., \"refresh_token\": ...}"))
+		writeError(w, r, errorf(brokerapi.CodeBadRequest, "the body must be {\"service\": ..., \"refresh_token\": ...}"))
 		return
 	}
 	if req.Service == "" || req.RefreshToken == "" {
-		writeError(w, log, errorf(brokerapi.CodeBadRequest, "service and refresh_token are required"))
+		writeError(w, r, errorf(brokerapi.CodeBadRequest, "service and refresh_token are required"))
 		return
 	}
+	httpserve.NoteOf[httpserve.Basic](r).Set("service", req.Service)
 	c, e := b.lookupClient(req.Service)
 	if e != nil {
-		writeError(w, log, e)
+		writeError(w, r, e)
 		return
 	}
 	if !c.oauth.Refresh {
-		writeError(w, log, errorf(brokerapi.CodeRefreshUnsupported, "%s issues no refresh tokens", req.Service))
+		writeError(w, r, errorf(brokerapi.CodeRefreshUnsupported, "%s issues no refresh tokens", req.Service))
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.WithValue(r.Context(), oauth2.HTTPClient, b.http), b.timeout)
@@ -147,12 +149,11 @@ func (b *Broker) refresh(w http.ResponseWriter, r *http.Request) {
 			e.Message = "the refresh token is invalid, expired, revoked or already used; reconnect the service"
 		}
 		b.metrics.tokens.WithLabelValues(req.Service, "refresh_token", string(e.Code)).Inc()
-		l := log.With().Str("service", req.Service).Logger()
-		writeError(w, &l, e)
+		writeError(w, r, e)
 		return
 	}
 	b.metrics.tokens.WithLabelValues(req.Service, "refresh_token", "ok").Inc()
-	log.Info().Str("service", req.Service).Bool("rotated", tok.RefreshToken != string(req.RefreshToken)).
+	log.Info().Str("caller", who).Str("service", req.Service).Bool("rotated", tok.RefreshToken != string(req.RefreshToken)).
 		Bool("expires", !tok.Expiry.IsZero()).Msg("token refreshed")
 	writeJSON(w, http.StatusOK, RefreshResponse{
 		AccessToken:  tok.AccessToken,

@@ -53,7 +53,7 @@ func newProviderClient(cfg *Config) (*http.Client, *http.Transport, error) {
 		TLSClientConfig:        tlsCfg,
 		ForceAttemptHTTP2:      true,
 		TLSHandshakeTimeout:    10 * time.Second,
-		ResponseHeaderTimeout:  cfg.ProviderTimeout,
+		ResponseHeaderTimeout:  cfg.providerTimeout(),
 		MaxIdleConns:           64,
 		MaxIdleConnsPerHost:    8,
 		IdleConnTimeout:        90 * time.Second,
@@ -64,7 +64,7 @@ func newProviderClient(cfg *Config) (*http.Client, *http.Transport, error) {
 	}
 	client := &http.Client{
 		Transport:     tr,
-		Timeout:       cfg.ProviderTimeout,
+		Timeout:       cfg.providerTimeout(),
 		CheckRedirect: func(*http.Request, []*http.Request) error { return errRedirect },
 	}
 	return client, tr, nil

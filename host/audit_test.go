@@ -101,15 +101,28 @@ func TestAuditTargetRedactsSecretArgs(t *testing.T) {
 	}
 	env := newEnv(t, func(c *Config) { c.Registry = reg })
 	const secretRepo, secretState = "hidden-repo-4c1b", "closed"
-	if _, err := env.run("github", "list_issues", `{"owner":"pinned-tester","repo":"`+secretRepo+`","state":"`+secretState+`","per_page":7}`); err != nil && err.Code != api.CodeUpstreamError {
-		t.Fatal(err)
+	res, herr := env.run("github", "list_issues", `{"owner":"pinned-tester","repo":"`+secretRepo+`","state":"`+secretState+`","per_page":7}`)
+	if herr != nil && herr.Code != api.CodeUpstreamError {
+		t.Fatal(herr)
 	}
 	evs := egressEvents(t, env.logs.String())
 	if len(evs) != 1 {
 		t.Fatalf("%d events", len(evs))
 	}
-	if got, want := evs[0]["target"], "/repos/pinned-tester/%5Bredacted%5D/issues?per_page=7&state=%5Bredacted%5D"; got != want {
+	const want = "/repos/pinned-tester/%5Bredacted%5D/issues?per_page=7&state=%5Bredacted%5D"
+	if got := evs[0]["target"]; got != want {
 		t.Fatalf("target %v, want %v", got, want)
+	}
+	// The result (or error) carries the same redacted target, for the
+	// sidecar's audit records.
+	got := ""
+	if res != nil {
+		got = res.Target
+	} else {
+		got = herr.Target
+	}
+	if got != want {
+		t.Fatalf("Result/Error.Target %q, want %q", got, want)
 	}
 	if reqs := env.fake.Requests(); len(reqs) != 1 || !strings.Contains(reqs[0].Path, secretRepo) {
 		t.Fatalf("the request sent was not the caller's: %+v", reqs)

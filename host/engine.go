@@ -209,6 +209,11 @@ type Result struct {
 	Stopped api.StopReason `json:"stopped,omitempty"`
 	// StopMessage explains Stopped for a human.
 	StopMessage string `json:"stop_message,omitempty"`
+	// Target is the request target as sent (path and query; the first
+	// page's when Run followed pages), with every secret arg's value
+	// replaced by "[redacted]"; empty with Config.OmitTarget. For audit
+	// records; never sent to the provider again.
+	Target string `json:"-"`
 
 	cursor *paginate.Cursor // set by send for an op that pages
 }
@@ -563,13 +568,20 @@ func (e *Engine) run(ctx context.Context, call Call, p *prepared, start time.Tim
 		err, res = e.echoError(p, res.Status), nil
 	}
 	status := 0
+	target := p.bind.Target(want)
+	shown := target
+	if e.cfg.OmitTarget {
+		shown = ""
+	}
 	if res != nil {
 		status = res.Status
 		res.RawBytes = raw
+		res.Target = shown
 	} else if err != nil {
 		status = err.Status
+		err.Target = shown
 	}
-	e.audit(ctx, p, res, err, status, raw, start, p.bind.Target(want))
+	e.audit(ctx, p, res, err, status, raw, start, target)
 	return res, err
 }
 

@@ -31,6 +31,9 @@ type Error struct {
 	// cap), api.AppliedMaybe or api.AppliedNo. Status carries the
 	// provider's status when it answered.
 	Applied api.Applied
+	// Target is the request target as sent, secret args redacted, when
+	// the request was sent (Result.Target); empty otherwise.
+	Target string
 
 	cause error
 }

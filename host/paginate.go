@@ -60,7 +60,7 @@ func (e *Engine) runPages(ctx context.Context, call Call, start time.Time) (*Res
 		return nil, newError(api.CodeUpstreamInvalid, "the op's projected result is not a list, so its pages cannot be merged")
 	}
 	res = &Result{Status: out.Status, Data: out.Data, RawBytes: out.RawBytes, Next: out.Next, Pages: out.Pages,
-		Stopped: out.Stopped, StopMessage: out.StopMessage}
+		Stopped: out.Stopped, StopMessage: out.StopMessage, Target: res.Target}
 	// The merged pages and the next args, checked as each page was: a
 	// credential split across pages, or carried in a cursor, never
 	// comes back. (One page's data was checked by run.)

@@ -148,7 +148,7 @@ func (s *Server) consume(ctx context.Context, state string, legacy bool, princip
 	if !ok || c.Legacy != legacy || c.Principal != principal {
 		return CodeConfirmationInvalid
 	}
-	now := s.cfg.Now()
+	now := s.cfg.now()
 	exp := time.UnixMilli(c.Expires)
 	if now.After(exp) {
 		return CodeConfirmationExpired

@@ -14,6 +14,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/elevenmessenger/pinned/internal/httpserve"
 )
 
 // Codes in data.code of the HTTP transport's own refusals (docs/MCP.md).
@@ -78,7 +80,14 @@ func (s *Server) HandlerAuth(a Auth) http.Handler {
 			public = u.Host
 		}
 	}
-	return rebinding(jsonErrors(h), public)
+	// The services' chain (package internal/httpserve) in front: the
+	// request id and one access event a request; every path and method
+	// goes on to the transport, whose refusals are JSON-RPC errors.
+	r := httpserve.NewRouter(httpserve.Options{Log: s.log, Fail: func(w http.ResponseWriter, _ *http.Request, code, msg string, _ error) {
+		httpRefusal(w, http.StatusInternalServerError, code, msg)
+	}})
+	r.Handle("/*", rebinding(jsonErrors(h), public))
+	return r
 }
 
 // httpCodes are the data.code of the SDK's own HTTP refusals, by status.

@@ -42,6 +42,7 @@ package mcpserver
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -139,6 +140,20 @@ type Config struct {
 	Protocol string
 }
 
+// The fields with their defaults: a zero (or negative) value is the
+// documented default.
+func (c *Config) registry() *registry.Registry { return cmp.Or(c.Registry, registry.Default()) }
+func (c *Config) tools() string                { return cmp.Or(c.Tools, ToolsFull) }
+func (c *Config) confirmTTL() time.Duration    { return cmp.Or(max(c.ConfirmTTL, 0), DefaultConfirmTTL) }
+func (c *Config) grantTTL() time.Duration      { return cmp.Or(max(c.GrantTTL, 0), DefaultGrantTTL) }
+func (c *Config) maxResultBytes() int          { return cmp.Or(max(c.MaxResultBytes, 0), DefaultMaxResultBytes) }
+func (c *Config) now() time.Time {
+	if c.Now == nil {
+		return time.Now()
+	}
+	return c.Now()
+}
+
 // Server is the MCP server of one person's connections.
 type Server struct {
 	cfg    Config
@@ -166,27 +181,8 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Sidecar == nil || cfg.Store == nil {
 		return nil, errors.New("mcpserver: Config.Sidecar and Config.Store are required")
 	}
-	if cfg.Registry == nil {
-		cfg.Registry = registry.Default()
-	}
-	switch cfg.Tools {
-	case "":
-		cfg.Tools = ToolsFull
-	case ToolsFull, ToolsCompact:
-	default:
+	if t := cfg.tools(); t != ToolsFull && t != ToolsCompact {
 		return nil, fmt.Errorf("mcpserver: Tools %q: want %s or %s", cfg.Tools, ToolsFull, ToolsCompact)
-	}
-	if cfg.ConfirmTTL <= 0 {
-		cfg.ConfirmTTL = DefaultConfirmTTL
-	}
-	if cfg.GrantTTL <= 0 {
-		cfg.GrantTTL = DefaultGrantTTL
-	}
-	if cfg.MaxResultBytes <= 0 {
-		cfg.MaxResultBytes = DefaultMaxResultBytes
-	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
 	}
 	switch cfg.Protocol {
 	case "":
@@ -196,7 +192,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("mcpserver: Protocol %q: want %s, %s or %s", cfg.Protocol, ProtocolBoth, Revision20251125, Revision20260728)
 	}
 	s := &Server{
-		cfg: cfg, reg: cfg.Registry, side: cfg.Sidecar, store: cfg.Store, log: zerolog.Nop(),
+		cfg: cfg, reg: cfg.registry(), side: cfg.Sidecar, store: cfg.Store, log: zerolog.Nop(),
 		defs: map[string]*toolDef{}, nonces: cfg.Nonces,
 		flows: map[any]*flow.Session{}, versions: protocolVersions(cfg.Protocol),
 	}
@@ -248,7 +244,7 @@ func New(cfg Config) (*Server, error) {
 			}
 			ops = append(ops, name)
 		}
-		if cfg.Tools == ToolsCompact {
+		if cfg.tools() == ToolsCompact {
 			d := &toolDef{tool: compactTool(m, ops, true), service: m.ID, readOnly: compactTool(m, ops, false)}
 			if !toolNameRE.MatchString(d.tool.Name) {
 				return nil, fmt.Errorf("mcpserver: tool name %q does not match %s", d.tool.Name, toolNameRE)
@@ -601,7 +597,7 @@ func (s *Server) askConfirm(ctx context.Context, req *mcp.CallToolRequest, servi
 	}
 	id := s.sealer.seal(&confirmation{
 		Service: service, Op: opName, ArgsHash: hash, Principal: s.principal(req),
-		Expires: s.cfg.Now().Add(s.cfg.ConfirmTTL).UnixMilli(), Legacy: !isModern(req),
+		Expires: s.cfg.now().Add(s.cfg.confirmTTL()).UnixMilli(), Legacy: !isModern(req),
 	})
 	return &mcp.CallToolResult{
 		InputRequests: mcp.InputRequestMap{"confirm": &mcp.ElicitParams{
@@ -616,14 +612,14 @@ func (s *Server) askConfirm(ctx context.Context, req *mcp.CallToolRequest, servi
 // run mints the call's one-shot grant and runs it through the sidecar,
 // then records the result's values in the session's flow record.
 func (s *Server) run(ctx context.Context, conn connstore.Connection, opName string, canon []byte, hash string, fs *flow.Session) (*mcp.CallToolResult, string) {
-	now := s.cfg.Now()
+	now := s.cfg.now()
 	m, _ := s.reg.Service(conn.Service)
 	op, _ := m.Op(opName)
 	write := op.Access == registry.AccessWrite
 	sealed, err := grant.Seal(&grant.Grant{
 		Service: conn.Service, Access: conn.Cap, Kind: conn.Kind,
 		Secret: conn.Token, Refresh: conn.Refresh, TokenExpiresAt: conn.TokenExpiresAt,
-		ExpiresAt: now.Add(s.cfg.GrantTTL), MemberKey: s.store.Key().Public().String(),
+		ExpiresAt: now.Add(s.cfg.grantTTL()), MemberKey: s.store.Key().Public().String(),
 		Op: opName, ArgsSHA256: hash,
 	}, s.side.PublicKey(), nil)
 	if err != nil {
@@ -651,17 +647,17 @@ func (s *Server) run(ctx context.Context, conn connstore.Connection, opName stri
 		}
 		return sidecarError(conn.Service, e), string(e.Code)
 	}
-	if len(res.Data) > s.cfg.MaxResultBytes && write {
+	if len(res.Data) > s.cfg.maxResultBytes() && write {
 		// The write was sent and succeeded: "ask for fewer items" would
 		// have the agent send it again.
 		return toolError(CodeResultTooLarge, fmt.Sprintf(
 			"the op ran: the write was sent and succeeded, but its result is %d bytes, over this server's %d-byte cap for one tool result; do not call it again (that would repeat the write): read the outcome with a read op",
-			len(res.Data), s.cfg.MaxResultBytes), map[string]any{"result_bytes": len(res.Data), "max_bytes": s.cfg.MaxResultBytes, "sent": true}), CodeResultTooLarge
+			len(res.Data), s.cfg.maxResultBytes()), map[string]any{"result_bytes": len(res.Data), "max_bytes": s.cfg.maxResultBytes(), "sent": true}), CodeResultTooLarge
 	}
-	if len(res.Data) > s.cfg.MaxResultBytes {
+	if len(res.Data) > s.cfg.maxResultBytes() {
 		return toolError(CodeResultTooLarge, fmt.Sprintf(
 			"the result is %d bytes, over this server's %d-byte cap for one tool result (it would take about %d tokens, twice: structured and as text); nothing is cut short: ask for fewer items (a smaller per_page or limit) or a narrower op",
-			len(res.Data), s.cfg.MaxResultBytes, len(res.Data)/4), map[string]any{"result_bytes": len(res.Data), "max_bytes": s.cfg.MaxResultBytes}), CodeResultTooLarge
+			len(res.Data), s.cfg.maxResultBytes(), len(res.Data)/4), map[string]any{"result_bytes": len(res.Data), "max_bytes": s.cfg.maxResultBytes()}), CodeResultTooLarge
 	}
 	if err := fs.Record(conn.Service, opName, op.Pick, res.Data); err != nil {
 		msg := "this session has read more than pinned can keep track of, so the result is withheld (a value it did not record could go to another service unseen); the person can start a new session"

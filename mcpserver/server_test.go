@@ -609,3 +609,33 @@ func TestNextPage(t *testing.T) {
 		args = out.Next
 	}
 }
+
+// TestConfigDefaults: a zero or negative field is its documented default;
+// a positive one is kept.
+func TestConfigDefaults(t *testing.T) {
+	tests := []struct {
+		name           string
+		cfg            Config
+		tools          string
+		confirm, grant time.Duration
+		maxResult      int
+	}{
+		{name: "zero", cfg: Config{}, tools: ToolsFull, confirm: DefaultConfirmTTL, grant: DefaultGrantTTL,
+			maxResult: DefaultMaxResultBytes},
+		{name: "negative", cfg: Config{ConfirmTTL: -1, GrantTTL: -1, MaxResultBytes: -1}, tools: ToolsFull,
+			confirm: DefaultConfirmTTL, grant: DefaultGrantTTL, maxResult: DefaultMaxResultBytes},
+		{name: "set", cfg: Config{Tools: ToolsCompact, ConfirmTTL: time.Second, GrantTTL: 2 * time.Second, MaxResultBytes: 3},
+			tools: ToolsCompact, confirm: time.Second, grant: 2 * time.Second, maxResult: 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := tt.cfg
+			if c.tools() != tt.tools || c.confirmTTL() != tt.confirm || c.grantTTL() != tt.grant || c.maxResultBytes() != tt.maxResult {
+				t.Errorf("got %s %v %v %d", c.tools(), c.confirmTTL(), c.grantTTL(), c.maxResultBytes())
+			}
+		})
+	}
+	if (&Config{}).registry() != registry.Default() {
+		t.Error("a nil Registry is not registry.Default()")
+	}
+}

@@ -24,6 +24,7 @@ func (m *Manifest) Clone() *Manifest {
 	c.Auth = m.Auth.clone()
 	c.Headers = maps.Clone(m.Headers)
 	c.WebHosts = slices.Clone(m.WebHosts)
+	c.Resources = cloneResources(m.Resources)
 	if m.Ops != nil {
 		c.Ops = make(map[string]*Op, len(m.Ops))
 		for name, op := range m.Ops {

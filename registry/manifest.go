@@ -102,6 +102,10 @@ type Manifest struct {
 	Viewer string `json:"viewer,omitempty"`
 	// Ops is the closed list of operations, by name (^[a-z][a-z0-9_]{0,47}$).
 	Ops map[string]*Op `json:"ops"`
+	// Resources, by name, declare which args name a member's resources,
+	// so a grant can be limited to chosen ones ([Resource]). Nil when the
+	// service declares none: its grants cannot be limited.
+	Resources map[string]Resource `json:"resources,omitempty"`
 }
 
 // Auth describes how a credential is presented (Scheme, Header) and how a

@@ -346,6 +346,7 @@ func (p *parser) check(m *Manifest) {
 			}
 		}
 	}
+	p.checkResources(m)
 	if m.Viewer != "" {
 		op, ok := m.Ops[m.Viewer]
 		switch {

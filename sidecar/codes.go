@@ -6,6 +6,7 @@ import (
 	hostapi "github.com/elevenmessenger/pinned/host/api"
 	"github.com/elevenmessenger/pinned/internal/httperr"
 	"github.com/elevenmessenger/pinned/internal/jsonenc"
+	"github.com/elevenmessenger/pinned/sidecar/api"
 )
 
 // Code is the stable, machine-readable kind of an API error. Codes are part
@@ -34,6 +35,7 @@ const (
 	CodeAccessDenied    Code = "access_denied"    // 403: a write op under a read or legacy (access-less) grant
 	CodeGrantMismatch   Code = "grant_mismatch"   // 403: the grant is bound to another op, or to other args
 	CodeGrantReplayed   Code = "grant_replayed"   // 409: the grant's nonce was already used
+	CodeResourceDenied  Code = "resource_denied"  // 403: the grant is limited to chosen resources and the args name another (arg says which), or the limit cannot be enforced
 
 	// Token rotation (DESIGN.md, "Expiring tokens"). The grant of an op that
 	// fails with one of these is not spent: nothing reached the provider's
@@ -96,6 +98,7 @@ var codeStatus = httperr.Statuses[Code]{
 	CodeAccessDenied:    http.StatusForbidden,
 	CodeGrantMismatch:   http.StatusForbidden,
 	CodeGrantReplayed:   http.StatusConflict,
+	CodeResourceDenied:  http.StatusForbidden,
 
 	CodeReconnectRequired:     http.StatusForbidden,
 	CodeRotationRefused:       http.StatusForbidden,
@@ -150,7 +153,7 @@ type Error struct {
 	RetryAfter int
 	// UpstreamStatus is the provider's HTTP status, when there was one.
 	UpstreamStatus int
-	// Arg names the offending argument (bad_args).
+	// Arg names the offending argument (bad_args, resource_denied).
 	Arg string
 	// Applied is set on a write op that failed after its request was
 	// sent: "yes" (the provider answered 2xx: the write happened), "maybe"
@@ -161,6 +164,13 @@ type Error struct {
 	// member must get the fresh pair whatever became of the op, because
 	// the provider has already retired the old refresh token.
 	Rotated string
+	// Limit names the limit a rate_limited refusal spent ("bot_rate",
+	// "grant_rate", "provider_backoff"); absent when the provider itself
+	// answered 429.
+	Limit string
+	// Receipt names the refusal's audit record, when the sidecar keeps an
+	// audit trail (OpResponse.Receipt).
+	Receipt *api.Receipt
 
 	cause error
 }
@@ -219,8 +229,10 @@ type errorBody struct {
 		UpstreamStatus int    `json:"upstream_status,omitempty"`
 		Arg            string `json:"arg,omitempty"`
 		Applied        string `json:"applied,omitempty"`
+		Limit          string `json:"limit,omitempty"`
 	} `json:"error"`
-	Rotated string `json:"rotated,omitempty"`
+	Rotated string       `json:"rotated,omitempty"`
+	Receipt *api.Receipt `json:"receipt,omitempty"`
 }
 
 // body is the JSON of the answer (httperr.Body's members with requestID,
@@ -236,7 +248,9 @@ func (e *Error) doc(requestID string) errorBody {
 	b.Error.UpstreamStatus = e.UpstreamStatus
 	b.Error.Arg = e.Arg
 	b.Error.Applied = e.Applied
+	b.Error.Limit = e.Limit
 	b.Rotated = e.Rotated
+	b.Receipt = e.Receipt
 	return b
 }
 

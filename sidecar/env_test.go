@@ -64,19 +64,25 @@ func closeShared() {
 }
 
 // newEngine starts a fake and an engine wired to it, logging to logs.
-func newEngine(logs *testutil.SyncBuffer) (*fakeapi.Server, *host.Engine, *host.Metrics, error) {
+// newEngine starts a provider fake and an engine wired to it; mods edit
+// the engine's Config.
+func newEngine(logs *testutil.SyncBuffer, mods ...func(*host.Config)) (*fakeapi.Server, *host.Engine, *host.Metrics, error) {
 	fake, err := fakeapi.New()
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	log := zerolog.New(logs).Level(zerolog.DebugLevel)
 	hm := host.NewMetrics(nil)
-	eng, err := host.New(context.Background(), host.Config{
+	cfg := host.Config{
 		Override: &host.Override{Addr: fake.Addr(), CAPEM: fake.CACertPEM()},
 		Logger:   &log,
 		Metrics:  hm,
 		CacheDir: testCacheDir,
-	})
+	}
+	for _, mod := range mods {
+		mod(&cfg)
+	}
+	eng, err := host.New(context.Background(), cfg)
 	if err != nil {
 		fake.Close()
 		return nil, nil, nil, err

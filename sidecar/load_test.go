@@ -11,7 +11,9 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/elevenmessenger/pinned/host"
 	"github.com/elevenmessenger/pinned/internal/demo/fakeapi"
+	"github.com/elevenmessenger/pinned/internal/testing/testutil"
 	"github.com/elevenmessenger/pinned/sidecar/grant"
 )
 
@@ -26,7 +28,16 @@ func TestLoad(t *testing.T) {
 		limit   = 50
 	)
 	ignore := goleak.IgnoreCurrent()
-	env := newOwnTestEnv(t, func(c *Config) { c.MaxConcurrency = limit })
+	// A minute per op: on a busy machine 100 clients under -race can keep
+	// an op past the default deadline, and a timeout is not what this
+	// test is about.
+	hostLogs := &testutil.SyncBuffer{}
+	fake, eng, hm, err := newEngine(hostLogs, func(c *host.Config) { c.Timeout = time.Minute })
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(fake.Close)
+	env := startEnv(t, fake, eng, hm, hostLogs, true, func(c *Config) { c.MaxConcurrency = limit })
 	var now, peak atomic.Int64
 	env.fake.SetHandler(func(w http.ResponseWriter, r *http.Request) bool {
 		n := now.Add(1)

@@ -34,6 +34,8 @@ type metrics struct {
 	// surface (research, mcp) and the services the value came from and
 	// was to go to.
 	flowRefused *prometheus.CounterVec
+	// auditErrors counts audit records that could not be written.
+	auditErrors prometheus.Counter
 }
 
 // Metric names, documented in docs/OPERATING.md.
@@ -55,6 +57,7 @@ const (
 	metricResearch = "pinned_sidecar_research_total"
 	metricResSteps = "pinned_sidecar_research_steps_total"
 	metricFlow     = "pinned_sidecar_flow_refused_total"
+	metricAuditErr = "pinned_sidecar_audit_errors_total"
 )
 
 // unknownLabel stands for a service or op not in the registry.
@@ -118,9 +121,13 @@ func newMetrics(reg prometheus.Registerer, store api.Store) *metrics {
 			Name: metricFlow,
 			Help: "Calls refused before anything was sent because their args carried a value another service returned in the session (cross_service_flow), by surface (research, mcp), the service the value came from and the service it was to go to.",
 		}, []string{"surface", "from", "to"}),
+		auditErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: metricAuditErr,
+			Help: "Audit records that could not be written; after the first, ops are refused with unavailable until the log is fixed and the sidecar restarted.",
+		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.ops, m.consent, m.duration, m.inFlight, m.denials, m.requests, m.refreshes, m.stateDuration, m.stateErrors, m.research, m.researchSteps, m.flowRefused)
+		reg.MustRegister(m.ops, m.consent, m.duration, m.inFlight, m.denials, m.requests, m.refreshes, m.stateDuration, m.stateErrors, m.research, m.researchSteps, m.flowRefused, m.auditErrors)
 		if g, ok := store.(replayGauges); ok {
 			reg.MustRegister(
 				prometheus.NewGaugeFunc(prometheus.GaugeOpts{

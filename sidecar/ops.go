@@ -61,6 +61,10 @@ type OpResponse struct {
 	// explains it.
 	Stopped     string `json:"stopped,omitempty"`
 	StopMessage string `json:"stop_message,omitempty"`
+	// Receipt, when the sidecar keeps an audit trail, names the op's
+	// audit record: its replica's chain, its seq there and its SHA-256
+	// (docs/OPERATING.md, "Audit and evidence").
+	Receipt *api.Receipt `json:"receipt,omitempty"`
 }
 
 // ConsentRequest is the body of POST /v1/consent: service, op and args
@@ -166,7 +170,7 @@ func (s *Server) labels(service, op string) (string, string) {
 
 func (s *Server) handleOps(w http.ResponseWriter, r *http.Request) {
 	var req OpRequest
-	res, rotated, e := s.serveOp(w, r, &req)
+	res, rotated, rc, e := s.serveOp(w, r, &req)
 	svc, op := s.labels(req.Service, req.Op)
 	outcome := "ok"
 	if e != nil {
@@ -179,7 +183,7 @@ func (s *Server) handleOps(w http.ResponseWriter, r *http.Request) {
 	}
 	infoFrom(r).outcome = "ok"
 	body, err := jsonenc.Marshal(OpResponse{Status: res.Status, Data: nullIfEmpty(res.Data), Rotated: rotated,
-		Next: res.Next, Pages: res.Pages, Stopped: string(res.Stopped), StopMessage: res.StopMessage})
+		Next: res.Next, Pages: res.Pages, Stopped: string(res.Stopped), StopMessage: res.StopMessage, Receipt: rc})
 	if err != nil {
 		e := newError(CodeInternal, "the result could not be encoded").withCause(err)
 		e.Rotated = rotated
@@ -201,20 +205,20 @@ func nullIfEmpty(d json.RawMessage) json.RawMessage {
 // passed. A grant carrying a refresh token may rotate its pair (see
 // rotation.go); the fresh pair, sealed to the member key, is returned as
 // rotated, or on the error when the op failed after rotating.
-func (s *Server) serveOp(w http.ResponseWriter, r *http.Request, req *OpRequest) (*host.Result, string, *Error) {
+func (s *Server) serveOp(w http.ResponseWriter, r *http.Request, req *OpRequest) (*host.Result, string, *api.Receipt, *Error) {
 	body, e := s.readBody(w, r)
 	if e != nil {
-		return nil, "", e
+		return nil, "", nil, e
 	}
 	if e := decode(body, req); e != nil {
-		return nil, "", e
+		return nil, "", nil, e
 	}
-	return s.enforceOp(r.Context(), infoFrom(r), req, nil)
+	return s.enforceOp(r.Context(), sourceOps, infoFrom(r), req, nil)
 }
 
-// enforceOp is serveOp after the body is decoded: the one enforcement path
-// (cap → grant → sandbox → pick) of POST /v1/ops, RunOp and each tool call
-// of a research session.
+// enforceGrantAndRun is enforceOp (audit.go) without the audit record:
+// the one enforcement path (cap → grant → sandbox → pick) of POST
+// /v1/ops, RunOp and each tool call of a research session.
 //
 // held is nil for a call under its own sealed grant (req.Grant). For a
 // research session's tool call it is the session's grant for the service,
@@ -222,7 +226,7 @@ func (s *Server) serveOp(w http.ResponseWriter, r *http.Request, req *OpRequest)
 // other check runs again on every call, the nonce is neither recorded
 // again nor ever forgotten (rec stays nil: the session spent the grant),
 // and a rotated pair replaces the held one so the next call runs with it.
-func (s *Server) enforceOp(ctx context.Context, info *reqInfo, req *OpRequest, held *heldGrant) (*host.Result, string, *Error) {
+func (s *Server) enforceGrantAndRun(ctx context.Context, info *reqInfo, req *OpRequest, held *heldGrant) (*host.Result, string, *Error) {
 	if req.Service == "" || req.Op == "" || (req.Grant == "" && held == nil) {
 		return nil, "", newError(CodeBadRequest, "service, op and grant are required")
 	}
@@ -241,8 +245,13 @@ func (s *Server) enforceOp(ctx context.Context, info *reqInfo, req *OpRequest, h
 	if e == nil && held == nil {
 		rec, e = s.record(ctx, g)
 	}
+	if e == nil {
+		if e = s.checkLimits(ctx, info, req.Service, g); e != nil {
+			s.forget(ctx, rec) // refused before anything was sent: the grant is not spent
+		}
+	}
 	if e != nil {
-		if e.Code != CodeBusy && e.Code != CodeUnavailable {
+		if e.Code != CodeBusy && e.Code != CodeUnavailable && e.Code != CodeRateLimited {
 			s.m.denials.WithLabelValues("grant", string(e.Code)).Inc()
 		}
 		return nil, "", e
@@ -280,6 +289,7 @@ func (s *Server) enforceOp(ctx context.Context, info *reqInfo, req *OpRequest, h
 			res, err = s.run(ctx, info, req, args, rot.credential(), append(withhold, rot.pair.Refresh))
 		}
 	}
+	s.backOff(ctx, req.Service, g, err)
 	if held != nil && rot != nil && rot.rotated {
 		held.rotated(rot.pair)
 	}
@@ -300,6 +310,15 @@ func (s *Server) enforceOp(ctx context.Context, info *reqInfo, req *OpRequest, h
 		return nil, "", e
 	}
 	info.upstreamStatus = res.Status
+	if g.Resources != "" {
+		data, fe := filterList(s.services[req.Service], req.Op, g, res.Data)
+		if fe != nil {
+			fe.Rotated = rotated
+			return nil, "", fe
+		}
+		res.Data = data
+	}
+	s.spendBytes(ctx, g, len(res.Data))
 	return res, rotated, nil
 }
 
@@ -316,6 +335,11 @@ func (s *Server) run(ctx context.Context, info *reqInfo, req *OpRequest, args js
 	res, err := s.eng.Run(ctx, host.Call{Service: req.Service, Op: req.Op, Args: args, Credential: cred, Pages: req.Pages, Withhold: withhold})
 	s.m.duration.WithLabelValues(req.Service, req.Op).Observe(time.Since(start).Seconds())
 	s.denied(info, err)
+	if res != nil {
+		info.target = res.Target
+	} else if he := hostError(err); he != nil {
+		info.target = he.Target
+	}
 	return res, err
 }
 
@@ -338,7 +362,8 @@ func hostError(err error) *host.Error {
 
 // checkGrant opens the grant and checks it against the call, in order:
 // grant_invalid, grant_expired (and grant_invalid for an expiry too far
-// ahead), service_mismatch, access_denied, grant_mismatch. The last check,
+// ahead), service_mismatch, access_denied, grant_mismatch,
+// resource_denied (a grant limited to chosen resources, checkResources). The last check,
 // grant_replayed, is record's: the nonce is recorded only when everything
 // else passed. It returns the args to run: the request's (empty is {}),
 // or, when the grant binds them, their canonical form, the exact bytes
@@ -390,6 +415,9 @@ func (s *Server) checkGrant(info *reqInfo, req *OpRequest, op *registry.Op, held
 			return nil, nil, newError(CodeGrantMismatch, "the args differ from the args the member confirmed (args_sha256)").withCause(err)
 		}
 		args = canon // run exactly the bytes whose hash the member confirmed
+	}
+	if e := checkResources(s.services[req.Service], req.Op, op, g, args); e != nil {
+		return nil, nil, e
 	}
 	return g, args, nil
 }

@@ -246,10 +246,11 @@ func (s *Server) handleResearch(w http.ResponseWriter, r *http.Request) {
 			svc, o := s.labels(service, op)
 			s.m.researchSteps.WithLabelValues(svc, o, api.CodeCrossServiceFlow).Inc()
 			s.FlowRefused("research", bad.Source.Service, service)
+			s.auditRefusal(ctx, sourceResearch, h, service, op, args, api.CodeCrossServiceFlow)
 			return research.Result{Err: &research.ToolError{Code: api.CodeCrossServiceFlow, Message: fmt.Sprintf(
 				"not run: arg %s carries a value that %s returned in this session, and what one service returns does not go to another; answer from what each service says", bad.Arg, bad.Source)}}
 		}
-		res, rot, e := s.enforceOp(ctx, step, &OpRequest{Service: service, Op: op, Args: args}, h)
+		res, rot, _, e := s.enforceOp(ctx, sourceResearch, step, &OpRequest{Service: service, Op: op, Args: args}, h)
 		if e != nil && e.Rotated != "" {
 			rot = e.Rotated
 		}

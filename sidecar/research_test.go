@@ -312,7 +312,7 @@ func TestResearchBounds(t *testing.T) {
 		{name: "never stops: turn bound", script: fakemodel.Forever(), limits: api.Limits{Turns: 2},
 			stop: research.StopTurns, steps: 2, answer: "stopped after 2 tool calls"},
 		{name: "never stops: wall time", script: fakemodel.Slow(400*time.Millisecond, fakemodel.Forever()), limits: api.Limits{WallSeconds: 1, ToolCalls: 64},
-			stop: research.StopWallTime, answer: "I was stopped", maxTime: 4 * time.Second},
+			stop: research.StopWallTime, answer: "I was stopped", maxTime: 15 * time.Second}, // 64 calls take 26 s
 		{name: "page after page: result bytes", script: fakemodel.PageAfterPage(), limits: api.Limits{ResultBytes: 48 << 10},
 			stop: research.StopResultBytes, steps: 2, outcomes: []string{"ok", "limit_reached"}, answer: "I read 1 pages"},
 		{name: "page after page: tool calls", script: fakemodel.PageAfterPage(), limits: api.Limits{ToolCalls: 4},

@@ -99,6 +99,12 @@ func (r *rotation) before(ctx context.Context, info *reqInfo) *Error {
 		}
 		return nil
 	}
+	if rot.Stale(r.pair) {
+		if e := r.deadError(ctx, info); e != nil {
+			r.tried = true
+			return e
+		}
+	}
 	p, rotated, err := rot.Before(ctx, r.service, r.pair)
 	if err != nil {
 		r.tried = true
@@ -133,6 +139,10 @@ func (r *rotation) unauthorized(ctx context.Context, info *reqInfo, he *host.Err
 		return false, e
 	}
 	r.tried = true
+	if e := r.deadError(ctx, info); e != nil {
+		e.UpstreamStatus = he.Status
+		return false, e
+	}
 	p, err := rot.Rotate(ctx, r.service, r.pair)
 	if err != nil {
 		info.rotation = "failed"
@@ -156,6 +166,7 @@ func (r *rotation) refreshError(ctx context.Context, err error) *Error {
 	case errors.Is(err, api.ErrUnavailable):
 		return r.s.unavailable("the shared state store (Redis) did not answer; retry shortly (the grant is not spent)").withCause(err)
 	case errors.Is(err, api.ErrReconnectRequired):
+		r.markDead(ctx)
 		return newError(CodeReconnectRequired, fmt.Sprintf(
 			"the connection to %s has expired or was revoked; reconnect it in Integrations", r.name)).withCause(err)
 	case errors.Is(err, api.ErrRetryable):

@@ -13,7 +13,7 @@ import "context"
 // logs the error's Code and, for itself only, its Cause. The error, when
 // not nil, is an *Error (errors.As).
 func (s *Server) RunOp(ctx context.Context, req OpRequest) (OpResponse, error) {
-	res, rotated, e := s.enforceOp(ctx, &reqInfo{}, &req, nil)
+	res, rotated, rc, e := s.enforceOp(ctx, sourceRun, &reqInfo{}, &req, nil)
 	svc, op := s.labels(req.Service, req.Op)
 	outcome := "ok"
 	if e != nil {
@@ -24,7 +24,7 @@ func (s *Server) RunOp(ctx context.Context, req OpRequest) (OpResponse, error) {
 		return OpResponse{}, e
 	}
 	return OpResponse{Status: res.Status, Data: nullIfEmpty(res.Data), Rotated: rotated,
-		Next: res.Next, Pages: res.Pages, Stopped: string(res.Stopped), StopMessage: res.StopMessage}, nil
+		Next: res.Next, Pages: res.Pages, Stopped: string(res.Stopped), StopMessage: res.StopMessage, Receipt: rc}, nil
 }
 
 // CheckOp is POST /v1/consent without HTTP: it validates the args in the

@@ -32,7 +32,7 @@
 // It imports host, registry, secret, sidecar/api (the contracts of its
 // pluggable parts), sidecar/grant, pinned's implementations of those
 // parts (internal/state, internal/rotate, internal/research), the shared
-// internal/httperr, httpallow, jsonenc and jsonv, and chi, zerolog and
+// internal/httperr, httpserve, jsonenc and jsonv, and chi, zerolog and
 // prometheus; never broker or web (docs/ARCHITECTURE.md). In the
 // module, cmd/pinned, internal/demo/webstack and internal/cmd/benchtool build a
 // Server; mcpserver runs its ops through one (Server.RunOp).
@@ -53,22 +53,19 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/elevenmessenger/pinned/sidecar/api"
-
-	"github.com/elevenmessenger/pinned/secret"
-
 	"github.com/go-chi/chi/v5"
-	"github.com/go-chi/chi/v5/middleware"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/rs/zerolog"
 
 	"github.com/elevenmessenger/pinned/host"
-	"github.com/elevenmessenger/pinned/internal/httpallow"
+	"github.com/elevenmessenger/pinned/internal/httpserve"
 	"github.com/elevenmessenger/pinned/internal/jsonenc"
 	"github.com/elevenmessenger/pinned/internal/rotate"
 	"github.com/elevenmessenger/pinned/internal/state"
 	"github.com/elevenmessenger/pinned/registry"
+	"github.com/elevenmessenger/pinned/secret"
+	"github.com/elevenmessenger/pinned/sidecar/api"
 	"github.com/elevenmessenger/pinned/sidecar/grant"
 )
 
@@ -180,6 +177,27 @@ type Config struct {
 	// MaxResearch bounds the research sessions running at once; past it
 	// they get 503 busy. Default DefaultMaxResearch (4).
 	MaxResearch int
+
+	// Audit, when set, keeps the audit trail: one record per op and per
+	// refusal of an op, its receipt in the answer. An op runs only when
+	// Audit.Ready; a result whose record cannot be written is withheld
+	// (unavailable). `pinned sidecar` uses internal/audit. nil: no trail.
+	Audit api.Auditor
+
+	// BotRate limits the bot's ops across its replicas, GrantRate each
+	// grant's (a research session's calls under one grant): past them
+	// ops are refused with rate_limited before anything is sent. Zero:
+	// no limit.
+	BotRate   api.Rate
+	GrantRate api.Rate
+	// BotDailyCap caps the bot's ops and returned bytes per UTC day,
+	// GrantCap each grant's over its life; past a cap ops are refused
+	// with rate_limited. Zero: no cap.
+	BotDailyCap api.Cap
+	GrantCap    api.Cap
+	// Limiter holds the rates and the provider back-offs; default the
+	// Store when it is an api.Limiter (pinned's are), else in memory.
+	Limiter api.Limiter
 }
 
 // Config's defaults: each accessor is its field, or the default when the
@@ -275,10 +293,12 @@ type Server struct {
 	// reg.Service would copy a manifest each time. Never modified.
 	services map[string]*registry.Manifest
 	key      *grant.PrivateKey
+	bot      string // botID(key), for audit records
 	log      zerolog.Logger
 	prom     *prometheus.Registry
 	m        *metrics
 	store    api.Store       // instrumented
+	limits   api.Limiter     // limiterFor(cfg, store)
 	rot      *rotate.Rotator // nil: rotation is off
 	slots    chan struct{}
 	handler  http.Handler
@@ -316,6 +336,7 @@ func New(cfg Config) (*Server, error) {
 		reg:      cfg.Registry,
 		services: map[string]*registry.Manifest{},
 		key:      cfg.Key,
+		bot:      botID(cfg.Key),
 		log:      zerolog.Nop(),
 		prom:     cfg.Prometheus,
 		slots:    make(chan struct{}, cfg.maxConcurrency()),
@@ -343,6 +364,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.m = newMetrics(s.prom, store)
 	s.store = instrumented{next: store, m: s.m}
+	s.limits = instrumentedLimiter{next: limiterFor(&s.cfg, store), m: s.m}
 	if cfg.Refresher != nil {
 		// One Rotator per process: single flight per credential across
 		// requests, and one grace cache.
@@ -399,17 +421,18 @@ func (s *Server) readyErr(ctx context.Context) *Error {
 	return nil
 }
 
-func (s *Server) routes() http.Handler {
-	r := chi.NewRouter()
-	r.Use(sanitizeRequestID, middleware.RequestID, s.accessLog, s.recoverer, s.track)
-	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
-		s.fail(w, r, newError(CodeNotFound, "no such endpoint; see docs/API.md"))
+func (s *Server) routes() *chi.Mux {
+	// The host's audit and guest-output events use the logger the
+	// context carries, so they too have the request id.
+	reqLog := s.eng.Logger()
+	r := httpserve.NewRouter(httpserve.Options{
+		Log: s.log, RequestLog: &reqLog, Requests: s.m.requests, Docs: "docs/API.md",
+		NewNote: func() httpserve.Note { return new(reqInfo) },
+		Fail: func(w http.ResponseWriter, r *http.Request, code, msg string, cause error) {
+			s.fail(w, r, newError(Code(code), msg).withCause(cause))
+		},
 	})
-	mux := r
-	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
-		httpallow.Set(w, mux, r)
-		s.fail(w, r, newError(CodeMethodNotAllowed, r.Method+" is not allowed here"))
-	})
+	r.Use(s.track)
 	r.Get("/healthz", s.handleHealth)
 	r.Get("/readyz", s.handleReady)
 	r.Group(func(r chi.Router) {

@@ -66,6 +66,8 @@ type browserEnv struct {
 
 	mu       sync.Mutex
 	requests []string // every request the browser sent: URL, then body
+
+	audited []string // the page states audit checked, with the viewport
 }
 
 func (e *browserEnv) do(steps ...chromedp.Action[chromedp.Void]) {
@@ -134,7 +136,7 @@ func jsString(s string) string {
 
 func (e *browserEnv) screenshot(name string) {
 	e.t.Helper()
-	dir := os.Getenv("PINNED_WEB_SCREENSHOTS")
+	dir := os.Getenv("PINNED_WEB_SCREENSHOTS") // an absolute path: the test runs in web/
 	if dir == "" {
 		return
 	}
@@ -245,16 +247,27 @@ func TestBrowser(t *testing.T) {
 	run("crypto across languages", func(t *testing.T) { testCrypto(t, e) })
 	run("a provider's link goes to its own web hosts only", func(t *testing.T) { testSafeHref(t, e) })
 	run("the CSP and the same-origin relay hold", func(t *testing.T) { testSameOrigin(t, e) })
+	run("a refused token names its provider", func(t *testing.T) { testRefusedToken(t, e) })
 	run("paste a token read-only", func(t *testing.T) { testPasteReadOnly(t, e, pat) })
 	run("read-only cap refuses a write in the page", func(t *testing.T) { testReadOnlyRefuses(t, e) })
 	run("read & write opens exactly one issue", func(t *testing.T) { testOpenIssue(t, e) })
 	var oauthTokens []string
 	run("hubspot with OAuth rotates and re-stores", func(t *testing.T) { oauthTokens = testHubSpotOAuth(t, e) })
+	run("read now results are a focusable region with readable headers", func(t *testing.T) { testReadNowResults(t, e) })
 	run("an OAuth result from a link is refused", func(t *testing.T) { testForgedOAuthResultRefused(t, e) })
 	run("reload keeps connections and app state", func(t *testing.T) { testReload(t, e) })
+	run("skip links and a one-stop repository list", func(t *testing.T) { testSkipLinks(t, e) })
 	run("labels and keyboard", func(t *testing.T) { testKeyboard(t, e) })
 	run("no token in the clear", func(t *testing.T) { testNoSecrets(t, e, append([]string{pat}, oauthTokens...)) })
+	run("a grant limited to one repository", func(t *testing.T) { testResourceLimit(t, e) })
+	run("activity, and a narrowed cap narrows the next grant", func(t *testing.T) { testCapNarrowsAndActivity(t, e) })
+	run("disconnect in another tab says not connected", func(t *testing.T) { testDisconnectInAnotherTab(t, e, pat) })
 	run("disconnect", func(t *testing.T) { testDisconnect(t, e) })
+	run("the gate hides the app", func(t *testing.T) { testGateHidesApp(t, e) })
+	if len(e.audited) < 16 {
+		t.Errorf("audited %d page states × viewports, want every state at both widths: %q", len(e.audited), e.audited)
+	}
+	t.Logf("audited (no overflow, 0 serious/critical axe violations): %s", strings.Join(e.audited, "; "))
 	t.Logf("browser suite: %s", time.Since(start).Round(100*time.Millisecond))
 }
 
@@ -446,6 +459,7 @@ func testPasteReadOnly(t *testing.T, e *browserEnv, pat string) {
 	if got := eval[string](e, `[...document.querySelectorAll('#issues li.issue a')].map(a => a.getAttribute('href')).find(h => !(h || '').startsWith('https://github.com/')) ?? 'all github.com'`); got != "all github.com" {
 		t.Errorf("an issue link points to %q", got)
 	}
+	e.audit("the GitHub app, a repository open")
 }
 
 func testReadOnlyRefuses(t *testing.T, e *browserEnv) {
@@ -456,6 +470,7 @@ func testReadOnlyRefuses(t *testing.T, e *browserEnv) {
 	if reqs := e.st.Fake.Requests(); len(reqs) != 0 {
 		t.Fatalf("the fake recorded %d requests under the read-only cap, want none: first %s %s", len(reqs), reqs[0].Method, reqs[0].Path)
 	}
+	e.audit("the GitHub app, a write refused")
 	// The cap is re-sealed to read & write in the catalog.
 	e.openCatalog()
 	e.do(chromedp.Click(chromedp.ID("cap-github-write")), chromedp.Click(chromedp.ID("savecap-github")))
@@ -474,6 +489,7 @@ func testOpenIssue(t *testing.T, e *browserEnv) {
 		jsString(`[GitHub: owner "pinned-tester", repo "notes"] Open an issue titled "`+title+`" in pinned-tester/notes?`))
 	e.waitFor("the body in the consent", `document.querySelector('#confirm dt').textContent === 'body' && `+
 		`document.querySelector('#confirm .consent-value').textContent === `+jsString("First line of the body.\n⟨U+200B⟩Second line, whole."))
+	e.audit("the GitHub app, a consent shown")
 	e.st.Fake.Reset()
 	e.do(chromedp.Click(chromedp.ID("issue-submit")))
 	e.waitFor("the new issue", `document.getElementById('issue-status').textContent.startsWith('Opened #')`)
@@ -494,6 +510,7 @@ func testOpenIssue(t *testing.T, e *browserEnv) {
 		t.Fatalf("first issue in the app = %q, want the new one", first)
 	}
 	e.screenshot("github-app.png")
+	e.screenshotPhone("github-app-phone.png")
 }
 
 // testHubSpotOAuth connects HubSpot through the broker and the fake's
@@ -642,7 +659,9 @@ func testKeyboard(t *testing.T, e *browserEnv) {
 		if (n.matches('input, select, textarea')) return !(n.labels && n.labels.length) && !n.getAttribute('aria-label');
 		return !(n.textContent.trim() || n.getAttribute('aria-label'));
 	}).map(n => n.outerHTML.slice(0, 80))`
-	const controls = `[...document.querySelectorAll('a[href], button, input, select, textarea')].filter(n => !n.closest('[hidden]') && !n.disabled).length`
+	// A control out of the Tab order on purpose (tabindex -1: the
+	// repository list is one Tab stop, testSkipLinks) is left out.
+	const controls = `[...document.querySelectorAll('a[href], button, input, select, textarea')].filter(n => !n.closest('[hidden]') && !n.disabled && n.getAttribute('tabindex') !== '-1').length`
 	for _, page := range []string{"/", "/apps/github"} {
 		e.open(page)
 		if page == "/" {
@@ -661,7 +680,7 @@ func testKeyboard(t *testing.T, e *browserEnv) {
 			keys = append(keys, chromedp.KeyEvent(kb.Tab))
 		}
 		e.do(keys...)
-		missed := eval[[]string](e, `[...document.querySelectorAll('a[href], button, input, select, textarea')].filter(n => !n.closest('[hidden]') && !n.disabled)
+		missed := eval[[]string](e, `[...document.querySelectorAll('a[href], button, input, select, textarea')].filter(n => !n.closest('[hidden]') && !n.disabled && n.getAttribute('tabindex') !== '-1')
 			.filter(n => !window.__seen.has(n) && !(n.type === 'radio' && [...document.getElementsByName(n.name)].some(r => window.__seen.has(r)))).map(n => n.id || n.outerHTML.slice(0, 60))`)
 		if len(missed) > 0 {
 			t.Errorf("%s: Tab never reached %d of %d controls, e.g. %q", page, len(missed), n, missed[:min(5, len(missed))])

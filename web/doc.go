@@ -28,6 +28,7 @@
 // whose Origin or Sec-Fetch-Site says they came from another site.
 //
 // Imports: registry, secret (the bot token's type), internal/httperr (the error
-// model), internal/jsonv (strict JSON) and third-party libraries (chi,
-// zerolog); never sidecar or broker, which it reaches over HTTP.
+// model), internal/httpserve (the services' middleware chain),
+// internal/jsonv (strict JSON) and third-party libraries (chi, zerolog);
+// never sidecar or broker, which it reaches over HTTP.
 package web

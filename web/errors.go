@@ -48,11 +48,7 @@ func newError(c Code, msg string) *webError { return statusOf.New(c, msg) }
 // request's line beside its request_id ("outcome", "cause"). The cause is
 // never sent: the body is e's code, message and request id only.
 func writeError(w http.ResponseWriter, r *http.Request, e *webError) {
-	info := infoFrom(r)
-	info.outcome = string(e.Code)
-	if c := e.Cause(); c != nil {
-		info.cause = c.Error()
-	}
+	infoFrom(r).Fail(string(e.Code), e.Cause())
 	e.Write(w)
 }
 

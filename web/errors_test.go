@@ -10,13 +10,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/elevenmessenger/pinned/secret"
-
-	"github.com/go-chi/chi/v5/middleware"
 	"github.com/rs/zerolog"
 
 	"github.com/elevenmessenger/pinned/internal/httperr"
 	"github.com/elevenmessenger/pinned/internal/testing/testutil"
+	"github.com/elevenmessenger/pinned/secret"
 )
 
 // TestWebDocListsEveryCode: docs/WEB.md's table lists every code of pinned
@@ -75,9 +73,10 @@ func TestCauseLoggedNotSent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	panicking := s.accessLog(s.recoverer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
+	panicking := s.routes()
+	panicking.Get("/x", func(http.ResponseWriter, *http.Request) {
 		panic("the table of secrets is at 0xdeadbeef")
-	})))
+	})
 	tests := []struct {
 		name    string
 		handler http.Handler
@@ -94,7 +93,7 @@ func TestCauseLoggedNotSent(t *testing.T) {
 				r.Header.Set("Origin", "http://example.test")
 				return r
 			}},
-		{name: "a handler panics", handler: middleware.RequestID(panicking), status: http.StatusInternalServerError, code: CodeInternal, cause: "0xdeadbeef",
+		{name: "a handler panics", handler: panicking, status: http.StatusInternalServerError, code: CodeInternal, cause: "0xdeadbeef",
 			req: func() *http.Request { return httptest.NewRequest("GET", "http://example.test/x", nil) }},
 	}
 	for _, tt := range tests {
@@ -131,6 +130,31 @@ func TestCauseLoggedNotSent(t *testing.T) {
 			}
 			if line.RequestID != id || line.Outcome != string(tt.code) || !strings.Contains(line.Cause, tt.cause) {
 				t.Errorf("the log line with the cause = %+v, want request_id %q, outcome %s", line, id, tt.code)
+			}
+		})
+	}
+}
+
+// TestMethodNotAllowedHasAllow: a 405 of pinned web names the methods the
+// path takes (RFC 9110 section 15.5.6), in the services' error shape.
+func TestMethodNotAllowedHasAllow(t *testing.T) {
+	s, _, _ := newTestServer(t, "")
+	tests := []struct{ name, method, path, allow string }{
+		{name: "a GET endpoint", method: http.MethodPost, path: "/api/bots", allow: "GET"},
+		{name: "a POST endpoint", method: http.MethodGet, path: "/api/bots/eleven/ops", allow: "POST"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rec := httptest.NewRecorder()
+			req := httptest.NewRequest(tt.method, "http://example.test"+tt.path, nil)
+			req.Header.Set("Origin", "http://example.test")
+			s.Handler().ServeHTTP(rec, req)
+			var env httperr.Envelope[Code]
+			if err := json.Unmarshal(rec.Body.Bytes(), &env); err != nil || rec.Code != http.StatusMethodNotAllowed || env.Error.Code != CodeMethod {
+				t.Fatalf("%d %s (%v)", rec.Code, rec.Body, err)
+			}
+			if got := rec.Header().Get("Allow"); got != tt.allow {
+				t.Errorf("Allow %q, want %q", got, tt.allow)
 			}
 		})
 	}

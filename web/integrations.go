@@ -46,6 +46,10 @@ type CatalogService struct {
 	OAuthEnabled bool `json:"oauth_enabled"`
 	// Ops, sorted by name.
 	Ops []CatalogOp `json:"ops"`
+	// Resources are the manifest's resources (docs/MANIFEST.md,
+	// "Resources"): what a member may limit a connection to, and the op
+	// that lists the choices.
+	Resources map[string]registry.Resource `json:"resources,omitempty"`
 }
 
 // CatalogOp is one op: what it reads (Fields, the pick projection) or
@@ -82,6 +86,7 @@ func (s *Server) catalog(ctx context.Context) Catalog {
 		cs := CatalogService{
 			ID: m.ID, Name: m.Name, Description: m.Description, Docs: m.Docs, Host: m.Host, WebHosts: m.WebHosts,
 			PATHelp: m.Auth.PATHelp, Viewer: m.Viewer, OAuth: m.Auth.OAuth != nil, Ops: []CatalogOp{},
+			Resources: m.Resources,
 		}
 		for _, name := range m.OpNames() {
 			op := m.Ops[name]

@@ -15,8 +15,9 @@ import (
 	"unicode/utf8"
 
 	"github.com/go-chi/chi/v5"
-	"github.com/go-chi/chi/v5/middleware"
 
+	"github.com/elevenmessenger/pinned/internal/httperr"
+	"github.com/elevenmessenger/pinned/internal/httpserve"
 	"github.com/elevenmessenger/pinned/internal/jsonv"
 )
 
@@ -118,16 +119,16 @@ func (s *Server) relay(path string, withGrant bool) http.HandlerFunc {
 			writeError(w, r, newError(CodeUnknownBot, "no bot of that name; GET /api/bots lists them"))
 			return
 		}
-		info.bot = name
+		info.Set("bot", name)
 		if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
 			writeError(w, r, newError(CodeMediaType, "send the body as Content-Type: application/json"))
 			return
 		}
-		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.maxBodyBytes()))
 		if err != nil {
 			var mbe *http.MaxBytesError
 			if errors.As(err, &mbe) {
-				writeError(w, r, newError(CodeTooLarge, fmt.Sprintf("the body is larger than %d bytes", s.cfg.MaxBodyBytes)))
+				writeError(w, r, newError(CodeTooLarge, fmt.Sprintf("the body is larger than %d bytes", s.cfg.maxBodyBytes())))
 				return
 			}
 			writeError(w, r, newError(CodeBadRequest, "the body could not be read"))
@@ -142,7 +143,7 @@ func (s *Server) relay(path string, withGrant bool) http.HandlerFunc {
 			writeError(w, r, newError(CodeBotFailed, "the bot's sidecar could not be reached; try again").WithCause(err))
 			return
 		}
-		info.outcome = outcomeOf(status, answer)
+		info.Code = outcomeOf(status, answer)
 		if retryAfter != "" {
 			w.Header().Set("Retry-After", retryAfter)
 		}
@@ -153,7 +154,7 @@ func (s *Server) relay(path string, withGrant bool) http.HandlerFunc {
 // checkBody refuses anything but the endpoint's JSON object: strict JSON
 // (no duplicate keys), no unknown member, and for an op a grant that is
 // standard base64 of a sealed box. Names go to the access log.
-func checkBody(body []byte, withGrant bool, info *reqInfo) *webError {
+func checkBody(body []byte, withGrant bool, info *httpserve.Basic) *webError {
 	if _, err := jsonv.Parse(body); err != nil {
 		return newError(CodeBadRequest, "the body is not one strict JSON object")
 	}
@@ -164,7 +165,8 @@ func checkBody(body []byte, withGrant bool, info *reqInfo) *webError {
 		if err := dec.Decode(&ob); err != nil {
 			return newError(CodeBadRequest, "the body must be {service, op, args, grant}")
 		}
-		info.service, info.op = clip(ob.Service, 32), clip(ob.Op, 48)
+		info.Set("service", clip(ob.Service, 32))
+		info.Set("op", clip(ob.Op, 48))
 		raw, err := base64.StdEncoding.Strict().DecodeString(ob.Grant)
 		if err != nil || len(raw) <= sealedBoxOverhead || isText(raw) {
 			return newError(CodeBadRequest, "grant must be a sealed grant (standard base64 of a sealed box); pinned web relays nothing else")
@@ -175,7 +177,8 @@ func checkBody(body []byte, withGrant bool, info *reqInfo) *webError {
 	if err := dec.Decode(&cb); err != nil {
 		return newError(CodeBadRequest, "the body must be {service, op, args}")
 	}
-	info.service, info.op = clip(cb.Service, 32), clip(cb.Op, 48)
+	info.Set("service", clip(cb.Service, 32))
+	info.Set("op", clip(cb.Op, 48))
 	return nil
 }
 
@@ -216,7 +219,7 @@ func outcomeOf(status int, answer []byte) string {
 // returns the status, the body (at most maxAnswerBytes; a JSON answer is
 // required) and its Retry-After (busy, rate_limited, refresh_unavailable).
 func (s *Server) call(ctx context.Context, b Bot, method, path string, body []byte) (int, []byte, string, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.BotTimeout)
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.botTimeout())
 	defer cancel()
 	var rd io.Reader
 	if body != nil {
@@ -233,8 +236,8 @@ func (s *Server) call(ctx context.Context, b Bot, method, path string, body []by
 		req.Header.Set("Authorization", "Bearer "+string(b.Token))
 	}
 	// The sidecar keeps the id, so one request is one id in both logs.
-	if id := middleware.GetReqID(ctx); id != "" && requestIDRe.MatchString(id) {
-		req.Header.Set(middleware.RequestIDHeader, id)
+	if id := httpserve.RequestID(ctx); httpserve.ValidRequestID(id) {
+		req.Header.Set(httperr.RequestIDHeader, id)
 	}
 	resp, err := s.client.Do(req)
 	if err != nil {

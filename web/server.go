@@ -1,6 +1,7 @@
 package web
 
 import (
+	"cmp"
 	"context"
 	"embed"
 	"errors"
@@ -9,20 +10,18 @@ import (
 	"log"
 	"net"
 	"net/http"
-	"net/netip"
 	"net/url"
 	"regexp"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/elevenmessenger/pinned/secret"
-
 	"github.com/go-chi/chi/v5"
-	"github.com/go-chi/chi/v5/middleware"
 	"github.com/rs/zerolog"
 
+	"github.com/elevenmessenger/pinned/internal/httpserve"
 	"github.com/elevenmessenger/pinned/registry"
+	"github.com/elevenmessenger/pinned/secret"
 )
 
 //go:embed static
@@ -67,7 +66,8 @@ type Bot struct {
 
 var botNameRe = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,31}$`)
 
-// Config configures a Server.
+// Config configures a Server. Bots is required; every other zero field
+// takes its default.
 type Config struct {
 	// Registry is what /api/integrations describes; default
 	// registry.Default(), the embedded snapshot.
@@ -94,6 +94,12 @@ type Config struct {
 	// page and is refused (cross_origin).
 	Hosts []string
 }
+
+// The fields with their defaults: a zero (or negative) value is the
+// documented default.
+func (c *Config) registry() *registry.Registry { return cmp.Or(c.Registry, registry.Default()) }
+func (c *Config) maxBodyBytes() int64          { return cmp.Or(max(c.MaxBodyBytes, 0), DefaultMaxBodyBytes) }
+func (c *Config) botTimeout() time.Duration    { return cmp.Or(max(c.BotTimeout, 0), DefaultBotTimeout) }
 
 // Server is pinned web. Build it with New.
 type Server struct {
@@ -124,20 +130,11 @@ type cachedBool struct {
 
 // New checks cfg and builds the server.
 func New(cfg Config) (*Server, error) {
-	if cfg.Registry == nil {
-		cfg.Registry = registry.Default()
-	}
 	if len(cfg.Bots) == 0 {
 		return nil, errors.New("web: at least one bot is required (--bot NAME=URL)")
 	}
-	if cfg.MaxBodyBytes <= 0 {
-		cfg.MaxBodyBytes = DefaultMaxBodyBytes
-	}
-	if cfg.BotTimeout <= 0 {
-		cfg.BotTimeout = DefaultBotTimeout
-	}
 	s := &Server{
-		cfg: cfg, reg: cfg.Registry, bots: map[string]Bot{}, log: zerolog.Nop(),
+		cfg: cfg, reg: cfg.registry(), bots: map[string]Bot{}, log: zerolog.Nop(),
 		identities: map[string]cachedIdentity{}, oauth: map[string]cachedBool{},
 	}
 	for _, b := range cfg.Bots {
@@ -154,7 +151,7 @@ func New(cfg Config) (*Server, error) {
 		// Over plain http anyone on the path could swap the public key
 		// /v1/identity answers, and members would seal their credentials
 		// to it; the caller token would travel in the clear too.
-		if u.Scheme == "http" && !isLoopbackHost(u.Host) {
+		if u.Scheme == "http" && !httpserve.IsLoopback(u.Host) {
 			return nil, fmt.Errorf("web: bot %q: plain http is allowed on loopback only (the page seals credentials to the key this URL answers); use https://, got %q", b.Name, b.URL)
 		}
 		b.URL = strings.TrimRight(u.String(), "/")
@@ -175,7 +172,7 @@ func New(cfg Config) (*Server, error) {
 	s.client = cfg.Client
 	if s.client == nil {
 		s.client = &http.Client{
-			Timeout:   cfg.BotTimeout,
+			Timeout:   cfg.botTimeout(),
 			Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 16, IdleConnTimeout: 90 * time.Second},
 			CheckRedirect: func(*http.Request, []*http.Request) error {
 				return http.ErrUseLastResponse
@@ -251,59 +248,20 @@ func crossOrigin(r *http.Request) string {
 	return ""
 }
 
-// loopbackHost is DNS-rebinding protection (as the MCP SDK's): a request
-// that arrived on a loopback address must name a loopback host (localhost,
-// 127.0.0.0/8, ::1) or one of Config.Hosts. A page of another site whose
-// name was rebound to 127.0.0.1 is same-origin to the browser (its Origin
-// and Host agree), so only the Host tells it from this server's own pages.
-func (s *Server) loopbackHost(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if la, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && la != nil && isLoopbackHost(la.String()) &&
-			!isLoopbackHost(r.Host) && !s.hostAllowed(r.Host) {
-			writeError(w, r, newError(CodeCrossOrigin, "refused: the Host header names another site on this loopback server (DNS rebinding?); open pinned web by its own address").
-				WithCause(errors.New("a non-loopback Host on a loopback connection")))
-			return
-		}
-		next.ServeHTTP(w, r)
+func (s *Server) routes() *chi.Mux {
+	r := httpserve.NewRouter(httpserve.Options{
+		Log: s.log, Docs: "docs/WEB.md",
+		Fail: func(w http.ResponseWriter, r *http.Request, code, msg string, cause error) {
+			writeError(w, r, newError(Code(code), msg).WithCause(cause))
+		},
 	})
-}
-
-// isLoopbackHost reports whether a host or host:port is localhost or a
-// loopback IP.
-func isLoopbackHost(hostport string) bool {
-	h, _, err := net.SplitHostPort(hostport)
-	if err != nil {
-		h = strings.Trim(hostport, "[]")
-	}
-	if strings.EqualFold(h, "localhost") {
-		return true
-	}
-	ip, err := netip.ParseAddr(h)
-	return err == nil && ip.Unmap().IsLoopback()
-}
-
-func (s *Server) hostAllowed(hostport string) bool {
-	h, _, err := net.SplitHostPort(hostport)
-	if err != nil {
-		h = hostport
-	}
-	for _, a := range s.cfg.Hosts {
-		if strings.EqualFold(h, a) {
-			return true
-		}
-	}
-	return false
-}
-
-func (s *Server) routes() http.Handler {
-	r := chi.NewRouter()
-	r.Use(sanitizeRequestID, middleware.RequestID, s.accessLog, s.recoverer, securityHeaders, s.loopbackHost)
-	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, r, newError(CodeNotFound, "no such page or endpoint"))
-	})
-	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, r, newError(CodeMethod, r.Method+" is not allowed here"))
-	})
+	// A loopback request must name a loopback host or one of Config.Hosts:
+	// a page of another site whose name was rebound to 127.0.0.1 is
+	// same-origin to the browser, so only the Host tells it apart.
+	r.Use(securityHeaders, httpserve.LoopbackHost(s.cfg.Hosts, func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, r, newError(CodeCrossOrigin, "refused: the Host header names another site on this loopback server (DNS rebinding?); open pinned web by its own address").
+			WithCause(errors.New("a non-loopback Host on a loopback connection")))
+	}))
 	static := Static()
 	r.Get("/", s.page(static, "index.html"))
 	r.Get("/apps/github", s.page(static, "github.html"))
@@ -351,7 +309,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		Handler:           s.handler,
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       30 * time.Second,
-		WriteTimeout:      s.cfg.BotTimeout + 10*time.Second,
+		WriteTimeout:      s.cfg.botTimeout() + 10*time.Second,
 		IdleTimeout:       120 * time.Second,
 		MaxHeaderBytes:    32 << 10,
 		ErrorLog:          log.New(errorLog{s.log}, "", 0),
@@ -381,89 +339,9 @@ func (e errorLog) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-type ctxKey struct{}
-
-// reqInfo is what a handler tells the access log: names and codes only,
-// never a body.
-type reqInfo struct {
-	bot, service, op, outcome, cause string
-}
-
-func infoFrom(r *http.Request) *reqInfo {
-	if i, ok := r.Context().Value(ctxKey{}).(*reqInfo); ok {
-		return i
-	}
-	return &reqInfo{}
-}
-
-// requestIDRe is what an incoming X-Request-Id must look like to be kept
-// (the sidecar's rule); anything else is replaced by a generated id.
-var requestIDRe = regexp.MustCompile(`^[A-Za-z0-9._:/-]{1,64}$`)
-
-func sanitizeRequestID(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if id := r.Header.Get(middleware.RequestIDHeader); id != "" && !requestIDRe.MatchString(id) {
-			r.Header.Del(middleware.RequestIDHeader)
-		}
-		next.ServeHTTP(w, r)
-	})
-}
-
-// accessLog writes one event per request: method, route pattern, status,
-// sizes, duration and, for a relay, the bot, service, op and the answer's
-// code. Never a body, a query or a header value.
-func (s *Server) accessLog(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		start := time.Now()
-		info := &reqInfo{}
-		id := middleware.GetReqID(r.Context())
-		w.Header().Set(middleware.RequestIDHeader, id)
-		sw := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
-		r = r.WithContext(context.WithValue(r.Context(), ctxKey{}, info))
-		next.ServeHTTP(sw, r)
-		route := "unmatched"
-		if rc := chi.RouteContext(r.Context()); rc != nil && rc.RoutePattern() != "" {
-			route = rc.RoutePattern()
-		}
-		status := sw.Status()
-		if status == 0 {
-			status = http.StatusOK
-		}
-		ev := s.log.Info()
-		if status >= 500 {
-			ev = s.log.Warn()
-		}
-		ev = ev.Str("event", "access").Str("request_id", id).Str("method", r.Method).Str("route", route).Int("status", status).
-			Int64("bytes_in", r.ContentLength).Int("bytes_out", sw.BytesWritten()).
-			Float64("duration_ms", float64(time.Since(start).Microseconds())/1000)
-		for _, kv := range [][2]string{{"bot", info.bot}, {"service", info.service}, {"op", info.op}, {"outcome", info.outcome}, {"cause", info.cause}} {
-			if kv[1] != "" {
-				ev = ev.Str(kv[0], kv[1])
-			}
-		}
-		ev.Msg("request")
-	})
-}
-
-func (s *Server) recoverer(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		defer func() {
-			if v := recover(); v != nil {
-				if v == http.ErrAbortHandler {
-					panic(v)
-				}
-				// The access log writes the cause once, with the request id.
-				writeError(w, r, newError(CodeInternal, "internal error; the log has the details").WithCause(fmt.Errorf("panic: %v", v)))
-			}
-		}()
-		next.ServeHTTP(w, r)
-	})
-}
+// infoFrom returns the request's note: for a relay, the bot, service, op
+// and the answer's code; for an error, its code and internal cause.
+func infoFrom(r *http.Request) *httpserve.Basic { return httpserve.NoteOf[httpserve.Basic](r) }
 
 // clip cuts s to at most n bytes, as valid UTF-8 (for text from callers).
-func clip(s string, n int) string {
-	if len(s) > n {
-		s = s[:n]
-	}
-	return strings.ToValidUTF8(s, "\uFFFD")
-}
+func clip(s string, n int) string { return httpserve.Clip(s, n) }

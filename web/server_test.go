@@ -14,12 +14,14 @@ import (
 	"strings"
 	"sync"
 	"testing"
-
-	"github.com/elevenmessenger/pinned/secret"
+	"time"
 
 	"github.com/rs/zerolog"
 
+	"github.com/elevenmessenger/pinned/internal/httpserve"
 	"github.com/elevenmessenger/pinned/internal/testing/testutil"
+	"github.com/elevenmessenger/pinned/registry"
+	"github.com/elevenmessenger/pinned/secret"
 )
 
 // stubSidecar speaks the sidecar's wire format for /v1/identity, /v1/ops
@@ -449,7 +451,7 @@ func FuzzCheckBody(f *testing.F) {
 	f.Add([]byte(`{"grant":"ghp_x"}`), true)
 	f.Add([]byte(`{"service":"a","service":"b","grant":"`+validGrant+`"}`), true)
 	f.Fuzz(func(t *testing.T, body []byte, withGrant bool) {
-		if e := checkBody(body, withGrant, &reqInfo{}); e != nil || !withGrant {
+		if e := checkBody(body, withGrant, &httpserve.Basic{}); e != nil || !withGrant {
 			return
 		}
 		var ob opBody
@@ -463,4 +465,32 @@ func FuzzCheckBody(f *testing.F) {
 			t.Fatalf("accepted grant %q", ob.Grant)
 		}
 	})
+}
+
+// TestConfigDefaults: a zero or negative field is its documented default;
+// a positive one is kept.
+func TestConfigDefaults(t *testing.T) {
+	tests := []struct {
+		name       string
+		cfg        Config
+		body       int64
+		botTimeout time.Duration
+	}{
+		{name: "zero", cfg: Config{}, body: DefaultMaxBodyBytes, botTimeout: DefaultBotTimeout},
+		{name: "negative", cfg: Config{MaxBodyBytes: -1, BotTimeout: -time.Second}, body: DefaultMaxBodyBytes, botTimeout: DefaultBotTimeout},
+		{name: "set", cfg: Config{MaxBodyBytes: 10, BotTimeout: time.Second}, body: 10, botTimeout: time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.cfg.maxBodyBytes(); got != tt.body {
+				t.Errorf("maxBodyBytes %d, want %d", got, tt.body)
+			}
+			if got := tt.cfg.botTimeout(); got != tt.botTimeout {
+				t.Errorf("botTimeout %v, want %v", got, tt.botTimeout)
+			}
+		})
+	}
+	if (&Config{}).registry() != registry.Default() {
+		t.Error("a nil Registry is not registry.Default()")
+	}
 }

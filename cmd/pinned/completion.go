@@ -27,6 +27,7 @@ var subcommands = map[string][]string{
 	"grant":       grantSubcommands,
 	"registry":    registrySubcommands,
 	"connections": {"remove"},
+	"audit":       auditSubcommands,
 }
 
 func runCompletion(args []string, stdout, stderr io.Writer) int {

@@ -13,13 +13,11 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/elevenmessenger/pinned/sidecar/api"
-
-	"github.com/elevenmessenger/pinned/secret"
-
 	"github.com/elevenmessenger/pinned/host"
 	"github.com/elevenmessenger/pinned/internal/demo/fakeapi"
 	"github.com/elevenmessenger/pinned/internal/demo/fakemodel"
+	"github.com/elevenmessenger/pinned/secret"
+	"github.com/elevenmessenger/pinned/sidecar/api"
 )
 
 const demoUsage = `Usage: pinned demo [--full] | pinned demo --web [--listen ADDR]
@@ -35,8 +33,8 @@ domains point at GitHub Pages?" under a GitHub and a DNSimple read grant,
 answered by a SCRIPTED model (a program replaying tool calls against a
 local fake of the Messages API, not a language model). Each tool call is
 printed with its outcome. Two are failures on purpose: a repository
-description carries a prompt injection, the model obeys it and names
-github__create_issue, and the call is refused access_denied (a research
+description carries a prompt injection, the model obeys it and calls
+github.create_issue, and the call is refused access_denied (a research
 session runs read ops only; nothing was sent); and one Pages domain is not
 a DNSimple zone, so its list_zone_records answers upstream_error (the
 provider's 404).
@@ -75,7 +73,7 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
 	full := fs.Bool("full", false, "print every result in full instead of a preview")
 	withWeb := fs.Bool("web", false, "serve the member's catalog and the GitHub app against the fakes (until Ctrl-C)")
-	listen := fs.String("listen", "127.0.0.1:8090", "with --web: pinned web's `address`")
+	listen := fs.String("listen", "127.0.0.1:0", "with --web: pinned web's `address` (port 0: a free one; a fixed port keeps the catalog's origin, and what the browser saved there, across runs)")
 	cacheDir := fs.String("cache-dir", defaultCacheDir(), "compiled-code cache `directory`, writable by you only (empty: compile in memory)")
 	if code, ok := parseFlags(fs, demoUsage, args, stdout, stderr); !ok {
 		return code
@@ -162,7 +160,7 @@ func demoResearch(ctx context.Context, eng *host.Engine, stdout, stderr io.Write
 	fmt.Fprintf(stdout, "\nResearch (SCRIPTED MODEL: a program replaying tool calls, not a language model): %q\n", q)
 	tokens := map[string]string{"github": fakeapi.Token("github"), "dnsimple": fakeapi.Token("dnsimple")}
 	ans, e, err := researchSession(ctx, eng, model, q, tokens, api.Limits{},
-		func(st api.Step) { fmt.Fprintf(stdout, "  %s\n", stepLine(st)) })
+		func(st api.Step) { printStep(stdout, st, true) })
 	switch {
 	case err != nil:
 		fmt.Fprintf(stdout, "research FAILED %s\n", errText(err))

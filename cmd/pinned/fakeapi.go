@@ -127,13 +127,10 @@ func printFakeAPIBanner(w io.Writer, srv *fakeapi.Server, caName string, caWritt
 	} else {
 		fmt.Fprintln(w, "CA certificate not written; restart with --ca-out ca.pem to use the curl lines below")
 	}
-	fmt.Fprintln(w, "\nFake credentials (Authorization header values):")
+	fmt.Fprintln(w, "\nFake tokens (PINNED_TOKEN=<token>; pinned sends each as its provider expects):")
+	fmt.Fprintf(w, "  %-9s %-43s %s\n", "SERVICE", "TOKEN", "OAUTH ACCESS TOKEN")
 	for _, svc := range fakeapi.Services() {
-		pat := "Bearer " + fakeapi.Token(svc)
-		if svc == fakeapi.Linear {
-			pat = fakeapi.Token(svc) // Linear personal keys are sent bare
-		}
-		fmt.Fprintf(w, "  %-9s %-50s OAuth: Bearer %s\n", svc, pat, fakeapi.OAuthToken(svc))
+		fmt.Fprintf(w, "  %-9s %-43s %s\n", svc, fakeapi.Token(svc), fakeapi.OAuthToken(svc))
 	}
 	fmt.Fprintln(w, "\nTry:")
 	for _, svc := range fakeapi.Services() {

@@ -1,10 +1,13 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -36,6 +39,10 @@ through the broker when it is stale, and seals the new pair back to
 read grant: a research session may let what service FROM returned go into
 its reads of service TO only when the grants of both services seal it.
 
+--only [KIND=]NAME (repeatable) limits the grant to chosen resources of a
+kind the manifest declares (GitHub: repository, owner/repo): the sidecar
+refuses a call naming another (resource_denied) and filters the listing.
+
 --op binds the grant to one op; --args (which needs --op) binds it to
 exactly those args too (args_sha256 of their canonical JSON): the bot can
 then run that op with those args and nothing else. The args are checked
@@ -46,6 +53,8 @@ Examples:
   PINNED_TOKEN=ghp_... pinned grant seal --bot-key "$PUB" --service github --access read --ttl 10m
   PINNED_TOKEN=... PINNED_REFRESH=... pinned grant seal --bot-key "$PUB" --service hubspot --access read \
       --kind oauth --refresh-env PINNED_REFRESH --token-expires-in 30m --member-key "$MEMBER_PUB"
+  PINNED_TOKEN=ghp_... pinned grant seal --bot-key "$PUB" --service github --access write --ttl 10m \
+      --only pinned-tester/notes
   PINNED_TOKEN=ghp_... pinned grant seal --bot-key "$PUB" --service github --access write --ttl 2m \
       --op create_issue --args '{"owner":"pinned-tester","repo":"notes","title":"Hi"}'
 
@@ -87,6 +96,7 @@ type sealFlags struct {
 	botKey, service, access, opName, argsJSON, tokenEnv, kind, memberKey, refreshEnv, tokenExpiresAt string
 	ttl, tokenExpiresIn                                                                              time.Duration
 	flows                                                                                            []string
+	only                                                                                             []string
 
 	// pair, when set, is the credential instead of the environment: the
 	// rotated pair pinned grant open re-seals.
@@ -115,8 +125,46 @@ func grantSealFlags() (*flag.FlagSet, *sealFlags) {
 		f.flows = append(f.flows, a.From+":"+a.To)
 		return err
 	})
+	fs.Func("only", "limit the grant to this resource, `[KIND=]NAME` (repeatable; e.g. pinned-tester/notes, or repository=pinned-tester/notes; KIND may be left out when the service declares one kind)", func(v string) error {
+		if v == "" {
+			return errors.New("empty: want a resource name such as owner/repo")
+		}
+		f.only = append(f.only, v)
+		return nil
+	})
 	fs.StringVar(&f.tokenExpiresAt, "token-expires-at", "", "the credential expires at this `time` (RFC 3339, as pinned grant open prints it; empty: unknown)")
 	return fs, &f
+}
+
+// onlyLimits turns --only values ([KIND=]NAME) into a grant's resource
+// limits, or says what is wrong. KIND must be one the manifest declares;
+// it may be left out when the manifest declares exactly one.
+func onlyLimits(m *registry.Manifest, only []string) (map[string][]string, string) {
+	kinds := slices.Sorted(maps.Keys(m.Resources))
+	if len(kinds) == 0 {
+		return nil, fmt.Sprintf("service %s declares no resources, so its grants cannot be limited", m.ID)
+	}
+	out := map[string][]string{}
+	for _, v := range only {
+		kind, name, ok := strings.Cut(v, "=")
+		if !ok {
+			if len(kinds) != 1 {
+				return nil, fmt.Sprintf("%q: name the kind, one of %s (KIND=NAME)", v, joinList(kinds))
+			}
+			kind, name = kinds[0], v
+		}
+		r, declared := m.Resources[kind]
+		if !declared {
+			return nil, fmt.Sprintf("service %s has no resource kind %q (kinds: %s)", m.ID, kind, joinList(kinds))
+		}
+		if n := len(strings.Split(name, r.Separator)); len(r.Args) > 1 && n != len(r.Args) {
+			return nil, fmt.Sprintf("%q: a %s is %s joined by %q", name, kind, strings.Join(r.Args, ", "), r.Separator)
+		}
+		if !slices.Contains(out[kind], name) {
+			out[kind] = append(out[kind], name)
+		}
+	}
+	return out, ""
 }
 
 // shortDuration prints 24h0m0s as 24h and 2m0s as 2m.
@@ -181,6 +229,15 @@ func sealGrant(f *sealFlags, stdout, stderr io.Writer) int {
 	if f.memberKey != "" {
 		if _, err := grant.ParsePublicKey(f.memberKey); err != nil {
 			return usage("--member-key: %s", errText(err))
+		}
+	}
+	if len(f.only) > 0 {
+		limits, msg := onlyLimits(m, f.only)
+		if msg != "" {
+			return usage("--only: %s", msg)
+		}
+		if err := g.SetResources(limits); err != nil {
+			return usage("--only: %s", errText(err))
 		}
 	}
 	if f.argsJSON != "" && f.opName == "" {

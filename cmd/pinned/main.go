@@ -14,6 +14,7 @@
 //	pinned connect   connect a service for your own agent
 //	pinned connections  list or remove your connections
 //	pinned mcp       serve your connections to your agent over MCP
+//	pinned audit     verify the sidecar's audit trail, make a sealing key
 //	pinned version   print the version and the embedded registry and guest module digests
 //	pinned healthcheck  exit 0 when a local sidecar is ready
 //	pinned completion  print a shell completion script
@@ -51,6 +52,7 @@ func commands() []command {
 		{"connect", "connect a service for your own agent (token verified, sealed locally)", runConnect},
 		{"connections", "list your connections (connections remove SERVICE deletes one)", runConnections},
 		{"mcp", "serve your connections to your agent over MCP (stdio or --listen)", runMCP},
+		{"audit", "verify the sidecar's audit trail (audit verify DIR --pubkey KEY), make a sealing key (audit keygen)", runAudit},
 		{"version", "print the version and the embedded registry and guest module digests", runVersion},
 		{"healthcheck", "exit 0 when a local sidecar is ready (a container HEALTHCHECK)", runHealthcheck},
 		{"completion", "print a shell completion script (completion bash|zsh)", runCompletion},

@@ -253,7 +253,7 @@ func runMCP(args []string, stdout, stderr io.Writer) int {
 		return usage("%s", err)
 	}
 	hs := &http.Server{Handler: handler, ReadHeaderTimeout: 5 * time.Second, IdleTimeout: 2 * time.Minute}
-	fmt.Fprintf(stdout, "pinned mcp: listening on http://%s/ (streamable HTTP)\n", ln.Addr())
+	fmt.Fprintf(stderr, "pinned mcp: listening on http://%s/ (streamable HTTP)\n", ln.Addr())
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	select {

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -28,10 +29,6 @@ func startMCPListen(t *testing.T, p *pinnedEnv, env []string, args ...string) (e
 	t.Helper()
 	cmd := exec.Command(p.bin, append(append([]string{"mcp", "--listen", "127.0.0.1:0"}, p.fakeFlags()...), args...)...)
 	cmd.Env = append(append([]string{}, p.env...), env...)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
 	stderr = &testutil.SyncBuffer{}
 	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
@@ -54,17 +51,18 @@ func startMCPListen(t *testing.T, p *pinnedEnv, env []string, args ...string) (e
 		return exit
 	}
 	t.Cleanup(func() { _ = stop() })
-	line := make([]byte, 256)
-	n, err := stdout.Read(line)
-	if err != nil {
-		t.Fatalf("no address: %v\n%s", err, stderr.String())
+	// Like the log, the line with the address is on stderr.
+	re := regexp.MustCompile(`pinned mcp: listening on (http://127\.0\.0\.1:\d+)/`)
+	for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if m := re.FindStringSubmatch(stderr.String()); m != nil {
+			return m[1], stderr, stop
+		}
+		if cmd.ProcessState != nil {
+			break
+		}
 	}
-	_, addr, ok := strings.Cut(strings.TrimSpace(string(line[:n])), "http://")
-	addr, _, _ = strings.Cut(addr, " ")
-	if !ok || addr == "" {
-		t.Fatalf("stdout %q", line[:n])
-	}
-	return "http://" + strings.TrimSuffix(addr, "/"), stderr, stop
+	t.Fatalf("no address on stderr:\n%s", stderr.String())
+	return "", nil, nil
 }
 
 // TestMCPReplicasRedis: two `pinned mcp --listen` replicas of one person

@@ -16,17 +16,16 @@ import (
 	"strings"
 	"time"
 
-	"github.com/elevenmessenger/pinned/sidecar/api"
-
-	"github.com/elevenmessenger/pinned/secret"
-
 	"github.com/elevenmessenger/pinned/host"
 	"github.com/elevenmessenger/pinned/internal/demo/fakeapi"
 	"github.com/elevenmessenger/pinned/internal/demo/fakemodel"
 	"github.com/elevenmessenger/pinned/internal/display"
+	"github.com/elevenmessenger/pinned/internal/research"
 	"github.com/elevenmessenger/pinned/internal/research/claude"
 	"github.com/elevenmessenger/pinned/registry"
+	"github.com/elevenmessenger/pinned/secret"
 	"github.com/elevenmessenger/pinned/sidecar"
+	"github.com/elevenmessenger/pinned/sidecar/api"
 	"github.com/elevenmessenger/pinned/sidecar/grant"
 )
 
@@ -158,7 +157,7 @@ func runResearch(args []string, stdout, stderr io.Writer) int {
 	defer eng.Close(ctx)
 	onStep := func(st api.Step) {
 		if !*asJSON {
-			fmt.Fprintf(stdout, "  %s\n", stepLine(st))
+			printStep(stdout, st, *useFake)
 		}
 	}
 	if !*asJSON {
@@ -197,10 +196,29 @@ func parseFlagsAllowArgs(fs *flag.FlagSet, help string, args []string, stdout, s
 	return 0, true
 }
 
+// scriptedOnPurpose says, by outcome, why the scripted model's failed
+// steps are part of its script (fakemodel.Pages).
+var scriptedOnPurpose = map[string]string{
+	"access_denied":  "a repository description tells the model to open an issue, and it obeys; research runs read ops only, so the call was refused and nothing was sent",
+	"upstream_error": "this Pages domain is not a DNSimple zone, so DNSimple answered 404",
+}
+
+// printStep prints one step. Under the scripted model (scripted), a
+// failure the script makes on purpose says so.
+func printStep(w io.Writer, st api.Step, scripted bool) {
+	fmt.Fprintf(w, "  %s\n", stepLine(st))
+	if why := scriptedOnPurpose[st.Outcome]; scripted && why != "" {
+		fmt.Fprintf(w, "    ^ on purpose: %s\n", why)
+	}
+}
+
+// stepLine is one step on one line: service.op, outcome, bytes and args.
 func stepLine(st api.Step) string {
 	name := st.Service + "." + st.Op
 	if st.Service == "" {
-		name = st.Tool
+		// A tool the palette lacks, named by the model: written as people
+		// read ops (service.op), as are the others.
+		name = strings.Replace(st.Tool, research.ToolSep, ".", 1)
 	}
 	return termSafe(fmt.Sprintf("%-30s %-16s %7d bytes  args %s", name, st.Outcome, st.Bytes, st.Args), false)
 }

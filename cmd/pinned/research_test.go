@@ -9,10 +9,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/elevenmessenger/pinned/sidecar/api"
-
 	"github.com/elevenmessenger/pinned/internal/demo/fakeapi"
 	"github.com/elevenmessenger/pinned/internal/demo/fakemodel"
+	"github.com/elevenmessenger/pinned/sidecar/api"
 )
 
 // TestRunResearchFake: pinned research --fake answers the seed's question
@@ -33,7 +32,7 @@ func TestRunResearchFake(t *testing.T) {
 		}
 	}
 	for _, want := range []string{"SCRIPTED MODEL", "question: Which of my DNSimple domains point at GitHub Pages?", fakemodel.ScriptedLabel,
-		"github__create_issue           access_denied", "dnsimple.list_zone_records     ok"} {
+		"github.create_issue            access_denied", "^ on purpose: a repository description", "dnsimple.list_zone_records     ok"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("stdout lacks %q:\n%s", want, out)
 		}
@@ -103,5 +102,11 @@ func TestResearchOutputCannotDriveTerminal(t *testing.T) {
 	line := stepLine(api.Step{Tool: "x\x1b[2J", Args: json.RawMessage(`{"a":"\u009b"}`), Outcome: "unknown_op"})
 	if strings.ContainsAny(line, "\x1b\u009b") {
 		t.Errorf("stepLine %q holds a control", line)
+	}
+	// One spelling for people: a tool outside the palette is service.op too.
+	for _, st := range []api.Step{{Service: "github", Op: "get_viewer", Outcome: "ok"}, {Tool: "github__create_issue", Outcome: "access_denied"}} {
+		if line := stepLine(st); strings.Contains(line, "__") || !strings.HasPrefix(line, "github.") {
+			t.Errorf("stepLine(%+v) = %q, want service.op", st, line)
+		}
 	}
 }

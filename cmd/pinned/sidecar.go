@@ -25,6 +25,7 @@ import (
 
 	"github.com/elevenmessenger/pinned/broker"
 	"github.com/elevenmessenger/pinned/host"
+	"github.com/elevenmessenger/pinned/internal/demo/fakemodel"
 	"github.com/elevenmessenger/pinned/internal/research/claude"
 	"github.com/elevenmessenger/pinned/internal/rotate"
 	"github.com/elevenmessenger/pinned/internal/state"
@@ -68,7 +69,9 @@ Research sessions (POST /v1/research) need a model: the Anthropic API key
 from --model-key-file or PINNED_SIDECAR_MODEL_KEY (never a flag value).
 
 --connect-to and --cacert are for tests and trials only: they map every
-pinned host to a running "pinned fakeapi", as "pinned op" does.
+pinned host to a running "pinned fakeapi", as "pinned op" does. With them,
+--fake-model answers research sessions with the scripted model of "pinned
+demo" (no API key; not a language model).
 
 Example (against the fake; see README.md):
   pinned keygen --out bot.key
@@ -107,6 +110,7 @@ type sidecarFlags struct {
 	cacheDir          string
 	stateDir          string
 	connectTo         string
+	fakeModel         bool
 	caFile            string
 	brokerURL         string
 	brokerTokenFile   string
@@ -121,6 +125,8 @@ type sidecarFlags struct {
 	modelKeyFile      string
 	modelBaseURL      string
 	model             string
+	audit             sidecarAuditFlags
+	limits            sidecarLimitFlags
 }
 
 // envDefaults reads the environment into the flags' defaults, so an
@@ -207,6 +213,9 @@ func runSidecarContext(ctx context.Context, args []string, stdout, stderr io.Wri
 	fs.StringVar(&f.model, "model", env.str("model", claude.DefaultModel), h("model", "model `id` for research sessions"))
 	fs.StringVar(&f.connectTo, "connect-to", "", "DEV/TEST ONLY: send every pinned host to this `ip:port` (a running pinned fakeapi); needs --cacert")
 	fs.StringVar(&f.caFile, "cacert", "", "DEV/TEST ONLY: PEM `file` of an extra CA to trust with --connect-to")
+	fs.BoolVar(&f.fakeModel, "fake-model", false, "DEV/TEST ONLY: answer research sessions with pinned demo's scripted model (a program replaying tool calls, not a language model); with --connect-to")
+	f.audit.register(fs, env, h)
+	f.limits.register(fs, env, h)
 	addrFile := fs.String("addr-file", "", addrFileHelp)
 	if code, ok := parseFlags(fs, sidecarUsage, args, stdout, stderr); !ok {
 		return code
@@ -221,6 +230,13 @@ func runSidecarContext(ctx context.Context, args []string, stdout, stderr io.Wri
 	cfg, key, token, err := f.check()
 	if err != nil {
 		return usage("%s", errText(err))
+	}
+	auditCfg, err := f.audit.resolve(f.stateDir)
+	if err != nil {
+		return usage("%s", errText(err))
+	}
+	if err := f.limits.apply(&cfg); err != nil {
+		return usage("%s", err)
 	}
 	if cfg.Store != nil {
 		defer cfg.Store.Close()
@@ -240,6 +256,21 @@ func runSidecarContext(ctx context.Context, args []string, stdout, stderr io.Wri
 		log.Warn().Str("event", "state_store").Str("store", "memory").Msg("state in memory (--state-dir empty): a restart forgets which grants ran, so one captured inside its TTL runs again; run one replica per bot key (docs/OPERATING.md)")
 	}
 
+	auditLog, err := auditCfg.open(f.audit.keyFile == "", log)
+	if err != nil {
+		return usage("%s", err)
+	}
+	if auditLog != nil {
+		cfg.Audit = auditLog
+		defer func() {
+			if err := auditLog.Close(); err != nil {
+				log.Error().Str("event", "audit_log").AnErr("cause", err).Msg("the audit log could not be sealed and closed")
+			}
+		}()
+	} else {
+		log.Warn().Str("event", "audit_log").Bool("enabled", false).Msg("no audit trail (--audit-log off, or no --state-dir)")
+	}
+
 	prom := prometheus.NewRegistry()
 	prom.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	hcfg := host.Config{Timeout: f.opTimeout, PagesTimeout: f.pagesTimeout, CacheDir: f.cacheDir, Logger: &hostLog, Metrics: host.NewMetrics(prom)}
@@ -254,6 +285,16 @@ func runSidecarContext(ctx context.Context, args []string, stdout, stderr io.Wri
 		hcfg.Override = &host.Override{Addr: f.connectTo, CAPEM: pem}
 		log.Warn().Str("event", "dev_override").Str("connect_to", f.connectTo).
 			Msg("DEV/TEST ONLY: every pinned host is mapped to --connect-to")
+	}
+	if f.fakeModel {
+		fm, m, err := scriptedModel(fakemodel.Pages())
+		if err != nil {
+			fmt.Fprintf(stderr, "pinned sidecar: %s\n", errText(err))
+			return 1
+		}
+		defer fm.Close()
+		cfg.Model = m
+		log.Warn().Str("event", "dev_fake_model").Msg("DEV/TEST ONLY: research sessions are answered by a scripted model, not a language model")
 	}
 	// Bind before compiling: a taken port fails at once, not after the
 	// sandbox is built. Connections wait in the backlog until Serve.
@@ -287,7 +328,7 @@ func runSidecarContext(ctx context.Context, args []string, stdout, stderr io.Wri
 		fmt.Fprintf(stderr, "pinned sidecar: %s\n", errText(err))
 		return 1
 	}
-	fmt.Fprintf(stdout, "pinned sidecar: listening on http://%s (bot public key %s)\n", ln.Addr(), key.Public())
+	fmt.Fprintf(stderr, "pinned sidecar: listening on http://%s (bot public key %s)\n", ln.Addr(), key.Public())
 	removeAddr, err := writeAddrFile(*addrFile, ln.Addr().String())
 	if err != nil {
 		fmt.Fprintf(stderr, "pinned sidecar: %s\n", errText(err))
@@ -332,6 +373,9 @@ func (f *sidecarFlags) check() (sidecar.Config, *grant.PrivateKey, secret.Secret
 	}
 	if (f.connectTo == "") != (f.caFile == "") {
 		return cfg, nil, "", errors.New("--connect-to and --cacert go together (the address and CA of a running pinned fakeapi)")
+	}
+	if f.fakeModel && f.connectTo == "" {
+		return cfg, nil, "", errors.New("--fake-model answers from the provider fake's data: use it with --connect-to and --cacert")
 	}
 	if f.connectTo != "" {
 		if _, err := netip.ParseAddrPort(f.connectTo); err != nil {
@@ -388,6 +432,9 @@ func (f *sidecarFlags) check() (sidecar.Config, *grant.PrivateKey, secret.Secret
 	modelKey, err := secretFromFileOrEnv("model API key", "--model-key-file", f.modelKeyFile, "PINNED_SIDECAR_MODEL_KEY", 16)
 	if err != nil {
 		return cfg, nil, "", err
+	}
+	if modelKey != "" && f.fakeModel {
+		return cfg, nil, "", errors.New("--fake-model and a model key (--model-key-file, PINNED_SIDECAR_MODEL_KEY) exclude each other")
 	}
 	if modelKey != "" {
 		m, err := claude.New(claude.Config{APIKey: modelKey, BaseURL: f.modelBaseURL, Model: f.model})

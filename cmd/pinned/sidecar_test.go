@@ -111,6 +111,9 @@ func TestRunSidecarRefuses(t *testing.T) {
 		{name: "zero concurrency", args: []string{"--key-file", key, "--max-concurrency", "0"}, code: 2, stderr: "must be positive"},
 		{name: "bad log level", args: []string{"--key-file", key, "--log-level", "loud"}, code: 2, stderr: "--log-level"},
 		{name: "connect-to without cacert", args: []string{"--key-file", key, "--connect-to", "127.0.0.1:8443"}, code: 2, stderr: "go together"},
+		{name: "fake model and a model key", env: map[string]string{"PINNED_SIDECAR_MODEL_KEY": "sk-ant-0123456789abcdef"},
+			args: []string{"--key-file", key, "--connect-to", "127.0.0.1:8443", "--cacert", good, "--fake-model"}, code: 2, stderr: "--fake-model and a model key"},
+		{name: "fake model without the fake", args: []string{"--key-file", key, "--fake-model"}, code: 2, stderr: "--fake-model answers from the provider fake's data: use it with --connect-to and --cacert"},
 		{name: "stray argument", args: []string{"--key-file", key, "serve"}, code: 2, stderr: `unexpected argument "serve"`},
 		{name: "help lists the broker", args: []string{"--help"}, code: 0, stdout: "$PINNED_SIDECAR_BROKER_URL"},
 		{name: "broker url without token", args: []string{"--key-file", key, "--broker-url", "https://connect.example.com"}, code: 2,
@@ -245,7 +248,7 @@ func TestRunSidecarAgainstFake(t *testing.T) {
 	re := regexp.MustCompile(`listening on (http://127\.0\.0\.1:\d+) \(bot public key (\S+)\)`)
 	var base string
 	for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if m := re.FindStringSubmatch(stdout.String()); m != nil {
+		if m := re.FindStringSubmatch(stderr.String()); m != nil {
 			base = m[1]
 			if m[2] != pub {
 				t.Fatalf("the sidecar announces key %s, keygen printed %s", m[2], pub)

@@ -115,8 +115,9 @@ func holdPorts(t *testing.T, ports ...string) {
 }
 
 // TestWalkthroughs runs the command blocks of README.md's "Running the
-// sidecar", docs/OAUTH.md's "Trying it locally" and docs/OPERATING.md's
-// "Trying several replicas on one machine" as written (bin/pinned
+// sidecar" (with those of "Research sessions", which continue its shell,
+// before its last block), docs/OAUTH.md's "Trying it locally" and
+// docs/OPERATING.md's "Trying several replicas on one machine" as written (bin/pinned
 // from a build of this package), twice in a row, with the ports the old
 // walkthroughs hard-coded held by another listener. Each run must pass,
 // show the answers the docs show, and leave nothing behind: its scratch
@@ -128,6 +129,9 @@ func TestWalkthroughs(t *testing.T) {
 	cache := filepath.Join(os.TempDir(), "pinned-test-cmd-xdg-cache")
 	tests := []struct {
 		name, doc, heading string
+		// before, when set, is a heading of the same doc whose blocks run
+		// before the last block of heading's.
+		before string
 		// want are fragments of the output, besides the doc's own JSON.
 		want []string
 		// count: fragment -> how many times it must appear.
@@ -135,7 +139,7 @@ func TestWalkthroughs(t *testing.T) {
 		// tools the blocks need besides bash and curl.
 		tools []string
 	}{
-		{name: "README sidecar", doc: "../../README.md", heading: "## Running the sidecar",
+		{name: "README sidecar", doc: "../../README.md", heading: "## Running the sidecar", before: "## Research sessions",
 			want: []string{`"name":"service_op"`, `{"tools":[{"name":"service_op"`, `"confirm":"[GitHub: owner \"pinned-tester\", repo \"notes\"] Open an issue titled \"Hi\" in pinned-tester/notes?"`}},
 		{name: "OAUTH trying it locally", doc: "../../docs/OAUTH.md", heading: "## Trying it locally",
 			want:  []string{`"rotated":"`},
@@ -148,6 +152,11 @@ func TestWalkthroughs(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			needTools(t, tt.tools...)
 			sh, jsonBlocks := docBlocks(t, tt.doc, tt.heading)
+			if tt.before != "" {
+				bsh, bjson := docBlocks(t, tt.doc, tt.before)
+				sh = append(append(sh[:len(sh)-1:len(sh)-1], bsh...), sh[len(sh)-1])
+				jsonBlocks = append(jsonBlocks, bjson...)
+			}
 			script := "set -eu\n" + strings.Join(sh, "\n")
 			for run := 1; run <= 2; run++ {
 				dir := t.TempDir()

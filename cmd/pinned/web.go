@@ -141,7 +141,7 @@ func runWebContext(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return 1
 	}
 	defer ln.Close()
-	fmt.Fprintf(stdout, "pinned web: the catalog is at http://%s/\n", ln.Addr())
+	fmt.Fprintf(stderr, "pinned web: the catalog is at http://%s/\n", ln.Addr())
 	if err := srv.Serve(ctx, ln); err != nil && !errors.Is(err, net.ErrClosed) {
 		fmt.Fprintf(stderr, "pinned web: %s\n", errText(err))
 		return 1

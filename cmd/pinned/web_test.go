@@ -86,10 +86,13 @@ func TestRunWebServes(t *testing.T) {
 	go func() {
 		done <- runWebContext(ctx, []string{"--listen", "127.0.0.1:0", "--bot", "eleven=" + sc.URL, "--bot-token-file", "eleven=" + tok}, out, errb)
 	}()
-	re := regexp.MustCompile(`http://127\.0\.0\.1:\d+/`)
+	// Like the log, the line with the address is on stderr.
+	re := regexp.MustCompile(`the catalog is at (http://127\.0\.0\.1:\d+/)`)
 	var base string
 	for deadline := time.Now().Add(10 * time.Second); base == "" && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		base = re.FindString(out.String())
+		if m := re.FindStringSubmatch(errb.String()); m != nil {
+			base = m[1]
+		}
 	}
 	if base == "" {
 		cancel()

@@ -26,7 +26,9 @@ func sharedStores(t *testing.T) map[string]func(t *testing.T) (api.Store, api.St
 		"redis": func(t *testing.T) (api.Store, api.Store) {
 			srv := redistest.Start(t)
 			open := func() api.Store {
-				r, err := state.NewRedis(state.RedisOptions{URL: srv.URL(), StateKey: bytes.Repeat([]byte{3}, state.StateKeySize)})
+				// A long store timeout: this test is about one refresh
+				// among replicas, not a slow store on a busy machine.
+				r, err := state.NewRedis(state.RedisOptions{URL: srv.URL(), StateKey: bytes.Repeat([]byte{3}, state.StateKeySize), Timeout: 10 * time.Second})
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -36,6 +36,8 @@ type File struct {
 	mu    sync.Mutex
 	locks map[string]memLock
 	count int // nonce records in the file, expired ones included
+
+	limits *memLimits // rate limits and back-offs, in memory (limit_memory.go)
 }
 
 // Buckets of the file.
@@ -120,7 +122,7 @@ func OpenFile(path string, o FileOptions) (*File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("state: the state file %s cannot be opened: %w", path, err)
 	}
-	f := &File{db: db, path: path, max: o.ReplayCacheSize, maxGrace: o.MaxGrace, now: o.Now, locks: map[string]memLock{}}
+	f := &File{db: db, path: path, max: o.ReplayCacheSize, maxGrace: o.MaxGrace, now: o.Now, locks: map[string]memLock{}, limits: newMemLimits()}
 	if f.max <= 0 {
 		f.max = grant.DefaultReplayCacheSize
 	}

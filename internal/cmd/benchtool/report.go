@@ -225,6 +225,19 @@ func runReport(benchPath, extismPath, rssPath, readyPath, out string) error {
 		}
 		row("Redis state store on loopback, added per op, p50 (≤ 250 µs)", ad.dur(), base, met(ad.center <= 250e3))
 	}
+	if ad, ok := st.get("BenchmarkAuditOverhead", "added-p50-ns"); ok {
+		pl, _ := st.get("BenchmarkAuditOverhead", "plain-p50-ns")
+		au, _ := st.get("BenchmarkAuditOverhead", "audit-p50-ns")
+		base := fmt.Sprintf("op without the audit trail p50 %s, with it p50 %s (the same op, alternating; fsync at seals, the default)", dur(pl.center), dur(au.center))
+		if as, ok := st.get("BenchmarkAppend/seal", "ns/op"); ok {
+			aa, _ := st.get("BenchmarkAppend/always", "ns/op")
+			base += fmt.Sprintf("; one record appended alone: fsync at seals %s, fsync after every record %s", as.dur(), aa.dur())
+		}
+		if se, ok := st.get("BenchmarkSeal", "ns/op"); ok {
+			base += fmt.Sprintf("; one seal (Ed25519 signature and its record) %s", se.dur())
+		}
+		row("audit record, added per op, p50", ad.dur(), base, "(context)")
+	}
 	if r3, ok := st.get("BenchmarkReplicas/3-redis", "ops/s"); ok {
 		r1, _ := st.get("BenchmarkReplicas/1-memory", "ops/s")
 		row("throughput of 3 replicas on one Redis, 2 cores, one process", fmt.Sprintf("%.0f ops/s (%.0f – %.0f, n=%d)", r3.center, r3.lo, r3.hi, r3.n),

@@ -30,12 +30,15 @@ var layers = []struct {
 	// The bottom: each imports nothing of the project's but the foundation
 	// (registry included: it is what everyone agrees on).
 	{"bottom", []string{"registry/...", "internal/abi", "internal/jsonv", "internal/display", "internal/httperr", "host/api", "sidecar/api", "host/internal/sandbox/wasmbin",
-		"internal/httpallow", "internal/testing/schematest", "internal/testing/wasmbuild", "internal/testing/wasmtest", "internal/testing/redistest", "internal/demo/fakeapi", "internal/demo/fakemodel", "internal/testing/layering"}},
+		"internal/testing/schematest", "internal/testing/wasmbuild", "internal/testing/wasmtest", "internal/testing/redistest", "internal/demo/fakeapi", "internal/demo/fakemodel", "internal/testing/layering"}},
 	// sidecar/grant is the sealed-grant format (it imports only the
 	// bottom), so it sits here, below the parts of the sidecar that use it.
 	// internal/flow (cross-service flow control) is a contract of the
 	// sessions that use it, research and MCP alike: it imports registry.
-	{"contracts and test helpers", []string{"internal/argrules", "internal/brokerapi", "sidecar/grant", "internal/flow", "internal/testing/testutil"}},
+	// internal/httpserve is the services' one HTTP middleware chain, over
+	// internal/httperr. internal/audit (the hash-chained audit trail)
+	// implements sidecar/api's Auditor and imports nothing else of ours.
+	{"contracts and test helpers", []string{"internal/argrules", "internal/brokerapi", "sidecar/grant", "internal/flow", "internal/httpserve", "internal/audit", "internal/testing/testutil"}},
 	{"guest", []string{"guest/..."}},
 	// The host's parts, each named for what it is; only host imports them.
 	{"host core", []string{"host/internal/pick", "host/internal/egress"}},
@@ -58,7 +61,7 @@ var layers = []struct {
 	// imports nothing of pinned's; only the binary puts the two together.
 	{"agent front ends", []string{"mcpserver/...", "mcpauth"}},
 	{"stacks", []string{"internal/demo/webstack"}},
-	{"binaries", []string{"cmd/...", "internal/cmd/benchtool"}},
+	{"binaries", []string{"cmd/...", "internal/cmd/..."}},
 }
 
 // allowed are the edges the layers alone would refuse, each with why.

@@ -37,6 +37,7 @@
   let state = fold([]);
   let conn = null;
   let webHosts = []; // the manifest's web_hosts: the only hosts an issue link may point to
+  let svc = null; // the catalog's GitHub entry
   async function emit(ev, supersedes) {
     await P.appendEvent(APP, ev, supersedes);
     state = fold(await P.events(APP));
@@ -45,21 +46,57 @@
 
   const $ = (id) => document.getElementById(id);
 
-  function render() {
+  // renderRepos lists the repositories the filter matches. The list is one
+  // Tab stop (a roving tabindex): the selected repository, or the first,
+  // takes Tab; arrow keys, Home and End move within the list.
+  function renderRepos() {
     const list = $('repos');
+    const keepFocus = list.contains(document.activeElement);
     list.textContent = '';
-    const repos = state.repos || [];
-    $('repo-count').textContent = state.repos ? '(' + repos.length + ')' : '';
-    $('fetched').textContent = state.fetchedAt ? 'fetched ' + new Date(state.fetchedAt).toLocaleString() + ' in ' + state.pages + ' pages' : '';
-    $('fetched').dataset.pagedBy = state.pagedBy || '';
-    for (const r of repos) {
+    // What the grant cannot reach is not shown (the sidecar filters the
+    // listing too; this hides what an older listing still holds).
+    const limit = conn && conn.resources && conn.resources.repository;
+    const repos = (state.repos || []).filter((r) => !limit || limit.includes(r.full_name));
+    const q = $('repo-filter').value.trim().toLowerCase();
+    const shown = q ? repos.filter((r) => r.full_name.toLowerCase().includes(q)) : repos;
+    $('repo-count').textContent = state.repos ? '(' + (q ? shown.length + ' of ' : '') + repos.length + ')' : '';
+    let stop = shown.findIndex((r) => r.full_name === state.repo);
+    if (stop < 0) stop = 0;
+    shown.forEach((r, i) => {
       list.append(el('li', {}, el('button', {
         type: 'button', class: 'repo', 'data-repo': r.full_name, 'aria-pressed': r.full_name === state.repo ? 'true' : 'false',
-        onclick: () => select(r.full_name),
+        tabindex: i === stop ? '0' : '-1', onclick: () => select(r.full_name),
       }, r.full_name + (r.private ? ' (private)' : ''))));
+    });
+    if (state.repos && !shown.length) list.append(el('li', { class: 'muted', text: 'No repository matches the filter.' }));
+    if (keepFocus) { const b = list.querySelector('button[tabindex="0"]'); if (b) b.focus(); }
+  }
+
+  function onRepoKey(ev) {
+    const buttons = [...$('repos').querySelectorAll('button.repo')];
+    const i = buttons.indexOf(document.activeElement);
+    if (i < 0) return;
+    let j = i;
+    switch (ev.key) {
+      case 'ArrowDown': j = Math.min(buttons.length - 1, i + 1); break;
+      case 'ArrowUp': j = Math.max(0, i - 1); break;
+      case 'Home': j = 0; break;
+      case 'End': j = buttons.length - 1; break;
+      default: return;
     }
+    ev.preventDefault();
+    buttons[i].tabIndex = -1;
+    buttons[j].tabIndex = 0;
+    buttons[j].focus();
+  }
+
+  function render() {
+    $('fetched').textContent = state.fetchedAt ? 'fetched ' + new Date(state.fetchedAt).toLocaleString() + ' in ' + state.pages + ' pages' : '';
+    $('fetched').dataset.pagedBy = state.pagedBy || '';
+    renderRepos();
     const panel = $('repo-panel');
     panel.hidden = !state.repo;
+    $('skip-issue').parentElement.hidden = !state.repo;
     if (!state.repo) return;
     $('repo-h').textContent = state.repo;
     const issues = $('issues');
@@ -142,6 +179,17 @@
   }
   const keyOf = (args) => JSON.stringify(args);
   const readOnlyMessage = 'This GitHub connection is read-only: opening an issue needs read & write. Change its access in Integrations.';
+  const notConnectedMessage = 'GitHub is not connected on this device any more (disconnected in another tab?): nothing was sent. Connect it again in Integrations.';
+
+  // writeRefusal re-reads the stored connection (another tab may have
+  // changed or removed it) and says why a write cannot run, or '' when it
+  // can.
+  async function writeRefusal() {
+    conn = await P.getConnection('github');
+    if (!conn) return notConnectedMessage;
+    if (!P.capAllows(conn.cap, 'write')) return readOnlyMessage;
+    return '';
+  }
 
   // showConsent asks the bot's sidecar to validate the args and render the
   // confirm sentence; nothing is sent to GitHub.
@@ -149,13 +197,16 @@
     if (!state.repo) return null;
     const args = issueArgs();
     if (!args.title.trim()) { $('confirm').textContent = ''; pendingConsent = null; return null; }
-    if (!P.capAllows(conn.cap, 'write')) { $('confirm').textContent = ''; P.status($('issue-status'), readOnlyMessage, 'bad'); return null; }
+    const refusal = await writeRefusal();
+    if (refusal) { $('confirm').textContent = ''; pendingConsent = null; P.status($('issue-status'), refusal, 'bad'); return null; }
     const key = keyOf(args);
     try {
       const c = await P.consent('github', 'create_issue', args);
       if (keyOf(issueArgs()) !== key) return null; // typed on meanwhile
       pendingConsent = { key: key, args_sha256: c.args_sha256, confirm: c.confirm };
       P.renderConsent($('confirm'), c);
+      const limit = P.limitText(svc, conn);
+      if (limit) $('confirm').append(el('p', { class: 'confirm-limit', text: 'Limited to chosen ' + limit }));
       P.status($('issue-status'), '');
       return pendingConsent;
     } catch (e) {
@@ -176,8 +227,8 @@
   async function submitIssue(ev) {
     ev.preventDefault();
     const st = $('issue-status');
-    conn = await P.getConnection('github');
-    if (!conn || !P.capAllows(conn.cap, 'write')) { P.status(st, readOnlyMessage, 'bad'); return; }
+    const refusal = await writeRefusal();
+    if (refusal) { P.status(st, refusal, 'bad'); return; }
     const args = issueArgs();
     if (!args.title.trim()) { P.status(st, 'Give the issue a title.', 'bad'); return; }
     if (!pendingConsent || pendingConsent.key !== keyOf(args)) {
@@ -205,19 +256,25 @@
 
   async function main() {
     await P.ready();
-    webHosts = (await P.catalog()).byId.github.web_hosts || [];
+    svc = (await P.catalog()).byId.github;
+    webHosts = svc.web_hosts || [];
     await P.fillBotSelect($('bot'));
     conn = await P.getConnection('github');
+    P.wireSkipLinks();
     if (!conn) {
       $('gate').hidden = false;
+      document.querySelector('nav.skip').hidden = true;
       await P.clearEvents(APP);
       return;
     }
     $('app').hidden = false;
-    $('account').textContent = 'Connected as ' + (conn.account || 'GitHub') + ' · ' + (conn.cap === 'write' ? 'read & write' : 'read-only');
+    $('account').textContent = 'Connected as ' + (conn.account || 'GitHub') + ' · ' + (conn.cap === 'write' ? 'read & write' : 'read-only') +
+      (conn.resources ? ' · limited to ' + P.limitText(svc, conn) : '');
     state = fold(await P.events(APP)); // the last state, at once
     render();
     $('refresh').addEventListener('click', listRepos);
+    $('repo-filter').addEventListener('input', renderRepos);
+    $('repos').addEventListener('keydown', onRepoKey);
     $('issue-title').addEventListener('input', onType);
     $('issue-body').addEventListener('input', onType);
     $('new-issue').addEventListener('submit', submitIssue);
