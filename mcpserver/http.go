@@ -2,16 +2,16 @@ package mcpserver
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"crypto/subtle"
 	"encoding/json"
 	"io"
 	"mime"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -37,6 +37,13 @@ const (
 // JSON-RPC error response with id null, the status code, and a stable
 // data.code.
 func (s *Server) Handler(token string) http.Handler {
+	return s.HandlerAuth(Auth{Token: token})
+}
+
+// HandlerAuth is Handler with OAuth besides the static token (a.Verify):
+// it publishes a.Metadata (RFC 9728) and requires the scopes of gate.
+// With neither a.Token nor a.Verify, no request is authenticated.
+func (s *Server) HandlerAuth(a Auth) http.Handler {
 	getServer := func(*http.Request) *mcp.Server { return s.mcp }
 	legacy := mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{SessionTimeout: 30 * time.Minute})
 	modern := mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{Stateless: true})
@@ -51,21 +58,35 @@ func (s *Server) Handler(token string) http.Handler {
 		}
 		legacy.ServeHTTP(w, r)
 	})
-	if token != "" {
-		h = bearer(h, token)
+	if a.Token != "" || a.Verify != nil {
+		h = s.gate(h, a)
 	}
 	cop := http.NewCrossOriginProtection()
 	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		httpRefusal(w, http.StatusForbidden, CodeForbiddenOrigin, "Forbidden: a cross-origin request from a browser; pinned mcp serves agents, not web pages")
 	}))
 	h = cop.Handler(h)
+	if a.Verify != nil && a.Metadata != nil {
+		mux := http.NewServeMux()
+		prm := auth.ProtectedResourceMetadataHandler(a.Metadata)
+		mux.Handle("/.well-known/oauth-protected-resource", prm)
+		mux.Handle("/.well-known/oauth-protected-resource/", prm)
+		mux.Handle("/", h)
+		h = mux
+	}
+	var public string // the resource's own host name, reached through a TLS proxy
+	if a.Metadata != nil {
+		if u, err := url.Parse(a.Metadata.Resource); err == nil {
+			public = u.Host
+		}
+	}
 	// The services' chain (package internal/httpserve) in front: the
 	// request id and one access event a request; every path and method
 	// goes on to the transport, whose refusals are JSON-RPC errors.
 	r := httpserve.NewRouter(httpserve.Options{Log: s.log, Fail: func(w http.ResponseWriter, _ *http.Request, code, msg string, _ error) {
 		httpRefusal(w, http.StatusInternalServerError, code, msg)
 	}})
-	r.Handle("/*", rebinding(jsonErrors(h)))
+	r.Handle("/*", rebinding(jsonErrors(h), public))
 	return r
 }
 
@@ -184,10 +205,10 @@ func opensSession(w http.ResponseWriter, r *http.Request) bool {
 
 // rebinding refuses a request that reached a loopback listener under a
 // Host name that is not loopback (DNS rebinding; the SDK's own check,
-// answered in JSON).
-func rebinding(next http.Handler) http.Handler {
+// answered in JSON) nor public, the OAuth resource's own host.
+func rebinding(next http.Handler, public string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && local != nil && isLoopbackHost(local.String()) && !isLoopbackHost(r.Host) {
+		if local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && local != nil && isLoopbackHost(local.String()) && !isLoopbackHost(r.Host) && (public == "" || !strings.EqualFold(r.Host, public)) {
 			httpRefusal(w, http.StatusForbidden, CodeForbiddenHost, "Forbidden: this loopback server is reached under another Host name (DNS rebinding); use 127.0.0.1, [::1] or localhost")
 			return
 		}
@@ -227,26 +248,4 @@ func writeRPCError(w http.ResponseWriter, status int, id any, e *jsonrpc.Error) 
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_, _ = w.Write(body)
-}
-
-// bearer requires "Authorization: Bearer <token>" (RFC 6750), compared in
-// constant time on SHA-256 digests; otherwise 401 with
-// WWW-Authenticate: Bearer and a JSON-RPC error (data.code unauthorized).
-func bearer(next http.Handler, token string) http.Handler {
-	want := sha256.Sum256([]byte(token))
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		const prefix = "Bearer "
-		h := r.Header.Get("Authorization")
-		ok := len(h) > len(prefix) && strings.EqualFold(h[:len(prefix)], prefix)
-		if ok {
-			got := sha256.Sum256([]byte(h[len(prefix):]))
-			ok = subtle.ConstantTimeCompare(got[:], want[:]) == 1
-		}
-		if !ok {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="pinned mcp"`)
-			httpRefusal(w, http.StatusUnauthorized, CodeUnauthorized, "Unauthorized: send Authorization: Bearer <the pinned mcp token>")
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
 }

@@ -433,6 +433,10 @@ func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest, d *tool
 func (s *Server) call(ctx context.Context, req *mcp.CallToolRequest, service, opName string, args json.RawMessage, refused **flow.Match) (*mcp.CallToolResult, string) {
 	m, _ := s.reg.Service(service)
 	op, _ := m.Op(opName)
+	if ex := req.GetExtra(); op.Access == registry.AccessWrite && ex != nil && ex.TokenInfo != nil && !slices.Contains(ex.TokenInfo.Scopes, ScopeWrite) {
+		// The HTTP gate answers 403 first; this holds for any path to here.
+		return toolError(CodeInsufficientScope, "a write needs the mcp:write scope; nothing was sent", nil), CodeInsufficientScope
+	}
 	conn, err := s.store.Get(service)
 	if errors.Is(err, connstore.ErrNotConnected) {
 		return toolError(CodeNotConnected, fmt.Sprintf("%s is not connected; the person can run `pinned connect %s`", service, service), nil), CodeNotConnected

@@ -58,7 +58,7 @@ func TestAuditVerifyTwoSidecarReplicas(t *testing.T) {
 			"--audit-seal-every", "100"}
 		go func() { r.done <- runSidecarContext(ctx, args, &stdout, r.stderr) }()
 		for deadline := time.Now().Add(2 * time.Minute); r.base == "" && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-			if m := re.FindStringSubmatch(stdout.String()); m != nil {
+			if m := re.FindStringSubmatch(stdout.String() + r.stderr.String()); m != nil { // the address is on stderr
 				r.base = m[1]
 			}
 			select {

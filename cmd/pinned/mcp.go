@@ -2,7 +2,11 @@ package main
 
 import (
 	"context"
+	"crypto/ed25519"
+	"crypto/rand"
 	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/hex"
 	"errors"
 	"flag"
@@ -10,6 +14,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -20,12 +25,14 @@ import (
 	"github.com/elevenmessenger/pinned/sidecar/api"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
 	"github.com/rs/zerolog"
 
 	"github.com/elevenmessenger/pinned/broker"
 	"github.com/elevenmessenger/pinned/host"
 	"github.com/elevenmessenger/pinned/internal/rotate"
 	"github.com/elevenmessenger/pinned/internal/state"
+	"github.com/elevenmessenger/pinned/mcpauth"
 	"github.com/elevenmessenger/pinned/mcpserver"
 	"github.com/elevenmessenger/pinned/registry"
 	"github.com/elevenmessenger/pinned/secret"
@@ -67,6 +74,10 @@ nonces are kept in a file under --state-dir (one process).
 
 With --listen, a bearer token (--token-file or PINNED_MCP_TOKEN, never a
 flag value) is required, on loopback too: every local user can reach it.
+--oauth-resource URL adds OAuth 2.1 for hosted assistants: Protected
+Resource Metadata, an authorization server (code + PKCE, client ID
+metadata documents) whose consent page you approve with the bearer token,
+and access tokens scoped mcp:read or mcp:write (step-up for writes).
 Token rotation of expiring OAuth pairs needs a broker: --broker-url with
 --broker-token-file or PINNED_MCP_BROKER_TOKEN.
 
@@ -78,6 +89,8 @@ Examples:
   PINNED_MCP_TOKEN=$(cat tok) pinned mcp --listen 127.0.0.1:8765
   PINNED_MCP_TOKEN=$(cat tok) PINNED_MCP_CONFIRM_KEY=$(cat confirm.key) \
     pinned mcp --listen 127.0.0.1:8765 --redis-url redis://127.0.0.1:6379
+  PINNED_MCP_TOKEN=$(cat tok) pinned mcp --listen 127.0.0.1:8765 \
+    --oauth-resource https://mcp.example.com/mcp      # behind a TLS proxy
 
 Exit status: 0 after the client closed stdin (or SIGINT/SIGTERM), 1 the
 server failed, 2 bad usage.
@@ -103,6 +116,11 @@ func runMCP(args []string, stdout, stderr io.Writer) int {
 	redisURL := fs.String("redis-url", os.Getenv("PINNED_MCP_REDIS_URL"), "`URL` of the Redis where replicas spend each confirmation once: redis://host:port[/db], rediss://... or unix:///path; no password in it [$PINNED_MCP_REDIS_URL]")
 	redisPasswordFile := fs.String("redis-password-file", "", "`file` holding the Redis password (or set PINNED_MCP_REDIS_PASSWORD)")
 	redisPrefix := fs.String("redis-prefix", "pinned:mcp:", "`prefix` of every Redis key; the replicas of one person share it")
+	oauthURL := fs.String("oauth-resource", "", "the public https `URL` of this MCP endpoint: serve OAuth 2.1 for remote clients (Protected Resource Metadata and an authorization server on its origin) beside the bearer token; needs --listen")
+	oauthSubject := fs.String("oauth-subject", "owner", "the `name` of the person OAuth access tokens are issued for (the sub claim)")
+	oauthKeyFile := fs.String("oauth-key-file", "", "`file` holding the 64-hex-character Ed25519 seed signing access tokens, the same on every replica (or set PINNED_MCP_OAUTH_KEY); empty: a fresh key each run")
+	oauthPrivate := fs.Bool("oauth-allow-private-clients", false, "fetch clients' metadata documents from loopback and private addresses too (tests and trials; the default refuses them: SSRF)")
+	oauthCA := fs.String("oauth-client-cacert", "", "PEM `file` of CAs trusted, besides the system's, when fetching clients' metadata documents (a private CA)")
 	stateDir := fs.String("state-dir", defaultStateDir(), "`directory` of the file where one process spends confirmations, with --confirm-key-file and no --redis-url")
 	var allow []api.Flow
 	fs.Func("allow-flow", "let values `FROM:TO` flow: a read of service TO may carry what service FROM returned in the session (repeatable; e.g. dnsimple:github)", func(v string) error {
@@ -130,6 +148,9 @@ func runMCP(args []string, stdout, stderr io.Writer) int {
 	token, err := secretFromFileOrEnv("MCP bearer token", "--token-file", *tokenFile, "PINNED_MCP_TOKEN", minTokenLen)
 	if err != nil {
 		return usage("%s", err)
+	}
+	if *oauthURL != "" && *listen == "" {
+		return usage("--oauth-resource is for --listen (stdio needs no authorization)")
 	}
 	if *listen != "" {
 		loopback, err := isLoopback(*listen)
@@ -227,7 +248,11 @@ func runMCP(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "pinned mcp: %s\n", listenFailed(err))
 		return 1
 	}
-	hs := &http.Server{Handler: srv.Handler(token), ReadHeaderTimeout: 5 * time.Second, IdleTimeout: 2 * time.Minute}
+	handler, err := mcpHandler(srv, token, *oauthURL, *oauthSubject, *oauthKeyFile, *oauthCA, *oauthPrivate)
+	if err != nil {
+		return usage("%s", err)
+	}
+	hs := &http.Server{Handler: handler, ReadHeaderTimeout: 5 * time.Second, IdleTimeout: 2 * time.Minute}
 	fmt.Fprintf(stderr, "pinned mcp: listening on http://%s/ (streamable HTTP)\n", ln.Addr())
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
@@ -241,6 +266,86 @@ func runMCP(args []string, stdout, stderr io.Writer) int {
 	defer scancel()
 	_ = hs.Shutdown(sctx)
 	return 0
+}
+
+// mcpHandler is the --listen handler: the static bearer token alone, or
+// with resourceURL set, OAuth 2.1 besides it (package mcpauth): the
+// authorization server's endpoints on the resource's origin, the
+// Protected Resource Metadata, and access tokens bound to resourceURL
+// and subject. The consent page's owner secret is the bearer token.
+func mcpHandler(srv *mcpserver.Server, token, resourceURL, subject, keyFile, caFile string, private bool) (http.Handler, error) {
+	if resourceURL == "" && caFile != "" {
+		return nil, errors.New("--oauth-client-cacert is for --oauth-resource")
+	}
+	if resourceURL == "" {
+		if keyFile != "" || os.Getenv("PINNED_MCP_OAUTH_KEY") != "" {
+			return nil, errors.New("an OAuth key is set but --oauth-resource is empty: set both or neither")
+		}
+		return srv.Handler(token), nil
+	}
+	u, err := url.Parse(resourceURL)
+	if err != nil || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || (u.Scheme != "https" && !(u.Scheme == "http" && isLoopbackURLHost(u.Hostname()))) {
+		return nil, fmt.Errorf("--oauth-resource %q must be an https URL without query or fragment (http only on loopback)", resourceURL)
+	}
+	if subject == "" {
+		return nil, errors.New("--oauth-subject must not be empty")
+	}
+	seedHex, err := secretFromFileOrEnv("OAuth signing key", "--oauth-key-file", keyFile, "PINNED_MCP_OAUTH_KEY", 2*ed25519.SeedSize)
+	if err != nil {
+		return nil, err
+	}
+	var key ed25519.PrivateKey
+	if seedHex == "" {
+		_, key, _ = ed25519.GenerateKey(rand.Reader)
+	} else {
+		seed, err := hex.DecodeString(seedHex)
+		if err != nil || len(seed) != ed25519.SeedSize {
+			return nil, errors.New("the OAuth signing key must be 64 hex characters (openssl rand -hex 32)")
+		}
+		key = ed25519.NewKeyFromSeed(seed)
+	}
+	origin := u.Scheme + "://" + u.Host
+	base := &http.Transport{TLSClientConfig: &tls.Config{MinVersion: tls.VersionTLS12}, TLSHandshakeTimeout: 10 * time.Second}
+	if caFile != "" {
+		pem, err := os.ReadFile(caFile)
+		if err != nil {
+			return nil, fmt.Errorf("--oauth-client-cacert: %w", err)
+		}
+		pool, err := x509.SystemCertPool()
+		if err != nil {
+			pool = x509.NewCertPool()
+		}
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("--oauth-client-cacert %s holds no PEM certificate", caFile)
+		}
+		base.TLSClientConfig.RootCAs = pool
+	}
+	docs := &http.Client{Timeout: 10 * time.Second, Transport: mcpauth.PublicTransport(base)}
+	if private {
+		docs.Transport = base
+	}
+	as, err := mcpauth.New(mcpauth.Config{Issuer: origin, Resource: resourceURL, Subject: subject, Key: key, OwnerSecret: token, HTTPClient: docs})
+	if err != nil {
+		return nil, err
+	}
+	v := &mcpauth.Verifier{Key: key.Public().(ed25519.PublicKey), Issuer: origin, Resource: resourceURL, Subject: subject, Leeway: 30 * time.Second}
+	prmURL := origin + "/.well-known/oauth-protected-resource" + strings.TrimSuffix(u.EscapedPath(), "/")
+	h := srv.HandlerAuth(mcpserver.Auth{Token: token, Verify: v.Verify, MetadataURL: prmURL,
+		Metadata: &oauthex.ProtectedResourceMetadata{Resource: resourceURL, AuthorizationServers: []string{origin},
+			ScopesSupported: []string{mcpserver.ScopeRead, mcpserver.ScopeWrite}, BearerMethodsSupported: []string{"header"}, ResourceName: "pinned mcp"}})
+	mux := http.NewServeMux()
+	ash := as.Handler()
+	for _, p := range []string{"/.well-known/oauth-authorization-server", "/authorize", "/token", "/jwks"} {
+		mux.Handle(p, ash)
+	}
+	mux.Handle("/", h)
+	return mux, nil
+}
+
+// isLoopbackURLHost reports whether a URL's host name is loopback.
+func isLoopbackURLHost(h string) bool {
+	ip := net.ParseIP(h)
+	return h == "localhost" || ip != nil && ip.IsLoopback()
 }
 
 // mcpConfirmState is the confirmation key and where its nonces are spent:

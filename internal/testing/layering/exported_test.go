@@ -12,7 +12,7 @@ import (
 
 // publicPackages are the module's packages a program outside it may
 // import (docs/ARCHITECTURE.md, "Packages"), subtrees included.
-var publicPackages = []string{"host", "registry", "sidecar", "broker", "web", "mcpserver"}
+var publicPackages = []string{"host", "registry", "sidecar", "broker", "web", "mcpserver", "mcpauth"}
 
 // TestNoExportedVars: no public package declares an exported package
 // variable (wazero's rule: no exported mutable state). Any package of a

@@ -61,7 +61,9 @@ var layers = []struct {
 	// A person's own side: their sealed connections, and the MCP server
 	// that serves them to their agent through the sidecar's op path.
 	{"connection store", []string{"internal/connstore"}},
-	{"agent front ends", []string{"mcpserver/..."}},
+	// mcpauth, the OAuth 2.1 authorization server of a remote MCP server,
+	// imports nothing of pinned's; only the binary puts the two together.
+	{"agent front ends", []string{"mcpserver/...", "mcpauth"}},
 	// The stacks: the demo's web stack, and the test environment the
 	// sidecar, mcpserver and cmd/pinned tests share.
 	{"stacks", []string{"internal/demo/webstack", "internal/testing/testenv"}},
