@@ -21,7 +21,7 @@ import (
 // OAuth access token.
 func linearViewer(t *testing.T, fake *fakeapi.Server, token string) int {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, "https://api.linear.app/graphql", strings.NewReader(`{"query":"query { viewer { id } }"}`))
+	req, _ := http.NewRequest(http.MethodPost, "https://api.linear.app/graphql", strings.NewReader(`{"query":"query Viewer { viewer { id name displayName email organization { id name urlKey } } }"}`))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+token)
 	resp, err := fake.Client().Do(req)

@@ -373,7 +373,7 @@ func TestRunSidecarAgainstFake(t *testing.T) {
 // clients of GitHub and services, its provider calls sent to the fake.
 func startTestBroker(t *testing.T, fake *fakeapi.Server, instanceToken string, services ...string) string {
 	t.Helper()
-	return testenv.Broker(t, fake, instanceToken, testenv.BrokerOptions{})
+	return testenv.Broker(t, fake, instanceToken, testenv.BrokerOptions{Services: append(services, fakeapi.GitHub)})
 }
 
 type testPair struct{ access, refresh, expiresAt string }
