@@ -78,10 +78,8 @@ func (b *Broker) refresh(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
 	var req refreshRequest
-	if err := dec.Decode(&req); err != nil {
+	if err := decodeStrict(body, &req); err != nil {
 		writeError(w, r, errorf(brokerapi.CodeBadRequest, "the body must be {\"service\": ..., \"refresh_token\": ...}"))
 		return
 	}
@@ -173,4 +171,12 @@ func (b *Broker) instanceRequest(w http.ResponseWriter, r *http.Request) (who st
 		return "", nil, false
 	}
 	return who, body, true
+}
+
+// decodeStrict decodes an instance request's JSON body into v, refusing
+// members v does not declare.
+func decodeStrict(body []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	return dec.Decode(v)
 }
