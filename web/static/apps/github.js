@@ -52,6 +52,9 @@
   function renderRepos() {
     const list = $('repos');
     const keepFocus = list.contains(document.activeElement);
+    // A re-render (a refreshed listing, another tab's event) keeps the
+    // repository the keyboard is on, not the selected one.
+    const focused = keepFocus ? document.activeElement.dataset.repo : undefined;
     list.textContent = '';
     // What the grant cannot reach is not shown (the sidecar filters the
     // listing too; this hides what an older listing still holds).
@@ -60,7 +63,8 @@
     const q = $('repo-filter').value.trim().toLowerCase();
     const shown = q ? repos.filter((r) => r.full_name.toLowerCase().includes(q)) : repos;
     $('repo-count').textContent = state.repos ? '(' + (q ? shown.length + ' of ' : '') + repos.length + ')' : '';
-    let stop = shown.findIndex((r) => r.full_name === state.repo);
+    let stop = focused ? shown.findIndex((r) => r.full_name === focused) : -1;
+    if (stop < 0) stop = shown.findIndex((r) => r.full_name === state.repo);
     if (stop < 0) stop = 0;
     shown.forEach((r, i) => {
       list.append(el('li', {}, el('button', {
