@@ -64,6 +64,7 @@ func pageFaultAttempt(t *testing.T, iso string, poolSize int) bool {
 		c.MemoryLimitPages = 1024
 		c.PoolSize = poolSize
 		c.Isolation = iso
+		c.Registry = githubOnly(t) // the channel needs one op; fewer warm-up runs
 	})
 	if iso == IsolationReset && env.eng.Strategy() != IsolationReset {
 		t.Fatalf("strategy %s", env.eng.Strategy())
@@ -91,12 +92,15 @@ func pageFaultAttempt(t *testing.T, iso string, poolSize int) bool {
 				got = 1
 			}
 		}
-		if got == bit {
-			correct++
+		if got != bit {
+			// One wrong bit settles the attempt: it did not decode them all.
+			t.Logf("%s pool=%d: receivers decoded bit %d wrong after %d right (%d receiver ops per bit)", iso, poolSize, r, correct, receivers)
+			return false
 		}
+		correct++
 	}
-	t.Logf("%s pool=%d: receivers decoded %d/%d bits (%d receiver ops per bit)", iso, poolSize, correct, rounds, receivers)
-	return correct == rounds
+	t.Logf("%s pool=%d: receivers decoded all %d bits (%d receiver ops per bit)", iso, poolSize, rounds, receivers)
+	return true
 }
 
 // TestResetIsolatesRandomState (found by the red team): a fresh instance
@@ -114,6 +118,7 @@ func TestResetIsolatesRandomState(t *testing.T) {
 				c.MemoryLimitPages = 1024
 				c.Isolation = iso
 				c.PoolSize = 1
+				c.Registry = githubOnly(t)
 			})
 			seen := map[string]int{}
 			for i := 0; i < 3; i++ {

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"os"
+	"path/filepath"
 
 	"github.com/elevenmessenger/pinned/secret"
 
@@ -13,6 +15,10 @@ import (
 	"github.com/elevenmessenger/pinned/internal/demo/fakeapi"
 	"github.com/elevenmessenger/pinned/registry"
 )
+
+// cacheDir holds wazero's compilation cache: the first engine compiles
+// the guest into it, and every later one starts warm.
+var cacheDir = filepath.Join(os.TempDir(), "pinned-test-wazero-cache")
 
 // An engine runs ops of the embedded registry: Run renders the request in
 // the sandbox, checks it against the op's egress policy, sends it with the
@@ -28,6 +34,7 @@ func Example() {
 
 	ctx := context.Background()
 	eng, err := host.New(ctx, host.Config{
+		CacheDir: cacheDir, // the compiled guest, kept for the next start
 		Override: &host.Override{Addr: fake.Addr(), CAPEM: fake.CACertPEM()},
 	})
 	if err != nil {
@@ -57,7 +64,7 @@ func Example() {
 // a *host.Error whose Code says why.
 func ExampleEngine_Check() {
 	ctx := context.Background()
-	eng, err := host.New(ctx, host.Config{})
+	eng, err := host.New(ctx, host.Config{CacheDir: cacheDir})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/elevenmessenger/pinned/host"
 	"github.com/elevenmessenger/pinned/host/api"
 	"github.com/elevenmessenger/pinned/internal/demo/fakeapi"
+	"github.com/elevenmessenger/pinned/internal/testing/testenv"
 	"github.com/elevenmessenger/pinned/registry"
 )
 
@@ -81,7 +82,7 @@ func TestAfternoon(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer fake.Close()
-	eng, err := host.New(context.Background(), host.Config{Registry: reg, Override: &host.Override{Addr: fake.Addr(), CAPEM: fake.CACertPEM()}})
+	eng, err := host.New(context.Background(), host.Config{Registry: reg, CacheDir: testenv.CacheDir(), Override: &host.Override{Addr: fake.Addr(), CAPEM: fake.CACertPEM()}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +117,7 @@ func TestAfternoon(t *testing.T) {
 	}
 	// An op the embedded registry does not have is not run by a host that
 	// trusts only it.
-	def, err := host.New(context.Background(), host.Config{Override: &host.Override{Addr: fake.Addr(), CAPEM: fake.CACertPEM()}})
+	def, err := host.New(context.Background(), host.Config{CacheDir: testenv.CacheDir(), Override: &host.Override{Addr: fake.Addr(), CAPEM: fake.CACertPEM()}})
 	if err != nil {
 		t.Fatal(err)
 	}

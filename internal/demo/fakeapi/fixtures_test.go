@@ -3,6 +3,8 @@ package fakeapi
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -18,7 +20,7 @@ import (
 // fake.
 func engine(t *testing.T, s *Server, reg *registry.Registry) *host.Engine {
 	t.Helper()
-	eng, err := host.New(context.Background(), host.Config{Registry: reg, Override: &host.Override{Addr: s.Addr(), CAPEM: s.CACertPEM()}})
+	eng, err := host.New(context.Background(), host.Config{Registry: reg, CacheDir: filepath.Join(os.TempDir(), "pinned-test-wazero-cache"), Override: &host.Override{Addr: s.Addr(), CAPEM: s.CACertPEM()}})
 	if err != nil {
 		t.Fatal(err)
 	}
