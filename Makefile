@@ -77,6 +77,9 @@ walkthrough:
 # go test's limit per package: generous, so a busy machine makes a package
 # slow, not failed.
 TESTTIMEOUT ?= 20m
+# go vet runs in make check (every package, every check), which CI runs
+# first; go test's own vet subset would redo it per test binary.
+TESTVET ?= off
 # The slowest packages go first: go test starts packages in the order
 # given, -p at a time, and a long one started last would run alone.
 TESTFIRST ?= ./host/ ./cmd/pinned/ ./sidecar/ ./web/ ./broker/ ./mcpserver/
@@ -89,7 +92,7 @@ $(TSCLIENT)/node_modules/.package-lock.json: $(TSCLIENT)/package-lock.json
 	npm ci --prefix $(TSCLIENT) --no-audit --no-fund --ignore-scripts
 
 test: $(TSDEP)
-	$(GO) run ./internal/cmd/testreport -- $(GO) test -json -race -count=1 -timeout $(TESTTIMEOUT) $(TESTFIRST) ./...
+	$(GO) run ./internal/cmd/testreport -- $(GO) test -json -race -count=1 -vet=$(TESTVET) -timeout $(TESTTIMEOUT) $(TESTFIRST) ./...
 
 ## ts-client: install the official MCP TypeScript SDK client that
 ## TestTypeScriptClient drives (npm, from the committed lockfile).

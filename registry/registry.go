@@ -70,6 +70,22 @@ func (r *Registry) With(file string, data []byte) (*Registry, error) {
 	return load(files)
 }
 
+// Only returns a new registry of r's manifests with the given ids, as
+// [Load] gives for their files (its digest included); r is unchanged. An
+// engine built on it compiles and warms one service's ops, not the
+// catalog's. An id r does not hold is an *[Error].
+func (r *Registry) Only(ids ...string) (*Registry, error) {
+	files := make([]manifestFile, 0, len(ids))
+	for _, id := range ids {
+		data, ok := r.raw[id]
+		if !ok {
+			return nil, &Error{Problems: []Problem{{File: id + ".json", Msg: fmt.Sprintf("no service %q in %s", id, r)}}}
+		}
+		files = append(files, manifestFile{name: id + ".json", data: data})
+	}
+	return load(files)
+}
+
 // manifestFile is one manifest file of a registry: its name, and its
 // bytes or the error reading them.
 type manifestFile struct {

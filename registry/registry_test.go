@@ -148,6 +148,49 @@ func TestWith(t *testing.T) {
 	}
 }
 
+// TestOnly: a registry of some of r's services is what Load gives for
+// their files, digest included; an id r lacks is an *Error; r is unchanged.
+func TestOnly(t *testing.T) {
+	base := Default()
+	ids := base.IDs()
+	tests := []struct {
+		name string
+		ids  []string
+	}{
+		{name: "one service", ids: ids[:1]},
+		{name: "two services, out of order", ids: []string{ids[2], ids[0]}},
+		{name: "every service", ids: ids},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := base.Only(tt.ids...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fsys := fstest.MapFS{}
+			for _, id := range tt.ids {
+				fsys[id+".json"] = &fstest.MapFile{Data: base.Raw(id)}
+			}
+			want, err := Load(fsys)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Digest() != want.Digest() || !slices.Equal(got.IDs(), want.IDs()) || len(got.IDs()) != len(tt.ids) {
+				t.Errorf("Only: digest %s ids %q; Load: digest %s ids %q", got.Digest(), got.IDs(), want.Digest(), want.IDs())
+			}
+		})
+	}
+	if len(base.IDs()) != len(ids) {
+		t.Error("Only changed the registry it was called on")
+	}
+	for _, bad := range [][]string{{"nosuch"}, {ids[0], ids[0]}, {}} {
+		var e *Error
+		if _, err := base.Only(bad...); !errors.As(err, &e) || len(e.Problems) == 0 {
+			t.Errorf("Only(%q) = %v, want an *Error", bad, err)
+		}
+	}
+}
+
 func TestRawIsACopy(t *testing.T) {
 	r := Default()
 	id := r.Services()[0].ID

@@ -32,7 +32,7 @@ func TestCheckArgsMatchesEngine(t *testing.T) {
 
 	type tc struct{ service, op, args string }
 	var cases []tc
-	for _, d := range demoOps { // valid args
+	for _, d := range demoOps() { // valid args
 		cases = append(cases, tc(d))
 	}
 	long := strings.Repeat("a", registry.DefaultMaxLength+1)

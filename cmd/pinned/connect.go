@@ -201,7 +201,12 @@ func runConnect(args []string, stdout, stderr io.Writer) int {
 	}
 
 	ctx := context.Background()
-	eng, err := host.New(ctx, host.Config{Timeout: *timeout, CacheDir: defaultCacheDir(), Override: override})
+	one, err := registry.Default().Only(service) // the engine warms this service's ops only
+	if err != nil {
+		fmt.Fprintf(stderr, "pinned connect: %s\n", errText(err))
+		return 1
+	}
+	eng, err := host.New(ctx, host.Config{Timeout: *timeout, CacheDir: defaultCacheDir(), Override: override, Registry: one})
 	if err != nil {
 		fmt.Fprintf(stderr, "pinned connect: %s\n", errText(err))
 		return 1

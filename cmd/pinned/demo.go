@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -59,8 +60,10 @@ type demoOp struct {
 // demoOps are the demo's ops: for every service of the embedded
 // registry its viewer and its first list op, run with the example args
 // of the fake's fixtures (less the cursor, so the first page comes
-// back), then one confirmed write.
-var demoOps = func() []demoOp {
+// back), then one confirmed write. They are built on first use: reading
+// the registry and the fake's fixtures takes ~200 ms, which no other
+// command should pay at start.
+var demoOps = sync.OnceValue(func() []demoOp {
 	var out []demoOp
 	for _, m := range registry.Default().Services() {
 		if m.Viewer != "" {
@@ -71,7 +74,7 @@ var demoOps = func() []demoOp {
 		}
 	}
 	return append(out, demoOp{"github", "create_issue", `{"owner":"pinned-tester","repo":"notes","title":"Hello from pinned","body":"Opened by pinned demo through the sandbox."}`})
-}()
+})
 
 // listOp names a service's list op: its first read op that pages, or
 // else its first read op named list_*, other than the viewer.
@@ -150,7 +153,7 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 		"each pinned host is mapped to it). Sandbox ready in %s.\n\n", fake.Addr(), time.Since(start).Round(time.Millisecond))
 	fmt.Fprintf(stdout, "%-14s %-20s %-6s %12s %12s %9s\n", "SERVICE", "OP", "STATUS", "RAW BYTES", "PROJECTED", "TIME")
 	failed := 0
-	for _, d := range demoOps {
+	for _, d := range demoOps() {
 		res, err := eng.Run(ctx, host.Call{
 			Service: d.service, Op: d.op, Args: json.RawMessage(d.args),
 			Credential: host.Credential{Kind: "pat", Secret: secret.Secret(fakeapi.Token(d.service)), User: secret.Secret(fakeapi.User(d.service)), Tenant: fakeapi.Tenant(d.service)},
@@ -170,10 +173,10 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintln(stdout)
 	if failed > 0 {
-		fmt.Fprintf(stdout, "%d of %d ops failed.\n", failed, len(demoOps))
+		fmt.Fprintf(stdout, "%d of %d ops failed.\n", failed, len(demoOps()))
 		return 1
 	}
-	fmt.Fprintf(stdout, "All %d ops ran %s; every result holds only the fields its manifest's pick names.\n", len(demoOps), isolationPhrase(eng.Strategy()))
+	fmt.Fprintf(stdout, "All %d ops ran %s; every result holds only the fields its manifest's pick names.\n", len(demoOps()), isolationPhrase(eng.Strategy()))
 	if code := demoResearch(ctx, eng, stdout, stderr); code != 0 {
 		return code
 	}

@@ -55,7 +55,7 @@ func TestRunDemo(t *testing.T) {
 			t.Errorf("the demo runs no viewer and list op of %s:\n%s", m.ID, &stdout)
 		}
 	}
-	want := "\nAll " + strconv.Itoa(len(demoOps)) + " ops ran " + isolationPhrase(strategy) + "; every result holds only the fields its manifest's pick names.\n"
+	want := "\nAll " + strconv.Itoa(len(demoOps())) + " ops ran " + isolationPhrase(strategy) + "; every result holds only the fields its manifest's pick names.\n"
 	if !strings.Contains(stdout.String(), want) {
 		t.Errorf("stdout lacks %q:\n%s", want, &stdout)
 	}

@@ -148,7 +148,14 @@ func runOp(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 
-	cfg := host.Config{Timeout: *timeout, CacheDir: *cacheDir, Registry: reg}
+	// The engine holds the one service the op is of: it warms that
+	// service's ops only.
+	one, err := reg.Only(*service)
+	if err != nil {
+		fmt.Fprintf(stderr, "pinned op: %s\n", errText(err))
+		return 1
+	}
+	cfg := host.Config{Timeout: *timeout, CacheDir: *cacheDir, Registry: one}
 	if *timeout == 0 {
 		cfg.Timeout = noDeadline
 	}

@@ -69,7 +69,7 @@ func runRegistryReplay(args []string, stdout, stderr io.Writer) int {
 	}
 	defer fake.Close()
 	ctx := context.Background()
-	eng, err := host.New(ctx, host.Config{Registry: reg, Override: &host.Override{Addr: fake.Addr(), CAPEM: fake.CACertPEM()}})
+	eng, err := host.New(ctx, host.Config{Registry: reg, CacheDir: defaultCacheDir(), Override: &host.Override{Addr: fake.Addr(), CAPEM: fake.CACertPEM()}})
 	if err != nil {
 		fmt.Fprintf(stderr, "pinned registry replay: %s\n", errText(err))
 		return 1
