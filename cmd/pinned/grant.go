@@ -97,6 +97,10 @@ type sealFlags struct {
 	ttl, tokenExpiresIn                                                                              time.Duration
 	flows                                                                                            []string
 	only                                                                                             []string
+	// standing seals a standing read grant; series renews an existing
+	// one (implies standing).
+	standing bool
+	series   string
 	tenant, user, userEnv                                                                            *string
 
 	// pair, when set, is the credential instead of the environment: the
@@ -133,6 +137,9 @@ func grantSealFlags() (*flag.FlagSet, *sealFlags) {
 		f.only = append(f.only, v)
 		return nil
 	})
+	fs.BoolVar(&f.standing, "standing", false, "seal a standing read grant: the bot runs the service's read ops under it, without a tap per op, until --ttl (at most the sidecar's --standing-grant-ttl, "+
+		shortDuration(grant.DefaultStandingMaxTTL)+") or until revoked; needs --access read; prints its series id on stderr")
+	fs.StringVar(&f.series, "series", "", "with --standing: renew the standing grant of this series `id` (what a first --standing printed); a renewal must seal what the first grant sealed")
 	f.tenant, f.user, f.userEnv = connectionFlags(fs)
 	fs.StringVar(&f.tokenExpiresAt, "token-expires-at", "", "the credential expires at this `time` (RFC 3339, as pinned grant open prints it; empty: unknown)")
 	return fs, &f
@@ -231,6 +238,29 @@ func sealGrant(f *sealFlags, stdout, stderr io.Writer) int {
 	if f.memberKey != "" {
 		if _, err := grant.ParsePublicKey(f.memberKey); err != nil {
 			return usage("--member-key: %s", errText(err))
+		}
+	}
+	if f.series != "" && !f.standing {
+		return usage("--series renews a standing grant: add --standing")
+	}
+	newSeries := false
+	if f.standing {
+		switch {
+		case f.access != grant.AccessRead:
+			return usage("--standing: a standing grant is read-only (--access read); writes stay one-shot, each with its own consent")
+		case f.opName != "":
+			return usage("--standing: a standing grant runs every read op of the service; leave out --op")
+		case f.ttl > grant.DefaultStandingMaxTTL:
+			return usage("--ttl %s: a standing grant lives at most %s (the sidecar's --standing-grant-ttl); renew it with --series before it expires", f.ttl, shortDuration(grant.DefaultStandingMaxTTL))
+		}
+		g.Standing = f.series
+		if g.Standing == "" {
+			id, err := grant.NewNonce()
+			if err != nil {
+				fmt.Fprintf(stderr, "pinned %s: series: %s\n", f.cmd, errText(err))
+				return 1
+			}
+			g.Standing, newSeries = id, true
 		}
 	}
 	if len(f.only) > 0 {
@@ -340,5 +370,9 @@ func sealGrant(f *sealFlags, stdout, stderr io.Writer) int {
 		return 1
 	}
 	fmt.Fprintln(stdout, sealed)
+	if newSeries {
+		fmt.Fprintf(stderr, "pinned %s: standing series %s: renew with --standing --series %s before %s; revoke with the sidecar's POST /v1/grants/revoke\n",
+			f.cmd, g.Standing, g.Standing, g.ExpiresAt.UTC().Format(time.RFC3339))
+	}
 	return 0
 }
