@@ -99,9 +99,9 @@ type sealFlags struct {
 	only                                                                                             []string
 	// standing seals a standing read grant; series renews an existing
 	// one (implies standing).
-	standing bool
-	series   string
-	tenant, user, userEnv                                                                            *string
+	standing              bool
+	series                string
+	tenant, user, userEnv *string
 
 	// pair, when set, is the credential instead of the environment: the
 	// rotated pair pinned grant open re-seals.
