@@ -218,4 +218,3 @@ func TestResourcesKept(t *testing.T) {
 		t.Fatalf("got %q, %v; want %s", c.Resources, err, limit)
 	}
 }
-
