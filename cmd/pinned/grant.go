@@ -7,6 +7,7 @@ import (
 	"io"
 	"maps"
 	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -169,12 +170,28 @@ func onlyLimits(m *registry.Manifest, only []string) (map[string][]string, strin
 		if n := len(strings.Split(name, r.Separator)); len(r.Args) > 1 && n != len(r.Args) {
 			return nil, fmt.Sprintf("%q: a %s is %s joined by %q", name, kind, strings.Join(r.Args, ", "), r.Separator)
 		}
+		if len(r.Args) == 1 && integerArg(m, r.Args[0]) && !decimalName.MatchString(name) {
+			return nil, fmt.Sprintf("%q: %s are named by their %s id in decimal digits (e.g. 1385)", name, strings.ToLower(r.Label), m.Name)
+		}
 		if !slices.Contains(out[kind], name) {
 			out[kind] = append(out[kind], name)
 		}
 	}
 	return out, ""
 }
+
+// integerArg reports whether an op of m declares arg name an integer.
+func integerArg(m *registry.Manifest, name string) bool {
+	for _, o := range m.Ops {
+		if a := o.Args[name]; a != nil && a.Type == registry.TypeInteger {
+			return true
+		}
+	}
+	return false
+}
+
+// decimalName is the one spelling of an integer resource name.
+var decimalName = regexp.MustCompile(`^(?:0|[1-9][0-9]{0,18})$`)
 
 // shortDuration prints 24h0m0s as 24h and 2m0s as 2m.
 func shortDuration(d time.Duration) string {
