@@ -167,7 +167,22 @@
       el('legend', { text: 'Limit bots to chosen ' + label }),
       el('p', { class: 'muted', id: base + '-now' }, current.length ? 'Only: ' + current.join(', ') : 'No limit: every one of your ' + label + '.'),
       box);
-    if (!r.list) return fs;
+    if (!r.list) {
+      // No list op: the member types the names (DNSimple's account ids).
+      const input = el('input', { type: 'text', id: base + '-names', autocomplete: 'off', spellcheck: 'false', value: current.join(', ') });
+      fs.append(el('p', {},
+        el('label', { for: base + '-names', text: r.label + ', separated by commas: ' }), input, ' ',
+        el('button', { type: 'button', id: base + '-save', onclick: async () => {
+          const chosen = input.value.split(',').map((n) => n.trim()).filter((n) => n);
+          try {
+            const rs = Object.assign({}, conn.resources || {});
+            if (chosen.length) rs[kind] = chosen; else delete rs[kind];
+            await P.setResources(svc.id, rs);
+            await refresh(svc.id, chosen.length ? 'Bots now reach only ' + chosen.join(', ') + '.' : 'The limit is lifted.');
+          } catch (e) { P.status(statusNode, e.message, 'bad'); }
+        } }, 'Save limit')));
+      return fs;
+    }
     const choose = el('button', { type: 'button', id: base + '-choose', onclick: async () => {
       P.status(statusNode, 'Listing your ' + label + '…');
       try {
