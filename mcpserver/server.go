@@ -620,7 +620,7 @@ func (s *Server) run(ctx context.Context, conn connstore.Connection, opName stri
 		Service: conn.Service, Access: conn.Cap, Kind: conn.Kind,
 		Secret: conn.Token, User: conn.User, Tenant: conn.Tenant, Refresh: conn.Refresh, TokenExpiresAt: conn.TokenExpiresAt,
 		ExpiresAt: now.Add(s.cfg.grantTTL()), MemberKey: s.store.Key().Public().String(),
-		Op: opName, ArgsSHA256: hash,
+		Op: opName, ArgsSHA256: hash, Resources: conn.Resources,
 	}, s.side.PublicKey(), nil)
 	if err != nil {
 		s.log.Error().Str("event", "grant").Str("cause", err.Error()).Msg("the call's grant could not be sealed")

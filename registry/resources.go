@@ -17,7 +17,9 @@ import (
 //	  "unscoped": ["get_viewer"]}}
 //
 // Every op of the service is exactly one of: scoped (it declares every
-// one of Args, each a required string), the List op, or Unscoped.
+// one of Args, each a required string or integer), the List op, or
+// Unscoped. An integer arg names a resource by its decimal digits
+// ("1385"), matched against the JSON number's bytes as written.
 type Resource struct {
 	// Label names the resources for a member, plural ("Repositories").
 	Label string `json:"label"`
@@ -183,8 +185,8 @@ func (p *parser) checkResources(m *Manifest) {
 			switch r.Role(op, o) {
 			case RoleScoped:
 				for _, a := range r.Args {
-					if arg := o.Args[a]; arg == nil || !arg.Required || arg.Type != TypeString {
-						p.add(op, "args."+a, "names resource %q: it must be a required string arg", name)
+					if arg := o.Args[a]; arg == nil || !arg.Required || (arg.Type != TypeString && arg.Type != TypeInteger) {
+						p.add(op, "args."+a, "names resource %q: it must be a required string or integer arg", name)
 					}
 				}
 			case "":

@@ -35,6 +35,7 @@ const (
 	CodeAccessDenied    Code = "access_denied"    // 403: a write op under a read or legacy (access-less) grant
 	CodeGrantMismatch   Code = "grant_mismatch"   // 403: the grant is bound to another op, or to other args
 	CodeGrantReplayed   Code = "grant_replayed"   // 409: the grant's nonce was already used
+	CodeGrantRevoked    Code = "grant_revoked"    // 403: the standing grant's series (or the grant) was revoked by its member (POST /v1/grants/revoke)
 	CodeResourceDenied  Code = "resource_denied"  // 403: the grant is limited to chosen resources and the args name another (arg says which), or the limit cannot be enforced
 	CodeManifestDrift   Code = "manifest_drift"   // 409: the grant or request names a manifest_sha256 other than this sidecar's manifest of the service; nothing ran and the grant is not spent
 
@@ -99,6 +100,7 @@ var codeStatus = httperr.Statuses[Code]{
 	CodeAccessDenied:    http.StatusForbidden,
 	CodeGrantMismatch:   http.StatusForbidden,
 	CodeGrantReplayed:   http.StatusConflict,
+	CodeGrantRevoked:    http.StatusForbidden,
 	CodeResourceDenied:  http.StatusForbidden,
 	CodeManifestDrift:   http.StatusConflict,
 

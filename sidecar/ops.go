@@ -257,7 +257,13 @@ func (s *Server) enforceGrantAndRun(ctx context.Context, info *reqInfo, req *OpR
 		e = s.checkDrift(req.Service, "the grant", g.ManifestSHA256)
 	}
 	var rec *api.Nonce
-	if e == nil && held == nil {
+	switch {
+	case e != nil:
+	case g.IsStanding():
+		// A standing grant runs many times: its series is checked (and
+		// bound to its scope) on every op, held by a research session or not.
+		e = s.useStanding(ctx, g)
+	case held == nil:
 		rec, e = s.record(ctx, g)
 	}
 	if e == nil {
@@ -338,9 +344,15 @@ func (s *Server) enforceGrantAndRun(ctx context.Context, info *reqInfo, req *OpR
 	return res, rotated, nil
 }
 
-// grantID is what logs say of a grant: a digest of its nonce.
+// grantID is what logs say of a grant: a digest of its nonce, or of a
+// standing grant's series (one id across its renewals, so its rate and
+// budget span them).
 func grantID(g *grant.Grant) string {
-	sum := sha256.Sum256([]byte(g.Nonce))
+	id := g.Nonce
+	if g.IsStanding() {
+		id = "standing\x00" + g.Standing
+	}
+	sum := sha256.Sum256([]byte(id))
 	return hex.EncodeToString(sum[:8])
 }
 
@@ -398,15 +410,19 @@ func (s *Server) checkGrant(info *reqInfo, req *OpRequest, op *registry.Op, held
 	info.grantID = grantID(g)
 	now := s.cfg.now()
 	maxTTL := s.cfg.maxGrantTTL()
+	what := "grants"
 	if held != nil {
 		maxTTL = s.cfg.researchGrantTTL()
+	}
+	if g.IsStanding() {
+		maxTTL, what = min(maxTTL, s.cfg.standingGrantTTL()), "standing grants"
 	}
 	switch err := g.CheckTime(now, maxTTL); err {
 	case nil:
 	case grant.ErrExpired:
 		return nil, nil, newError(CodeGrantExpired, "the grant has expired; ask the member for a new one").withCause(err)
 	default:
-		return nil, nil, newError(CodeGrantInvalid, fmt.Sprintf("the grant expires more than %s from now; grants must be short-lived", maxTTL)).withCause(err)
+		return nil, nil, newError(CodeGrantInvalid, fmt.Sprintf("the grant expires more than %s from now; %s must be short-lived", maxTTL, what)).withCause(err)
 	}
 	if g.Service != req.Service {
 		return nil, nil, newError(CodeServiceMismatch, fmt.Sprintf("the grant is for service %q, not %q", g.Service, req.Service))

@@ -395,12 +395,16 @@ func (s *Server) openResearchGrants(ctx context.Context, info *reqInfo, sealed [
 			return nil, nil, newError(CodeGrantInvalid, fmt.Sprintf("grant %d cannot be opened by this bot", i+1)).withCause(err)
 		}
 		ids = append(ids, grantID(g))
-		switch err := g.CheckTime(now, s.cfg.researchGrantTTL()); err {
+		ttl := s.cfg.researchGrantTTL()
+		if g.IsStanding() {
+			ttl = min(ttl, s.cfg.standingGrantTTL())
+		}
+		switch err := g.CheckTime(now, ttl); err {
 		case nil:
 		case grant.ErrExpired:
 			return nil, nil, newError(CodeGrantExpired, fmt.Sprintf("grant %d (%s) has expired; ask the member for a new one", i+1, g.Service)).withCause(err)
 		default:
-			return nil, nil, newError(CodeGrantInvalid, fmt.Sprintf("grant %d (%s) expires more than %s from now; research grants must be short-lived", i+1, g.Service, s.cfg.researchGrantTTL())).withCause(err)
+			return nil, nil, newError(CodeGrantInvalid, fmt.Sprintf("grant %d (%s) expires more than %s from now; research grants must be short-lived", i+1, g.Service, ttl)).withCause(err)
 		}
 		if !s.reg.Has(g.Service) {
 			return nil, nil, newError(CodeUnknownService, fmt.Sprintf("grant %d is for service %q, which is not in the registry", i+1, clip(g.Service, 64)))
@@ -428,6 +432,16 @@ func (s *Server) openResearchGrants(ctx context.Context, info *reqInfo, sealed [
 	}
 	var recorded []*api.Nonce
 	for _, svc := range services {
+		if g := held[svc].g; g.IsStanding() {
+			// Not recorded: checked again on every tool call (enforceGrantAndRun).
+			if e := s.useStanding(ctx, g); e != nil {
+				for _, r := range recorded {
+					s.forget(ctx, r)
+				}
+				return nil, nil, e
+			}
+			continue
+		}
 		rec, e := s.record(ctx, held[svc].g)
 		if e != nil {
 			for _, r := range recorded {

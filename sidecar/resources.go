@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -17,8 +18,9 @@ import (
 // that will run, before the sandbox. For each kind the grant limits, the
 // op's role under the manifest's resource decides:
 //   - scoped: every one of the resource's args is present, a JSON
-//     string, and their values joined equal a chosen name byte for byte
-//     (no case folding, decoding or path clean-up); else resource_denied
+//     string (or, for an integer arg, a number of plain decimal digits),
+//     and their values joined equal a chosen name byte for byte (no
+//     case folding, decoding or path clean-up); else resource_denied
 //     naming the first arg whose value no chosen name has at its place;
 //   - list: it runs, and filterList keeps the chosen elements only;
 //   - unscoped: it runs.
@@ -56,9 +58,9 @@ func checkResources(m *registry.Manifest, opName string, op *registry.Op, g *gra
 		}
 		got := make([]string, len(r.Args))
 		for i, a := range r.Args {
-			raw, ok := values[a]
-			if !ok || json.Unmarshal(raw, &got[i]) != nil || !bytes.HasPrefix(bytes.TrimSpace(raw), []byte(`"`)) {
-				e := newError(CodeResourceDenied, fmt.Sprintf("the grant is limited to chosen %s: arg %q must name one as a string", strings.ToLower(r.Label), a))
+			var ok bool
+			if got[i], ok = resourceValue(op, a, values[a]); !ok {
+				e := newError(CodeResourceDenied, fmt.Sprintf("the grant is limited to chosen %s: arg %q must name one as a %s", strings.ToLower(r.Label), a, argKind(op, a)))
 				e.Arg = a
 				return e
 			}
@@ -72,6 +74,38 @@ func checkResources(m *registry.Manifest, opName string, op *registry.Op, g *gra
 		return e
 	}
 	return nil
+}
+
+// resourceValue is the resource name an arg's raw JSON value gives: a
+// JSON string's text, or, for an integer arg, a JSON number's bytes as
+// written when they are plain decimal digits ("1385"; "1385.0", "1.385e3"
+// and "01385" name nothing, so no spelling reaches another account).
+func resourceValue(op *registry.Op, name string, raw json.RawMessage) (string, bool) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 {
+		return "", false
+	}
+	if raw[0] == '"' {
+		var s string
+		if json.Unmarshal(raw, &s) != nil {
+			return "", false
+		}
+		return s, true
+	}
+	if a := op.Args[name]; a == nil || a.Type != registry.TypeInteger || !decimalRe.Match(raw) {
+		return "", false
+	}
+	return string(raw), true
+}
+
+var decimalRe = regexp.MustCompile(`^(?:0|[1-9][0-9]{0,18})$`)
+
+// argKind says what an arg's value must be, for messages.
+func argKind(op *registry.Op, name string) string {
+	if a := op.Args[name]; a != nil && a.Type == registry.TypeInteger {
+		return "decimal integer"
+	}
+	return "string"
 }
 
 // deniedArg is the first of r's args whose value no allowed name has at

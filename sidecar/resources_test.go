@@ -131,3 +131,50 @@ func TestResourceLimitUndeclaredKindRefused(t *testing.T) {
 		t.Fatalf("the fake received %d requests", n)
 	}
 }
+
+// TestResourceLimitDNSimpleAccount: DNSimple declares its account (an
+// integer arg) a resource. A grant limited to account 1385 lists its
+// domains and registers there; any other account, or the same number in
+// another spelling (a fraction, an exponent, a sign), absent or null,
+// is refused resource_denied naming account, before anything is sent.
+// The viewer runs unchanged.
+func TestResourceLimitDNSimpleAccount(t *testing.T) {
+	env := newTestEnv(t, nil)
+	seal := func(access string) string {
+		g := grant.Grant{Service: "dnsimple", Access: access}
+		if err := g.SetResources(map[string][]string{"account": {"1385"}}); err != nil {
+			t.Fatal(err)
+		}
+		return env.seal(t, g)
+	}
+	for _, c := range []struct{ op, args, access string }{
+		{"get_viewer", `{}`, grant.AccessRead},
+		{"list_domains", `{"account":1385}`, grant.AccessRead},
+		{"check_domain", `{"account":1385,"domain":"pinned-example-shop.com"}`, grant.AccessRead},
+	} {
+		if r := env.op(t, "dnsimple", c.op, c.args, seal(c.access)); r.status != http.StatusOK {
+			t.Fatalf("%s inside the limit: %d %s", c.op, r.status, r.body)
+		}
+	}
+	tests := []struct{ name, op, args, access string }{
+		{"another account", "list_domains", `{"account":1386}`, grant.AccessRead},
+		{"a write to another account", "register_domain", `{"account":9999,"domain":"member-wanted-two.com","registrant_id":2715}`, grant.AccessWrite},
+		{"a fraction", "list_domains", `{"account":1385.0}`, grant.AccessRead},
+		{"an exponent", "list_domains", `{"account":1.385e3}`, grant.AccessRead},
+		{"a sign", "list_domains", `{"account":-1385}`, grant.AccessRead},
+		{"missing", "list_zone_records", `{"zone":"hello-fake.io"}`, grant.AccessRead},
+		{"null", "list_domains", `{"account":null}`, grant.AccessRead},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env.fake.Reset()
+			r := env.op(t, "dnsimple", tt.op, tt.args, seal(tt.access))
+			if r.status != http.StatusForbidden || r.err.Error.Code != string(CodeResourceDenied) || r.err.Error.Arg != "account" {
+				t.Fatalf("got %d %s, want 403 resource_denied naming account", r.status, r.body)
+			}
+			if n := len(env.fake.Requests()); n != 0 {
+				t.Fatalf("the fake received %d requests", n)
+			}
+		})
+	}
+}

@@ -8,6 +8,7 @@
 //	POST /v1/ops       run an op under a grant
 //	POST /v1/consent   validate args and render a write op's confirm sentence, or a research session's (no grant, nothing sent)
 //	POST /v1/research  a bounded tool loop: a model answers a question from the granted services' read ops (research.go)
+//	POST /v1/grants/revoke  revoke a standing read grant's series (or one grant) at once (standing.go)
 //	GET  /v1/tools     the service_op tool (Anthropic or MCP shape)
 //	GET  /v1/registry  the embedded manifests and their digest
 //	GET  /v1/identity  the bot's public key (what members seal grants to)
@@ -174,6 +175,12 @@ type Config struct {
 	// ResearchGrantTTL refuses research grants expiring further ahead than
 	// this (plus grant.ClockSkew); default DefaultResearchGrantTTL (15m).
 	ResearchGrantTTL time.Duration
+	// StandingGrantTTL refuses standing read grants expiring further
+	// ahead than this (plus grant.ClockSkew); default
+	// grant.DefaultStandingMaxTTL (15m). A revocation is kept that long
+	// past the latest renewal seen, so every renewal sealed before it is
+	// refused.
+	StandingGrantTTL time.Duration
 	// MaxResearch bounds the research sessions running at once; past it
 	// they get 503 busy. Default DefaultMaxResearch (4).
 	MaxResearch int
@@ -263,6 +270,10 @@ func (c *Config) researchGrantTTL() time.Duration {
 	return orDefault(c.ResearchGrantTTL, DefaultResearchGrantTTL)
 }
 
+func (c *Config) standingGrantTTL() time.Duration {
+	return orDefault(c.StandingGrantTTL, grant.DefaultStandingMaxTTL)
+}
+
 func (c *Config) maxResearch() int {
 	return orDefault(c.MaxResearch, DefaultMaxResearch)
 }
@@ -298,6 +309,7 @@ type Server struct {
 	prom     *prometheus.Registry
 	m        *metrics
 	store    api.Store       // instrumented
+	standing api.Standing    // the store's standing series (standing.go); nil: standing grants are refused
 	limits   api.Limiter     // limiterFor(cfg, store)
 	rot      *rotate.Rotator // nil: rotation is off
 	slots    chan struct{}
@@ -364,6 +376,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.m = newMetrics(s.prom, store)
 	s.store = instrumented{next: store, m: s.m}
+	s.standing, _ = store.(api.Standing)
 	s.limits = instrumentedLimiter{next: limiterFor(&s.cfg, store), m: s.m}
 	if cfg.Refresher != nil {
 		// One Rotator per process: single flight per credential across
@@ -444,6 +457,7 @@ func (s *Server) routes() *chi.Mux {
 		r.With(s.requireJSON).Post("/v1/ops", s.handleOps)
 		r.With(s.requireJSON).Post("/v1/consent", s.handleConsent)
 		r.With(s.requireJSON).Post("/v1/research", s.handleResearch)
+		r.With(s.requireJSON).Post("/v1/grants/revoke", s.handleRevoke)
 	})
 	return r
 }

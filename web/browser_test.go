@@ -261,6 +261,7 @@ func TestBrowser(t *testing.T) {
 	run("no token in the clear", func(t *testing.T) { testNoSecrets(t, e, append([]string{pat}, oauthTokens...)) })
 	run("a grant limited to one repository", func(t *testing.T) { testResourceLimit(t, e) })
 	run("activity, and a narrowed cap narrows the next grant", func(t *testing.T) { testCapNarrowsAndActivity(t, e) })
+	run("a standing read grant runs reads, renews and stops on revoke", func(t *testing.T) { testStandingReadGrant(t, e) })
 	run("disconnect in another tab says not connected", func(t *testing.T) { testDisconnectInAnotherTab(t, e, pat) })
 	run("disconnect", func(t *testing.T) { testDisconnect(t, e) })
 	run("the gate hides the app", func(t *testing.T) { testGateHidesApp(t, e) })

@@ -17,6 +17,7 @@
 //	GET  /api/bots                  the configured bots and their public keys (each sidecar's GET /v1/identity)
 //	POST /api/bots/{name}/ops       relays {service, op, args, grant} to the bot's POST /v1/ops
 //	POST /api/bots/{name}/consent   relays {service, op, args} to the bot's POST /v1/consent
+//	POST /api/bots/{name}/revoke    relays {grant} to the bot's POST /v1/grants/revoke (a standing read grant, revoked at once)
 //	GET  /healthz                   liveness
 //
 // It relays sealed grants only: a relayed op body must be exactly that

@@ -107,10 +107,22 @@ type consentBody struct {
 	Args    json.RawMessage `json:"args,omitempty"`
 }
 
+// revokeBody is the only body POST /api/bots/{name}/revoke relays.
+type revokeBody struct {
+	Grant string `json:"grant"`
+}
+
+// Bodies the relay takes (relay's kind).
+const (
+	bodyOp      = "op"      // opBody, its grant a sealed box
+	bodyConsent = "consent" // consentBody
+	bodyRevoke  = "revoke"  // revokeBody, its grant a sealed box
+)
+
 // relay forwards a JSON body to the bot's sidecar path and passes its
-// answer back as it is (status and body). withGrant: the body is an op
-// request whose grant must be a sealed box.
-func (s *Server) relay(path string, withGrant bool) http.HandlerFunc {
+// answer back as it is (status and body). kind names the body it takes
+// (bodyOp, bodyConsent, bodyRevoke); a grant must be a sealed box.
+func (s *Server) relay(path string, kind string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		info := infoFrom(r)
 		name := chi.URLParam(r, "name")
@@ -134,7 +146,7 @@ func (s *Server) relay(path string, withGrant bool) http.HandlerFunc {
 			writeError(w, r, newError(CodeBadRequest, "the body could not be read"))
 			return
 		}
-		if e := checkBody(body, withGrant, info); e != nil {
+		if e := checkBody(body, kind, info); e != nil {
 			writeError(w, r, e)
 			return
 		}
@@ -152,26 +164,30 @@ func (s *Server) relay(path string, withGrant bool) http.HandlerFunc {
 }
 
 // checkBody refuses anything but the endpoint's JSON object: strict JSON
-// (no duplicate keys), no unknown member, and for an op a grant that is
-// standard base64 of a sealed box. Names go to the access log.
-func checkBody(body []byte, withGrant bool, info *httpserve.Basic) *webError {
+// (no duplicate keys), no unknown member, and for an op or a revocation a
+// grant that is standard base64 of a sealed box. Names go to the access
+// log.
+func checkBody(body []byte, kind string, info *httpserve.Basic) *webError {
 	if _, err := jsonv.Parse(body); err != nil {
 		return newError(CodeBadRequest, "the body is not one strict JSON object")
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
-	if withGrant {
+	switch kind {
+	case bodyOp:
 		var ob opBody
 		if err := dec.Decode(&ob); err != nil {
 			return newError(CodeBadRequest, "the body must be {service, op, args, grant}")
 		}
 		info.Set("service", clip(ob.Service, 32))
 		info.Set("op", clip(ob.Op, 48))
-		raw, err := base64.StdEncoding.Strict().DecodeString(ob.Grant)
-		if err != nil || len(raw) <= sealedBoxOverhead || isText(raw) {
-			return newError(CodeBadRequest, "grant must be a sealed grant (standard base64 of a sealed box); pinned web relays nothing else")
+		return checkSealed(ob.Grant)
+	case bodyRevoke:
+		var rb revokeBody
+		if err := dec.Decode(&rb); err != nil {
+			return newError(CodeBadRequest, "the body must be {grant}")
 		}
-		return nil
+		return checkSealed(rb.Grant)
 	}
 	var cb consentBody
 	if err := dec.Decode(&cb); err != nil {
@@ -179,6 +195,15 @@ func checkBody(body []byte, withGrant bool, info *httpserve.Basic) *webError {
 	}
 	info.Set("service", clip(cb.Service, 32))
 	info.Set("op", clip(cb.Op, 48))
+	return nil
+}
+
+// checkSealed refuses a grant that is not standard base64 of a sealed box.
+func checkSealed(grant string) *webError {
+	raw, err := base64.StdEncoding.Strict().DecodeString(grant)
+	if err != nil || len(raw) <= sealedBoxOverhead || isText(raw) {
+		return newError(CodeBadRequest, "grant must be a sealed grant (standard base64 of a sealed box); pinned web relays nothing else")
+	}
 	return nil
 }
 

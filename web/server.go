@@ -283,8 +283,9 @@ func (s *Server) routes() *chi.Mux {
 		r.Use(sameOrigin)
 		r.Get("/integrations", s.handleIntegrations)
 		r.Get("/bots", s.handleBots)
-		r.Post("/bots/{name}/ops", s.relay("/v1/ops", true))
-		r.Post("/bots/{name}/consent", s.relay("/v1/consent", false))
+		r.Post("/bots/{name}/ops", s.relay("/v1/ops", bodyOp))
+		r.Post("/bots/{name}/consent", s.relay("/v1/consent", bodyConsent))
+		r.Post("/bots/{name}/revoke", s.relay("/v1/grants/revoke", bodyRevoke))
 	})
 	return r
 }

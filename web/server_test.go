@@ -443,26 +443,37 @@ func TestIntegrationsAndBots(t *testing.T) {
 }
 
 // FuzzCheckBody: the relay's body check never panics, and whatever it
-// accepts for an op is exactly {service, op, args?, grant} with a grant
-// that is standard base64 longer than a sealed box's overhead.
+// accepts for an op or a revocation is exactly {service, op, args?,
+// grant} or {grant}, with a grant that is standard base64 longer than a
+// sealed box's overhead.
 func FuzzCheckBody(f *testing.F) {
-	f.Add([]byte(`{"service":"github","op":"get_viewer","args":{},"grant":"`+validGrant+`"}`), true)
-	f.Add([]byte(`{"service":"github","op":"x","args":{"a":[1,{"b":null}]}}`), false)
-	f.Add([]byte(`{"grant":"ghp_x"}`), true)
-	f.Add([]byte(`{"service":"a","service":"b","grant":"`+validGrant+`"}`), true)
-	f.Fuzz(func(t *testing.T, body []byte, withGrant bool) {
-		if e := checkBody(body, withGrant, &httpserve.Basic{}); e != nil || !withGrant {
+	f.Add([]byte(`{"service":"github","op":"get_viewer","args":{},"grant":"`+validGrant+`"}`), uint8(0))
+	f.Add([]byte(`{"service":"github","op":"x","args":{"a":[1,{"b":null}]}}`), uint8(1))
+	f.Add([]byte(`{"grant":"ghp_x"}`), uint8(0))
+	f.Add([]byte(`{"grant":"`+validGrant+`"}`), uint8(2))
+	f.Add([]byte(`{"grant":"ghp_x"}`), uint8(2))
+	f.Add([]byte(`{"service":"a","service":"b","grant":"`+validGrant+`"}`), uint8(0))
+	kinds := []string{bodyOp, bodyConsent, bodyRevoke}
+	f.Fuzz(func(t *testing.T, body []byte, k uint8) {
+		kind := kinds[int(k)%len(kinds)]
+		if e := checkBody(body, kind, &httpserve.Basic{}); e != nil || kind == bodyConsent {
 			return
 		}
 		var ob opBody
+		var rb revokeBody
+		var target any = &ob
+		if kind == bodyRevoke {
+			target = &rb
+		}
 		dec := json.NewDecoder(strings.NewReader(string(body)))
 		dec.DisallowUnknownFields()
-		if err := dec.Decode(&ob); err != nil {
+		if err := dec.Decode(target); err != nil {
 			t.Fatalf("accepted a body that does not decode: %v", err)
 		}
-		raw, err := base64.StdEncoding.Strict().DecodeString(ob.Grant)
+		g := ob.Grant + rb.Grant
+		raw, err := base64.StdEncoding.Strict().DecodeString(g)
 		if err != nil || len(raw) <= sealedBoxOverhead {
-			t.Fatalf("accepted grant %q", ob.Grant)
+			t.Fatalf("accepted grant %q", g)
 		}
 	})
 }

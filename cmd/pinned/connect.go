@@ -8,8 +8,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"net/netip"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -43,10 +45,16 @@ The cap is read-only unless --cap write: under a read-only cap the agent
 gets no write tools at all; under read & write, every write still waits
 for you to confirm its sentence.
 
+--only [KIND=]NAME (repeatable) limits the agent to chosen resources of a
+service whose manifest declares them (GitHub: owner/repo): every grant made
+from the connection seals the limit, the list op shows only those, and a
+call naming another is refused resource_denied before anything is sent.
+
 Examples:
   pinned connect github                      # paste the token at the prompt
   printf %s "$GITHUB_TOKEN" | pinned connect github --cap write
   printf %s ghp_fake_pinned_github_token_000000000000 | pinned connect github --fake
+  pinned connect github --cap write --only pinned-tester/notes   # this repository only
 
 Exit status: 0 connected, 1 the token was refused (the viewer op's error
 is printed) or the store failed, 2 bad usage.
@@ -138,6 +146,14 @@ func runConnect(args []string, stdout, stderr io.Writer) int {
 	connectTo := fs.String("connect-to", "", "verify against a running pinned fakeapi at this `ip:port`; needs --cacert")
 	caFile := fs.String("cacert", "", "PEM `file` of the CA to trust with --connect-to")
 	timeout := fs.Duration("timeout", host.DefaultTimeout, "deadline for the viewer op")
+	var only []string
+	fs.Func("only", "limit the agent to this resource, `[KIND=]NAME` (repeatable; e.g. pinned-tester/notes): every grant made from the connection seals the limit, and a call naming another resource is refused resource_denied before anything is sent", func(v string) error {
+		if v == "" {
+			return errors.New("empty: want a resource name such as owner/repo")
+		}
+		only = append(only, v)
+		return nil
+	})
 	tenant, user, userEnv := connectionFlags(fs)
 	// SERVICE may come before or after the flags.
 	words, code, ok := parseFlagsWords(fs, connectUsage, args, 1, stdout, stderr)
@@ -175,6 +191,16 @@ func runConnect(args []string, stdout, stderr io.Writer) int {
 	if *expiresIn < 0 {
 		return usage("--token-expires-in must be positive, not %s", *expiresIn)
 	}
+	var limit grant.Grant
+	if len(only) > 0 {
+		limits, msg := onlyLimits(m, only)
+		if msg != "" {
+			return usage("--only: %s", msg)
+		}
+		if err := limit.SetResources(limits); err != nil {
+			return usage("--only: %s", errText(err))
+		}
+	}
 	override, stop, err := hostOverride("connect", *useFake, *connectTo, *caFile)
 	if err != nil {
 		return usage("%s", err)
@@ -190,7 +216,7 @@ func runConnect(args []string, stdout, stderr io.Writer) int {
 	if msg != "" {
 		return usage("%s", msg)
 	}
-	conn := connstore.Connection{Service: service, Cap: *capFlag, Kind: *kind, Token: secret.Secret(token), User: cred.User, Tenant: cred.Tenant}
+	conn := connstore.Connection{Service: service, Cap: *capFlag, Kind: *kind, Token: secret.Secret(token), User: cred.User, Tenant: cred.Tenant, Resources: limit.Resources}
 	if *refreshEnv != "" {
 		r := strings.TrimSpace(os.Getenv(*refreshEnv))
 		if r == "" {
@@ -256,6 +282,9 @@ func runConnect(args []string, stdout, stderr io.Writer) int {
 		what = "read & write (every write waits for your confirmation)"
 	}
 	fmt.Fprintf(stdout, "connected %s as %s, %s; stored in %s\n", service, orDash(conn.Viewer), what, store.Path())
+	if l := limitText(conn.Resources); l != "" {
+		fmt.Fprintf(stdout, "limited to %s: a call naming anything else is refused before it is sent\n", l)
+	}
 	if replaced {
 		was := "read-only"
 		if prev.Cap == connstore.CapWrite {
@@ -268,6 +297,17 @@ func runConnect(args []string, stdout, stderr io.Writer) int {
 }
 
 func serviceIDs() []string { return registry.Default().IDs() }
+
+// limitText says a connection's resource limit for a person ("repository
+// pinned-tester/notes, octo/hello"), or "" when it has none.
+func limitText(resources string) string {
+	limits := (&grant.Grant{Resources: resources}).ResourceLimits()
+	var parts []string
+	for _, kind := range slices.Sorted(maps.Keys(limits)) {
+		parts = append(parts, kind+" "+strings.Join(limits[kind], ", "))
+	}
+	return strings.Join(parts, "; ")
+}
 
 func orDash(s string) string {
 	if s == "" {
@@ -425,7 +465,7 @@ func runConnections(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "SERVICE\tCAP\tKIND\tVIEWER\tCONNECTED\tTOKEN EXPIRES")
+	fmt.Fprintln(tw, "SERVICE\tCAP\tKIND\tVIEWER\tCONNECTED\tTOKEN EXPIRES\tLIMITED TO")
 	for _, c := range all {
 		capName := "read-only"
 		if c.Cap == connstore.CapWrite {
@@ -438,7 +478,7 @@ func runConnections(args []string, stdout, stderr io.Writer) int {
 				exp += " (refreshed by pinned mcp --broker-url)"
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", c.Service, capName, c.Kind, orDash(c.Viewer), c.ConnectedAt.Format(time.RFC3339), exp)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", c.Service, capName, c.Kind, orDash(c.Viewer), c.ConnectedAt.Format(time.RFC3339), exp, orDash(limitText(c.Resources)))
 	}
 	tw.Flush()
 	return 0

@@ -7,6 +7,7 @@ import (
 	"io"
 	"maps"
 	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -97,7 +98,11 @@ type sealFlags struct {
 	ttl, tokenExpiresIn                                                                              time.Duration
 	flows                                                                                            []string
 	only                                                                                             []string
-	tenant, user, userEnv                                                                            *string
+	// standing seals a standing read grant; series renews an existing
+	// one (implies standing).
+	standing              bool
+	series                string
+	tenant, user, userEnv *string
 
 	// pair, when set, is the credential instead of the environment: the
 	// rotated pair pinned grant open re-seals.
@@ -133,6 +138,9 @@ func grantSealFlags() (*flag.FlagSet, *sealFlags) {
 		f.only = append(f.only, v)
 		return nil
 	})
+	fs.BoolVar(&f.standing, "standing", false, "seal a standing read grant: the bot runs the service's read ops under it, without a tap per op, until --ttl (at most the sidecar's --standing-grant-ttl, "+
+		shortDuration(grant.DefaultStandingMaxTTL)+") or until revoked; needs --access read; prints its series id on stderr")
+	fs.StringVar(&f.series, "series", "", "with --standing: renew the standing grant of this series `id` (what a first --standing printed); a renewal must seal what the first grant sealed")
 	f.tenant, f.user, f.userEnv = connectionFlags(fs)
 	fs.StringVar(&f.tokenExpiresAt, "token-expires-at", "", "the credential expires at this `time` (RFC 3339, as pinned grant open prints it; empty: unknown)")
 	return fs, &f
@@ -162,12 +170,28 @@ func onlyLimits(m *registry.Manifest, only []string) (map[string][]string, strin
 		if n := len(strings.Split(name, r.Separator)); len(r.Args) > 1 && n != len(r.Args) {
 			return nil, fmt.Sprintf("%q: a %s is %s joined by %q", name, kind, strings.Join(r.Args, ", "), r.Separator)
 		}
+		if len(r.Args) == 1 && integerArg(m, r.Args[0]) && !decimalName.MatchString(name) {
+			return nil, fmt.Sprintf("%q: %s are named by their %s id in decimal digits (e.g. 1385)", name, strings.ToLower(r.Label), m.Name)
+		}
 		if !slices.Contains(out[kind], name) {
 			out[kind] = append(out[kind], name)
 		}
 	}
 	return out, ""
 }
+
+// integerArg reports whether an op of m declares arg name an integer.
+func integerArg(m *registry.Manifest, name string) bool {
+	for _, o := range m.Ops {
+		if a := o.Args[name]; a != nil && a.Type == registry.TypeInteger {
+			return true
+		}
+	}
+	return false
+}
+
+// decimalName is the one spelling of an integer resource name.
+var decimalName = regexp.MustCompile(`^(?:0|[1-9][0-9]{0,18})$`)
 
 // shortDuration prints 24h0m0s as 24h and 2m0s as 2m.
 func shortDuration(d time.Duration) string {
@@ -231,6 +255,29 @@ func sealGrant(f *sealFlags, stdout, stderr io.Writer) int {
 	if f.memberKey != "" {
 		if _, err := grant.ParsePublicKey(f.memberKey); err != nil {
 			return usage("--member-key: %s", errText(err))
+		}
+	}
+	if f.series != "" && !f.standing {
+		return usage("--series renews a standing grant: add --standing")
+	}
+	newSeries := false
+	if f.standing {
+		switch {
+		case f.access != grant.AccessRead:
+			return usage("--standing: a standing grant is read-only (--access read); writes stay one-shot, each with its own consent")
+		case f.opName != "":
+			return usage("--standing: a standing grant runs every read op of the service; leave out --op")
+		case f.ttl > grant.DefaultStandingMaxTTL:
+			return usage("--ttl %s: a standing grant lives at most %s (the sidecar's --standing-grant-ttl); renew it with --series before it expires", f.ttl, shortDuration(grant.DefaultStandingMaxTTL))
+		}
+		g.Standing = f.series
+		if g.Standing == "" {
+			id, err := grant.NewNonce()
+			if err != nil {
+				fmt.Fprintf(stderr, "pinned %s: series: %s\n", f.cmd, errText(err))
+				return 1
+			}
+			g.Standing, newSeries = id, true
 		}
 	}
 	if len(f.only) > 0 {
@@ -340,5 +387,9 @@ func sealGrant(f *sealFlags, stdout, stderr io.Writer) int {
 		return 1
 	}
 	fmt.Fprintln(stdout, sealed)
+	if newSeries {
+		fmt.Fprintf(stderr, "pinned %s: standing series %s: renew with --standing --series %s before %s; revoke with the sidecar's POST /v1/grants/revoke\n",
+			f.cmd, g.Standing, g.Standing, g.ExpiresAt.UTC().Format(time.RFC3339))
+	}
 	return 0
 }

@@ -31,6 +31,8 @@ func TestGrantSealOnly(t *testing.T) {
 			resources: `{"repository":["pinned-tester/notes","octo/hello"]}`},
 		{name: "an unknown kind", service: "github", only: []string{"account=x"}, code: 2, stderr: `service github has no resource kind "account" (kinds: repository)`},
 		{name: "the wrong shape", service: "github", only: []string{"notes"}, code: 2, stderr: `"notes": a repository is owner, repo joined by "/"`},
+		{name: "a DNSimple account", service: "dnsimple", only: []string{"1385"}, resources: `{"account":["1385"]}`},
+		{name: "a DNSimple account by name", service: "dnsimple", only: []string{"account=acme"}, code: 2, stderr: `"acme": accounts are named by their DNSimple id in decimal digits (e.g. 1385)`},
 		{name: "a service without resources", service: "stripe", only: []string{"cus_1"}, code: 2, stderr: "service stripe declares no resources"},
 	}
 	for _, tt := range tests {

@@ -106,6 +106,7 @@ type sidecarFlags struct {
 	busyRetryAfter    time.Duration
 	replayCacheSize   int
 	maxGrantTTL       time.Duration
+	standingGrantTTL  time.Duration
 	logLevel          string
 	cacheDir          string
 	stateDir          string
@@ -195,6 +196,7 @@ func runSidecarContext(ctx context.Context, args []string, stdout, stderr io.Wri
 	fs.DurationVar(&f.busyRetryAfter, "busy-retry-after", env.dur("busy-retry-after", sidecar.DefaultBusyRetryAfter), h("busy-retry-after", "Retry-After of a busy answer (whole seconds, rounded up)"))
 	fs.IntVar(&f.replayCacheSize, "replay-cache-size", int(env.int("replay-cache-size", grant.DefaultReplayCacheSize)), h("replay-cache-size", "grant nonces remembered at once (about 100 bytes each); when full of live grants, new grants get busy"))
 	fs.DurationVar(&f.maxGrantTTL, "max-grant-ttl", env.dur("max-grant-ttl", grant.DefaultMaxTTL), h("max-grant-ttl", "refuse grants that expire further ahead than this"))
+	fs.DurationVar(&f.standingGrantTTL, "standing-grant-ttl", env.dur("standing-grant-ttl", grant.DefaultStandingMaxTTL), h("standing-grant-ttl", "refuse standing read grants that expire further ahead than this (a stolen one runs reads until then)"))
 	fs.StringVar(&f.logLevel, "log-level", env.str("log-level", "info"), h("log-level", "log `level`: debug, info, warn or error"))
 	fs.StringVar(&f.cacheDir, "cache-dir", env.str("cache-dir", defaultCacheDir()), h("cache-dir", "wazero compilation cache `directory` (empty: compile in memory at every start)"))
 	fs.StringVar(&f.stateDir, "state-dir", env.str("state-dir", defaultStateDir()), h("state-dir", "`directory` of the durable state file (grant replay records and the grace cache of rotated pairs; one file per bot key), so a restart loses no grant use; empty: in memory, lost on restart; not used with --redis-url"))
@@ -354,7 +356,7 @@ func (f *sidecarFlags) check() (sidecar.Config, *grant.PrivateKey, secret.Secret
 	}{
 		{"--op-timeout", f.opTimeout}, {"--pages-timeout", f.pagesTimeout}, {"--read-header-timeout", f.readHeaderTimeout}, {"--read-timeout", f.readTimeout},
 		{"--write-timeout", f.writeTimeout}, {"--idle-timeout", f.idleTimeout}, {"--shutdown-grace", f.shutdownGrace},
-		{"--busy-retry-after", f.busyRetryAfter}, {"--max-grant-ttl", f.maxGrantTTL},
+		{"--busy-retry-after", f.busyRetryAfter}, {"--max-grant-ttl", f.maxGrantTTL}, {"--standing-grant-ttl", f.standingGrantTTL},
 		{"--refresh-margin", f.refreshMargin}, {"--refresh-timeout", f.refreshTimeout}, {"--redis-timeout", f.redisTimeout},
 	}
 	for _, p := range positive {
@@ -406,7 +408,7 @@ func (f *sidecarFlags) check() (sidecar.Config, *grant.PrivateKey, secret.Secret
 	}
 	cfg = sidecar.Config{
 		MaxConcurrency: f.maxConcurrency, MaxBodyBytes: f.maxBodyBytes, BusyRetryAfter: f.busyRetryAfter,
-		ReplayCacheSize: f.replayCacheSize, MaxGrantTTL: f.maxGrantTTL,
+		ReplayCacheSize: f.replayCacheSize, MaxGrantTTL: f.maxGrantTTL, StandingGrantTTL: f.standingGrantTTL,
 		ReadHeaderTimeout: f.readHeaderTimeout, ReadTimeout: f.readTimeout, WriteTimeout: f.writeTimeout,
 		IdleTimeout: f.idleTimeout, ShutdownGrace: f.shutdownGrace,
 		RefreshMargin: f.refreshMargin, RefreshTimeout: f.refreshTimeout,

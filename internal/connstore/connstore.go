@@ -126,6 +126,11 @@ type Connection struct {
 	ConnectedAt time.Time
 	// RotatedAt is when a rotated pair was last re-sealed, if ever.
 	RotatedAt time.Time
+	// Resources, when set, limit every grant minted from the connection
+	// to chosen resources, in grant.Grant.Resources form
+	// ({"repository":["octo/notes"]}; `pinned connect --only`). "" is no
+	// limit.
+	Resources string
 }
 
 var (
@@ -176,6 +181,14 @@ func (c *Connection) Validate() error {
 	case len(c.Viewer) > MaxViewerLen:
 		return errors.New("the viewer identity is too long")
 	}
+	if c.Resources != "" {
+		// The grant's own rules: what a connection holds, its grants seal.
+		g := grant.Grant{Resources: c.Resources}
+		r := g.ResourceLimits()
+		if r == nil || g.SetResources(r) != nil || g.Resources != c.Resources {
+			return errors.New("the resource limit is not a grant's resources object")
+		}
+	}
 	if c.TokenExpiresAt != "" {
 		if _, err := time.Parse(time.RFC3339, c.TokenExpiresAt); err != nil {
 			return errors.New("token_expires_at is not RFC 3339")
@@ -203,6 +216,8 @@ type wireConn struct {
 	Viewer         string `json:"viewer,omitempty"`
 	ConnectedAt    string `json:"connected_at"`
 	RotatedAt      string `json:"rotated_at,omitempty"`
+	// Resources is Connection.Resources as a JSON object.
+	Resources map[string][]string `json:"resources,omitempty"`
 }
 
 // Store is the connections of one person in one directory. It is safe for
@@ -471,6 +486,13 @@ func open(raw []byte, k *grant.PrivateKey) ([]Connection, error) {
 			Service: wc.Service, Cap: wc.Cap, Kind: wc.Kind, Token: secret.Secret(wc.Token), User: secret.Secret(wc.User), Tenant: wc.Tenant,
 			Refresh: secret.Secret(wc.Refresh), TokenExpiresAt: wc.TokenExpiresAt, Viewer: wc.Viewer,
 		}
+		if wc.Resources != nil {
+			g := grant.Grant{}
+			if err := g.SetResources(wc.Resources); err != nil || g.Resources == "" {
+				return nil, errCorrupt(path, "the resource limit is not a grant's resources object")
+			}
+			c.Resources = g.Resources
+		}
 		c.ConnectedAt, _ = time.Parse(time.RFC3339, wc.ConnectedAt)
 		if wc.RotatedAt != "" {
 			c.RotatedAt, _ = time.Parse(time.RFC3339, wc.RotatedAt)
@@ -494,6 +516,9 @@ func (s *Store) save(all []Connection) error {
 		}
 		if !c.RotatedAt.IsZero() {
 			wc.RotatedAt = c.RotatedAt.UTC().Format(time.RFC3339)
+		}
+		if c.Resources != "" {
+			wc.Resources = (&grant.Grant{Resources: c.Resources}).ResourceLimits()
 		}
 		w.Connections = append(w.Connections, wc)
 	}

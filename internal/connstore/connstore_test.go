@@ -85,6 +85,10 @@ func TestRefused(t *testing.T) {
 		{"no token", Connection{Service: "github", Cap: CapRead, Kind: grant.KindPAT}},
 		{"refresh on a pat", Connection{Service: "github", Cap: CapRead, Kind: grant.KindPAT, Token: tok, Refresh: "r"}},
 		{"bad expiry", Connection{Service: "github", Cap: CapRead, Kind: grant.KindOAuth, Token: tok, TokenExpiresAt: "tomorrow"}},
+		{"resources not JSON", Connection{Service: "github", Cap: CapRead, Kind: grant.KindPAT, Token: tok, Resources: "octo/notes"}},
+		{"resources not in grant form", Connection{Service: "github", Cap: CapRead, Kind: grant.KindPAT, Token: tok, Resources: `{"repository": ["octo/notes"]}`}},
+		{"resources with an empty kind", Connection{Service: "github", Cap: CapRead, Kind: grant.KindPAT, Token: tok, Resources: `{"repository":[]}`}},
+		{"resources with a control character", Connection{Service: "github", Cap: CapRead, Kind: grant.KindPAT, Token: tok, Resources: `{"repository":["octo/\u0000"]}`}},
 	}
 	s := newStore(t)
 	for _, tc := range cases {
@@ -199,4 +203,18 @@ func FuzzOpen(f *testing.F) {
 			t.Fatalf("reopen: %v (%d, want %d)", err, len(again), len(conns))
 		}
 	})
+}
+
+// TestResourcesKept: a connection's resource limit survives the sealed
+// store and a rotation re-seal.
+func TestResourcesKept(t *testing.T) {
+	s := newStore(t)
+	const limit = `{"repository":["octo/hello","pinned-tester/notes"]}`
+	if err := s.Put(Connection{Service: "github", Cap: CapWrite, Kind: grant.KindPAT, Token: tok, Resources: limit}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := s.Get("github")
+	if err != nil || c.Resources != limit {
+		t.Fatalf("got %q, %v; want %s", c.Resources, err, limit)
+	}
 }

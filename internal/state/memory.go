@@ -41,6 +41,8 @@ type Memory struct {
 	grace  map[string]memGrace
 
 	limits *memLimits // rate limits and back-offs (limit_memory.go)
+
+	standing map[string]standingRec // standing grant series (standing.go), under mu
 }
 
 type memFence struct {

@@ -42,6 +42,12 @@
 //     kind the service does not declare fails closed.
 //   - The nonce MUST be recorded (see [ReplayCache]) and a grant whose
 //     nonce was already seen refused: a grant runs once.
+//   - A standing grant ("standing", docs/SECURITY.md, "Standing read
+//     grants") is the exception: it runs any number of read ops until it
+//     expires or its series is revoked. It MUST have access "read" and no
+//     op or args_sha256 binding, and a verifier MUST bound its lifetime
+//     by [DefaultStandingMaxTTL] (15 min) or less: its authority ends
+//     soon after its member stops renewing it.
 //
 // The package is public on purpose: the sealed grant is the format other
 // clients (a member's device, the web catalog, a bot's own tooling)
@@ -53,7 +59,9 @@ package grant
 import (
 	"bytes"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -81,6 +89,11 @@ const ClockSkew = 30 * time.Second
 // DefaultMaxTTL is the default bound on how far in the future a grant's
 // expires_at may lie when it is used.
 const DefaultMaxTTL = 24 * time.Hour
+
+// DefaultStandingMaxTTL is the default bound on a standing grant's
+// lifetime (expires_at ahead of now): the member's client re-seals it
+// well before, while the member is present.
+const DefaultStandingMaxTTL = 15 * time.Minute
 
 // Access levels. A grant without access (AccessLegacy) is read-only.
 const (
@@ -168,6 +181,13 @@ type Grant struct {
 	// allow a flow only when the grants of both its services seal it
 	// (SealsFlow). At most MaxFlows. Sealed as the JSON array "flows".
 	Flows string
+	// Standing, when set, makes the grant a standing read grant: the
+	// series id (printable ASCII, MinNonceLen to MaxNonceLen bytes) that
+	// every renewal of it carries, by which the member revokes it. A
+	// standing grant runs the service's read ops any number of times
+	// until it expires; it requires Access "read" and refuses Op and
+	// ArgsSHA256. Each renewal still has a fresh Nonce.
+	Standing string
 	// Resources, when set, limit the grant to chosen resources: by kind
 	// (a manifest's resources name, "repository"), the resource names
 	// allowed ("octo/notes"). Each kind has 1 to MaxResourceValues
@@ -266,6 +286,7 @@ type wire struct {
 	Flows          []string            `json:"flows,omitempty"`
 	Resources      map[string][]string `json:"resources,omitempty"`
 	ManifestSHA256 string              `json:"manifest_sha256,omitempty"`
+	Standing       string              `json:"standing,omitempty"`
 }
 
 // EffectiveAccess is the access the grant confers: "write" for a write
@@ -329,6 +350,12 @@ func (g *Grant) Validate() error {
 		return errors.New("args_sha256 needs op")
 	case g.ManifestSHA256 != "" && !sha256Re.MatchString(g.ManifestSHA256):
 		return errors.New("manifest_sha256 is not 64 lower-case hex digits")
+	case g.Standing != "" && (len(g.Standing) < MinNonceLen || len(g.Standing) > MaxNonceLen || !printable(g.Standing)):
+		return fmt.Errorf("standing is not %d to %d printable ASCII bytes", MinNonceLen, MaxNonceLen)
+	case g.Standing != "" && g.Access != AccessRead:
+		return errors.New(`a standing grant must have access "read": writes stay interactive`)
+	case g.Standing != "" && (g.Op != "" || g.ArgsSHA256 != ""):
+		return errors.New("a standing grant is not bound to an op or args")
 	case len(g.flowList()) > MaxFlows:
 		return fmt.Errorf("more than %d flows", MaxFlows)
 	}
@@ -429,6 +456,7 @@ func Seal(g *Grant, to PublicKey, random io.Reader) (string, error) {
 		Secret: string(c.Secret), User: string(c.User), Tenant: c.Tenant, Refresh: string(c.Refresh), TokenExpiresAt: c.TokenExpiresAt,
 		ExpiresAt: c.ExpiresAt.UTC().Format(time.RFC3339), Nonce: c.Nonce, MemberKey: c.MemberKey,
 		Op: c.Op, ArgsSHA256: c.ArgsSHA256, Flows: c.flowList(), Resources: c.ResourceLimits(), ManifestSHA256: c.ManifestSHA256,
+		Standing: c.Standing,
 	}, to, random, "grant")
 }
 
@@ -539,6 +567,7 @@ func Open(sealed string, k *PrivateKey) (*Grant, error) {
 		Service: w.Service, Access: w.Access, Kind: w.Kind,
 		Secret: secret.Secret(w.Secret), User: secret.Secret(w.User), Tenant: w.Tenant, Refresh: secret.Secret(w.Refresh), TokenExpiresAt: w.TokenExpiresAt,
 		ExpiresAt: exp, Nonce: w.Nonce, MemberKey: w.MemberKey, Op: w.Op, ArgsSHA256: w.ArgsSHA256, Flows: strings.Join(w.Flows, ","), ManifestSHA256: w.ManifestSHA256,
+		Standing: w.Standing,
 	}
 	if w.Resources != nil {
 		if err := validResources(w.Resources); err != nil {
@@ -601,6 +630,22 @@ func (g *Grant) CheckBinding(op, argsHash string) error {
 		return ErrArgsMismatch
 	}
 	return nil
+}
+
+// IsStanding reports whether g is a standing read grant.
+func (g *Grant) IsStanding() bool { return g.Standing != "" }
+
+// StandingScope is the hex SHA-256 of what a standing grant's series
+// allows: service, access, kind, tenant, member key, manifest digest,
+// flows and resources (not the expiry, nonce or tokens, which renewals
+// change). A verifier binds a series to its first scope and refuses a
+// renewal whose scope differs: a renewal extends time, never reach.
+func (g *Grant) StandingScope() string {
+	h := sha256.New()
+	for _, f := range []string{g.Service, g.Access, g.Kind, g.Tenant, g.MemberKey, g.ManifestSHA256, g.Flows, g.Resources} {
+		fmt.Fprintf(h, "%d:%s;", len(f), f)
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // BindsArgs reports whether the grant is bound to exact args.

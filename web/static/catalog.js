@@ -115,6 +115,7 @@
               (svc.pat_help ? ': revoke it at ' + svc.pat_help + '.' : ': revoke it on its site.'));
           } }, 'Disconnect ' + svc.name)),
         ...Object.entries(svc.resources || {}).map(([kind, r]) => limitPanel(svc, kind, r, conn, statusNode)),
+        standingPanel(svc, conn, statusNode),
         id === 'github' ? el('p', {}, el('a', { href: '/apps/github', id: 'open-github' }, 'Open the GitHub app')) : null,
         tryPanel(svc, statusNode),
         el('details', { class: 'activity', id: 'activity-box-' + id }, el('summary', { text: 'Activity' }), activityTable(svc, acts))].filter(Boolean));
@@ -153,6 +154,42 @@
     return section;
   }
 
+  // standingPanel is a standing read grant's consent card: what the bot
+  // may read without asking, for how long, and how to stop it; once
+  // allowed, when it renews and a Revoke button.
+  function standingPanel(svc, conn, statusNode) {
+    const base = 'standing-' + svc.id;
+    const reads = svc.ops.filter((o) => o.access === 'read').map((o) => o.name);
+    const box = el('fieldset', { class: 'standing', id: base }, el('legend', { text: 'Standing read grant' }));
+    const st = P.standingState(svc.id);
+    const minutes = Math.round(P.STANDING_TTL_MS / 60000);
+    const limit = P.limitText(svc, conn);
+    if (!st) {
+      box.append(
+        el('p', { id: base + '-consent', text: 'Let the bot read ' + svc.name + ' without asking each time: ' + reads.join(', ') + '.' +
+          (limit ? ' Only ' + limit + '.' : '') + ' Renewed while this page is open; it stops within ' + minutes +
+          ' minutes of closing it, or at once when you revoke it. Writes still ask you.' }),
+        el('p', {}, el('button', { type: 'button', id: base + '-allow', onclick: async () => {
+          try {
+            await P.startStanding(svc.id);
+            await refresh(svc.id, 'The bot may now read ' + svc.name + ' without asking, while this page is open.');
+          } catch (e) { P.status(statusNode, e.message, 'bad'); }
+        } }, 'Allow standing reads')));
+      return box;
+    }
+    const time = (ms) => new Date(ms).toLocaleTimeString();
+    box.append(
+      el('p', { id: base + '-now', text: 'Active since ' + time(st.since) + ' for ' + st.bot + ': the bot reads ' + svc.name + ' without asking' +
+        (limit ? ' (only ' + limit + ')' : '') + '. This grant expires at ' + time(st.expiresAt) + ' unless this page renews it.' }),
+      el('p', {}, el('button', { type: 'button', id: base + '-revoke', onclick: async () => {
+        try {
+          await P.revokeStanding(svc.id);
+          await refresh(svc.id, 'Standing reads revoked: the bot\'s next read is refused.');
+        } catch (e) { P.status(statusNode, e.message, 'bad'); }
+      } }, 'Revoke now')));
+    return box;
+  }
+
   // limitPanel lets the member limit a connection to chosen resources of
   // one kind (the manifest's resources): "Choose" lists every choice with
   // the list op, and "Save limit" re-seals the connection with the
@@ -167,7 +204,22 @@
       el('legend', { text: 'Limit bots to chosen ' + label }),
       el('p', { class: 'muted', id: base + '-now' }, current.length ? 'Only: ' + current.join(', ') : 'No limit: every one of your ' + label + '.'),
       box);
-    if (!r.list) return fs;
+    if (!r.list) {
+      // No list op: the member types the names (DNSimple's account ids).
+      const input = el('input', { type: 'text', id: base + '-names', autocomplete: 'off', spellcheck: 'false', value: current.join(', ') });
+      fs.append(el('p', {},
+        el('label', { for: base + '-names', text: r.label + ', separated by commas: ' }), input, ' ',
+        el('button', { type: 'button', id: base + '-save', onclick: async () => {
+          const chosen = input.value.split(',').map((n) => n.trim()).filter((n) => n);
+          try {
+            const rs = Object.assign({}, conn.resources || {});
+            if (chosen.length) rs[kind] = chosen; else delete rs[kind];
+            await P.setResources(svc.id, rs);
+            await refresh(svc.id, chosen.length ? 'Bots now reach only ' + chosen.join(', ') + '.' : 'The limit is lifted.');
+          } catch (e) { P.status(statusNode, e.message, 'bad'); }
+        } }, 'Save limit')));
+      return fs;
+    }
     const choose = el('button', { type: 'button', id: base + '-choose', onclick: async () => {
       P.status(statusNode, 'Listing your ' + label + '…');
       try {

@@ -229,6 +229,7 @@
     return out;
   }
   async function disconnect(service) {
+    await revokeStanding(service).catch(() => {}); // best effort: it lapses within its TTL anyway
     await idb.del('connections', service);
     await clearEvents(service);
     await clearActivity(service);
@@ -298,6 +299,78 @@
     return seal(g, bot.public_key);
   }
 
+  // ---- standing read grants ----------------------------------------------
+  // A standing read grant lets the bot run a service's read ops without a
+  // tap per op (docs/SECURITY.md, "Standing read grants"). It lives in this
+  // page only: re-sealed (renewed) every standingRenewMs while the page is
+  // open, well before its STANDING_TTL_MS expiry. Closing the page stops
+  // the renewals, so the grant lapses within the TTL; Revoke stops it at
+  // once at the bot. Writes still take a one-shot grant and a consent.
+  const STANDING_TTL_MS = 10 * 60 * 1000;
+  let standingRenewMs = 4 * 60 * 1000;
+  const standing = {}; // service → {series, bot, sealed, expiresAt, renewals, since, timer}
+
+  async function sealStanding(conn, bot, series) {
+    const expiresAt = Date.now() + STANDING_TTL_MS;
+    const g = {
+      v: 1, service: conn.service, access: 'read', kind: conn.kind, secret: conn.secret,
+      expires_at: rfc3339(expiresAt),
+      nonce: sodium.to_base64(sodium.randombytes_buf(16), sodium.base64_variants.URLSAFE_NO_PADDING),
+      member_key: await memberPublicKey(), standing: series,
+    };
+    if (conn.refresh) g.refresh = conn.refresh;
+    if (conn.token_expires_at) g.token_expires_at = conn.token_expires_at;
+    if (conn.resources && Object.keys(conn.resources).length) g.resources = conn.resources;
+    return { sealed: seal(g, bot.public_key), expiresAt: expiresAt };
+  }
+
+  // startStanding seals a new standing read grant for service (after the
+  // member allowed it on its consent card) and keeps renewing it.
+  async function startStanding(service) {
+    const conn = await getConnection(service);
+    if (!conn) throw new PinnedError('not_connected', 'Connect this service in Integrations first.');
+    if (standing[service]) await revokeStanding(service).catch(() => {});
+    const series = sodium.to_base64(sodium.randombytes_buf(16), sodium.base64_variants.URLSAFE_NO_PADDING);
+    standing[service] = { series: series, bot: await currentBot(), renewals: 0, since: Date.now() };
+    await renewStanding(service);
+    return standingState(service);
+  }
+
+  // renewStanding re-seals the standing grant (same series, fresh nonce
+  // and expiry) and schedules the next renewal.
+  async function renewStanding(service) {
+    const st = standing[service];
+    if (!st) return;
+    clearTimeout(st.timer);
+    const conn = await getConnection(service);
+    if (!conn) { delete standing[service]; return; }
+    const r = await sealStanding(conn, st.bot, st.series);
+    if (standing[service] !== st) return; // revoked meanwhile
+    st.sealed = r.sealed;
+    st.expiresAt = r.expiresAt;
+    st.renewals++;
+    st.timer = setTimeout(() => { renewStanding(service).catch(() => {}); }, standingRenewMs);
+  }
+
+  // revokeStanding stops renewing and revokes the series at the bot: its
+  // next op under any renewal is refused grant_revoked.
+  async function revokeStanding(service) {
+    const st = standing[service];
+    if (!st) return false;
+    clearTimeout(st.timer);
+    delete standing[service];
+    const r = await api('/api/bots/' + encodeURIComponent(st.bot.name) + '/revoke', { grant: st.sealed });
+    if (!r.ok) throw errorFrom(r);
+    return true;
+  }
+
+  // standingState is what the page shows of a standing grant (null: none).
+  function standingState(service) {
+    const st = standing[service];
+    if (!st) return null;
+    return { sealed: st.sealed, expiresAt: st.expiresAt, renewals: st.renewals, since: st.since, bot: st.bot.name };
+  }
+
   // adoptRotated opens a rotated pair (sealed to the member) and puts it in
   // conn; persist stores the connection at once.
   async function adoptRotated(conn, sealed, persist) {
@@ -344,10 +417,16 @@
     // opts.unlimited (the member picking resources) lists every choice:
     // a read grant without the connection's limit, for the list op only.
     const unlimited = opts.unlimited && op.access === 'read' && Object.values(svc.resources || {}).some((r) => r.list && r.list.op === opName);
-    const grant = await mintGrant(unlimited ? Object.assign({}, conn, { resources: undefined }) : conn, bot, opName, op.access, sha);
+    // A read under an active standing grant runs with it: no grant per op.
+    const st = op.access === 'read' && !unlimited && opts.persist !== false ? standing[conn.service] : null;
+    const grant = st && st.bot.name === bot.name ? st.sealed :
+      await mintGrant(unlimited ? Object.assign({}, conn, { resources: undefined }) : conn, bot, opName, op.access, sha);
     const r = await api('/api/bots/' + encodeURIComponent(bot.name) + '/ops', { service: conn.service, op: opName, args: args || {}, grant: grant });
     await recordActivity(conn.service, bot.name, opName, op.access, r);
-    if (r.body && typeof r.body.rotated === 'string') await adoptRotated(conn, r.body.rotated, opts.persist !== false);
+    if (r.body && typeof r.body.rotated === 'string') {
+      await adoptRotated(conn, r.body.rotated, opts.persist !== false);
+      if (standing[conn.service]) await renewStanding(conn.service); // re-seal with the fresh pair
+    }
     if (!r.ok) throw errorFrom(r);
     return opts.full ? r.body : r.body.data;
   }
@@ -606,6 +685,9 @@
   window.pinned = {
     PinnedError, ready, memberPublicKey, catalog, bots, currentBot, chooseBot, fillBotSelect,
     connections, getConnection, connect, disconnect, setCap, setResources, limitText, capAllows, consent, runOp, activity,
+    startStanding, renewStanding, revokeStanding, standingState, STANDING_TTL_MS,
+    get standingRenewMs() { return standingRenewMs; },
+    set standingRenewMs(ms) { standingRenewMs = ms; },
     appendEvent, events, clearEvents, el, status, safeHref, beginOAuth, endOAuth, renderConsent, wireSkipLinks, fieldTitle,
     get rotations() { return rotations; },
     // For the cross-language test: the member's sealed-box primitives.
