@@ -227,6 +227,20 @@ func argRules(a *registry.Arg) string {
 	} else {
 		r = append(r, "optional")
 	}
+	if a.Type == registry.TypeArray && a.Items != nil {
+		n := registry.DefaultMaxItems
+		if a.MaxItems != nil {
+			n = *a.MaxItems
+		}
+		r = append(r, fmt.Sprintf("at most %d values", n))
+		if d := a.Delimiter(); d != 0 {
+			r = append(r, fmt.Sprintf("joined by %q", string(d)))
+		}
+		if it := argRules(a.Items); it != "optional" {
+			r = append(r, "each "+strings.TrimPrefix(it, "optional, "))
+		}
+		return strings.Join(r, ", ")
+	}
 	num := func(f *float64) string { return strconv.FormatFloat(*f, 'f', -1, 64) }
 	switch {
 	case a.Min != nil && a.Max != nil:
@@ -268,6 +282,11 @@ func exampleArgs(op *registry.Op) string {
 			continue
 		}
 		switch {
+		case arg.Type == registry.TypeArray:
+			ex[a] = []any{"…"}
+			if arg.Items != nil && len(arg.Items.Enum) > 0 {
+				ex[a] = []any{arg.Items.Enum[0]}
+			}
 		case len(arg.Enum) > 0:
 			ex[a] = arg.Enum[0]
 		case arg.Type == registry.TypeInteger || arg.Type == registry.TypeNumber:
