@@ -209,7 +209,7 @@ func showRequest(stdout, stderr io.Writer, m *registry.Manifest, name string, op
 	}
 	fmt.Fprintf(w, "\nThe host adds the credential (%s), User-Agent and Accept-Encoding: gzip,\n", authDescription(m, "pat"))
 	fmt.Fprintln(w, "and sends a request only if it is exactly this one (query pairs, form pairs and")
-	fmt.Fprintln(w, "JSON members in any order).")
+	fmt.Fprintln(w, "JSON members in any order; the values of an array in theirs).")
 	for _, a := range op.Args {
 		if a.Secret {
 			fmt.Fprintf(w, "Secret args show as %s.\n", secret.Redacted)
