@@ -1,6 +1,7 @@
 // Package argrules is the one implementation of the argument rules of an
 // op's declarations (docs/MANIFEST.md, "args"): type, required, default,
-// enum, pattern, min, max, max_length, undeclared keys, and what a value
+// enum, pattern, min, max, max_length, an array's items, max_items and
+// delimiter, undeclared keys, and what a value
 // may be where the op puts it (no control character, no empty, "." or ".."
 // path segment). Both sides of the sandbox import it: the guest executor
 // (guest/executor) validates before it renders, and the host
@@ -10,7 +11,7 @@
 //
 // It is compiled into the guest, so it stays small and imports only
 // internal/abi, internal/jsonv and the standard library's regexp, strconv,
-// sync and unicode/utf8; it must never import the registry, the host or
+// strings, sync and unicode/utf8; it must never import the registry, the host or
 // anything with reflection. Declarations are read from the op spec JSON
 // the host builds from the manifest (docs/ABI.md, "The op input").
 package argrules
