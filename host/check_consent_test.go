@@ -190,3 +190,26 @@ func githubManifest(t *testing.T) *registry.Manifest {
 	}
 	return m
 }
+
+// TestConsentShowsEveryArrayValue: an array arg's consent entry shows
+// every value in order, each quoted and escaped, so a value cannot pose
+// as two ("bug\", \"admin" stays one), a blank-looking one is seen, and
+// a tag character in one is refused as in any write arg.
+func TestConsentShowsEveryArrayValue(t *testing.T) {
+	env := newEnv(t, nil)
+	ctx := context.Background()
+	args := `{"owner":"pinned-tester","repo":"notes","title":"T","labels":["bug\", \"admin","ui\u200b",""],"assignees":["carol-fake","bob-fake"]}`
+	c, err := env.eng.Check(ctx, "github", "create_issue", []byte(args))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Shown{{Arg: "assignees", Value: `["carol-fake", "bob-fake"]`}, {Arg: "labels", Value: `["bug\", \"admin", "ui⟨U+200B⟩", ""]`}}
+	if fmt.Sprint(c.Sends) != fmt.Sprint(want) {
+		t.Fatalf("Sends = %q, want %q", c.Sends, want)
+	}
+	_, err = env.eng.Check(ctx, "github", "create_issue", []byte(`{"owner":"pinned-tester","repo":"notes","title":"T","labels":["ok","a\udb40\udc41"]}`))
+	var he *Error
+	if !errors.As(err, &he) || he.Code != api.CodeBadArgs || he.Arg != "labels" {
+		t.Fatalf("a tag character in an array value: %v", err)
+	}
+}

@@ -90,6 +90,7 @@ func (a *Arg) clone() *Arg {
 	c.MaxLength = clonePtr(a.MaxLength)
 	c.Items = a.Items.clone()
 	c.MaxItems = clonePtr(a.MaxItems)
+	c.Explode = clonePtr(a.Explode)
 	return &c
 }
 

@@ -369,6 +369,39 @@ type Arg struct {
 	// MaxItems, for an array arg only, bounds its length (1 to 1000;
 	// absent means DefaultMaxItems).
 	MaxItems *int `json:"max_items,omitempty"`
+	// Style and Explode, for an array arg in a query only, say how its
+	// values are written, in OpenAPI 3's terms (Parameter Object, "style
+	// values"): style "form" (the default) with explode true (the
+	// default) repeats the key per value ("labels=a&labels=b"); with
+	// explode false it sends one pair, the values joined by a comma
+	// ("labels=a,b"). Style "spaceDelimited" or "pipeDelimited" (explode
+	// false only) join them by a space or "|". A joined value may not
+	// contain its delimiter, nor be empty.
+	Style   string `json:"style,omitempty"`
+	Explode *bool  `json:"explode,omitempty"`
+}
+
+// Array styles (Arg.Style), named as in OpenAPI 3.
+const (
+	StyleForm           = "form"
+	StyleSpaceDelimited = "spaceDelimited"
+	StylePipeDelimited  = "pipeDelimited"
+)
+
+// Delimiter returns the byte that joins an array arg's values in one
+// query value (',', ' ' or '|'), or 0 when each value is a pair of its
+// own (explode) or the arg is no array.
+func (a *Arg) Delimiter() byte {
+	if a == nil || a.Type != TypeArray || a.Explode == nil || *a.Explode {
+		return 0
+	}
+	switch a.Style {
+	case StyleSpaceDelimited:
+		return ' '
+	case StylePipeDelimited:
+		return '|'
+	}
+	return ','
 }
 
 // DefaultMaxLength bounds a string arg that declares no max_length, in

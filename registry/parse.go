@@ -815,6 +815,10 @@ func (p *parser) checkOp(name string, o *Op) {
 	p.template(name, "confirm", o.Confirm, o, inConfirm, false)
 	for a := range inConfirm {
 		used[a] = true
+		if arg := o.Args[a]; arg != nil && arg.Type == TypeArray {
+			p.add(name, "confirm", "names array arg %q; the consent shows every value of an array after the sentence, so leave it out of the confirm line", a)
+			continue
+		}
 		if arg := o.Args[a]; arg != nil && arg.Secret {
 			p.add(name, "confirm", "shows secret arg %q; a secret is never displayed: leave it out of the confirm line", a)
 		}
@@ -833,6 +837,9 @@ func (p *parser) checkOp(name string, o *Op) {
 				p.checkWholeUses(name, o, a, "body_form", "array arg %q cannot go in %s; an array is sent as a query key repeated per value or a body_json array")
 			}
 			p.checkWholeUses(name, o, a, "", "array arg %q is used inside %q; an array is a whole value: exactly %q as a query value (the key repeated per value) or a body_json string (a JSON array)")
+			if (arg.Style != "" || arg.Explode != nil) && !slices.Contains(slices.Collect(maps.Values(o.Query)), "{"+a+"}") {
+				p.add(name, "args."+a+".style", "array arg %q is not sent in a query; style and explode say how a query writes it (a body_json array is JSON), so remove them", a)
+			}
 		}
 	}
 	p.checkTarget(name, o)
@@ -1030,6 +1037,9 @@ func (p *parser) checkArg(op, name string, a *Arg) {
 	}
 	p.text(op, f+".description", a.Description, true)
 	if a.Type != TypeArray {
+		if a.Style != "" || a.Explode != nil {
+			p.add(op, f+".style", "only array args take style and explode; this arg is %q", a.Type)
+		}
 		if a.Items != nil {
 			p.add(op, f+".items", "only array args take items; this arg is %q", a.Type)
 		}
@@ -1039,10 +1049,7 @@ func (p *parser) checkArg(op, name string, a *Arg) {
 		p.checkValue(op, f, a)
 		return
 	}
-	// An array: its own constraints are its items' and its length. The
-	// executor and the request binding render scalar values only, so the
-	// loader refuses an array arg until they send one.
-	p.add(op, f+".type", `"array" is not sent yet: the executor and the request binding render one value per arg; send a comma-joined string (a pattern like "^[a-z_]+(?:,[a-z_]+)*$") instead`)
+	// An array: its own constraints are its items' and its length.
 	if a.MaxItems != nil && (*a.MaxItems < 1 || *a.MaxItems > maxMaxItems) {
 		p.add(op, f+".max_items", "%d is out of range; want 1 to %d", *a.MaxItems, maxMaxItems)
 	}
@@ -1059,6 +1066,15 @@ func (p *parser) checkArg(op, name string, a *Arg) {
 	}
 	if a.Secret {
 		p.add(op, f+".secret", "an array arg cannot be secret; declare a secret as a string arg")
+	}
+	switch a.Style {
+	case "", StyleForm:
+	case StyleSpaceDelimited, StylePipeDelimited:
+		if a.Explode == nil || *a.Explode {
+			p.add(op, f+".explode", "style %q joins the values in one pair: it needs \"explode\": false (OpenAPI 3 style values)", a.Style)
+		}
+	default:
+		p.add(op, f+".style", "%q is not a style; want \"form\" (the default), \"spaceDelimited\" or \"pipeDelimited\" (OpenAPI 3 style values)", a.Style)
 	}
 	it := a.Items
 	if it == nil {

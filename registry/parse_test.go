@@ -222,8 +222,42 @@ func TestParseRefuses(t *testing.T) {
 			want: []string{`tenant.label: required`}, only: true},
 		{name: "tenant pattern not anchored", edits: []string{`"host": "api.acme.example"`, `"host": "{tenant}.acme.example", "tenant": {"label": "Your site", "pattern": "[a-z]+"}`},
 			want: []string{`tenant.pattern: `}, only: true},
-		{name: "array arg not sent yet", edits: []string{`"urgent": { "type": "boolean", "default": false },`, `"urgent": { "type": "boolean", "default": false }, "tags": { "type": "array", "items": { "type": "string", "enum": ["a", "b"] } },`, `"tags": ["bot", null]`, `"tags": "{tags}"`},
-			want: []string{`op "create_item": args.tags.type: "array" is not sent yet`}, only: true},
+		{name: "array arg in confirm", edits: []string{`"urgent": { "type": "boolean", "default": false },`, `"urgent": { "type": "boolean", "default": false }, "tags": { "type": "array", "items": { "type": "string", "enum": ["a", "b"] } },`, `"tags": ["bot", null]`, `"tags": "{tags}"`, `in {project}?`, `in {project} with {tags}?`},
+			want: []string{`op "create_item": confirm: names array arg "tags"`}, only: true},
+		{name: "array arg inside a text", edits: []string{`"urgent": { "type": "boolean", "default": false },`, `"urgent": { "type": "boolean", "default": false }, "tags": { "type": "array", "items": { "type": "string", "enum": ["a", "b"] } },`, `"tags": ["bot", null]`, `"tags": "tag:{tags}"`},
+			want: []string{`op "create_item": body_json.tags: array arg "tags" is used inside "tag:{tags}"`}, only: true},
+		{name: "array arg inside a query text", edits: []string{`"state": { "type": "string", "enum": ["open", "closed"], "default": "open" },`, `"state": { "type": "string", "enum": ["open", "closed"], "default": "open" }, "labels": { "type": "array", "items": { "type": "string", "pattern": "^[a-z]+$", "max_length": 20 } },`, `"expand[]": "labels"`, `"expand[]": "labels", "q": "label:{labels}"`},
+			want: []string{`op "list_items": query.q: array arg "labels" is used inside "label:{labels}"`}, only: true},
+		{name: "array arg in a form body", edits: []string{`"amount": { "type": "integer", "required": true, "min": 1 }`, `"amount": { "type": "integer", "required": true, "min": 1 }, "tags": { "type": "array", "items": { "type": "string", "enum": ["a"] } }`, `"amount": "{amount}"`, `"amount": "{amount}", "tags": "{tags}"`},
+			want: []string{`array arg "tags" cannot go in body_form`}, only: true},
+		{name: "array arg in the path", edits: []string{`"project": { "type": "string", "required": true },`, `"project": { "type": "array", "required": true, "items": { "type": "string" } },`},
+			want: []string{`op "create_item": args.project: is a path arg of type "array"`}},
+		{name: "array without items", edits: []string{`"state": { "type": "string", "enum": ["open", "closed"], "default": "open" },`, `"state": { "type": "string", "enum": ["open", "closed"], "default": "open" }, "labels": { "type": "array" },`, `"expand[]": "labels"`, `"expand[]": "labels", "labels": "{labels}"`},
+			want: []string{`op "list_items": args.labels.items: required for an array arg`}, only: true},
+		{name: "array of arrays", edits: []string{`"state": { "type": "string", "enum": ["open", "closed"], "default": "open" },`, `"state": { "type": "string", "enum": ["open", "closed"], "default": "open" }, "labels": { "type": "array", "items": { "type": "array", "items": { "type": "string" } } },`, `"expand[]": "labels"`, `"expand[]": "labels", "labels": "{labels}"`},
+			want: []string{`op "list_items": args.labels.items.type: an array's items are strings, integers, numbers or booleans, not arrays`}, only: true},
+		{name: "array max_items out of range", edits: []string{`"state": { "type": "string", "enum": ["open", "closed"], "default": "open" },`, `"state": { "type": "string", "enum": ["open", "closed"], "default": "open" }, "labels": { "type": "array", "items": { "type": "string", "pattern": "^[a-z]+$", "max_length": 20 }, "max_items": 0 },`, `"expand[]": "labels"`, `"expand[]": "labels", "labels": "{labels}"`},
+			want: []string{`op "list_items": args.labels.max_items: 0 is out of range; want 1 to 1000`}, only: true},
+		{name: "array with a default", edits: []string{`"state": { "type": "string", "enum": ["open", "closed"], "default": "open" },`, `"state": { "type": "string", "enum": ["open", "closed"], "default": "open" }, "labels": { "type": "array", "items": { "type": "string", "pattern": "^[a-z]+$", "max_length": 20 }, "default": ["a"] },`, `"expand[]": "labels"`, `"expand[]": "labels", "labels": "{labels}"`},
+			want: []string{`op "list_items": args.labels.default: an array arg takes no default`}},
+		{name: "array with a pattern of its own", edits: []string{`"state": { "type": "string", "enum": ["open", "closed"], "default": "open" },`, `"state": { "type": "string", "enum": ["open", "closed"], "default": "open" }, "labels": { "type": "array", "items": { "type": "string", "pattern": "^[a-z]+$", "max_length": 20 }, "pattern": "^[a-z]+$" },`, `"expand[]": "labels"`, `"expand[]": "labels", "labels": "{labels}"`},
+			want: []string{`op "list_items": args.labels.pattern: an array arg declares pattern on its items`}, only: true},
+		{name: "item with a description", edits: []string{`"state": { "type": "string", "enum": ["open", "closed"], "default": "open" },`, `"state": { "type": "string", "enum": ["open", "closed"], "default": "open" }, "labels": { "type": "array", "items": { "type": "string", "enum": ["a"], "description": "a label" } },`, `"expand[]": "labels"`, `"expand[]": "labels", "labels": "{labels}"`},
+			want: []string{`op "list_items": args.labels.items.description: items take a type and constraints only`}, only: true},
+		{name: "array style unknown", edits: []string{`"state": { "type": "string", "enum": ["open", "closed"], "default": "open" },`, `"state": { "type": "string", "enum": ["open", "closed"], "default": "open" }, "labels": { "type": "array", "items": { "type": "string", "pattern": "^[a-z]+$", "max_length": 20 }, "style": "deepObject", "explode": false },`, `"expand[]": "labels"`, `"expand[]": "labels", "labels": "{labels}"`},
+			want: []string{`op "list_items": args.labels.style: "deepObject" is not a style`}, only: true},
+		{name: "array delimited style exploded", edits: []string{`"state": { "type": "string", "enum": ["open", "closed"], "default": "open" },`, `"state": { "type": "string", "enum": ["open", "closed"], "default": "open" }, "labels": { "type": "array", "items": { "type": "string", "pattern": "^[a-z]+$", "max_length": 20 }, "style": "pipeDelimited" },`, `"expand[]": "labels"`, `"expand[]": "labels", "labels": "{labels}"`},
+			want: []string{`op "list_items": args.labels.explode: style "pipeDelimited" joins the values in one pair: it needs "explode": false`}, only: true},
+		{name: "array style in a JSON body", edits: []string{`"urgent": { "type": "boolean", "default": false },`, `"urgent": { "type": "boolean", "default": false }, "tags": { "type": "array", "items": { "type": "string", "enum": ["a", "b"] }, "explode": false },`, `"tags": ["bot", null]`, `"tags": "{tags}"`},
+			want: []string{`op "create_item": args.tags.style: array arg "tags" is not sent in a query`}, only: true},
+		{name: "style on a string arg", edits: []string{`"state": { "type": "string", "enum": ["open", "closed"], "default": "open" },`, `"state": { "type": "string", "enum": ["open", "closed"], "default": "open", "explode": false },`},
+			want: []string{`op "list_items": args.state.style: only array args take style and explode`}, only: true},
+		{name: "array as a target", edits: []string{`"urgent": { "type": "boolean", "default": false },`, `"urgent": { "type": "boolean", "default": false }, "tags": { "type": "array", "items": { "type": "string", "enum": ["a", "b"] } },`, `"tags": ["bot", null]`, `"tags": "{tags}"`, `"method": "POST",
+      "path": "/v1/projects/{project}/items",`, `"method": "POST", "target": ["tags"],
+      "path": "/v1/projects/{project}/items",`},
+			want: []string{`op "create_item": target[0]: names array arg "tags"`}, only: true},
+		{name: "array as a paginate arg", edits: []string{`"cursor": { "type": "string", "pattern": "^[A-Za-z0-9]+$", "max_length": 64 }`, `"cursor": { "type": "array", "items": { "type": "string", "pattern": "^[A-Za-z0-9]+$", "max_length": 64 } }`},
+			want: []string{`op "list_items": paginate.arg: `}},
 		{name: "op header the host owns", edits: []string{`"path": "/v1/me",`, `"path": "/v1/me", "headers": {"Cookie": "a=b"},`},
 			want: []string{`op "get_viewer": headers.Cookie: "Cookie" is set by the host`}, only: true},
 		{name: "op header authorization", edits: []string{`"path": "/v1/me",`, `"path": "/v1/me", "headers": {"Authorization": "Basic eA=="},`},
@@ -519,6 +553,17 @@ func TestParseAccepts(t *testing.T) {
 			check: func(t *testing.T, m *Manifest) {
 				if op, _ := m.Op("get_viewer"); op.Args != nil || op.Query != nil || m.Headers != nil {
 					t.Errorf("empty maps kept: %+v %+v", op, m.Headers)
+				}
+			}},
+		{name: "array args", edits: []string{`"state": { "type": "string", "enum": ["open", "closed"], "default": "open" },`, `"state": { "type": "string", "enum": ["open", "closed"], "default": "open" }, "labels": { "type": "array", "items": { "type": "string", "pattern": "^[a-z]+$", "max_length": 20 }, "max_items": 5, "style": "pipeDelimited", "explode": false },`, `"expand[]": "labels"`, `"expand[]": "labels", "labels[]": "{labels}"`, `"urgent": { "type": "boolean", "default": false },`, `"urgent": { "type": "boolean", "default": false }, "tags": { "type": "array", "items": { "type": "string", "enum": ["a", "b"] } },`, `"tags": ["bot", null]`, `"tags": "{tags}"`},
+			check: func(t *testing.T, m *Manifest) {
+				op, _ := m.Op("list_items")
+				if a := op.Args["labels"]; a.Type != TypeArray || a.Items.Pattern != "^[a-z]+$" || *a.MaxItems != 5 || a.Delimiter() != '|' {
+					t.Errorf("labels = %+v", a)
+				}
+				op, _ = m.Op("create_item")
+				if a := op.Args["tags"]; a.Type != TypeArray || a.Items.Enum[1] != "b" || a.MaxItems != nil || a.Delimiter() != 0 {
+					t.Errorf("tags = %+v", a)
 				}
 			}},
 		{name: "body_json compacted", check: func(t *testing.T, m *Manifest) {

@@ -155,6 +155,9 @@ func TestSchemaAgreesWithParse(t *testing.T) {
 		{name: "paginate field of another style", edits: []string{`"has_more": "meta.more"`, `"has_more": "meta.more", "total_pages": "meta.pages"`}},
 		{name: "paginate cursor path missing", edits: []string{`"cursor": "meta.next", `, ``}},
 		{name: "paginate max_pages", edits: []string{`"max_pages": 5`, `"max_pages": 101`}},
+		{name: "array args", edits: []string{`"urgent": { "type": "boolean", "default": false },`, `"urgent": { "type": "boolean", "default": false }, "tags": { "type": "array", "items": { "type": "string", "enum": ["a", "b"] }, "max_items": 3 },`, `"tags": ["bot", null]`, `"tags": "{tags}"`}, accept: true},
+		{name: "array without items", edits: []string{`"urgent": { "type": "boolean", "default": false },`, `"urgent": { "type": "boolean", "default": false }, "tags": { "type": "array" },`, `"tags": ["bot", null]`, `"tags": "{tags}"`}},
+		{name: "items on a string", edits: []string{`"title": { "type": "string", "required": true, "max_length": 200 }`, `"title": { "type": "string", "required": true, "max_length": 200, "items": { "type": "string" } }`}},
 		{name: "error_message", edits: []string{`"error_message": "error.message"`, `"error_message": "error..message"`}},
 	}
 	for _, tt := range tests {

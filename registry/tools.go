@@ -78,10 +78,12 @@ func ToolOps(r *Registry) []ToolOp {
 // ArgsSchema returns the JSON Schema (draft 2020-12) of an op's args: an
 // object of exactly the declared args (additionalProperties false), the
 // required ones listed in "required". Each arg maps to "type" (string,
-// integer, number or boolean), "description", "enum", "pattern" (the
+// integer, number, boolean or array), "description", "enum", "pattern" (the
 // manifest's RE2 expression, anchored), "minimum" and "maximum" (min,
 // max), "maxLength" (max_length, or DefaultMaxLength for a string that
-// declares none) and "default". A secret arg says so in its description.
+// declares none) and "default"; an array arg to "items" (its values'
+// schema) and "maxItems" (max_items, or DefaultMaxItems). A secret arg
+// says so in its description.
 //
 // The schema is what a model sees; the sandbox's own checks are the
 // authority (it also refuses control characters in strings and integers
@@ -109,6 +111,16 @@ func argsSchema(op *Op) object {
 
 func argSchema(a *Arg) object {
 	s := object{{"type", a.Type}}
+	if a.Type == TypeArray && a.Items != nil {
+		if a.Description != "" {
+			s = append(s, member{"description", a.Description})
+		}
+		n := DefaultMaxItems
+		if a.MaxItems != nil {
+			n = *a.MaxItems
+		}
+		return append(s, member{"items", argSchema(a.Items)}, member{"maxItems", n})
+	}
 	desc := a.Description
 	if a.Secret {
 		desc = strings.TrimSpace(desc + " (secret: never logged or shown)")
@@ -310,6 +322,9 @@ func (op *Op) ArgSummary() string {
 	for i, n := range names {
 		a := op.Args[n]
 		attrs := []string{a.Type}
+		if a.Type == TypeArray && a.Items != nil {
+			attrs[0] = "array of " + a.Items.Type
+		}
 		if a.Required {
 			attrs = append(attrs, "required")
 		}

@@ -224,10 +224,14 @@ func TestArgsSchemaFields(t *testing.T) {
 		"k":   {Type: TypeString, Secret: true, Description: "api key"},
 		"ok":  {Type: TypeBoolean},
 		"amt": {Type: TypeNumber, Min: &one},
+		"ls":  {Type: TypeArray, Description: "labels", Items: &Arg{Type: TypeString, Enum: []string{"a", "b"}}, MaxItems: &ten},
+		"ids": {Type: TypeArray, Items: &Arg{Type: TypeInteger, Min: &one}},
 	}}
 	want := `{"type":"object","properties":{` +
 		`"amt":{"type":"number","minimum":1},` +
+		`"ids":{"type":"array","items":{"type":"integer","minimum":1},"maxItems":100},` +
 		`"k":{"type":"string","description":"api key (secret: never logged or shown)","maxLength":4096},` +
+		`"ls":{"type":"array","description":"labels","items":{"type":"string","enum":["a","b"],"maxLength":4096},"maxItems":10},` +
 		`"n":{"type":"integer","description":"count","minimum":1,"maximum":100,"default":30},` +
 		`"ok":{"type":"boolean"},` +
 		`"p":{"type":"string","pattern":"^[a-z]+$","maxLength":4096},` +

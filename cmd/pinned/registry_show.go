@@ -209,7 +209,7 @@ func showRequest(stdout, stderr io.Writer, m *registry.Manifest, name string, op
 	}
 	fmt.Fprintf(w, "\nThe host adds the credential (%s), User-Agent and Accept-Encoding: gzip,\n", authDescription(m, "pat"))
 	fmt.Fprintln(w, "and sends a request only if it is exactly this one (query pairs, form pairs and")
-	fmt.Fprintln(w, "JSON members in any order).")
+	fmt.Fprintln(w, "JSON members in any order; the values of an array in theirs).")
 	for _, a := range op.Args {
 		if a.Secret {
 			fmt.Fprintf(w, "Secret args show as %s.\n", secret.Redacted)
@@ -226,6 +226,20 @@ func argRules(a *registry.Arg) string {
 		r = append(r, "required")
 	} else {
 		r = append(r, "optional")
+	}
+	if a.Type == registry.TypeArray && a.Items != nil {
+		n := registry.DefaultMaxItems
+		if a.MaxItems != nil {
+			n = *a.MaxItems
+		}
+		r = append(r, fmt.Sprintf("at most %d values", n))
+		if d := a.Delimiter(); d != 0 {
+			r = append(r, fmt.Sprintf("joined by %q", string(d)))
+		}
+		if it := argRules(a.Items); it != "optional" {
+			r = append(r, "each "+strings.TrimPrefix(it, "optional, "))
+		}
+		return strings.Join(r, ", ")
 	}
 	num := func(f *float64) string { return strconv.FormatFloat(*f, 'f', -1, 64) }
 	switch {
@@ -268,6 +282,11 @@ func exampleArgs(op *registry.Op) string {
 			continue
 		}
 		switch {
+		case arg.Type == registry.TypeArray:
+			ex[a] = []any{"…"}
+			if arg.Items != nil && len(arg.Items.Enum) > 0 {
+				ex[a] = []any{arg.Items.Enum[0]}
+			}
 		case len(arg.Enum) > 0:
 			ex[a] = arg.Enum[0]
 		case arg.Type == registry.TypeInteger || arg.Type == registry.TypeNumber:

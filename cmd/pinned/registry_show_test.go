@@ -37,7 +37,7 @@ X-Github-Api-Version: 2022-11-28
 
 The host adds the credential (as Authorization: Bearer), User-Agent and Accept-Encoding: gzip,
 and sends a request only if it is exactly this one (query pairs, form pairs and
-JSON members in any order).
+JSON members in any order; the values of an array in theirs).
 `},
 		{name: "write op with its confirm sentence", args: []string{"show", "github", "create_issue", "--args", `{"owner":"octo","repo":"hello","title":"Fix <b> & co"}`},
 			frags: []string{"github.create_issue (write)", "consent (shown to the member before it runs):\n  [GitHub: owner \"octo\", repo \"hello\"] Open an issue titled \"Fix <b> & co\" in octo/hello?\n",

@@ -339,6 +339,10 @@ func (sp *spec) render(vals []argrules.Value) ([]byte, *Reject) {
 		if !complete(q.pieces, vals) {
 			continue
 		}
+		if len(q.pieces) == 1 && q.pieces[0].arg >= 0 && vals[q.pieces[0].arg].Kind == jsonv.Array {
+			out = sp.appendArray(out, &sep, q.key, q.pieces[0].arg, vals)
+			continue
+		}
 		out = append(out, sep)
 		sep = '&'
 		out = append(out, q.key...)
@@ -369,6 +373,36 @@ func (sp *spec) render(vals []argrules.Value) ([]byte, *Reject) {
 		out = jsonv.AppendString(out, string(body)) // form text is ASCII without quotes: no escapes
 	}
 	return append(out, '}'), nil
+}
+
+// appendArray appends the query pairs of an array arg: with the arg's
+// delimiter, one pair of its values joined by the delimiter (itself
+// percent-encoded: the values cannot hold it); without, one pair per
+// value, none for an empty array.
+func (sp *spec) appendArray(out []byte, sep *byte, key []byte, idx int, vals []argrules.Value) []byte {
+	v, delim := vals[idx], sp.args[idx].Delim
+	var scratch [32]byte
+	if delim != 0 {
+		out = append(out, *sep)
+		*sep = '&'
+		out = append(out, key...)
+		out = append(out, '=')
+		for i, e := range v.A {
+			if i > 0 {
+				out = appendEscaped(out, string(delim), false)
+			}
+			out = appendEscaped(out, string(e.AppendText(scratch[:0])), false)
+		}
+		return out
+	}
+	for _, e := range v.A {
+		out = append(out, *sep)
+		*sep = '&'
+		out = append(out, key...)
+		out = append(out, '=')
+		out = appendEscaped(out, string(e.AppendText(scratch[:0])), false)
+	}
+	return out
 }
 
 // complete reports whether every arg a template names has a value; a key
@@ -451,8 +485,18 @@ func present(n *node, vals []argrules.Value) bool {
 }
 
 func appendTyped(dst []byte, v argrules.Value) []byte {
-	if v.Kind == jsonv.String {
+	switch v.Kind {
+	case jsonv.String:
 		return jsonv.AppendString(dst, v.S)
+	case jsonv.Array:
+		dst = append(dst, '[')
+		for i, e := range v.A {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendTyped(dst, e)
+		}
+		return append(dst, ']')
 	}
 	return v.AppendText(dst)
 }

@@ -1,6 +1,7 @@
 // Package argrules is the one implementation of the argument rules of an
 // op's declarations (docs/MANIFEST.md, "args"): type, required, default,
-// enum, pattern, min, max, max_length, undeclared keys, and what a value
+// enum, pattern, min, max, max_length, an array's items, max_items and
+// delimiter, undeclared keys, and what a value
 // may be where the op puts it (no control character, no empty, "." or ".."
 // path segment). Both sides of the sandbox import it: the guest executor
 // (guest/executor) validates before it renders, and the host
@@ -10,7 +11,7 @@
 //
 // It is compiled into the guest, so it stays small and imports only
 // internal/abi, internal/jsonv and the standard library's regexp, strconv,
-// sync and unicode/utf8; it must never import the registry, the host or
+// strings, sync and unicode/utf8; it must never import the registry, the host or
 // anything with reflection. Declarations are read from the op spec JSON
 // the host builds from the manifest (docs/ABI.md, "The op input").
 package argrules
@@ -19,6 +20,7 @@ import (
 	"bytes"
 	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 	"unicode/utf8"
 
@@ -53,16 +55,27 @@ const MaxSafeInteger = 1<<53 - 1
 // MaxArgs bounds the args an op may declare (the loader allows 32).
 const MaxArgs = 64
 
+// DefaultMaxItems is registry.DefaultMaxItems: the most values an array
+// arg that declares no max_items may hold.
+const DefaultMaxItems = 100
+
 // Arg is one compiled declaration.
 type Arg struct {
 	Name      string
-	Type      string // "string", "integer", "number", "boolean"
+	Type      string // "string", "integer", "number", "boolean", "array"
 	Required  bool
 	Default   *Value // the default, validated once; nil when none
 	Enum      []string
 	Pattern   *regexp.Regexp
 	Min, Max  *float64
 	MaxLength int
+	// Items declares each value of an array arg (a scalar type); MaxItems
+	// bounds its length; Delim is the byte that joins its values in one
+	// query value (',', ' ' or '|'), 0 when each value is its own pair
+	// (OpenAPI explode) or it goes in a JSON body.
+	Items    *Arg
+	MaxItems int
+	Delim    byte
 }
 
 // Value is one validated argument.
@@ -74,13 +87,28 @@ type Value struct {
 	F     float64    // numbers (and integers, for bounds)
 	IsInt bool       // a number that renders as an integer
 	B     bool       // booleans
+	A     []Value    // arrays: the values, each Set, in the caller's order
 }
 
 // AppendText appends the value as text: a string as is, an integer in
 // decimal, a number in the shortest form that round-trips, a boolean as
-// true or false.
+// true or false, an array as a JSON array of its values (strings quoted
+// and escaped, so every value and its bounds show: ["bug", "ui"]).
 func (v Value) AppendText(dst []byte) []byte {
 	switch v.Kind {
+	case jsonv.Array:
+		dst = append(dst, '[')
+		for i, e := range v.A {
+			if i > 0 {
+				dst = append(dst, ", "...)
+			}
+			if e.Kind == jsonv.String {
+				dst = jsonv.AppendString(dst, e.S)
+			} else {
+				dst = e.AppendText(dst)
+			}
+		}
+		return append(dst, ']')
 	case jsonv.Bool:
 		if v.B {
 			return append(dst, "true"...)
@@ -145,17 +173,42 @@ func compilePattern(expr string) (*regexp.Regexp, error) {
 
 // Decode compiles one declaration from its op spec JSON (the object the
 // host writes for registry.Arg: type, required, default, enum, pattern,
-// min, max, max_length; other members are ignored). The default, if any,
-// must satisfy the declaration.
+// min, max, max_length, and for an array items, max_items, style and
+// explode; other members are ignored). The default, if any, must satisfy
+// the declaration.
 func Decode(name string, v *jsonv.Value) (*Arg, error) {
+	return decode(name, v, true)
+}
+
+func decode(name string, v *jsonv.Value, arrayOK bool) (*Arg, error) {
 	if v.Kind != jsonv.Object {
 		return nil, bad("op.args." + name + " must be an object")
 	}
-	a := &Arg{Name: name, MaxLength: DefaultMaxLength}
+	a := &Arg{Name: name, MaxLength: DefaultMaxLength, MaxItems: DefaultMaxItems}
 	var def *jsonv.Value
+	style, explode := "form", true
 	for _, m := range v.O {
 		mv := m.Value
 		switch m.Key {
+		case "items":
+			if !arrayOK {
+				return nil, bad("op.args." + name + ".items: an array's items are not arrays")
+			}
+			it, err := decode(name, &m.Value, false)
+			if err != nil {
+				return nil, err
+			}
+			a.Items = it
+		case "max_items":
+			n, err := strconv.Atoi(mv.S)
+			if err != nil || n <= 0 {
+				return nil, bad("op.args." + name + ".max_items")
+			}
+			a.MaxItems = n
+		case "style":
+			style = mv.S
+		case "explode":
+			explode = mv.Kind != jsonv.Bool || mv.B
 		case "type":
 			a.Type = mv.S
 		case "required":
@@ -200,6 +253,25 @@ func Decode(name string, v *jsonv.Value) (*Arg, error) {
 	}
 	switch a.Type {
 	case "string", "integer", "number", "boolean":
+		if a.Items != nil {
+			return nil, bad("op.args." + name + ".items on a " + a.Type)
+		}
+	case "array":
+		if !arrayOK || a.Items == nil || def != nil {
+			return nil, bad("op.args." + name + ": an array needs items of a scalar type and takes no default")
+		}
+		if !explode {
+			switch style {
+			case "form":
+				a.Delim = ','
+			case "spaceDelimited":
+				a.Delim = ' '
+			case "pipeDelimited":
+				a.Delim = '|'
+			default:
+				return nil, bad("op.args." + name + ".style " + strconv.Quote(style))
+			}
+		}
 	default:
 		return nil, bad("op.args." + name + ".type " + strconv.Quote(a.Type))
 	}
@@ -397,7 +469,10 @@ func (a *Arg) CheckRaw(b []byte) (Value, int32) {
 	case '{':
 		return a.Check(Value{Kind: jsonv.Object})
 	case '[':
-		return a.Check(Value{Kind: jsonv.Array})
+		if a.Type != "array" {
+			return Value{}, abi.RejectType
+		}
+		return a.checkArray(b)
 	}
 	n := jsonv.ScanNumber(b)
 	if n == 0 {
@@ -513,10 +588,64 @@ func ClipName(s string) string {
 	return string(out)
 }
 
+// checkArray validates the (syntactically valid) JSON array at the start
+// of b: at most MaxItems values, each satisfying Items; with a delimiter,
+// no value whose text is empty or holds it (the provider would split it,
+// or read no value, where the caller meant one).
+func (a *Arg) checkArray(b []byte) (Value, int32) {
+	v := Value{Kind: jsonv.Array}
+	i := skipWS(b, 1)
+	if i < len(b) && b[i] == ']' {
+		return a.Check(v)
+	}
+	for i < len(b) {
+		n := jsonv.Skip(b[i:])
+		if n == 0 {
+			return Value{}, abi.RejectType
+		}
+		if len(v.A) == a.MaxItems {
+			return Value{}, abi.RejectLength
+		}
+		if b[i] == '[' || b[i] == '{' {
+			return Value{}, abi.RejectType
+		}
+		e, reason := a.Items.CheckRaw(b[i : i+n])
+		if reason != 0 {
+			return Value{}, reason
+		}
+		v.A = append(v.A, e)
+		i = skipWS(b, i+n)
+		if i < len(b) && b[i] == ']' {
+			return a.Check(v)
+		}
+		if i >= len(b) || b[i] != ',' {
+			return Value{}, abi.RejectType
+		}
+		i = skipWS(b, i+1)
+	}
+	return Value{}, abi.RejectType
+}
+
 // Check validates one value against its declaration and returns it
-// canonical (marked Set), or a reject reason.
+// canonical (marked Set), or a reject reason. An array's values must
+// already be checked against Items (checkArray).
 func (a *Arg) Check(v Value) (Value, int32) {
 	switch a.Type {
+	case "array":
+		if v.Kind != jsonv.Array {
+			return Value{}, abi.RejectType
+		}
+		if len(v.A) > a.MaxItems {
+			return Value{}, abi.RejectLength
+		}
+		if a.Delim != 0 {
+			for _, e := range v.A {
+				t := e.Text()
+				if t == "" || strings.IndexByte(t, a.Delim) >= 0 {
+					return Value{}, abi.RejectValue
+				}
+			}
+		}
 	case "string":
 		if v.Kind != jsonv.String {
 			return Value{}, abi.RejectType

@@ -12,11 +12,13 @@ import (
 // testArgs is a declaration set in the op spec's JSON, as the host writes
 // it (sorted names).
 const testArgs = `{
+ "ids": {"type": "array", "items": {"type": "integer", "min": 1}, "max_items": 3},
  "n": {"type": "integer", "min": 1, "max": 100, "default": 30},
  "name": {"type": "string", "required": true, "pattern": "^[a-z]+$", "max_length": 5},
  "ok": {"type": "boolean"},
  "ratio": {"type": "number", "min": 0.5},
  "state": {"type": "string", "enum": ["open", "closed"], "default": "open"},
+ "tags": {"type": "array", "items": {"type": "string", "pattern": "^[a-z ,|]*$", "max_length": 4}, "explode": false},
  "text": {"type": "string", "max_length": 3}
 }`
 
@@ -62,6 +64,24 @@ func TestValidate(t *testing.T) {
 		{name: "length in code points", raw: `{"name":"a","text":"héé!"}`, reason: abi.RejectLength, arg: "text"},
 		{name: "a control character", raw: `{"name":"a","text":"a\u0000"}`, reason: abi.RejectValue, arg: "text"},
 		{name: "a boolean as a string", raw: `{"name":"a","ok":"true"}`, reason: abi.RejectType, arg: "ok"},
+		{name: "arrays", raw: `{"name":"a","ids":[3, 1,2],"tags":["b a","a"]}`,
+			texts: map[string]string{"name": "a", "n": "30", "state": "open", "ids": "[3, 1, 2]", "tags": `["b a", "a"]`}},
+		{name: "an empty array", raw: `{"name":"a","ids":[ ]}`, texts: map[string]string{"name": "a", "n": "30", "state": "open", "ids": "[]"}},
+		{name: "an array as one value", raw: `{"name":"a","ids":3}`, reason: abi.RejectType, arg: "ids"},
+		{name: "an array as a string", raw: `{"name":"a","ids":"3,4"}`, reason: abi.RejectType, arg: "ids"},
+		{name: "a scalar as an array", raw: `{"name":["a"]}`, reason: abi.RejectType, arg: "name"},
+		{name: "an item of another type", raw: `{"name":"a","ids":[1,"2"]}`, reason: abi.RejectType, arg: "ids"},
+		{name: "a null item", raw: `{"name":"a","ids":[1,null]}`, reason: abi.RejectType, arg: "ids"},
+		{name: "a nested array", raw: `{"name":"a","ids":[[1]]}`, reason: abi.RejectType, arg: "ids"},
+		{name: "an object item", raw: `{"name":"a","ids":[{"x":1}]}`, reason: abi.RejectType, arg: "ids"},
+		{name: "an item below min", raw: `{"name":"a","ids":[1,0]}`, reason: abi.RejectMin, arg: "ids"},
+		{name: "an item with a fraction", raw: `{"name":"a","ids":[1.5]}`, reason: abi.RejectType, arg: "ids"},
+		{name: "too many items", raw: `{"name":"a","ids":[1,2,3,4]}`, reason: abi.RejectLength, arg: "ids"},
+		{name: "an item too long", raw: `{"name":"a","tags":["abcde"]}`, reason: abi.RejectLength, arg: "tags"},
+		{name: "an item off its pattern", raw: `{"name":"a","tags":["A"]}`, reason: abi.RejectPattern, arg: "tags"},
+		{name: "an item holding the delimiter", raw: `{"name":"a","tags":["a,b"]}`, reason: abi.RejectValue, arg: "tags"},
+		{name: "an empty item of a joined array", raw: `{"name":"a","tags":["a",""]}`, reason: abi.RejectValue, arg: "tags"},
+		{name: "an item with a control character", raw: `{"name":"a","tags":["a\u0000"]}`, reason: abi.RejectValue, arg: "tags"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			vals, rej := Validate(args, []byte(tt.raw))
@@ -117,7 +137,7 @@ func TestPathSegmentOK(t *testing.T) {
 // object, and an accepted string is within its declaration.
 func FuzzValidate(f *testing.F) {
 	args := decodeTestArgs(f)
-	for _, s := range []string{`{}`, `{"name":"abc","n":5}`, `{"name":"a","text":"\u00e9\u00e9"}`, `{"name":"a","n":1e400}`, `{"a":`, `{"name":"a","name":"a"}`, `{"\u006eame":"x"}`} {
+	for _, s := range []string{`{}`, `{"name":"abc","n":5}`, `{"name":"a","ids":[1,2],"tags":["a b"]}`, `{"name":"a","ids":[1,`, `{"name":"a","tags":["a,b",""]}`, `{"name":"a","text":"\u00e9\u00e9"}`, `{"name":"a","n":1e400}`, `{"a":`, `{"name":"a","name":"a"}`, `{"\u006eame":"x"}`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
@@ -139,6 +159,18 @@ func FuzzValidate(f *testing.F) {
 			}
 			if v.Set && a.Type == "string" && (a.Pattern != nil && !a.Pattern.MatchString(v.S)) {
 				t.Fatalf("%s = %q breaks its pattern", a.Name, v.S)
+			}
+			if v.Set && a.Type == "array" {
+				var items []json.RawMessage
+				if err := json.Unmarshal(m[a.Name], &items); err != nil || len(items) != len(v.A) || len(v.A) > a.MaxItems {
+					t.Fatalf("%s: accepted %d values from %s (max %d): %v", a.Name, len(v.A), m[a.Name], a.MaxItems, err)
+				}
+				for i, e := range v.A {
+					if !e.Set || (a.Items.Type == "string" && !a.Items.Pattern.MatchString(e.S)) ||
+						(a.Delim != 0 && (e.Text() == "" || strings.IndexByte(e.Text(), a.Delim) >= 0)) {
+						t.Fatalf("%s[%d] = %+v breaks its declaration", a.Name, i, e)
+					}
+				}
 			}
 		}
 	})

@@ -365,15 +365,24 @@ func (im *importer) queryParams(b *opBuild) {
 			s = p.Schema.Value
 		}
 		if typeOf(s) == "array" {
-			explode := p.Explode == nil || *p.Explode
-			if s.Items == nil || s.Items.Value == nil || !scalar(typeOf(s.Items.Value)) || explode {
-				b.note("query parameter %q left out: a list the manifest cannot send yet", p.Name)
+			if !im.arrayArg(b, a, s, p.Name) {
 				continue
 			}
-			im.constrain(b, a, s.Items.Value, p.Name, false)
-			a.Type = registry.TypeString
-			a.Enum = nil
-			a.Description = strings.TrimSpace(a.Description + " (comma-separated)")
+			switch p.Style {
+			case "", registry.StyleForm:
+			case registry.StyleSpaceDelimited, registry.StylePipeDelimited:
+				a.Style = p.Style
+			default:
+				b.note("query parameter %q left out: style %q is not one a manifest sends (form, spaceDelimited, pipeDelimited)", p.Name, p.Style)
+				continue
+			}
+			if p.Explode != nil && !*p.Explode {
+				f := false
+				a.Explode = &f
+			} else if a.Style != "" {
+				b.note("query parameter %q: style %s with explode true repeats the key, as style form does", p.Name, a.Style)
+				a.Style = ""
+			}
 		} else if !im.constrain(b, a, s, p.Name, false) {
 			continue
 		}
@@ -406,6 +415,31 @@ func (im *importer) headerParams(b *opBuild) {
 			b.note("header %q is required by the description and is not sent: add a static value to the manifest's headers or drop the op", p.Name)
 		}
 	}
+}
+
+// arrayArg makes a an array arg of the list schema s: its items' type and
+// constraints, and its maxItems (within the loader's 1 to 1000). It
+// returns false (after a note) when the items are no scalar.
+func (im *importer) arrayArg(b *opBuild, a *registry.Arg, s *openapi3.Schema, what string) bool {
+	var is *openapi3.Schema
+	if s.Items != nil {
+		is = merged(s.Items.Value)
+	}
+	if is == nil || !scalar(typeOf(is)) && typeOf(is) != "" {
+		b.note("%q left out: a list of %s, which an arg cannot hold (its values are strings, integers, numbers or booleans)", what, describeType(is))
+		return false
+	}
+	it := &registry.Arg{Required: true} // no default for a value
+	if !im.constrain(b, it, is, what, false) {
+		return false
+	}
+	it.Required = false
+	a.Type, a.Items = registry.TypeArray, it
+	if s.MaxItems != nil && *s.MaxItems >= 1 {
+		n := int(min(*s.MaxItems, 1000))
+		a.MaxItems = &n
+	}
+	return true
 }
 
 // constrain copies a schema's type and constraints onto a. It returns
@@ -664,6 +698,20 @@ func (im *importer) jsonTemplate(b *opBuild, s *openapi3.Schema, path []string, 
 				want = argName(path[len(path)-1] + "_" + k)
 			}
 			out = append(out, member{k, "{" + b.arg(want, a) + "}"})
+		case t == "array":
+			if len(b.op.Args) >= maxImportArgs {
+				b.note("body member %q left out: an op takes at most %d args", where, maxImportArgs)
+				continue
+			}
+			a := &registry.Arg{Required: req, Description: firstSentence(ps.Description, 200)}
+			if !im.arrayArg(b, a, ps, where) {
+				continue
+			}
+			want := argName(k)
+			if len(path) > 0 && !(len(path) == 1 && wrapper(path[0])) {
+				want = argName(path[len(path)-1] + "_" + k)
+			}
+			out = append(out, member{k, "{" + b.arg(want, a) + "}"})
 		default:
 			b.note("body member %q left out: it is %s, which an arg cannot hold yet", where, describeType(ps))
 		}
@@ -714,7 +762,7 @@ func (im *importer) confirm(b *opBuild) {
 	var parts, optional []string
 	for _, name := range b.order {
 		a := b.op.Args[name]
-		if a.Required || len(a.Default) > 0 {
+		if (a.Required || len(a.Default) > 0) && a.Type != registry.TypeArray {
 			if a.Type == registry.TypeString {
 				parts = append(parts, fmt.Sprintf("%s \"{%s}\"", strings.ReplaceAll(name, "_", " "), name))
 			} else {

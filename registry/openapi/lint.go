@@ -223,6 +223,7 @@ func (l *linter) query() {
 		if param.Schema != nil {
 			l.template("query."+k, l.op.Query[k], param.Schema.Value, "query parameter "+k, true)
 		}
+		l.arrayStyle(k, param)
 	}
 	for _, p := range l.o.parameters() {
 		if p.In == "query" && p.Required && !secretName(p.Name) { // the host sends the credential, in a header
@@ -230,6 +231,37 @@ func (l *linter) query() {
 				l.add("query", "the description requires query parameter %q, which the op does not send", p.Name)
 			}
 		}
+	}
+}
+
+// arrayStyle checks that an array arg filling query key k is written as
+// the parameter's style and explode say (OpenAPI 3 defaults: form,
+// explode true), and that a list parameter is not filled by one that
+// repeats the key where it takes one value.
+func (l *linter) arrayStyle(k string, param *openapi3.Parameter) {
+	t := l.op.Query[k]
+	a := l.op.Args[strings.TrimSuffix(strings.TrimPrefix(t, "{"), "}")]
+	if a == nil || a.Type != registry.TypeArray || t != "{"+strings.TrimSuffix(strings.TrimPrefix(t, "{"), "}")+"}" {
+		return
+	}
+	if param.Schema == nil || param.Schema.Value == nil || typeOf(param.Schema.Value) != "array" {
+		if a.Delimiter() == 0 {
+			l.add("query."+k, "query parameter %s takes one value; arg %q repeats the key per value (join them: \"explode\": false)", k, t)
+		}
+		return
+	}
+	style := param.Style
+	if style == "" {
+		style = registry.StyleForm
+	}
+	explode := param.Explode == nil && style == registry.StyleForm || param.Explode != nil && *param.Explode
+	argStyle := a.Style
+	if argStyle == "" {
+		argStyle = registry.StyleForm
+	}
+	argExplode := a.Explode == nil || *a.Explode
+	if explode != argExplode || !explode && style != argStyle {
+		l.add("query."+k, "query parameter %s is style %s, explode %v; arg %q is style %s, explode %v", k, style, explode, t, argStyle, argExplode)
 	}
 }
 

@@ -324,14 +324,16 @@ func (b *Binding) Bind(raw []byte) (*Bound, *argrules.Reject) {
 		if !complete(kv.pieces, vals) {
 			continue
 		}
-		buf = append(buf, sep)
-		sep = '&'
-		start := len(buf)
-		buf = b.appendPair(buf, kv, vals, false)
-		if n < len(starts) {
-			starts[n], stops[n] = start, len(buf)
+		for item := 0; item < b.pairCount(kv, vals); item++ {
+			buf = append(buf, sep)
+			sep = '&'
+			start := len(buf)
+			buf = b.appendPair(buf, kv, vals, item, false)
+			if n < len(starts) {
+				starts[n], stops[n] = start, len(buf)
+			}
+			n++
 		}
-		n++
 	}
 	out.target = string(buf)
 	out.path = out.target[:pathEnd]
@@ -349,11 +351,46 @@ func (b *Binding) Bind(raw []byte) (*Bound, *argrules.Reject) {
 	return out, nil
 }
 
-// appendPair appends kv's canonical "key=value".
-func (b *Binding) appendPair(dst []byte, kv bindKV, vals []argrules.Value, form bool) []byte {
+// arrayArg returns the index of the array arg whose value is kv's whole
+// template, or -1.
+func arrayArg(kv bindKV, vals []argrules.Value) int {
+	if len(kv.pieces) == 1 && kv.pieces[0].arg >= 0 && vals[kv.pieces[0].arg].Kind == jsonv.Array {
+		return kv.pieces[0].arg
+	}
+	return -1
+}
+
+// pairCount is how many pairs kv sends: one per value of an array arg
+// that is exploded (OpenAPI 3: the key repeated, none for no values),
+// else one.
+func (b *Binding) pairCount(kv bindKV, vals []argrules.Value) int {
+	if a := arrayArg(kv, vals); a >= 0 && b.args[a].Delim == 0 {
+		return len(vals[a].A)
+	}
+	return 1
+}
+
+// appendPair appends kv's canonical "key=value": for an exploded array
+// arg, the pair of its value number item; for a delimited one, its
+// values joined by the delimiter, percent-encoded like them (a value
+// never holds it: argrules refuses that).
+func (b *Binding) appendPair(dst []byte, kv bindKV, vals []argrules.Value, item int, form bool) []byte {
 	dst = append(dst, kv.key...)
 	dst = append(dst, '=')
 	var scratch [32]byte
+	if a := arrayArg(kv, vals); a >= 0 {
+		v, delim := vals[a], b.args[a].Delim
+		if delim == 0 {
+			return pctEncode(dst, v.A[item].AppendText(scratch[:0]), form)
+		}
+		for i, e := range v.A {
+			if i > 0 {
+				dst = pctEncode(dst, []byte{delim}, form)
+			}
+			dst = pctEncode(dst, e.AppendText(scratch[:0]), form)
+		}
+		return dst
+	}
 	for _, p := range kv.pieces {
 		if p.arg < 0 {
 			dst = pctEncode(dst, p.lit, form)
@@ -371,8 +408,11 @@ func (b *Binding) appendPair(dst []byte, kv bindKV, vals []argrules.Value, form 
 func (b *Binding) pairs(kvs []bindKV, vals []argrules.Value, form bool) []string {
 	var out []string
 	for _, kv := range kvs {
-		if complete(kv.pieces, vals) {
-			out = append(out, string(b.appendPair(nil, kv, vals, form)))
+		if !complete(kv.pieces, vals) {
+			continue
+		}
+		for item := 0; item < b.pairCount(kv, vals); item++ {
+			out = append(out, string(b.appendPair(nil, kv, vals, item, form)))
 		}
 	}
 	return out
@@ -457,27 +497,42 @@ func (b *Binding) Check(want *Bound, r *Request, host string) bool {
 	return b.sameHeaders(r.headers)
 }
 
-// samePairs reports whether the "&"-joined pairs of s are exactly want, in
-// any order, each once.
+// samePairs reports whether the "&"-joined pairs of s are exactly want,
+// each once: pairs of different keys in any order, the pairs of one key
+// (an array's values) in want's order, so a value added, dropped or moved
+// is refused.
 func samePairs(s string, want []string) bool {
-	if len(want) > 64 {
-		return false
-	}
 	if s == "" {
 		return len(want) == 0
 	}
-	var used uint64
+	var usedBuf [64]bool
+	used := usedBuf[:0]
+	if len(want) > len(usedBuf) {
+		used = make([]bool, len(want))
+	} else {
+		used = usedBuf[:len(want)]
+	}
 	n := 0
 	for more := true; more; {
 		var pair string
 		pair, s, more = strings.Cut(s, "&")
 		n++
+		if n > len(want) {
+			return false
+		}
+		key, _, _ := strings.Cut(pair, "=")
 		found := false
 		for i, w := range want {
-			if used&(1<<i) == 0 && w == pair {
-				used |= 1 << i
+			if used[i] {
+				continue
+			}
+			if w == pair {
+				used[i] = true
 				found = true
 				break
+			}
+			if wk, _, _ := strings.Cut(w, "="); wk == key {
+				return false // an earlier value of this key is due first
 			}
 		}
 		if !found {
@@ -525,21 +580,7 @@ func (n *bindNode) present(vals []argrules.Value) bool {
 // structurally (see the comment at the top of the file).
 func (n *bindNode) equal(v *jsonv.Value, vals []argrules.Value) bool {
 	if n.exact >= 0 {
-		a := vals[n.exact]
-		switch a.Kind {
-		case jsonv.String:
-			return v.Kind == jsonv.String && v.S == a.S
-		case jsonv.Bool:
-			return v.Kind == jsonv.Bool && v.B == a.B
-		case jsonv.Number:
-			// The literal's text, not its value: "-0" for 0, "1.0" for
-			// 1 or 17 significant digits for a float64 are the same
-			// float64 but not the same number to a provider that reads
-			// integers or decimals (red team, TestBindComparesNumberText).
-			var scratch [32]byte
-			return v.Kind == jsonv.Number && v.S == string(a.AppendText(scratch[:0]))
-		}
-		return false
+		return equalTyped(vals[n.exact], v)
 	}
 	if v.Kind != n.kind {
 		return false
@@ -578,6 +619,35 @@ func (n *bindNode) equal(v *jsonv.Value, vals []argrules.Value) bool {
 			}
 		}
 		return want == len(v.O) // jsonv refuses duplicate keys
+	}
+	return false
+}
+
+// equalTyped compares a body value with an arg's value as a JSON value
+// of its type: an array element by element, in order.
+func equalTyped(a argrules.Value, v *jsonv.Value) bool {
+	switch a.Kind {
+	case jsonv.Array:
+		if v.Kind != jsonv.Array || len(v.A) != len(a.A) {
+			return false
+		}
+		for i := range a.A {
+			if !equalTyped(a.A[i], &v.A[i]) {
+				return false
+			}
+		}
+		return true
+	case jsonv.String:
+		return v.Kind == jsonv.String && v.S == a.S
+	case jsonv.Bool:
+		return v.Kind == jsonv.Bool && v.B == a.B
+	case jsonv.Number:
+		// The literal's text, not its value: "-0" for 0, "1.0" for
+		// 1 or 17 significant digits for a float64 are the same
+		// float64 but not the same number to a provider that reads
+		// integers or decimals (red team, TestBindComparesNumberText).
+		var scratch [32]byte
+		return v.Kind == jsonv.Number && v.S == string(a.AppendText(scratch[:0]))
 	}
 	return false
 }

@@ -205,3 +205,69 @@ func TestBindLoneSurrogate(t *testing.T) {
 		}
 	}
 }
+
+// TestBindArrays: a guest that adds, drops, moves or respells a value of
+// an array arg is refused: in a query with the key repeated per value
+// (Google Calendar's eventTypes), in one joined value (GitHub's labels),
+// and in a JSON body (GitHub's create_issue labels and assignees). Pairs
+// of other keys stay free in order.
+func TestBindArrays(t *testing.T) {
+	gh := `["Accept","application/vnd.github+json"],["X-GitHub-Api-Version","2022-11-28"]`
+	cal := func(q string) string {
+		return `{"method":"GET","url":"https://www.googleapis.com/calendar/v3/calendars/primary/events?` + q + `","headers":[]}`
+	}
+	iss := func(q string) string {
+		return `{"method":"GET","url":"https://api.github.com/repos/octo/notes/issues?` + q + `","headers":[` + gh + `]}`
+	}
+	ci := func(body string) string {
+		j, _ := json.Marshal(body)
+		return `{"method":"POST","url":"https://api.github.com/repos/octo/notes/issues","headers":[` + gh + `],"body":` + string(j) + `}`
+	}
+	const (
+		calArgs = `{"calendar_id":"primary","event_types":["focusTime","default"]}`
+		calRest = "maxResults=50&orderBy=startTime&singleEvents=true"
+		issArgs = `{"owner":"octo","repo":"notes","labels":["bug","good first issue"]}`
+		issRest = "per_page=30&state=open"
+		ciArgs  = `{"owner":"octo","repo":"notes","title":"T","labels":["bug","ui"],"assignees":["carol"]}`
+	)
+	for _, tt := range []struct {
+		name, service, op, args, req string
+		want                         api.DenyReason
+	}{
+		{"repeated key: the honest request", "googlecalendar", "list_events", calArgs, cal("eventTypes=focusTime&eventTypes=default&" + calRest), ""},
+		{"repeated key: other keys moved (the same request)", "googlecalendar", "list_events", calArgs, cal("maxResults=50&eventTypes=focusTime&orderBy=startTime&eventTypes=default&singleEvents=true"), ""},
+		{"repeated key: values swapped", "googlecalendar", "list_events", calArgs, cal("eventTypes=default&eventTypes=focusTime&" + calRest), api.DenyNotBound},
+		{"repeated key: a value added", "googlecalendar", "list_events", calArgs, cal("eventTypes=focusTime&eventTypes=default&eventTypes=outOfOffice&" + calRest), api.DenyNotBound},
+		{"repeated key: a value twice", "googlecalendar", "list_events", calArgs, cal("eventTypes=focusTime&eventTypes=default&eventTypes=default&" + calRest), api.DenyNotBound},
+		{"repeated key: a value dropped", "googlecalendar", "list_events", calArgs, cal("eventTypes=focusTime&" + calRest), api.DenyNotBound},
+		{"repeated key: joined instead", "googlecalendar", "list_events", calArgs, cal("eventTypes=focusTime%2Cdefault&" + calRest), api.DenyNotBound},
+		{"repeated key: another key twice", "googlecalendar", "list_events", calArgs, cal("eventTypes=focusTime&eventTypes=default&" + calRest + "&orderBy=startTime"), api.DenyQueryDuplicate},
+		{"repeated key: sent for an empty array", "googlecalendar", "list_events", `{"calendar_id":"primary","event_types":[]}`, cal("eventTypes=&" + calRest), api.DenyNotBound},
+		{"repeated key: none for an empty array", "googlecalendar", "list_events", `{"calendar_id":"primary","event_types":[]}`, cal(calRest), ""},
+		{"joined: the honest request", "github", "list_issues", issArgs, iss("labels=bug%2Cgood%20first%20issue&" + issRest), ""},
+		{"joined: values swapped", "github", "list_issues", issArgs, iss("labels=good%20first%20issue%2Cbug&" + issRest), api.DenyNotBound},
+		{"joined: a value added", "github", "list_issues", issArgs, iss("labels=bug%2Cgood%20first%20issue%2Cwontfix&" + issRest), api.DenyNotBound},
+		{"joined: a value dropped", "github", "list_issues", issArgs, iss("labels=bug&" + issRest), api.DenyNotBound},
+		{"joined: the key repeated instead", "github", "list_issues", issArgs, iss("labels=bug&labels=good%20first%20issue&" + issRest), api.DenyQueryDuplicate},
+		{"joined: a raw comma", "github", "list_issues", issArgs, iss("labels=bug,good%20first%20issue&" + issRest), api.DenyQuerySyntax},
+		{"joined: lower-case hex", "github", "list_issues", issArgs, iss("labels=bug%2cgood%20first%20issue&" + issRest), api.DenyNotBound},
+		{"json: the honest body", "github", "create_issue", ciArgs, ci(`{"title":"T","labels":["bug","ui"],"assignees":["carol"]}`), ""},
+		{"json: members moved (the same request)", "github", "create_issue", ciArgs, ci(`{"assignees":["carol"],"labels":["bug","ui"],"title":"T"}`), ""},
+		{"json: values swapped", "github", "create_issue", ciArgs, ci(`{"title":"T","labels":["ui","bug"],"assignees":["carol"]}`), api.DenyNotBound},
+		{"json: a value added", "github", "create_issue", ciArgs, ci(`{"title":"T","labels":["bug","ui","admin"],"assignees":["carol"]}`), api.DenyNotBound},
+		{"json: a value dropped", "github", "create_issue", ciArgs, ci(`{"title":"T","labels":["bug"],"assignees":["carol"]}`), api.DenyNotBound},
+		{"json: an assignee added", "github", "create_issue", ciArgs, ci(`{"title":"T","labels":["bug","ui"],"assignees":["carol","mallory"]}`), api.DenyNotBound},
+		{"json: the array as a string", "github", "create_issue", ciArgs, ci(`{"title":"T","labels":"bug,ui","assignees":["carol"]}`), api.DenyNotBound},
+		{"json: a value nested", "github", "create_issue", ciArgs, ci(`{"title":"T","labels":[["bug"],"ui"],"assignees":["carol"]}`), api.DenyNotBound},
+		{"json: a value as an object", "github", "create_issue", ciArgs, ci(`{"title":"T","labels":[{"name":"bug"},"ui"],"assignees":["carol"]}`), api.DenyNotBound},
+		{"json: an absent array sent empty", "github", "create_issue", `{"owner":"octo","repo":"notes","title":"T"}`, ci(`{"title":"T","labels":[],"assignees":[]}`), api.DenyNotBound},
+		{"json: an empty array left out", "github", "create_issue", `{"owner":"octo","repo":"notes","title":"T","labels":[]}`, ci(`{"title":"T"}`), api.DenyNotBound},
+		{"json: an empty array", "github", "create_issue", `{"owner":"octo","repo":"notes","title":"T","labels":[]}`, ci(`{"title":"T","labels":[]}`), ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := rawVerdict(t, tt.service, tt.op, tt.args, tt.req); got != tt.want {
+				t.Fatalf("verdict %q, want %q", got, tt.want)
+			}
+		})
+	}
+}

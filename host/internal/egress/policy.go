@@ -90,6 +90,11 @@ type Policy struct {
 	bodyKind    string // "", "json", "form"
 	authHeader  string // canonical name of the credential header
 	contentType string
+	// repeat holds the query keys that may come more than once: those
+	// whose template is exactly an exploded array arg (the key repeated
+	// per value, OpenAPI 3 style form). The binding holds their values to
+	// the args, in order.
+	repeat []string
 }
 
 type pathSeg struct {
@@ -119,6 +124,13 @@ func NewPolicy(m *registry.Manifest, op *registry.Op) (*Policy, error) {
 			p.segments = append(p.segments, pathSeg{arg: true})
 		} else {
 			p.segments = append(p.segments, pathSeg{lit: seg})
+		}
+	}
+	for _, k := range op.QueryKeys() {
+		if t := op.Query[k]; len(t) > 2 && t[0] == '{' && t[len(t)-1] == '}' {
+			if a := op.Args[t[1:len(t)-1]]; a != nil && a.Type == registry.TypeArray && a.Delimiter() == 0 {
+				p.repeat = append(p.repeat, k)
+			}
 		}
 	}
 	switch p.bodyKind {
@@ -334,8 +346,8 @@ func unhex(c byte) (byte, bool) {
 
 // checkQuery: pairs of key=value joined by "&", in the executor's
 // alphabet only (unreserved characters and %XX: no ";", which some
-// servers also split on), valid encoding, no key twice. Which keys and
-// values is the binding's check (bind.go).
+// servers also split on), valid encoding, no key twice but an exploded
+// array arg's. Which keys and values is the binding's check (bind.go).
 func (p *Policy) checkQuery(q string) api.DenyReason {
 	if q == "" {
 		return api.DenyQuerySyntax
@@ -356,7 +368,7 @@ func (p *Policy) checkQuery(q string) api.DenyReason {
 		if !ok1 || !ok2 {
 			return api.DenyQuerySyntax
 		}
-		if seen[key] {
+		if seen[key] && !slices.Contains(p.repeat, key) {
 			return api.DenyQueryDuplicate
 		}
 		seen[key] = true

@@ -90,11 +90,7 @@ func (n *bindNode) appendJSON(dst []byte, vals []argrules.Value) []byte {
 		return append(dst, q...)
 	}
 	if n.exact >= 0 {
-		a := vals[n.exact]
-		if a.Kind == jsonv.String {
-			return str(dst, a.S)
-		}
-		return a.AppendText(dst)
+		return appendTypedJSON(dst, vals[n.exact])
 	}
 	switch n.kind {
 	case jsonv.String:
@@ -139,12 +135,34 @@ func (n *bindNode) appendJSON(dst []byte, vals []argrules.Value) []byte {
 	return dst
 }
 
+// appendTypedJSON appends an arg's value as a JSON value of its type: a
+// string quoted, an array of its values in order, a number or boolean as
+// its canonical text.
+func appendTypedJSON(dst []byte, a argrules.Value) []byte {
+	switch a.Kind {
+	case jsonv.String:
+		q, _ := jsonenc.Marshal(a.S)
+		return append(dst, q...)
+	case jsonv.Array:
+		dst = append(dst, '[')
+		for i, e := range a.A {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendTypedJSON(dst, e)
+		}
+		return append(dst, ']')
+	}
+	return a.AppendText(dst)
+}
+
 // SentArg is one arg the bound request carries.
 type SentArg struct {
 	// Name is the arg's name.
 	Name string
 	// Text is its effective value as text (given or defaulted): a string
-	// as is, a number in its canonical text, a boolean as true or false.
+	// as is, a number in its canonical text, a boolean as true or false,
+	// an array as a JSON array of every value (["bug", "ui"]).
 	Text string
 	// IsString is true for a string value.
 	IsString bool

@@ -322,8 +322,25 @@ func requestArgs(op *registry.Op, r *http.Request, body []byte, args map[string]
 	}
 	q := r.URL.Query()
 	for k, t := range op.Query {
-		if a := whole(t); a != "" && op.Args[a] != nil && q.Has(k) {
-			args[a] = typed(op.Args[a], q.Get(k))
+		a := whole(t)
+		arg := op.Args[a]
+		switch {
+		case a == "" || arg == nil || !q.Has(k):
+		case arg.Type == registry.TypeArray && arg.Items != nil:
+			vs := q[k] // the key repeated per value (OpenAPI explode)
+			if d := arg.Delimiter(); d != 0 {
+				vs = nil
+				if v := q.Get(k); v != "" {
+					vs = strings.Split(v, string(d))
+				}
+			}
+			items := []any{}
+			for _, v := range vs {
+				items = append(items, typed(arg.Items, v))
+			}
+			args[a] = items
+		default:
+			args[a] = typed(arg, q.Get(k))
 		}
 	}
 	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
@@ -572,6 +589,19 @@ func (c *cond) holds(e env, row any) bool {
 	case c.Contains != "":
 		o, ok := operand(c.Contains)
 		if !ok {
+			return true
+		}
+		if list, isList := subj.([]any); isList {
+			// A list holds a value, or every value of a list.
+			want, many := o.([]any)
+			if !many {
+				want = []any{o}
+			}
+			for _, w := range want {
+				if !slices.ContainsFunc(list, func(x any) bool { return eq(x, w) }) {
+					return false
+				}
+			}
 			return true
 		}
 		if c.Fold {

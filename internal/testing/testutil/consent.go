@@ -1,6 +1,7 @@
 package testutil
 
 import (
+	"bytes"
 	_ "embed"
 	"encoding/json"
 	"fmt"
@@ -119,7 +120,24 @@ func Carried(op *registry.Op, args json.RawMessage) map[string]string {
 			continue // absent and no default: not sent
 		}
 		var s string
-		if json.Unmarshal(raw, &s) != nil {
+		var items []json.RawMessage
+		switch {
+		case json.Unmarshal(raw, &s) == nil:
+		case json.Unmarshal(raw, &items) == nil:
+			// An array shows as a JSON array of every value, strings
+			// quoted: ["bug", "ui"].
+			parts := make([]string, len(items))
+			for i, it := range items {
+				var b bytes.Buffer
+				enc := json.NewEncoder(&b)
+				enc.SetEscapeHTML(false)
+				var v any
+				_ = json.Unmarshal(it, &v)
+				_ = enc.Encode(v)
+				parts[i] = strings.TrimSuffix(b.String(), "\n")
+			}
+			s = "[" + strings.Join(parts, ", ") + "]"
+		default:
 			s = string(raw)
 		}
 		out[name] = s
