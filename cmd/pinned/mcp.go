@@ -174,7 +174,7 @@ func runMCP(args []string, stdout, stderr io.Writer) int {
 	default:
 		return usage("--protocol %q: want both, 2025-11-25 or 2026-07-28", *protocol)
 	}
-	confirmKey, nonces, closeNonces, err := mcpConfirmState(*confirmKeyFile, *redisURL, *redisPasswordFile, *redisPrefix, *stateDir)
+	confirmKey, nonces, shared, closeNonces, err := mcpConfirmState(*confirmKeyFile, *redisURL, *redisPasswordFile, *redisPrefix, *stateDir)
 	if err != nil {
 		return usage("%s", err)
 	}
@@ -248,7 +248,11 @@ func runMCP(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "pinned mcp: %s\n", listenFailed(err))
 		return 1
 	}
-	handler, err := mcpHandler(srv, token, *oauthURL, *oauthSubject, *oauthKeyFile, *oauthCA, *oauthPrivate)
+	var codes mcpauth.CodeStore // nil: this process's memory
+	if shared != nil {
+		codes = shared // a code issued by one replica is redeemed at another, once
+	}
+	handler, err := mcpHandler(srv, token, *oauthURL, *oauthSubject, *oauthKeyFile, *oauthCA, *oauthPrivate, codes)
 	if err != nil {
 		return usage("%s", err)
 	}
@@ -272,8 +276,9 @@ func runMCP(args []string, stdout, stderr io.Writer) int {
 // with resourceURL set, OAuth 2.1 besides it (package mcpauth): the
 // authorization server's endpoints on the resource's origin, the
 // Protected Resource Metadata, and access tokens bound to resourceURL
-// and subject. The consent page's owner secret is the bearer token.
-func mcpHandler(srv *mcpserver.Server, token, resourceURL, subject, keyFile, caFile string, private bool) (http.Handler, error) {
+// and subject. The consent page's owner secret is the bearer token;
+// codes holds the authorization codes (nil: this process's memory).
+func mcpHandler(srv *mcpserver.Server, token, resourceURL, subject, keyFile, caFile string, private bool, codes mcpauth.CodeStore) (http.Handler, error) {
 	if resourceURL == "" && caFile != "" {
 		return nil, errors.New("--oauth-client-cacert is for --oauth-resource")
 	}
@@ -324,7 +329,7 @@ func mcpHandler(srv *mcpserver.Server, token, resourceURL, subject, keyFile, caF
 	if private {
 		docs.Transport = base
 	}
-	as, err := mcpauth.New(mcpauth.Config{Issuer: origin, Resource: resourceURL, Subject: subject, Key: key, OwnerSecret: token, HTTPClient: docs})
+	as, err := mcpauth.New(mcpauth.Config{Issuer: origin, Resource: resourceURL, Subject: subject, Key: key, OwnerSecret: token, HTTPClient: docs, Codes: codes})
 	if err != nil {
 		return nil, err
 	}
@@ -351,52 +356,54 @@ func isLoopbackURLHost(h string) bool {
 // mcpConfirmState is the confirmation key and where its nonces are spent:
 // no key file, a fresh key and memory (nil); a key and Redis (replicas);
 // a key and no Redis, a file under stateDir (one process, durable: a
-// restart inside a confirmation's life still refuses its replay).
-func mcpConfirmState(keyFile, redisURL, pwFile, prefix, stateDir string) ([]byte, mcpserver.NonceStore, func(), error) {
+// restart inside a confirmation's life still refuses its replay). With
+// Redis, shared is the same store: it also holds what replicas must
+// share besides nonces (OAuth codes, approval decisions).
+func mcpConfirmState(keyFile, redisURL, pwFile, prefix, stateDir string) (key []byte, nonces mcpserver.NonceStore, shared *state.Redis, closeFn func(), err error) {
 	none := func() {}
 	hexKey, err := secretFromFileOrEnv("confirm key", "--confirm-key-file", keyFile, "PINNED_MCP_CONFIRM_KEY", 2*mcpserver.ConfirmKeySize)
 	if err != nil {
-		return nil, nil, none, err
+		return nil, nil, nil, none, err
 	}
 	pw, err := secretFromFileOrEnv("Redis password", "--redis-password-file", pwFile, "PINNED_MCP_REDIS_PASSWORD", 1)
 	if err != nil {
-		return nil, nil, none, err
+		return nil, nil, nil, none, err
 	}
 	if hexKey == "" {
 		if redisURL != "" || pw != "" {
-			return nil, nil, none, errors.New("--redis-url needs the confirm key shared by the replicas: --confirm-key-file or PINNED_MCP_CONFIRM_KEY (create one with: openssl rand -hex 32)")
+			return nil, nil, nil, none, errors.New("--redis-url needs the confirm key shared by the replicas: --confirm-key-file or PINNED_MCP_CONFIRM_KEY (create one with: openssl rand -hex 32)")
 		}
-		return nil, nil, none, nil
+		return nil, nil, nil, none, nil
 	}
-	key, err := hex.DecodeString(hexKey)
+	key, err = hex.DecodeString(hexKey)
 	if err != nil || len(key) != mcpserver.ConfirmKeySize {
-		return nil, nil, none, fmt.Errorf("the confirm key must be %d hex characters (openssl rand -hex 32)", 2*mcpserver.ConfirmKeySize)
+		return nil, nil, nil, none, fmt.Errorf("the confirm key must be %d hex characters (openssl rand -hex 32)", 2*mcpserver.ConfirmKeySize)
 	}
 	if redisURL == "" {
 		if pw != "" {
-			return nil, nil, none, errors.New("a Redis password is set but --redis-url is empty")
+			return nil, nil, nil, none, errors.New("a Redis password is set but --redis-url is empty")
 		}
 		if stateDir == "" {
-			return nil, nil, none, errors.New("--confirm-key-file without --redis-url keeps spent confirmations in a file: set --state-dir")
+			return nil, nil, nil, none, errors.New("--confirm-key-file without --redis-url keeps spent confirmations in a file: set --state-dir")
 		}
 		sum := sha256.Sum256(key)
 		f, err := state.OpenFile(filepath.Join(stateDir, "mcp-"+hex.EncodeToString(sum[:6])+".db"), state.FileOptions{})
 		if err != nil {
-			return nil, nil, none, fmt.Errorf("--state-dir: %w", err)
+			return nil, nil, nil, none, fmt.Errorf("--state-dir: %w", err)
 		}
-		return key, f, func() { _ = f.Close() }, nil
+		return key, f, nil, func() { _ = f.Close() }, nil
 	}
 	if prefix == "" {
-		return nil, nil, none, errors.New("--redis-prefix must not be empty")
+		return nil, nil, nil, none, errors.New("--redis-prefix must not be empty")
 	}
 	// The store's own key (grace entries, unused here) is derived, so the
 	// confirm key itself is used for one purpose only.
 	stateKey := sha256.Sum256(append([]byte("pinned mcp redis state key\x00"), key...))
 	rs, err := state.NewRedis(state.RedisOptions{URL: redisURL, Password: pw, StateKey: stateKey[:], Prefix: prefix})
 	if err != nil {
-		return nil, nil, none, fmt.Errorf("--redis-url: %s", strings.TrimPrefix(err.Error(), "state: "))
+		return nil, nil, nil, none, fmt.Errorf("--redis-url: %s", strings.TrimPrefix(err.Error(), "state: "))
 	}
-	return key, rs, func() { _ = rs.Close() }, nil
+	return key, rs, rs, func() { _ = rs.Close() }, nil
 }
 
 // mcpBroker is the broker client for rotation, or nil without a broker.

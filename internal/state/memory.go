@@ -41,6 +41,8 @@ type Memory struct {
 	grace  map[string]memGrace
 
 	limits *memLimits // rate limits and back-offs (limit_memory.go)
+
+	values memValues // short-lived values (values.go)
 }
 
 type memFence struct {
@@ -69,6 +71,7 @@ func NewMemory(o MemoryOptions) *Memory {
 		fences:   map[string]memFence{},
 		grace:    map[string]memGrace{},
 		limits:   newMemLimits(),
+		values:   memValues{m: map[string]memValue{}},
 	}
 	if m.maxGrace <= 0 {
 		m.maxGrace = DefaultMaxGrace
