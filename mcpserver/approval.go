@@ -126,8 +126,11 @@ func (s *Server) putLink(ctx context.Context, id string, l *approvalLink) error 
 }
 
 // awaitDecision reads the person's decision on link id until one is
-// there, until is reached or ctx ends. decided is false when none came.
-func (s *Server) awaitDecision(ctx context.Context, id string, until time.Time) (decision string, decided bool, err error) {
+// there, for at most d (real time), or until ctx ends. decided is false
+// when none came.
+func (s *Server) awaitDecision(ctx context.Context, id string, d time.Duration) (decision string, decided bool, err error) {
+	deadline := time.NewTimer(d)
+	defer deadline.Stop()
 	t := time.NewTicker(approvalPoll)
 	defer t.Stop()
 	for {
@@ -138,11 +141,10 @@ func (s *Server) awaitDecision(ctx context.Context, id string, until time.Time) 
 		if ok {
 			return string(v), true, nil
 		}
-		if !s.cfg.now().Before(until) {
-			return "", false, nil
-		}
 		select {
 		case <-ctx.Done():
+			return "", false, nil
+		case <-deadline.C:
 			return "", false, nil
 		case <-t.C:
 		}

@@ -207,11 +207,11 @@ func (s *Server) confirmed(ctx context.Context, req *mcp.CallToolRequest, servic
 	if c.Link != "" && accepted && c.Service == service && c.Op == op && c.ArgsHash == argsHash {
 		// The client's accept only says the person opened the link: wait
 		// for their decision on the page.
-		until := exp
-		if w := s.cfg.now().Add(s.cfg.approvalWait()); !legacy && w.Before(exp) {
-			until = w
+		wait := exp.Sub(s.cfg.now())
+		if !legacy {
+			wait = min(wait, s.cfg.approvalWait())
 		}
-		dec, decided, err := s.awaitDecision(ctx, c.Link, until)
+		dec, decided, err := s.awaitDecision(ctx, c.Link, wait)
 		if err != nil {
 			s.log.Error().Str("event", "approval_store").Str("cause", err.Error()).Msg("the approval decision could not be read; refused")
 			return nil, CodeStateUnavailable
