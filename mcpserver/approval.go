@@ -352,4 +352,3 @@ func checkApprovalURL(raw string) (string, error) {
 	}
 	return strings.TrimSuffix(raw, "/"), nil
 }
-

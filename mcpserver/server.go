@@ -170,8 +170,10 @@ func (c *Config) registry() *registry.Registry { return cmp.Or(c.Registry, regis
 func (c *Config) tools() string                { return cmp.Or(c.Tools, ToolsFull) }
 func (c *Config) confirmTTL() time.Duration    { return cmp.Or(max(c.ConfirmTTL, 0), DefaultConfirmTTL) }
 func (c *Config) grantTTL() time.Duration      { return cmp.Or(max(c.GrantTTL, 0), DefaultGrantTTL) }
-func (c *Config) approvalWait() time.Duration  { return cmp.Or(max(c.ApprovalWait, 0), DefaultApprovalWait) }
-func (c *Config) maxResultBytes() int          { return cmp.Or(max(c.MaxResultBytes, 0), DefaultMaxResultBytes) }
+func (c *Config) approvalWait() time.Duration {
+	return cmp.Or(max(c.ApprovalWait, 0), DefaultApprovalWait)
+}
+func (c *Config) maxResultBytes() int { return cmp.Or(max(c.MaxResultBytes, 0), DefaultMaxResultBytes) }
 func (c *Config) now() time.Time {
 	if c.Now == nil {
 		return time.Now()
@@ -192,8 +194,8 @@ type Server struct {
 	// approval page's form tokens (approval.go).
 	approvals ApprovalStore
 	csrfKey   []byte
-	mcp    *mcp.Server
-	defs   map[string]*toolDef
+	mcp       *mcp.Server
+	defs      map[string]*toolDef
 	// versions are the protocol versions served, newest first.
 	versions []string
 	// flows holds the record of returned values (package internal/flow)
