@@ -78,6 +78,13 @@ flag value) is required, on loopback too: every local user can reach it.
 Resource Metadata, an authorization server (code + PKCE, client ID
 metadata documents) whose consent page you approve with the bearer token,
 and access tokens scoped mcp:read or mcp:write (step-up for writes).
+--approval-links url lets a client that can show a link but not a form
+(URL-mode elicitation) run writes: each write's consent is a page of
+this server, /approve/<id>, that shows every value sent; you approve it
+there with the bearer token, once, before it expires. --approval-links
+always does so for every client. --approval-url sets the base URL your
+browser uses (default the --oauth-resource origin, or the loopback
+--listen address).
 Token rotation of expiring OAuth pairs needs a broker: --broker-url with
 --broker-token-file or PINNED_MCP_BROKER_TOKEN.
 
@@ -91,6 +98,7 @@ Examples:
     pinned mcp --listen 127.0.0.1:8765 --redis-url redis://127.0.0.1:6379
   PINNED_MCP_TOKEN=$(cat tok) pinned mcp --listen 127.0.0.1:8765 \
     --oauth-resource https://mcp.example.com/mcp      # behind a TLS proxy
+  PINNED_MCP_TOKEN=$(cat tok) pinned mcp --listen 127.0.0.1:8765 --approval-links url
 
 Exit status: 0 after the client closed stdin (or SIGINT/SIGTERM), 1 the
 server failed, 2 bad usage.
@@ -121,6 +129,8 @@ func runMCP(args []string, stdout, stderr io.Writer) int {
 	oauthKeyFile := fs.String("oauth-key-file", "", "`file` holding the 64-hex-character Ed25519 seed signing access tokens, the same on every replica (or set PINNED_MCP_OAUTH_KEY); empty: a fresh key each run")
 	oauthPrivate := fs.Bool("oauth-allow-private-clients", false, "fetch clients' metadata documents from loopback and private addresses too (tests and trials; the default refuses them: SSRF)")
 	oauthCA := fs.String("oauth-client-cacert", "", "PEM `file` of CAs trusted, besides the system's, when fetching clients' metadata documents (a private CA)")
+	approvalLinks := fs.String("approval-links", "off", "approval links for writes (MCP elicitation in URL mode; needs --listen): `mode` off, url (clients that show URLs but not forms) or always (every write, also for clients that show forms)")
+	approvalURL := fs.String("approval-url", "", "the base `URL` at which the person's browser reaches this server's approval page (https, or http on loopback); default the --oauth-resource origin, else http://ADDR of a loopback --listen")
 	stateDir := fs.String("state-dir", defaultStateDir(), "`directory` of the file where one process spends confirmations, with --confirm-key-file and no --redis-url")
 	var allow []api.Flow
 	fs.Func("allow-flow", "let values `FROM:TO` flow: a read of service TO may carry what service FROM returned in the session (repeatable; e.g. dnsimple:github)", func(v string) error {
@@ -168,6 +178,14 @@ func runMCP(args []string, stdout, stderr io.Writer) int {
 		}
 	} else if token != "" && *tokenFile != "" {
 		return usage("--token-file is for --listen (stdio needs no token)")
+	}
+	switch {
+	case *approvalLinks != "off" && *approvalLinks != "url" && *approvalLinks != "always":
+		return usage("--approval-links %q: want off, url or always", *approvalLinks)
+	case *approvalLinks != "off" && *listen == "":
+		return usage("--approval-links is for --listen (the approval page is served on its address)")
+	case *approvalURL != "" && *approvalLinks == "off":
+		return usage("--approval-url is for --approval-links url or always")
 	}
 	switch *protocol {
 	case mcpserver.ProtocolBoth, mcpserver.Revision20251125, mcpserver.Revision20260728:
@@ -219,9 +237,30 @@ func runMCP(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "pinned mcp: %s\n", errText(err))
 		return 1
 	}
-	// serverInfo.version is what pinned version prints (the stamped one first).
-	srv, err := mcpserver.New(mcpserver.Config{Sidecar: side, Store: store, Tools: *tools, MaxResultBytes: *maxResult, Logger: &log,
-		Version: readBuildInfo().Version, AllowFlows: allow, Protocol: *protocol, ConfirmKey: confirmKey, Nonces: nonces})
+	var ln net.Listener
+	if *listen != "" {
+		if ln, err = net.Listen("tcp", *listen); err != nil {
+			fmt.Fprintf(stderr, "pinned mcp: %s\n", listenFailed(err))
+			return 1
+		}
+		defer ln.Close()
+	}
+	mcfg := mcpserver.Config{Sidecar: side, Store: store, Tools: *tools, MaxResultBytes: *maxResult, Logger: &log,
+		// serverInfo.version is what pinned version prints (the stamped one first).
+		Version: readBuildInfo().Version, AllowFlows: allow, Protocol: *protocol, ConfirmKey: confirmKey, Nonces: nonces}
+	if *approvalLinks != "off" {
+		base, err := approvalBase(*approvalURL, *oauthURL, ln.Addr())
+		if err != nil {
+			return usage("%s", err)
+		}
+		// The person approves with the bearer token, as on the OAuth
+		// consent page; replicas on Redis share links and decisions.
+		mcfg.ApprovalURL, mcfg.ApprovalSecret, mcfg.ApprovalOnly = base, token, *approvalLinks == "always"
+		if shared != nil {
+			mcfg.Approvals = shared
+		}
+	}
+	srv, err := mcpserver.New(mcfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "pinned mcp: %s\n", errText(err))
 		return 1
@@ -242,11 +281,6 @@ func runMCP(args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 		return 0
-	}
-	ln, err := net.Listen("tcp", *listen)
-	if err != nil {
-		fmt.Fprintf(stderr, "pinned mcp: %s\n", listenFailed(err))
-		return 1
 	}
 	var codes mcpauth.CodeStore // nil: this process's memory
 	if shared != nil {
@@ -345,6 +379,29 @@ func mcpHandler(srv *mcpserver.Server, token, resourceURL, subject, keyFile, caF
 	}
 	mux.Handle("/", h)
 	return mux, nil
+}
+
+// approvalBase is the approval page's base URL: set, the origin of the
+// OAuth resource, or http://ADDR of a loopback listener.
+func approvalBase(set, resource string, addr net.Addr) (string, error) {
+	switch {
+	case set != "":
+		u, err := url.Parse(set)
+		if err != nil || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || (u.Scheme != "https" && !(u.Scheme == "http" && isLoopbackURLHost(u.Hostname()))) {
+			return "", fmt.Errorf("--approval-url %q must be an https URL without query or fragment (http only on loopback)", set)
+		}
+		return set, nil
+	case resource != "":
+		u, _ := url.Parse(resource) // checked by mcpHandler's rules below
+		if u == nil || u.Host == "" {
+			return "", errors.New("--oauth-resource is not a URL")
+		}
+		return u.Scheme + "://" + u.Host, nil
+	}
+	if loopback, _ := isLoopback(addr.String()); !loopback {
+		return "", errors.New("--approval-links on a non-loopback --listen needs --approval-url: the https URL at which your browser reaches this server")
+	}
+	return "http://" + addr.String(), nil
 }
 
 // isLoopbackURLHost reports whether a URL's host name is loopback.
