@@ -226,6 +226,11 @@ func (s *Server) confirmed(ctx context.Context, req *mcp.CallToolRequest, servic
 			}, ""
 		}
 		approved = dec == decisionApprove+c.ArgsHash
+		if legacy && req.Session != nil {
+			// The out-of-band interaction is over (SHOULD of URL-mode
+			// elicitation); a session that is gone misses nothing.
+			_ = req.Session.NotifyElicitationComplete(ctx, &mcp.ElicitationCompleteParams{ElicitationID: c.Link})
+		}
 	}
 	if why := s.spend(ctx, c, service, op, argsHash); why != "" {
 		return nil, why
