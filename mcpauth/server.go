@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -60,21 +61,45 @@ type Config struct {
 	TokenTTL time.Duration
 	// Now is the clock (time.Now if nil).
 	Now func() time.Time
+	// Codes holds the authorization codes between /authorize and /token:
+	// internal/state's Redis where several replicas serve the issuer (a
+	// code issued by one is redeemed at another, once), nil: this
+	// process's memory.
+	Codes CodeStore
+}
+
+// CodeStore holds authorization codes, keyed by a digest of the code.
+// PutValue stores a value for ttl unless one is there (stored false);
+// TakeValue returns it and deletes it atomically, so of two replicas
+// redeeming one code, one gets it. An error is a store that cannot
+// answer: /authorize then issues no code, /token refuses (fail closed).
+type CodeStore interface {
+	PutValue(ctx context.Context, key string, value []byte, ttl time.Duration) (stored bool, err error)
+	TakeValue(ctx context.Context, key string) (value []byte, ok bool, err error)
 }
 
 // Server is the authorization server: RFC 8414 metadata, the
 // authorization endpoint with its consent page, the token endpoint and
-// the JWKS. Authorization codes are held in this process's memory.
+// the JWKS. Authorization codes are held in Config.Codes.
 type Server struct {
-	cfg   Config
-	mu    sync.Mutex
-	codes map[string]*grant // by SHA-256 of the code
+	cfg Config
 }
 
-// grant is what an authorization code stands for.
+// grant is what an authorization code stands for, as stored.
 type grant struct {
-	clientID, redirectURI, challenge, resource, scope string
-	expires                                           time.Time
+	ClientID    string    `json:"client_id"`
+	RedirectURI string    `json:"redirect_uri"`
+	Challenge   string    `json:"code_challenge"`
+	Resource    string    `json:"resource"`
+	Scope       string    `json:"scope"`
+	Expires     time.Time `json:"exp"`
+}
+
+// codeKey is the store key of a code: "mcpauth-code:" and the SHA-256 of
+// the code, hex (the store never holds a redeemable code).
+func codeKey(code string) string {
+	sum := sha256.Sum256([]byte(code))
+	return "mcpauth-code:" + hex.EncodeToString(sum[:])
 }
 
 // New checks cfg and returns its Server.
@@ -105,7 +130,10 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Server{cfg: cfg, codes: map[string]*grant{}}, nil
+	if cfg.Codes == nil {
+		cfg.Codes = &memoryCodes{m: map[string]memoryCode{}}
+	}
+	return &Server{cfg: cfg}, nil
 }
 
 // Metadata is the RFC 8414 authorization server metadata.
@@ -291,17 +319,13 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	code := rand.Text()
-	sum := sha256.Sum256([]byte(code))
-	s.mu.Lock()
-	now := s.cfg.Now()
-	for k, g := range s.codes {
-		if now.After(g.expires) {
-			delete(s.codes, k)
-		}
+	g, _ := json.Marshal(&grant{ClientID: ar.ClientID, RedirectURI: ar.RedirectURI, Challenge: ar.Challenge,
+		Resource: ar.Resource, Scope: ar.Scope, Expires: s.cfg.Now().Add(DefaultCodeTTL)}) // strings and a time: cannot fail
+	if stored, err := s.cfg.Codes.PutValue(r.Context(), codeKey(code), g, DefaultCodeTTL); err != nil || !stored {
+		// Nothing was issued; the client may start again.
+		s.redirect(w, r, ar, url.Values{"error": {"temporarily_unavailable"}, "error_description": {"the authorization server cannot store the code now; try again"}})
+		return
 	}
-	s.codes[string(sum[:])] = &grant{clientID: ar.ClientID, redirectURI: ar.RedirectURI, challenge: ar.Challenge,
-		resource: ar.Resource, scope: ar.Scope, expires: now.Add(DefaultCodeTTL)}
-	s.mu.Unlock()
 	s.redirect(w, r, ar, url.Values{"code": {code}})
 }
 
@@ -351,35 +375,39 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 	if user, _, ok := r.BasicAuth(); ok && clientID == "" {
 		clientID, _ = url.QueryUnescape(user) // RFC 6749 2.3.1: form-encoded in the header
 	}
-	sum := sha256.Sum256([]byte(f.Get("code")))
-	s.mu.Lock()
-	g := s.codes[string(sum[:])]
-	delete(s.codes, string(sum[:]))
-	s.mu.Unlock()
+	var g *grant
+	raw, ok, err := s.cfg.Codes.TakeValue(r.Context(), codeKey(f.Get("code")))
+	if err != nil {
+		tokenError(w, "server_error", "the authorization server cannot read codes now; start the authorization again")
+		return
+	}
+	if ok && json.Unmarshal(raw, &g) != nil {
+		g = nil
+	}
 	now := s.cfg.Now()
 	verifier := sha256.Sum256([]byte(f.Get("code_verifier")))
 	challenge := base64.RawURLEncoding.EncodeToString(verifier[:])
 	switch {
-	case g == nil || now.After(g.expires):
+	case g == nil || now.After(g.Expires):
 		tokenError(w, "invalid_grant", "the code is unknown, used or expired")
 		return
-	case clientID != g.clientID || f.Get("redirect_uri") != g.redirectURI:
+	case clientID != g.ClientID || f.Get("redirect_uri") != g.RedirectURI:
 		tokenError(w, "invalid_grant", "client_id and redirect_uri must be those of the authorization request")
 		return
-	case subtle.ConstantTimeCompare([]byte(challenge), []byte(g.challenge)) != 1:
+	case subtle.ConstantTimeCompare([]byte(challenge), []byte(g.Challenge)) != 1:
 		tokenError(w, "invalid_grant", "the code_verifier does not match the code_challenge")
 		return
-	case f.Get("resource") != "" && !sameResource(f.Get("resource"), g.resource):
+	case f.Get("resource") != "" && !sameResource(f.Get("resource"), g.Resource):
 		tokenError(w, "invalid_target", "resource differs from the authorization request's")
 		return
 	}
 	claims := Claims{
 		RegisteredClaims: jwt.RegisteredClaims{
-			Issuer: s.cfg.Issuer, Subject: s.cfg.Subject, Audience: jwt.ClaimStrings{g.resource},
+			Issuer: s.cfg.Issuer, Subject: s.cfg.Subject, Audience: jwt.ClaimStrings{g.Resource},
 			IssuedAt: jwt.NewNumericDate(now), NotBefore: jwt.NewNumericDate(now),
 			ExpiresAt: jwt.NewNumericDate(now.Add(s.cfg.TokenTTL)), ID: rand.Text(),
 		},
-		ClientID: g.clientID, Scope: g.scope,
+		ClientID: g.ClientID, Scope: g.Scope,
 	}
 	tok := jwt.NewWithClaims(jwt.SigningMethodEdDSA, claims)
 	tok.Header["typ"] = "at+jwt"
@@ -390,7 +418,7 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Cache-Control", "no-store")
 	writeJSON(w, http.StatusOK, map[string]any{
-		"access_token": signed, "token_type": "Bearer", "expires_in": int(s.cfg.TokenTTL.Seconds()), "scope": g.scope,
+		"access_token": signed, "token_type": "Bearer", "expires_in": int(s.cfg.TokenTTL.Seconds()), "scope": g.Scope,
 	})
 }
 
@@ -413,4 +441,51 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_, _ = w.Write(body)
+}
+
+// memoryCodes is the CodeStore of one process.
+type memoryCodes struct {
+	mu sync.Mutex
+	m  map[string]memoryCode
+}
+
+type memoryCode struct {
+	value []byte
+	until time.Time
+}
+
+// maxMemoryCodes bounds the codes one process holds: past it, no code is
+// issued until some expire (each lives DefaultCodeTTL).
+const maxMemoryCodes = 10000
+
+func (c *memoryCodes) PutValue(_ context.Context, key string, value []byte, ttl time.Duration) (bool, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := time.Now()
+	if cur, ok := c.m[key]; ok && now.Before(cur.until) {
+		return false, nil
+	}
+	if len(c.m) >= maxMemoryCodes {
+		for k, e := range c.m {
+			if !now.Before(e.until) {
+				delete(c.m, k)
+			}
+		}
+		if len(c.m) >= maxMemoryCodes {
+			return false, errors.New("mcpauth: too many codes waiting")
+		}
+	}
+	c.m[key] = memoryCode{value: value, until: now.Add(ttl)}
+	return true, nil
+}
+
+func (c *memoryCodes) TakeValue(_ context.Context, key string) ([]byte, bool, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.m[key]
+	delete(c.m, key)
+	if !ok || !time.Now().Before(e.until) {
+		return nil, false, nil
+	}
+	return e.value, true, nil
 }

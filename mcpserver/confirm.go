@@ -9,6 +9,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"golang.org/x/crypto/chacha20poly1305"
 
 	"github.com/elevenmessenger/pinned/sidecar/api"
@@ -79,6 +80,10 @@ type confirmation struct {
 	// server-side; such a state never reaches a client, so a client
 	// presenting one is refused.
 	Legacy bool `json:"legacy,omitempty"`
+	// Link is the approval link's id when the consent is on the approval
+	// page (approval.go): the op runs only on the person's decision
+	// there, never on the client's answer alone.
+	Link string `json:"link,omitempty"`
 }
 
 // sealer seals and opens confirmations under one key.
@@ -141,19 +146,34 @@ const noncePrefix = "mcp-confirm:"
 // nonce; it returns "" when the call may run (given the person's
 // accept), else the refusal code. A state that does not open, or is
 // another principal's or era's, or expired, is not spent; the others are
-// spent before the op and args are compared, so a state tried with
-// other args cannot be used after.
+// spent before the op and args are compared, so a state tried with other
+// args cannot be used after.
 func (s *Server) consume(ctx context.Context, state string, legacy bool, principal, service, op, argsHash string) string {
+	c, why := s.openState(state, legacy, principal)
+	if why != "" {
+		return why
+	}
+	return s.spend(ctx, c, service, op, argsHash)
+}
+
+// openState opens a returned requestState and checks its era, principal
+// and expiry; nothing is spent.
+func (s *Server) openState(state string, legacy bool, principal string) (*confirmation, string) {
 	c, ok := s.sealer.open(state)
 	if !ok || c.Legacy != legacy || c.Principal != principal {
-		return CodeConfirmationInvalid
+		return nil, CodeConfirmationInvalid
 	}
-	now := s.cfg.now()
+	if s.cfg.now().After(time.UnixMilli(c.Expires)) {
+		return nil, CodeConfirmationExpired
+	}
+	return c, ""
+}
+
+// spend records c's nonce in the state store (once, across replicas),
+// then compares the call's service, op and args with c's.
+func (s *Server) spend(ctx context.Context, c *confirmation, service, op, argsHash string) string {
 	exp := time.UnixMilli(c.Expires)
-	if now.After(exp) {
-		return CodeConfirmationExpired
-	}
-	if _, err := s.nonces.RecordNonce(ctx, noncePrefix+c.Nonce, exp.Add(nonceSkew), now); err != nil {
+	if _, err := s.nonces.RecordNonce(ctx, noncePrefix+c.Nonce, exp.Add(nonceSkew), s.cfg.now()); err != nil {
 		switch {
 		case errors.Is(err, api.ErrReplayed):
 			return CodeConfirmationReplayed
@@ -167,4 +187,56 @@ func (s *Server) consume(ctx context.Context, state string, legacy bool, princip
 		return CodeConfirmationMismatch
 	}
 	return ""
+}
+
+// confirmed checks a retried write: its requestState (consume's checks),
+// then the person's answer — the client's, or for an approval link the
+// decision on the page. It returns res, an input_required to send again
+// (a link not decided yet, modern era), or why, the refusal code;
+// neither: the op may run.
+func (s *Server) confirmed(ctx context.Context, req *mcp.CallToolRequest, service, op, argsHash string) (res *mcp.CallToolResult, why string) {
+	legacy := !isModern(req)
+	c, why := s.openState(req.Params.RequestState, legacy, s.principal(req))
+	if why != "" {
+		return nil, why
+	}
+	exp := time.UnixMilli(c.Expires)
+	answer, _ := req.Params.InputResponses["confirm"].(*mcp.ElicitResult)
+	accepted := answer != nil && answer.Action == "accept"
+	approved := false
+	if c.Link != "" && accepted && c.Service == service && c.Op == op && c.ArgsHash == argsHash {
+		// The client's accept only says the person opened the link: wait
+		// for their decision on the page.
+		wait := exp.Sub(s.cfg.now())
+		if !legacy {
+			wait = min(wait, s.cfg.approvalWait())
+		}
+		dec, decided, err := s.awaitDecision(ctx, c.Link, wait)
+		if err != nil {
+			s.log.Error().Str("event", "approval_store").Str("cause", err.Error()).Msg("the approval decision could not be read; refused")
+			return nil, CodeStateUnavailable
+		}
+		if !decided {
+			if legacy || !s.cfg.now().Before(exp) {
+				return nil, CodeConfirmationExpired
+			}
+			return &mcp.CallToolResult{
+				InputRequests: mcp.InputRequestMap{"confirm": s.linkElicitation(service, c.Link)},
+				RequestState:  req.Params.RequestState,
+			}, ""
+		}
+		approved = dec == decisionApprove+c.ArgsHash
+		if legacy && req.Session != nil {
+			// The out-of-band interaction is over (SHOULD of URL-mode
+			// elicitation); a session that is gone misses nothing.
+			_ = req.Session.NotifyElicitationComplete(ctx, &mcp.ElicitationCompleteParams{ElicitationID: c.Link})
+		}
+	}
+	if why := s.spend(ctx, c, service, op, argsHash); why != "" {
+		return nil, why
+	}
+	if c.Link != "" && !approved || c.Link == "" && !accepted {
+		return nil, CodeConfirmationDeclined
+	}
+	return nil, ""
 }

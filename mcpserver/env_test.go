@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/elevenmessenger/pinned/sidecar/api"
 
@@ -70,6 +71,12 @@ type envOpts struct {
 	protocol  string // Config.Protocol
 	nonces    NonceStore
 	key       []byte // Config.ConfirmKey
+	// approvalURL, approvalOnly, approvalWait, approvals: the Config's
+	// approval links (the secret is httpToken).
+	approvalURL  string
+	approvalOnly bool
+	approvalWait time.Duration
+	approvals    ApprovalStore
 }
 
 func newEnv(t *testing.T, o envOpts) *env {
@@ -88,7 +95,8 @@ func newEnv(t *testing.T, o envOpts) *env {
 	e := &env{fake: fake, store: store, side: side, clock: &testutil.Clock{}, wire: &testutil.SyncBuffer{}, logs: &testutil.SyncBuffer{}}
 	log := zerolog.New(e.logs)
 	e.srv, err = New(Config{Sidecar: side, Store: store, Tools: o.tools, MaxResultBytes: o.maxResult, Now: e.clock.Now, Logger: &log, Version: "test", AllowFlows: o.allow,
-		Protocol: o.protocol, Nonces: o.nonces, ConfirmKey: o.key})
+		Protocol: o.protocol, Nonces: o.nonces, ConfirmKey: o.key,
+		ApprovalURL: o.approvalURL, ApprovalOnly: o.approvalOnly, ApprovalWait: o.approvalWait, Approvals: o.approvals, ApprovalSecret: httpToken})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -74,11 +75,23 @@ func (s *Server) HandlerAuth(a Auth) http.Handler {
 		mux.Handle("/", h)
 		h = mux
 	}
-	var public string // the resource's own host name, reached through a TLS proxy
+	var public []string // the resource's and the approval page's own host names, reached through a TLS proxy
 	if a.Metadata != nil {
 		if u, err := url.Parse(a.Metadata.Resource); err == nil {
-			public = u.Host
+			public = append(public, u.Host)
 		}
+	}
+	front := jsonErrors(h)
+	if s.cfg.ApprovalURL != "" {
+		// The approval page (approval.go) is the person's, in a browser:
+		// no bearer token, its own owner secret and CSRF check.
+		if u, err := url.Parse(s.cfg.ApprovalURL); err == nil {
+			public = append(public, u.Host)
+		}
+		mux := http.NewServeMux()
+		mux.Handle("/approve/", s.approvalHandler())
+		mux.Handle("/", front)
+		front = mux
 	}
 	// The services' chain (package internal/httpserve) in front: the
 	// request id and one access event a request; every path and method
@@ -86,7 +99,7 @@ func (s *Server) HandlerAuth(a Auth) http.Handler {
 	r := httpserve.NewRouter(httpserve.Options{Log: s.log, Fail: func(w http.ResponseWriter, _ *http.Request, code, msg string, _ error) {
 		httpRefusal(w, http.StatusInternalServerError, code, msg)
 	}})
-	r.Handle("/*", rebinding(jsonErrors(h), public))
+	r.Handle("/*", rebinding(front, public))
 	return r
 }
 
@@ -205,10 +218,12 @@ func opensSession(w http.ResponseWriter, r *http.Request) bool {
 
 // rebinding refuses a request that reached a loopback listener under a
 // Host name that is not loopback (DNS rebinding; the SDK's own check,
-// answered in JSON) nor public, the OAuth resource's own host.
-func rebinding(next http.Handler, public string) http.Handler {
+// answered in JSON) nor public: the OAuth resource's or the approval
+// page's own host.
+func rebinding(next http.Handler, public []string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && local != nil && isLoopbackHost(local.String()) && !isLoopbackHost(r.Host) && (public == "" || !strings.EqualFold(r.Host, public)) {
+		if local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && local != nil && isLoopbackHost(local.String()) && !isLoopbackHost(r.Host) &&
+			!slices.ContainsFunc(public, func(p string) bool { return strings.EqualFold(r.Host, p) }) {
 			httpRefusal(w, http.StatusForbidden, CodeForbiddenHost, "Forbidden: this loopback server is reached under another Host name (DNS rebinding); use 127.0.0.1, [::1] or localhost")
 			return
 		}

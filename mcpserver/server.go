@@ -44,6 +44,9 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -133,6 +136,27 @@ type Config struct {
 	// returned (flow.DefaultMaxBytes when 0); past it, results are
 	// withheld (flow_limit).
 	MaxFlowBytes int
+	// ApprovalURL turns on approval links (approval.go): the base URL,
+	// as the person's browser reaches this server (https, or http on
+	// loopback), under which HandlerAuth serves /approve/<id>. A client
+	// that can show URL elicitations but not forms then gets a write's
+	// consent as a link. Empty: no links (such a client gets no write
+	// tools).
+	ApprovalURL string
+	// ApprovalOnly confirms every write by approval link, also for a
+	// client that can show forms (which could answer them itself): only
+	// clients that can show URLs get write tools.
+	ApprovalOnly bool
+	// ApprovalSecret is what the person types on the approval page (the
+	// bearer token of pinned mcp --listen); required with ApprovalURL.
+	ApprovalSecret string
+	// Approvals holds approval links and decisions: internal/state's
+	// Redis for replicas; default Nonces when it is one (Memory or
+	// Redis), else a Memory.
+	Approvals ApprovalStore
+	// ApprovalWait bounds one modern retry's wait for the person's
+	// decision (DefaultApprovalWait when 0).
+	ApprovalWait time.Duration
 	// Protocol is the era the server serves: ProtocolBoth (default),
 	// Revision20251125 (initialize sessions only; a modern request gets
 	// -32022) or Revision20260728 (per-request _meta only; initialize
@@ -146,7 +170,10 @@ func (c *Config) registry() *registry.Registry { return cmp.Or(c.Registry, regis
 func (c *Config) tools() string                { return cmp.Or(c.Tools, ToolsFull) }
 func (c *Config) confirmTTL() time.Duration    { return cmp.Or(max(c.ConfirmTTL, 0), DefaultConfirmTTL) }
 func (c *Config) grantTTL() time.Duration      { return cmp.Or(max(c.GrantTTL, 0), DefaultGrantTTL) }
-func (c *Config) maxResultBytes() int          { return cmp.Or(max(c.MaxResultBytes, 0), DefaultMaxResultBytes) }
+func (c *Config) approvalWait() time.Duration {
+	return cmp.Or(max(c.ApprovalWait, 0), DefaultApprovalWait)
+}
+func (c *Config) maxResultBytes() int { return cmp.Or(max(c.MaxResultBytes, 0), DefaultMaxResultBytes) }
 func (c *Config) now() time.Time {
 	if c.Now == nil {
 		return time.Now()
@@ -163,8 +190,12 @@ type Server struct {
 	log    zerolog.Logger
 	sealer *sealer
 	nonces NonceStore
-	mcp    *mcp.Server
-	defs   map[string]*toolDef
+	// approvals holds approval links and decisions; csrfKey keys the
+	// approval page's form tokens (approval.go).
+	approvals ApprovalStore
+	csrfKey   []byte
+	mcp       *mcp.Server
+	defs      map[string]*toolDef
 	// versions are the protocol versions served, newest first.
 	versions []string
 	// flows holds the record of returned values (package internal/flow)
@@ -197,11 +228,38 @@ func New(cfg Config) (*Server, error) {
 		flows: map[any]*flow.Session{}, versions: protocolVersions(cfg.Protocol),
 	}
 	var err error
+	if cfg.ConfirmKey == nil {
+		cfg.ConfirmKey = make([]byte, ConfirmKeySize)
+		_, _ = rand.Read(cfg.ConfirmKey) // crypto/rand.Read never fails
+		s.cfg.ConfirmKey = cfg.ConfirmKey
+	}
 	if s.sealer, err = newSealer(cfg.ConfirmKey); err != nil {
 		return nil, err
 	}
+	csrf := hmac.New(sha256.New, cfg.ConfirmKey)
+	csrf.Write([]byte("pinned mcp approval csrf v1"))
+	s.csrfKey = csrf.Sum(nil)
 	if s.nonces == nil {
 		s.nonces = state.NewMemory(state.MemoryOptions{})
+	}
+	if cfg.ApprovalURL != "" {
+		if s.cfg.ApprovalURL, err = checkApprovalURL(cfg.ApprovalURL); err != nil {
+			return nil, err
+		}
+		if len(cfg.ApprovalSecret) < 16 {
+			return nil, errors.New("mcpserver: Config.ApprovalSecret (at least 16 characters) is required with ApprovalURL")
+		}
+	}
+	if cfg.ApprovalOnly && cfg.ApprovalURL == "" {
+		return nil, errors.New("mcpserver: Config.ApprovalOnly needs ApprovalURL")
+	}
+	s.approvals = cfg.Approvals
+	if s.approvals == nil {
+		if a, ok := s.nonces.(ApprovalStore); ok {
+			s.approvals = a
+		} else {
+			s.approvals = state.NewMemory(state.MemoryOptions{})
+		}
 	}
 	if err := flow.CheckAllows(s.reg, cfg.AllowFlows); err != nil {
 		return nil, fmt.Errorf("mcpserver: AllowFlows: %w", err)
@@ -281,10 +339,14 @@ func (s *Server) add(d *toolDef) {
 	s.defs[d.tool.Name] = d
 	s.mcp.AddTool(d.tool, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		res := s.callTool(ctx, req, d)
-		if res.IsError && isModern(req) && !canElicit(req.ClientCapabilities()) && strings.Contains(toolErrorText(res), `"code":"`+CodeConfirmationUnavailable+`"`) {
+		if res.IsError && isModern(req) && !s.canConfirm(req.ClientCapabilities()) && strings.Contains(toolErrorText(res), `"code":"`+CodeConfirmationUnavailable+`"`) {
 			// 2026-07-28's own error for a request that needs a client
 			// capability the request did not declare. Nothing was sent.
-			data, _ := json.Marshal(map[string]any{"requiredCapabilities": map[string]any{"elicitation": map[string]any{}}})
+			need := map[string]any{}
+			if s.cfg.ApprovalOnly {
+				need["url"] = map[string]any{}
+			}
+			data, _ := json.Marshal(map[string]any{"requiredCapabilities": map[string]any{"elicitation": need}})
 			return nil, &jsonrpc.Error{Code: mcp.CodeMissingRequiredClientCapabilities, Message: "a write runs only after the person confirms: the client must declare the elicitation capability; nothing was sent", Data: data}
 		}
 		return res, nil
@@ -298,15 +360,6 @@ func (s *Server) Versions() []string { return slices.Clone(s.versions) }
 // HTTP (Handler).
 func (s *Server) MCP() *mcp.Server { return s.mcp }
 
-// canElicit reports whether the client can ask the person: an elicitation
-// capability with form mode (an empty one means form, before 2025-11-25).
-func canElicit(c *mcp.ClientCapabilities) bool {
-	if c == nil || c.Elicitation == nil {
-		return false
-	}
-	return c.Elicitation.Form != nil || c.Elicitation.URL == nil
-}
-
 // hideWrites is the tools/list filter: a client that cannot ask the person
 // gets no write tool (a compact dispatcher without its write ops).
 func (s *Server) hideWrites(next mcp.MethodHandler) mcp.MethodHandler {
@@ -317,7 +370,7 @@ func (s *Server) hideWrites(next mcp.MethodHandler) mcp.MethodHandler {
 		}
 		lr, ok1 := req.(*mcp.ListToolsRequest)
 		out, ok2 := res.(*mcp.ListToolsResult)
-		if !ok1 || !ok2 || canElicit(lr.ClientCapabilities()) {
+		if !ok1 || !ok2 || s.canConfirm(lr.ClientCapabilities()) {
 			return res, err
 		}
 		kept := make([]*mcp.Tool, 0, len(out.Tools))
@@ -466,23 +519,25 @@ func (s *Server) call(ctx context.Context, req *mcp.CallToolRequest, service, op
 	}
 
 	if op.Access == registry.AccessWrite && conn.Cap == connstore.CapWrite {
-		if !canElicit(req.ClientCapabilities()) {
+		if !s.canConfirm(req.ClientCapabilities()) {
 			return toolError(CodeConfirmationUnavailable, "write ops run only after the person confirms, and this client cannot ask them (no elicitation capability); nothing was sent", nil), CodeConfirmationUnavailable
 		}
 		if req.Params.RequestState == "" {
 			return s.askConfirm(ctx, req, service, opName, canon, hash, carried)
 		}
-		why := s.consume(ctx, req.Params.RequestState, !isModern(req), s.principal(req), service, opName, hash)
-		if why != "" {
+		if res, why := s.confirmed(ctx, req, service, opName, hash); res != nil || why != "" {
+			if res != nil {
+				return res, "input_required"
+			}
 			var extra map[string]any
 			if why == codeBusy || why == CodeStateUnavailable {
 				extra = map[string]any{"retry_after": 1}
 			}
-			return toolError(why, confirmMessage(why), extra), why
-		}
-		answer, _ := req.Params.InputResponses["confirm"].(*mcp.ElicitResult)
-		if answer == nil || answer.Action != "accept" {
-			return toolError(CodeConfirmationDeclined, "the person did not confirm; nothing was sent", nil), CodeConfirmationDeclined
+			msg := confirmMessage(why)
+			if why == CodeConfirmationDeclined {
+				msg = "the person did not confirm; nothing was sent"
+			}
+			return toolError(why, msg, extra), why
 		}
 	}
 	return s.run(ctx, conn, opName, canon, hash, fs)
@@ -595,10 +650,24 @@ func (s *Server) askConfirm(ctx context.Context, req *mcp.CallToolRequest, servi
 	if chk.ArgsSHA256 != hash { // one canonicalization on both sides: a bug
 		return toolError(string(sidecar.CodeInternal), "the args could not be bound", nil), string(sidecar.CodeInternal)
 	}
-	id := s.sealer.seal(&confirmation{
+	c := &confirmation{
 		Service: service, Op: opName, ArgsHash: hash, Principal: s.principal(req),
 		Expires: s.cfg.now().Add(s.cfg.confirmTTL()).UnixMilli(), Legacy: !isModern(req),
-	})
+	}
+	if s.cfg.ApprovalOnly || !canForm(req.ClientCapabilities()) {
+		// A client that shows URLs only (or every client, ApprovalOnly): the consent is on the approval page.
+		c.Link = newLinkID()
+		err := s.putLink(ctx, c.Link, &approvalLink{Service: service, Op: opName, Args: canon, ArgsHash: hash, Principal: c.Principal, Expires: c.Expires})
+		if err != nil {
+			s.log.Error().Str("event", "approval_store").Str("cause", err.Error()).Msg("the approval link could not be recorded; refused")
+			return toolError(CodeStateUnavailable, confirmMessage(CodeStateUnavailable), map[string]any{"retry_after": 1}), CodeStateUnavailable
+		}
+		return &mcp.CallToolResult{
+			InputRequests: mcp.InputRequestMap{"confirm": s.linkElicitation(service, c.Link)},
+			RequestState:  s.sealer.seal(c),
+		}, "input_required"
+	}
+	id := s.sealer.seal(c)
 	return &mcp.CallToolResult{
 		InputRequests: mcp.InputRequestMap{"confirm": &mcp.ElicitParams{
 			Mode:            "form",

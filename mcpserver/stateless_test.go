@@ -35,9 +35,9 @@ func (r *recordRT) RoundTrip(req *http.Request) (*http.Response, error) {
 
 // TestModernHTTPIsStateless: a Go SDK client on 2026-07-28 over
 // streamable HTTP does discover, tools/list, a read and a confirmed write
-// (the input_required round trip, driven by the SDK) with every request
-// carrying MCP-Protocol-Version 2026-07-28 and no response opening a
-// session; one request reaches the fake.
+// (the input_required round trip, driven by the SDK) and a declined one,
+// with every request carrying MCP-Protocol-Version 2026-07-28 and no
+// response opening a session; one request reaches the fake.
 func TestModernHTTPIsStateless(t *testing.T) {
 	e := newEnv(t, envOpts{conns: []connstore.Connection{ghWrite}})
 	ts := httptest.NewServer(e.srv.Handler(httpToken))
@@ -65,6 +65,20 @@ func TestModernHTTPIsStateless(t *testing.T) {
 	}
 	if n := requestsTo(e.fake, "POST", "/repos/"); n != 1 {
 		t.Errorf("%d requests at the fake, want 1", n)
+	}
+	// Declined: the same round trip, nothing sent.
+	dc, err := newClient(clientOpts{answer: "decline"}).Connect(context.Background(), &mcp.StreamableClientTransport{
+		Endpoint: ts.URL, HTTPClient: &http.Client{Transport: rec}, MaxRetries: -1,
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dc.Close()
+	if res, err := dc.CallTool(context.Background(), &mcp.CallToolParams{Name: "github_create_issue", Arguments: issueArgs}); err != nil || errorCode(t, res) != CodeConfirmationDeclined {
+		t.Fatalf("declined write: %v %+v", err, res)
+	}
+	if n := requestsTo(e.fake, "POST", "/repos/"); n != 1 {
+		t.Errorf("%d requests at the fake after the decline, want 1", n)
 	}
 	rec.mu.Lock()
 	defer rec.mu.Unlock()

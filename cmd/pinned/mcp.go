@@ -78,6 +78,13 @@ flag value) is required, on loopback too: every local user can reach it.
 Resource Metadata, an authorization server (code + PKCE, client ID
 metadata documents) whose consent page you approve with the bearer token,
 and access tokens scoped mcp:read or mcp:write (step-up for writes).
+--approval-links url lets a client that can show a link but not a form
+(URL-mode elicitation) run writes: each write's consent is a page of
+this server, /approve/<id>, that shows every value sent; you approve it
+there with the bearer token, once, before it expires. --approval-links
+always does so for every client. --approval-url sets the base URL your
+browser uses (default the --oauth-resource origin, or the loopback
+--listen address).
 Token rotation of expiring OAuth pairs needs a broker: --broker-url with
 --broker-token-file or PINNED_MCP_BROKER_TOKEN.
 
@@ -91,6 +98,7 @@ Examples:
     pinned mcp --listen 127.0.0.1:8765 --redis-url redis://127.0.0.1:6379
   PINNED_MCP_TOKEN=$(cat tok) pinned mcp --listen 127.0.0.1:8765 \
     --oauth-resource https://mcp.example.com/mcp      # behind a TLS proxy
+  PINNED_MCP_TOKEN=$(cat tok) pinned mcp --listen 127.0.0.1:8765 --approval-links url
 
 Exit status: 0 after the client closed stdin (or SIGINT/SIGTERM), 1 the
 server failed, 2 bad usage.
@@ -121,6 +129,8 @@ func runMCP(args []string, stdout, stderr io.Writer) int {
 	oauthKeyFile := fs.String("oauth-key-file", "", "`file` holding the 64-hex-character Ed25519 seed signing access tokens, the same on every replica (or set PINNED_MCP_OAUTH_KEY); empty: a fresh key each run")
 	oauthPrivate := fs.Bool("oauth-allow-private-clients", false, "fetch clients' metadata documents from loopback and private addresses too (tests and trials; the default refuses them: SSRF)")
 	oauthCA := fs.String("oauth-client-cacert", "", "PEM `file` of CAs trusted, besides the system's, when fetching clients' metadata documents (a private CA)")
+	approvalLinks := fs.String("approval-links", "off", "approval links for writes (MCP elicitation in URL mode; needs --listen): `mode` off, url (clients that show URLs but not forms) or always (every write, also for clients that show forms)")
+	approvalURL := fs.String("approval-url", "", "the base `URL` at which the person's browser reaches this server's approval page (https, or http on loopback); default the --oauth-resource origin, else http://ADDR of a loopback --listen")
 	stateDir := fs.String("state-dir", defaultStateDir(), "`directory` of the file where one process spends confirmations, with --confirm-key-file and no --redis-url")
 	var allow []api.Flow
 	fs.Func("allow-flow", "let values `FROM:TO` flow: a read of service TO may carry what service FROM returned in the session (repeatable; e.g. dnsimple:github)", func(v string) error {
@@ -169,12 +179,20 @@ func runMCP(args []string, stdout, stderr io.Writer) int {
 	} else if token != "" && *tokenFile != "" {
 		return usage("--token-file is for --listen (stdio needs no token)")
 	}
+	switch {
+	case *approvalLinks != "off" && *approvalLinks != "url" && *approvalLinks != "always":
+		return usage("--approval-links %q: want off, url or always", *approvalLinks)
+	case *approvalLinks != "off" && *listen == "":
+		return usage("--approval-links is for --listen (the approval page is served on its address)")
+	case *approvalURL != "" && *approvalLinks == "off":
+		return usage("--approval-url is for --approval-links url or always")
+	}
 	switch *protocol {
 	case mcpserver.ProtocolBoth, mcpserver.Revision20251125, mcpserver.Revision20260728:
 	default:
 		return usage("--protocol %q: want both, 2025-11-25 or 2026-07-28", *protocol)
 	}
-	confirmKey, nonces, closeNonces, err := mcpConfirmState(*confirmKeyFile, *redisURL, *redisPasswordFile, *redisPrefix, *stateDir)
+	confirmKey, nonces, shared, closeNonces, err := mcpConfirmState(*confirmKeyFile, *redisURL, *redisPasswordFile, *redisPrefix, *stateDir)
 	if err != nil {
 		return usage("%s", err)
 	}
@@ -219,9 +237,30 @@ func runMCP(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "pinned mcp: %s\n", errText(err))
 		return 1
 	}
-	// serverInfo.version is what pinned version prints (the stamped one first).
-	srv, err := mcpserver.New(mcpserver.Config{Sidecar: side, Store: store, Tools: *tools, MaxResultBytes: *maxResult, Logger: &log,
-		Version: readBuildInfo().Version, AllowFlows: allow, Protocol: *protocol, ConfirmKey: confirmKey, Nonces: nonces})
+	var ln net.Listener
+	if *listen != "" {
+		if ln, err = net.Listen("tcp", *listen); err != nil {
+			fmt.Fprintf(stderr, "pinned mcp: %s\n", listenFailed(err))
+			return 1
+		}
+		defer ln.Close()
+	}
+	mcfg := mcpserver.Config{Sidecar: side, Store: store, Tools: *tools, MaxResultBytes: *maxResult, Logger: &log,
+		// serverInfo.version is what pinned version prints (the stamped one first).
+		Version: readBuildInfo().Version, AllowFlows: allow, Protocol: *protocol, ConfirmKey: confirmKey, Nonces: nonces}
+	if *approvalLinks != "off" {
+		base, err := approvalBase(*approvalURL, *oauthURL, ln.Addr())
+		if err != nil {
+			return usage("%s", err)
+		}
+		// The person approves with the bearer token, as on the OAuth
+		// consent page; replicas on Redis share links and decisions.
+		mcfg.ApprovalURL, mcfg.ApprovalSecret, mcfg.ApprovalOnly = base, token, *approvalLinks == "always"
+		if shared != nil {
+			mcfg.Approvals = shared
+		}
+	}
+	srv, err := mcpserver.New(mcfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "pinned mcp: %s\n", errText(err))
 		return 1
@@ -243,12 +282,11 @@ func runMCP(args []string, stdout, stderr io.Writer) int {
 		}
 		return 0
 	}
-	ln, err := net.Listen("tcp", *listen)
-	if err != nil {
-		fmt.Fprintf(stderr, "pinned mcp: %s\n", listenFailed(err))
-		return 1
+	var codes mcpauth.CodeStore // nil: this process's memory
+	if shared != nil {
+		codes = shared // a code issued by one replica is redeemed at another, once
 	}
-	handler, err := mcpHandler(srv, token, *oauthURL, *oauthSubject, *oauthKeyFile, *oauthCA, *oauthPrivate)
+	handler, err := mcpHandler(srv, token, *oauthURL, *oauthSubject, *oauthKeyFile, *oauthCA, *oauthPrivate, codes)
 	if err != nil {
 		return usage("%s", err)
 	}
@@ -272,8 +310,9 @@ func runMCP(args []string, stdout, stderr io.Writer) int {
 // with resourceURL set, OAuth 2.1 besides it (package mcpauth): the
 // authorization server's endpoints on the resource's origin, the
 // Protected Resource Metadata, and access tokens bound to resourceURL
-// and subject. The consent page's owner secret is the bearer token.
-func mcpHandler(srv *mcpserver.Server, token, resourceURL, subject, keyFile, caFile string, private bool) (http.Handler, error) {
+// and subject. The consent page's owner secret is the bearer token;
+// codes holds the authorization codes (nil: this process's memory).
+func mcpHandler(srv *mcpserver.Server, token, resourceURL, subject, keyFile, caFile string, private bool, codes mcpauth.CodeStore) (http.Handler, error) {
 	if resourceURL == "" && caFile != "" {
 		return nil, errors.New("--oauth-client-cacert is for --oauth-resource")
 	}
@@ -324,7 +363,7 @@ func mcpHandler(srv *mcpserver.Server, token, resourceURL, subject, keyFile, caF
 	if private {
 		docs.Transport = base
 	}
-	as, err := mcpauth.New(mcpauth.Config{Issuer: origin, Resource: resourceURL, Subject: subject, Key: key, OwnerSecret: token, HTTPClient: docs})
+	as, err := mcpauth.New(mcpauth.Config{Issuer: origin, Resource: resourceURL, Subject: subject, Key: key, OwnerSecret: token, HTTPClient: docs, Codes: codes})
 	if err != nil {
 		return nil, err
 	}
@@ -342,6 +381,29 @@ func mcpHandler(srv *mcpserver.Server, token, resourceURL, subject, keyFile, caF
 	return mux, nil
 }
 
+// approvalBase is the approval page's base URL: set, the origin of the
+// OAuth resource, or http://ADDR of a loopback listener.
+func approvalBase(set, resource string, addr net.Addr) (string, error) {
+	switch {
+	case set != "":
+		u, err := url.Parse(set)
+		if err != nil || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || (u.Scheme != "https" && !(u.Scheme == "http" && isLoopbackURLHost(u.Hostname()))) {
+			return "", fmt.Errorf("--approval-url %q must be an https URL without query or fragment (http only on loopback)", set)
+		}
+		return set, nil
+	case resource != "":
+		u, _ := url.Parse(resource) // checked by mcpHandler's rules below
+		if u == nil || u.Host == "" {
+			return "", errors.New("--oauth-resource is not a URL")
+		}
+		return u.Scheme + "://" + u.Host, nil
+	}
+	if loopback, _ := isLoopback(addr.String()); !loopback {
+		return "", errors.New("--approval-links on a non-loopback --listen needs --approval-url: the https URL at which your browser reaches this server")
+	}
+	return "http://" + addr.String(), nil
+}
+
 // isLoopbackURLHost reports whether a URL's host name is loopback.
 func isLoopbackURLHost(h string) bool {
 	ip := net.ParseIP(h)
@@ -351,52 +413,54 @@ func isLoopbackURLHost(h string) bool {
 // mcpConfirmState is the confirmation key and where its nonces are spent:
 // no key file, a fresh key and memory (nil); a key and Redis (replicas);
 // a key and no Redis, a file under stateDir (one process, durable: a
-// restart inside a confirmation's life still refuses its replay).
-func mcpConfirmState(keyFile, redisURL, pwFile, prefix, stateDir string) ([]byte, mcpserver.NonceStore, func(), error) {
+// restart inside a confirmation's life still refuses its replay). With
+// Redis, shared is the same store: it also holds what replicas must
+// share besides nonces (OAuth codes, approval decisions).
+func mcpConfirmState(keyFile, redisURL, pwFile, prefix, stateDir string) (key []byte, nonces mcpserver.NonceStore, shared *state.Redis, closeFn func(), err error) {
 	none := func() {}
 	hexKey, err := secretFromFileOrEnv("confirm key", "--confirm-key-file", keyFile, "PINNED_MCP_CONFIRM_KEY", 2*mcpserver.ConfirmKeySize)
 	if err != nil {
-		return nil, nil, none, err
+		return nil, nil, nil, none, err
 	}
 	pw, err := secretFromFileOrEnv("Redis password", "--redis-password-file", pwFile, "PINNED_MCP_REDIS_PASSWORD", 1)
 	if err != nil {
-		return nil, nil, none, err
+		return nil, nil, nil, none, err
 	}
 	if hexKey == "" {
 		if redisURL != "" || pw != "" {
-			return nil, nil, none, errors.New("--redis-url needs the confirm key shared by the replicas: --confirm-key-file or PINNED_MCP_CONFIRM_KEY (create one with: openssl rand -hex 32)")
+			return nil, nil, nil, none, errors.New("--redis-url needs the confirm key shared by the replicas: --confirm-key-file or PINNED_MCP_CONFIRM_KEY (create one with: openssl rand -hex 32)")
 		}
-		return nil, nil, none, nil
+		return nil, nil, nil, none, nil
 	}
-	key, err := hex.DecodeString(hexKey)
+	key, err = hex.DecodeString(hexKey)
 	if err != nil || len(key) != mcpserver.ConfirmKeySize {
-		return nil, nil, none, fmt.Errorf("the confirm key must be %d hex characters (openssl rand -hex 32)", 2*mcpserver.ConfirmKeySize)
+		return nil, nil, nil, none, fmt.Errorf("the confirm key must be %d hex characters (openssl rand -hex 32)", 2*mcpserver.ConfirmKeySize)
 	}
 	if redisURL == "" {
 		if pw != "" {
-			return nil, nil, none, errors.New("a Redis password is set but --redis-url is empty")
+			return nil, nil, nil, none, errors.New("a Redis password is set but --redis-url is empty")
 		}
 		if stateDir == "" {
-			return nil, nil, none, errors.New("--confirm-key-file without --redis-url keeps spent confirmations in a file: set --state-dir")
+			return nil, nil, nil, none, errors.New("--confirm-key-file without --redis-url keeps spent confirmations in a file: set --state-dir")
 		}
 		sum := sha256.Sum256(key)
 		f, err := state.OpenFile(filepath.Join(stateDir, "mcp-"+hex.EncodeToString(sum[:6])+".db"), state.FileOptions{})
 		if err != nil {
-			return nil, nil, none, fmt.Errorf("--state-dir: %w", err)
+			return nil, nil, nil, none, fmt.Errorf("--state-dir: %w", err)
 		}
-		return key, f, func() { _ = f.Close() }, nil
+		return key, f, nil, func() { _ = f.Close() }, nil
 	}
 	if prefix == "" {
-		return nil, nil, none, errors.New("--redis-prefix must not be empty")
+		return nil, nil, nil, none, errors.New("--redis-prefix must not be empty")
 	}
 	// The store's own key (grace entries, unused here) is derived, so the
 	// confirm key itself is used for one purpose only.
 	stateKey := sha256.Sum256(append([]byte("pinned mcp redis state key\x00"), key...))
 	rs, err := state.NewRedis(state.RedisOptions{URL: redisURL, Password: pw, StateKey: stateKey[:], Prefix: prefix})
 	if err != nil {
-		return nil, nil, none, fmt.Errorf("--redis-url: %s", strings.TrimPrefix(err.Error(), "state: "))
+		return nil, nil, nil, none, fmt.Errorf("--redis-url: %s", strings.TrimPrefix(err.Error(), "state: "))
 	}
-	return key, rs, func() { _ = rs.Close() }, nil
+	return key, rs, rs, func() { _ = rs.Close() }, nil
 }
 
 // mcpBroker is the broker client for rotation, or nil without a broker.

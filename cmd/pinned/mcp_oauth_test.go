@@ -87,7 +87,8 @@ func TestMCPListenOAuth(t *testing.T) {
 }
 
 // TestMCPOAuthUsage: --oauth-resource needs --listen and an https URL
-// (http on loopback); an OAuth key without it is refused.
+// (http on loopback); an OAuth key without it is refused; so are
+// approval links off --listen, an unknown mode and a plain-http base.
 func TestMCPOAuthUsage(t *testing.T) {
 	t.Setenv("PINNED_MCP_TOKEN", oauthListenToken)
 	for _, tc := range []struct {
@@ -98,6 +99,10 @@ func TestMCPOAuthUsage(t *testing.T) {
 		{"stdio", []string{"--oauth-resource", "https://mcp.example.com/mcp"}, "--oauth-resource is for --listen"},
 		{"plain http", []string{"--fake", "--listen", "127.0.0.1:0", "--oauth-resource", "http://mcp.example.com/mcp"}, "must be an https URL"},
 		{"query", []string{"--fake", "--listen", "127.0.0.1:0", "--oauth-resource", "https://mcp.example.com/mcp?x=1"}, "must be an https URL"},
+		{"approval links on stdio", []string{"--approval-links", "url"}, "--approval-links is for --listen"},
+		{"approval links mode", []string{"--fake", "--listen", "127.0.0.1:0", "--approval-links", "yes"}, `--approval-links "yes": want off, url or always`},
+		{"approval url without links", []string{"--fake", "--listen", "127.0.0.1:0", "--approval-url", "https://mcp.example.com"}, "--approval-url is for --approval-links"},
+		{"approval url plain http", []string{"--fake", "--listen", "127.0.0.1:0", "--approval-links", "url", "--approval-url", "http://mcp.example.com"}, "must be an https URL"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv("XDG_CONFIG_HOME", t.TempDir())

@@ -48,7 +48,11 @@ type tsResult struct {
 		IsError bool
 		Text    string
 	}
-	Asked    []string          `json:"asked"`
+	Asked     []string `json:"asked"`
+	Decisions []struct {
+		Page, Post int
+		Shows      bool
+	} `json:"decisions"`
 	Received []json.RawMessage `json:"received"`
 	Error    string            `json:"error"`
 }
@@ -158,4 +162,48 @@ func countWrites(fake *fakeapi.Server) int {
 		}
 	}
 	return n
+}
+
+// TestTypeScriptClientApprovalLink: the official TypeScript SDK client
+// declaring URL-mode elicitation only (it cannot show a form) against
+// `pinned mcp --listen --approval-links url`: it lists the write tool,
+// gets the write's consent as a link to the server's approval page,
+// and the call completes after the person decides there — approved, one
+// request at the fake; declined, none.
+func TestTypeScriptClientApprovalLink(t *testing.T) {
+	node := needTSClient(t)
+	p := newPinnedEnv(t)
+	if code, out, errs := p.run(t, fakeapi.Token("github"), append([]string{"connect", "github", "--cap", "write"}, p.fakeFlags()...)...); code != 0 {
+		t.Fatalf("connect: %d %s %s", code, out, errs)
+	}
+	const token = "typescript-link-bearer-token-0123456789"
+	endpoint, logs, _ := startMCPListen(t, p, []string{"PINNED_MCP_TOKEN=" + token}, "--approval-links", "url")
+	for _, answer := range []string{"accept", "decline"} {
+		t.Run(answer, func(t *testing.T) {
+			p.fake.Reset()
+			r := runTSClient(t, node, append(append([]string{}, p.env...), "MCP_TOKEN="+token, "ELICIT_MODE=url", "OWNER_SECRET="+token), answer, "http", endpoint)
+			if !slices.Contains(r.WriteTools, "github_create_issue") {
+				t.Fatalf("write tools %v", r.WriteTools)
+			}
+			if len(r.Asked) != 1 || !strings.HasPrefix(r.Asked[0], strings.TrimSuffix(endpoint, "/")+"/approve/") {
+				t.Errorf("asked %q, want one link to the approval page", r.Asked)
+			}
+			if len(r.Decisions) != 1 || r.Decisions[0].Page != 200 || r.Decisions[0].Post != 200 || !r.Decisions[0].Shows {
+				t.Errorf("the person's page and decision: %+v", r.Decisions)
+			}
+			wantWrites, wantErr := 1, false
+			if answer == "decline" {
+				wantWrites, wantErr = 0, true
+			}
+			if r.Write.IsError != wantErr || wantErr && !strings.Contains(r.Write.Text, "confirmation_declined") {
+				t.Errorf("write: %+v", r.Write)
+			}
+			if n := countWrites(p.fake); n != wantWrites {
+				t.Errorf("%d writes at the fake, want %d", n, wantWrites)
+			}
+		})
+	}
+	if strings.Contains(logs.String(), token) || strings.Contains(logs.String(), fakeapi.Token("github")) {
+		t.Error("a token is in the log")
+	}
 }

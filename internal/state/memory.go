@@ -43,6 +43,8 @@ type Memory struct {
 	limits *memLimits // rate limits and back-offs (limit_memory.go)
 
 	standing map[string]standingRec // standing grant series (standing.go), under mu
+
+	values memValues // short-lived values (values.go)
 }
 
 type memFence struct {
@@ -71,6 +73,7 @@ func NewMemory(o MemoryOptions) *Memory {
 		fences:   map[string]memFence{},
 		grace:    map[string]memGrace{},
 		limits:   newMemLimits(),
+		values:   memValues{m: map[string]memValue{}},
 	}
 	if m.maxGrace <= 0 {
 		m.maxGrace = DefaultMaxGrace

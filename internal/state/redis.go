@@ -70,6 +70,7 @@ type RedisOptions struct {
 //	P r:{k}:lock        a refresh lock: the holder's random token, PX the lock TTL
 //	P r:{k}:fence       the fence counter of credential k, PX FenceLife
 //	P r:{k}:grace       hash {f: fence, v: sealed pair}, PX the grace TTL
+//	P v:h(key)          a short-lived value (values.go): sealed, PX its TTL
 //
 // where k is the caller's credential key (rotate: a hash of the service
 // and refresh token). The commands used are SET, GET, HGET, EVALSHA and

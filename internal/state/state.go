@@ -16,6 +16,10 @@
 //     short TTL, so an op arriving with the just-rotated pair (on any
 //     replica) gets the fresh pair instead of spending the old token again.
 //
+// Besides, Memory and Redis hold short-lived values (values.go): small
+// records written once under a key and read or taken by any replica —
+// `pinned mcp`'s OAuth codes and approval links.
+//
 // Three stores implement it: File (one process, durable: a bbolt file
 // under the state directory, the default of `pinned sidecar`, so a
 // restart inside a grant's TTL still refuses its replay), Memory (one

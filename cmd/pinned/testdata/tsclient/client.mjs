@@ -3,6 +3,10 @@
 // command after "--") or streamable HTTP (the URL, bearer token in
 // $MCP_TOKEN), lists the tools, calls a read tool and a write tool, and
 // answers the write's confirmation with $ANSWER (accept or decline).
+// With ELICIT_MODE=url it declares URL-mode elicitation only (a client
+// that cannot show a form): it answers the link with accept (the person
+// opened it), and plays the person's browser on the approval page,
+// deciding with $OWNER_SECRET ($ANSWER accept approves).
 // It prints one JSON object with what it saw.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
@@ -56,11 +60,37 @@ class Recording {
 transport = new Recording(transport);
 
 const asked = [];
-const client = new Client({ name: "pinned-ts-test", version: "1.0.0" }, { capabilities: { elicitation: { form: {} } } });
+const urlMode = process.env.ELICIT_MODE === "url";
+const client = new Client(
+  { name: "pinned-ts-test", version: "1.0.0" },
+  { capabilities: { elicitation: urlMode ? { url: {} } : { form: {} } } },
+);
+const decisions = [];
 client.setRequestHandler(ElicitRequestSchema, async (req) => {
+  if (req.params.mode === "url") {
+    asked.push(req.params.url);
+    decisions.push(decide(req.params.url));
+    return { action: "accept" };
+  }
   asked.push(req.params.message);
   return { action: answer };
 });
+
+// decide is the person in a browser: open the link's page, then post its
+// form (the page's cookie and form token) with the owner secret.
+async function decide(link) {
+  await new Promise((r) => setTimeout(r, 200));
+  const page = await fetch(link);
+  const html = await page.text();
+  const cookie = (page.headers.get("set-cookie") ?? "").split(";")[0];
+  const csrf = /name="csrf" value="([^"]+)"/.exec(html)?.[1] ?? "";
+  const res = await fetch(link, {
+    method: "POST",
+    headers: { "Content-Type": "application/x-www-form-urlencoded", Cookie: cookie },
+    body: new URLSearchParams({ csrf, owner_secret: process.env.OWNER_SECRET ?? "", decision: answer === "accept" ? "approve" : "decline" }),
+  });
+  return { page: page.status, post: res.status, shows: html.includes("From the TypeScript SDK") };
+}
 
 const out = {};
 try {
@@ -80,6 +110,7 @@ try {
   });
   out.write = { isError: !!write.isError, text: write.content?.[0]?.text ?? "" };
   out.asked = asked;
+  out.decisions = await Promise.all(decisions);
 } catch (e) {
   out.error = String(e && e.stack ? e.stack : e);
 }
