@@ -93,6 +93,7 @@ func TestOpStackBoundedOutsideMemoryLimit(t *testing.T) {
 			c.CacheDir = ""
 			c.Isolation = IsolationFresh
 			c.MemoryLimitPages = 16 // 1 MiB
+			c.Timeout = 10 * time.Minute // the stack, not the deadline, ends the op
 		})
 		var before, after runtime.MemStats
 		runtime.GC()
@@ -117,6 +118,10 @@ func TestOpStackBoundedOutsideMemoryLimit(t *testing.T) {
 				c.PoolSize = 1
 				c.MemoryLimitPages = 16 // 1 MiB
 				c.Registry = githubOnly(t)
+				// Eight ops queue for one slot, each past the last: the
+				// deadline is not what this measures, and a busy machine
+				// must not turn a queued op's wait into sandbox_deadline.
+				c.Timeout = 10 * time.Minute
 			})
 			runtime.GC()
 			base := heapObjects()
