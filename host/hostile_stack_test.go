@@ -92,7 +92,7 @@ func TestOpStackBoundedOutsideMemoryLimit(t *testing.T) {
 			c.Guest = recurseGuest(1_000_000, 1)
 			c.CacheDir = ""
 			c.Isolation = IsolationFresh
-			c.MemoryLimitPages = 16 // 1 MiB
+			c.MemoryLimitPages = 16      // 1 MiB
 			c.Timeout = 10 * time.Minute // the stack, not the deadline, ends the op
 		})
 		var before, after runtime.MemStats
