@@ -29,20 +29,28 @@ func (e *Engine) runNative(ctx context.Context, call Call) (*Result, *Error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, e.cfg.timeout())
 	defer cancel()
-	input := append(append([]byte(nil), p.prefix...), call.Args...)
-	req, rej, err := executor.Render(input)
-	if err != nil || rej != nil {
-		return nil, newError(api.CodeBadArgs, "native render failed")
+	var t time.Time
+	if phaseHook != nil {
+		t = time.Now()
 	}
 	want, brej := p.bind.Bind(call.Args)
 	if brej != nil {
 		return nil, newError(api.CodeBadArgs, "native bind failed")
 	}
+	phaseDone(phaseChecks, &t)
+	input := append(append([]byte(nil), p.prefix...), call.Args...)
+	req, rej, err := executor.Render(input)
+	if err != nil || rej != nil {
+		return nil, newError(api.CodeBadArgs, "native render failed")
+	}
 	r, deny := egress.DecodeRequest(req)
 	if deny != "" || egress.Admit(p.policy, p.bind, want, r) != "" {
 		return nil, newError(api.CodeEgressDenied, "native request refused")
 	}
+	phaseDone(phaseGuest, &t)
 	res, _, herr := e.send(ctx, p, r, call.Credential)
+	phaseDone(phaseSend, &t)
+	defer phaseDone(phaseAfter, &t)
 	if herr == nil && e.echoes(call, res.Data) {
 		// The op path's credential echo check is no part of the sandbox:
 		// the baseline runs it too (BenchmarkEchoes measures it alone).
@@ -256,6 +264,9 @@ func BenchmarkBinding(b *testing.B) {
 	}
 }
 
+// phaseNames name the phases in BenchmarkOverhead's metrics.
+var phaseNames = [numPhases]string{phaseChecks: "checks", phaseGuest: "guest", phaseSend: "send", phaseAfter: "after"}
+
 // BenchmarkOverhead measures the sandbox's overhead per op as the median of
 // paired differences: each iteration runs the op natively and then through
 // the sandbox (reset strategy) against the same fake, so both halves of a
@@ -273,6 +284,13 @@ func BenchmarkOverhead(b *testing.B) {
 			bind := make([]time.Duration, 0, b.N)
 			policy := make([]time.Duration, 0, b.N)
 			bindCost := bindingCost(b, env.eng, call)
+			// Each half's phases (phaseHook), and per phase the paired
+			// differences: where in the op the overhead sits.
+			var cur [numPhases]time.Duration
+			phaseHook = func(p phase, d time.Duration) { cur[p] += d }
+			defer func() { phaseHook = nil }()
+			var nat, sbx [numPhases]time.Duration
+			var phaseDiff [numPhases][]time.Duration
 			runNative := func() time.Duration {
 				t := time.Now()
 				if _, herr := env.eng.runNative(ctx, call); herr != nil {
@@ -292,9 +310,18 @@ func BenchmarkOverhead(b *testing.B) {
 				// triggered by one half's allocations lands on both alike.
 				var n, s time.Duration
 				if i%2 == 0 {
-					n, s = runNative(), runSandbox()
+					cur = [numPhases]time.Duration{}
+					n, nat = runNative(), cur
+					cur = [numPhases]time.Duration{}
+					s, sbx = runSandbox(), cur
 				} else {
-					s, n = runSandbox(), runNative()
+					cur = [numPhases]time.Duration{}
+					s, sbx = runSandbox(), cur
+					cur = [numPhases]time.Duration{}
+					n, nat = runNative(), cur
+				}
+				for p := range phaseDiff {
+					phaseDiff[p] = append(phaseDiff[p], sbx[p]-nat[p])
 				}
 				native = append(native, n)
 				sandbox = append(sandbox, s)
@@ -312,6 +339,10 @@ func BenchmarkOverhead(b *testing.B) {
 			b.ReportMetric(float64(bind[len(bind)/2].Nanoseconds()), "bind-p50-ns")
 			slices.Sort(policy)
 			b.ReportMetric(float64(policy[len(policy)/2].Nanoseconds()), "policy-p50-ns")
+			for p, name := range phaseNames {
+				slices.Sort(phaseDiff[p])
+				b.ReportMetric(float64(phaseDiff[p][len(phaseDiff[p])/2].Nanoseconds()), "overhead-"+name+"-p50-ns")
+			}
 		})
 	}
 }
