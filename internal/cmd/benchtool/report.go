@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"runtime"
@@ -88,8 +89,27 @@ func dur(ns float64) string {
 }
 
 func (s summary) dur() string {
-	return fmt.Sprintf("%s (%s – %s, n=%d)", dur(s.center), dur(s.lo), dur(s.hi), s.n)
+	return s.format(dur)
 }
+
+// format is the median and its interval in f's units; with too few runs
+// for a 95% interval (benchmath answers ±Inf) only the run count.
+func (s summary) format(f func(float64) string) string {
+	if math.IsInf(s.lo, 0) || math.IsInf(s.hi, 0) {
+		return fmt.Sprintf("%s (n=%d, too few runs for a 95%% interval)", f(s.center), s.n)
+	}
+	return fmt.Sprintf("%s (%s – %s, n=%d)", f(s.center), f(s.lo), f(s.hi), s.n)
+}
+
+// rate is an ops/s summary.
+func (s summary) rate() string {
+	if math.IsInf(s.lo, 0) || math.IsInf(s.hi, 0) {
+		return fmt.Sprintf("%.0f ops/s (n=%d, too few runs for a 95%% interval)", s.center, s.n)
+	}
+	return fmt.Sprintf("%.0f ops/s (%.0f – %.0f, n=%d)", s.center, s.lo, s.hi, s.n)
+}
+
+func num(v float64) string { return fmt.Sprintf("%.4g", v) }
 
 func machine() string {
 	var b strings.Builder
@@ -221,7 +241,7 @@ func runReport(benchPath, extismPath, rssPath, readyPath, scalePath, out string)
 	}
 	if tr, ok := st.get("BenchmarkThroughput/reset", "ops/s"); ok {
 		tn, _ := st.get("BenchmarkThroughput/native", "ops/s")
-		row("throughput with fresh-equivalent isolation, provider in its own process (≥ 5,000 ops/s)", fmt.Sprintf("%.0f ops/s (%.0f – %.0f, n=%d)", tr.center, tr.lo, tr.hi, tr.n),
+		row("throughput with fresh-equivalent isolation, provider in its own process (≥ 5,000 ops/s)", tr.rate(),
 			fmt.Sprintf("native executor %.0f ops/s (%.0f%% of it)", tn.center, 100*tr.center/tn.center), met(tr.center >= 5000))
 	}
 	if pk, ok := st.get("BenchmarkProject/pick", "ns/op"); ok {
@@ -276,7 +296,7 @@ func runReport(benchPath, extismPath, rssPath, readyPath, scalePath, out string)
 	}
 	if r3, ok := st.get("BenchmarkReplicas/3-redis", "ops/s"); ok {
 		r1, _ := st.get("BenchmarkReplicas/1-memory", "ops/s")
-		row("throughput of 3 replicas on one Redis, 2 cores, one process", fmt.Sprintf("%.0f ops/s (%.0f – %.0f, n=%d)", r3.center, r3.lo, r3.hi, r3.n),
+		row("throughput of 3 replicas on one Redis, 2 cores, one process", r3.rate(),
 			fmt.Sprintf("1 sidecar on the in-memory store %.0f ops/s (the replicas share the same cores)", r1.center), "(context)")
 	}
 	if len(ready.WarmMS) > 0 {
@@ -321,7 +341,7 @@ func runReport(benchPath, extismPath, rssPath, readyPath, scalePath, out string)
 		sort.Strings(units)
 		for _, u := range units {
 			s, _ := st.get(n, u)
-			val := fmt.Sprintf("%.4g (%.4g – %.4g, n=%d)", s.center, s.lo, s.hi, s.n)
+			val := s.format(num)
 			if strings.HasSuffix(u, "-ns") || strings.HasSuffix(u, "ns/op") {
 				val = s.dur()
 			}
