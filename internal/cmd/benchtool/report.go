@@ -349,6 +349,6 @@ func runReport(benchPath, extismPath, rssPath, readyPath, scalePath, out string)
 		}
 	}
 	p("\n## Reproduce\n\n```\nmake bench            # BENCHCOUNT=6 BENCHTIME=1s by default\n```\n\n")
-	p("`make bench` runs the Go benchmarks of ./host, the projection's of ./host/internal/pick, the flow check's of ./internal/flow, the state store's of ./sidecar (a real redis-server on loopback; skipped without one) and bench/extism's, then `go run ./internal/cmd/benchtool rss` and `ready`, then writes this file with `benchtool report`.\n")
+	p("`make bench` runs the Go benchmarks of ./host (the throughput benchmark and the \"canned\" overhead rows with the provider in a process of its own), the reset's of ./host/internal/sandbox, the projection's of ./host/internal/pick, the flow check's of ./internal/flow, the state store's of ./sidecar (a real redis-server on loopback; skipped without one) and bench/extism's, then `go run ./internal/cmd/benchtool rss` and `ready` and bench/scale.sh (`make bench-scale`), then writes this file with `benchtool report`.\n")
 	return os.WriteFile(out, []byte(w.String()), 0o644)
 }
