@@ -26,7 +26,7 @@ WASMFLAGS := -trimpath -buildvcs=false -ldflags="-s -w -buildid=" -buildmode=c-s
 GUEST_SRC := $(shell find guest/wasm guest/executor internal/abi internal/argrules internal/jsonv -name '*.go' -not -name '*_test.go')
 HOSTILE   := $(patsubst %/main.go,%.wasm,$(wildcard host/testdata/hostile/*/main.go))
 
-.PHONY: all guest hostile build install walkthrough test ts-client demo bench check fuzz clean web web-vendor axe-vendor snapshot
+.PHONY: all guest hostile build install walkthrough test ts-client demo bench bench-scale check fuzz clean web web-vendor axe-vendor snapshot
 
 all: build
 
@@ -147,6 +147,7 @@ axe-vendor:
 ## that file; ratios are against baselines measured in the same run).
 bench: build
 	$(GO) test -run='^$$' -bench=. -benchmem -benchtime=$(BENCHTIME) -count=$(BENCHCOUNT) ./host/ | tee bench.out
+	$(GO) test -run='^$$' -bench='^BenchmarkReset$$' -benchtime=$(BENCHTIME) -count=$(BENCHCOUNT) ./host/internal/sandbox/ | tee -a bench.out
 	$(GO) test -run='^$$' -bench='^BenchmarkProject$$' -benchmem -benchtime=$(BENCHTIME) -count=$(BENCHCOUNT) ./host/internal/pick/ | tee -a bench.out
 	$(GO) test -run='^$$' -bench='^BenchmarkFlow$$' -benchmem -benchtime=$(BENCHTIME) -count=$(BENCHCOUNT) ./internal/flow/ | tee -a bench.out
 	$(GO) test -run='^$$' -bench='^(BenchmarkStateRecord|BenchmarkStateOverhead|BenchmarkReplicas|BenchmarkAuditOverhead)$$' -benchtime=$(BENCHTIME) -count=$(BENCHCOUNT) ./sidecar/ | tee -a bench.out
@@ -156,7 +157,15 @@ bench: build
 	else : > bench-extism.out; fi
 	$(GO) run ./internal/cmd/benchtool rss -out rss.json
 	$(GO) run ./internal/cmd/benchtool ready -bin bin/pinned -out ready.json
-	$(GO) run ./internal/cmd/benchtool report -bench bench.out -extism bench-extism.out -rss rss.json -ready ready.json -out docs/BENCHMARKS.md
+	GO="$(GO)" BENCHTIME=$(BENCHTIME) COUNT=3 OUT=bench-scale.md sh bench/scale.sh
+	$(GO) run ./internal/cmd/benchtool report -bench bench.out -extism bench-extism.out -rss rss.json -ready ready.json -scale bench-scale.md -out docs/BENCHMARKS.md
+
+## bench-scale: sandboxed and native throughput at 1, 2, 4, ... cores up to
+## the machine's (BenchmarkThroughput, the provider in a process of its own
+## on other cores where there are enough), with the machine described; a
+## Markdown table on stdout and in bench-scale.md. Run it on a bigger machine.
+bench-scale:
+	GO="$(GO)" BENCHTIME=$(BENCHTIME) sh bench/scale.sh
 
 ## check: the CI contract (.ci/run runs `make check test`): the toolchain
 ## first (go.mod's toolchain line, which the committed modules are built

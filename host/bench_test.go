@@ -11,6 +11,7 @@ import (
 	"github.com/elevenmessenger/pinned/guest/executor"
 	"github.com/elevenmessenger/pinned/host/api"
 	"github.com/elevenmessenger/pinned/host/internal/egress"
+	"github.com/elevenmessenger/pinned/host/internal/paginate"
 	"github.com/elevenmessenger/pinned/internal/demo/fakeapi"
 	"github.com/elevenmessenger/pinned/secret"
 )
@@ -29,24 +30,41 @@ func (e *Engine) runNative(ctx context.Context, call Call) (*Result, *Error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, e.cfg.timeout())
 	defer cancel()
-	input := append(append([]byte(nil), p.prefix...), call.Args...)
-	req, rej, err := executor.Render(input)
-	if err != nil || rej != nil {
-		return nil, newError(api.CodeBadArgs, "native render failed")
+	var t time.Time
+	if phaseHook != nil {
+		t = time.Now()
 	}
 	want, brej := p.bind.Bind(call.Args)
 	if brej != nil {
 		return nil, newError(api.CodeBadArgs, "native bind failed")
 	}
+	phaseDone(phaseChecks, &t)
+	input := append(append([]byte(nil), p.prefix...), call.Args...)
+	req, rej, err := executor.Render(input)
+	if err != nil || rej != nil {
+		return nil, newError(api.CodeBadArgs, "native render failed")
+	}
 	r, deny := egress.DecodeRequest(req)
 	if deny != "" || egress.Admit(p.policy, p.bind, want, r) != "" {
 		return nil, newError(api.CodeEgressDenied, "native request refused")
 	}
+	phaseDone(phaseGuest, &t)
 	res, _, herr := e.send(ctx, p, r, call.Credential)
+	phaseDone(phaseSend, &t)
+	defer phaseDone(phaseAfter, &t)
 	if herr == nil && e.echoes(call, res.Data) {
 		// The op path's credential echo check is no part of the sandbox:
 		// the baseline runs it too (BenchmarkEchoes measures it alone).
 		return nil, e.echoError(p, res.Status)
+	}
+	if herr == nil && p.pager != nil {
+		// So is the next page's args of an op that pages (runPages).
+		out, ferr := p.pager.Run(ctx, pageOp{e: e, call: call, p: p}, call.Args, res.page(),
+			paginate.Limits{MaxResultBytes: e.cfg.maxResultBytes(), Time: e.cfg.pagesTimeout()})
+		if ferr != nil || e.echoes(call, out.Next) {
+			return nil, newError(api.CodeUpstreamInvalid, "native paging failed")
+		}
+		res.Next = out.Next
 	}
 	return res, herr
 }
@@ -165,11 +183,14 @@ func BenchmarkNativeRender(b *testing.B) {
 	}
 }
 
-// BenchmarkThroughput runs viewer ops from 8 goroutines per core against
-// the fake, natively and through the sandbox, and reports ops/s.
+// BenchmarkThroughput runs viewer ops from 8 goroutines per core,
+// natively and through the sandbox, and reports ops/s. The upstream is
+// the canned provider in a process of its own (startCannedProvider), so
+// the figure is the host's and its sandbox's; make bench-scale runs it
+// at each core count.
 func BenchmarkThroughput(b *testing.B) {
 	ctx := context.Background()
-	env := benchEnv(b, IsolationReset)
+	eng := cannedEnv(b, IsolationReset)
 	call := Call{Service: "github", Op: "get_viewer", Args: json.RawMessage(`{}`), Credential: Credential{Secret: secret.Secret(fakeapi.Token("github"))}}
 	for _, mode := range []string{"native", IsolationReset} {
 		b.Run(mode, func(b *testing.B) {
@@ -180,11 +201,11 @@ func BenchmarkThroughput(b *testing.B) {
 				for pb.Next() {
 					var err error
 					if mode == "native" {
-						if _, herr := env.eng.runNative(ctx, call); herr != nil {
+						if _, herr := eng.runNative(ctx, call); herr != nil {
 							err = herr
 						}
 					} else {
-						_, err = env.eng.Run(ctx, call)
+						_, err = eng.Run(ctx, call)
 					}
 					if err != nil {
 						b.Error(err)
@@ -256,6 +277,9 @@ func BenchmarkBinding(b *testing.B) {
 	}
 }
 
+// phaseNames name the phases in BenchmarkOverhead's metrics.
+var phaseNames = [numPhases]string{phaseChecks: "checks", phaseGuest: "guest", phaseSend: "send", phaseAfter: "after"}
+
 // BenchmarkOverhead measures the sandbox's overhead per op as the median of
 // paired differences: each iteration runs the op natively and then through
 // the sandbox (reset strategy) against the same fake, so both halves of a
@@ -263,55 +287,84 @@ func BenchmarkBinding(b *testing.B) {
 // medians and the median of (sandboxed - native).
 func BenchmarkOverhead(b *testing.B) {
 	ctx := context.Background()
-	env := benchEnv(b, IsolationReset)
-	for _, o := range benchOps {
-		call := Call{Service: o.service, Op: o.op, Args: json.RawMessage(o.args), Credential: Credential{Secret: secret.Secret(fakeapi.Token(o.service))}}
-		b.Run(o.name, func(b *testing.B) {
-			native := make(latencies, 0, b.N)
-			sandbox := make(latencies, 0, b.N)
-			diff := make([]time.Duration, 0, b.N)
-			bind := make([]time.Duration, 0, b.N)
-			policy := make([]time.Duration, 0, b.N)
-			bindCost := bindingCost(b, env.eng, call)
-			runNative := func() time.Duration {
-				t := time.Now()
-				if _, herr := env.eng.runNative(ctx, call); herr != nil {
-					b.Fatal(herr)
-				}
-				return time.Since(t)
+	for _, up := range []string{"", "canned"} {
+		env := benchEnv(b, IsolationReset)
+		if up == "canned" {
+			env = &testEnv{eng: cannedEnv(b, IsolationReset)}
+		}
+		for _, o := range benchOps {
+			call := Call{Service: o.service, Op: o.op, Args: json.RawMessage(o.args), Credential: Credential{Secret: secret.Secret(fakeapi.Token(o.service))}}
+			name := o.name
+			if up != "" {
+				name += "/" + up
 			}
-			runSandbox := func() time.Duration {
-				t := time.Now()
-				if _, err := env.eng.Run(ctx, call); err != nil {
-					b.Fatal(err)
+			b.Run(name, func(b *testing.B) {
+				native := make(latencies, 0, b.N)
+				sandbox := make(latencies, 0, b.N)
+				diff := make([]time.Duration, 0, b.N)
+				bind := make([]time.Duration, 0, b.N)
+				policy := make([]time.Duration, 0, b.N)
+				bindCost := bindingCost(b, env.eng, call)
+				// Each half's phases (phaseHook), and per phase the paired
+				// differences: where in the op the overhead sits.
+				var cur [numPhases]time.Duration
+				phaseHook = func(p phase, d time.Duration) { cur[p] += d }
+				defer func() { phaseHook = nil }()
+				var nat, sbx [numPhases]time.Duration
+				var phaseDiff [numPhases][]time.Duration
+				runNative := func() time.Duration {
+					t := time.Now()
+					if _, herr := env.eng.runNative(ctx, call); herr != nil {
+						b.Fatal(herr)
+					}
+					return time.Since(t)
 				}
-				return time.Since(t)
-			}
-			for i := 0; i < b.N; i++ {
-				// Alternate which half goes first, so garbage collection
-				// triggered by one half's allocations lands on both alike.
-				var n, s time.Duration
-				if i%2 == 0 {
-					n, s = runNative(), runSandbox()
-				} else {
-					s, n = runSandbox(), runNative()
+				runSandbox := func() time.Duration {
+					t := time.Now()
+					if _, err := env.eng.Run(ctx, call); err != nil {
+						b.Fatal(err)
+					}
+					return time.Since(t)
 				}
-				native = append(native, n)
-				sandbox = append(sandbox, s)
-				diff = append(diff, s-n)
-				bind = append(bind, bindCost())
-				policy = append(policy, lastPolicy)
-			}
-			slices.Sort(native)
-			slices.Sort(sandbox)
-			slices.Sort(diff)
-			b.ReportMetric(float64(native[len(native)/2].Nanoseconds()), "native-p50-ns")
-			b.ReportMetric(float64(sandbox[len(sandbox)/2].Nanoseconds()), "sandbox-p50-ns")
-			b.ReportMetric(float64(diff[len(diff)/2].Nanoseconds()), "overhead-p50-ns")
-			slices.Sort(bind)
-			b.ReportMetric(float64(bind[len(bind)/2].Nanoseconds()), "bind-p50-ns")
-			slices.Sort(policy)
-			b.ReportMetric(float64(policy[len(policy)/2].Nanoseconds()), "policy-p50-ns")
-		})
+				for i := 0; i < b.N; i++ {
+					// Alternate which half goes first, so garbage collection
+					// triggered by one half's allocations lands on both alike.
+					var n, s time.Duration
+					if i%2 == 0 {
+						cur = [numPhases]time.Duration{}
+						n, nat = runNative(), cur
+						cur = [numPhases]time.Duration{}
+						s, sbx = runSandbox(), cur
+					} else {
+						cur = [numPhases]time.Duration{}
+						s, sbx = runSandbox(), cur
+						cur = [numPhases]time.Duration{}
+						n, nat = runNative(), cur
+					}
+					for p := range phaseDiff {
+						phaseDiff[p] = append(phaseDiff[p], sbx[p]-nat[p])
+					}
+					native = append(native, n)
+					sandbox = append(sandbox, s)
+					diff = append(diff, s-n)
+					bind = append(bind, bindCost())
+					policy = append(policy, lastPolicy)
+				}
+				slices.Sort(native)
+				slices.Sort(sandbox)
+				slices.Sort(diff)
+				b.ReportMetric(float64(native[len(native)/2].Nanoseconds()), "native-p50-ns")
+				b.ReportMetric(float64(sandbox[len(sandbox)/2].Nanoseconds()), "sandbox-p50-ns")
+				b.ReportMetric(float64(diff[len(diff)/2].Nanoseconds()), "overhead-p50-ns")
+				slices.Sort(bind)
+				b.ReportMetric(float64(bind[len(bind)/2].Nanoseconds()), "bind-p50-ns")
+				slices.Sort(policy)
+				b.ReportMetric(float64(policy[len(policy)/2].Nanoseconds()), "policy-p50-ns")
+				for p, name := range phaseNames {
+					slices.Sort(phaseDiff[p])
+					b.ReportMetric(float64(phaseDiff[p][len(phaseDiff[p])/2].Nanoseconds()), "overhead-"+name+"-p50-ns")
+				}
+			})
+		}
 	}
 }

@@ -538,6 +538,32 @@ func (p *prepared) bindArgs(args json.RawMessage, maxArgsBytes int) (json.RawMes
 // validates); it is nil in every build of the program.
 var inputHook func(ctx context.Context, input []byte) []byte
 
+// phase is a part of an op's path, as phaseHook reports it.
+type phase int
+
+const (
+	phaseChecks phase = iota // the host's checks before the guest: credential, args, binding
+	phaseGuest               // the guest's run and the check of its request (native: the executor's render)
+	phaseSend                // the upstream exchange: dial, TLS, request, answer, projection
+	phaseAfter               // the answer's echo check, the audit event and, for an op that pages, the next args
+	numPhases
+)
+
+// phaseHook, when set, is told how long each phase of an op took. Only
+// this package's benchmarks set it (BenchmarkOverhead says where the
+// sandbox's overhead sits); it is nil in every build of the program.
+var phaseHook func(phase, time.Duration)
+
+// phaseDone reports the phase that began at *t to phaseHook and starts
+// the next one.
+func phaseDone(p phase, t *time.Time) {
+	if phaseHook != nil {
+		now := time.Now()
+		phaseHook(p, now.Sub(*t))
+		*t = now
+	}
+}
+
 // Run runs one op: it checks the call, renders the request in a guest
 // instance in the state of a fresh one (a pooled instance reset to the
 // template, or a new one; Config.Isolation), checks it, sends it with the
@@ -562,6 +588,10 @@ func (e *Engine) Run(ctx context.Context, call Call) (*Result, error) {
 // echoes, the egress audited. A per-connection host's op runs from p
 // made for the connection's one host (prepareTenant).
 func (e *Engine) run(ctx context.Context, call Call, p *prepared, start time.Time) (*Result, *Error) {
+	var t time.Time
+	if phaseHook != nil {
+		t = time.Now()
+	}
 	if err := checkCredentialFor(p.m, call.Credential); err != nil {
 		return nil, err
 	}
@@ -577,11 +607,14 @@ func (e *Engine) run(ctx context.Context, call Call, p *prepared, start time.Tim
 	if herr != nil {
 		return nil, herr
 	}
+	phaseDone(phaseChecks, &t)
 	req, herr := e.execute(ctx, p, args, want)
 	if herr != nil {
 		return nil, herr
 	}
+	phaseDone(phaseGuest, &t)
 	res, raw, err := e.send(ctx, p, req, call.Credential)
+	phaseDone(phaseSend, &t)
 	if err == nil && e.echoes(call, res.Data) {
 		err, res = e.echoError(p, res.Status), nil
 	}
@@ -600,6 +633,7 @@ func (e *Engine) run(ctx context.Context, call Call, p *prepared, start time.Tim
 		err.Target = shown
 	}
 	e.audit(ctx, p, res, err, status, raw, start, target)
+	phaseDone(phaseAfter, &t)
 	return res, err
 }
 

@@ -54,6 +54,11 @@ func (e *Engine) runPages(ctx context.Context, call Call, start time.Time) (*Res
 	if p.pager == nil {
 		return res, nil
 	}
+	var t time.Time
+	if phaseHook != nil {
+		t = time.Now()
+	}
+	defer phaseDone(phaseAfter, &t)
 	out, ferr := p.pager.Run(ctx, pageOp{e: e, call: call, p: p}, call.Args, res.page(),
 		paginate.Limits{Pages: call.Pages, MaxResultBytes: e.cfg.maxResultBytes(), Time: e.cfg.pagesTimeout()})
 	if ferr != nil { // paginate.ErrNotList

@@ -81,13 +81,20 @@ func credKey(service string, g *grant.Grant) string {
 
 // checkLimits refuses an op before anything is sent when its credential
 // is backing off after a provider's 429, or when the bot's or the grant's
-// rate is spent: rate_limited with Retry-After, the grant not spent. A
-// limiter that does not answer refuses the op (unavailable).
-func (s *Server) checkLimits(ctx context.Context, info *reqInfo, service string, g *grant.Grant) *Error {
+// rate is spent: rate_limited with Retry-After, the grant not spent.
+// backedOff, when not nil, is the back-off already read with the
+// nonce's record (recordChecked). A limiter that does not answer refuses
+// the op (unavailable).
+func (s *Server) checkLimits(ctx context.Context, info *reqInfo, service string, g *grant.Grant, backedOff *time.Time) *Error {
 	now := s.cfg.now()
-	until, err := s.limits.BackedOff(ctx, credKey(service, g), now)
-	if err != nil {
-		return s.unavailable("the shared state store (Redis) did not answer, so the op's limits cannot be checked; retry shortly (the grant is not spent)").withCause(err)
+	var until time.Time
+	if backedOff != nil { // read with the nonce's record (recordChecked)
+		until = *backedOff
+	} else {
+		var err error
+		if until, err = s.limits.BackedOff(ctx, credKey(service, g), now); err != nil {
+			return s.unavailable("the shared state store (Redis) did not answer, so the op's limits cannot be checked; retry shortly (the grant is not spent)").withCause(err)
+		}
 	}
 	if until.After(now) {
 		return s.rateLimited(info, limitBackoff, until.Sub(now), fmt.Sprintf("the provider asked to slow down for this credential; nothing was sent; retry after %s (the grant is not spent)", roundUp(until.Sub(now))))

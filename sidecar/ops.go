@@ -257,6 +257,7 @@ func (s *Server) enforceGrantAndRun(ctx context.Context, info *reqInfo, req *OpR
 		e = s.checkDrift(req.Service, "the grant", g.ManifestSHA256)
 	}
 	var rec *api.Nonce
+	var backedOff *time.Time // read with the record, in one round trip
 	switch {
 	case e != nil:
 	case g.IsStanding():
@@ -264,10 +265,10 @@ func (s *Server) enforceGrantAndRun(ctx context.Context, info *reqInfo, req *OpR
 		// bound to its scope) on every op, held by a research session or not.
 		e = s.useStanding(ctx, g)
 	case held == nil:
-		rec, e = s.record(ctx, g)
+		rec, backedOff, e = s.recordChecked(ctx, req.Service, g)
 	}
 	if e == nil {
-		if e = s.checkLimits(ctx, info, req.Service, g); e != nil {
+		if e = s.checkLimits(ctx, info, req.Service, g, backedOff); e != nil {
 			s.forget(ctx, rec) // refused before anything was sent: the grant is not spent
 		}
 	}
@@ -460,7 +461,11 @@ func (s *Server) checkGrant(info *reqInfo, req *OpRequest, op *registry.Op, held
 // refuses the op (unavailable): a grant whose use cannot be recorded does
 // not run.
 func (s *Server) record(ctx context.Context, g *grant.Grant) (*api.Nonce, *Error) {
-	rec, err := s.store.RecordNonce(ctx, g.Nonce, g.ExpiresAt.Add(grant.ClockSkew), s.cfg.now())
+	return s.recorded(s.store.RecordNonce(ctx, g.Nonce, g.ExpiresAt.Add(grant.ClockSkew), s.cfg.now()))
+}
+
+// recorded maps a store's answer to recording a grant's nonce.
+func (s *Server) recorded(rec api.Nonce, err error) (*api.Nonce, *Error) {
 	switch {
 	case err == nil:
 		return &rec, nil
@@ -470,6 +475,28 @@ func (s *Server) record(ctx context.Context, g *grant.Grant) (*api.Nonce, *Error
 		return nil, s.busy("too many live grants are remembered; retry shortly").withCause(err)
 	}
 	return nil, s.unavailable("the shared state store (Redis) did not answer, so the grant's use cannot be recorded; retry shortly (the grant is not spent)").withCause(err)
+}
+
+// recordChecked is record and, with a store that can (s.gate), the
+// credential's back-off read in the same round trip; backedOff is nil
+// when it was not read. A back-off it cannot read refuses the op
+// (unavailable) as checkLimits does, the record forgotten.
+func (s *Server) recordChecked(ctx context.Context, service string, g *grant.Grant) (rec *api.Nonce, backedOff *time.Time, e *Error) {
+	if s.gate == nil {
+		rec, e = s.record(ctx, g)
+		return rec, nil, e
+	}
+	start := time.Now()
+	n, until, err := s.gate.RecordNonceBackedOff(ctx, g.Nonce, g.ExpiresAt.Add(grant.ClockSkew), s.cfg.now(), credKey(service, g))
+	instrumented{m: s.m}.observe("record", start, err)
+	if err != nil && n.Key != "" {
+		s.forget(ctx, &n)
+		return nil, nil, s.unavailable("the shared state store (Redis) did not answer, so the op's limits cannot be checked; retry shortly (the grant is not spent)").withCause(err)
+	}
+	if rec, e = s.recorded(n, err); e != nil {
+		return nil, nil, e
+	}
+	return rec, &until, nil
 }
 
 func (s *Server) handleConsent(w http.ResponseWriter, r *http.Request) {

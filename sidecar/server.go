@@ -308,12 +308,16 @@ type Server struct {
 	log      zerolog.Logger
 	prom     *prometheus.Registry
 	m        *metrics
-	store    api.Store       // instrumented
-	standing api.Standing    // the store's standing series (standing.go); nil: standing grants are refused
-	limits   api.Limiter     // limiterFor(cfg, store)
-	rot      *rotate.Rotator // nil: rotation is off
-	slots    chan struct{}
-	handler  http.Handler
+	store    api.Store    // instrumented
+	standing api.Standing // the store's standing series (standing.go); nil: standing grants are refused
+	limits   api.Limiter  // limiterFor(cfg, store)
+	// gate is the store when it is also the limiter and records a nonce
+	// and reads a back-off in one round trip (api.RecordChecker); nil
+	// otherwise.
+	gate    api.RecordChecker
+	rot     *rotate.Rotator // nil: rotation is off
+	slots   chan struct{}
+	handler http.Handler
 
 	researchSlots chan struct{}
 
@@ -378,6 +382,9 @@ func New(cfg Config) (*Server, error) {
 	s.store = instrumented{next: store, m: s.m}
 	s.standing, _ = store.(api.Standing)
 	s.limits = instrumentedLimiter{next: limiterFor(&s.cfg, store), m: s.m}
+	if rc, ok := store.(api.RecordChecker); ok && cfg.Limiter == nil {
+		s.gate = rc // limiterFor chose the store
+	}
 	if cfg.Refresher != nil {
 		// One Rotator per process: single flight per credential across
 		// requests, and one grace cache.

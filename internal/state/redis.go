@@ -218,13 +218,52 @@ func (r *Redis) credKey(k, what string) string {
 func (r *Redis) RecordNonce(ctx context.Context, nonce string, until, _ time.Time) (api.Nonce, error) {
 	ctx, cancel := r.ctx(ctx)
 	defer cancel()
+	n, pxat := r.newNonce(nonce, until)
+	return r.recorded(ctx, n, pxat, r.c.Do(ctx, "SET", n.Key, n.Token, "NX", "PXAT", pxat).Err())
+}
+
+// RecordNonceBackedOff implements api.RecordChecker: RecordNonce's SET
+// and BackedOff's GET in one pipeline, one round trip.
+func (r *Redis) RecordNonceBackedOff(ctx context.Context, nonce string, until, now time.Time, backoffKey string) (api.Nonce, time.Time, error) {
+	ctx, cancel := r.ctx(ctx)
+	defer cancel()
+	n, pxat := r.newNonce(nonce, until)
+	pipe := r.c.Pipeline()
+	set := pipe.Do(ctx, "SET", n.Key, n.Token, "NX", "PXAT", pxat)
+	get := pipe.Get(ctx, r.backoffKey(backoffKey))
+	_, _ = pipe.Exec(ctx) // each command's own error is read below
+	n, err := r.recorded(ctx, n, pxat, set.Err())
+	if err != nil {
+		return api.Nonce{}, time.Time{}, err
+	}
+	v, gerr := get.Int64()
+	switch {
+	case gerr == redis.Nil:
+		return n, time.Time{}, nil
+	case gerr != nil:
+		// The nonce is recorded but the back-off is unknown: the caller
+		// fails closed, and forgets the record as for any refusal.
+		return n, time.Time{}, unavailable("backed_off", gerr)
+	}
+	if u := time.UnixMilli(v); u.After(now) {
+		return n, u, nil
+	}
+	return n, time.Time{}, nil
+}
+
+// newNonce is the record of nonce and its expiry (PXAT in whole
+// milliseconds, rounded up: never a millisecond early).
+func (r *Redis) newNonce(nonce string, until time.Time) (api.Nonce, int64) {
 	n := api.Nonce{Key: r.nonceKey(nonce), Token: randomToken()}
-	// PXAT in whole milliseconds, rounded up: never a millisecond early.
 	pxat := until.UnixMilli()
 	if until.After(time.UnixMilli(pxat)) {
 		pxat++
 	}
-	err := r.c.Do(ctx, "SET", n.Key, n.Token, "NX", "PXAT", pxat).Err()
+	return n, pxat
+}
+
+// recorded reads the answer err of n's SET NX PXAT pxat.
+func (r *Redis) recorded(ctx context.Context, n api.Nonce, pxat int64, err error) (api.Nonce, error) {
 	switch {
 	case err == nil:
 		return n, nil

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -460,5 +461,58 @@ func TestRedisTimedOutRecord(t *testing.T) {
 	time.Sleep(3 * timeout) // the clean-up ran
 	if _, err := s2.RecordNonce(ctx, "nonce-late-other-replica", time.Now().Add(time.Minute), time.Now()); err != nil {
 		t.Fatalf("a retry on another replica after the clean-up: %v", err)
+	}
+}
+
+// TestRedisRecordNonceBackedOff: the one-round-trip record records as
+// RecordNonce does (a second use of the nonce is ErrReplayed, the record
+// can be forgotten) and reads the back-off BackOff set, only while it
+// lasts.
+func TestRedisRecordNonceBackedOff(t *testing.T) {
+	ctx := context.Background()
+	srv := redistest.Start(t)
+	s := newRedisStore(t, RedisOptions{URL: srv.URL()})
+	now := time.Now()
+	tests := []struct {
+		name    string
+		backoff time.Time // zero: none set
+		want    bool      // a back-off is reported
+	}{
+		{"no back-off", time.Time{}, false},
+		{"backing off", now.Add(time.Minute), true},
+		{"back-off over", now.Add(-time.Minute), false},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cred := fmt.Sprintf("cred:%d", i)
+			if !tt.backoff.IsZero() {
+				if err := s.BackOff(ctx, cred, tt.backoff); err != nil {
+					t.Fatal(err)
+				}
+			}
+			nonce := fmt.Sprintf("nonce-%d", i)
+			n, until, err := s.RecordNonceBackedOff(ctx, nonce, now.Add(time.Minute), now, cred)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := !until.IsZero(); got != tt.want {
+				t.Fatalf("backed off until %v, want a back-off: %v", until, tt.want)
+			}
+			if tt.want && until.UnixMilli() != tt.backoff.UnixMilli() {
+				t.Fatalf("backed off until %v, want %v", until, tt.backoff)
+			}
+			if _, _, err := s.RecordNonceBackedOff(ctx, nonce, now.Add(time.Minute), now, cred); !errors.Is(err, api.ErrReplayed) {
+				t.Fatalf("second record: %v, want ErrReplayed", err)
+			}
+			if _, err := s.RecordNonce(ctx, nonce, now.Add(time.Minute), now); !errors.Is(err, api.ErrReplayed) {
+				t.Fatalf("RecordNonce after it: %v, want ErrReplayed", err)
+			}
+			if err := s.ForgetNonce(ctx, n); err != nil {
+				t.Fatal(err)
+			}
+			if _, _, err := s.RecordNonceBackedOff(ctx, nonce, now.Add(time.Minute), now, cred); err != nil {
+				t.Fatalf("record after forget: %v", err)
+			}
+		})
 	}
 }

@@ -33,6 +33,16 @@ type Lock struct {
 	Fence int64
 }
 
+// RecordChecker is a Store that is also the sidecar's Limiter and can
+// record a nonce and read a credential's back-off (Limiter.BackedOff of
+// backoffKey) in one round trip: the op's hot path then waits for the
+// store once. The nonce is recorded as RecordNonce records it, with its
+// errors; until is the back-off's end (zero when none), read after the
+// record.
+type RecordChecker interface {
+	RecordNonceBackedOff(ctx context.Context, nonce string, until, now time.Time, backoffKey string) (n Nonce, backedOff time.Time, err error)
+}
+
 // Store is the state a bot's replicas share: the grant replay cache, the
 // refresh locks and the grace cache of just-rotated pairs. Every method is
 // safe for concurrent use and bounded in time; an error other than

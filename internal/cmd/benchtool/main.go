@@ -3,7 +3,7 @@
 //
 //	benchtool rss   -out FILE             1,000 ops in flight against an upstream that holds each answer 500 ms
 //	benchtool ready -bin PINNED -out FILE time from starting `pinned sidecar` to a 200 from /readyz, cold and warm cache
-//	benchtool report -bench FILE -rss FILE -ready FILE -out BENCHMARKS.md
+//	benchtool report -bench FILE -rss FILE -ready FILE [-scale FILE] -out BENCHMARKS.md
 //
 // It is a development tool (internal), not part of the product.
 package main
@@ -63,9 +63,10 @@ func main() {
 		extism := fs.String("extism", "", "go test -bench output of bench/extism (optional)")
 		rss := fs.String("rss", "rss.json", "rss result")
 		ready := fs.String("ready", "ready.json", "readiness result")
+		scale := fs.String("scale", "", "bench/scale.sh's table (optional)")
 		out := fs.String("out", "BENCHMARKS.md", "report")
 		fs.Parse(os.Args[2:])
-		err = runReport(*bench, *extism, *rss, *ready, *out)
+		err = runReport(*bench, *extism, *rss, *ready, *scale, *out)
 	default:
 		err = fmt.Errorf("unknown subcommand %q", os.Args[1])
 	}

@@ -12,7 +12,7 @@ import (
 // find them), with the figures of the sample run.
 func TestReportTargets(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "BENCHMARKS.md")
-	if err := runReport("testdata/bench.out", "", "missing-rss.json", "missing-ready.json", out); err != nil {
+	if err := runReport("testdata/bench.out", "", "missing-rss.json", "missing-ready.json", "", out); err != nil {
 		t.Fatal(err)
 	}
 	b, err := os.ReadFile(out)
@@ -25,14 +25,14 @@ func TestReportTargets(t *testing.T) {
 		row  string // the row's first cell
 		want string // a figure the row must hold
 	}{
-		{"viewer overhead", "| sandbox overhead per op, p50, viewer op (≤ 100 µs) |", "µs"},
-		{"repos100 overhead", "| sandbox overhead per op, p50, repos100 op (≤ 100 µs) |", "native op p50"},
+		{"viewer overhead", "| sandbox overhead per op, p50, viewer op, provider fake in process (≤ 20.0 µs) |", "µs"},
+		{"repos100 overhead", "| sandbox overhead per op, p50, repos100 op, provider fake in process (≤ 40.0 µs) |", "native op p50"},
 		{"sandbox alone", "| sandbox alone (instance, guest, checks, reset), p50 |", "× slower"},
-		{"throughput", "| throughput with fresh-equivalent isolation, 2 cores (≥ 5,000 ops/s) |", "ops/s"},
+		{"throughput", "| throughput with fresh-equivalent isolation, provider in its own process (≥ 5,000 ops/s) |", "ops/s"},
 		{"pick", "| pick projection of a 100-repo page (≥ 5× encoding/json) |", "ms"},
 		{"flow check", "| cross-service flow check per call (session of 460 recorded values): list_issues args; create_issue with a 16 KiB body |", "host.ValidateArgs"},
 		{"flow record", "| recording a 100-repository page's values (flow control) |", "encoding/json decoding the same page"},
-		{"redis state", "| Redis state store on loopback, added per op, p50 (≤ 250 µs) |", "the replay record alone: in memory"},
+		{"redis state", "| Redis state store on loopback, added per op, p50 (≤ 100 µs; one round trip on the hot path) |", "the replay record alone: in memory"},
 		{"replicas", "| throughput of 3 replicas on one Redis, 2 cores, one process |", "1 sidecar on the in-memory store"},
 	}
 	for _, tt := range tests {
