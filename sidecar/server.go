@@ -44,6 +44,7 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
+	"go.opentelemetry.io/otel/trace"
 	"io"
 	"log"
 	"net"
@@ -183,6 +184,12 @@ type Config struct {
 	// Audit.Ready; a result whose record cannot be written is withheld
 	// (unavailable). `pinned sidecar` uses internal/audit. nil: no trail.
 	Audit api.Auditor
+
+	// Tracer, when set, traces each op: a root span per op (a child of the
+	// request's W3C traceparent on POST /v1/ops) and spans for the grant,
+	// the state store, the sandbox, the upstream request and pick
+	// (internal/tracing). nil: no tracing, at no cost.
+	Tracer trace.TracerProvider
 
 	// BotRate limits the bot's ops across its replicas, GrantRate each
 	// grant's (a research session's calls under one grant): past them
