@@ -93,7 +93,8 @@ Examples:
     --oauth-resource https://mcp.example.com/mcp      # behind a TLS proxy
 
 Exit status: 0 after the client closed stdin (or SIGINT/SIGTERM), 1 the
-server failed, 2 bad usage.
+server failed, 2 bad usage or configuration (a --cache-dir others can
+write).
 
 Flags:
 `
