@@ -123,6 +123,10 @@ func runMCP(args []string, stdout, stderr io.Writer) int {
 	oauthPrivate := fs.Bool("oauth-allow-private-clients", false, "fetch clients' metadata documents from loopback and private addresses too (tests and trials; the default refuses them: SSRF)")
 	oauthCA := fs.String("oauth-client-cacert", "", "PEM `file` of CAs trusted, besides the system's, when fetching clients' metadata documents (a private CA)")
 	stateDir := fs.String("state-dir", defaultStateDir(), "`directory` of the file where one process spends confirmations, with --confirm-key-file and no --redis-url")
+	var auditFlags sidecarAuditFlags
+	auditFlags.register(fs, &envDefaults{none: true}, func(name, help string) string {
+		return strings.Replace(help, "default <state-dir>/audit when --state-dir is set; off: no trail", "off unless set: no trail", 1)
+	})
 	var allow []api.Flow
 	fs.Func("allow-flow", "let values `FROM:TO` flow: a read of service TO may carry what service FROM returned in the session (repeatable; e.g. dnsimple:github)", func(v string) error {
 		a, err := parseFlow(v)
@@ -201,8 +205,7 @@ func runMCP(args []string, stdout, stderr io.Writer) int {
 	// OmitTarget: the person's log holds no argument value (docs/MCP.md).
 	eng, err := host.New(ctx, host.Config{Timeout: *opTimeout, CacheDir: defaultCacheDir(), Override: override, Logger: &log, OmitTarget: true})
 	if err != nil {
-		fmt.Fprintf(stderr, "pinned mcp: %s\n", errText(err))
-		return 1
+		return engineFailed(stderr, "mcp", err)
 	}
 	defer eng.Close(context.Background())
 	// The grants never leave this process: a fresh key each run.
@@ -211,7 +214,25 @@ func runMCP(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "pinned mcp: %s\n", errText(err))
 		return 1
 	}
-	scfg := sidecar.Config{Engine: eng, Key: key, Logger: &log}
+	scfg := sidecar.Config{Engine: eng, Key: key, Logger: &log, Version: binaryVersion()}
+	// The audit trail, when asked for: one record per tool call that
+	// reached the op path, as the sidecar writes per op (source "run").
+	if auditFlags.dir != "" && auditFlags.dir != auditOff {
+		auditCfg, err := auditFlags.resolve(*stateDir)
+		if err != nil {
+			return usage("%s", errText(err))
+		}
+		auditLog, err := auditCfg.open(auditFlags.keyFile == "", log)
+		if err != nil {
+			return usage("%s", err)
+		}
+		scfg.Audit = auditLog
+		defer func() {
+			if err := auditLog.Close(); err != nil {
+				log.Error().Str("event", "audit_log").AnErr("cause", err).Msg("the audit log could not be sealed and closed")
+			}
+		}()
+	}
 	if refresher != nil {
 		scfg.Refresher = refresher
 	}

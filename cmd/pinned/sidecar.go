@@ -139,9 +139,17 @@ type sidecarFlags struct {
 // envDefaults reads the environment into the flags' defaults, so an
 // explicit flag still wins. A malformed value is an error naming the
 // variable.
-type envDefaults struct{ errs []string }
+// With none set it reads nothing (a command whose variables are not the
+// sidecar's).
+type envDefaults struct {
+	errs []string
+	none bool
+}
 
 func (e *envDefaults) str(flagName, def string) string {
+	if e.none {
+		return def
+	}
 	if v, ok := os.LookupEnv(envName(flagName)); ok {
 		return v
 	}
@@ -149,6 +157,9 @@ func (e *envDefaults) str(flagName, def string) string {
 }
 
 func (e *envDefaults) dur(flagName string, def time.Duration) time.Duration {
+	if e.none {
+		return def
+	}
 	if v, ok := os.LookupEnv(envName(flagName)); ok {
 		d, err := time.ParseDuration(v)
 		if err != nil {
@@ -161,6 +172,9 @@ func (e *envDefaults) dur(flagName string, def time.Duration) time.Duration {
 }
 
 func (e *envDefaults) bool(flagName string, def bool) bool {
+	if e.none {
+		return def
+	}
 	if v, ok := os.LookupEnv(envName(flagName)); ok {
 		b, err := strconv.ParseBool(v)
 		if err != nil {
@@ -173,6 +187,9 @@ func (e *envDefaults) bool(flagName string, def bool) bool {
 }
 
 func (e *envDefaults) int(flagName string, def int64) int64 {
+	if e.none {
+		return def
+	}
 	if v, ok := os.LookupEnv(envName(flagName)); ok {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil {
