@@ -125,8 +125,9 @@ type cachedIdentity struct {
 }
 
 type cachedBool struct {
-	v  bool
-	at time.Time
+	v   bool
+	at  time.Time
+	key string // the broker's revoke_key
 }
 
 // New checks cfg and builds the server.
@@ -285,6 +286,7 @@ func (s *Server) routes() *chi.Mux {
 		r.Get("/bots", s.handleBots)
 		r.Post("/bots/{name}/ops", s.relay("/v1/ops", true))
 		r.Post("/bots/{name}/consent", s.relay("/v1/consent", false))
+		r.Post("/revoke", s.handleRevoke)
 	})
 	return r
 }
