@@ -733,9 +733,12 @@ func testDisconnect(t *testing.T, e *browserEnv) {
 	e.openCatalog()
 	e.do(chromedp.Click(chromedp.ID("disconnect-github")))
 	e.waitFor("GitHub disconnected", `!!document.getElementById('form-github')`)
-	e.waitFor("where to revoke GitHub's token", `document.body.innerText.includes('The token is still valid at GitHub: revoke it at https://github.com/settings/personal-access-tokens/new.')`)
+	e.waitFor("where to revoke GitHub's token", `document.body.innerText.includes('The token is still valid at GitHub (a pasted token cannot be revoked from here): revoke it at https://github.com/settings/personal-access-tokens/new.')`)
 	e.do(chromedp.Click(chromedp.ID("disconnect-hubspot")))
 	e.waitFor("HubSpot disconnected", `!!document.getElementById('form-hubspot')`)
+	// HubSpot declares no revocation endpoint: nothing is asked of the
+	// broker, and the page says where to revoke.
+	e.waitFor("where to revoke HubSpot's token", `document.body.innerText.includes('The token is still valid at HubSpot (HubSpot cannot be revoked through this broker)')`)
 	e.do(chromedp.Reload())
 	e.waitFor("the catalog", `document.getElementById('services').getAttribute('aria-busy') === 'false'`)
 	if n := eval[int](e, `document.querySelectorAll('.connected').length`); n != 0 {

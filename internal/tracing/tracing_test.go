@@ -70,3 +70,14 @@ func TestChildrenOfTheRoot(t *testing.T) {
 		t.Error("a span without a root records")
 	}
 }
+
+// BenchmarkSpanOff is a stage's span with tracing off: a context lookup.
+func BenchmarkSpanOff(b *testing.B) {
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		_, s := Start(ctx, SpanSandbox)
+		s.Fail("bad_args")
+		s.End()
+	}
+}
