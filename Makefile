@@ -62,6 +62,10 @@ install: build
 	install -d -m 0755 $(DESTDIR)$(PREFIX)/share/bash-completion/completions
 	bin/pinned completion bash > $(DESTDIR)$(PREFIX)/share/bash-completion/completions/pinned
 	@echo "installed; then: install -d -m 0700 /etc/pinned, put bot.key and caller.token there (mode 0600), systemctl enable --now pinned-sidecar"
+	@if [ -n "$(DESTDIR)" ]; then \
+	  echo "DESTDIR install: systemd-analyze verify fails on $(DESTDIR)$(UNITDIR)/pinned-sidecar.service because its ExecStart, $(PREFIX)/bin/pinned, is not installed outside $(DESTDIR); verify a copy that points at the staged binary:"; \
+	  echo "  sed 's#$(PREFIX)/bin/pinned#$(DESTDIR)$(PREFIX)/bin/pinned#' $(DESTDIR)$(UNITDIR)/pinned-sidecar.service > /tmp/pinned-sidecar.service && systemd-analyze verify /tmp/pinned-sidecar.service"; \
+	fi
 
 ## walkthrough: run the command blocks of README, docs/OAUTH.md and docs/OPERATING.md (replicas) as written
 ## (also part of make test).

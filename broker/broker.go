@@ -36,12 +36,14 @@ type Broker struct {
 	clients   map[string]*client
 	instances [][sha256.Size]byte // SHA-256 of each instance token
 	limiter   *limiter
-	http      *http.Client
-	transport *http.Transport
-	log       zerolog.Logger
-	metrics   *metrics
-	promReg   *prometheus.Registry // serves /metrics when Config.Metrics is nil
-	now       func() time.Time
+	// revokeKeys open the tokens of POST /api/revoke/sealed.
+	revokeKeys revokeKeys
+	http       *http.Client
+	transport  *http.Transport
+	log        zerolog.Logger
+	metrics    *metrics
+	promReg    *prometheus.Registry // serves /metrics when Config.Metrics is nil
+	now        func() time.Time
 
 	registryBody []byte
 	registryETag string
@@ -84,6 +86,9 @@ func New(cfg Config) (*Broker, error) {
 		now:       cfg.now(),
 		log:       zerolog.Nop(),
 		sync:      cfg.RegistrySync,
+	}
+	if b.revokeKeys, err = newRevokeKeys(); err != nil {
+		return nil, fmt.Errorf("broker: the revoke key: %w", err)
 	}
 	if cfg.Logger != nil {
 		b.log = cfg.Logger.With().Str("component", "broker").Logger()
@@ -195,6 +200,7 @@ func (b *Broker) RedirectURL(service string) string {
 //	GET  /oauth/{id}/callback     the provider's redirect → 302 to the return URL
 //	POST /api/refresh             {service, refresh_token} → a fresh pair (instance token)
 //	POST /api/revoke              {service, refresh_token, access_token} → revoked at the provider (RFC 7009; instance token)
+//	POST /api/revoke/sealed       {service, sealed} → the same, the tokens sealed to revoke_key (no instance token)
 //	GET  /metrics                 Prometheus (when the broker owns its registry)
 func (b *Broker) Handler() http.Handler { return b.routes() }
 
@@ -216,6 +222,7 @@ func (b *Broker) routes() *chi.Mux {
 	r.Get("/oauth/{id}/callback", b.callback)
 	r.Post("/api/refresh", b.refresh)
 	r.Post("/api/revoke", b.revoke)
+	r.Post("/api/revoke/sealed", b.revokeSealed)
 	if b.promReg != nil {
 		r.Handle("/metrics", promhttp.HandlerFor(b.promReg, promhttp.HandlerOpts{}))
 	}
@@ -311,6 +318,10 @@ type oauthConfigDoc struct {
 	// Refresh is true when the provider's tokens come with refresh tokens
 	// (the connection then rotates itself).
 	Refresh bool `json:"refresh"`
+	// RevokeKey, when the manifest declares a revocation endpoint and the
+	// broker holds a client, is the X25519 public key (standard base64)
+	// a page seals a connection's tokens to for POST /api/revoke/sealed.
+	RevokeKey string `json:"revoke_key,omitempty"`
 }
 
 // oauthConfig tells a catalog UI whether to show a service's Connect
@@ -333,6 +344,9 @@ func (b *Broker) oauthConfig(w http.ResponseWriter, r *http.Request) {
 		doc.Enabled = b.clients[id] != nil
 		doc.CapScopes = capScopes{Read: slices.Clone(o.Scopes), Write: slices.Clone(o.ScopesWrite)}
 		doc.Refresh = o.Refresh
+		if doc.Enabled && o.RevokeURL != "" {
+			doc.RevokeKey = b.revokeKeys.public()
+		}
 	}
 	writeJSON(w, http.StatusOK, doc)
 }

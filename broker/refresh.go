@@ -129,6 +129,13 @@ func (b *Broker) instanceRequest(w http.ResponseWriter, r *http.Request) (who st
 		writeError(w, r, errorf(brokerapi.CodeRefreshDisabled, "token refresh and revocation are disabled on this broker (no instance tokens configured)"))
 		return "", nil, false
 	}
+	return b.apiRequest(w, r, true)
+}
+
+// apiRequest is instanceRequest's checks: the rate limit (per instance,
+// else per address), the instance token when needToken, a JSON body
+// under the bound, strict JSON.
+func (b *Broker) apiRequest(w http.ResponseWriter, r *http.Request, needToken bool) (who string, body []byte, ok bool) {
 	who = b.caller(r)
 	key := who
 	if key == "" {
@@ -144,12 +151,14 @@ func (b *Broker) instanceRequest(w http.ResponseWriter, r *http.Request) (who st
 		writeError(w, r, e)
 		return "", nil, false
 	}
-	if who == "" {
+	if who == "" && needToken {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="pinned broker"`)
 		writeError(w, r, errorf(brokerapi.CodeUnauthorized, "a valid instance token is required (Authorization: Bearer <token>)"))
 		return "", nil, false
 	}
-	httpserve.NoteOf[httpserve.Basic](r).Set("caller", who)
+	if who != "" {
+		httpserve.NoteOf[httpserve.Basic](r).Set("caller", who)
+	}
 	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
 		writeError(w, r, errorf(brokerapi.CodeUnsupportedMediaType, "the body must be application/json"))
 		return "", nil, false

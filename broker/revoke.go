@@ -78,7 +78,6 @@ func (b *Broker) revokeClient(m *registry.Manifest) *http.Client {
 // the provider confirmed every one. Authenticated and rate-limited like
 // /api/refresh. Nothing is stored.
 func (b *Broker) revoke(w http.ResponseWriter, r *http.Request) {
-	log := zerolog.Ctx(r.Context())
 	who, body, ok := b.instanceRequest(w, r)
 	if !ok {
 		return
@@ -88,6 +87,12 @@ func (b *Broker) revoke(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, errorf(brokerapi.CodeBadRequest, "the body must be {\"service\": ..., \"refresh_token\": ..., \"access_token\": ...}"))
 		return
 	}
+	b.revokeTokens(w, r, who, req)
+}
+
+// revokeTokens revokes req's tokens at the provider and answers.
+func (b *Broker) revokeTokens(w http.ResponseWriter, r *http.Request, who string, req revokeRequest) {
+	log := zerolog.Ctx(r.Context())
 	if req.Service == "" || req.RefreshToken == "" && req.AccessToken == "" {
 		writeError(w, r, errorf(brokerapi.CodeBadRequest, "service and at least one of refresh_token and access_token are required"))
 		return

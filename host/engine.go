@@ -46,6 +46,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/elevenmessenger/pinned/internal/tracing"
 	"runtime"
 	"sort"
 	"strings"
@@ -647,11 +648,15 @@ func (e *Engine) execute(ctx context.Context, p *prepared, args json.RawMessage,
 		input = inputHook(ctx, input)
 	}
 	start := time.Now()
+	_, span := tracing.Start(ctx, tracing.SpanSandbox)
 	out, err := e.sb.Run(ctx, sandbox.Call{
 		Input: input, Op: p.op,
 		Admit:    func(r *egress.Request) api.DenyReason { return egress.Admit(p.policy, p.bind, want, r) },
 		MaxCalls: e.cfg.maxHostCalls(), MaxLogBytes: e.cfg.maxLogBytes(),
 	})
+	if span.Recording() {
+		endSandboxSpan(ctx, span, out.Outcome, out.Deny, err)
+	}
 	e.guestLog(ctx, p, out.Log, out.LogDropped)
 	if err != nil {
 		return nil, guestFailure(ctx, err)

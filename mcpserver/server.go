@@ -511,6 +511,7 @@ func (s *Server) call(ctx context.Context, req *mcp.CallToolRequest, service, op
 	if bad != nil && op.Access == registry.AccessRead {
 		*refused = bad
 		s.side.FlowRefused("mcp", bad.Source.Service, service)
+		s.side.AuditRefusal(ctx, service, opName, canon, string(api.CodeCrossServiceFlow))
 		return toolError(api.CodeCrossServiceFlow, fmt.Sprintf(
 			"arg %s carries a value that %s returned in this session, and data read from one service is not sent to another; nothing was sent. "+
 				"If the person wants %s data to flow to %s, they can restart pinned mcp with --allow-flow %s:%s",

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"github.com/elevenmessenger/pinned/internal/tracing"
 
 	"github.com/elevenmessenger/pinned/host"
 	"github.com/elevenmessenger/pinned/registry"
@@ -44,7 +45,11 @@ func (s *Server) auditReady() *Error {
 // record, and its outcome, success or refusal, is appended with the
 // receipt returned. A result whose record cannot be written is withheld
 // (unavailable). source is one of the source* constants.
-func (s *Server) enforceOp(ctx context.Context, source string, info *reqInfo, req *OpRequest, held *heldGrant) (*host.Result, string, *api.Receipt, *Error) {
+func (s *Server) enforceOp(ctx context.Context, source string, info *reqInfo, req *OpRequest, held *heldGrant) (_ *host.Result, _ string, _ *api.Receipt, e *Error) {
+	ctx, span := tracing.Root(ctx, s.cfg.Tracer, tracing.SpanOp)
+	if span.Recording() {
+		defer func() { s.endOpSpan(span, source, req, e) }()
+	}
 	if e := s.auditReady(); e != nil {
 		return nil, "", nil, e
 	}

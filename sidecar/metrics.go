@@ -1,6 +1,9 @@
 package sidecar
 
 import (
+	"runtime"
+
+	hostapi "github.com/elevenmessenger/pinned/host/api"
 	"github.com/elevenmessenger/pinned/sidecar/api"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -58,6 +61,7 @@ const (
 	metricResSteps = "pinned_sidecar_research_steps_total"
 	metricFlow     = "pinned_sidecar_flow_refused_total"
 	metricAuditErr = "pinned_sidecar_audit_errors_total"
+	metricBuild    = "pinned_build_info"
 )
 
 // unknownLabel stands for a service or op not in the registry.
@@ -126,6 +130,7 @@ func newMetrics(reg prometheus.Registerer, store api.Store) *metrics {
 			Help: "Audit records that could not be written; after the first, ops are refused with unavailable until the log is fixed and the sidecar restarted.",
 		}),
 	}
+	m.zero()
 	if reg != nil {
 		reg.MustRegister(m.ops, m.consent, m.duration, m.inFlight, m.denials, m.requests, m.refreshes, m.stateDuration, m.stateErrors, m.research, m.researchSteps, m.flowRefused, m.auditErrors)
 		if g, ok := store.(replayGauges); ok {
@@ -170,4 +175,42 @@ func (m *metrics) registerRotation(reg prometheus.Registerer, rot *rotate.Rotato
 			Help: "Refreshes not made because another replica (or a flight that just ended) had rotated the credential first: its pair was used.",
 		}, func() float64 { return float64(stats().Adopted) }),
 	)
+}
+
+// stateOps are the state store's operation labels (instrumented).
+var stateOps = []string{"record", "forget", "lock", "unlock", "grace", "put_grace", "ping"}
+
+// zero creates every denial and state error series at 0, so a
+// dashboard's rate and an alert on any increase work before the first
+// event: the grant codes, the limits, every egress deny reason, auth, and
+// each state store operation.
+func (m *metrics) zero() {
+	for _, c := range []Code{CodeGrantInvalid, CodeGrantExpired, CodeServiceMismatch, CodeAccessDenied, CodeGrantMismatch, CodeResourceDenied, CodeGrantReplayed} {
+		m.denials.WithLabelValues("grant", string(c))
+	}
+	for _, l := range []string{limitBot, limitGrant, limitBackoff, limitBotDay, limitGrantB} {
+		m.denials.WithLabelValues("limit", l)
+	}
+	for _, d := range hostapi.DenyReasons() {
+		m.denials.WithLabelValues("egress", string(d))
+	}
+	m.denials.WithLabelValues("auth", string(CodeUnauthorized))
+	for _, op := range stateOps {
+		m.stateErrors.WithLabelValues(op)
+	}
+}
+
+// registerBuild registers pinned_build_info{version, goversion}, always 1:
+// the binary's version beside its Go version.
+func registerBuild(reg prometheus.Registerer, version string) {
+	if reg == nil {
+		return
+	}
+	g := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name:        metricBuild,
+		Help:        "The running binary: version (pinned version) and goversion labels; always 1.",
+		ConstLabels: prometheus.Labels{"version": version, "goversion": runtime.Version()},
+	})
+	g.Set(1)
+	reg.MustRegister(g)
 }

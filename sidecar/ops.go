@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/elevenmessenger/pinned/internal/tracing"
 	"net/http"
 	"strings"
 	"time"
@@ -222,7 +223,7 @@ func (s *Server) serveOp(w http.ResponseWriter, r *http.Request, req *OpRequest)
 	if e := decode(body, req); e != nil {
 		return nil, "", nil, e
 	}
-	return s.enforceOp(r.Context(), sourceOps, infoFrom(r), req, nil)
+	return s.enforceOp(tracing.Extract(r.Context(), s.cfg.Tracer, r.Header), sourceOps, infoFrom(r), req, nil)
 }
 
 // enforceGrantAndRun is enforceOp (audit.go) without the audit record:
@@ -252,10 +253,12 @@ func (s *Server) enforceGrantAndRun(ctx context.Context, info *reqInfo, req *OpR
 	}
 	defer release()
 
+	_, gspan := tracing.Start(ctx, tracing.SpanGrantOpen)
 	g, args, e := s.checkGrant(info, req, op, held)
 	if e == nil {
 		e = s.checkDrift(req.Service, "the grant", g.ManifestSHA256)
 	}
+	endSpan(gspan, e)
 	var rec *api.Nonce
 	var backedOff *time.Time // read with the record, in one round trip
 	switch {
@@ -263,12 +266,22 @@ func (s *Server) enforceGrantAndRun(ctx context.Context, info *reqInfo, req *OpR
 	case g.IsStanding():
 		// A standing grant runs many times: its series is checked (and
 		// bound to its scope) on every op, held by a research session or not.
+		_, sspan := tracing.Start(ctx, tracing.SpanState)
+		sspan.Str(tracing.KeyStateCall, "use_standing")
 		e = s.useStanding(ctx, g)
+		endSpan(sspan, e)
 	case held == nil:
+		_, sspan := tracing.Start(ctx, tracing.SpanState)
+		sspan.Str(tracing.KeyStateCall, "record_nonce")
 		rec, backedOff, e = s.recordChecked(ctx, req.Service, g)
+		endSpan(sspan, e)
 	}
 	if e == nil {
-		if e = s.checkLimits(ctx, info, req.Service, g, backedOff); e != nil {
+		_, sspan := tracing.Start(ctx, tracing.SpanState)
+		sspan.Str(tracing.KeyStateCall, "check_limits")
+		e = s.checkLimits(ctx, info, req.Service, g, backedOff)
+		endSpan(sspan, e)
+		if e != nil {
 			s.forget(ctx, rec) // refused before anything was sent: the grant is not spent
 		}
 	}

@@ -62,3 +62,12 @@ func (s *Server) FlowRefused(surface, from, to string) {
 	}
 	s.m.flowRefused.WithLabelValues(surface, from, to).Inc()
 }
+
+// AuditRefusal records in the audit trail (Config.Audit) a call its
+// caller refused before RunOp, as POST /v1/ops records its refusals:
+// source "run", the service and op as named, the args' digest, code.
+// Nothing when there is no trail; a failure to record is counted and
+// logged.
+func (s *Server) AuditRefusal(ctx context.Context, service, op string, args []byte, code string) {
+	s.auditRefusal(ctx, sourceRun, nil, service, op, args, code)
+}

@@ -45,6 +45,7 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
+	"go.opentelemetry.io/otel/trace"
 	"io"
 	"log"
 	"net"
@@ -190,6 +191,16 @@ type Config struct {
 	// Audit.Ready; a result whose record cannot be written is withheld
 	// (unavailable). `pinned sidecar` uses internal/audit. nil: no trail.
 	Audit api.Auditor
+
+	// Version is the binary's version, in the listening event and in
+	// pinned_build_info{version}; default "devel".
+	Version string
+
+	// Tracer, when set, traces each op: a root span per op (a child of the
+	// request's W3C traceparent on POST /v1/ops) and spans for the grant,
+	// the state store, the sandbox, the upstream request and pick
+	// (internal/tracing). nil: no tracing, at no cost.
+	Tracer trace.TracerProvider
 
 	// BotRate limits the bot's ops across its replicas, GrantRate each
 	// grant's (a research session's calls under one grant): past them
@@ -379,6 +390,7 @@ func New(cfg Config) (*Server, error) {
 		store = state.NewMemory(state.MemoryOptions{ReplayCacheSize: cfg.replayCacheSize(), MaxGrace: rotate.DefaultMaxCached, Now: s.cfg.now})
 	}
 	s.m = newMetrics(s.prom, store)
+	registerBuild(s.prom, s.cfg.version())
 	s.store = instrumented{next: store, m: s.m}
 	s.standing, _ = store.(api.Standing)
 	s.limits = instrumentedLimiter{next: limiterFor(&s.cfg, store), m: s.m}
@@ -493,7 +505,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		Str("bot_key", s.key.Public().String()).Str("registry", s.reg.Digest()).
 		Int("max_concurrency", s.cfg.maxConcurrency()).Bool("caller_token", s.cfg.CallerToken != "").
 		Bool("rotation", s.rot != nil).Str("state_store", s.store.Kind()).
-		Msg("sidecar listening")
+		Str("version", s.cfg.version()).Msg("sidecar listening")
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
@@ -596,4 +608,11 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *Erro
 		return nil, newError(CodeBadRequest, "the body could not be read").withCause(err)
 	}
 	return body, nil
+}
+
+func (c *Config) version() string {
+	if c.Version == "" {
+		return "devel"
+	}
+	return c.Version
 }

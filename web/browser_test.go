@@ -173,7 +173,7 @@ func TestBrowser(t *testing.T) {
 	st, err := webstack.Start(context.Background(), webstack.Options{
 		SidecarNow: e.clock.Now, RefreshGrace: 3 * time.Second,
 		WebLog: e.webLog, SidecarLog: sidecarLog, BrokerLog: brokerLog,
-		OAuthServices: []string{fakeapi.HubSpot},
+		OAuthServices: []string{fakeapi.HubSpot, fakeapi.Linear},
 		// The compiled guest is shared with the other packages' tests.
 		CacheDir: filepath.Join(os.TempDir(), "pinned-test-wazero-cache"),
 	})
@@ -263,6 +263,7 @@ func TestBrowser(t *testing.T) {
 	run("activity, and a narrowed cap narrows the next grant", func(t *testing.T) { testCapNarrowsAndActivity(t, e) })
 	run("a standing read grant runs reads, renews and stops on revoke", func(t *testing.T) { testStandingReadGrant(t, e) })
 	run("disconnect in another tab says not connected", func(t *testing.T) { testDisconnectInAnotherTab(t, e, pat) })
+	run("disconnect revokes an OAuth token at the provider", func(t *testing.T) { testDisconnectRevokes(t, e) })
 	run("disconnect", func(t *testing.T) { testDisconnect(t, e) })
 	run("the gate hides the app", func(t *testing.T) { testGateHidesApp(t, e) })
 	if len(e.audited) < 16 {
@@ -734,9 +735,12 @@ func testDisconnect(t *testing.T, e *browserEnv) {
 	e.openCatalog()
 	e.do(chromedp.Click(chromedp.ID("disconnect-github")))
 	e.waitFor("GitHub disconnected", `!!document.getElementById('form-github')`)
-	e.waitFor("where to revoke GitHub's token", `document.body.innerText.includes('The token is still valid at GitHub: revoke it at https://github.com/settings/personal-access-tokens/new.')`)
+	e.waitFor("where to revoke GitHub's token", `document.body.innerText.includes('The token is still valid at GitHub (a pasted token cannot be revoked from here): revoke it at https://github.com/settings/personal-access-tokens/new.')`)
 	e.do(chromedp.Click(chromedp.ID("disconnect-hubspot")))
 	e.waitFor("HubSpot disconnected", `!!document.getElementById('form-hubspot')`)
+	// HubSpot declares no revocation endpoint: nothing is asked of the
+	// broker, and the page says where to revoke.
+	e.waitFor("where to revoke HubSpot's token", `document.body.innerText.includes('The token is still valid at HubSpot (HubSpot cannot be revoked through this broker)')`)
 	e.do(chromedp.Reload())
 	e.waitFor("the catalog", `document.getElementById('services').getAttribute('aria-busy') === 'false'`)
 	if n := eval[int](e, `document.querySelectorAll('.connected').length`); n != 0 {
@@ -752,4 +756,35 @@ func testDisconnect(t *testing.T, e *browserEnv) {
 	}
 	e.open("/apps/github")
 	e.waitFor("the gate", `!document.getElementById('gate').hidden`)
+}
+
+// testDisconnectRevokes connects Linear with OAuth and disconnects it:
+// the page seals the pair to the broker's revoke key, the provider fake
+// sees both tokens revoked (RFC 7009), the access token stops working,
+// and the page says so.
+func testDisconnectRevokes(t *testing.T, e *browserEnv) {
+	fake := e.st.Fake
+	e.openCatalog()
+	e.do(chromedp.Click(chromedp.ID("oauth-linear")))
+	e.waitFor("the Linear OAuth connection", `!!document.getElementById('connected-linear')`)
+	e.do(chromedp.Click(chromedp.ID("disconnect-linear")))
+	e.waitFor("Linear disconnected and revoked", `document.body.innerText.includes('Disconnected and revoked at Linear: the token no longer works.')`)
+	rv := fake.Revocations(fakeapi.Linear)
+	if len(rv) != 2 || rv[0].TokenTypeHint != "refresh_token" || rv[1].TokenTypeHint != "access_token" || !rv[0].Revoked || !rv[1].Revoked {
+		t.Fatalf("the fake saw revocations %+v, want the refresh then the access token", rv)
+	}
+	req, _ := http.NewRequest(http.MethodPost, "https://api.linear.app/graphql", strings.NewReader(`{"query":"query Viewer { viewer { id name displayName email organization { id name urlKey } } }"}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+rv[1].Token)
+	resp, err := fake.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("the revoked access token: viewer %d, want 401", resp.StatusCode)
+	}
+	if l := e.webLog.String(); strings.Contains(l, rv[1].Token) || strings.Contains(l, rv[0].Token) {
+		t.Error("a Linear token is in pinned web's log")
+	}
 }

@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -48,6 +49,10 @@ type CatalogService struct {
 	// the broker says the flow can start (GET /api/oauth/config).
 	OAuth        bool `json:"oauth"`
 	OAuthEnabled bool `json:"oauth_enabled"`
+	// RevokeKey, when the broker can revoke the service's tokens, is its
+	// X25519 key (base64): Disconnect seals the connection's tokens to
+	// it and POSTs them to /api/revoke, so pinned web sees ciphertext only.
+	RevokeKey string `json:"revoke_key,omitempty"`
 	// Ops, sorted by name.
 	Ops []CatalogOp `json:"ops"`
 	// Resources are the manifest's resources (docs/MANIFEST.md,
@@ -112,7 +117,7 @@ func (s *Server) catalog(ctx context.Context) Catalog {
 		wg.Add(1)
 		go func(cs *CatalogService) {
 			defer wg.Done()
-			cs.OAuthEnabled = s.oauthEnabled(ctx, cs.ID)
+			cs.OAuthEnabled, cs.RevokeKey = s.oauthEnabled(ctx, cs.ID)
 		}(&c.Services[i])
 	}
 	wg.Wait()
@@ -122,12 +127,13 @@ func (s *Server) catalog(ctx context.Context) Catalog {
 
 // oauthEnabled asks the broker's GET /api/oauth/config whether the flow
 // of a service can start. Any failure is "no" (the page then offers
-// paste-a-token only) and is logged.
-func (s *Server) oauthEnabled(ctx context.Context, id string) bool {
+// paste-a-token only) and is logged. key is the broker's revoke_key for
+// the service ("" when it cannot revoke).
+func (s *Server) oauthEnabled(ctx context.Context, id string) (enabled bool, key string) {
 	s.mu.Lock()
 	if c, ok := s.oauth[id]; ok && time.Since(c.at) < oauthMaxAge {
 		s.mu.Unlock()
-		return c.v
+		return c.v, c.key
 	}
 	s.mu.Unlock()
 	u := *s.broker
@@ -137,28 +143,31 @@ func (s *Server) oauthEnabled(ctx context.Context, id string) bool {
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
-		return false
+		return false, ""
 	}
-	enabled := false
 	resp, err := s.client.Do(req)
 	if err == nil {
 		var doc struct {
-			Enabled bool `json:"enabled"`
+			Enabled   bool   `json:"enabled"`
+			RevokeKey string `json:"revoke_key"`
 		}
 		if resp.StatusCode == http.StatusOK && json.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(&doc) == nil {
 			enabled = doc.Enabled
+			if k, err := base64.StdEncoding.Strict().DecodeString(doc.RevokeKey); err == nil && len(k) == 32 {
+				key = doc.RevokeKey
+			}
 		} else {
 			s.log.Warn().Str("event", "broker_config").Str("service", id).Int("status", resp.StatusCode).Msg("the broker's /api/oauth/config answer is unusable")
 		}
 		resp.Body.Close()
 	} else {
 		s.log.Warn().Str("event", "broker_config").Str("service", id).AnErr("cause", err).Msg("the broker cannot be asked; offering paste-a-token only")
-		return false // not cached: ask again next time
+		return false, "" // not cached: ask again next time
 	}
 	s.mu.Lock()
-	s.oauth[id] = cachedBool{v: enabled, at: time.Now()}
+	s.oauth[id] = cachedBool{v: enabled, key: key, at: time.Now()}
 	s.mu.Unlock()
-	return enabled
+	return enabled, key
 }
 
 func (s *Server) handleIntegrations(w http.ResponseWriter, r *http.Request) {

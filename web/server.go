@@ -125,8 +125,9 @@ type cachedIdentity struct {
 }
 
 type cachedBool struct {
-	v  bool
-	at time.Time
+	v   bool
+	at  time.Time
+	key string // the broker's revoke_key
 }
 
 // New checks cfg and builds the server.
@@ -286,6 +287,7 @@ func (s *Server) routes() *chi.Mux {
 		r.Post("/bots/{name}/ops", s.relay("/v1/ops", bodyOp))
 		r.Post("/bots/{name}/consent", s.relay("/v1/consent", bodyConsent))
 		r.Post("/bots/{name}/revoke", s.relay("/v1/grants/revoke", bodyRevoke))
+		r.Post("/revoke", s.handleRevoke)
 	})
 	return r
 }

@@ -250,12 +250,14 @@ func isInternalPrefix(s string) bool {
 // joinList formats names as the CLI lists them everywhere: "a, b, c".
 func joinList(names []string) string { return strings.Join(names, ", ") }
 
-// engineFailed prints why host.New failed for the command cmd; a refused
-// compilation cache names the flag that moves it.
+// engineFailed prints why host.New failed for the command cmd and
+// returns the exit status: 2 for a refused compilation cache (bad
+// configuration: the message names the flag that moves it), 1 otherwise.
 func engineFailed(w io.Writer, cmd string, err error) int {
 	fmt.Fprintf(w, "pinned %s: %s\n", cmd, errText(err))
 	if errors.Is(err, host.ErrCacheDir) {
 		fmt.Fprintf(w, "pinned %s: set --cache-dir to a directory only this user can write (or --cache-dir '' to compile in memory at every start)\n", cmd)
+		return 2
 	}
 	return 1
 }

@@ -101,7 +101,8 @@ Examples:
   PINNED_MCP_TOKEN=$(cat tok) pinned mcp --listen 127.0.0.1:8765 --approval-links url
 
 Exit status: 0 after the client closed stdin (or SIGINT/SIGTERM), 1 the
-server failed, 2 bad usage.
+server failed, 2 bad usage or configuration (a --cache-dir others can
+write).
 
 Flags:
 `
@@ -132,6 +133,10 @@ func runMCP(args []string, stdout, stderr io.Writer) int {
 	approvalLinks := fs.String("approval-links", "off", "approval links for writes (MCP elicitation in URL mode; needs --listen): `mode` off, url (clients that show URLs but not forms) or always (every write, also for clients that show forms)")
 	approvalURL := fs.String("approval-url", "", "the base `URL` at which the person's browser reaches this server's approval page (https, or http on loopback); default the --oauth-resource origin, else http://ADDR of a loopback --listen")
 	stateDir := fs.String("state-dir", defaultStateDir(), "`directory` of the file where one process spends confirmations, with --confirm-key-file and no --redis-url")
+	var auditFlags sidecarAuditFlags
+	auditFlags.register(fs, &envDefaults{none: true}, func(name, help string) string {
+		return strings.Replace(help, "default <state-dir>/audit when --state-dir is set; off: no trail", "off unless set: no trail", 1)
+	})
 	var allow []api.Flow
 	fs.Func("allow-flow", "let values `FROM:TO` flow: a read of service TO may carry what service FROM returned in the session (repeatable; e.g. dnsimple:github)", func(v string) error {
 		a, err := parseFlow(v)
@@ -218,8 +223,7 @@ func runMCP(args []string, stdout, stderr io.Writer) int {
 	// OmitTarget: the person's log holds no argument value (docs/MCP.md).
 	eng, err := host.New(ctx, host.Config{Timeout: *opTimeout, CacheDir: defaultCacheDir(), Override: override, Logger: &log, OmitTarget: true})
 	if err != nil {
-		fmt.Fprintf(stderr, "pinned mcp: %s\n", errText(err))
-		return 1
+		return engineFailed(stderr, "mcp", err)
 	}
 	defer eng.Close(context.Background())
 	// The grants never leave this process: a fresh key each run.
@@ -228,7 +232,25 @@ func runMCP(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "pinned mcp: %s\n", errText(err))
 		return 1
 	}
-	scfg := sidecar.Config{Engine: eng, Key: key, Logger: &log}
+	scfg := sidecar.Config{Engine: eng, Key: key, Logger: &log, Version: binaryVersion()}
+	// The audit trail, when asked for: one record per tool call that
+	// reached the op path, as the sidecar writes per op (source "run").
+	if auditFlags.dir != "" && auditFlags.dir != auditOff {
+		auditCfg, err := auditFlags.resolve(*stateDir)
+		if err != nil {
+			return usage("%s", errText(err))
+		}
+		auditLog, err := auditCfg.open(auditFlags.keyFile == "", log)
+		if err != nil {
+			return usage("%s", err)
+		}
+		scfg.Audit = auditLog
+		defer func() {
+			if err := auditLog.Close(); err != nil {
+				log.Error().Str("event", "audit_log").AnErr("cause", err).Msg("the audit log could not be sealed and closed")
+			}
+		}()
+	}
 	if refresher != nil {
 		scfg.Refresher = refresher
 	}

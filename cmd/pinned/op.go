@@ -58,7 +58,8 @@ and prints the items of all of them as one list.
 Exit status: 0 success, 1 the op failed (the error code and message are
 printed on stderr: unknown_service, unknown_op, bad_args, upstream_error,
 ...), 2 bad usage (an unknown flag, a missing or malformed flag value, a
-credential the host would refuse, such as one with a space in it).
+credential the host would refuse, such as one with a space in it, a
+--cache-dir that cannot be used or that others can write).
 
 Flags:
 `

@@ -84,7 +84,7 @@ func TestRunOpWrites(t *testing.T) {
 		{name: "a 401 on the real path says what to check", args: []string{"--connect-to", fake.Addr(), "--cacert", ca, "--token-env", "PINNED_TEST_WRONG_TOKEN", "--service", "github", "--op", "get_viewer"},
 			code: 1, stderrIn: "pinned op: api.github.com refused the credential in PINNED_TEST_WRONG_TOKEN: is it a GitHub token, unexpired, with the scopes the op needs? (--kind pat sends it as Authorization: Bearer)\n"},
 		{name: "a cache directory that cannot be created names --cache-dir", args: []string{"--fake", "--service", "github", "--op", "get_viewer", "--cache-dir", filepath.Join(argsFile, "pinned", "wazero")},
-			code: 1, stderrIn: "cannot be created: mkdir: not a directory\npinned op: set --cache-dir to a directory only this user can write"},
+			code: 2, stderrIn: "cannot be created: mkdir: not a directory\npinned op: set --cache-dir to a directory only this user can write"},
 		{name: "a token the host would refuse", args: []string{"--token-env", "PINNED_TEST_NEWLINE_TOKEN", "--service", "github", "--op", "get_viewer"},
 			code: 2, stderr: "pinned op: credential_invalid: the credential holds characters an HTTP header cannot carry in PINNED_TEST_NEWLINE_TOKEN: " + credentialHint + "\n"},
 		{name: "--output table", args: []string{"--fake", "--service", "github", "--op", "get_viewer", "--output", "table"},
@@ -94,7 +94,7 @@ func TestRunOpWrites(t *testing.T) {
 		{name: "--output yaml", args: []string{"--fake", "--service", "github", "--op", "get_viewer", "--output", "yaml"},
 			code: 2, stderr: "pinned op: --output must be json or table, not \"yaml\"\n"},
 		{name: "a cache directory others can write is refused", args: []string{"--fake", "--service", "github", "--op", "get_viewer", "--cache-dir", openCache},
-			code: 1, stderr: "pinned op: cache directory " + openCache + " has mode 0777: group or others can write the machine code it holds; run `chmod 700 " + openCache + "`\n" +
+			code: 2, stderr: "pinned op: cache directory " + openCache + " has mode 0777: group or others can write the machine code it holds; run `chmod 700 " + openCache + "`\n" +
 				"pinned op: set --cache-dir to a directory only this user can write (or --cache-dir '' to compile in memory at every start)\n"},
 	}
 	t.Setenv("PINNED_TEST_FAKE_TOKEN", fakeapi.Token("github"))

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/elevenmessenger/pinned/internal/tracing/export"
 	"io"
 	"net"
 	"net/netip"
@@ -78,7 +79,12 @@ Example (against the fake; see README.md):
   pinned sidecar --key-file bot.key --connect-to 127.0.0.1:8443 --cacert ca.pem
 
 Exit status: 0 after a clean shutdown, 1 the sidecar failed, 2 bad usage
-or configuration.
+or configuration (a --cache-dir others can write, a tracing setting it
+cannot honour).
+
+Tracing: the standard OTEL_* variables switch on OpenTelemetry traces
+(OTLP over HTTP), e.g. OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318;
+off by default (docs/OPERATING.md, "Tracing").
 
 Flags:
 `
@@ -126,6 +132,7 @@ type sidecarFlags struct {
 	modelKeyFile      string
 	modelBaseURL      string
 	model             string
+	omitTarget        bool
 	audit             sidecarAuditFlags
 	limits            sidecarLimitFlags
 }
@@ -133,9 +140,17 @@ type sidecarFlags struct {
 // envDefaults reads the environment into the flags' defaults, so an
 // explicit flag still wins. A malformed value is an error naming the
 // variable.
-type envDefaults struct{ errs []string }
+// With none set it reads nothing (a command whose variables are not the
+// sidecar's).
+type envDefaults struct {
+	errs []string
+	none bool
+}
 
 func (e *envDefaults) str(flagName, def string) string {
+	if e.none {
+		return def
+	}
 	if v, ok := os.LookupEnv(envName(flagName)); ok {
 		return v
 	}
@@ -143,6 +158,9 @@ func (e *envDefaults) str(flagName, def string) string {
 }
 
 func (e *envDefaults) dur(flagName string, def time.Duration) time.Duration {
+	if e.none {
+		return def
+	}
 	if v, ok := os.LookupEnv(envName(flagName)); ok {
 		d, err := time.ParseDuration(v)
 		if err != nil {
@@ -154,7 +172,25 @@ func (e *envDefaults) dur(flagName string, def time.Duration) time.Duration {
 	return def
 }
 
+func (e *envDefaults) bool(flagName string, def bool) bool {
+	if e.none {
+		return def
+	}
+	if v, ok := os.LookupEnv(envName(flagName)); ok {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			e.errs = append(e.errs, fmt.Sprintf("%s=%q is not a boolean (true or false)", envName(flagName), v))
+			return def
+		}
+		return b
+	}
+	return def
+}
+
 func (e *envDefaults) int(flagName string, def int64) int64 {
+	if e.none {
+		return def
+	}
 	if v, ok := os.LookupEnv(envName(flagName)); ok {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil {
@@ -198,6 +234,7 @@ func runSidecarContext(ctx context.Context, args []string, stdout, stderr io.Wri
 	fs.DurationVar(&f.maxGrantTTL, "max-grant-ttl", env.dur("max-grant-ttl", grant.DefaultMaxTTL), h("max-grant-ttl", "refuse grants that expire further ahead than this"))
 	fs.DurationVar(&f.standingGrantTTL, "standing-grant-ttl", env.dur("standing-grant-ttl", grant.DefaultStandingMaxTTL), h("standing-grant-ttl", "refuse standing read grants that expire further ahead than this (a stolen one runs reads until then)"))
 	fs.StringVar(&f.logLevel, "log-level", env.str("log-level", "info"), h("log-level", "log `level`: debug, info, warn or error"))
+	fs.BoolVar(&f.omitTarget, "omit-target", env.bool("omit-target", false), h("omit-target", "log no request target (path and query as sent) in egress events and audit records, so no argument value is written anywhere; default: the target, secret args redacted"))
 	fs.StringVar(&f.cacheDir, "cache-dir", env.str("cache-dir", defaultCacheDir()), h("cache-dir", "wazero compilation cache `directory` (empty: compile in memory at every start)"))
 	fs.StringVar(&f.stateDir, "state-dir", env.str("state-dir", defaultStateDir()), h("state-dir", "`directory` of the durable state file (grant replay records and the grace cache of rotated pairs; one file per bot key), so a restart loses no grant use; empty: in memory, lost on restart; not used with --redis-url"))
 	fs.StringVar(&f.brokerURL, "broker-url", env.str("broker-url", ""), h("broker-url", "the broker's base `URL` (https, or http on loopback) for token rotation; empty: never rotate"))
@@ -240,6 +277,19 @@ func runSidecarContext(ctx context.Context, args []string, stdout, stderr io.Wri
 	if err := f.limits.apply(&cfg); err != nil {
 		return usage("%s", err)
 	}
+	tp, err := export.New(ctx, os.Getenv, "pinned-sidecar", binaryVersion())
+	if err != nil {
+		return usage("%s (docs/OPERATING.md, \"Tracing\")", errText(err))
+	}
+	if tp != nil {
+		cfg.Tracer = tp
+		defer func() {
+			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_ = tp.Shutdown(sctx) // flush the last spans; an unreachable collector loses them
+		}()
+	}
+	cfg.Version = binaryVersion()
 	if cfg.Store != nil {
 		defer cfg.Store.Close()
 	}
@@ -275,7 +325,7 @@ func runSidecarContext(ctx context.Context, args []string, stdout, stderr io.Wri
 
 	prom := prometheus.NewRegistry()
 	prom.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	hcfg := host.Config{Timeout: f.opTimeout, PagesTimeout: f.pagesTimeout, CacheDir: f.cacheDir, Logger: &hostLog, Metrics: host.NewMetrics(prom)}
+	hcfg := host.Config{Timeout: f.opTimeout, PagesTimeout: f.pagesTimeout, CacheDir: f.cacheDir, Logger: &hostLog, Metrics: host.NewMetrics(prom), OmitTarget: f.omitTarget}
 	if f.connectTo != "" {
 		pem, err := os.ReadFile(f.caFile)
 		if err != nil {
@@ -330,7 +380,7 @@ func runSidecarContext(ctx context.Context, args []string, stdout, stderr io.Wri
 		fmt.Fprintf(stderr, "pinned sidecar: %s\n", errText(err))
 		return 1
 	}
-	fmt.Fprintf(stderr, "pinned sidecar: listening on http://%s (bot public key %s)\n", ln.Addr(), key.Public())
+	fmt.Fprintf(stderr, "pinned sidecar %s: listening on http://%s (bot public key %s)\n", cfg.Version, ln.Addr(), key.Public())
 	removeAddr, err := writeAddrFile(*addrFile, ln.Addr().String())
 	if err != nil {
 		fmt.Fprintf(stderr, "pinned sidecar: %s\n", errText(err))

@@ -62,8 +62,17 @@ type buildInfo struct {
 	Guest string `json:"guest"`
 }
 
-func readBuildInfo() buildInfo {
-	b := buildInfo{Version: version, Go: runtime.Version()}
+// binaryVersion is the version readBuildInfo reports, without the
+// registry and guest digests.
+func binaryVersion() string {
+	b := buildInfo{Version: version}
+	readVCS(&b)
+	return b.Version
+}
+
+// readVCS fills b's version (when not stamped) and revision from the
+// build information Go records in the binary.
+func readVCS(b *buildInfo) {
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		for _, s := range bi.Settings {
 			switch s.Key {
@@ -88,6 +97,11 @@ func readBuildInfo() buildInfo {
 			}
 		}
 	}
+}
+
+func readBuildInfo() buildInfo {
+	b := buildInfo{Version: version, Go: runtime.Version()}
+	readVCS(&b)
 	reg := registry.Default()
 	b.Registry.Digest, b.Registry.Services = reg.Digest(), len(reg.IDs())
 	if e, err := snapshot.LoadEmbedded(); err != nil {

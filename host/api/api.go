@@ -72,6 +72,14 @@ const (
 // only abi.EDENIED.
 type DenyReason string
 
+// DenyReasons lists every DenyReason, in the order declared.
+func DenyReasons() []DenyReason {
+	return []DenyReason{DenyMalformed, DenyTooLarge, DenyMethod, DenyScheme, DenyHost, DenyPort, DenyUserinfo, DenyFragment,
+		DenyURLChar, DenyPath, DenyDotSegment, DenyEncodedSlash, DenyPathEncoding, DenyQueryDuplicate, DenyQuerySyntax,
+		DenyBodyNotAllowed, DenyBodyMissing, DenyBodyInvalid, DenyHeaderForbidden, DenyHeaderInvalid, DenyHeaderDuplicate,
+		DenyNotBound, DenyDial, DenyRedirect}
+}
+
 // Deny reasons of the request check (ABI invariant 2), the dial policy
 // (invariant 4) and the response handling.
 const (

@@ -108,11 +108,17 @@
           } }, 'Save access'),
           ' ',
           el('button', { type: 'button', id: 'disconnect-' + id, onclick: async () => {
+            // Revoke at the provider first (sealed to the broker's key),
+            // then delete here whatever the provider said.
+            let rv;
+            try { rv = await P.revoke(id); } catch (e) { rv = { revoked: false, why: e.message }; }
             await P.disconnect(id);
-            // pinned web holds no broker instance token, so it cannot
-            // revoke at the provider: say so, and where to do it.
+            if (rv.revoked) {
+              await refresh(id, 'Disconnected and revoked at ' + svc.name + ': the token no longer works.');
+              return;
+            }
             await refresh(id, 'Disconnected; the connection is gone from this device. The token is still valid at ' + svc.name +
-              (svc.pat_help ? ': revoke it at ' + svc.pat_help + '.' : ': revoke it on its site.'));
+              ' (' + rv.why + ')' + (svc.pat_help ? ': revoke it at ' + svc.pat_help + '.' : ': revoke it on its site.'));
           } }, 'Disconnect ' + svc.name)),
         ...Object.entries(svc.resources || {}).map(([kind, r]) => limitPanel(svc, kind, r, conn, statusNode)),
         standingPanel(svc, conn, statusNode),

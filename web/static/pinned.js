@@ -228,6 +228,25 @@
     }
     return out;
   }
+  // revoke asks the provider, through pinned web and the broker, to revoke
+  // an OAuth connection's tokens (RFC 7009). The tokens leave the page only
+  // sealed to the broker's revoke_key. It answers {revoked: true} when the
+  // provider confirmed, else {revoked: false, why}; it never throws for a
+  // refusal, so Disconnect always goes on.
+  async function revoke(service) {
+    const conn = await getConnection(service);
+    const svc = (await catalog()).byId[service];
+    if (!conn || conn.kind !== 'oauth') return { revoked: false, why: 'a pasted token cannot be revoked from here' };
+    if (!svc || !svc.revoke_key) return { revoked: false, why: (svc ? svc.name : service) + ' cannot be revoked through this broker' };
+    await ready();
+    const tokens = {};
+    if (conn.refresh) tokens.refresh_token = conn.refresh;
+    if (conn.secret) tokens.access_token = conn.secret;
+    const r = await api('/api/revoke', { service, sealed: seal(tokens, svc.revoke_key) });
+    if (r.ok) return { revoked: true };
+    const msg = r.body && r.body.error ? r.body.error.message : 'HTTP ' + r.status;
+    return { revoked: false, why: 'the provider did not confirm the revocation (' + msg + ')' };
+  }
   async function disconnect(service) {
     await revokeStanding(service).catch(() => {}); // best effort: it lapses within its TTL anyway
     await idb.del('connections', service);
@@ -684,7 +703,7 @@
 
   window.pinned = {
     PinnedError, ready, memberPublicKey, catalog, bots, currentBot, chooseBot, fillBotSelect,
-    connections, getConnection, connect, disconnect, setCap, setResources, limitText, capAllows, consent, runOp, activity,
+    connections, getConnection, connect, revoke, disconnect, setCap, setResources, limitText, capAllows, consent, runOp, activity,
     startStanding, renewStanding, revokeStanding, standingState, STANDING_TTL_MS,
     get standingRenewMs() { return standingRenewMs; },
     set standingRenewMs(ms) { standingRenewMs = ms; },

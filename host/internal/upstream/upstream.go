@@ -18,6 +18,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/elevenmessenger/pinned/internal/tracing"
 	"io"
 	"net/http"
 	"strings"
@@ -144,14 +145,21 @@ func (c *Client) send(ctx context.Context, op *Op, r *egress.Request, kind strin
 	secrets := credentialForms(op.m, kind, user, cred)
 	req.Header.Set(name, value)
 
+	_, span := tracing.Start(ctx, tracing.SpanUpstream)
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return nil, 0, transportFailure(ctx, err, op.m.Host)
+		f := transportFailure(ctx, err, op.m.Host)
+		span.Fail(string(f.Code))
+		span.End()
+		return nil, 0, f
 	}
 	defer resp.Body.Close()
 
 	raw, rerr := readCapped(resp, c.maxResponseBytes)
 	n := int64(len(raw))
+	if span.Recording() {
+		endUpstreamSpan(span, resp.StatusCode, n, rerr)
+	}
 	if rerr != nil {
 		if rerr.Code == "" {
 			rerr = transportFailure(ctx, rerr.Cause, op.m.Host)
@@ -186,7 +194,11 @@ func (c *Client) send(ctx context.Context, op *Op, r *egress.Request, kind strin
 		ans.Data = []byte("null")
 		return ans, n, nil
 	}
+	_, pspan := tracing.Start(ctx, tracing.SpanPick)
 	out, err := op.proj.Project(make([]byte, 0, 4096), raw)
+	if pspan.Recording() {
+		endPickSpan(pspan, len(out), err)
+	}
 	if err != nil {
 		msg := "the provider's answer is not valid JSON"
 		if d := pick.Disagreement(err); d != "" {

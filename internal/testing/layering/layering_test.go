@@ -29,7 +29,7 @@ var layers = []struct {
 	{"foundation", []string{"internal/jsonenc", "secret"}},
 	// The bottom: each imports nothing of the project's but the foundation
 	// (registry included: it is what everyone agrees on).
-	{"bottom", []string{"registry/...", "internal/abi", "internal/jsonv", "internal/display", "internal/httperr", "host/api", "sidecar/api", "host/internal/sandbox/wasmbin",
+	{"bottom", []string{"registry/...", "internal/abi", "internal/jsonv", "internal/display", "internal/httperr", "host/api", "sidecar/api", "host/internal/sandbox/wasmbin", "internal/tracing/...",
 		"internal/testing/schematest", "internal/testing/wasmbuild", "internal/testing/wasmtest", "internal/testing/redistest", "internal/demo/fakemodel", "internal/testing/layering"}},
 	// sidecar/grant is the sealed-grant format (it imports only the
 	// bottom), so it sits here, below the parts of the sidecar that use it.
