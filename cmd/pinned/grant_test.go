@@ -132,7 +132,7 @@ func TestRunGrantSeal(t *testing.T) {
 		// Args the op refuses: the sidecar would answer bad_args to every
 		// use of the grant, so it is not sealed.
 		{name: "undeclared arg", args: []string{"seal", "--bot-key", pub, "--service", "github", "--access", "write", "--op", "create_issue", "--args", `{"x":1}`}, code: 2,
-			stderr: `pinned grant seal: bad_args: op github.create_issue has no arg "x" (args: body, owner, repo, title)` + "\n"},
+			stderr: `pinned grant seal: bad_args: op github.create_issue has no arg "x" (args: assignees, body, labels, owner, repo, title)` + "\n"},
 		{name: "missing required arg", args: []string{"seal", "--bot-key", pub, "--service", "github", "--access", "write", "--op", "create_issue", "--args", `{"owner":"o","repo":"r"}`}, code: 2,
 			stderr: `pinned grant seal: bad_args: arg "title" is required` + "\n"},
 		{name: "arg over its max", args: []string{"seal", "--bot-key", pub, "--service", "github", "--access", "read", "--op", "list_repos", "--args", `{"per_page":101}`}, code: 2,
