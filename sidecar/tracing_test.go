@@ -23,12 +23,12 @@ func spanDump(s sdktrace.ReadOnlySpan) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s status=%v:%s", s.Name(), s.Status().Code, s.Status().Description)
 	for _, a := range s.Attributes() {
-		fmt.Fprintf(&b, " %s=%s", a.Key, a.Value.Emit())
+		fmt.Fprintf(&b, " %s=%s", a.Key, a.Value.String())
 	}
 	for _, e := range s.Events() {
 		fmt.Fprintf(&b, " event:%s", e.Name)
 		for _, a := range e.Attributes {
-			fmt.Fprintf(&b, " %s=%s", a.Key, a.Value.Emit())
+			fmt.Fprintf(&b, " %s=%s", a.Key, a.Value.String())
 		}
 	}
 	for _, l := range s.Links() {
@@ -40,7 +40,7 @@ func spanDump(s sdktrace.ReadOnlySpan) string {
 func attr(s sdktrace.ReadOnlySpan, key string) string {
 	for _, a := range s.Attributes() {
 		if string(a.Key) == key {
-			return a.Value.Emit()
+			return a.Value.String()
 		}
 	}
 	return ""

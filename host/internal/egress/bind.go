@@ -506,7 +506,7 @@ func samePairs(s string, want []string) bool {
 		return len(want) == 0
 	}
 	var usedBuf [64]bool
-	used := usedBuf[:0]
+	var used []bool
 	if len(want) > len(usedBuf) {
 		used = make([]bool, len(want))
 	} else {
