@@ -4,7 +4,6 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
-	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -15,20 +14,6 @@ import (
 	"github.com/elevenmessenger/pinned/internal/testing/testenv"
 	"github.com/elevenmessenger/pinned/internal/testing/testutil"
 )
-
-// linearViewerStatus is the fake's answer to Linear's viewer with token.
-func linearViewerStatus(t *testing.T, fake *fakeapi.Server, token string) int {
-	t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, "https://api.linear.app/graphql", strings.NewReader(`{"query":"query Viewer { viewer { id name displayName email organization { id name urlKey } } }"}`))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := fake.Client().Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	return resp.StatusCode
-}
 
 // TestDisconnectRevokes: Disconnect's POST /api/revoke, with the tokens
 // sealed to the revoke key /api/integrations gives, revokes them at the
@@ -92,14 +77,14 @@ func TestDisconnectRevokes(t *testing.T) {
 	if n := len(fake.Revocations(fakeapi.Linear)); n != 0 {
 		t.Fatalf("refused requests reached the provider %d times", n)
 	}
-	if st := linearViewerStatus(t, fake, p.Access); st != 200 {
+	if st := testutil.LinearViewerStatus(t, fake, p.Access); st != 200 {
 		t.Fatalf("before: viewer %d", st)
 	}
 	rec = post(`{"service":"linear","sealed":"` + base64.StdEncoding.EncodeToString(sealed) + `"}`)
 	if rec.Code != 200 || !strings.Contains(rec.Body.String(), `"revoked":["refresh_token","access_token"]`) {
 		t.Fatalf("revoke: %d %s", rec.Code, rec.Body)
 	}
-	if st := linearViewerStatus(t, fake, p.Access); st != 401 {
+	if st := testutil.LinearViewerStatus(t, fake, p.Access); st != 401 {
 		t.Errorf("after Disconnect: viewer %d, want 401", st)
 	}
 	if l := logs.String(); strings.Contains(l, p.Access) || strings.Contains(l, p.Refresh) {

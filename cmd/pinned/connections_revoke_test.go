@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"errors"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,21 +15,6 @@ import (
 	"github.com/elevenmessenger/pinned/secret"
 	"github.com/elevenmessenger/pinned/sidecar/grant"
 )
-
-// linearViewer is the status of Linear's viewer query at the fake with an
-// OAuth access token.
-func linearViewer(t *testing.T, fake *fakeapi.Server, token string) int {
-	t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, "https://api.linear.app/graphql", strings.NewReader(`{"query":"query Viewer { viewer { id name displayName email organization { id name urlKey } } }"}`))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := fake.Client().Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	return resp.StatusCode
-}
 
 // TestConnectionsRemoveRevokes: removing an OAuth connection revokes its
 // tokens at the provider through the broker, and the revoked token stops
@@ -112,7 +96,7 @@ func TestConnectionsRemoveRevokes(t *testing.T) {
 				if tt.revoked {
 					want = 401
 				}
-				if st := linearViewer(t, fake, string(c.Token)); st != want {
+				if st := testutil.LinearViewerStatus(t, fake, string(c.Token)); st != want {
 					t.Errorf("the access token after remove: viewer %d, want %d", st, want)
 				}
 			}

@@ -11,8 +11,10 @@ package testutil
 
 import (
 	"bytes"
+	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -117,4 +119,20 @@ func (c *Clock) Advance(d time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.d += d
+}
+
+// LinearViewerStatus is the HTTP status of Linear's viewer query at the
+// fake with the bearer token: 200 while the token works, 401 once it is
+// revoked.
+func LinearViewerStatus(t testing.TB, fake *fakeapi.Server, token string) int {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, "https://api.linear.app/graphql", strings.NewReader(`{"query":"query Viewer { viewer { id name displayName email organization { id name urlKey } } }"}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := fake.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
 }
