@@ -25,22 +25,7 @@ import (
 // address (DNS rebinding, a poisoned resolver): the dial is refused and a
 // listener on that address sees no connection.
 func TestDNSAnswersNonPublic(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	var accepted atomic.Int32
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			accepted.Add(1)
-			c.Close()
-		}
-	}()
+	_, accepted := countingListener(t)
 	for _, ans := range []string{"127.0.0.1", "10.0.0.7", "169.254.169.254", "100.64.0.1", "::1", "::ffff:127.0.0.1", "64:ff9b::7f00:1"} {
 		t.Run(ans, func(t *testing.T) {
 			var asked atomic.Int32
@@ -103,22 +88,7 @@ func TestRedirectNotFollowed(t *testing.T) {
 // TestProxyEnvironmentIgnored: HTTPS_PROXY/HTTP_PROXY/ALL_PROXY point at a
 // listener that counts connections; the host never uses them.
 func TestProxyEnvironmentIgnored(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	var accepted atomic.Int32
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			accepted.Add(1)
-			c.Close()
-		}
-	}()
+	ln, accepted := countingListener(t)
 	proxy := "http://" + ln.Addr().String()
 	for _, k := range []string{"HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY", "https_proxy", "http_proxy"} {
 		t.Setenv(k, proxy)
@@ -265,4 +235,27 @@ func TestDeadline(t *testing.T) {
 			t.Fatalf("got %v", herr)
 		}
 	})
+}
+
+// countingListener is a loopback listener that counts the connections it
+// accepts (and closes them); it is closed when the test ends.
+func countingListener(t *testing.T) (net.Listener, *atomic.Int32) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	accepted := new(atomic.Int32)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			accepted.Add(1)
+			c.Close()
+		}
+	}()
+	return ln, accepted
 }
