@@ -129,6 +129,13 @@ type cowMemory struct {
 	image   *memImage
 	entries []byte // pagemap scratch
 	sink    byte   // keeps the compiler from dropping primeLocked's reads
+	// wp is true once the image range is write-protected for tracking
+	// (primeWPLocked): reset then asks the kernel which pages were written
+	// instead of reading the page table.
+	wp      bool
+	wpFail  error        // why priming with write tracking failed, if it did
+	vec     []pageRegion // PAGEMAP_SCAN scratch
+	written []int        // scanWritten scratch
 }
 
 func newCowMemory(max uint64) (*cowMemory, error) {
@@ -255,12 +262,113 @@ func (c *cowMemory) pageClasses() ([]byte, error) {
 	return out, nil
 }
 
-// prime puts the pages in their canonical state: write-class pages become
-// private copies, read-class pages are mapped (by reading them).
+// prime puts the pages in their canonical state. Where the kernel tracks
+// writes (primeWPLocked) that is: write-class pages private copies, every
+// other page mapped from the image and write-protected. Elsewhere:
+// write-class pages private copies, read-class pages mapped (by reading
+// them), cold pages not mapped. A nil class (the probe instance) leaves
+// the memory as it is.
 func (c *cowMemory) prime(class []byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.primeLocked(class, -1)
+	if class == nil {
+		return
+	}
+	err := c.primeWPLocked(class)
+	if err == nil {
+		c.wp = true
+		return
+	}
+	c.wpFail = err
+	// Back to the pagemap state from whatever the attempt left.
+	if err := unix.Madvise(c.buf[:c.image.size], unix.MADV_DONTNEED); err == nil {
+		c.primeLocked(class, -1)
+	}
+}
+
+// wpErr says why the memory resets without write tracking (nil when it
+// has it, or was never primed).
+func (c *cowMemory) wpErr() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.wpFail
+}
+
+// tracked reports whether resets use write tracking.
+func (c *cowMemory) tracked() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.wp
+}
+
+// primeWPLocked sets up write tracking (Linux 6.7+, userfaultfd in
+// asynchronous write-protect mode): the image range is registered, every
+// page is mapped (write-class pages as private copies, the rest from the
+// image, so that no read in an op faults), and every page but the
+// write-class ones is write-protected. A write to a protected page is then
+// resolved by the kernel, which clears the page's protection: PAGEMAP_SCAN
+// with PAGE_IS_WRITTEN finds it. Write-class pages stay unprotected, so an
+// op's usual writes take no fault; they count as written on every scan
+// and reset copies them anyway. It checks the result: the scan must name
+// the write-class pages and nothing else.
+func (c *cowMemory) primeWPLocked(class []byte) error {
+	size := c.image.size
+	n := size / pageSize
+	if len(class) != n {
+		return fmt.Errorf("page classes for %d pages, image of %d", len(class), n)
+	}
+	pm, err := pagemap()
+	if err != nil {
+		return err
+	}
+	if err := wpRegister(c.buf[:size]); err != nil {
+		return err
+	}
+	for i, k := range class {
+		if k == pageWrite {
+			copy(c.buf[i*pageSize:(i+1)*pageSize], c.image.view[i*pageSize:(i+1)*pageSize])
+		}
+	}
+	if err := unix.Madvise(c.buf[:size], unix.MADV_POPULATE_READ); err != nil {
+		return fmt.Errorf("madvise(MADV_POPULATE_READ): %w", err)
+	}
+	for i := 0; i < n; {
+		if class[i] == pageWrite {
+			i++
+			continue
+		}
+		j := i
+		for j < n && class[j] != pageWrite {
+			j++
+		}
+		if err := wpProtect(c.buf[i*pageSize : j*pageSize]); err != nil {
+			return err
+		}
+		i = j
+	}
+	if c.vec == nil {
+		c.vec = make([]pageRegion, 256)
+	}
+	got, err := scanWritten(int(pm.Fd()), c.buf[:size], c.vec, c.written[:0])
+	if err != nil {
+		return err
+	}
+	c.written = got
+	want := 0
+	for _, k := range class {
+		if k == pageWrite {
+			want++
+		}
+	}
+	if len(got) != want {
+		return fmt.Errorf("write tracking reports %d pages written after priming, want the %d write-class pages", len(got), want)
+	}
+	for _, i := range got {
+		if class[i] != pageWrite {
+			return fmt.Errorf("write tracking reports page %d written after priming", i)
+		}
+	}
+	return nil
 }
 
 func (c *cowMemory) primeLocked(class []byte, only int) {
@@ -284,10 +392,13 @@ func (c *cowMemory) primeLocked(class []byte, only int) {
 // previous op touched by timing its own page faults, a cross-op channel a
 // fresh instance does not have.
 //
-// The canonical state (pageClasses, computed once per pool) is: each
+// With write tracking (primeWPLocked, Linux 6.7+) the canonical state is
+// every page mapped, write-class pages as private copies, and reset asks
+// the kernel which pages were written (resetWPLocked). Without it the
+// canonical state (pageClasses, computed once per pool) is: each
 // write-class page a private, present copy equal to the image; each
 // read-class page mapped from the image and unwritten; every other page not
-// mapped. reset copies the image over every write-class page (whether or
+// mapped. reset then copies the image over every write-class page (whether or
 // not the op wrote it), and reads /proc/self/pagemap (proc(5): bit 61 marks
 // a file page, i.e. one still the sealed image's own) for the rest: a
 // read-class page the op wrote, and any cold page the op mapped, is dropped
@@ -304,6 +415,9 @@ func (c *cowMemory) reset(class []byte) (int, error) {
 		return 0, fmt.Errorf("memory freed")
 	}
 	n := c.image.size / pageSize
+	if c.wp {
+		return c.resetWPLocked(class)
+	}
 	buf, err := c.readPagemap()
 	if err != nil || len(class) != n {
 		if err := unix.Madvise(c.buf[:c.image.size], unix.MADV_DONTNEED); err != nil {
@@ -312,7 +426,7 @@ func (c *cowMemory) reset(class []byte) (int, error) {
 		c.primeLocked(class, -1)
 		return n, nil
 	}
-	count := 0
+	count, reread := 0, false
 	for i := 0; i < n; i++ {
 		e := binary.LittleEndian.Uint64(buf[i*8:])
 		present := e&(pmPresent|pmSwapped) != 0
@@ -332,6 +446,7 @@ func (c *cowMemory) reset(class []byte) (int, error) {
 			}
 			c.primeLocked(class, i)
 			count++
+			reread = true
 		default:
 			if present {
 				if err := unix.Madvise(c.buf[i*pageSize:(i+1)*pageSize], unix.MADV_DONTNEED); err != nil {
@@ -341,5 +456,70 @@ func (c *cowMemory) reset(class []byte) (int, error) {
 			}
 		}
 	}
+	if !reread {
+		return count, nil
+	}
+	// Reading a page maps the pages around it too (fault-around), cold
+	// ones included, and which pages were read again depends on the op:
+	// drop every cold page that is mapped now.
+	if buf, err = c.readPagemap(); err != nil {
+		return count, err
+	}
+	for i := 0; i < n; i++ {
+		e := binary.LittleEndian.Uint64(buf[i*8:])
+		if class[i] != pageCold || e&(pmPresent|pmSwapped) == 0 {
+			continue
+		}
+		if err := unix.Madvise(c.buf[i*pageSize:(i+1)*pageSize], unix.MADV_DONTNEED); err != nil {
+			return count, err
+		}
+	}
+	return count, nil
+}
+
+// resetWPLocked is reset where the kernel tracks writes (primeWPLocked).
+// It copies the image over every write-class page, as the pagemap reset
+// does, and asks the kernel (PAGEMAP_SCAN) which other pages the op wrote:
+// each is dropped (madvise(MADV_DONTNEED): it reads as the image again),
+// protected again and mapped again by reading it. A page the op only read
+// was already mapped, so reads change nothing. Any error leaves the memory
+// in an unknown state: the caller discards the instance.
+func (c *cowMemory) resetWPLocked(class []byte) (int, error) {
+	size := c.image.size
+	if len(class) != size/pageSize {
+		return 0, fmt.Errorf("page classes for %d pages, image of %d", len(class), size/pageSize)
+	}
+	pm, err := pagemap()
+	if err != nil {
+		return 0, err
+	}
+	written, err := scanWritten(int(pm.Fd()), c.buf[:size], c.vec, c.written[:0])
+	c.written = written[:0]
+	if err != nil {
+		return 0, err
+	}
+	count := 0
+	for i, k := range class {
+		if k == pageWrite {
+			copy(c.buf[i*pageSize:(i+1)*pageSize], c.image.view[i*pageSize:(i+1)*pageSize])
+			count++
+		}
+	}
+	var sink byte
+	for _, i := range written {
+		if class[i] == pageWrite {
+			continue
+		}
+		page := c.buf[i*pageSize : (i+1)*pageSize]
+		if err := unix.Madvise(page, unix.MADV_DONTNEED); err != nil {
+			return count, err
+		}
+		if err := wpProtect(page); err != nil {
+			return count, err
+		}
+		sink ^= page[0]
+		count++
+	}
+	c.sink = sink
 	return count, nil
 }

@@ -32,3 +32,4 @@ func (*cowMemory) setBusy(bool) bool            { return false }
 func (*cowMemory) reset([]byte) (int, error)    { return 0, errNoCow }
 func (*cowMemory) pageClasses() ([]byte, error) { return nil, errNoCow }
 func (*cowMemory) prime([]byte)                 {}
+func (*cowMemory) tracked() bool                { return false }

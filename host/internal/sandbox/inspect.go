@@ -14,6 +14,10 @@ type Stats struct {
 	Resets, Discards int64
 	// RestoredPages counts the 4 KiB pages resets copied back or dropped.
 	RestoredPages int64
+	// TrackedResets counts the resets that asked the kernel which pages
+	// were written (userfaultfd write-protection and PAGEMAP_SCAN, Linux
+	// 6.7+) instead of reading /proc/self/pagemap.
+	TrackedResets int64
 	// Idle is how many instances wait in the template state; InUse how
 	// many slots are held (instances running an op or being reset); Size
 	// the most that exist at once (Config.PoolSize).
@@ -30,7 +34,8 @@ func (r *Runtime) Stats() Stats {
 	}
 	return Stats{
 		Resets: p.resets.Load(), Discards: p.discards.Load(), RestoredPages: p.restoredPages.Load(),
-		Idle: len(p.free), InUse: len(p.sem), Size: cap(p.free), TemplatePages: p.tmpl.pages,
+		TrackedResets: p.trackedResets.Load(),
+		Idle:          len(p.free), InUse: len(p.sem), Size: cap(p.free), TemplatePages: p.tmpl.pages,
 	}
 }
 

@@ -67,6 +67,8 @@ type pool struct {
 	resets, discards atomic.Int64
 	// restoredPages counts the 4 KiB pages resets copied back or dropped.
 	restoredPages atomic.Int64
+	// trackedResets counts the resets done with write tracking.
+	trackedResets atomic.Int64
 	// class is the canonical page state reset returns every instance to,
 	// learned from the registry's own ops (see cowMemory.reset).
 	class []byte
@@ -479,6 +481,9 @@ func (p *pool) recycle(inst *instance) {
 	}
 	p.resets.Add(1)
 	p.restoredPages.Add(int64(n))
+	if inst.mem.tracked() {
+		p.trackedResets.Add(1)
+	}
 	for i, g := range inst.globals {
 		g.Set(p.tmpl.globals[i])
 	}

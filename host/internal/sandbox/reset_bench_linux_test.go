@@ -10,9 +10,11 @@ import (
 )
 
 // resetImage builds an image of the executor template's shape (1664
-// pages: 64 write-class, 800 read-class, the rest cold, interleaved as a
-// Go heap's are), maps it into instances copies and primes them.
-func resetImage(tb testing.TB, instances int) ([]*cowMemory, []byte) {
+// pages: 64 write-class, 800 read-class in 16-page windows, the rest
+// cold, interleaved as a Go heap's are), maps it into instances copies and primes them: with
+// write tracking where the kernel has it, or (pagemap true) in the state
+// the pagemap reset keeps.
+func resetImage(tb testing.TB, instances int, pagemap bool) ([]*cowMemory, []byte) {
 	tb.Helper()
 	const pages = 1664
 	mem := make([]byte, pages*pageSize)
@@ -26,10 +28,12 @@ func resetImage(tb testing.TB, instances int) ([]*cowMemory, []byte) {
 	tb.Cleanup(img.close)
 	class := make([]byte, pages)
 	for i := range class {
+		// A read fault maps the aligned 16-page window around the page
+		// (fault-around), so read-class pages come in whole windows.
 		switch {
 		case i%26 == 0:
 			class[i] = pageWrite
-		case i%2 == 1:
+		case i/16%2 == 1:
 			class[i] = pageRead
 		}
 	}
@@ -42,7 +46,11 @@ func resetImage(tb testing.TB, instances int) ([]*cowMemory, []byte) {
 		if err := c.adopt(img); err != nil {
 			tb.Fatal(err)
 		}
-		c.prime(class)
+		if pagemap {
+			c.primeLocked(class, -1)
+		} else {
+			c.prime(class)
+		}
 		tb.Cleanup(c.Free)
 		ms = append(ms, c)
 	}
@@ -59,23 +67,34 @@ func threadCPU() int64 {
 }
 
 // BenchmarkReset is where a reset's time goes, in the thread's CPU time
-// (cpu-ns/op), on an image of the executor template's shape: "pagemap"
-// is reading the page table alone (/proc/self/pagemap over the image),
-// "heap" a whole reset after an op that wrote only write-class pages (as
-// the executor's ops do), "stray" after an op that also wrote read-class
-// and cold pages (each then dropped with madvise).
+// (cpu-ns/op), on an image of the executor template's shape. "heap" is a
+// whole reset after an op that wrote only write-class pages (as the
+// executor's ops do), "stray" after an op that also wrote read-class and
+// cold pages (each then dropped with madvise). The "-pagemap" variants
+// find the written pages by reading /proc/self/pagemap (the fallback
+// without write tracking); "pagemap" and "scan" time finding them alone,
+// each way.
 func BenchmarkReset(b *testing.B) {
+	heap := []int{0, 26, 52, 78, 1612}
+	stray := []int{0, 1, 2, 3, 500, 501, 1201, 1663}
 	for _, w := range []struct {
-		name  string
-		pages []int // the pages the op writes; nil: read the pagemap only
+		name    string
+		pages   []int // the pages the op writes; nil: find the written pages only
+		pagemap bool
 	}{
-		{"pagemap", nil},
-		{"heap", []int{0, 26, 52, 78, 1612}},
-		{"stray", []int{0, 1, 2, 3, 500, 501, 1201, 1663}},
+		{"pagemap", nil, true},
+		{"scan", nil, false},
+		{"heap", heap, false},
+		{"heap-pagemap", heap, true},
+		{"stray", stray, false},
+		{"stray-pagemap", stray, true},
 	} {
 		b.Run(w.name, func(b *testing.B) {
-			ms, class := resetImage(b, 4)
+			ms, class := resetImage(b, 4, w.pagemap)
 			c := ms[0]
+			if !w.pagemap && !c.wp {
+				b.Skip("no write tracking on this kernel: ", c.wpErr())
+			}
 			runtime.LockOSThread()
 			defer runtime.UnlockOSThread()
 			var cpu int64
@@ -87,9 +106,13 @@ func BenchmarkReset(b *testing.B) {
 				t := threadCPU()
 				var n int
 				var err error
-				if w.pages == nil {
+				switch {
+				case w.pages == nil && w.pagemap:
 					_, err = c.readPagemap()
-				} else {
+				case w.pages == nil:
+					pm, _ := pagemap()
+					c.written, err = scanWritten(int(pm.Fd()), c.buf[:c.image.size], c.vec, c.written[:0])
+				default:
 					n, err = c.reset(class)
 				}
 				cpu += threadCPU() - t

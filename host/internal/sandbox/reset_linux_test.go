@@ -1,0 +1,114 @@
+//go:build linux
+
+package sandbox
+
+import (
+	"bytes"
+	"encoding/binary"
+	"slices"
+	"testing"
+)
+
+// TestResetCanonicalState: after an op that writes pages of every class
+// and reads cold ones (a hostile guest's moves), reset restores every
+// page's contents and its page state: with write tracking, every page
+// mapped, the write-class pages private copies and the rest the image's
+// own pages, write-protected; without it, cold pages unmapped again. A
+// state left by the op is a channel to the next op (the page-fault
+// timing channel, TestResetClosesPageFaultChannel in package host).
+func TestResetCanonicalState(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		pagemap bool
+	}{
+		{"write_tracking", false},
+		{"pagemap", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ms, class := resetImage(t, 2, tc.pagemap)
+			c := ms[0]
+			if !tc.pagemap && !c.tracked() {
+				t.Skipf("no write tracking on this kernel (%v): resets read /proc/self/pagemap, tested by the pagemap case", c.wpErr())
+			}
+			if tc.pagemap && c.tracked() {
+				t.Fatal("the pagemap case has write tracking")
+			}
+			// Cold pages inside a read window, as where an instance's
+			// fault-around windows fall otherwise than the probe's: reading
+			// page 30 again maps them.
+			class = slices.Clone(class)
+			for i := 24; i < 28; i++ {
+				class[i] = pageCold
+			}
+			img := c.image.view
+			wrote := []int{0, 26, 16, 2, 17, 500, 1, 1201, 1663, 30} // write, write, read, cold, read, read, cold, read, read, read
+			read := []int{4, 6, 1000, 1100}                          // cold pages
+			for round := range 3 {
+				var sink byte
+				for _, i := range wrote {
+					c.buf[i*pageSize+100] ^= 0xff
+				}
+				for _, i := range read {
+					sink ^= c.buf[i*pageSize+7]
+				}
+				_ = sink
+				n, err := c.reset(class)
+				if err != nil {
+					t.Fatalf("round %d: reset: %v", round, err)
+				}
+				if n < len(wrote)-2 {
+					t.Fatalf("round %d: reset restored %d pages, the op wrote %d", round, n, len(wrote))
+				}
+				buf, err := c.readPagemap()
+				if err != nil {
+					t.Fatal(err)
+				}
+				for i, k := range class {
+					e := binary.LittleEndian.Uint64(buf[i*8:])
+					present, file := e&pmPresent != 0, e&pmFile != 0
+					var ok bool
+					switch {
+					case k == pageWrite:
+						ok = present && !file
+					case c.tracked() || k == pageRead:
+						ok = present && file
+					default:
+						ok = !present
+					}
+					if !ok {
+						t.Fatalf("round %d: page %d (class %d) present=%v file=%v after reset", round, i, k, present, file)
+					}
+				}
+				for _, i := range append(wrote, read...) {
+					if !bytes.Equal(c.buf[i*pageSize:(i+1)*pageSize], img[i*pageSize:(i+1)*pageSize]) {
+						t.Fatalf("round %d: page %d differs from the image after reset", round, i)
+					}
+				}
+				if c.tracked() {
+					pm, _ := pagemap()
+					got, err := scanWritten(int(pm.Fd()), c.buf[:c.image.size], c.vec, nil)
+					if err != nil {
+						t.Fatal(err)
+					}
+					var want []int
+					for i, k := range class {
+						if k == pageWrite {
+							want = append(want, i)
+						}
+					}
+					if !slices.Equal(got, want) {
+						t.Fatalf("round %d: pages reported written after reset: %d, want the %d write-class pages", round, len(got), len(want))
+					}
+				}
+			}
+			// Reading the whole memory last: it maps every page.
+			if !bytes.Equal(c.buf[:c.image.size], img) {
+				t.Fatal("memory differs from the image after the resets")
+			}
+			// The other instance, never used, is in the same state.
+			if !bytes.Equal(ms[1].buf[:ms[1].image.size], img) {
+				t.Fatal("an idle instance changed")
+			}
+		})
+	}
+}

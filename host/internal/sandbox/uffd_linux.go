@@ -1,0 +1,141 @@
+//go:build linux && (amd64 || arm64)
+
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// The userfaultfd and PAGEMAP_SCAN interfaces (linux/userfaultfd.h,
+// linux/fs.h; Documentation/admin-guide/mm/userfaultfd.rst and
+// pagemap.rst), which golang.org/x/sys/unix does not define. The ioctl
+// numbers are _IOWR(type, nr, size) in the asm-generic encoding that
+// amd64 and arm64 use; other architectures build without this file and
+// reset by reading /proc/self/pagemap.
+const (
+	uffdAPI            = 0xAA
+	uffdUserModeOnly   = 1          // userfaultfd(2) flag: handle user-mode faults only
+	ioctlUffdAPI       = 0xC018AA3F // UFFDIO_API, struct uffdio_api (24 bytes)
+	ioctlUffdRegister  = 0xC020AA00 // UFFDIO_REGISTER, struct uffdio_register (32 bytes)
+	ioctlUffdWP        = 0xC018AA06 // UFFDIO_WRITEPROTECT, struct uffdio_writeprotect (24 bytes)
+	ioctlPagemapScan   = 0xC0606610 // PAGEMAP_SCAN, struct pm_scan_arg (96 bytes)
+	uffdRegisterModeWP = 1 << 1     // UFFDIO_REGISTER_MODE_WP
+	uffdWPModeWP       = 1 << 0     // UFFDIO_WRITEPROTECT_MODE_WP
+	uffdIoctlRegister  = 1 << 0     // _UFFDIO_REGISTER in uffdio_api.ioctls
+
+	uffdFeatureWPShmem       = 1 << 12 // UFFD_FEATURE_WP_HUGETLBFS_SHMEM: a memfd mapping can be write-protected
+	uffdFeatureWPUnpopulated = 1 << 13 // UFFD_FEATURE_WP_UNPOPULATED: protect pages not yet mapped, too
+	uffdFeatureWPAsync       = 1 << 15 // UFFD_FEATURE_WP_ASYNC: the kernel resolves a write fault itself
+
+	pmScanCheckWPAsync = 1 << 1 // PM_SCAN_CHECK_WPASYNC: fail unless the range is async write-protected
+	pageIsWritten      = 1 << 1 // PAGE_IS_WRITTEN
+)
+
+type uffdioAPI struct{ api, features, ioctls uint64 }
+
+type uffdioRegister struct{ start, len, mode, ioctls uint64 }
+
+type uffdioWriteprotect struct{ start, len, mode uint64 }
+
+type pmScanArg struct {
+	size, flags, start, end, walkEnd, vec, vecLen, maxPages       uint64
+	categoryInverted, categoryMask, categoryAnyofMask, returnMask uint64
+}
+
+type pageRegion struct{ start, end, categories uint64 }
+
+// userfault is the process's userfaultfd in asynchronous write-protect
+// mode (Linux 6.7+), opened on first use. Every pooled memory registers
+// its image range with it; the descriptor stays open for the life of the
+// process, since closing it would drop every registration.
+var userfault = sync.OnceValues(func() (int, error) {
+	fd, _, errno := unix.Syscall(unix.SYS_USERFAULTFD, unix.O_CLOEXEC|unix.O_NONBLOCK|uffdUserModeOnly, 0, 0)
+	if errno != 0 {
+		return -1, fmt.Errorf("userfaultfd: %w", errno)
+	}
+	want := uint64(uffdFeatureWPAsync | uffdFeatureWPShmem | uffdFeatureWPUnpopulated)
+	api := uffdioAPI{api: uffdAPI, features: want}
+	if err := ioctlPtr(int(fd), ioctlUffdAPI, unsafe.Pointer(&api)); err != nil {
+		unix.Close(int(fd))
+		return -1, fmt.Errorf("UFFDIO_API: %w", err)
+	}
+	if api.features&want != want || api.ioctls&uffdIoctlRegister == 0 {
+		unix.Close(int(fd))
+		return -1, errors.New("userfaultfd lacks asynchronous write-protection of memfd mappings")
+	}
+	return int(fd), nil
+})
+
+func ioctlPtr(fd int, req uintptr, arg unsafe.Pointer) error {
+	if _, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), req, uintptr(arg)); errno != 0 {
+		return errno
+	}
+	return nil
+}
+
+// wpRegister registers b for asynchronous write-protection.
+func wpRegister(b []byte) error {
+	fd, err := userfault()
+	if err != nil {
+		return err
+	}
+	reg := uffdioRegister{start: uint64(uintptr(unsafe.Pointer(&b[0]))), len: uint64(len(b)), mode: uffdRegisterModeWP}
+	if err := ioctlPtr(fd, ioctlUffdRegister, unsafe.Pointer(&reg)); err != nil {
+		return fmt.Errorf("UFFDIO_REGISTER: %w", err)
+	}
+	return nil
+}
+
+// wpProtect write-protects b: the next write to each of its pages is
+// resolved by the kernel and marks the page written.
+func wpProtect(b []byte) error {
+	fd, err := userfault()
+	if err != nil {
+		return err
+	}
+	wp := uffdioWriteprotect{start: uint64(uintptr(unsafe.Pointer(&b[0]))), len: uint64(len(b)), mode: uffdWPModeWP}
+	if err := ioctlPtr(fd, ioctlUffdWP, unsafe.Pointer(&wp)); err != nil {
+		return fmt.Errorf("UFFDIO_WRITEPROTECT: %w", err)
+	}
+	return nil
+}
+
+// scanWritten appends to out the index of every page of b written since
+// it was last write-protected (or never protected), by PAGEMAP_SCAN with
+// PAGE_IS_WRITTEN alone: the kernel then reads only the page-table entries,
+// not the pages' own metadata, which is what makes it cheaper than
+// reading /proc/self/pagemap. vec is scratch for the kernel's answer.
+func scanWritten(pm int, b []byte, vec []pageRegion, out []int) ([]int, error) {
+	base := uint64(uintptr(unsafe.Pointer(&b[0])))
+	end := base + uint64(len(b))
+	for start := base; start < end; {
+		arg := pmScanArg{
+			size: uint64(unsafe.Sizeof(pmScanArg{})), flags: pmScanCheckWPAsync,
+			start: start, end: end,
+			vec: uint64(uintptr(unsafe.Pointer(&vec[0]))), vecLen: uint64(len(vec)),
+			categoryMask: pageIsWritten, returnMask: pageIsWritten,
+		}
+		n, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(pm), ioctlPagemapScan, uintptr(unsafe.Pointer(&arg)))
+		if errno != 0 {
+			return out, fmt.Errorf("PAGEMAP_SCAN: %w", errno)
+		}
+		if int(n) > len(vec) || arg.walkEnd <= start || arg.walkEnd > end {
+			return out, fmt.Errorf("PAGEMAP_SCAN answered %d regions up to %#x for [%#x, %#x)", n, arg.walkEnd, start, end)
+		}
+		for _, r := range vec[:n] {
+			if r.start < base || r.end > end || r.start >= r.end {
+				return out, fmt.Errorf("PAGEMAP_SCAN region [%#x, %#x) outside [%#x, %#x)", r.start, r.end, base, end)
+			}
+			for a := r.start; a < r.end; a += pageSize {
+				out = append(out, int((a-base)/pageSize))
+			}
+		}
+		start = arg.walkEnd
+	}
+	return out, nil
+}
