@@ -146,7 +146,7 @@ func BenchmarkSandbox(b *testing.B) {
 				b.Fatal(herr)
 			}
 			s0 := env.eng.sb.Stats()
-			pages0, resets0 := s0.RestoredPages, s0.Resets
+			pages0, resets0, tracked0 := s0.RestoredPages, s0.Resets, s0.TrackedResets
 			lat := make(latencies, 0, b.N)
 			b.ReportAllocs()
 			b.ResetTimer()
@@ -165,6 +165,7 @@ func BenchmarkSandbox(b *testing.B) {
 			lat.report(b)
 			if s := env.eng.sb.Stats(); s.Resets-resets0 > 0 {
 				b.ReportMetric(float64(s.RestoredPages-pages0)/float64(s.Resets-resets0), "pages/reset")
+				b.ReportMetric(float64(s.TrackedResets-tracked0)/float64(s.Resets-resets0), "tracked/reset")
 			}
 		})
 	}

@@ -222,9 +222,22 @@ func runReport(benchPath, extismPath, rssPath, readyPath, scalePath, out string)
 		if pg, ok := st.get("BenchmarkSandbox/reset", "pages/reset"); ok {
 			base += fmt.Sprintf("; %.0f pages reset per op", pg.center)
 		}
+		if tr, ok := st.get("BenchmarkSandbox/reset", "tracked/reset"); ok {
+			if tr.center >= 1 {
+				base += "; every reset with write tracking (userfaultfd, PAGEMAP_SCAN)"
+			} else {
+				base += fmt.Sprintf("; %.0f%% of resets with write tracking, the rest reading /proc/self/pagemap", 100*tr.center)
+			}
+		}
 		if rh, ok := st.get("BenchmarkReset/heap", "cpu-ns/op"); ok {
 			pm, _ := st.get("BenchmarkReset/pagemap", "cpu-ns/op")
-			base += fmt.Sprintf("; one reset %s of CPU (off the op's path, on the pool's reset goroutine), of which reading the page table %s", dur(rh.center), dur(pm.center))
+			if sc, ok := st.get("BenchmarkReset/scan", "cpu-ns/op"); ok {
+				hp, _ := st.get("BenchmarkReset/heap-pagemap", "cpu-ns/op")
+				base += fmt.Sprintf("; one reset %s of CPU (off the op's path, on the pool's reset goroutine), of which finding the written pages %s; by reading /proc/self/pagemap instead, %s and %s (%.1f×)",
+					dur(rh.center), dur(sc.center), dur(hp.center), dur(pm.center), hp.center/rh.center)
+			} else {
+				base += fmt.Sprintf("; one reset %s of CPU (off the op's path, on the pool's reset goroutine), of which reading the page table %s", dur(rh.center), dur(pm.center))
+			}
 		}
 		if cw, ok := st.get("BenchmarkSandboxCold/warm", "cpu-p50-ns"); ok {
 			cc, _ := st.get("BenchmarkSandboxCold/cold", "cpu-p50-ns")
