@@ -419,6 +419,12 @@ func (e *cacheDirError) Is(target error) bool { return target == ErrCacheDir }
 // "fresh (<why reset was not possible>)".
 func (e *Engine) Strategy() string { return e.strategy }
 
+// ResetScan says how the reset strategy finds the pages an op wrote:
+// "write tracking" (Linux 6.7+, where userfaultfd is allowed) or
+// "pagemap (reason)"; empty with fresh isolation. Both isolate alike
+// (docs/RATIONALE.md); tracking is cheaper.
+func (e *Engine) ResetScan() string { return e.sb.ResetScan() }
+
 // Close releases the sandbox (the pool and wazero's runtime) and idle
 // connections. Ops running meanwhile fail.
 func (e *Engine) Close(ctx context.Context) error {

@@ -69,6 +69,9 @@ type pool struct {
 	restoredPages atomic.Int64
 	// trackedResets counts the resets done with write tracking.
 	trackedResets atomic.Int64
+	// scan says how resets find the written pages, as the first pooled
+	// instance was primed (ResetScan).
+	scan string
 	// class is the canonical page state reset returns every instance to,
 	// learned from the registry's own ops (see cowMemory.reset).
 	class []byte
@@ -221,6 +224,12 @@ func newPool(ctx context.Context, r *Runtime, warm []Call) (*pool, error) {
 	inst, err := p.create()
 	if err != nil {
 		return nil, err
+	}
+	p.scan = "pagemap"
+	if inst.mem.tracked() {
+		p.scan = "write tracking"
+	} else if err := inst.mem.wpErr(); err != nil {
+		p.scan = "pagemap (" + err.Error() + ")"
 	}
 	p.free <- inst
 	go p.resetLoop()

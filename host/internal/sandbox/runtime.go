@@ -147,6 +147,17 @@ func (r *Runtime) Pooled() bool { return r.pool != nil }
 // platform (copy-on-write memory needs Linux).
 func (r *Runtime) WhyFresh() string { return r.plan.notResettable }
 
+// ResetScan says how a reset finds the pages an op wrote: "write
+// tracking" (userfaultfd and PAGEMAP_SCAN, Linux 6.7+), or "pagemap"
+// (reading /proc/self/pagemap) with the reason tracking is off. It is
+// empty without a reset pool.
+func (r *Runtime) ResetScan() string {
+	if r.pool == nil {
+		return ""
+	}
+	return r.pool.scan
+}
+
 func (r *Runtime) closeWith(ctx context.Context, err error) error {
 	_ = r.rt.Close(ctx)
 	return err
