@@ -33,3 +33,4 @@ func (*cowMemory) reset([]byte) (int, error)    { return 0, errNoCow }
 func (*cowMemory) pageClasses() ([]byte, error) { return nil, errNoCow }
 func (*cowMemory) prime([]byte)                 {}
 func (*cowMemory) tracked() bool                { return false }
+func (*cowMemory) wpErr() error                 { return errNoCow }
