@@ -51,7 +51,7 @@ func main() {
 			pprof.StartCPUProfile(f)
 			defer func() { pprof.StopCPUProfile(); f.Close() }()
 		}
-		err = runRSS(*out, *n, *hold, *heap)
+		err = runRSS(os.Stdout, *out, *n, *hold, *heap)
 	case "rss-load":
 		// The harness's half of rss (provider fake and load generator),
 		// started by rss and driven over stdin and stdout.

@@ -62,7 +62,7 @@ type rssResult struct {
 // (runtime.MemStats and /proc/self), read without forcing a collection.
 type memSnapshot struct {
 	RSS        int64 `json:"rss_bytes"`         // VmRSS
-	PSS        int64 `json:"pss_bytes"`         // Pss: shared pages (the guest image mapped by each pooled instance) counted once
+	PSS        int64 `json:"pss_bytes"`         // Pss: a shared page (the guest image each pooled instance maps) counted once, split among its mappers
 	HeapInuse  int64 `json:"heap_inuse_bytes"`  // heap spans in use: live objects and garbage not yet collected
 	StackInuse int64 `json:"stack_inuse_bytes"` // goroutine stacks
 	Goroutines int   `json:"goroutines"`
@@ -127,13 +127,13 @@ type (
 )
 
 // runRSS runs n viewer ops at once through a real sidecar (concurrency
-// limit n) against the provider fake, whose answers are held for hold;
-// when all n are in flight it sends one more, which must get busy. The
-// sidecar and engine run in this process, which is measured; the fake and
-// the load generator run in a child process (`benchtool rss-load`), whose
-// peak is reported apart. heapProfile, when set, is written (after a GC)
-// while the ops are held.
-func runRSS(out string, n int, hold time.Duration, heapProfile string) error {
+// limit n) against the provider fake, which holds each answer for hold
+// and until the op sent once all n are in flight (which must get busy)
+// has its answer. The sidecar and engine run in this process, which is
+// measured; the fake and the load generator run in a child process
+// (`benchtool rss-load`), whose peak is reported apart. The result goes to out and w. heapProfile, when
+// set, is written (after a GC) while the ops are held.
+func runRSS(w io.Writer, out string, n int, hold time.Duration, heapProfile string) error {
 	if heapProfile != "" {
 		runtime.MemProfileRate = 4096 // a finer sample than the default 512 KiB, set before anything is allocated
 	}
@@ -234,7 +234,7 @@ func runRSS(out string, n int, hold time.Duration, heapProfile string) error {
 	res.ArrivalMS, res.ElapsedMS, res.UpstreamPeak, res.RampMS, res.HeldPeak = load.ArrivalMS, load.ElapsedMS, load.UpstreamPeak, load.RampMS, load.HeldPeak
 	res.LoadPeakRSS = load.PeakRSS
 	b, _ := json.MarshalIndent(res, "", "  ")
-	fmt.Printf("%s\n", b)
+	fmt.Fprintf(w, "%s\n", b)
 	return os.WriteFile(out, append(b, '\n'), 0o644)
 }
 
