@@ -619,6 +619,9 @@ func (e *Engine) run(ctx context.Context, call Call, p *prepared, start time.Tim
 	if herr != nil {
 		return nil, herr
 	}
+	// The target is all the op needs of want (~1 KiB) after the guest:
+	// taken now, want is not kept while the provider answers.
+	target := p.bind.Target(want)
 	phaseDone(phaseGuest, &t)
 	res, raw, err := e.send(ctx, p, req, call.Credential)
 	phaseDone(phaseSend, &t)
@@ -626,7 +629,6 @@ func (e *Engine) run(ctx context.Context, call Call, p *prepared, start time.Tim
 		err, res = e.echoError(p, res.Status), nil
 	}
 	status := 0
-	target := p.bind.Target(want)
 	shown := target
 	if e.cfg.OmitTarget {
 		shown = ""

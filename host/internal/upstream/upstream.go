@@ -195,7 +195,11 @@ func (c *Client) send(ctx context.Context, op *Op, r *egress.Request, kind strin
 		return ans, n, nil
 	}
 	_, pspan := tracing.Start(ctx, tracing.SpanPick)
-	out, err := op.proj.Project(make([]byte, 0, 4096), raw)
+	// The projection keeps a subset of the answer's fields, so it is
+	// rarely longer than the answer: a small answer gets a small buffer
+	// (held until the result is written), a large one starts at 4 KiB
+	// and grows.
+	out, err := op.proj.Project(make([]byte, 0, min(len(raw), 4096)), raw)
 	if pspan.Recording() {
 		endPickSpan(pspan, len(out), err)
 	}

@@ -2,6 +2,7 @@
 // benchmarks cannot measure, and the writer of BENCHMARKS.md:
 //
 //	benchtool rss   -out FILE             1,000 ops in flight against an upstream that holds each answer 500 ms
+//	                                      (the sidecar measured in a process of its own; `rss-load` is its load)
 //	benchtool ready -bin PINNED -out FILE time from starting `pinned sidecar` to a 200 from /readyz, cold and warm cache
 //	benchtool report -bench FILE -rss FILE -ready FILE [-scale FILE] -out BENCHMARKS.md
 //
@@ -30,6 +31,7 @@ func main() {
 		hold := fs.Duration("hold", 500e6, "how long the upstream holds each answer")
 		prof := fs.String("cpuprofile", "", "write a CPU profile of the run to this file")
 		tr := fs.String("trace", "", "write an execution trace of the run to this file")
+		heap := fs.String("heapprofile", "", "write the sidecar process's heap profile (after a GC) to this file while the ops are held")
 		fs.Parse(os.Args[2:])
 		if *tr != "" {
 			f, terr := os.Create(*tr)
@@ -49,7 +51,11 @@ func main() {
 			pprof.StartCPUProfile(f)
 			defer func() { pprof.StopCPUProfile(); f.Close() }()
 		}
-		err = runRSS(*out, *n, *hold)
+		err = runRSS(os.Stdout, *out, *n, *hold, *heap)
+	case "rss-load":
+		// The harness's half of rss (provider fake and load generator),
+		// started by rss and driven over stdin and stdout.
+		err = runLoad(os.Stdin, os.Stdout)
 	case "ready":
 		fs := flag.NewFlagSet("ready", flag.ExitOnError)
 		out := fs.String("out", "ready.json", "result file")

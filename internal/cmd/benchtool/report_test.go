@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -58,5 +59,68 @@ func TestReportTargets(t *testing.T) {
 		if !strings.Contains(report, want) {
 			t.Errorf("report lacks %q", want)
 		}
+	}
+}
+
+// TestReportRSS: the memory rows are written from rss.json (a real run of
+// benchtool rss): the sidecar process's peak against the goal, its figure
+// per op, the harness's process apart, and where the memory is.
+func TestReportRSS(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "BENCHMARKS.md")
+	if err := runReport("testdata/bench.out", "", "testdata/rss.json", "missing-ready.json", "", out); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"| 1000 ops in flight, upstream holds each 500 ms: the sidecar process's peak RSS (≤ 150 MiB), all succeed, past the limit busy | peak RSS 132 MiB (61 KiB per op over its baseline); answers map[200 :1000]; op 1001: HTTP 503 busy; 1326 ms | sidecar process before the load 72 MiB; the harness's own process (provider fake, load generator) peaked at 100 MiB apart | **met** |",
+		"| where the sidecar's memory is with 1000 ops held upstream | heap in use 49 MiB (+31 KiB per op), goroutine stacks 23 MiB (3009 goroutines, +23 KiB per op), RSS 123 MiB, PSS 105 MiB |",
+		"## Memory with 1000 ops in flight (benchtool rss)",
+	} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+}
+
+// TestReportRSSVerdict: the verdict follows the peak and the answers.
+func TestReportRSSVerdict(t *testing.T) {
+	base := rssResult{InFlight: 10, HoldMS: 500, Statuses: map[string]int{"200 ": 10}, ExtraStatus: 503, ExtraCode: "busy", PeakRSS: 100 << 20, BaselineRSS: 70 << 20}
+	tests := []struct {
+		name string
+		edit func(*rssResult)
+		want string
+	}{
+		{"under the goal", func(*rssResult) {}, "**met**"},
+		{"over the goal", func(r *rssResult) { r.PeakRSS = 151 << 20 }, "**not met**"},
+		{"an op failed", func(r *rssResult) { r.Statuses = map[string]int{"200 ": 9, "502 upstream_error": 1} }, "**not met**"},
+		{"past the limit not busy", func(r *rssResult) { r.ExtraStatus, r.ExtraCode = 200, "" }, "**not met**"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := base
+			tt.edit(&r)
+			dir := t.TempDir()
+			js, _ := json.Marshal(r)
+			if err := os.WriteFile(filepath.Join(dir, "rss.json"), js, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			out := filepath.Join(dir, "BENCHMARKS.md")
+			if err := runReport("testdata/bench.out", "", filepath.Join(dir, "rss.json"), "missing-ready.json", "", out); err != nil {
+				t.Fatal(err)
+			}
+			b, _ := os.ReadFile(out)
+			i := strings.Index(string(b), "| 10 ops in flight")
+			if i < 0 {
+				t.Fatalf("no rss row in:\n%s", b)
+			}
+			line := string(b[i:])
+			line = line[:strings.IndexByte(line, '\n')]
+			if !strings.HasSuffix(line, "| "+tt.want+" |") {
+				t.Errorf("row %q: want verdict %s", line, tt.want)
+			}
+		})
 	}
 }
