@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tetratelabs/wazero"
+
 	"github.com/elevenmessenger/pinned/internal/testing/wasmtest"
 )
 
@@ -154,4 +156,29 @@ func TestLeaseCannotBypassReset(t *testing.T) {
 		b.Return()
 		assertTemplate(t, r, "a double Return")
 	})
+}
+
+// TestCallStackMeasured: a pooled instance keeps its run function between
+// ops only while callStackBytes can read the function's call stack; with
+// another wazero the read fails closed (-1, nothing kept). This pins the
+// read to the wazero in go.mod: a function's stack starts at 10 KiB.
+func TestCallStackMeasured(t *testing.T) {
+	rt := wazero.NewRuntime(context.Background())
+	defer rt.Close(context.Background())
+	// (module (func (export "f")))
+	mod, err := rt.Instantiate(context.Background(), []byte{0, 'a', 's', 'm', 1, 0, 0, 0,
+		1, 4, 1, 0x60, 0, 0, 3, 2, 1, 0, 7, 5, 1, 1, 'f', 0, 0, 10, 4, 1, 2, 0, 0x0b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := mod.ExportedFunction("f")
+	if _, err := f.Call(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n := callStackBytes(f); n < 10<<10 || n > maxKeptStack {
+		t.Fatalf("callStackBytes = %d, want wazero's initial stack (10 KiB)", n)
+	}
+	if n := callStackBytes(nil); n != -1 {
+		t.Fatalf("callStackBytes(nil) = %d, want -1", n)
+	}
 }

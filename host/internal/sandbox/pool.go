@@ -10,6 +10,7 @@ import (
 	"hash/crc32"
 	"os"
 	"path/filepath"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -37,14 +38,55 @@ type instance struct {
 	mod     api.Module
 	mem     *cowMemory
 	globals []api.MutableGlobal
+	fn      api.Function // the run export, kept while its call stack is small
 }
 
-// run returns the instance's run export as a new api.Function for one
-// op. It is not kept between ops: a wazero function owns its call stack,
-// a Go slice that doubles as wasm calls nest (up to ~100 MiB, outside the
-// memory limit), so a kept function would hold whatever stack the deepest
-// op ever needed for as long as the pooled instance lives.
-func (i *instance) run() api.Function { return i.mod.ExportedFunction(abi.ExportRun) }
+// run returns the instance's run export. A wazero function owns its call
+// stack, a Go slice that doubles as wasm calls nest (up to ~100 MiB,
+// outside the memory limit), and a new one starts at 10 KiB and grows
+// again each op. So the function is kept between ops only while its stack
+// stays at most maxKeptStack (keepRun); a function whose stack is larger,
+// or cannot be measured, is dropped, and the next op gets a new one.
+func (i *instance) run() api.Function {
+	if i.fn == nil {
+		i.fn = i.mod.ExportedFunction(abi.ExportRun)
+	}
+	return i.fn
+}
+
+// keepRun drops the kept function unless its call stack is known to be
+// at most maxKeptStack bytes.
+func (i *instance) keepRun() {
+	if i.fn != nil {
+		if n := callStackBytes(i.fn); n < 0 || n > maxKeptStack {
+			i.fn = nil
+		}
+	}
+}
+
+// maxKeptStack is the largest call stack a pooled instance keeps between
+// ops: 256 KiB, several times what the executor's ops need.
+const maxKeptStack = 256 << 10
+
+// callStackBytes is the length of a wazero function's call stack, read
+// from the optimizing compiler's call engine (its unexported "stack"
+// []byte); -1 when f has no such field (another wazero version or
+// engine), and then nothing is kept (TestCallStackMeasured).
+func callStackBytes(f api.Function) int {
+	v := reflect.ValueOf(f)
+	if v.Kind() != reflect.Pointer || v.IsNil() {
+		return -1
+	}
+	v = v.Elem()
+	if v.Kind() != reflect.Struct {
+		return -1
+	}
+	s := v.FieldByName("stack")
+	if !s.IsValid() || s.Kind() != reflect.Slice || s.Type().Elem().Kind() != reflect.Uint8 {
+		return -1
+	}
+	return s.Len()
+}
 
 // pool hands out instances reset to the template. At most max exist at
 // once; sandbox time per op is microseconds, so a small pool serves many
@@ -448,6 +490,7 @@ func (p *pool) put(inst *instance, reuse bool) {
 		<-p.sem
 		return
 	}
+	inst.keepRun()
 	select {
 	case p.dirty <- inst:
 	default:
