@@ -372,12 +372,15 @@ func (p *pool) warm(ctx context.Context, warm []Call, inst *instance) error {
 
 // warmOps runs every registry op once on inst, with empty args, under st
 // (gctx carries st): the inputs are the registry's own op specs, so
-// nothing any caller sent reaches the instance.
+// nothing any caller sent reaches the instance. One function serves every
+// warm-up op: its call stack grows once, not once per op, and goes with
+// the instance (the template's scratch and the probe are closed after).
 func warmOps(gctx context.Context, warm []Call, inst *instance, st *state) error {
+	run := inst.run()
 	for _, w := range warm {
 		st.input, st.op, st.admit, st.res = w.Input, w.Op, w.Admit, Result{}
 		st.running = true
-		_, err := inst.run().Call(gctx)
+		_, err := run.Call(gctx)
 		st.running = false
 		if err != nil {
 			return fmt.Errorf("host: guest warm-up: %w", err)
