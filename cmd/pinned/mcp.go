@@ -269,7 +269,7 @@ func runMCP(args []string, stdout, stderr io.Writer) int {
 	}
 	mcfg := mcpserver.Config{Sidecar: side, Store: store, Tools: *tools, MaxResultBytes: *maxResult, Logger: &log,
 		// serverInfo.version is what pinned version prints (the stamped one first).
-		Version: readBuildInfo().Version, AllowFlows: allow, Protocol: *protocol, ConfirmKey: confirmKey, Nonces: nonces}
+		Version: binaryVersion(), AllowFlows: allow, Protocol: *protocol, ConfirmKey: confirmKey, Nonces: nonces}
 	if *approvalLinks != "off" {
 		base, err := approvalBase(*approvalURL, *oauthURL, ln.Addr())
 		if err != nil {

@@ -131,7 +131,7 @@ func (c auditConfig) open(defaultKey bool, log zerolog.Logger) (*audit.Log, erro
 	}
 	opt := c.opt
 	opt.Key = key
-	opt.Note = "pinned " + readBuildInfo().Version
+	opt.Note = "pinned " + binaryVersion()
 	l, err := audit.Open(c.dir, opt)
 	if err != nil {
 		return nil, fmt.Errorf("--audit-log: %s", errText(err))

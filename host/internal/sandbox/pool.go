@@ -246,13 +246,24 @@ func newPool(ctx context.Context, r *Runtime, warm []Call) (*pool, error) {
 	// run every warm-up op a second time (a guest keeping state per run
 	// may have grown its memory past the template's), so it is closed,
 	// never pooled: every pooled instance, the first included, is made by
-	// create, the same way (TestPoolFirstInstanceIsTemplate). The rest
-	// are made in the background, so the engine is ready as soon as the
-	// template is (get creates instances on demand).
+	// create, the same way (TestPoolFirstInstanceIsTemplate). The first
+	// is made while the probe runs (it needs the template, not the
+	// classes) and primed once the classes are known; the rest are made
+	// in the background, so the engine is ready as soon as the template
+	// is (get creates instances on demand).
 	probe, err := p.create()
 	if err != nil {
 		return nil, err
 	}
+	type made struct {
+		inst *instance
+		err  error
+	}
+	first := make(chan made, 1)
+	go func() {
+		inst, err := p.createUnprimed()
+		first <- made{inst, err}
+	}()
 	err = p.warm(ctx, warm, probe)
 	if err == nil {
 		if p.class, err = probe.mem.pageClasses(); err != nil {
@@ -260,13 +271,18 @@ func newPool(ctx context.Context, r *Runtime, warm []Call) (*pool, error) {
 		}
 	}
 	probe.mod.Close(context.Background())
+	m := <-first
+	if err == nil {
+		err = m.err
+	}
 	if err != nil {
+		if m.inst != nil {
+			m.inst.mod.Close(context.Background())
+		}
 		return nil, err
 	}
-	inst, err := p.create()
-	if err != nil {
-		return nil, err
-	}
+	inst := m.inst
+	inst.mem.prime(p.class)
 	p.scan = "pagemap"
 	if inst.mem.tracked() {
 		p.scan = "write tracking"
@@ -387,8 +403,19 @@ func (p *pool) instantiate() (*instance, error) {
 
 // create makes a new instance equal to the template: its memory grown to
 // the template's size and replaced by a private mapping of the image, its
-// globals set to the template's values.
+// globals set to the template's values, its pages in the canonical state.
 func (p *pool) create() (*instance, error) {
+	inst, err := p.createUnprimed()
+	if err != nil {
+		return nil, err
+	}
+	inst.mem.prime(p.class)
+	return inst, nil
+}
+
+// createUnprimed is create without the last step, prime (newPool makes
+// the first pooled instance before the page classes are known).
+func (p *pool) createUnprimed() (*instance, error) {
 	inst, err := p.instantiate()
 	if err != nil {
 		return nil, err
@@ -411,7 +438,6 @@ func (p *pool) create() (*instance, error) {
 	for i, g := range inst.globals {
 		g.Set(p.tmpl.globals[i])
 	}
-	inst.mem.prime(p.class)
 	return inst, nil
 }
 
@@ -425,12 +451,15 @@ func (p *pool) warm(ctx context.Context, warm []Call, inst *instance) error {
 
 // warmOps runs every registry op once on inst, with empty args, under st
 // (gctx carries st): the inputs are the registry's own op specs, so
-// nothing any caller sent reaches the instance.
+// nothing any caller sent reaches the instance. One function serves every
+// warm-up op: its call stack grows once, not once per op, and goes with
+// the instance (the template's scratch and the probe are closed after).
 func warmOps(gctx context.Context, warm []Call, inst *instance, st *state) error {
+	run := inst.run()
 	for _, w := range warm {
 		st.input, st.op, st.admit, st.res = w.Input, w.Op, w.Admit, Result{}
 		st.running = true
-		_, err := inst.run().Call(gctx)
+		_, err := run.Call(gctx)
 		st.running = false
 		if err != nil {
 			return fmt.Errorf("host: guest warm-up: %w", err)
