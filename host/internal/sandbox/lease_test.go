@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
+	"runtime"
 	"slices"
 	"testing"
 	"time"
@@ -180,5 +181,28 @@ func TestCallStackMeasured(t *testing.T) {
 	}
 	if n := callStackBytes(nil); n != -1 {
 		t.Fatalf("callStackBytes(nil) = %d, want -1", n)
+	}
+}
+
+// TestResetWorkers: one reset goroutine per two cores, at most one per two
+// instances, at least one.
+func TestResetWorkers(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	for _, tc := range []struct {
+		name              string
+		procs, size, want int
+	}{
+		{"one core", 1, 4, 1},
+		{"two cores", 2, 4, 1},
+		{"sixteen cores", 16, 32, 8},
+		{"small pool", 16, 3, 1},
+		{"pool of one", 8, 1, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			runtime.GOMAXPROCS(tc.procs)
+			if got := resetWorkers(tc.size); got != tc.want {
+				t.Fatalf("resetWorkers(%d) with %d cores = %d, want %d", tc.size, tc.procs, got, tc.want)
+			}
+		})
 	}
 }

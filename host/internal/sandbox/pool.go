@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -290,7 +291,9 @@ func newPool(ctx context.Context, r *Runtime, warm []Call) (*pool, error) {
 		p.scan = "pagemap (" + err.Error() + ")"
 	}
 	p.free <- inst
-	go p.resetLoop()
+	for range resetWorkers(size) {
+		go p.resetLoop()
+	}
 	p.filling.Add(1)
 	go func() {
 		defer p.filling.Done()
@@ -502,7 +505,7 @@ func (p *pool) get(ctx context.Context) (*instance, error) {
 
 // put releases an instance after an op. reuse is true only when the op's
 // run returned normally; the instance is then reset to the template and
-// kept, by the pool's reset goroutine so the op does not wait for it (the
+// kept, by a reset goroutine so the op does not wait for it (the
 // instance's slot is released only once the reset is done, and only a
 // reset instance ever reaches the free list). An instance that trapped,
 // exited, timed out, grew its memory or cannot be reset is closed
@@ -523,8 +526,17 @@ func (p *pool) put(inst *instance, reuse bool) {
 	select {
 	case p.dirty <- inst:
 	default:
-		p.recycle(inst) // the reset goroutine is behind: reset here
+		p.recycle(inst) // the reset goroutines are behind: reset here
 	}
+}
+
+// resetWorkers is how many goroutines reset released instances: one per
+// two cores, at most one per two instances. A single one caps the pool at
+// one reset's time per op, whatever the cores (each op's instance waits
+// its turn), while on two cores a second would only take the CPU the ops
+// and their answers need.
+func resetWorkers(size int) int {
+	return max(1, min(size/2, runtime.GOMAXPROCS(0)/2))
 }
 
 // resetLoop resets released instances until the pool closes.
