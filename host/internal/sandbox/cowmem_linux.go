@@ -40,13 +40,26 @@ func newMemImage(mem []byte) (*memImage, error) {
 	if err != nil {
 		return nil, fmt.Errorf("memfd_create: %w", err)
 	}
-	for off := 0; off < len(mem); {
-		n, err := unix.Pwrite(fd, mem[off:], int64(off))
-		if err != nil {
-			unix.Close(fd)
-			return nil, fmt.Errorf("write memory image: %w", err)
+	// The file is sized first and only pages holding a non-zero byte are
+	// written: a memfd reads as zeros where nothing was written, and much
+	// of a Go heap is zeros.
+	if err := unix.Ftruncate(fd, int64(len(mem))); err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("size memory image: %w", err)
+	}
+	for page := 0; page < len(mem); page += pageSize {
+		end := min(page+pageSize, len(mem))
+		if allZero(mem[page:end]) {
+			continue
 		}
-		off += n
+		for off := page; off < end; {
+			n, err := unix.Pwrite(fd, mem[off:end], int64(off))
+			if err != nil {
+				unix.Close(fd)
+				return nil, fmt.Errorf("write memory image: %w", err)
+			}
+			off += n
+		}
 	}
 	if err := sealImage(fd); err != nil {
 		unix.Close(fd)
@@ -100,6 +113,22 @@ func (m *memImage) close() {
 		unix.Close(m.fd)
 		m.view = nil
 	}
+}
+
+// allZero reports whether b holds only zero bytes.
+func allZero(b []byte) bool {
+	for len(b) >= 8 {
+		if binary.LittleEndian.Uint64(b) != 0 {
+			return false
+		}
+		b = b[8:]
+	}
+	for _, x := range b {
+		if x != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // pagemap is /proc/self/pagemap (proc(5)): one 64-bit entry per virtual
