@@ -23,12 +23,14 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"sort"
 	"time"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/experimental"
 
 	"github.com/elevenmessenger/pinned/internal/abi"
 )
@@ -106,8 +108,11 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	if err := instantiateWASI(ctx, r.rt); err != nil {
 		return nil, r.closeWith(ctx, err)
 	}
+	// wazero compiles the guest's functions on one goroutine unless told
+	// otherwise; with an empty cache that is most of a cold start.
+	cctx := experimental.WithCompilationWorkers(ctx, runtime.GOMAXPROCS(0))
 	var err error
-	r.compiled, err = r.rt.CompileModule(ctx, plan.wasm)
+	r.compiled, err = r.rt.CompileModule(cctx, plan.wasm)
 	if err != nil {
 		return nil, r.closeWith(ctx, fmt.Errorf("host: compile guest: %w", err))
 	}
