@@ -164,7 +164,7 @@ type cowMemory struct {
 	wp      bool
 	wpFail  error        // why priming with write tracking failed, if it did
 	vec     []pageRegion // PAGEMAP_SCAN scratch
-	written []int        // scanWritten scratch
+	written []int        // scanChanged scratch
 }
 
 func newCowMemory(max uint64) (*cowMemory, error) {
@@ -339,7 +339,8 @@ func (c *cowMemory) tracked() bool {
 // with PAGE_IS_WRITTEN finds it. Write-class pages stay unprotected, so an
 // op's usual writes take no fault; they count as written on every scan
 // and reset copies them anyway. It checks the result: the scan must name
-// the write-class pages and nothing else.
+// the write-class pages and nothing else (no other page written or
+// unmapped).
 func (c *cowMemory) primeWPLocked(class []byte) error {
 	size := c.image.size
 	n := size / pageSize
@@ -375,10 +376,16 @@ func (c *cowMemory) primeWPLocked(class []byte) error {
 		}
 		i = j
 	}
+	// Protecting a range a huge page mapped splits it, and a split of a
+	// file huge page unmaps all of it (leaving each page protected): map
+	// them again, or the first op's reads would decide which are mapped.
+	if err := unix.Madvise(c.buf[:size], unix.MADV_POPULATE_READ); err != nil {
+		return fmt.Errorf("madvise(MADV_POPULATE_READ): %w", err)
+	}
 	if c.vec == nil {
 		c.vec = make([]pageRegion, 256)
 	}
-	got, err := scanWritten(int(pm.Fd()), c.buf[:size], c.vec, c.written[:0])
+	got, err := scanChanged(int(pm.Fd()), c.buf[:size], c.vec, c.written[:0])
 	if err != nil {
 		return err
 	}
@@ -508,10 +515,11 @@ func (c *cowMemory) reset(class []byte) (int, error) {
 
 // resetWPLocked is reset where the kernel tracks writes (primeWPLocked).
 // It copies the image over every write-class page, as the pagemap reset
-// does, and asks the kernel (PAGEMAP_SCAN) which other pages the op wrote:
-// each is dropped (madvise(MADV_DONTNEED): it reads as the image again),
-// protected again and mapped again by reading it. A page the op only read
-// was already mapped, so reads change nothing. Any error leaves the memory
+// does, and asks the kernel (PAGEMAP_SCAN) which other pages the op wrote
+// or are no longer mapped (scanChanged: reclaim can unmap a page): each is
+// dropped (madvise(MADV_DONTNEED): it reads as the image again), protected
+// again and mapped again by reading it. A page the op only read was
+// already mapped, so reads change nothing. Any error leaves the memory
 // in an unknown state: the caller discards the instance.
 func (c *cowMemory) resetWPLocked(class []byte) (int, error) {
 	size := c.image.size
@@ -522,7 +530,7 @@ func (c *cowMemory) resetWPLocked(class []byte) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	written, err := scanWritten(int(pm.Fd()), c.buf[:size], c.vec, c.written[:0])
+	written, err := scanChanged(int(pm.Fd()), c.buf[:size], c.vec, c.written[:0])
 	c.written = written[:0]
 	if err != nil {
 		return 0, err

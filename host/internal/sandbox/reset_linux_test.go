@@ -7,6 +7,8 @@ import (
 	"encoding/binary"
 	"slices"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestResetCanonicalState: after an op that writes pages of every class
@@ -86,7 +88,7 @@ func TestResetCanonicalState(t *testing.T) {
 				}
 				if c.tracked() {
 					pm, _ := pagemap()
-					got, err := scanWritten(int(pm.Fd()), c.buf[:c.image.size], c.vec, nil)
+					got, err := scanChanged(int(pm.Fd()), c.buf[:c.image.size], c.vec, nil)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -108,6 +110,80 @@ func TestResetCanonicalState(t *testing.T) {
 			// The other instance, never used, is in the same state.
 			if !bytes.Equal(ms[1].buf[:ms[1].image.size], img) {
 				t.Fatal("an idle instance changed")
+			}
+		})
+	}
+}
+
+// TestResetRemapsUnmappedPages: with write tracking, a page can leave the
+// canonical state without being written: reclaim, or a huge page split
+// while priming, unmaps a protected page and leaves only its protection.
+// The next op's reads then decide which such pages are mapped, a
+// fault-timing channel to the op after it, unless reset maps them again.
+// A write by the kernel (getrandom(2), as random_get does) must be
+// tracked like a guest's.
+func TestResetRemapsUnmappedPages(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		op   func(c *cowMemory) error
+	}{
+		{"protected_page_unmapped", func(c *cowMemory) error {
+			return unix.Madvise(c.buf[16*pageSize:18*pageSize], unix.MADV_DONTNEED) // read-class, never written
+		}},
+		{"unmapped_then_read", func(c *cowMemory) error {
+			if err := unix.Madvise(c.buf[16*pageSize:18*pageSize], unix.MADV_DONTNEED); err != nil {
+				return err
+			}
+			c.sink ^= c.buf[16*pageSize+5] // the op reads one: mapped, the other not
+			return nil
+		}},
+		{"write_class_page_unmapped", func(c *cowMemory) error {
+			return unix.Madvise(c.buf[26*pageSize:27*pageSize], unix.MADV_DONTNEED)
+		}},
+		{"kernel_write", func(c *cowMemory) error {
+			_, err := unix.Getrandom(c.buf[17*pageSize+4000:18*pageSize+64], 0)
+			return err
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ms, class := resetImage(t, 1, false)
+			c := ms[0]
+			if !c.tracked() {
+				t.Skipf("no write tracking on this kernel (%v)", c.wpErr())
+			}
+			if err := tc.op(c); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := c.reset(class); err != nil {
+				t.Fatalf("reset: %v", err)
+			}
+			buf, err := c.readPagemap()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, k := range class {
+				e := binary.LittleEndian.Uint64(buf[i*8:])
+				present, file := e&pmPresent != 0, e&pmFile != 0
+				if present != true || file != (k != pageWrite) {
+					t.Fatalf("page %d (class %d) present=%v file=%v after reset, want every page mapped", i, k, present, file)
+				}
+			}
+			pm, _ := pagemap()
+			got, err := scanChanged(int(pm.Fd()), c.buf[:c.image.size], c.vec, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var want []int
+			for i, k := range class {
+				if k == pageWrite {
+					want = append(want, i)
+				}
+			}
+			if !slices.Equal(got, want) {
+				t.Fatalf("pages not in the canonical state after reset: %d, want the %d write-class pages", len(got), len(want))
+			}
+			if !bytes.Equal(c.buf[:c.image.size], c.image.view) {
+				t.Fatal("memory differs from the image after reset")
 			}
 		})
 	}

@@ -34,6 +34,7 @@ const (
 
 	pmScanCheckWPAsync = 1 << 1 // PM_SCAN_CHECK_WPASYNC: fail unless the range is async write-protected
 	pageIsWritten      = 1 << 1 // PAGE_IS_WRITTEN
+	pageIsPresent      = 1 << 3 // PAGE_IS_PRESENT
 )
 
 type uffdioAPI struct{ api, features, ioctls uint64 }
@@ -105,12 +106,15 @@ func wpProtect(b []byte) error {
 	return nil
 }
 
-// scanWritten appends to out the index of every page of b written since
-// it was last write-protected (or never protected), by PAGEMAP_SCAN with
-// PAGE_IS_WRITTEN alone: the kernel then reads only the page-table entries,
-// not the pages' own metadata, which is what makes it cheaper than
-// reading /proc/self/pagemap. vec is scratch for the kernel's answer.
-func scanWritten(pm int, b []byte, vec []pageRegion, out []int) ([]int, error) {
+// scanChanged appends to out the index of every page of b that is not in
+// the state primeWPLocked left it in: written since it was last
+// write-protected (or never protected), or not mapped. A protected page
+// the op never wrote can still lose its mapping (reclaim, a huge page
+// split) and keep its protection; the next op's read would map it, and
+// only a scan that names unmapped pages lets reset undo that. It asks
+// PAGEMAP_SCAN for PAGE_IS_WRITTEN or not PAGE_IS_PRESENT, both read from
+// the page-table entry alone. vec is scratch for the kernel's answer.
+func scanChanged(pm int, b []byte, vec []pageRegion, out []int) ([]int, error) {
 	base := uint64(uintptr(unsafe.Pointer(&b[0])))
 	end := base + uint64(len(b))
 	for start := base; start < end; {
@@ -118,7 +122,9 @@ func scanWritten(pm int, b []byte, vec []pageRegion, out []int) ([]int, error) {
 			size: uint64(unsafe.Sizeof(pmScanArg{})), flags: pmScanCheckWPAsync,
 			start: start, end: end,
 			vec: uint64(uintptr(unsafe.Pointer(&vec[0]))), vecLen: uint64(len(vec)),
-			categoryMask: pageIsWritten, returnMask: pageIsWritten,
+			categoryInverted:  pageIsPresent,
+			categoryAnyofMask: pageIsWritten | pageIsPresent,
+			returnMask:        pageIsWritten | pageIsPresent,
 		}
 		n, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(pm), ioctlPagemapScan, uintptr(unsafe.Pointer(&arg)))
 		if errno != 0 {

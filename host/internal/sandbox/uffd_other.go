@@ -11,4 +11,4 @@ type pageRegion struct{ start, end, categories uint64 }
 func userfault() (int, error)                                     { return -1, errNoUffd }
 func wpRegister([]byte) error                                     { return errNoUffd }
 func wpProtect([]byte) error                                      { return errNoUffd }
-func scanWritten(int, []byte, []pageRegion, []int) ([]int, error) { return nil, errNoUffd }
+func scanChanged(int, []byte, []pageRegion, []int) ([]int, error) { return nil, errNoUffd }
