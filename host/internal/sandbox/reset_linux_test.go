@@ -188,3 +188,123 @@ func TestResetRemapsUnmappedPages(t *testing.T) {
 		})
 	}
 }
+
+// TestResetAfterHalfAppliedTracking: priming with write tracking can fail
+// after registering the range and protecting part of it; the memory then
+// resets from the pagemap, with the registration and some protection
+// markers left behind. Resets still restore every page and the pagemap
+// canonical state (cold pages unmapped, read-class pages mapped from the
+// image, write-class pages private copies).
+func TestResetAfterHalfAppliedTracking(t *testing.T) {
+	ms, class := resetImage(t, 1, true)
+	c := ms[0]
+	size := c.image.size
+	if err := wpRegister(c.buf[:size]); err != nil {
+		t.Skipf("no write tracking on this kernel: %v", err)
+	}
+	// What primeWPLocked does up to a failure half way through.
+	for i, k := range class {
+		if k == pageWrite {
+			copy(c.buf[i*pageSize:(i+1)*pageSize], c.image.view[i*pageSize:(i+1)*pageSize])
+		}
+	}
+	if err := unix.Madvise(c.buf[:size], unix.MADV_POPULATE_READ); err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i < len(class)/2; i += 26 {
+		if err := wpProtect(c.buf[i*pageSize : (i+25)*pageSize]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// prime's fallback.
+	if err := unix.Madvise(c.buf[:size], unix.MADV_DONTNEED); err != nil {
+		t.Fatal(err)
+	}
+	c.primeLocked(class, -1)
+	if c.tracked() {
+		t.Fatal("tracking after a failed priming")
+	}
+	wrote := []int{0, 16, 17, 2, 500, 27, 1201, 3, 40}
+	read := []int{4, 6, 1000, 1100, 5, 7}
+	for round := range 3 {
+		for _, i := range wrote {
+			c.buf[i*pageSize+100] ^= 0xff
+		}
+		for _, i := range read {
+			c.sink ^= c.buf[i*pageSize+7]
+		}
+		if _, err := c.reset(class); err != nil {
+			t.Fatalf("round %d: reset: %v", round, err)
+		}
+		buf, err := c.readPagemap()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, k := range class {
+			e := binary.LittleEndian.Uint64(buf[i*8:])
+			present, file := e&pmPresent != 0, e&pmFile != 0
+			var ok bool
+			switch k {
+			case pageWrite:
+				ok = present && !file
+			case pageRead:
+				ok = present && file
+			default:
+				ok = !present
+			}
+			if !ok {
+				t.Fatalf("round %d: page %d (class %d) entry %#x after reset", round, i, k, e)
+			}
+		}
+		for _, i := range append(wrote, read...) {
+			if !bytes.Equal(c.buf[i*pageSize:(i+1)*pageSize], c.image.view[i*pageSize:(i+1)*pageSize]) {
+				t.Fatalf("round %d: page %d differs from the image after reset", round, i)
+			}
+		}
+	}
+	if !bytes.Equal(c.buf[:size], c.image.view) {
+		t.Fatal("memory differs from the image after the resets")
+	}
+}
+
+// TestResetManyScatteredWrites: an op that writes every other page (more
+// separate regions than one PAGEMAP_SCAN answer holds, so the scan
+// resumes where the kernel stopped) and unmaps others leaves no page
+// unrestored or out of the canonical state.
+func TestResetManyScatteredWrites(t *testing.T) {
+	ms, class := resetImage(t, 1, false)
+	c := ms[0]
+	if !c.tracked() {
+		t.Skipf("no write tracking on this kernel (%v)", c.wpErr())
+	}
+	pm, _ := pagemap()
+	var want []int
+	for i, k := range class {
+		if k == pageWrite {
+			want = append(want, i)
+		}
+	}
+	for round := range 3 {
+		for i := round % 2; i < len(class); i += 2 {
+			c.buf[i*pageSize+i%pageSize] ^= 0x5a
+		}
+		for i := 3; i < len(class); i += 7 {
+			if err := unix.Madvise(c.buf[i*pageSize:(i+1)*pageSize], unix.MADV_DONTNEED); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := c.reset(class); err != nil {
+			t.Fatalf("round %d: reset: %v", round, err)
+		}
+		got, err := scanChanged(int(pm.Fd()), c.buf[:c.image.size], c.vec, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("round %d: %d pages out of the canonical state after reset, want the %d write-class pages", round, len(got), len(want))
+		}
+		if !bytes.Equal(c.buf[:c.image.size], c.image.view) {
+			t.Fatalf("round %d: memory differs from the image after reset", round)
+		}
+	}
+}
