@@ -296,23 +296,26 @@ func (c *cowMemory) pageClasses() ([]byte, error) {
 // other page mapped from the image and write-protected. Elsewhere:
 // write-class pages private copies, read-class pages mapped (by reading
 // them), cold pages not mapped. A nil class (the probe instance) leaves
-// the memory as it is.
-func (c *cowMemory) prime(class []byte) {
+// the memory as it is. An error leaves the memory in an unknown state:
+// the caller discards the instance.
+func (c *cowMemory) prime(class []byte) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if class == nil {
-		return
+		return nil
 	}
 	err := c.primeWPLocked(class)
 	if err == nil {
 		c.wp = true
-		return
+		return nil
 	}
 	c.wpFail = err
 	// Back to the pagemap state from whatever the attempt left.
-	if err := unix.Madvise(c.buf[:c.image.size], unix.MADV_DONTNEED); err == nil {
-		c.primeLocked(class, -1)
+	if err := unix.Madvise(c.buf[:c.image.size], unix.MADV_DONTNEED); err != nil {
+		return fmt.Errorf("drop a half-primed memory: %w", err)
 	}
+	c.primeLocked(class, -1)
+	return nil
 }
 
 // wpErr says why the memory resets without write tracking (nil when it

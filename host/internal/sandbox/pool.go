@@ -283,7 +283,10 @@ func newPool(ctx context.Context, r *Runtime, warm []Call) (*pool, error) {
 		return nil, err
 	}
 	inst := m.inst
-	inst.mem.prime(p.class)
+	if err := inst.mem.prime(p.class); err != nil {
+		inst.mod.Close(context.Background())
+		return nil, err
+	}
 	p.scan = "pagemap"
 	if inst.mem.tracked() {
 		p.scan = "write tracking"
@@ -412,7 +415,10 @@ func (p *pool) create() (*instance, error) {
 	if err != nil {
 		return nil, err
 	}
-	inst.mem.prime(p.class)
+	if err := inst.mem.prime(p.class); err != nil {
+		inst.mod.Close(context.Background())
+		return nil, err
+	}
 	return inst, nil
 }
 

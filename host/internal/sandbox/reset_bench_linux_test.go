@@ -49,7 +49,9 @@ func resetImage(tb testing.TB, instances int, pagemap bool) ([]*cowMemory, []byt
 		if pagemap {
 			c.primeLocked(class, -1)
 		} else {
-			c.prime(class)
+			if err := c.prime(class); err != nil {
+				tb.Fatal(err)
+			}
 		}
 		tb.Cleanup(c.Free)
 		ms = append(ms, c)
