@@ -43,9 +43,9 @@ func heapInuse() uint64 {
 // engine, one stack) for every op: an op that recurses a million levels
 // and returns normally leaves its instance holding that stack for good
 // (a million levels: ~100 MiB per instance, for every pooled instance).
-// The fix keeps an instance's api.Function only while its stack is at
-// most 256 KiB (the executor's ops need far less) and gives the next op a
-// new one otherwise; this test's 250,000 levels (~11 MiB each) keep it
+// The fix keeps an instance's api.Function only while no op grew its
+// stack (TestKeptRunStackAsNew) and gives the next op a new one
+// otherwise; this test's 250,000 levels (~11 MiB each) keep it
 // quick.
 func TestPooledStackNotRetained(t *testing.T) {
 	base := heapInuse()

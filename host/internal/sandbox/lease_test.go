@@ -206,3 +206,53 @@ func TestResetWorkers(t *testing.T) {
 		})
 	}
 }
+
+// TestKeptRunStackAsNew: the length of a kept run function's call stack
+// is state the next op can time (growing it costs an allocation and a
+// copy), so a pooled instance keeps its function only while an op left
+// the stack as long as a new function's. Whatever depth an op's calls
+// reached, the next op starts on a stack of that one length.
+func TestKeptRunStackAsNew(t *testing.T) {
+	rt := wazero.NewRuntime(context.Background())
+	defer rt.Close(context.Background())
+	// (module (func (export "run") (param i32)
+	//   (if (local.get 0) (then (call 0 (i32.sub (local.get 0) (i32.const 1)))))))
+	mod, err := rt.Instantiate(context.Background(), []byte{0, 'a', 's', 'm', 1, 0, 0, 0,
+		1, 5, 1, 0x60, 1, 0x7f, 0,
+		3, 2, 1, 0,
+		7, 7, 1, 3, 'r', 'u', 'n', 0, 0,
+		10, 16, 1, 14, 0, 0x20, 0, 0x04, 0x40, 0x20, 0, 0x41, 1, 0x6b, 0x10, 0, 0x0b, 0x0b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fresh := callStackBytes(mod.ExportedFunction("run"))
+	if fresh < 0 {
+		t.Fatal("call stack not measured")
+	}
+	inst := &instance{mod: mod}
+	for _, tc := range []struct {
+		name  string
+		depth uint64
+		kept  bool
+	}{
+		{"no calls", 0, true},
+		{"shallow", 10, true},
+		{"grows once", 2000, false},
+		{"shallow after deep", 10, true},
+		{"deep", 5000, false},
+		{"past the cap", 50000, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := inst.run().Call(context.Background(), tc.depth); err != nil {
+				t.Fatal(err)
+			}
+			inst.keepRun()
+			if (inst.fn != nil) != tc.kept {
+				t.Fatalf("kept = %v after calls %d deep, want %v", inst.fn != nil, tc.depth, tc.kept)
+			}
+			if n := callStackBytes(inst.run()); n != fresh {
+				t.Fatalf("the next op's call stack is %d bytes, a new function's %d", n, fresh)
+			}
+		})
+	}
+}

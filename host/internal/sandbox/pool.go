@@ -39,27 +39,30 @@ type instance struct {
 	mod     api.Module
 	mem     *cowMemory
 	globals []api.MutableGlobal
-	fn      api.Function // the run export, kept while its call stack is small
+	fn      api.Function // the run export, kept while its call stack is as new
+	fnStack int          // the length of fn's call stack when it was new
 }
 
 // run returns the instance's run export. A wazero function owns its call
 // stack, a Go slice that doubles as wasm calls nest (up to ~100 MiB,
-// outside the memory limit), and a new one starts at 10 KiB and grows
-// again each op. So the function is kept between ops only while its stack
-// stays at most maxKeptStack (keepRun); a function whose stack is larger,
-// or cannot be measured, is dropped, and the next op gets a new one.
+// outside the memory limit). The stack's length is state an op can time
+// (a stack the last op grew makes the next op's deep calls cheaper), so
+// the function is kept between ops only while its stack is still as long
+// as when it was new (keepRun): every op starts on a stack of the same
+// length, as on a fresh instance.
 func (i *instance) run() api.Function {
 	if i.fn == nil {
 		i.fn = i.mod.ExportedFunction(abi.ExportRun)
+		i.fnStack = callStackBytes(i.fn)
 	}
 	return i.fn
 }
 
 // keepRun drops the kept function unless its call stack is known to be
-// at most maxKeptStack bytes.
+// as long as when it was new (and at most maxKeptStack bytes).
 func (i *instance) keepRun() {
 	if i.fn != nil {
-		if n := callStackBytes(i.fn); n < 0 || n > maxKeptStack {
+		if n := callStackBytes(i.fn); n < 0 || n != i.fnStack || n > maxKeptStack {
 			i.fn = nil
 		}
 	}
