@@ -87,20 +87,7 @@ func TestResetCanonicalState(t *testing.T) {
 					}
 				}
 				if c.tracked() {
-					pm, _ := pagemap()
-					got, err := scanChanged(int(pm.Fd()), c.buf[:c.image.size], c.vec, nil)
-					if err != nil {
-						t.Fatal(err)
-					}
-					var want []int
-					for i, k := range class {
-						if k == pageWrite {
-							want = append(want, i)
-						}
-					}
-					if !slices.Equal(got, want) {
-						t.Fatalf("round %d: pages reported written after reset: %d, want the %d write-class pages", round, len(got), len(want))
-					}
+					checkScanNamesWriteClass(t, c, class)
 				}
 			}
 			// Reading the whole memory last: it maps every page.
@@ -168,20 +155,7 @@ func TestResetRemapsUnmappedPages(t *testing.T) {
 					t.Fatalf("page %d (class %d) present=%v file=%v after reset, want every page mapped", i, k, present, file)
 				}
 			}
-			pm, _ := pagemap()
-			got, err := scanChanged(int(pm.Fd()), c.buf[:c.image.size], c.vec, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var want []int
-			for i, k := range class {
-				if k == pageWrite {
-					want = append(want, i)
-				}
-			}
-			if !slices.Equal(got, want) {
-				t.Fatalf("pages not in the canonical state after reset: %d, want the %d write-class pages", len(got), len(want))
-			}
+			checkScanNamesWriteClass(t, c, class)
 			if !bytes.Equal(c.buf[:c.image.size], c.image.view) {
 				t.Fatal("memory differs from the image after reset")
 			}
@@ -306,5 +280,25 @@ func TestResetManyScatteredWrites(t *testing.T) {
 		if !bytes.Equal(c.buf[:c.image.size], c.image.view) {
 			t.Fatalf("round %d: memory differs from the image after reset", round)
 		}
+	}
+}
+
+// checkScanNamesWriteClass fails t unless the tracked reset's scan names
+// exactly the write-class pages: every other page is mapped and unwritten.
+func checkScanNamesWriteClass(t *testing.T, c *cowMemory, class []byte) {
+	t.Helper()
+	pm, _ := pagemap()
+	got, err := scanChanged(int(pm.Fd()), c.buf[:c.image.size], c.vec, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []int
+	for i, k := range class {
+		if k == pageWrite {
+			want = append(want, i)
+		}
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("the scan names %d pages written or unmapped after reset, want the %d write-class pages", len(got), len(want))
 	}
 }
