@@ -20,6 +20,7 @@ import (
 	"github.com/elevenmessenger/pinned/internal/research"
 	"github.com/elevenmessenger/pinned/internal/research/claude"
 	"github.com/elevenmessenger/pinned/internal/rotate"
+	"github.com/elevenmessenger/pinned/internal/testing/testutil"
 	"github.com/elevenmessenger/pinned/sidecar/grant"
 )
 
@@ -211,7 +212,7 @@ func TestResearchEndToEnd(t *testing.T) {
 	// The pair rotated mid-loop comes back sealed, opens with the member
 	// key and is live; the retried call succeeded.
 	fresh := re.openRotated(t, fakeapi.GitHub, ans.Rotated[fakeapi.GitHub])
-	if string(fresh.Access) == string(old.Access) || viewerStatus(t, re.fake, fakeapi.GitHub, string(fresh.Access)) != http.StatusOK || !rotatedOK {
+	if string(fresh.Access) == string(old.Access) || testutil.ViewerStatus(t, re.fake, fakeapi.GitHub, string(fresh.Access)) != http.StatusOK || !rotatedOK {
 		t.Errorf("rotation: fresh access differs %v, list_repos ok %v", string(fresh.Access) != string(old.Access), rotatedOK)
 	}
 	if len(ans.Rotated) != 1 {

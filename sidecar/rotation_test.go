@@ -164,23 +164,6 @@ func apiCalls(fake *fakeapi.Server, service string) []string {
 	return out
 }
 
-// viewerStatus calls the service's viewer endpoint at the fake with token.
-func viewerStatus(t testing.TB, fake *fakeapi.Server, service, token string) int {
-	t.Helper()
-	u := map[string]string{
-		fakeapi.GitHub:  "https://api.github.com/user",
-		fakeapi.HubSpot: "https://api.hubapi.com/account-info/v3/details",
-	}[service]
-	req, _ := http.NewRequest(http.MethodGet, u, nil)
-	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := fake.Client().Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	return resp.StatusCode
-}
-
 func (re *rotEnv) metrics(t testing.TB) string {
 	t.Helper()
 	return string(re.do(t, http.MethodGet, "/metrics", nil).body)
@@ -203,7 +186,7 @@ func TestRotationParallelExpiredPair(t *testing.T) {
 	const n = 50
 	re := newRotEnv(t, brokerOpts{}, nil)
 	old := mintPair(t, re.fake, fakeapi.GitHub, 9*time.Hour) // 8-hour tokens: expired an hour ago
-	if !old.ExpiresAt.Before(time.Now()) || viewerStatus(t, re.fake, fakeapi.GitHub, string(old.Access)) != http.StatusUnauthorized {
+	if !old.ExpiresAt.Before(time.Now()) || testutil.ViewerStatus(t, re.fake, fakeapi.GitHub, string(old.Access)) != http.StatusUnauthorized {
 		t.Fatal("the minted pair is not expired")
 	}
 	grants := make([]string, n)
@@ -263,7 +246,7 @@ func TestRotationParallelExpiredPair(t *testing.T) {
 			t.Fatal("an op called the API with another token than the fresh one")
 		}
 	}
-	if st := viewerStatus(t, re.fake, fakeapi.GitHub, string(fresh.Access)); st != http.StatusOK {
+	if st := testutil.ViewerStatus(t, re.fake, fakeapi.GitHub, string(fresh.Access)); st != http.StatusOK {
 		t.Fatalf("the fresh token gets %d at the fake", st)
 	}
 	// GitHub's form-encoded token answer was read: the broker's refresh did
@@ -325,7 +308,7 @@ func TestRotationBeforeCall(t *testing.T) {
 			if calls := apiCalls(re.fake, tt.service); len(calls) != 1 || calls[0] != "Bearer "+string(fresh.Access) {
 				t.Fatalf("API calls: %d", len(calls))
 			}
-			if st := viewerStatus(t, re.fake, tt.service, string(fresh.Access)); st != http.StatusOK {
+			if st := testutil.ViewerStatus(t, re.fake, tt.service, string(fresh.Access)); st != http.StatusOK {
 				t.Fatalf("the fresh token gets %d", st)
 			}
 			assertNoSecrets(t, re.allLogs(), string(old.Access), string(old.Refresh), string(fresh.Access), string(fresh.Refresh), rotatedOf(t, r.body))
@@ -412,7 +395,7 @@ func TestRotationAfterUnauthorized(t *testing.T) {
 		// The rotation happened, so the fresh pair comes back on the error.
 		fresh := re.openRotated(t, gh, rotatedOf(t, r.body))
 		re.fake.SetHandler(nil)
-		if string(fresh.Access) == string(old.Access) || viewerStatus(t, re.fake, gh, string(fresh.Access)) != http.StatusOK {
+		if string(fresh.Access) == string(old.Access) || testutil.ViewerStatus(t, re.fake, gh, string(fresh.Access)) != http.StatusOK {
 			t.Fatal("the pair on the error is not the fresh one")
 		}
 	})

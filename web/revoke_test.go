@@ -77,14 +77,14 @@ func TestDisconnectRevokes(t *testing.T) {
 	if n := len(fake.Revocations(fakeapi.Linear)); n != 0 {
 		t.Fatalf("refused requests reached the provider %d times", n)
 	}
-	if st := testutil.LinearViewerStatus(t, fake, p.Access); st != 200 {
+	if st := testutil.ViewerStatus(t, fake, fakeapi.Linear, p.Access); st != 200 {
 		t.Fatalf("before: viewer %d", st)
 	}
 	rec = post(`{"service":"linear","sealed":"` + base64.StdEncoding.EncodeToString(sealed) + `"}`)
 	if rec.Code != 200 || !strings.Contains(rec.Body.String(), `"revoked":["refresh_token","access_token"]`) {
 		t.Fatalf("revoke: %d %s", rec.Code, rec.Body)
 	}
-	if st := testutil.LinearViewerStatus(t, fake, p.Access); st != 401 {
+	if st := testutil.ViewerStatus(t, fake, fakeapi.Linear, p.Access); st != 401 {
 		t.Errorf("after Disconnect: viewer %d, want 401", st)
 	}
 	if l := logs.String(); strings.Contains(l, p.Access) || strings.Contains(l, p.Refresh) {

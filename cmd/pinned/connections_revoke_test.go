@@ -96,7 +96,7 @@ func TestConnectionsRemoveRevokes(t *testing.T) {
 				if tt.revoked {
 					want = 401
 				}
-				if st := testutil.LinearViewerStatus(t, fake, string(c.Token)); st != want {
+				if st := testutil.ViewerStatus(t, fake, fakeapi.Linear, string(c.Token)); st != want {
 					t.Errorf("the access token after remove: viewer %d, want %d", st, want)
 				}
 			}

@@ -121,13 +121,24 @@ func (c *Clock) Advance(d time.Duration) {
 	c.d += d
 }
 
-// LinearViewerStatus is the HTTP status of Linear's viewer query at the
-// fake with the bearer token: 200 while the token works, 401 once it is
-// revoked.
-func LinearViewerStatus(t testing.TB, fake *fakeapi.Server, token string) int {
+// ViewerStatus is the HTTP status of the service's viewer call at the fake
+// with the bearer token: 200 while the token works, 401 once it is revoked
+// or has expired. service is fakeapi.GitHub, fakeapi.HubSpot or
+// fakeapi.Linear.
+func ViewerStatus(t testing.TB, fake *fakeapi.Server, service, token string) int {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, "https://api.linear.app/graphql", strings.NewReader(`{"query":"query Viewer { viewer { id name displayName email organization { id name urlKey } } }"}`))
-	req.Header.Set("Content-Type", "application/json")
+	var req *http.Request
+	switch service {
+	case fakeapi.GitHub:
+		req, _ = http.NewRequest(http.MethodGet, "https://api.github.com/user", nil)
+	case fakeapi.HubSpot:
+		req, _ = http.NewRequest(http.MethodGet, "https://api.hubapi.com/account-info/v3/details", nil)
+	case fakeapi.Linear:
+		req, _ = http.NewRequest(http.MethodPost, "https://api.linear.app/graphql", strings.NewReader(`{"query":"query Viewer { viewer { id name displayName email organization { id name urlKey } } }"}`))
+		req.Header.Set("Content-Type", "application/json")
+	default:
+		t.Fatalf("ViewerStatus: no viewer call for %q", service)
+	}
 	req.Header.Set("Authorization", "Bearer "+token)
 	resp, err := fake.Client().Do(req)
 	if err != nil {
