@@ -521,6 +521,12 @@ func (s *Server) handleConsent(w http.ResponseWriter, r *http.Request) {
 		outcome = string(e.Code)
 	}
 	s.m.consent.WithLabelValues(svc, op, outcome).Inc()
+	s.reply(w, r, res, e)
+}
+
+// reply writes e, or res as JSON with 200 and the access log's outcome
+// "ok".
+func (s *Server) reply(w http.ResponseWriter, r *http.Request, res any, e *Error) {
 	if e != nil {
 		s.fail(w, r, e)
 		return

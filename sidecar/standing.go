@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/elevenmessenger/pinned/internal/jsonenc"
 	"github.com/elevenmessenger/pinned/sidecar/api"
 	"github.com/elevenmessenger/pinned/sidecar/grant"
 )
@@ -62,13 +61,7 @@ type RevokeResponse struct {
 
 func (s *Server) handleRevoke(w http.ResponseWriter, r *http.Request) {
 	res, e := s.serveRevoke(w, r)
-	if e != nil {
-		s.fail(w, r, e)
-		return
-	}
-	infoFrom(r).outcome = "ok"
-	body, _ := jsonenc.Marshal(res)
-	writeJSON(w, http.StatusOK, body)
+	s.reply(w, r, res, e)
 }
 
 // serveRevoke opens the grant and revokes it. The grant is opened but
