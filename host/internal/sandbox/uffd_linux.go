@@ -61,7 +61,7 @@ var userfault = sync.OnceValues(func() (int, error) {
 	}
 	want := uint64(uffdFeatureWPAsync | uffdFeatureWPShmem | uffdFeatureWPUnpopulated)
 	api := uffdioAPI{api: uffdAPI, features: want}
-	if err := ioctlPtr(int(fd), ioctlUffdAPI, unsafe.Pointer(&api)); err != nil {
+	if _, err := ioctlPtr(int(fd), ioctlUffdAPI, unsafe.Pointer(&api)); err != nil {
 		unix.Close(int(fd))
 		return -1, fmt.Errorf("UFFDIO_API: %w", err)
 	}
@@ -72,38 +72,46 @@ var userfault = sync.OnceValues(func() (int, error) {
 	return int(fd), nil
 })
 
-func ioctlPtr(fd int, req uintptr, arg unsafe.Pointer) error {
-	if _, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), req, uintptr(arg)); errno != 0 {
-		return errno
+// ioctlPtr is ioctl(2) with a pointer argument; it returns the call's
+// result.
+func ioctlPtr(fd int, req uintptr, arg unsafe.Pointer) (uintptr, error) {
+	n, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), req, uintptr(arg))
+	if errno != 0 {
+		return 0, errno
 	}
-	return nil
+	return n, nil
 }
 
-// wpRegister registers b for asynchronous write-protection.
-func wpRegister(b []byte) error {
+// uffdRange runs the userfaultfd ioctl req (name, in errors) with arg on
+// the process's userfaultfd.
+func uffdRange(name string, req uintptr, arg unsafe.Pointer) error {
 	fd, err := userfault()
 	if err != nil {
 		return err
 	}
-	reg := uffdioRegister{start: uint64(uintptr(unsafe.Pointer(&b[0]))), len: uint64(len(b)), mode: uffdRegisterModeWP}
-	if err := ioctlPtr(fd, ioctlUffdRegister, unsafe.Pointer(&reg)); err != nil {
-		return fmt.Errorf("UFFDIO_REGISTER: %w", err)
+	if _, err := ioctlPtr(fd, req, arg); err != nil {
+		return fmt.Errorf("%s: %w", name, err)
 	}
 	return nil
+}
+
+func rangeOf(b []byte) (start, length uint64) {
+	return uint64(uintptr(unsafe.Pointer(&b[0]))), uint64(len(b))
+}
+
+// wpRegister registers b for asynchronous write-protection.
+func wpRegister(b []byte) error {
+	start, length := rangeOf(b)
+	reg := uffdioRegister{start: start, len: length, mode: uffdRegisterModeWP}
+	return uffdRange("UFFDIO_REGISTER", ioctlUffdRegister, unsafe.Pointer(&reg))
 }
 
 // wpProtect write-protects b: the next write to each of its pages is
 // resolved by the kernel and marks the page written.
 func wpProtect(b []byte) error {
-	fd, err := userfault()
-	if err != nil {
-		return err
-	}
-	wp := uffdioWriteprotect{start: uint64(uintptr(unsafe.Pointer(&b[0]))), len: uint64(len(b)), mode: uffdWPModeWP}
-	if err := ioctlPtr(fd, ioctlUffdWP, unsafe.Pointer(&wp)); err != nil {
-		return fmt.Errorf("UFFDIO_WRITEPROTECT: %w", err)
-	}
-	return nil
+	start, length := rangeOf(b)
+	wp := uffdioWriteprotect{start: start, len: length, mode: uffdWPModeWP}
+	return uffdRange("UFFDIO_WRITEPROTECT", ioctlUffdWP, unsafe.Pointer(&wp))
 }
 
 // scanChanged appends to out the index of every page of b that is not in
@@ -126,9 +134,9 @@ func scanChanged(pm int, b []byte, vec []pageRegion, out []int) ([]int, error) {
 			categoryAnyofMask: pageIsWritten | pageIsPresent,
 			returnMask:        pageIsWritten | pageIsPresent,
 		}
-		n, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(pm), ioctlPagemapScan, uintptr(unsafe.Pointer(&arg)))
-		if errno != 0 {
-			return out, fmt.Errorf("PAGEMAP_SCAN: %w", errno)
+		n, err := ioctlPtr(pm, ioctlPagemapScan, unsafe.Pointer(&arg))
+		if err != nil {
+			return out, fmt.Errorf("PAGEMAP_SCAN: %w", err)
 		}
 		if int(n) > len(vec) || arg.walkEnd <= start || arg.walkEnd > end {
 			return out, fmt.Errorf("PAGEMAP_SCAN answered %d regions up to %#x for [%#x, %#x)", n, arg.walkEnd, start, end)
