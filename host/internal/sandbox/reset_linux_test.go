@@ -61,26 +61,7 @@ func TestResetCanonicalState(t *testing.T) {
 				if n < len(wrote)-2 {
 					t.Fatalf("round %d: reset restored %d pages, the op wrote %d", round, n, len(wrote))
 				}
-				buf, err := c.readPagemap()
-				if err != nil {
-					t.Fatal(err)
-				}
-				for i, k := range class {
-					e := binary.LittleEndian.Uint64(buf[i*8:])
-					present, file := e&pmPresent != 0, e&pmFile != 0
-					var ok bool
-					switch {
-					case k == pageWrite:
-						ok = present && !file
-					case c.tracked() || k == pageRead:
-						ok = present && file
-					default:
-						ok = !present
-					}
-					if !ok {
-						t.Fatalf("round %d: page %d (class %d) present=%v file=%v after reset", round, i, k, present, file)
-					}
-				}
+				checkPageStates(t, c, class, round)
 				for _, i := range append(wrote, read...) {
 					if !bytes.Equal(c.buf[i*pageSize:(i+1)*pageSize], img[i*pageSize:(i+1)*pageSize]) {
 						t.Fatalf("round %d: page %d differs from the image after reset", round, i)
@@ -144,17 +125,7 @@ func TestResetRemapsUnmappedPages(t *testing.T) {
 			if _, err := c.reset(class); err != nil {
 				t.Fatalf("reset: %v", err)
 			}
-			buf, err := c.readPagemap()
-			if err != nil {
-				t.Fatal(err)
-			}
-			for i, k := range class {
-				e := binary.LittleEndian.Uint64(buf[i*8:])
-				present, file := e&pmPresent != 0, e&pmFile != 0
-				if present != true || file != (k != pageWrite) {
-					t.Fatalf("page %d (class %d) present=%v file=%v after reset, want every page mapped", i, k, present, file)
-				}
-			}
+			checkPageStates(t, c, class, 0)
 			checkScanNamesWriteClass(t, c, class)
 			if !bytes.Equal(c.buf[:c.image.size], c.image.view) {
 				t.Fatal("memory differs from the image after reset")
@@ -210,26 +181,7 @@ func TestResetAfterHalfAppliedTracking(t *testing.T) {
 		if _, err := c.reset(class); err != nil {
 			t.Fatalf("round %d: reset: %v", round, err)
 		}
-		buf, err := c.readPagemap()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i, k := range class {
-			e := binary.LittleEndian.Uint64(buf[i*8:])
-			present, file := e&pmPresent != 0, e&pmFile != 0
-			var ok bool
-			switch k {
-			case pageWrite:
-				ok = present && !file
-			case pageRead:
-				ok = present && file
-			default:
-				ok = !present
-			}
-			if !ok {
-				t.Fatalf("round %d: page %d (class %d) entry %#x after reset", round, i, k, e)
-			}
-		}
+		checkPageStates(t, c, class, round)
 		for _, i := range append(wrote, read...) {
 			if !bytes.Equal(c.buf[i*pageSize:(i+1)*pageSize], c.image.view[i*pageSize:(i+1)*pageSize]) {
 				t.Fatalf("round %d: page %d differs from the image after reset", round, i)
@@ -300,5 +252,33 @@ func checkScanNamesWriteClass(t *testing.T, c *cowMemory, class []byte) {
 	}
 	if !slices.Equal(got, want) {
 		t.Fatalf("the scan names %d pages written or unmapped after reset, want the %d write-class pages", len(got), len(want))
+	}
+}
+
+// checkPageStates fails t unless every page is in the state reset
+// returns to: write-class pages private copies; with write tracking every
+// other page mapped from the image, without it read-class pages mapped
+// and cold pages unmapped.
+func checkPageStates(t *testing.T, c *cowMemory, class []byte, round int) {
+	t.Helper()
+	buf, err := c.readPagemap()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, k := range class {
+		e := binary.LittleEndian.Uint64(buf[i*8:])
+		present, file := e&pmPresent != 0, e&pmFile != 0
+		var ok bool
+		switch {
+		case k == pageWrite:
+			ok = present && !file
+		case c.tracked() || k == pageRead:
+			ok = present && file
+		default:
+			ok = !present
+		}
+		if !ok {
+			t.Fatalf("round %d: page %d (class %d) entry %#x (present=%v file=%v) after reset", round, i, k, e, present, file)
+		}
 	}
 }
