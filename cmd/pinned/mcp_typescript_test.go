@@ -124,16 +124,7 @@ func TestTypeScriptClient(t *testing.T) {
 				if len(r.Asked) != 1 || !strings.HasPrefix(r.Asked[0], `[GitHub: owner "pinned-tester", repo "notes"] Open an issue titled "From the TypeScript SDK"`) {
 					t.Errorf("asked %q", r.Asked)
 				}
-				wantWrites, wantErr := 1, false
-				if answer == "decline" {
-					wantWrites, wantErr = 0, true
-				}
-				if r.Write.IsError != wantErr || wantErr && !strings.Contains(r.Write.Text, "confirmation_declined") {
-					t.Errorf("write: %+v", r.Write)
-				}
-				if n := countWrites(p.fake); n != wantWrites {
-					t.Errorf("%d writes at the fake, want %d", n, wantWrites)
-				}
+				checkWriteAnswered(t, answer, r, p.fake)
 				for _, m := range r.Received {
 					s := string(m)
 					if strings.Contains(s, fakeapi.Token("github")) || strings.Contains(s, token) {
@@ -150,6 +141,23 @@ func TestTypeScriptClient(t *testing.T) {
 	}
 	if strings.Contains(logs.String(), fakeapi.Token("github")) || strings.Contains(logs.String(), token) {
 		t.Error("a token is in the log")
+	}
+}
+
+// checkWriteAnswered checks the write call's outcome for the person's
+// answer: accepted, one write reached the fake; declined, none did and
+// the call failed with confirmation_declined.
+func checkWriteAnswered(t *testing.T, answer string, r tsResult, fake *fakeapi.Server) {
+	t.Helper()
+	wantWrites, wantErr := 1, false
+	if answer == "decline" {
+		wantWrites, wantErr = 0, true
+	}
+	if r.Write.IsError != wantErr || wantErr && !strings.Contains(r.Write.Text, "confirmation_declined") {
+		t.Errorf("write: %+v", r.Write)
+	}
+	if n := countWrites(fake); n != wantWrites {
+		t.Errorf("%d writes at the fake, want %d", n, wantWrites)
 	}
 }
 
@@ -191,16 +199,7 @@ func TestTypeScriptClientApprovalLink(t *testing.T) {
 			if len(r.Decisions) != 1 || r.Decisions[0].Page != 200 || r.Decisions[0].Post != 200 || !r.Decisions[0].Shows {
 				t.Errorf("the person's page and decision: %+v", r.Decisions)
 			}
-			wantWrites, wantErr := 1, false
-			if answer == "decline" {
-				wantWrites, wantErr = 0, true
-			}
-			if r.Write.IsError != wantErr || wantErr && !strings.Contains(r.Write.Text, "confirmation_declined") {
-				t.Errorf("write: %+v", r.Write)
-			}
-			if n := countWrites(p.fake); n != wantWrites {
-				t.Errorf("%d writes at the fake, want %d", n, wantWrites)
-			}
+			checkWriteAnswered(t, answer, r, p.fake)
 		})
 	}
 	if strings.Contains(logs.String(), token) || strings.Contains(logs.String(), fakeapi.Token("github")) {
