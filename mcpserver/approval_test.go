@@ -19,8 +19,6 @@ import (
 	"github.com/elevenmessenger/pinned/internal/connstore"
 	"github.com/elevenmessenger/pinned/internal/state"
 	"github.com/elevenmessenger/pinned/internal/testing/redistest"
-	"github.com/elevenmessenger/pinned/sidecar"
-	"github.com/elevenmessenger/pinned/sidecar/grant"
 )
 
 // newApprovalEnv is an env whose server serves approval links over HTTP
@@ -408,15 +406,7 @@ func TestApprovalLinkAcrossReplicas(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = r.Close() })
-		_, eng := sharedEngine(t)
-		gk, err := grant.GenerateKey(nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		side, err := sidecar.New(sidecar.Config{Engine: eng, Key: gk})
-		if err != nil {
-			t.Fatal(err)
-		}
+		side := replicaSidecar(t)
 		ts := httptest.NewUnstartedServer(nil)
 		srv, err := New(Config{Sidecar: side, Store: e.store, Now: e.clock.Now, Version: "test", ConfirmKey: key, Nonces: r,
 			ApprovalURL: "http://" + ts.Listener.Addr().String(), ApprovalSecret: httpToken, ApprovalWait: 5 * time.Second})

@@ -118,10 +118,9 @@ func FuzzConfirmOpen(f *testing.F) {
 	})
 }
 
-// replica is one `pinned mcp --listen` of the person: its own sidecar
-// and MCP server on the shared engine, the person's store, the shared
-// confirmation key and nonce store, over HTTP.
-func replica(t *testing.T, e *env, key []byte, nonces NonceStore) string {
+// replicaSidecar is a replica's own sidecar, with a bot key of its own,
+// on the shared engine.
+func replicaSidecar(t *testing.T) *sidecar.Server {
 	t.Helper()
 	_, eng := sharedEngine(t)
 	gk, err := grant.GenerateKey(nil)
@@ -132,6 +131,15 @@ func replica(t *testing.T, e *env, key []byte, nonces NonceStore) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return side
+}
+
+// replica is one `pinned mcp --listen` of the person: its own sidecar
+// and MCP server on the shared engine, the person's store, the shared
+// confirmation key and nonce store, over HTTP.
+func replica(t *testing.T, e *env, key []byte, nonces NonceStore) string {
+	t.Helper()
+	side := replicaSidecar(t)
 	log := zerolog.New(e.logs)
 	srv, err := New(Config{Sidecar: side, Store: e.store, Now: e.clock.Now, Logger: &log, Version: "test", ConfirmKey: key, Nonces: nonces})
 	if err != nil {
