@@ -184,6 +184,49 @@ func TestCallStackMeasured(t *testing.T) {
 	}
 }
 
+// TestGetResetsWhenEverySlotWaits: when every slot of the pool is held by
+// an instance waiting for its reset, an op resets one itself and takes its
+// slot instead of sleeping until a reset goroutine frees one. With no
+// reset goroutine at all (so only that path resets), a pool of one runs
+// op after op, each on an instance in the template state: the run's mark
+// (a global and a memory word, +1 per run) is always the template's + 1.
+func TestGetResetsWhenEverySlotWaits(t *testing.T) {
+	defer func(f func(int) int) { startResetWorkers = f }(startResetWorkers)
+	startResetWorkers = func(int) int { return 0 }
+	r := newPooledRuntime(t)
+	_, tglobals, err := r.Template()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for i := range 20 {
+		resets := r.Stats().Resets
+		// Within a second, or never: with no reset goroutine, a get that
+		// waited for a free slot would wait for ever.
+		lctx, cancel := context.WithTimeout(ctx, time.Second)
+		l, err := r.Lease(lctx)
+		cancel()
+		if err != nil {
+			t.Fatalf("op %d: %v (the released instance was not reset by the op)", i, err)
+		}
+		if i > 0 {
+			if got := r.Stats().Resets; got != resets+1 {
+				t.Fatalf("op %d: resets %d, want %d", i, got, resets+1)
+			}
+		}
+		if _, err := l.Run(ctx, Call{Input: []byte("{}"), MaxCalls: 16, MaxLogBytes: 64}); err != nil {
+			t.Fatal(err)
+		}
+		if g, m := l.Globals()[0], l.Memory()[0]; g != tglobals[0]+1 || m != byte(tglobals[0]+1) {
+			t.Fatalf("op %d: global %d, memory[0] %d after one run; the template's global is %d: state carried over", i, g, m, tglobals[0])
+		}
+		l.Return()
+	}
+	if s := r.Stats(); s.Resets < 19 || s.Discards != 0 {
+		t.Fatalf("stats %+v: want 19 resets and no discard", s)
+	}
+}
+
 // TestResetWorkers: one reset goroutine per two cores, at most one per two
 // instances, at least one.
 func TestResetWorkers(t *testing.T) {

@@ -297,7 +297,7 @@ func newPool(ctx context.Context, r *Runtime, warm []Call) (*pool, error) {
 		p.scan = "pagemap (" + err.Error() + ")"
 	}
 	p.free <- inst
-	for range resetWorkers(size) {
+	for range startResetWorkers(size) {
 		go p.resetLoop()
 	}
 	p.filling.Add(1)
@@ -481,13 +481,26 @@ func warmOps(gctx context.Context, warm []Call, inst *instance, st *state) error
 }
 
 // get returns an instance in the template state. At most the pool's size
-// are in use at once; past that, get waits (sandbox time is microseconds)
-// until one is released or ctx ends.
+// are in use at once (running an op or waiting for their reset). When
+// every slot is held and an instance waits for its reset, get resets it
+// (resetHere); when every instance runs an op, get waits (sandbox time is
+// microseconds) until one is released or ctx ends.
 func (p *pool) get(ctx context.Context) (*instance, error) {
 	select {
 	case p.sem <- struct{}{}:
-	case <-ctx.Done():
-		return nil, ctx.Err()
+	default:
+		// Every slot is taken. Rather than sleep until a reset goroutine
+		// frees one, reset a released instance here: its slot becomes
+		// this op's (the bound holds), and the op pays one reset instead
+		// of a reset plus a wake-up.
+		if inst := p.resetHere(); inst != nil {
+			return inst, nil
+		}
+		select {
+		case p.sem <- struct{}{}:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
 	}
 	for {
 		var inst *instance
@@ -548,6 +561,12 @@ func resetWorkers(size int) int {
 	return max(1, min(size/2, runtime.GOMAXPROCS(0)/2))
 }
 
+// startResetWorkers is how many reset goroutines a new pool starts:
+// resetWorkers, or none in a test of the paths that reset on an op's own
+// goroutine (put when the goroutines are behind, get when every slot
+// waits for a reset).
+var startResetWorkers = resetWorkers
+
 // resetLoop resets released instances until the pool closes.
 func (p *pool) resetLoop() {
 	for {
@@ -571,15 +590,49 @@ func (p *pool) resetLoop() {
 // list and releases its slot.
 func (p *pool) recycle(inst *instance) {
 	defer func() { <-p.sem }()
+	if !p.restore(inst) {
+		return
+	}
+	select {
+	case p.free <- inst:
+	default:
+		inst.mod.Close(context.Background())
+	}
+}
+
+// resetHere takes a released instance waiting for its reset, resets it on
+// the calling goroutine and returns it busy, its slot now the caller's.
+// It returns nil, holding no slot, when none is waiting or the reset
+// failed (the instance is then closed and its slot released).
+func (p *pool) resetHere() *instance {
+	select {
+	case inst := <-p.dirty:
+		if !p.restore(inst) {
+			<-p.sem
+			return nil
+		}
+		if inst.mem.setBusy(true) {
+			return inst
+		}
+		inst.mod.Close(context.Background()) // freed behind our back (the runtime is closing)
+		<-p.sem
+	default:
+	}
+	return nil
+}
+
+// restore resets inst to the template: its memory and its globals. It
+// reports whether inst may be used again; when not, inst is closed.
+func (p *pool) restore(inst *instance) bool {
 	if p.closed.Load() {
 		inst.mod.Close(context.Background())
-		return
+		return false
 	}
 	n, err := inst.mem.reset(p.class)
 	if err != nil {
 		p.discards.Add(1)
 		inst.mod.Close(context.Background())
-		return
+		return false
 	}
 	p.resets.Add(1)
 	p.restoredPages.Add(int64(n))
@@ -589,11 +642,7 @@ func (p *pool) recycle(inst *instance) {
 	for i, g := range inst.globals {
 		g.Set(p.tmpl.globals[i])
 	}
-	select {
-	case p.free <- inst:
-	default:
-		inst.mod.Close(context.Background())
-	}
+	return true
 }
 
 func (p *pool) close() {
