@@ -521,7 +521,8 @@ func (c *cowMemory) reset(class []byte) (int, error) {
 // does, and asks the kernel (PAGEMAP_SCAN) which other pages the op wrote
 // or are no longer mapped (scanChanged: reclaim can unmap a page): each is
 // dropped (madvise(MADV_DONTNEED): it reads as the image again), protected
-// again and mapped again by reading it. A page the op only read was
+// again and mapped again (madvise(MADV_POPULATE_READ), as priming maps
+// the range). A page the op only read was
 // already mapped, so reads change nothing. Any error leaves the memory
 // in an unknown state: the caller discards the instance.
 func (c *cowMemory) resetWPLocked(class []byte) (int, error) {
@@ -545,21 +546,32 @@ func (c *cowMemory) resetWPLocked(class []byte) (int, error) {
 			count++
 		}
 	}
-	var sink byte
-	for _, i := range written {
+	// The other pages the scan named, a run of adjacent ones at a time
+	// (written is in address order): three calls per run, and the run is
+	// mapped again by the kernel (MADV_POPULATE_READ) rather than by a
+	// read fault per page, which costs 16 times as much on the benchmark
+	// VM.
+	for k := 0; k < len(written); {
+		i := written[k]
+		k++
 		if class[i] == pageWrite {
 			continue
 		}
-		page := c.buf[i*pageSize : (i+1)*pageSize]
-		if err := unix.Madvise(page, unix.MADV_DONTNEED); err != nil {
+		j := i + 1
+		for k < len(written) && written[k] == j && class[j] != pageWrite {
+			j, k = j+1, k+1
+		}
+		run := c.buf[i*pageSize : j*pageSize]
+		if err := unix.Madvise(run, unix.MADV_DONTNEED); err != nil {
 			return count, err
 		}
-		if err := wpProtect(page); err != nil {
+		if err := wpProtect(run); err != nil {
 			return count, err
 		}
-		sink ^= page[0]
-		count++
+		if err := unix.Madvise(run, unix.MADV_POPULATE_READ); err != nil {
+			return count, fmt.Errorf("madvise(MADV_POPULATE_READ): %w", err)
+		}
+		count += j - i
 	}
-	c.sink = sink
 	return count, nil
 }
