@@ -140,7 +140,6 @@ const (
 	pmPresent = 1 << 63 // page present in RAM
 	pmSwapped = 1 << 62 // page swapped out
 	pmFile    = 1 << 61 // page is a file page (here: the image, untouched)
-	pageSize  = 4096
 )
 
 // cowMemory is one instance's linear memory: a reservation of the maximum
@@ -261,13 +260,6 @@ func (c *cowMemory) readPagemap() ([]byte, error) {
 	return buf, err
 }
 
-// Page classes of the canonical state a reset returns to (pageClasses).
-const (
-	pageCold  = 0 // not mapped
-	pageRead  = 1 // mapped from the image, never written (a file page)
-	pageWrite = 2 // a private copy, present, equal to the image
-)
-
 // pageClasses classifies the image range by what the warm-up ops did on
 // this instance: the pages they wrote become write-class, the pages they
 // only read read-class, the rest cold.
@@ -289,6 +281,34 @@ func (c *cowMemory) pageClasses() ([]byte, error) {
 		}
 	}
 	return out, nil
+}
+
+// dropWritten drops every write-class page of class (pageClasses' answer
+// for this memory) with madvise(MADV_DONTNEED), a run of adjacent pages at
+// a time: in the private mapping of the image they read as the image
+// again. The probe uses it to start each warm-up op from the template's
+// pages.
+func (c *cowMemory) dropWritten(class []byte) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.freed || c.buf == nil || c.image == nil || len(class) != c.image.size/pageSize {
+		return fmt.Errorf("memory freed or page classes of another size")
+	}
+	for i := 0; i < len(class); {
+		if class[i] != pageWrite {
+			i++
+			continue
+		}
+		j := i + 1
+		for j < len(class) && class[j] == pageWrite {
+			j++
+		}
+		if err := unix.Madvise(c.buf[i*pageSize:j*pageSize], unix.MADV_DONTNEED); err != nil {
+			return err
+		}
+		i = j
+	}
+	return nil
 }
 
 // prime puts the pages in their canonical state. Where the kernel tracks

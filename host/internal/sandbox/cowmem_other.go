@@ -31,6 +31,7 @@ func (*cowMemory) adopt(*memImage) error        { return errNoCow }
 func (*cowMemory) setBusy(bool) bool            { return false }
 func (*cowMemory) reset([]byte) (int, error)    { return 0, errNoCow }
 func (*cowMemory) pageClasses() ([]byte, error) { return nil, errNoCow }
+func (*cowMemory) dropWritten([]byte) error     { return errNoCow }
 func (*cowMemory) prime([]byte) error           { return errNoCow }
 func (*cowMemory) tracked() bool                { return false }
 func (*cowMemory) wpErr() error                 { return errNoCow }

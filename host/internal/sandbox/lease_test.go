@@ -4,7 +4,12 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"errors"
+	"fmt"
+	"hash/crc32"
+	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"testing"
@@ -37,6 +42,223 @@ func counterGuest() []byte {
 		Start:   -1,
 	}
 	return m.Bytes()
+}
+
+// pageWalkerGuest's run adds 1 to a mutable global g and writes g into
+// the 4 KiB page numbered g: run back to back from one state, each run
+// writes the next page; run from the same state, each writes the same.
+func pageWalkerGuest() []byte {
+	m := &wasmtest.Module{
+		Types:   [][2][]byte{{nil, nil}, {nil, {wasmtest.I32}}},
+		Imports: []wasmtest.Import{{Mod: WASIModuleName, Name: "sched_yield", Type: 1}}, // instrumentable: pooled
+		Funcs: []wasmtest.Func{
+			{Type: 0}, // 1: _initialize
+			{Type: 1, Code: []byte{ // 2: run
+				0x23, 0x00, 0x41, 0x01, 0x6a, 0x24, 0x00, // g0 = g0 + 1
+				0x23, 0x00, 0x41, 0x80, 0x20, 0x6c, // g0 * 4096
+				0x23, 0x00, 0x36, 0x02, 0x00, // mem[g0*4096] = g0
+				0x41, 0x00,
+			}},
+		},
+		MemMin:  1,
+		MemMax:  -1,
+		Globals: [][]byte{{wasmtest.I32, 0x01, 0x41, 0x00, 0x0b}},
+		Exports: []wasmtest.Export{{Name: "_initialize", Kind: 0, Idx: 1}, {Name: "run", Kind: 0, Idx: 2}, {Name: "memory", Kind: 2, Idx: 0}},
+		Start:   -1,
+	}
+	return m.Bytes()
+}
+
+// TestProbeClassesEachOpFromTemplate: the write class holds what each
+// warm-up op writes when it runs from the template, as every pooled op
+// does, not the pages a run of the ops back to back reaches. The
+// template runs the 5 warm-up ops back to back (its global ends at 5, its
+// pages 1 to 5 written); every op from it writes page 6 alone.
+func TestProbeClassesEachOpFromTemplate(t *testing.T) {
+	if !cowSupported {
+		t.Skip("page classes need Linux (copy-on-write memory)")
+	}
+	ctx := context.Background()
+	wasm := pageWalkerGuest()
+	r, err := New(ctx, Config{Guest: wasm, GuestSum: sha256.Sum256(wasm), MemoryLimitPages: 16, Reset: true, PoolSize: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close(ctx)
+	warm := make([]Call, 5)
+	for i := range warm {
+		warm[i] = Call{Input: []byte("{}")}
+	}
+	if err := r.Start(ctx, func() ([]Call, error) { return warm, nil }); err != nil {
+		t.Fatal(err)
+	}
+	if !r.Pooled() {
+		t.Fatalf("not pooled: %s", r.WhyFresh())
+	}
+	var write []int
+	for i, k := range r.pool.class {
+		if k == pageWrite {
+			write = append(write, i)
+		}
+	}
+	if !slices.Equal(write, []int{6}) {
+		t.Fatalf("write-class pages %v, want [6] (each warm-up op from the template)", write)
+	}
+	_, tglobals, err := r.Template()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tglobals[0] != 5 {
+		t.Fatalf("control: the template's global is %d, want 5 (the warm-up ops ran on it)", tglobals[0])
+	}
+}
+
+// walkerRuntime is a pool of pageWalkerGuest after 5 warm-up ops, its
+// page classes kept in cacheDir.
+func walkerRuntime(t *testing.T, cacheDir string) *Runtime {
+	t.Helper()
+	ctx := context.Background()
+	wasm := pageWalkerGuest()
+	r, err := New(ctx, Config{Guest: wasm, GuestSum: sha256.Sum256(wasm), MemoryLimitPages: 16, Reset: true, PoolSize: 1, CacheDir: cacheDir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = r.Close(context.Background()) })
+	warm := make([]Call, 5)
+	for i := range warm {
+		warm[i] = Call{Input: []byte("{}")}
+	}
+	if err := r.Start(ctx, func() ([]Call, error) { return warm, nil }); err != nil {
+		t.Fatal(err)
+	}
+	if !r.Pooled() {
+		t.Fatalf("not pooled: %s", r.WhyFresh())
+	}
+	return r
+}
+
+func writeClassPages(class []byte) (out []int) {
+	for i, k := range class {
+		if k == pageWrite {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// TestPageClassesCached: the probe's page classes are kept in the cache
+// directory and read back by the next start; a file that is damaged, of
+// another length or holding another byte is probed again and rewritten.
+func TestPageClassesCached(t *testing.T) {
+	if !cowSupported {
+		t.Skip("page classes need Linux (copy-on-write memory)")
+	}
+	dir := t.TempDir()
+	r := walkerRuntime(t, dir)
+	if got := writeClassPages(r.pool.class); !slices.Equal(got, []int{6}) {
+		t.Fatalf("probed write class %v, want [6]", got)
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "pinned-classes-v*"))
+	if len(files) != 1 {
+		t.Fatalf("class files %v, want one", files)
+	}
+	good, err := os.ReadFile(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Read back: a valid file of other classes is what the next start uses.
+	other := make([]byte, len(r.pool.class))
+	other[2], other[9] = pageWrite, pageRead
+	writeClasses(files[0], other)
+	if got := walkerRuntime(t, dir).pool.class; !bytes.Equal(got, other) {
+		t.Fatalf("the next start did not read the kept classes: write class %v", writeClassPages(got))
+	}
+	for _, tc := range []struct {
+		name string
+		file []byte
+	}{
+		{"damaged", append(append([]byte(nil), good[:len(good)-1]...), good[len(good)-1]^1)},
+		{"short", good[:len(good)-5]},
+		{"empty", nil},
+		{"class byte 3", func() []byte {
+			c := append([]byte(nil), good[:len(good)-4]...)
+			c[0] = 3
+			return binary.LittleEndian.AppendUint32(c, crc32.Checksum(c, castagnoli))
+		}()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := os.WriteFile(files[0], tc.file, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if got := writeClassPages(walkerRuntime(t, dir).pool.class); !slices.Equal(got, []int{6}) {
+				t.Fatalf("write class %v, want the probe's [6]", got)
+			}
+			if b, _ := os.ReadFile(files[0]); !bytes.Equal(b, good) {
+				t.Fatal("the probed classes were not kept again")
+			}
+		})
+	}
+}
+
+// TestResetAnyClassesFromCache is the hostile cache file: classes that
+// name the wrong pages (the page every op writes cold, others write- and
+// read-class) only change what a reset costs. Every op still starts from
+// the template, and every released instance is the template again.
+func TestResetAnyClassesFromCache(t *testing.T) {
+	if !cowSupported {
+		t.Skip("page classes need Linux (copy-on-write memory)")
+	}
+	dir := t.TempDir()
+	r := walkerRuntime(t, dir)
+	files, _ := filepath.Glob(filepath.Join(dir, "pinned-classes-v*"))
+	if len(files) != 1 {
+		t.Fatalf("class files %v, want one", files)
+	}
+	n := len(r.pool.class)
+	for _, tc := range []struct {
+		name  string
+		class func(i int) byte
+	}{
+		{"all cold", func(int) byte { return pageCold }},
+		{"all write", func(int) byte { return pageWrite }},
+		{"every other page write, page 6 read", func(i int) byte {
+			if i == 6 {
+				return pageRead
+			}
+			return byte(i%2) * pageWrite
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			class := make([]byte, n)
+			for i := range class {
+				class[i] = tc.class(i)
+			}
+			writeClasses(files[0], class)
+			r := walkerRuntime(t, dir)
+			if !bytes.Equal(r.pool.class, class) {
+				t.Fatal("control: the pool did not take the file's classes")
+			}
+			_, tglobals, err := r.Template()
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+			for i := range 4 {
+				l, err := r.Lease(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := l.Run(ctx, Call{Input: []byte("{}"), MaxCalls: 16, MaxLogBytes: 64}); err != nil {
+					t.Fatal(err)
+				}
+				if g := l.Globals()[0]; g != tglobals[0]+1 {
+					t.Fatalf("op %d: global %d, want %d: the op did not start from the template", i, g, tglobals[0]+1)
+				}
+				l.Return()
+				assertTemplate(t, r, fmt.Sprintf("op %d under %s classes", i, tc.name))
+			}
+		})
+	}
 }
 
 func newPooledRuntime(t *testing.T) *Runtime {

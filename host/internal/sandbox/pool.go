@@ -3,6 +3,7 @@ package sandbox
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -246,19 +247,16 @@ func newPool(ctx context.Context, r *Runtime, warm []Call) (*pool, error) {
 		return nil, err
 	}
 	// The canonical page state: run the warm-up ops on a fresh copy of the
-	// template and see which pages they wrote and read. That instance has
-	// run every warm-up op a second time (a guest keeping state per run
-	// may have grown its memory past the template's), so it is closed,
-	// never pooled: every pooled instance, the first included, is made by
-	// create, the same way (TestPoolFirstInstanceIsTemplate). The first
+	// template, each from the template's pages (probeClasses), and see
+	// which pages they wrote and read. That instance has run every warm-up
+	// op a second time (a guest keeping state per run may have grown its
+	// memory past the template's), so it is closed, never pooled: every
+	// pooled instance, the first included, is made by create, the same
+	// way (TestPoolFirstInstanceIsTemplate). The first
 	// is made while the probe runs (it needs the template, not the
 	// classes) and primed once the classes are known; the rest are made
 	// in the background, so the engine is ready as soon as the template
 	// is (get creates instances on demand).
-	probe, err := p.create()
-	if err != nil {
-		return nil, err
-	}
 	type made struct {
 		inst *instance
 		err  error
@@ -268,13 +266,19 @@ func newPool(ctx context.Context, r *Runtime, warm []Call) (*pool, error) {
 		inst, err := p.createUnprimed()
 		first <- made{inst, err}
 	}()
-	err = p.warm(ctx, warm, probe)
-	if err == nil {
-		if p.class, err = probe.mem.pageClasses(); err != nil {
-			p.class, err = nil, nil // no pagemap: reset drops everything
+	classFile := classesPath(r.cacheDir, r.guestSum, p.tmpl, warm)
+	class, err := readClasses(classFile, p.tmpl.image.size/pageSize)
+	if err != nil { // no cache, or none for this guest, template and registry
+		var probe *instance
+		if probe, err = p.create(); err == nil {
+			class, err = p.probeClasses(ctx, warm, probe)
+			probe.mod.Close(context.Background())
+			if err == nil && class != nil {
+				writeClasses(classFile, class)
+			}
 		}
 	}
-	probe.mod.Close(context.Background())
+	p.class = class
 	m := <-first
 	if err == nil {
 		err = m.err
@@ -306,6 +310,124 @@ func newPool(ctx context.Context, r *Runtime, warm []Call) (*pool, error) {
 		p.fill(size - 1)
 	}()
 	return p, nil
+}
+
+// pageSize is the page a reset works in: 4 KiB, the kernel's.
+const pageSize = 4096
+
+// Page classes of the canonical state a reset returns to (pageClasses).
+const (
+	pageCold  = 0 // not mapped
+	pageRead  = 1 // mapped from the image, never written (a file page)
+	pageWrite = 2 // a private copy, present, equal to the image
+)
+
+// classesVersion names the format and meaning of a page-classes file in
+// the cache directory; bump it whenever probeClasses or the classes
+// change.
+const classesVersion = "1"
+
+// classesPath is where the page classes of this guest, template size and
+// warm-up ops are kept in cacheDir ("" without a cache directory). The
+// classes depend only on those: every warm-up op runs from the template,
+// and a guest's memory writes are fixed by its code and input.
+func classesPath(cacheDir string, guestSum [sha256.Size]byte, t *template, warm []Call) string {
+	if cacheDir == "" {
+		return ""
+	}
+	h := sha256.New()
+	h.Write([]byte("pinned page classes v" + classesVersion + "\x00"))
+	h.Write(guestSum[:])
+	var n [8]byte
+	binary.LittleEndian.PutUint32(n[:4], t.pages)
+	binary.LittleEndian.PutUint32(n[4:], uint32(len(warm)))
+	h.Write(n[:])
+	for _, w := range warm {
+		binary.LittleEndian.PutUint64(n[:], uint64(len(w.Input)))
+		h.Write(n[:])
+		h.Write(w.Input)
+	}
+	return filepath.Join(cacheDir, "pinned-classes-v"+classesVersion+"-"+hex.EncodeToString(h.Sum(nil)))
+}
+
+// readClasses reads the page classes kept at path: one byte per 4 KiB
+// page of the image (pages of them), each pageCold, pageRead or
+// pageWrite, then their CRC-32C (4 bytes, little-endian). A file of
+// another length, with another byte or a wrong CRC is an error, and the
+// pool probes again. Like the rest of the cache directory the file is
+// trusted as much as the process (docs/OPERATING.md); even so, classes
+// only choose the canonical state a reset returns to, and a reset returns
+// every instance to the template whatever they say
+// (TestResetAnyClassesFromCache).
+func readClasses(path string, pages int) ([]byte, error) {
+	if path == "" {
+		return nil, errors.New("no cache directory")
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	if len(b) != pages+4 {
+		return nil, fmt.Errorf("page classes of %d bytes, want %d", len(b), pages+4)
+	}
+	class := b[:pages]
+	if crc32.Checksum(class, castagnoli) != binary.LittleEndian.Uint32(b[pages:]) {
+		return nil, errors.New("page classes damaged (CRC-32C)")
+	}
+	for _, k := range class {
+		if k > pageWrite {
+			return nil, fmt.Errorf("page class %d", k)
+		}
+	}
+	return class, nil
+}
+
+// writeClasses keeps class at path (readClasses' format); errors are
+// ignored, the cache is an optimisation.
+func writeClasses(path string, class []byte) {
+	if path == "" {
+		return
+	}
+	b := binary.LittleEndian.AppendUint32(append([]byte(nil), class...), crc32.Checksum(class, castagnoli))
+	writeAtomic(path, b)
+}
+
+// probeClasses runs each warm-up op on probe from the template's state
+// and returns the page classes of all of them together: a page any op
+// wrote is write-class, one any op only read read-class, the rest cold.
+// After each op the pages it wrote are dropped (dropWritten) and the
+// globals set to the template's, so every op writes what it writes when
+// a pooled instance runs it, from the template. Run back to back, the ops
+// would each start where the last left the guest's heap, and the write
+// class would hold every page that heap reached: 74 pages for the
+// registry's 153 ops against 30 (the pages each reset copies). The class
+// is a choice of canonical state, not a trust: any class resets to
+// the template (docs/RATIONALE.md). No pagemap: nil (reset then drops
+// everything). An error is a warm-up op's.
+func (p *pool) probeClasses(ctx context.Context, warm []Call, probe *instance) ([]byte, error) {
+	class, err := probe.mem.pageClasses()
+	if err != nil {
+		return nil, nil
+	}
+	for _, w := range warm {
+		if err := p.warm(ctx, []Call{w}, probe); err != nil {
+			return nil, err
+		}
+		cl, err := probe.mem.pageClasses()
+		if err != nil {
+			return nil, nil
+		}
+		for i, k := range cl {
+			class[i] = max(class[i], k)
+		}
+		if err := probe.mem.dropWritten(cl); err != nil {
+			return nil, err
+		}
+		for i, g := range probe.globals {
+			g.Set(p.tmpl.globals[i])
+		}
+	}
+	return class, nil
 }
 
 // fill adds up to n instances to the free list, stopping early when the

@@ -68,6 +68,9 @@ type Runtime struct {
 
 	pool  *pool         // nil until Start, and without the reset pool
 	fresh chan struct{} // fresh instances: a slot per running guest
+
+	cacheDir string            // Config.CacheDir: also holds the page classes
+	guestSum [sha256.Size]byte // Config.GuestSum
 }
 
 // New prepares the cache directory, instruments (or refuses) the guest,
@@ -101,6 +104,8 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 		maxBytes: uint64(cfg.MemoryLimitPages) * 65536,
 		size:     cfg.PoolSize,
 		fresh:    make(chan struct{}, cfg.PoolSize),
+		cacheDir: cfg.CacheDir,
+		guestSum: cfg.GuestSum,
 	}
 	if err := instantiatePin(ctx, r.rt); err != nil {
 		return nil, r.closeWith(ctx, err)
