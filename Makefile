@@ -151,7 +151,7 @@ axe-vendor:
 ## that file; ratios are against baselines measured in the same run).
 bench: build
 	$(GO) test -run='^$$' -bench=. -benchmem -benchtime=$(BENCHTIME) -count=$(BENCHCOUNT) ./host/ | tee bench.out
-	$(GO) test -run='^$$' -bench='^BenchmarkReset$$' -benchtime=$(BENCHTIME) -count=$(BENCHCOUNT) ./host/internal/sandbox/ | tee -a bench.out
+	$(GO) test -run='^$$' -bench='^(BenchmarkReset|BenchmarkPageFault)$$' -benchtime=$(BENCHTIME) -count=$(BENCHCOUNT) ./host/internal/sandbox/ | tee -a bench.out
 	$(GO) test -run='^$$' -bench='^BenchmarkProject$$' -benchmem -benchtime=$(BENCHTIME) -count=$(BENCHCOUNT) ./host/internal/pick/ | tee -a bench.out
 	$(GO) test -run='^$$' -bench='^BenchmarkFlow$$' -benchmem -benchtime=$(BENCHTIME) -count=$(BENCHCOUNT) ./internal/flow/ | tee -a bench.out
 	$(GO) test -run='^$$' -bench='^(BenchmarkStateRecord|BenchmarkStateOverhead|BenchmarkReplicas|BenchmarkAuditOverhead)$$' -benchtime=$(BENCHTIME) -count=$(BENCHCOUNT) ./sidecar/ | tee -a bench.out

@@ -236,11 +236,15 @@ func runReport(benchPath, extismPath, rssPath, readyPath, scalePath, out string)
 			pm, _ := st.get("BenchmarkReset/pagemap", "cpu-ns/op")
 			if sc, ok := st.get("BenchmarkReset/scan", "cpu-ns/op"); ok {
 				hp, _ := st.get("BenchmarkReset/heap-pagemap", "cpu-ns/op")
-				base += fmt.Sprintf("; one reset %s of CPU (off the op's path, on a reset goroutine), of which finding the written pages %s; by reading /proc/self/pagemap instead, %s and %s (%.1f×)",
+				base += fmt.Sprintf("; one reset %s of CPU (on a reset goroutine, or on the op's own when every slot waits for one), of which finding the written pages %s; by reading /proc/self/pagemap instead, %s and %s (%.1f×)",
 					dur(rh.center), dur(sc.center), dur(hp.center), dur(pm.center), hp.center/rh.center)
 			} else {
-				base += fmt.Sprintf("; one reset %s of CPU (off the op's path, on a reset goroutine), of which reading the page table %s", dur(rh.center), dur(pm.center))
+				base += fmt.Sprintf("; one reset %s of CPU (on a reset goroutine, or on the op's own when every slot waits for one), of which reading the page table %s", dur(rh.center), dur(pm.center))
 			}
+		}
+		if pf, ok := st.get("BenchmarkPageFault/fault", "ns/page"); ok {
+			pp, _ := st.get("BenchmarkPageFault/populate", "ns/page")
+			base += fmt.Sprintf("; on this machine a page fault costs %s a page, mapping pages with madvise(MADV_POPULATE_WRITE) %s", dur(pf.center), dur(pp.center))
 		}
 		if cw, ok := st.get("BenchmarkSandboxCold/warm", "cpu-p50-ns"); ok {
 			cc, _ := st.get("BenchmarkSandboxCold/cold", "cpu-p50-ns")
