@@ -251,7 +251,8 @@ type Engine struct {
 
 // New compiles the guest, checks its imports and exports, builds the
 // egress client and, with IsolationReset, the reset pool (its template
-// runs every registry op once with empty args). It fails when the guest
+// runs every registry op once with args built from its declaration,
+// warmArgs). It fails when the guest
 // imports anything outside the documented list (ABI invariant 1) or
 // cannot be instrumented with the deadline check, when
 // cfg.MemoryLimitPages is over MaxMemoryLimitPages, cfg.Isolation is
@@ -432,9 +433,10 @@ func (e *Engine) Close(ctx context.Context) error {
 	return e.sb.Close(ctx)
 }
 
-// warmOps lists one warm-up run per op of the registry, with empty args,
-// each checked by its op's policy alone: the reset pool's template runs
-// them, so nothing any caller sent reaches it.
+// warmOps lists one warm-up run per op of the registry, with args the
+// op's declaration accepts (warmArgs), each checked by its op's policy
+// alone: the reset pool's template runs them, and the pool learns from
+// them which pages an op writes, so nothing any caller sent reaches it.
 func (e *Engine) warmOps() ([]sandbox.Call, error) {
 	var ws []sandbox.Call
 	for _, id := range e.ids {
@@ -445,7 +447,7 @@ func (e *Engine) warmOps() ([]sandbox.Call, error) {
 			}
 			policy := pp.policy
 			ws = append(ws, sandbox.Call{
-				Input: append(append([]byte(nil), pp.prefix...), "{}"...), Op: pp.op,
+				Input: append(append([]byte(nil), pp.prefix...), warmArgs(pp)...), Op: pp.op,
 				Admit: func(r *egress.Request) api.DenyReason { return egress.Admit(policy, nil, nil, r) },
 			})
 		}

@@ -400,7 +400,8 @@ func writeClasses(path string, class []byte) {
 // a pooled instance runs it, from the template. Run back to back, the ops
 // would each start where the last left the guest's heap, and the write
 // class would hold every page that heap reached: 74 pages for the
-// registry's 153 ops against 30 (the pages each reset copies). The class
+// registry's 153 ops against 30, with empty warm-up args (the pages each
+// reset copies). The class
 // is a choice of canonical state, not a trust: any class resets to
 // the template (docs/RATIONALE.md). No pagemap: nil (reset then drops
 // everything). An error is a warm-up op's.
@@ -459,8 +460,8 @@ const templateTimeout = 30 * time.Second
 
 // buildTemplate runs _initialize and one warm-up op per registry op on a
 // scratch instance, then snapshots its memory and globals. The warm-up
-// inputs are the registry's own op specs with empty args: the template
-// holds nothing any caller sent.
+// inputs are the registry's own op specs and args built from them: the
+// template holds nothing any caller sent.
 func (p *pool) buildTemplate(ctx context.Context, warm []Call) error {
 	inst, err := p.instantiate()
 	if err != nil {
@@ -575,7 +576,7 @@ func (p *pool) createUnprimed() (*instance, error) {
 	return inst, nil
 }
 
-// warm runs one op per registry op, with empty args, on inst.
+// warm runs one op per registry op, with its warm-up args, on inst.
 func (p *pool) warm(ctx context.Context, warm []Call, inst *instance) error {
 	ctx, cancel := context.WithTimeout(ctx, templateTimeout)
 	defer cancel()
@@ -583,8 +584,8 @@ func (p *pool) warm(ctx context.Context, warm []Call, inst *instance) error {
 	return warmOps(context.WithValue(ctx, stateKey{}, st), warm, inst, st)
 }
 
-// warmOps runs every registry op once on inst, with empty args, under st
-// (gctx carries st): the inputs are the registry's own op specs, so
+// warmOps runs every registry op once on inst, with its warm-up args,
+// under st (gctx carries st): the inputs come from the registry alone, so
 // nothing any caller sent reaches the instance. One function serves every
 // warm-up op: its call stack grows once, not once per op, and goes with
 // the instance (the template's scratch and the probe are closed after).

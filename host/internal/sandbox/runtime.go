@@ -135,9 +135,9 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 
 // Start builds the reset pool (Config.Reset, where the guest allows it):
 // the template is an instance after _initialize and one run of every
-// call warm lists (called only then): the registry's own op inputs with
-// empty args, each checked by its op's policy, so nothing any caller sent
-// reaches the template. Without the pool it does nothing.
+// call warm lists (called only then): the registry's own op inputs and
+// args built from them, each checked by its op's policy, so nothing any
+// caller sent reaches the template. Without the pool it does nothing.
 func (r *Runtime) Start(ctx context.Context, warm func() ([]Call, error)) error {
 	if !r.reset {
 		return nil
