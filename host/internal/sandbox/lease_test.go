@@ -20,20 +20,15 @@ import (
 	"github.com/elevenmessenger/pinned/internal/testing/wasmtest"
 )
 
-// counterGuest is a pooled guest whose run adds 1 to a mutable global and
-// stores the global at address 0: every run leaves a mark in a global and
-// in memory.
-func counterGuest() []byte {
+// markGuest is a pooled guest (one page of memory, one mutable i32
+// global) whose run is body followed by "return 0".
+func markGuest(body ...byte) []byte {
 	m := &wasmtest.Module{
 		Types:   [][2][]byte{{nil, nil}, {nil, {wasmtest.I32}}},
 		Imports: []wasmtest.Import{{Mod: WASIModuleName, Name: "sched_yield", Type: 1}}, // instrumentable: pooled
 		Funcs: []wasmtest.Func{
 			{Type: 0}, // 1: _initialize
-			{Type: 1, Code: []byte{ // 2: run
-				0x23, 0x00, 0x41, 0x01, 0x6a, 0x24, 0x00, // g0 = g0 + 1
-				0x41, 0x00, 0x23, 0x00, 0x36, 0x02, 0x00, // mem[0] = g0
-				0x41, 0x00,
-			}},
+			{Type: 1, Code: append(body, 0x41, 0x00)}, // 2: run
 		},
 		MemMin:  1,
 		MemMax:  -1,
@@ -44,29 +39,25 @@ func counterGuest() []byte {
 	return m.Bytes()
 }
 
+// counterGuest is a pooled guest whose run adds 1 to a mutable global and
+// stores the global at address 0: every run leaves a mark in a global and
+// in memory.
+func counterGuest() []byte {
+	return markGuest(
+		0x23, 0x00, 0x41, 0x01, 0x6a, 0x24, 0x00, // g0 = g0 + 1
+		0x41, 0x00, 0x23, 0x00, 0x36, 0x02, 0x00, // mem[0] = g0
+	)
+}
+
 // pageWalkerGuest's run adds 1 to a mutable global g and writes g into
 // the 4 KiB page numbered g: run back to back from one state, each run
 // writes the next page; run from the same state, each writes the same.
 func pageWalkerGuest() []byte {
-	m := &wasmtest.Module{
-		Types:   [][2][]byte{{nil, nil}, {nil, {wasmtest.I32}}},
-		Imports: []wasmtest.Import{{Mod: WASIModuleName, Name: "sched_yield", Type: 1}}, // instrumentable: pooled
-		Funcs: []wasmtest.Func{
-			{Type: 0}, // 1: _initialize
-			{Type: 1, Code: []byte{ // 2: run
-				0x23, 0x00, 0x41, 0x01, 0x6a, 0x24, 0x00, // g0 = g0 + 1
-				0x23, 0x00, 0x41, 0x80, 0x20, 0x6c, // g0 * 4096
-				0x23, 0x00, 0x36, 0x02, 0x00, // mem[g0*4096] = g0
-				0x41, 0x00,
-			}},
-		},
-		MemMin:  1,
-		MemMax:  -1,
-		Globals: [][]byte{{wasmtest.I32, 0x01, 0x41, 0x00, 0x0b}},
-		Exports: []wasmtest.Export{{Name: "_initialize", Kind: 0, Idx: 1}, {Name: "run", Kind: 0, Idx: 2}, {Name: "memory", Kind: 2, Idx: 0}},
-		Start:   -1,
-	}
-	return m.Bytes()
+	return markGuest(
+		0x23, 0x00, 0x41, 0x01, 0x6a, 0x24, 0x00, // g0 = g0 + 1
+		0x23, 0x00, 0x41, 0x80, 0x20, 0x6c, // g0 * 4096
+		0x23, 0x00, 0x36, 0x02, 0x00, // mem[g0*4096] = g0
+	)
 }
 
 // TestProbeClassesEachOpFromTemplate: the write class holds what each
