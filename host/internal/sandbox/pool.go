@@ -252,11 +252,12 @@ func newPool(ctx context.Context, r *Runtime, warm []Call) (*pool, error) {
 	// op a second time (a guest keeping state per run may have grown its
 	// memory past the template's), so it is closed, never pooled: every
 	// pooled instance, the first included, is made by create, the same
-	// way (TestPoolFirstInstanceIsTemplate). The first
-	// is made while the probe runs (it needs the template, not the
-	// classes) and primed once the classes are known; the rest are made
-	// in the background, so the engine is ready as soon as the template
-	// is (get creates instances on demand).
+	// way (TestPoolFirstInstanceIsTemplate). The first is made while the
+	// probe runs (it needs the template, not the classes) and primed once
+	// the classes are known; the rest are made in the background, so the
+	// engine is ready as soon as the template is (get creates instances
+	// on demand). A warm start reads the classes from the cache
+	// directory and runs no probe.
 	type made struct {
 		inst *instance
 		err  error
@@ -401,10 +402,9 @@ func writeClasses(path string, class []byte) {
 // would each start where the last left the guest's heap, and the write
 // class would hold every page that heap reached: 74 pages for the
 // registry's 153 ops against 30, with empty warm-up args (the pages each
-// reset copies). The class
-// is a choice of canonical state, not a trust: any class resets to
-// the template (docs/RATIONALE.md). No pagemap: nil (reset then drops
-// everything). An error is a warm-up op's.
+// reset copies). The class is a choice of canonical state, not a trust:
+// any class resets to the template (docs/RATIONALE.md). No pagemap: nil
+// (reset then drops everything). An error is a warm-up op's.
 func (p *pool) probeClasses(ctx context.Context, warm []Call, probe *instance) ([]byte, error) {
 	class, err := probe.mem.pageClasses()
 	if err != nil {
