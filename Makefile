@@ -151,6 +151,8 @@ axe-vendor:
 ## that file; ratios are against baselines measured in the same run).
 bench: build
 	$(GO) test -run='^$$' -bench=. -benchmem -benchtime=$(BENCHTIME) -count=$(BENCHCOUNT) ./host/ | tee bench.out
+	$(GO) test -run='^$$' -bench='^BenchmarkSandbox$$/^reset$$' -benchtime=100000x -cpuprofile=sandbox.prof -o sandbox.test ./host/ > sandbox-profile.txt
+	$(GO) tool pprof -top -cum -nodecount=400 sandbox.test sandbox.prof >> sandbox-profile.txt
 	$(GO) test -run='^$$' -bench='^(BenchmarkReset|BenchmarkPageFault)$$' -benchtime=$(BENCHTIME) -count=$(BENCHCOUNT) ./host/internal/sandbox/ | tee -a bench.out
 	$(GO) test -run='^$$' -bench='^BenchmarkProject$$' -benchmem -benchtime=$(BENCHTIME) -count=$(BENCHCOUNT) ./host/internal/pick/ | tee -a bench.out
 	$(GO) test -run='^$$' -bench='^BenchmarkFlow$$' -benchmem -benchtime=$(BENCHTIME) -count=$(BENCHCOUNT) ./internal/flow/ | tee -a bench.out
@@ -162,7 +164,7 @@ bench: build
 	$(GO) run ./internal/cmd/benchtool rss -out rss.json
 	$(GO) run ./internal/cmd/benchtool ready -bin bin/pinned -out ready.json
 	GO="$(GO)" BENCHTIME=$(BENCHTIME) COUNT=3 OUT=bench-scale.md sh bench/scale.sh
-	$(GO) run ./internal/cmd/benchtool report -bench bench.out -extism bench-extism.out -rss rss.json -ready ready.json -scale bench-scale.md -out docs/BENCHMARKS.md
+	$(GO) run ./internal/cmd/benchtool report -bench bench.out -extism bench-extism.out -rss rss.json -ready ready.json -scale bench-scale.md -profile sandbox-profile.txt -out docs/BENCHMARKS.md
 
 ## bench-scale: sandboxed and native throughput at 1, 2, 4, ... cores up to
 ## the machine's (BenchmarkThroughput, the provider in a process of its own
@@ -206,4 +208,4 @@ fuzz:
 	done
 
 clean:
-	rm -rf bin bench.out bench-extism.out rss.json ready.json
+	rm -rf bin bench.out bench-extism.out rss.json ready.json sandbox.prof sandbox.test sandbox-profile.txt

@@ -4,7 +4,7 @@
 //	benchtool rss   -out FILE             1,000 ops in flight against an upstream that holds each answer 500 ms
 //	                                      (the sidecar measured in a process of its own; `rss-load` is its load)
 //	benchtool ready -bin PINNED -out FILE time from starting `pinned sidecar` to a 200 from /readyz, cold and warm cache
-//	benchtool report -bench FILE -rss FILE -ready FILE [-scale FILE] -out BENCHMARKS.md
+//	benchtool report -bench FILE -rss FILE -ready FILE [-scale FILE] [-profile FILE] -out BENCHMARKS.md
 //
 // It is a development tool (internal), not part of the product.
 package main
@@ -70,9 +70,10 @@ func main() {
 		rss := fs.String("rss", "rss.json", "rss result")
 		ready := fs.String("ready", "ready.json", "readiness result")
 		scale := fs.String("scale", "", "bench/scale.sh's table (optional)")
+		profile := fs.String("profile", "", "BenchmarkSandbox/reset's bench line and `go tool pprof -top -cum` of its CPU profile (optional)")
 		out := fs.String("out", "BENCHMARKS.md", "report")
 		fs.Parse(os.Args[2:])
-		err = runReport(*bench, *extism, *rss, *ready, *scale, *out)
+		err = runReport(*bench, *extism, *rss, *ready, *scale, *profile, *out)
 	default:
 		err = fmt.Errorf("unknown subcommand %q", os.Args[1])
 	}

@@ -135,7 +135,7 @@ func machine() string {
 	return b.String()
 }
 
-func runReport(benchPath, extismPath, rssPath, readyPath, scalePath, out string) error {
+func runReport(benchPath, extismPath, rssPath, readyPath, scalePath, profilePath, out string) error {
 	st := stats{}
 	if err := readBench(benchPath, st); err != nil {
 		return fmt.Errorf("read %s: %w", benchPath, err)
@@ -152,6 +152,14 @@ func runReport(benchPath, extismPath, rssPath, readyPath, scalePath, out string)
 	var ready readyResult
 	if b, err := os.ReadFile(readyPath); err == nil {
 		json.Unmarshal(b, &ready)
+	}
+	var prof opProfile
+	haveProf := false
+	if profilePath != "" {
+		if f, err := os.Open(profilePath); err == nil {
+			prof, haveProf = readOpProfile(f)
+			f.Close()
+		}
 	}
 
 	var w strings.Builder
@@ -249,6 +257,9 @@ func runReport(benchPath, extismPath, rssPath, readyPath, scalePath, out string)
 		if cw, ok := st.get("BenchmarkSandboxCold/warm", "cpu-p50-ns"); ok {
 			cc, _ := st.get("BenchmarkSandboxCold/cold", "cpu-p50-ns")
 			base += fmt.Sprintf("; the guest's run in thread CPU time, caches warm %s, after 64 MiB swept them %s (%.1f×)", dur(cw.center), dur(cc.center), cc.center/cw.center)
+		}
+		if haveProf {
+			base += opProfileSummary(prof)
 		}
 		verdict := "(context)"
 		target := "sandbox alone (instance, guest, checks, reset), p50"
@@ -348,6 +359,9 @@ func runReport(benchPath, extismPath, rssPath, readyPath, scalePath, out string)
 		p("| Extism, new plugin instance per op (isolated) | %s |\n", ei.dur())
 		p("| Extism, one reused instance (not isolated) | %s |\n", er.dur())
 		p("| pinned, reset strategy (isolated; includes the egress check) | %s |\n\n", sr.dur())
+	}
+	if haveProf {
+		writeOpProfile(p, prof)
 	}
 
 	if rss.InFlight > 0 {

@@ -13,7 +13,7 @@ import (
 // find them), with the figures of the sample run.
 func TestReportTargets(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "BENCHMARKS.md")
-	if err := runReport("testdata/bench.out", "", "missing-rss.json", "missing-ready.json", "", out); err != nil {
+	if err := runReport("testdata/bench.out", "", "missing-rss.json", "missing-ready.json", "", "", out); err != nil {
 		t.Fatal(err)
 	}
 	b, err := os.ReadFile(out)
@@ -67,7 +67,7 @@ func TestReportTargets(t *testing.T) {
 // per op, the harness's process apart, and where the memory is.
 func TestReportRSS(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "BENCHMARKS.md")
-	if err := runReport("testdata/bench.out", "", "testdata/rss.json", "missing-ready.json", "", out); err != nil {
+	if err := runReport("testdata/bench.out", "", "testdata/rss.json", "missing-ready.json", "", "", out); err != nil {
 		t.Fatal(err)
 	}
 	b, err := os.ReadFile(out)
@@ -108,7 +108,7 @@ func TestReportRSSVerdict(t *testing.T) {
 				t.Fatal(err)
 			}
 			out := filepath.Join(dir, "BENCHMARKS.md")
-			if err := runReport("testdata/bench.out", "", filepath.Join(dir, "rss.json"), "missing-ready.json", "", out); err != nil {
+			if err := runReport("testdata/bench.out", "", filepath.Join(dir, "rss.json"), "missing-ready.json", "", "", out); err != nil {
 				t.Fatal(err)
 			}
 			b, _ := os.ReadFile(out)
