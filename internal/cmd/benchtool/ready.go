@@ -35,7 +35,10 @@ func startToReady(bin, keyFile, cacheDir string) (time.Duration, error) {
 	if err != nil {
 		return 0, err
 	}
-	cmd := exec.Command(bin, "sidecar", "--listen", addr, "--key-file", keyFile, "--cache-dir", cacheDir, "--log-level", "error")
+	// A state directory of the run's own: the user's default may be held
+	// by a sidecar already running.
+	cmd := exec.Command(bin, "sidecar", "--listen", addr, "--key-file", keyFile, "--cache-dir", cacheDir,
+		"--state-dir", filepath.Join(filepath.Dir(keyFile), "state"), "--log-level", "error")
 	cmd.Stdout, cmd.Stderr = nil, nil
 	client := &http.Client{Timeout: 200 * time.Millisecond}
 	start := time.Now()
