@@ -165,7 +165,9 @@ func TestResetAfterHalfAppliedTracking(t *testing.T) {
 	if err := unix.Madvise(c.buf[:size], unix.MADV_DONTNEED); err != nil {
 		t.Fatal(err)
 	}
-	c.primeLocked(class, -1)
+	if err := c.primeLocked(class, -1); err != nil {
+		t.Fatal(err)
+	}
 	if c.tracked() {
 		t.Fatal("tracking after a failed priming")
 	}
@@ -280,5 +282,79 @@ func checkPageStates(t *testing.T, c *cowMemory, class []byte, round int) {
 		if !ok {
 			t.Fatalf("round %d: page %d (class %d) entry %#x (present=%v file=%v) after reset", round, i, k, e, present, file)
 		}
+	}
+}
+
+// TestPagemapPrimeMatchesReset is the hostile pair of classes and op
+// without write tracking: classes (from the cache directory, or probed on
+// a buffer that fault-around windows cut otherwise) put cold pages beside
+// read-class ones. Priming reads the read-class pages, and fault-around
+// maps the cold ones beside them; a reset drops them. A new instance then
+// differs from a reset one, and an op that traps (so the next op gets a
+// new instance) signals the next op through its page-fault timing. A
+// new instance must be in the state a reset returns to.
+func TestPagemapPrimeMatchesReset(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		class func(class []byte)
+	}{
+		{"cold pages inside a read window", func(class []byte) {
+			for i := 24; i < 28; i++ {
+				class[i] = pageCold
+			}
+		}},
+		{"every other page write, page 6 read", func(class []byte) {
+			for i := range class {
+				class[i] = byte(i%2) * pageWrite
+			}
+			class[6] = pageRead
+		}},
+		{"one read page between cold ones", func(class []byte) {
+			clear(class)
+			class[40] = pageRead
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ms, class := resetImage(t, 2, true)
+			class = slices.Clone(class)
+			tc.class(class)
+			for _, c := range ms { // prime without write tracking, as prime's fallback does
+				if err := unix.Madvise(c.buf[:c.image.size], unix.MADV_DONTNEED); err != nil {
+					t.Fatal(err)
+				}
+				if err := c.primeLocked(class, -1); err != nil {
+					t.Fatal(err)
+				}
+			}
+			checkPageStates(t, ms[1], class, -1) // new, never used (round -1)
+			fresh, err := ms[1].readPagemap()
+			if err != nil {
+				t.Fatal(err)
+			}
+			fresh = slices.Clone(fresh)
+			c := ms[0]
+			for round := range 2 {
+				c.buf[30*pageSize] ^= 1 // a read-class page or a write-class one
+				c.buf[41*pageSize] ^= 1
+				c.sink ^= c.buf[1000*pageSize]
+				if _, err := c.reset(class); err != nil {
+					t.Fatal(err)
+				}
+				got, err := c.readPagemap()
+				if err != nil {
+					t.Fatal(err)
+				}
+				for i := range class {
+					const state = pmPresent | pmFile
+					g, f := binary.LittleEndian.Uint64(got[i*8:])&state, binary.LittleEndian.Uint64(fresh[i*8:])&state
+					if g != f {
+						t.Fatalf("round %d: page %d (class %d): entry %#x after reset, %#x in a new instance", round, i, class[i], g, f)
+					}
+				}
+			}
+			if !bytes.Equal(c.buf[:c.image.size], c.image.view) {
+				t.Fatal("memory differs from the image after the resets")
+			}
+		})
 	}
 }
