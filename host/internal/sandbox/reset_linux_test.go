@@ -4,7 +4,9 @@ package sandbox
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
+	"path/filepath"
 	"slices"
 	"testing"
 
@@ -357,4 +359,87 @@ func TestPagemapPrimeMatchesReset(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestResetAnyClassesPageState is TestResetAnyClassesFromCache's page
+// state: under wrong classes from the cache, an instance reset after an
+// op has every page in the state of a new instance (present, and a file
+// page or a private copy), so the op after it cannot time the op before.
+func TestResetAnyClassesPageState(t *testing.T) {
+	dir := t.TempDir()
+	r := walkerRuntime(t, dir)
+	files, _ := filepath.Glob(filepath.Join(dir, "pinned-classes-v*"))
+	if len(files) != 1 {
+		t.Fatalf("class files %v, want one", files)
+	}
+	n := len(r.pool.class)
+	for _, tc := range []struct {
+		name  string
+		class func(i int) byte
+	}{
+		{"all cold", func(int) byte { return pageCold }},
+		{"all read", func(int) byte { return pageRead }},
+		{"page 6 cold, its neighbours write", func(i int) byte {
+			if i == 5 || i == 7 {
+				return pageWrite
+			}
+			return pageCold
+		}},
+		{"every other page write, page 6 read", func(i int) byte {
+			if i == 6 {
+				return pageRead
+			}
+			return byte(i%2) * pageWrite
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			class := make([]byte, n)
+			for i := range class {
+				class[i] = tc.class(i)
+			}
+			writeClasses(files[0], class)
+			r := walkerRuntime(t, dir)
+			if !bytes.Equal(r.pool.class, class) {
+				t.Fatal("control: the pool did not take the file's classes")
+			}
+			fresh, err := r.pool.create()
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := pageStates(t, fresh.mem)
+			fresh.mod.Close(context.Background())
+			ctx := context.Background()
+			for i := range 3 {
+				l, err := r.Lease(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := pageStates(t, l.inst.mem); !slices.Equal(got, want) {
+					t.Fatalf("op %d: page states %x, a new instance's %x", i, got, want)
+				}
+				if _, err := l.Run(ctx, Call{Input: []byte("{}"), MaxCalls: 16, MaxLogBytes: 64}); err != nil {
+					t.Fatal(err)
+				}
+				l.Return()
+			}
+		})
+	}
+}
+
+// pageStates is each image page's state, one byte a page: present, and
+// a file page (the image's own), as /proc/self/pagemap says.
+func pageStates(t *testing.T, c *cowMemory) []byte {
+	t.Helper()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	buf, err := c.readPagemap()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([]byte, len(buf)/8)
+	for i := range out {
+		e := binary.LittleEndian.Uint64(buf[i*8:])
+		out[i] = byte(e >> 61) // present, swapped, file
+	}
+	return out
 }
