@@ -334,8 +334,7 @@ func (c *cowMemory) prime(class []byte) error {
 	if err := unix.Madvise(c.buf[:c.image.size], unix.MADV_DONTNEED); err != nil {
 		return fmt.Errorf("drop a half-primed memory: %w", err)
 	}
-	c.primeLocked(class, -1)
-	return nil
+	return c.primeLocked(class, -1)
 }
 
 // wpErr says why the memory resets without write tracking (nil when it
@@ -430,7 +429,13 @@ func (c *cowMemory) primeWPLocked(class []byte) error {
 	return nil
 }
 
-func (c *cowMemory) primeLocked(class []byte, only int) {
+// primeLocked puts the pages of class (every page, or only the page
+// numbered only) in the pagemap reset's canonical state. Priming every
+// page ends by dropping the cold pages fault-around mapped beside the
+// read-class ones, as reset does: a new instance is then in the state a
+// reset returns to (TestPagemapPrimeMatchesReset). Without a readable
+// pagemap it leaves them, as reset's fallback, which primes, does.
+func (c *cowMemory) primeLocked(class []byte, only int) error {
 	var sink byte
 	for i, k := range class {
 		if only >= 0 && i != only {
@@ -444,6 +449,30 @@ func (c *cowMemory) primeLocked(class []byte, only int) {
 		}
 	}
 	c.sink = sink
+	if only >= 0 || len(class) != c.image.size/pageSize {
+		return nil
+	}
+	buf, err := c.readPagemap()
+	if err != nil {
+		return nil
+	}
+	return c.dropColdLocked(class, buf)
+}
+
+// dropColdLocked drops every cold page of class that buf (readPagemap's
+// entries) names mapped: reading a page maps the pages around it too
+// (fault-around), cold ones included.
+func (c *cowMemory) dropColdLocked(class, buf []byte) error {
+	for i, k := range class {
+		e := binary.LittleEndian.Uint64(buf[i*8:])
+		if k != pageCold || e&(pmPresent|pmSwapped) == 0 {
+			continue
+		}
+		if err := unix.Madvise(c.buf[i*pageSize:(i+1)*pageSize], unix.MADV_DONTNEED); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // reset returns the memory to the image AND to a page state that does not
@@ -482,8 +511,7 @@ func (c *cowMemory) reset(class []byte) (int, error) {
 		if err := unix.Madvise(c.buf[:c.image.size], unix.MADV_DONTNEED); err != nil {
 			return 0, err
 		}
-		c.primeLocked(class, -1)
-		return n, nil
+		return n, c.primeLocked(class, -1)
 	}
 	count, reread := 0, false
 	for i := 0; i < n; i++ {
@@ -524,16 +552,7 @@ func (c *cowMemory) reset(class []byte) (int, error) {
 	if buf, err = c.readPagemap(); err != nil {
 		return count, err
 	}
-	for i := 0; i < n; i++ {
-		e := binary.LittleEndian.Uint64(buf[i*8:])
-		if class[i] != pageCold || e&(pmPresent|pmSwapped) == 0 {
-			continue
-		}
-		if err := unix.Madvise(c.buf[i*pageSize:(i+1)*pageSize], unix.MADV_DONTNEED); err != nil {
-			return count, err
-		}
-	}
-	return count, nil
+	return count, c.dropColdLocked(class, buf)
 }
 
 // resetWPLocked is reset where the kernel tracks writes (primeWPLocked).

@@ -140,6 +140,10 @@ func (l *Lease) Return() {
 		<-l.p.sem
 		return
 	}
-	l.p.free <- inst
+	select {
+	case l.p.free <- inst:
+	default: // the list is full (the background fill added one): as recycle does
+		inst.mod.Close(context.Background())
+	}
 	<-l.p.sem
 }

@@ -370,6 +370,32 @@ func TestLeaseCannotBypassReset(t *testing.T) {
 		b.Return()
 		assertTemplate(t, r, "a double Return")
 	})
+	t.Run("a lease returned unused onto a full free list", func(t *testing.T) {
+		r := newPooledRuntime(t)
+		l, err := r.Lease(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The free list full while an instance is leased: the background
+		// fill adds its instance after get, finding the list empty, made
+		// one.
+		extra, err := r.pool.create()
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.pool.free <- extra
+		returned := make(chan struct{})
+		go func() { l.Return(); close(returned) }()
+		select {
+		case <-returned:
+		case <-time.After(5 * time.Second):
+			t.Fatal("Return blocked on the full free list, holding its slot")
+		}
+		if s := r.Stats(); s.InUse != 0 || s.Idle != 1 {
+			t.Fatalf("stats %+v: want no slot held, 1 idle", s)
+		}
+		assertTemplate(t, r, "a Return onto a full free list")
+	})
 }
 
 // TestCallStackMeasured: a pooled instance keeps its run function between

@@ -47,7 +47,9 @@ func resetImage(tb testing.TB, instances int, pagemap bool) ([]*cowMemory, []byt
 			tb.Fatal(err)
 		}
 		if pagemap {
-			c.primeLocked(class, -1)
+			if err := c.primeLocked(class, -1); err != nil {
+				tb.Fatal(err)
+			}
 		} else {
 			if err := c.prime(class); err != nil {
 				tb.Fatal(err)

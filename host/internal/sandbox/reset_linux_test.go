@@ -4,7 +4,9 @@ package sandbox
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
+	"path/filepath"
 	"slices"
 	"testing"
 
@@ -165,7 +167,9 @@ func TestResetAfterHalfAppliedTracking(t *testing.T) {
 	if err := unix.Madvise(c.buf[:size], unix.MADV_DONTNEED); err != nil {
 		t.Fatal(err)
 	}
-	c.primeLocked(class, -1)
+	if err := c.primeLocked(class, -1); err != nil {
+		t.Fatal(err)
+	}
 	if c.tracked() {
 		t.Fatal("tracking after a failed priming")
 	}
@@ -281,4 +285,161 @@ func checkPageStates(t *testing.T, c *cowMemory, class []byte, round int) {
 			t.Fatalf("round %d: page %d (class %d) entry %#x (present=%v file=%v) after reset", round, i, k, e, present, file)
 		}
 	}
+}
+
+// TestPagemapPrimeMatchesReset is the hostile pair of classes and op
+// without write tracking: classes (from the cache directory, or probed on
+// a buffer that fault-around windows cut otherwise) put cold pages beside
+// read-class ones. Priming reads the read-class pages, and fault-around
+// maps the cold ones beside them; a reset drops them. A new instance then
+// differs from a reset one, and an op that traps (so the next op gets a
+// new instance) signals the next op through its page-fault timing. A
+// new instance must be in the state a reset returns to.
+func TestPagemapPrimeMatchesReset(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		class func(class []byte)
+	}{
+		{"cold pages inside a read window", func(class []byte) {
+			for i := 24; i < 28; i++ {
+				class[i] = pageCold
+			}
+		}},
+		{"every other page write, page 6 read", func(class []byte) {
+			for i := range class {
+				class[i] = byte(i%2) * pageWrite
+			}
+			class[6] = pageRead
+		}},
+		{"one read page between cold ones", func(class []byte) {
+			clear(class)
+			class[40] = pageRead
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ms, class := resetImage(t, 2, true)
+			class = slices.Clone(class)
+			tc.class(class)
+			for _, c := range ms { // prime without write tracking, as prime's fallback does
+				if err := unix.Madvise(c.buf[:c.image.size], unix.MADV_DONTNEED); err != nil {
+					t.Fatal(err)
+				}
+				if err := c.primeLocked(class, -1); err != nil {
+					t.Fatal(err)
+				}
+			}
+			checkPageStates(t, ms[1], class, -1) // new, never used (round -1)
+			fresh, err := ms[1].readPagemap()
+			if err != nil {
+				t.Fatal(err)
+			}
+			fresh = slices.Clone(fresh)
+			c := ms[0]
+			for round := range 2 {
+				c.buf[30*pageSize] ^= 1 // a read-class page or a write-class one
+				c.buf[41*pageSize] ^= 1
+				c.sink ^= c.buf[1000*pageSize]
+				if _, err := c.reset(class); err != nil {
+					t.Fatal(err)
+				}
+				got, err := c.readPagemap()
+				if err != nil {
+					t.Fatal(err)
+				}
+				for i := range class {
+					const state = pmPresent | pmFile
+					g, f := binary.LittleEndian.Uint64(got[i*8:])&state, binary.LittleEndian.Uint64(fresh[i*8:])&state
+					if g != f {
+						t.Fatalf("round %d: page %d (class %d): entry %#x after reset, %#x in a new instance", round, i, class[i], g, f)
+					}
+				}
+			}
+			if !bytes.Equal(c.buf[:c.image.size], c.image.view) {
+				t.Fatal("memory differs from the image after the resets")
+			}
+		})
+	}
+}
+
+// TestResetAnyClassesPageState is TestResetAnyClassesFromCache's page
+// state: under wrong classes from the cache, an instance reset after an
+// op has every page in the state of a new instance (present, and a file
+// page or a private copy), so the op after it cannot time the op before.
+func TestResetAnyClassesPageState(t *testing.T) {
+	dir := t.TempDir()
+	r := walkerRuntime(t, dir)
+	files, _ := filepath.Glob(filepath.Join(dir, "pinned-classes-v*"))
+	if len(files) != 1 {
+		t.Fatalf("class files %v, want one", files)
+	}
+	n := len(r.pool.class)
+	for _, tc := range []struct {
+		name  string
+		class func(i int) byte
+	}{
+		{"all cold", func(int) byte { return pageCold }},
+		{"all read", func(int) byte { return pageRead }},
+		{"page 6 cold, its neighbours write", func(i int) byte {
+			if i == 5 || i == 7 {
+				return pageWrite
+			}
+			return pageCold
+		}},
+		{"every other page write, page 6 read", func(i int) byte {
+			if i == 6 {
+				return pageRead
+			}
+			return byte(i%2) * pageWrite
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			class := make([]byte, n)
+			for i := range class {
+				class[i] = tc.class(i)
+			}
+			writeClasses(files[0], class)
+			r := walkerRuntime(t, dir)
+			if !bytes.Equal(r.pool.class, class) {
+				t.Fatal("control: the pool did not take the file's classes")
+			}
+			fresh, err := r.pool.create()
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := pageStates(t, fresh.mem)
+			fresh.mod.Close(context.Background())
+			ctx := context.Background()
+			for i := range 3 {
+				l, err := r.Lease(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := pageStates(t, l.inst.mem); !slices.Equal(got, want) {
+					t.Fatalf("op %d: page states %x, a new instance's %x", i, got, want)
+				}
+				if _, err := l.Run(ctx, Call{Input: []byte("{}"), MaxCalls: 16, MaxLogBytes: 64}); err != nil {
+					t.Fatal(err)
+				}
+				l.Return()
+			}
+		})
+	}
+}
+
+// pageStates is each image page's state, one byte a page: present, and
+// a file page (the image's own), as /proc/self/pagemap says.
+func pageStates(t *testing.T, c *cowMemory) []byte {
+	t.Helper()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	buf, err := c.readPagemap()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([]byte, len(buf)/8)
+	for i := range out {
+		e := binary.LittleEndian.Uint64(buf[i*8:])
+		out[i] = byte(e >> 61) // present, swapped, file
+	}
+	return out
 }
