@@ -69,30 +69,8 @@ func TestProbeClassesEachOpFromTemplate(t *testing.T) {
 	if !cowSupported {
 		t.Skip("page classes need Linux (copy-on-write memory)")
 	}
-	ctx := context.Background()
-	wasm := pageWalkerGuest()
-	r, err := New(ctx, Config{Guest: wasm, GuestSum: sha256.Sum256(wasm), MemoryLimitPages: 16, Reset: true, PoolSize: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close(ctx)
-	warm := make([]Call, 5)
-	for i := range warm {
-		warm[i] = Call{Input: []byte("{}")}
-	}
-	if err := r.Start(ctx, func() ([]Call, error) { return warm, nil }); err != nil {
-		t.Fatal(err)
-	}
-	if !r.Pooled() {
-		t.Fatalf("not pooled: %s", r.WhyFresh())
-	}
-	var write []int
-	for i, k := range r.pool.class {
-		if k == pageWrite {
-			write = append(write, i)
-		}
-	}
-	if !slices.Equal(write, []int{6}) {
+	r := walkerRuntime(t, "")
+	if write := writeClassPages(r.pool.class); !slices.Equal(write, []int{6}) {
 		t.Fatalf("write-class pages %v, want [6] (each warm-up op from the template)", write)
 	}
 	_, tglobals, err := r.Template()
@@ -220,15 +198,7 @@ func TestResetAnyClassesFromCache(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			class := make([]byte, n)
-			for i := range class {
-				class[i] = tc.class(i)
-			}
-			writeClasses(files[0], class)
-			r := walkerRuntime(t, dir)
-			if !bytes.Equal(r.pool.class, class) {
-				t.Fatal("control: the pool did not take the file's classes")
-			}
+			r := walkerRuntimeWithClasses(t, dir, files[0], n, tc.class)
 			_, tglobals, err := r.Template()
 			if err != nil {
 				t.Fatal(err)
@@ -250,6 +220,22 @@ func TestResetAnyClassesFromCache(t *testing.T) {
 			}
 		})
 	}
+}
+
+// walkerRuntimeWithClasses writes the n page classes class(i) into the
+// classes file of cacheDir and starts a walkerRuntime on them.
+func walkerRuntimeWithClasses(t *testing.T, cacheDir, file string, n int, class func(i int) byte) *Runtime {
+	t.Helper()
+	c := make([]byte, n)
+	for i := range c {
+		c[i] = class(i)
+	}
+	writeClasses(file, c)
+	r := walkerRuntime(t, cacheDir)
+	if !bytes.Equal(r.pool.class, c) {
+		t.Fatal("control: the pool did not take the file's classes")
+	}
+	return r
 }
 
 func newPooledRuntime(t *testing.T) *Runtime {

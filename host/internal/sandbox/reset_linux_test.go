@@ -393,15 +393,7 @@ func TestResetAnyClassesPageState(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			class := make([]byte, n)
-			for i := range class {
-				class[i] = tc.class(i)
-			}
-			writeClasses(files[0], class)
-			r := walkerRuntime(t, dir)
-			if !bytes.Equal(r.pool.class, class) {
-				t.Fatal("control: the pool did not take the file's classes")
-			}
+			r := walkerRuntimeWithClasses(t, dir, files[0], n, tc.class)
 			fresh, err := r.pool.create()
 			if err != nil {
 				t.Fatal(err)
