@@ -426,6 +426,14 @@ func (e *Engine) Strategy() string { return e.strategy }
 // (docs/RATIONALE.md); tracking is cheaper.
 func (e *Engine) ResetScan() string { return e.sb.ResetScan() }
 
+// PageClasses describes the reset pool's page classes, for the start-up
+// log: "58 write, 676 read of 1664 pages, from the cache" (or "from the
+// probe" when learned at this start, the first with a cache directory);
+// empty with fresh isolation. Write-class pages are what every reset
+// copies (docs/RATIONALE.md, "Why is the write class learned one op at a
+// time?").
+func (e *Engine) PageClasses() string { return e.sb.PageClasses() }
+
 // Close releases the sandbox (the pool and wazero's runtime) and idle
 // connections. Ops running meanwhile fail.
 func (e *Engine) Close(ctx context.Context) error {

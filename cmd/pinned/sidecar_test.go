@@ -272,6 +272,11 @@ func TestRunSidecarAgainstFake(t *testing.T) {
 	if logs := stderr.String(); !strings.Contains(logs, `"event":"engine_ready"`) || !strings.Contains(logs, wantIsolation) {
 		t.Fatalf("the engine_ready event does not carry %s: %s", wantIsolation, logs)
 	}
+	// And, with the reset pool, its page classes: how many pages every
+	// reset copies, learned at this start or read from the cache.
+	if runtime.GOOS == "linux" && !regexp.MustCompile(`"page_classes":"[0-9]+ write, [0-9]+ read of [0-9]+ pages, from the (probe|cache)"`).MatchString(stderr.String()) {
+		t.Fatalf("the engine_ready event does not carry the page classes: %s", stderr.String())
+	}
 	client := &http.Client{Timeout: 30 * time.Second}
 	defer client.CloseIdleConnections()
 	call := func(method, path, body, auth string) (int, []byte) {

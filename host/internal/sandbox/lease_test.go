@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -126,6 +127,12 @@ func TestPageClassesCached(t *testing.T) {
 	r := walkerRuntime(t, dir)
 	if got := writeClassPages(r.pool.class); !slices.Equal(got, []int{6}) {
 		t.Fatalf("probed write class %v, want [6]", got)
+	}
+	if got := r.PageClasses(); !strings.HasPrefix(got, "1 write, ") || !strings.HasSuffix(got, "pages, from the probe") {
+		t.Fatalf("PageClasses() = %q, want 1 write page, from the probe", got)
+	}
+	if got := walkerRuntime(t, dir).PageClasses(); !strings.HasPrefix(got, "1 write, ") || !strings.HasSuffix(got, "pages, from the cache") {
+		t.Fatalf("the next start: PageClasses() = %q, want 1 write page, from the cache", got)
 	}
 	files, _ := filepath.Glob(filepath.Join(dir, "pinned-classes-v*"))
 	if len(files) != 1 {

@@ -122,6 +122,8 @@ type pool struct {
 	// class is the canonical page state reset returns every instance to,
 	// learned from the registry's own ops (see cowMemory.reset).
 	class []byte
+	// classesFrom says where class came from: "probe" or "cache".
+	classesFrom string
 }
 
 // guestPlan is the guest as the host runs it: instrumented with the
@@ -269,7 +271,9 @@ func newPool(ctx context.Context, r *Runtime, warm []Call) (*pool, error) {
 	}()
 	classFile := classesPath(r.cacheDir, r.guestSum, p.tmpl, warm)
 	class, err := readClasses(classFile, p.tmpl.image.size/pageSize)
+	p.classesFrom = "cache"
 	if err != nil { // no cache, or none for this guest, template and registry
+		p.classesFrom = "probe"
 		var probe *instance
 		if probe, err = p.create(); err == nil {
 			class, err = p.probeClasses(ctx, warm, probe)

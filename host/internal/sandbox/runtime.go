@@ -173,6 +173,31 @@ func (r *Runtime) ResetScan() string {
 	return r.pool.scan
 }
 
+// PageClasses describes the canonical page state of the reset pool: how
+// many 4 KiB pages of the template are write-class (copied back by every
+// reset) and read-class, of how many, and whether the classes were read
+// from the cache directory ("cache") or learned at this start ("probe").
+// It is "" without a reset pool, and says so when no classes could be
+// learned (no pagemap: every reset drops every page).
+func (r *Runtime) PageClasses() string {
+	if r.pool == nil {
+		return ""
+	}
+	if r.pool.class == nil {
+		return "none (no pagemap: a reset drops every page)"
+	}
+	write, read := 0, 0
+	for _, k := range r.pool.class {
+		switch k {
+		case pageWrite:
+			write++
+		case pageRead:
+			read++
+		}
+	}
+	return fmt.Sprintf("%d write, %d read of %d pages, from the %s", write, read, len(r.pool.class), r.pool.classesFrom)
+}
+
 func (r *Runtime) closeWith(ctx context.Context, err error) error {
 	_ = r.rt.Close(ctx)
 	return err
