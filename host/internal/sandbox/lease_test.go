@@ -184,13 +184,7 @@ func TestResetAnyClassesFromCache(t *testing.T) {
 	if !cowSupported {
 		t.Skip("page classes need Linux (copy-on-write memory)")
 	}
-	dir := t.TempDir()
-	r := walkerRuntime(t, dir)
-	files, _ := filepath.Glob(filepath.Join(dir, "pinned-classes-v*"))
-	if len(files) != 1 {
-		t.Fatalf("class files %v, want one", files)
-	}
-	n := len(r.pool.class)
+	dir, file, n := probedClassesFile(t)
 	for _, tc := range []struct {
 		name  string
 		class func(i int) byte
@@ -205,7 +199,7 @@ func TestResetAnyClassesFromCache(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := walkerRuntimeWithClasses(t, dir, files[0], n, tc.class)
+			r := walkerRuntimeWithClasses(t, dir, file, n, tc.class)
 			_, tglobals, err := r.Template()
 			if err != nil {
 				t.Fatal(err)
@@ -227,6 +221,20 @@ func TestResetAnyClassesFromCache(t *testing.T) {
 			}
 		})
 	}
+}
+
+// probedClassesFile starts a walkerRuntime on a new cache directory and
+// returns the directory, the classes file the probe kept there, and the
+// number of pages it classifies.
+func probedClassesFile(t *testing.T) (dir, file string, pages int) {
+	t.Helper()
+	dir = t.TempDir()
+	r := walkerRuntime(t, dir)
+	files, _ := filepath.Glob(filepath.Join(dir, "pinned-classes-v*"))
+	if len(files) != 1 {
+		t.Fatalf("class files %v, want one", files)
+	}
+	return dir, files[0], len(r.pool.class)
 }
 
 // walkerRuntimeWithClasses writes the n page classes class(i) into the

@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"path/filepath"
 	"slices"
 	"testing"
 
@@ -366,13 +365,7 @@ func TestPagemapPrimeMatchesReset(t *testing.T) {
 // op has every page in the state of a new instance (present, and a file
 // page or a private copy), so the op after it cannot time the op before.
 func TestResetAnyClassesPageState(t *testing.T) {
-	dir := t.TempDir()
-	r := walkerRuntime(t, dir)
-	files, _ := filepath.Glob(filepath.Join(dir, "pinned-classes-v*"))
-	if len(files) != 1 {
-		t.Fatalf("class files %v, want one", files)
-	}
-	n := len(r.pool.class)
+	dir, file, n := probedClassesFile(t)
 	for _, tc := range []struct {
 		name  string
 		class func(i int) byte
@@ -393,7 +386,7 @@ func TestResetAnyClassesPageState(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := walkerRuntimeWithClasses(t, dir, files[0], n, tc.class)
+			r := walkerRuntimeWithClasses(t, dir, file, n, tc.class)
 			fresh, err := r.pool.create()
 			if err != nil {
 				t.Fatal(err)
