@@ -18,7 +18,6 @@ import (
 	"github.com/elevenmessenger/pinned/internal/demo/fakeapi"
 	"github.com/elevenmessenger/pinned/internal/httperr"
 	"github.com/elevenmessenger/pinned/internal/testing/testutil"
-	"github.com/elevenmessenger/pinned/registry"
 )
 
 const (
@@ -219,27 +218,5 @@ func refreshBody(service, rt string) string {
 // token (Bearer) and returns the status.
 func (e *env) viewer(t *testing.T, service, token string) int {
 	t.Helper()
-	var req *http.Request
-	switch service {
-	case fakeapi.GitHub:
-		req, _ = http.NewRequest(http.MethodGet, "https://api.github.com/user", nil)
-	case fakeapi.HubSpot:
-		req, _ = http.NewRequest(http.MethodGet, "https://api.hubapi.com/account-info/v3/details", nil)
-	case fakeapi.DNSimple:
-		req, _ = http.NewRequest(http.MethodGet, "https://api.dnsimple.com/v2/whoami", nil)
-	case fakeapi.Stripe:
-		req, _ = http.NewRequest(http.MethodGet, "https://api.stripe.com/v1/account", nil)
-	case fakeapi.Linear:
-		// The manifest's own viewer query: the fake answers an op's text.
-		m, _ := registry.Default().Service(fakeapi.Linear)
-		req, _ = http.NewRequest(http.MethodPost, "https://api.linear.app/graphql", bytes.NewReader(m.Ops["get_viewer"].BodyJSON))
-		req.Header.Set("Content-Type", "application/json")
-	}
-	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := e.fake.Client().Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	return resp.StatusCode
+	return testutil.ViewerStatus(t, e.fake, service, token)
 }

@@ -14,12 +14,12 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/elevenmessenger/pinned/internal/demo/fakeapi"
+	"github.com/elevenmessenger/pinned/registry"
 )
 
 // SyncBuffer is a goroutine-safe io.Writer that keeps what was written: a
@@ -123,8 +123,9 @@ func (c *Clock) Advance(d time.Duration) {
 
 // ViewerStatus is the HTTP status of the service's viewer call at the fake
 // with the bearer token: 200 while the token works, 401 once it is revoked
-// or has expired. service is fakeapi.GitHub, fakeapi.HubSpot or
-// fakeapi.Linear.
+// or has expired. service is fakeapi.GitHub, fakeapi.HubSpot,
+// fakeapi.DNSimple, fakeapi.Stripe or fakeapi.Linear (its manifest's own
+// viewer query: the fake answers an op's text).
 func ViewerStatus(t testing.TB, fake *fakeapi.Server, service, token string) int {
 	t.Helper()
 	var req *http.Request
@@ -133,8 +134,13 @@ func ViewerStatus(t testing.TB, fake *fakeapi.Server, service, token string) int
 		req, _ = http.NewRequest(http.MethodGet, "https://api.github.com/user", nil)
 	case fakeapi.HubSpot:
 		req, _ = http.NewRequest(http.MethodGet, "https://api.hubapi.com/account-info/v3/details", nil)
+	case fakeapi.DNSimple:
+		req, _ = http.NewRequest(http.MethodGet, "https://api.dnsimple.com/v2/whoami", nil)
+	case fakeapi.Stripe:
+		req, _ = http.NewRequest(http.MethodGet, "https://api.stripe.com/v1/account", nil)
 	case fakeapi.Linear:
-		req, _ = http.NewRequest(http.MethodPost, "https://api.linear.app/graphql", strings.NewReader(`{"query":"query Viewer { viewer { id name displayName email organization { id name urlKey } } }"}`))
+		m, _ := registry.Default().Service(fakeapi.Linear)
+		req, _ = http.NewRequest(http.MethodPost, "https://api.linear.app/graphql", bytes.NewReader(m.Ops["get_viewer"].BodyJSON))
 		req.Header.Set("Content-Type", "application/json")
 	default:
 		t.Fatalf("ViewerStatus: no viewer call for %q", service)
