@@ -44,7 +44,7 @@ func sampleArg(a *registry.Arg) (any, bool) {
 		return json.RawMessage(a.Default), true
 	}
 	switch a.Type {
-	case "string":
+	case registry.TypeString:
 		switch {
 		case len(a.Enum) > 0:
 			return a.Enum[0], true
@@ -52,7 +52,7 @@ func sampleArg(a *registry.Arg) (any, bool) {
 			return samplePattern(a.Pattern)
 		}
 		return "a", true
-	case "integer", "number":
+	case registry.TypeInteger, registry.TypeNumber:
 		n := 1.0
 		if a.Min != nil && n < *a.Min {
 			n = *a.Min
@@ -61,9 +61,9 @@ func sampleArg(a *registry.Arg) (any, bool) {
 			n = *a.Max
 		}
 		return n, true
-	case "boolean":
+	case registry.TypeBoolean:
 		return false, true
-	case "array":
+	case registry.TypeArray:
 		if a.Items == nil {
 			return nil, false
 		}

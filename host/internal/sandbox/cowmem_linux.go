@@ -294,16 +294,25 @@ func (c *cowMemory) dropWritten(class []byte) error {
 	if c.freed || c.buf == nil || c.image == nil || len(class) != c.image.size/pageSize {
 		return fmt.Errorf("memory freed or page classes of another size")
 	}
+	return classRuns(class, true, func(i, j int) error {
+		return unix.Madvise(c.buf[i*pageSize:j*pageSize], unix.MADV_DONTNEED)
+	})
+}
+
+// classRuns calls do(i, j) for each maximal run [i, j) of adjacent pages
+// that are write-class (write true) or not (write false), in order, and
+// stops at its first error.
+func classRuns(class []byte, write bool, do func(i, j int) error) error {
 	for i := 0; i < len(class); {
-		if class[i] != pageWrite {
+		if (class[i] == pageWrite) != write {
 			i++
 			continue
 		}
 		j := i + 1
-		for j < len(class) && class[j] == pageWrite {
+		for j < len(class) && (class[j] == pageWrite) == write {
 			j++
 		}
-		if err := unix.Madvise(c.buf[i*pageSize:j*pageSize], unix.MADV_DONTNEED); err != nil {
+		if err := do(i, j); err != nil {
 			return err
 		}
 		i = j
@@ -384,19 +393,10 @@ func (c *cowMemory) primeWPLocked(class []byte) error {
 	if err := unix.Madvise(c.buf[:size], unix.MADV_POPULATE_READ); err != nil {
 		return fmt.Errorf("madvise(MADV_POPULATE_READ): %w", err)
 	}
-	for i := 0; i < n; {
-		if class[i] == pageWrite {
-			i++
-			continue
-		}
-		j := i
-		for j < n && class[j] != pageWrite {
-			j++
-		}
-		if err := wpProtect(c.buf[i*pageSize : j*pageSize]); err != nil {
-			return err
-		}
-		i = j
+	if err := classRuns(class, false, func(i, j int) error {
+		return wpProtect(c.buf[i*pageSize : j*pageSize])
+	}); err != nil {
+		return err
 	}
 	// Protecting a range a huge page mapped splits it, and a split of a
 	// file huge page unmaps all of it (leaving each page protected): map
@@ -561,9 +561,9 @@ func (c *cowMemory) reset(class []byte) (int, error) {
 // or are no longer mapped (scanChanged: reclaim can unmap a page): each is
 // dropped (madvise(MADV_DONTNEED): it reads as the image again), protected
 // again and mapped again (madvise(MADV_POPULATE_READ), as priming maps
-// the range). A page the op only read was
-// already mapped, so reads change nothing. Any error leaves the memory
-// in an unknown state: the caller discards the instance.
+// the range). A page the op only read was already mapped, so reads change
+// nothing. Any error leaves the memory in an unknown state: the caller
+// discards the instance.
 func (c *cowMemory) resetWPLocked(class []byte) (int, error) {
 	size := c.image.size
 	if len(class) != size/pageSize {

@@ -123,8 +123,8 @@ func wpProtect(b []byte) error {
 // PAGEMAP_SCAN for PAGE_IS_WRITTEN or not PAGE_IS_PRESENT, both read from
 // the page-table entry alone. vec is scratch for the kernel's answer.
 func scanChanged(pm int, b []byte, vec []pageRegion, out []int) ([]int, error) {
-	base := uint64(uintptr(unsafe.Pointer(&b[0])))
-	end := base + uint64(len(b))
+	base, length := rangeOf(b)
+	end := base + length
 	for start := base; start < end; {
 		arg := pmScanArg{
 			size: uint64(unsafe.Sizeof(pmScanArg{})), flags: pmScanCheckWPAsync,
