@@ -191,12 +191,7 @@ func TestResetAnyClassesFromCache(t *testing.T) {
 	}{
 		{"all cold", func(int) byte { return pageCold }},
 		{"all write", func(int) byte { return pageWrite }},
-		{"every other page write, page 6 read", func(i int) byte {
-			if i == 6 {
-				return pageRead
-			}
-			return byte(i%2) * pageWrite
-		}},
+		{"every other page write, page 6 read", everyOtherWritePage6Read},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := walkerRuntimeWithClasses(t, dir, file, n, tc.class)
@@ -235,6 +230,16 @@ func probedClassesFile(t *testing.T) (dir, file string, pages int) {
 		t.Fatalf("class files %v, want one", files)
 	}
 	return dir, files[0], len(r.pool.class)
+}
+
+// everyOtherWritePage6Read is a class for the tests of wrong cached
+// classes: odd pages write-class, even ones cold, and page 6, the one
+// every pageWalkerGuest op writes, read-class.
+func everyOtherWritePage6Read(i int) byte {
+	if i == 6 {
+		return pageRead
+	}
+	return byte(i%2) * pageWrite
 }
 
 // walkerRuntimeWithClasses writes the n page classes class(i) into the

@@ -378,12 +378,7 @@ func TestResetAnyClassesPageState(t *testing.T) {
 			}
 			return pageCold
 		}},
-		{"every other page write, page 6 read", func(i int) byte {
-			if i == 6 {
-				return pageRead
-			}
-			return byte(i%2) * pageWrite
-		}},
+		{"every other page write, page 6 read", everyOtherWritePage6Read},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := walkerRuntimeWithClasses(t, dir, file, n, tc.class)
