@@ -112,7 +112,7 @@ func TestLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	env.fake.Close()
-	goleak.VerifyNone(t, ignore)
+	verifyNoLeak(t, ignore)
 
 	logs := env.allLogs()
 	if n := strings.Count(logs, `"event":"access"`); n != total {

@@ -362,7 +362,7 @@ func TestReplicasRedisFaults(t *testing.T) {
 	eng.Close(context.Background())
 	fake.Close()
 	srv.Stop()
-	goleak.VerifyNone(t, ignore)
+	verifyNoLeak(t, ignore)
 }
 
 // flakyGrace is an in-memory store whose grace cache and locks fail while
