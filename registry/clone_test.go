@@ -200,3 +200,14 @@ func BenchmarkServices(b *testing.B) {
 		_ = r.Services()
 	}
 }
+
+// BenchmarkServiceOpTool is the service_op tool of the embedded registry,
+// which pinned sidecar builds at start: its schema is a chain of
+// if/then/else nested one level per service and per op.
+func BenchmarkServiceOpTool(b *testing.B) {
+	r := Default()
+	b.ReportAllocs()
+	for b.Loop() {
+		ServiceOpTool(r)
+	}
+}

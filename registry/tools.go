@@ -347,16 +347,47 @@ type member struct {
 
 // MarshalJSON writes the members in order, without HTML escaping.
 func (o object) MarshalJSON() ([]byte, error) {
-	b := []byte{'{'}
+	return o.appendJSON(nil), nil
+}
+
+// appendJSON appends o's encoding to b. Nested objects (and slices of
+// them) are written in place: encoded through MarshalJSON, each level of
+// a tool schema's if/then/else chain had encoding/json check its whole
+// subtree again, quadratic in the chain's depth (BenchmarkServiceOpTool).
+// Every other value is what mustJSON writes.
+func (o object) appendJSON(b []byte) []byte {
+	b = append(b, '{')
 	for i, m := range o {
 		if i > 0 {
 			b = append(b, ',')
 		}
 		b = append(b, mustJSON(m.k)...)
 		b = append(b, ':')
-		b = append(b, mustJSON(m.v)...)
+		b = appendValue(b, m.v)
 	}
-	return append(b, '}'), nil
+	return append(b, '}')
+}
+
+// appendValue appends v's encoding to b: an object or a slice of objects
+// in place, anything else as mustJSON writes it.
+func appendValue(b []byte, v any) []byte {
+	switch v := v.(type) {
+	case object:
+		return v.appendJSON(b)
+	case []object:
+		if v == nil {
+			return append(b, "null"...)
+		}
+		b = append(b, '[')
+		for i, o := range v {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = o.appendJSON(b)
+		}
+		return append(b, ']')
+	}
+	return append(b, mustJSON(v)...)
 }
 
 // mustJSON encodes a schema built from strings, numbers, booleans,

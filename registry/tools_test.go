@@ -244,3 +244,76 @@ func TestArgsSchemaFields(t *testing.T) {
 		t.Fatalf("ArgsSchema of an op without args = %s", got)
 	}
 }
+
+// oldObject encodes an object as it was before appendJSON: each member
+// through encoding/json, nested objects included (quadratic, but plainly
+// what encoding/json makes of the members in order).
+type oldObject object
+
+func (o oldObject) MarshalJSON() ([]byte, error) {
+	b := []byte{'{'}
+	for i, m := range o {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, mustJSON(m.k)...)
+		b = append(b, ':')
+		b = append(b, mustJSON(asOld(m.v))...)
+	}
+	return append(b, '}'), nil
+}
+
+func asOld(v any) any {
+	switch v := v.(type) {
+	case object:
+		o := make(oldObject, len(v))
+		for i, m := range v {
+			o[i] = member{m.k, asOld(m.v)}
+		}
+		return o
+	case []object:
+		if v == nil {
+			return []oldObject(nil)
+		}
+		out := make([]oldObject, len(v))
+		for i, x := range v {
+			out[i] = asOld(x).(oldObject)
+		}
+		return out
+	}
+	return v
+}
+
+// TestObjectJSONAsEncodingJSON: the tool schemas appendJSON writes in
+// place are byte for byte what encoding/json writes for the same members,
+// for every op's args and the whole service_op schema of the registry.
+func TestObjectJSONAsEncodingJSON(t *testing.T) {
+	r := Default()
+	cases := []struct {
+		name string
+		v    object
+	}{
+		{name: "service_op", v: toolSchema(r)},
+		{name: "empty", v: object{}},
+		{name: "nested slices", v: object{{"a", []object{{{"b", object{{"c", "<&>"}}}}, {}}}, {"n", []object(nil)}, {"raw", json.RawMessage(`{ "x" : 1 }`)}}},
+	}
+	for _, m := range r.shared() {
+		for _, name := range m.OpNames() {
+			cases = append(cases, struct {
+				name string
+				v    object
+			}{m.ID + "." + name, argsSchema(m.Ops[name])})
+		}
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, want := mustJSON(c.v), mustJSON(asOld(c.v))
+			if !bytes.Equal(got, want) {
+				t.Fatalf("appendJSON differs from encoding/json:\n got %.300s\nwant %.300s", got, want)
+			}
+			if !json.Valid(got) {
+				t.Fatalf("not JSON: %.300s", got)
+			}
+		})
+	}
+}
