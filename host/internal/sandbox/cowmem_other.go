@@ -35,3 +35,4 @@ func (*cowMemory) dropWritten([]byte) error     { return errNoCow }
 func (*cowMemory) prime([]byte) error           { return errNoCow }
 func (*cowMemory) tracked() bool                { return false }
 func (*cowMemory) wpErr() error                 { return errNoCow }
+func (*cowMemory) adviseHugePages()             {}

@@ -472,6 +472,9 @@ func (p *pool) buildTemplate(ctx context.Context, warm []Call) error {
 		return err
 	}
 	defer inst.mod.Close(context.Background())
+	// Written from empty, read whole, then unmapped: huge pages spare it
+	// most of its page faults (adviseHugePages).
+	inst.mem.adviseHugePages()
 	ctx, cancel := context.WithTimeout(ctx, templateTimeout)
 	defer cancel()
 	st := &state{start: time.Now(), clockBase: clockOrigin, maxCall: 1 << 30, log: logBuffer{max: 4096}}

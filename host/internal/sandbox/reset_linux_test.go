@@ -6,8 +6,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"fmt"
+	"os"
 	"slices"
+	"strings"
 	"testing"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -422,4 +426,61 @@ func pageStates(t *testing.T, c *cowMemory) []byte {
 		out[i] = byte(e >> 61) // present, swapped, file
 	}
 	return out
+}
+
+// TestAdviseHugePages: the template's build memory carries the kernel's
+// huge-page advice (VmFlags "hg" in /proc/self/smaps), still reads as
+// zeros and keeps what is written; a memory that was not advised has no
+// such flag (so the check can fail).
+func TestAdviseHugePages(t *testing.T) {
+	if _, err := os.Stat("/sys/kernel/mm/transparent_hugepage"); err != nil {
+		t.Skip("this kernel has no transparent huge pages (CONFIG_TRANSPARENT_HUGEPAGE): the advice is refused and ignored")
+	}
+	advised := func(c *cowMemory) bool {
+		t.Helper()
+		smaps, err := os.ReadFile("/proc/self/smaps")
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := fmt.Sprintf("%x-", uintptr(unsafe.Pointer(unsafe.SliceData(c.buf))))
+		in := false
+		for line := range strings.Lines(string(smaps)) {
+			if strings.HasPrefix(line, start) {
+				in = true
+			} else if in && strings.HasPrefix(line, "VmFlags:") {
+				return slices.Contains(strings.Fields(line)[1:], "hg")
+			}
+		}
+		t.Fatalf("no mapping at %s in /proc/self/smaps", start)
+		return false
+	}
+	for _, tc := range []struct {
+		name   string
+		advise bool
+	}{
+		{"advised", true},
+		{"not advised", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := newCowMemory(8 << 20)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Free()
+			if tc.advise {
+				c.adviseHugePages()
+			}
+			if got := advised(c); got != tc.advise {
+				t.Fatalf("huge-page advice %v, want %v", got, tc.advise)
+			}
+			mem := c.Reallocate(8 << 20)
+			if !bytes.Equal(mem[3<<20:3<<20+4096], make([]byte, 4096)) {
+				t.Fatal("untouched memory is not zero")
+			}
+			mem[5<<20+7] = 42
+			if mem[5<<20+7] != 42 || mem[5<<20+8] != 0 {
+				t.Fatal("a write was not kept")
+			}
+		})
+	}
 }
