@@ -328,7 +328,7 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		e.ids = append(e.ids, m.ID)
 	}
 	sort.Strings(e.ids)
-	if err := sb.Start(ctx, e.warmOps); err != nil {
+	if err := sb.Start(ctx, e.reg.Digest(), e.warmOps); err != nil {
 		_ = sb.Close(ctx)
 		return nil, err
 	}
@@ -433,6 +433,12 @@ func (e *Engine) ResetScan() string { return e.sb.ResetScan() }
 // copies (docs/RATIONALE.md, "Why is the write class learned one op at a
 // time?").
 func (e *Engine) PageClasses() string { return e.sb.PageClasses() }
+
+// Template says where the reset pool's template came from, for the
+// start-up log: "warm-up" (built at this start) or "cache" (kept in
+// Config.CacheDir by an earlier start of this build with the same guest,
+// registry and memory limit); empty with fresh isolation.
+func (e *Engine) Template() string { return e.sb.TemplateFrom() }
 
 // Close releases the sandbox (the pool and wazero's runtime) and idle
 // connections. Ops running meanwhile fail.

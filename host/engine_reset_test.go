@@ -3,12 +3,14 @@ package host
 import (
 	"bytes"
 	"context"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/elevenmessenger/pinned/host/api"
+	"github.com/elevenmessenger/pinned/registry"
 )
 
 // TestResetRestoresState proves the reset strategy directly: after ops
@@ -107,5 +109,55 @@ func TestPoolFirstInstanceIsTemplate(t *testing.T) {
 	}
 	if want := "pages=" + strconv.Itoa(int(env.eng.sb.Stats().TemplatePages)) + " "; !strings.HasPrefix(lines[0], want) {
 		t.Fatalf("op 0 started from %q, the template has %d pages", lines[0], env.eng.sb.Stats().TemplatePages)
+	}
+}
+
+// TestEngineTemplateCached: an engine keeps its template in the cache
+// directory and the next engine of the same guest and registry starts
+// from it (Template "cache"): the hostile keepstate guest, which reports
+// the state an op starts from and grows its memory at every warm-up run,
+// reports the same state under both. Another registry builds its own.
+func TestEngineTemplateCached(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the reset pool needs Linux")
+	}
+	dir := t.TempDir()
+	start := func(reg func(*testing.T) *registry.Registry) (*testEnv, string) {
+		t.Helper()
+		env := newEnv(t, func(c *Config) {
+			c.Guest = hostileGuest(t, "keepstate")
+			c.PoolSize = 1
+			c.Registry = reg(t)
+			c.CacheDir = dir
+		})
+		before := len(env.guestOutput())
+		if _, err := env.run("github", "list_issues", honestArgs["github.list_issues"]); err != nil && err.Code != api.CodeUpstreamError {
+			t.Fatal(err)
+		}
+		return env, strings.TrimSpace(env.guestOutput()[before:])
+	}
+	built, first := start(githubOnly)
+	if got := built.eng.Template(); got != "warm-up" {
+		t.Fatalf("first engine: Template() = %q, want warm-up", got)
+	}
+	if !strings.HasPrefix(first, "pages=") {
+		t.Fatalf("guest reported %q", first)
+	}
+	cached, second := start(githubOnly)
+	if got := cached.eng.Template(); got != "cache" {
+		t.Fatalf("second engine: Template() = %q, want cache", got)
+	}
+	if second != first {
+		t.Fatalf("an op on the kept template started from %q, on the built one from %q", second, first)
+	}
+	withLinear := func(t *testing.T) *registry.Registry {
+		reg, err := registry.Default().Only("github", "linear")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return reg
+	}
+	if other, _ := start(withLinear); other.eng.Template() != "warm-up" {
+		t.Fatalf("another registry: Template() = %q, want warm-up", other.eng.Template())
 	}
 }

@@ -364,7 +364,7 @@ func runSidecarContext(ctx context.Context, args []string, stdout, stderr io.Wri
 	defer eng.Close(context.Background())
 	// The isolation strategy in use, with why reset was not possible
 	// (off Linux: "fresh (copy-on-write memory needs Linux)").
-	log.Info().Str("event", "engine_ready").Str("isolation", eng.Strategy()).Str("reset_scan", eng.ResetScan()).Str("page_classes", eng.PageClasses()).
+	log.Info().Str("event", "engine_ready").Str("isolation", eng.Strategy()).Str("reset_scan", eng.ResetScan()).Str("page_classes", eng.PageClasses()).Str("template", eng.Template()).
 		Float64("took_ms", float64(time.Since(start).Microseconds())/1000).Msg("sandbox compiled")
 
 	cfg.Engine, cfg.Key, cfg.CallerToken = eng, key, token

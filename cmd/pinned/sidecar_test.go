@@ -277,6 +277,11 @@ func TestRunSidecarAgainstFake(t *testing.T) {
 	if runtime.GOOS == "linux" && !regexp.MustCompile(`"page_classes":"[0-9]+ write, [0-9]+ read of [0-9]+ pages, from the (probe|cache)"`).MatchString(stderr.String()) {
 		t.Fatalf("the engine_ready event does not carry the page classes: %s", stderr.String())
 	}
+	// And where the template came from: built at this start, or kept by
+	// an earlier one in the cache directory.
+	if runtime.GOOS == "linux" && !regexp.MustCompile(`"template":"(warm-up|cache)"`).MatchString(stderr.String()) {
+		t.Fatalf("the engine_ready event does not say where the template came from: %s", stderr.String())
+	}
 	client := &http.Client{Timeout: 30 * time.Second}
 	defer client.CloseIdleConnections()
 	call := func(method, path, body, auth string) (int, []byte) {

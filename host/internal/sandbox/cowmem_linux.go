@@ -366,6 +366,18 @@ func (c *cowMemory) adviseHugePages() {
 	}
 }
 
+// scratchMemory returns n bytes of anonymous memory with transparent
+// huge pages advised (adviseHugePages says why) and the function that
+// unmaps them; readTemplate reads a template's memory into it.
+func scratchMemory(n int) ([]byte, func(), error) {
+	b, err := unix.Mmap(-1, 0, n, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	if err != nil {
+		return nil, nil, fmt.Errorf("map scratch memory: %w", err)
+	}
+	_ = unix.Madvise(b, unix.MADV_HUGEPAGE)
+	return b, func() { _ = unix.Munmap(b) }, nil
+}
+
 // wpErr says why the memory resets without write tracking (nil when it
 // has it, or was never primed).
 func (c *cowMemory) wpErr() error {

@@ -19,6 +19,8 @@ type memImage struct {
 
 func newMemImage([]byte) (*memImage, error) { return nil, errNoCow }
 
+func scratchMemory(n int) ([]byte, func(), error) { return make([]byte, n), func() {}, nil }
+
 func (*memImage) close() {}
 
 type cowMemory struct{ image *memImage }

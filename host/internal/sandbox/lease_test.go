@@ -87,6 +87,13 @@ func TestProbeClassesEachOpFromTemplate(t *testing.T) {
 // page classes kept in cacheDir.
 func walkerRuntime(t *testing.T, cacheDir string) *Runtime {
 	t.Helper()
+	return walkerRuntimeKeyed(t, cacheDir, "")
+}
+
+// walkerRuntimeKeyed is walkerRuntime started with a template key: with
+// a cache directory, the template is kept there and read back.
+func walkerRuntimeKeyed(t *testing.T, cacheDir, key string) *Runtime {
+	t.Helper()
 	ctx := context.Background()
 	wasm := pageWalkerGuest()
 	r, err := New(ctx, Config{Guest: wasm, GuestSum: sha256.Sum256(wasm), MemoryLimitPages: 16, Reset: true, PoolSize: 1, CacheDir: cacheDir})
@@ -98,7 +105,7 @@ func walkerRuntime(t *testing.T, cacheDir string) *Runtime {
 	for i := range warm {
 		warm[i] = Call{Input: []byte("{}")}
 	}
-	if err := r.Start(ctx, func() ([]Call, error) { return warm, nil }); err != nil {
+	if err := r.Start(ctx, key, func() ([]Call, error) { return warm, nil }); err != nil {
 		t.Fatal(err)
 	}
 	if !r.Pooled() {
@@ -270,7 +277,7 @@ func newPooledRuntime(t *testing.T) *Runtime {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = r.Close(context.Background()) })
-	if err := r.Start(ctx, func() ([]Call, error) { return nil, nil }); err != nil {
+	if err := r.Start(ctx, "", func() ([]Call, error) { return nil, nil }); err != nil {
 		t.Fatal(err)
 	}
 	if !r.Pooled() {

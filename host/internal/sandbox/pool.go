@@ -124,6 +124,9 @@ type pool struct {
 	class []byte
 	// classesFrom says where class came from: "probe" or "cache".
 	classesFrom string
+	// templateFrom says where tmpl came from: "warm-up" (built at this
+	// start) or "cache" (readTemplate).
+	templateFrom string
 }
 
 // guestPlan is the guest as the host runs it: instrumented with the
@@ -188,15 +191,20 @@ func planGuestCached(wasm []byte, sum [sha256.Size]byte, cacheDir string) (*gues
 	return p, nil
 }
 
-// writeAtomic writes a file through a temporary name and a rename, so a
-// reader never sees half of it. Errors are ignored: the cache is an
-// optimisation.
-func writeAtomic(path string, b []byte) {
+// writeAtomic writes parts, one after the other, to a file through a
+// temporary name and a rename, so a reader never sees half of it. Errors
+// are ignored: the cache is an optimisation.
+func writeAtomic(path string, parts ...[]byte) {
 	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
 	if err != nil {
 		return
 	}
-	_, werr := tmp.Write(b)
+	var werr error
+	for _, b := range parts {
+		if werr == nil {
+			_, werr = tmp.Write(b)
+		}
+	}
 	cerr := tmp.Close()
 	if werr != nil || cerr != nil || os.Rename(tmp.Name(), path) != nil {
 		os.Remove(tmp.Name())
@@ -233,7 +241,7 @@ func planGuest(wasm []byte) (*guestPlan, error) {
 
 // newPool builds the template (instantiate, _initialize, one warm-up op
 // per registry op, snapshot) from the planned guest and fills the pool.
-func newPool(ctx context.Context, r *Runtime, warm []Call) (*pool, error) {
+func newPool(ctx context.Context, r *Runtime, key string, warm []Call) (*pool, error) {
 	size := r.size
 	p := &pool{
 		rt:       r.rt,
@@ -245,8 +253,17 @@ func newPool(ctx context.Context, r *Runtime, warm []Call) (*pool, error) {
 		done:     make(chan struct{}),
 		sem:      make(chan struct{}, size),
 	}
-	if err := p.buildTemplate(ctx, warm); err != nil {
-		return nil, err
+	// A template kept by an earlier start of this build, for this guest,
+	// memory limit, registry and warm-up, or one built now and kept.
+	tmplFile := templatePath(r.cacheDir, r.guestSum, r.maxBytes, key, warm)
+	if t, err := readTemplate(tmplFile, len(p.names), uint32(r.maxBytes/65536)); err == nil {
+		p.tmpl, p.templateFrom = t, "cache"
+	} else {
+		if err := p.buildTemplate(ctx, warm); err != nil {
+			return nil, err
+		}
+		p.templateFrom = "warm-up"
+		writeTemplate(tmplFile, p.tmpl)
 	}
 	// The canonical page state: run the warm-up ops on a fresh copy of the
 	// template, each from the template's pages (probeClasses), and see

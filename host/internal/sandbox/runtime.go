@@ -137,8 +137,13 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 // the template is an instance after _initialize and one run of every
 // call warm lists (called only then): the registry's own op inputs and
 // args built from them, each checked by its op's policy, so nothing any
-// caller sent reaches the template. Without the pool it does nothing.
-func (r *Runtime) Start(ctx context.Context, warm func() ([]Call, error)) error {
+// caller sent reaches the template. With a cache directory the template
+// is kept there, and a later start of the same build of the host, with
+// the same guest, memory limit, key and warm-up inputs, reads it instead
+// of running the warm-up (templatePath). key names what else decides how
+// the warm-up runs (the host passes its registry's digest); "" keeps no
+// template. Without the pool it does nothing.
+func (r *Runtime) Start(ctx context.Context, key string, warm func() ([]Call, error)) error {
 	if !r.reset {
 		return nil
 	}
@@ -146,7 +151,7 @@ func (r *Runtime) Start(ctx context.Context, warm func() ([]Call, error)) error 
 	if err != nil {
 		return err
 	}
-	p, err := newPool(ctx, r, ws)
+	p, err := newPool(ctx, r, key, ws)
 	if err != nil {
 		return err
 	}
@@ -196,6 +201,17 @@ func (r *Runtime) PageClasses() string {
 		}
 	}
 	return fmt.Sprintf("%d write, %d read of %d pages, from the %s", write, read, len(r.pool.class), r.pool.classesFrom)
+}
+
+// TemplateFrom says where the reset pool's template came from: "warm-up"
+// (built at this start: _initialize and the warm-up ops) or "cache" (kept
+// by an earlier start in the cache directory). It is "" without a reset
+// pool.
+func (r *Runtime) TemplateFrom() string {
+	if r.pool == nil {
+		return ""
+	}
+	return r.pool.templateFrom
 }
 
 func (r *Runtime) closeWith(ctx context.Context, err error) error {

@@ -1,0 +1,189 @@
+package sandbox
+
+import (
+	"crypto/sha256"
+	"debug/elf"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+)
+
+// The template cache keeps the reset pool's template (its memory image,
+// globals, page count and clock) in the cache directory, so a start with
+// a filled cache skips instantiating a build instance, _initialize and
+// the warm-up ops (docs/RATIONALE.md, "Why may the template come from
+// the cache directory?").
+
+// templateVersion names the format of a template file; bump it whenever
+// the format or what a template holds changes.
+const templateVersion = "1"
+
+// templateMagic opens every template file.
+const templateMagic = "pinned template v" + templateVersion + "\n"
+
+// maxTemplateGlobals bounds the globals a template file may declare (the
+// executor has a few dozen).
+const maxTemplateGlobals = 1 << 16
+
+// hostBuildID is the Go build ID of the running executable (its ELF note
+// .note.go.buildid), "" when it cannot be read: another format than ELF,
+// an executable linked with -buildid=, or one that is gone. The ID
+// changes with every input of the link, so a template kept by one build
+// of pinned is never read by another: the host functions the warm-up
+// ops called, and their answers, are that build's.
+var hostBuildID = sync.OnceValue(func() string {
+	exe, err := os.Executable()
+	if err != nil {
+		return ""
+	}
+	f, err := elf.Open(exe)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	s := f.Section(".note.go.buildid")
+	if s == nil {
+		return ""
+	}
+	b, err := s.Data()
+	if err != nil || len(b) < 12 {
+		return ""
+	}
+	// An ELF note: namesz, descsz, type, the name padded to 4 bytes
+	// ("Go\x00\x00"), then the description, the build ID.
+	namesz, descsz := int(f.ByteOrder.Uint32(b)), int(f.ByteOrder.Uint32(b[4:]))
+	off := 12 + (namesz+3)&^3
+	if namesz != 4 || string(b[12:15]) != "Go\x00" || descsz <= 0 || off+descsz > len(b) {
+		return ""
+	}
+	return string(b[off : off+descsz])
+})
+
+// templatePath is where the template built from this guest, under this
+// memory limit, by this build of the host (hostBuildID), from these
+// warm-up calls and key (what else decides how they run: the host passes
+// its registry's digest) is kept in cacheDir. It is "" without a cache
+// directory, a key or a build ID: the template is then built at every
+// start.
+func templatePath(cacheDir string, guestSum [sha256.Size]byte, maxBytes uint64, key string, warm []Call) string {
+	build := hostBuildID()
+	if cacheDir == "" || key == "" || build == "" {
+		return ""
+	}
+	h := sha256.New()
+	var n [8]byte
+	field := func(b []byte) {
+		binary.LittleEndian.PutUint64(n[:], uint64(len(b)))
+		h.Write(n[:])
+		h.Write(b)
+	}
+	field([]byte(templateMagic))
+	field(guestSum[:])
+	field([]byte(build))
+	field([]byte(key))
+	binary.LittleEndian.PutUint64(n[:], maxBytes)
+	h.Write(n[:])
+	binary.LittleEndian.PutUint64(n[:], uint64(len(warm)))
+	h.Write(n[:])
+	for _, w := range warm {
+		field(w.Input)
+	}
+	return filepath.Join(cacheDir, "pinned-template-v"+templateVersion+"-"+hex.EncodeToString(h.Sum(nil)))
+}
+
+// templateHeader is the fixed part of a template file after the magic:
+// pages (uint32), clock in nanoseconds (int64), number of globals
+// (uint32), all little-endian.
+const templateHeader = 4 + 8 + 4
+
+// writeTemplate keeps t at path: the magic, the header, each global
+// (uint64), the memory (pages × 64 KiB), and a CRC-32C (Castagnoli) of
+// everything before it. Errors are ignored: the cache is an
+// optimisation.
+func writeTemplate(path string, t *template) {
+	if path == "" || t.image == nil || len(t.image.view) != int(t.pages)*65536 {
+		return
+	}
+	head := append([]byte(templateMagic), make([]byte, templateHeader)...)
+	h := head[len(templateMagic):]
+	binary.LittleEndian.PutUint32(h, t.pages)
+	binary.LittleEndian.PutUint64(h[4:], uint64(t.clock))
+	binary.LittleEndian.PutUint32(h[12:], uint32(len(t.globals)))
+	for _, g := range t.globals {
+		head = binary.LittleEndian.AppendUint64(head, g)
+	}
+	sum := crc32.Update(crc32.Checksum(head, castagnoli), castagnoli, t.image.view)
+	writeAtomic(path, head, t.image.view, binary.LittleEndian.AppendUint32(nil, sum))
+}
+
+// readTemplate reads a template writeTemplate kept at path, for a guest
+// with nGlobals mutable globals and at most maxPages pages. Anything
+// else is an error and the caller builds the template: no file, another
+// format, a size that does not add up, a count out of range, or a CRC
+// that does not match (a damaged or cut file). The memory goes into a
+// new sealed image, as a built template's does.
+func readTemplate(path string, nGlobals int, maxPages uint32) (*template, error) {
+	if path == "" {
+		return nil, errors.New("no template cache")
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	head := make([]byte, len(templateMagic)+templateHeader)
+	if _, err := io.ReadFull(f, head); err != nil {
+		return nil, fmt.Errorf("template header: %w", err)
+	}
+	if string(head[:len(templateMagic)]) != templateMagic {
+		return nil, errors.New("not a template file of this version")
+	}
+	h := head[len(templateMagic):]
+	pages, clock, ng := binary.LittleEndian.Uint32(h), int64(binary.LittleEndian.Uint64(h[4:])), binary.LittleEndian.Uint32(h[12:])
+	if pages == 0 || pages > maxPages || ng > maxTemplateGlobals || int(ng) != nGlobals || clock < 0 {
+		return nil, fmt.Errorf("template of %d pages and %d globals, clock %d: out of range", pages, ng, clock)
+	}
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	size := int64(pages) * 65536
+	if want := int64(len(head)) + 8*int64(ng) + size + 4; st.Size() != want {
+		return nil, fmt.Errorf("template file of %d bytes, want %d", st.Size(), want)
+	}
+	gb := make([]byte, 8*ng)
+	if _, err := io.ReadFull(f, gb); err != nil {
+		return nil, err
+	}
+	mem, release, err := scratchMemory(int(size))
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	if _, err := io.ReadFull(f, mem); err != nil {
+		return nil, err
+	}
+	var tail [4]byte
+	if _, err := io.ReadFull(f, tail[:]); err != nil {
+		return nil, err
+	}
+	sum := crc32.Update(crc32.Update(crc32.Checksum(head, castagnoli), castagnoli, gb), castagnoli, mem)
+	if sum != binary.LittleEndian.Uint32(tail[:]) {
+		return nil, errors.New("template damaged (CRC-32C)")
+	}
+	t := &template{pages: pages, clock: time.Duration(clock)}
+	for i := range int(ng) {
+		t.globals = append(t.globals, binary.LittleEndian.Uint64(gb[8*i:]))
+	}
+	if t.image, err = newMemImage(mem); err != nil {
+		return nil, err
+	}
+	return t, nil
+}

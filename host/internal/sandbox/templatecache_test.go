@@ -1,0 +1,246 @@
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"hash/crc32"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+)
+
+// TestHostBuildID: the test binary, like pinned, is linked with a Go
+// build ID; without one the template cache would be off unnoticed.
+func TestHostBuildID(t *testing.T) {
+	if !cowSupported {
+		t.Skip("the reset pool, and so the template cache, needs Linux")
+	}
+	if id := hostBuildID(); len(id) < 20 || !bytes.ContainsRune([]byte(id), '/') {
+		t.Fatalf("hostBuildID() = %q, want a Go build ID (actionID/contentID)", id)
+	}
+}
+
+// templateFiles lists the template files in dir.
+func templateFiles(t *testing.T, dir string) []string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "pinned-template-v*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
+}
+
+// assertSameTemplate fails unless r and want hold the same template:
+// memory, globals, pages and clock.
+func assertSameTemplate(t *testing.T, r, want *Runtime) {
+	t.Helper()
+	gm, gg, err := r.Template()
+	if err != nil {
+		t.Fatal(err)
+	}
+	wm, wg, err := want.Template()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(gm, wm) || !slices.Equal(gg, wg) {
+		t.Fatalf("template differs: memory equal %v, globals %v, want %v", bytes.Equal(gm, wm), gg, wg)
+	}
+	if r.pool.tmpl.pages != want.pool.tmpl.pages || r.pool.tmpl.clock != want.pool.tmpl.clock {
+		t.Fatalf("template of %d pages at clock %v, want %d at %v", r.pool.tmpl.pages, r.pool.tmpl.clock, want.pool.tmpl.pages, want.pool.tmpl.clock)
+	}
+}
+
+// TestTemplateCached: a start with a cache directory and a key keeps its
+// template; the next start with the same key reads it back, the same
+// memory, globals, size and clock, and its ops start from it. Another key
+// builds and keeps another; no key keeps none.
+func TestTemplateCached(t *testing.T) {
+	if !cowSupported {
+		t.Skip("the reset pool needs Linux (copy-on-write memory)")
+	}
+	dir := t.TempDir()
+	built := walkerRuntimeKeyed(t, dir, "registry-1")
+	if got := built.TemplateFrom(); got != "warm-up" {
+		t.Fatalf("first start: TemplateFrom() = %q, want warm-up", got)
+	}
+	if files := templateFiles(t, dir); len(files) != 1 {
+		t.Fatalf("template files %v, want one", files)
+	}
+	_, tglobals, _ := built.Template()
+	if tglobals[0] != 5 {
+		t.Fatalf("control: the walker's template global is %d, want 5 (five warm-up runs)", tglobals[0])
+	}
+
+	cached := walkerRuntimeKeyed(t, dir, "registry-1")
+	if got := cached.TemplateFrom(); got != "cache" {
+		t.Fatalf("second start: TemplateFrom() = %q, want cache", got)
+	}
+	assertSameTemplate(t, cached, built)
+	ctx := context.Background()
+	for i := range 3 {
+		l, err := cached.Lease(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := l.Run(ctx, Call{Input: []byte("{}"), MaxCalls: 16, MaxLogBytes: 64}); err != nil {
+			t.Fatal(err)
+		}
+		if g := l.Globals()[0]; g != 6 {
+			t.Fatalf("op %d: global %d, want 6: the op did not start from the kept template", i, g)
+		}
+		if m := l.Memory(); m[6*4096] != 6 || m[5*4096] != 5 || m[7*4096] != 0 {
+			t.Fatalf("op %d: pages 5, 6, 7 hold %d, %d, %d, want 5, 6, 0", i, m[5*4096], m[6*4096], m[7*4096])
+		}
+		l.Return()
+		assertTemplate(t, cached, "an op on the kept template")
+	}
+
+	if got := walkerRuntimeKeyed(t, dir, "registry-2").TemplateFrom(); got != "warm-up" {
+		t.Fatalf("another key: TemplateFrom() = %q, want warm-up", got)
+	}
+	if files := templateFiles(t, dir); len(files) != 2 {
+		t.Fatalf("template files %v, want one per key", files)
+	}
+	if got := walkerRuntimeKeyed(t, dir, "").TemplateFrom(); got != "warm-up" {
+		t.Fatalf("no key: TemplateFrom() = %q, want warm-up", got)
+	}
+	if got := walkerRuntimeKeyed(t, "", "registry-1").TemplateFrom(); got != "warm-up" {
+		t.Fatalf("no cache directory: TemplateFrom() = %q, want warm-up", got)
+	}
+	if files := templateFiles(t, dir); len(files) != 2 {
+		t.Fatalf("template files %v, want none kept without a key", files)
+	}
+}
+
+// resealTemplate returns a template file's body b with its CRC-32C
+// recomputed, so only the change made to it is wrong.
+func resealTemplate(b []byte) []byte {
+	body := b[:len(b)-4]
+	return binary.LittleEndian.AppendUint32(append([]byte(nil), body...), crc32.Checksum(body, castagnoli))
+}
+
+// TestTemplateCacheRefused is the damaged or hostile template file: a
+// flipped byte, a cut or empty file, another format, and, each with a
+// valid CRC, a global too many, more pages than the memory limit, and a
+// negative clock. Each is refused: the start builds the template from
+// the warm-up, as with no file, and keeps it again, valid.
+func TestTemplateCacheRefused(t *testing.T) {
+	if !cowSupported {
+		t.Skip("the reset pool needs Linux (copy-on-write memory)")
+	}
+	dir := t.TempDir()
+	want := walkerRuntimeKeyed(t, dir, "k")
+	files := templateFiles(t, dir)
+	if len(files) != 1 {
+		t.Fatalf("template files %v, want one", files)
+	}
+	good, err := os.ReadFile(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	head := len(templateMagic)
+	for _, tc := range []struct {
+		name string
+		file []byte
+	}{
+		{"memory byte flipped", func() []byte {
+			b := bytes.Clone(good)
+			b[len(b)-4-4096*6] ^= 1
+			return b
+		}()},
+		{"crc flipped", func() []byte {
+			b := bytes.Clone(good)
+			b[len(b)-1] ^= 0x80
+			return b
+		}()},
+		{"cut", good[:len(good)-4097]},
+		{"empty", nil},
+		{"other version", resealTemplate(append([]byte("pinned template v9\n"), good[head:]...))},
+		{"a global too many", func() []byte {
+			b := bytes.Clone(good)
+			binary.LittleEndian.PutUint32(b[head+12:], binary.LittleEndian.Uint32(b[head+12:])+1)
+			return resealTemplate(b)
+		}()},
+		{"pages past the limit", func() []byte {
+			b := bytes.Clone(good)
+			binary.LittleEndian.PutUint32(b[head:], 17) // the walker's limit is 16
+			return resealTemplate(b)
+		}()},
+		{"negative clock", func() []byte {
+			b := bytes.Clone(good)
+			binary.LittleEndian.PutUint64(b[head+4:], 1<<63)
+			return resealTemplate(b)
+		}()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := os.WriteFile(files[0], tc.file, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			r := walkerRuntimeKeyed(t, dir, "k")
+			if got := r.TemplateFrom(); got != "warm-up" {
+				t.Fatalf("TemplateFrom() = %q, want warm-up: the file was not refused", got)
+			}
+			gm, gg, _ := r.Template()
+			wm, wg, _ := want.Template()
+			if !bytes.Equal(gm, wm) || !slices.Equal(gg, wg) {
+				t.Fatal("the template built after the refusal differs from the first start's")
+			}
+			if got := walkerRuntimeKeyed(t, dir, "k").TemplateFrom(); got != "cache" {
+				t.Fatalf("after the refusal, the next start: TemplateFrom() = %q, want cache (the built template kept again)", got)
+			}
+		})
+	}
+}
+
+// FuzzReadTemplate: readTemplate refuses or accepts any file without
+// panicking, and a template it accepts is written back byte for byte
+// (parse, then encode).
+func FuzzReadTemplate(f *testing.F) {
+	if !cowSupported {
+		f.Skip("templates need Linux (a sealed memfd image)")
+	}
+	valid := func(pages uint32, clock int64, globals []uint64, fill byte) []byte {
+		b := append([]byte(templateMagic), make([]byte, templateHeader)...)
+		binary.LittleEndian.PutUint32(b[len(templateMagic):], pages)
+		binary.LittleEndian.PutUint64(b[len(templateMagic)+4:], uint64(clock))
+		binary.LittleEndian.PutUint32(b[len(templateMagic)+12:], uint32(len(globals)))
+		for _, g := range globals {
+			b = binary.LittleEndian.AppendUint64(b, g)
+		}
+		mem := make([]byte, int(pages)*65536)
+		mem[100] = fill
+		b = append(b, mem...)
+		return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
+	}
+	f.Add(valid(1, 12345, []uint64{7, 1 << 40}, 9))
+	f.Add(valid(2, 0, nil, 0))
+	f.Add([]byte(templateMagic))
+	f.Add([]byte{})
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, b []byte) {
+		path := filepath.Join(dir, "in")
+		if err := os.WriteFile(path, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		ng := 0
+		if len(b) >= len(templateMagic)+templateHeader {
+			ng = int(binary.LittleEndian.Uint32(b[len(templateMagic)+12:]))
+		}
+		tm, err := readTemplate(path, ng, 4)
+		if err != nil {
+			return
+		}
+		defer tm.image.close()
+		out := filepath.Join(dir, "out")
+		writeTemplate(out, tm)
+		got, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, b) {
+			t.Fatalf("an accepted template of %d bytes is written back as %d other bytes", len(b), len(got))
+		}
+	})
+}
