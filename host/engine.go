@@ -155,6 +155,12 @@ type Config struct {
 	// PagesTimeout bounds a call with Pages end to end, all its pages
 	// together (each page has Timeout too); default DefaultPagesTimeout.
 	PagesTimeout time.Duration
+	// PoolInBackground makes New return once the guest is compiled and
+	// build the reset pool (its template, page classes and instances)
+	// afterwards: until it is built, each op runs in a fresh instance, as
+	// with IsolationFresh (the same host functions and checks). WaitPool
+	// says when it is built. Off, New returns with the pool built.
+	PoolInBackground bool
 }
 
 // Credential is what the host presents upstream for an op.
@@ -247,12 +253,18 @@ type Engine struct {
 
 	mu    sync.Mutex
 	preps map[string]*prepared
+
+	// poolDone is closed when the reset pool is built, or failed to be
+	// (poolErr); at New without Config.PoolInBackground.
+	poolDone chan struct{}
+	poolErr  error
 }
 
 // New compiles the guest, checks its imports and exports, builds the
 // egress client and, with IsolationReset, the reset pool (its template
 // runs every registry op once with args built from its declaration,
-// warmArgs). It fails when the guest
+// warmArgs; with Config.PoolInBackground, after New returns). It fails
+// when the guest
 // imports anything outside the documented list (ABI invariant 1) or
 // cannot be instrumented with the deadline check, when
 // cfg.MemoryLimitPages is over MaxMemoryLimitPages, cfg.Isolation is
@@ -328,11 +340,33 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		e.ids = append(e.ids, m.ID)
 	}
 	sort.Strings(e.ids)
+	e.poolDone = make(chan struct{})
+	if cfg.PoolInBackground {
+		sb.StartBackground(e.reg.Digest(), e.warmOps, func(err error) {
+			e.poolErr = err
+			close(e.poolDone)
+		})
+		return e, nil
+	}
 	if err := sb.Start(ctx, e.reg.Digest(), e.warmOps); err != nil {
 		_ = sb.Close(ctx)
 		return nil, err
 	}
+	close(e.poolDone)
 	return e, nil
+}
+
+// WaitPool waits until the reset pool is built (Config.PoolInBackground)
+// and returns the build's error, after which ops keep running in fresh
+// instances; or ctx's error. Without PoolInBackground, and with fresh
+// isolation, it returns nil at once.
+func (e *Engine) WaitPool(ctx context.Context) error {
+	select {
+	case <-e.poolDone:
+		return e.poolErr
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // Config's defaults: each accessor is its field, or the default when the

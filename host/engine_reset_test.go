@@ -161,3 +161,46 @@ func TestEngineTemplateCached(t *testing.T) {
 		t.Fatalf("another registry: Template() = %q, want warm-up", other.eng.Template())
 	}
 }
+
+// TestEnginePoolInBackground: with Config.PoolInBackground, New returns
+// before the reset pool exists, ops run at once (each in a fresh
+// instance) and answer what they answer once the pool is built; WaitPool
+// reports the build, after which ops reuse reset instances.
+func TestEnginePoolInBackground(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the reset pool needs Linux")
+	}
+	env := newEnv(t, func(c *Config) {
+		c.PoolInBackground = true
+		c.Registry = githubOnly(t)
+		c.CacheDir = t.TempDir() // a cold cache: the pool takes a probe to build
+	})
+	if env.eng.Strategy() != IsolationReset {
+		t.Fatalf("strategy %s", env.eng.Strategy())
+	}
+	before, err := env.run("github", "get_viewer", `{}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := env.eng.WaitPool(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if !env.eng.sb.Pooled() || env.eng.Template() != "warm-up" || env.eng.PageClasses() == "" {
+		t.Fatalf("after WaitPool: pooled %v, template %q, classes %q", env.eng.sb.Pooled(), env.eng.Template(), env.eng.PageClasses())
+	}
+	resets := env.eng.sb.Stats().Resets
+	after, err := env.run("github", "get_viewer", `{}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if before.Status != after.Status || !bytes.Equal(before.Data, after.Data) || len(before.Data) == 0 {
+		t.Fatalf("before the pool %d %s, after it %d %s", before.Status, before.Data, after.Status, after.Data)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for env.eng.sb.Stats().Resets == resets && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if env.eng.sb.Stats().Resets == resets {
+		t.Fatal("the op after WaitPool did not run in the pool (no reset followed it)")
+	}
+}

@@ -325,7 +325,7 @@ func runSidecarContext(ctx context.Context, args []string, stdout, stderr io.Wri
 
 	prom := prometheus.NewRegistry()
 	prom.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	hcfg := host.Config{Timeout: f.opTimeout, PagesTimeout: f.pagesTimeout, CacheDir: f.cacheDir, Logger: &hostLog, Metrics: host.NewMetrics(prom), OmitTarget: f.omitTarget}
+	hcfg := host.Config{PoolInBackground: true, Timeout: f.opTimeout, PagesTimeout: f.pagesTimeout, CacheDir: f.cacheDir, Logger: &hostLog, Metrics: host.NewMetrics(prom), OmitTarget: f.omitTarget}
 	if f.connectTo != "" {
 		pem, err := os.ReadFile(f.caFile)
 		if err != nil {
@@ -364,8 +364,21 @@ func runSidecarContext(ctx context.Context, args []string, stdout, stderr io.Wri
 	defer eng.Close(context.Background())
 	// The isolation strategy in use, with why reset was not possible
 	// (off Linux: "fresh (copy-on-write memory needs Linux)").
-	log.Info().Str("event", "engine_ready").Str("isolation", eng.Strategy()).Str("reset_scan", eng.ResetScan()).Str("page_classes", eng.PageClasses()).Str("template", eng.Template()).
+	log.Info().Str("event", "engine_ready").Str("isolation", eng.Strategy()).
 		Float64("took_ms", float64(time.Since(start).Microseconds())/1000).Msg("sandbox compiled")
+	// The reset pool is built while the sidecar serves (ops run in fresh
+	// instances until then): say when it is, and what it is.
+	go func() {
+		err := eng.WaitPool(ctx)
+		switch {
+		case ctx.Err() != nil: // shutting down
+		case err != nil:
+			log.Error().Str("event", "pool_failed").Str("error", errText(err)).Msg("the reset pool could not be built: every op runs in a fresh instance")
+		case eng.Strategy() == host.IsolationReset:
+			log.Info().Str("event", "pool_ready").Str("reset_scan", eng.ResetScan()).Str("page_classes", eng.PageClasses()).Str("template", eng.Template()).
+				Float64("took_ms", float64(time.Since(start).Microseconds())/1000).Msg("reset pool built: ops reuse reset instances")
+		}
+	}()
 
 	cfg.Engine, cfg.Key, cfg.CallerToken = eng, key, token
 	cfg.Logger, cfg.Prometheus = &log, prom

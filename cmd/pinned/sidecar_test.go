@@ -272,15 +272,17 @@ func TestRunSidecarAgainstFake(t *testing.T) {
 	if logs := stderr.String(); !strings.Contains(logs, `"event":"engine_ready"`) || !strings.Contains(logs, wantIsolation) {
 		t.Fatalf("the engine_ready event does not carry %s: %s", wantIsolation, logs)
 	}
-	// And, with the reset pool, its page classes: how many pages every
-	// reset copies, learned at this start or read from the cache.
-	if runtime.GOOS == "linux" && !regexp.MustCompile(`"page_classes":"[0-9]+ write, [0-9]+ read of [0-9]+ pages, from the (probe|cache)"`).MatchString(stderr.String()) {
-		t.Fatalf("the engine_ready event does not carry the page classes: %s", stderr.String())
-	}
-	// And where the template came from: built at this start, or kept by
-	// an earlier one in the cache directory.
-	if runtime.GOOS == "linux" && !regexp.MustCompile(`"template":"(warm-up|cache)"`).MatchString(stderr.String()) {
-		t.Fatalf("the engine_ready event does not say where the template came from: %s", stderr.String())
+	// With the reset pool, built while the sidecar serves, a pool_ready
+	// event says how it scans, its page classes (how many pages every
+	// reset copies, learned at this start or read from the cache) and
+	// where its template came from.
+	if runtime.GOOS == "linux" {
+		poolReady := regexp.MustCompile(`"event":"pool_ready","reset_scan":"(write tracking|pagemap[^"]*)","page_classes":"[0-9]+ write, [0-9]+ read of [0-9]+ pages, from the (probe|cache)","template":"(warm-up|cache)"`)
+		for deadline := time.Now().Add(2 * time.Minute); !poolReady.MatchString(stderr.String()); time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(deadline) || strings.Contains(stderr.String(), `"pool_failed"`) {
+				t.Fatalf("no pool_ready event with the reset scan, page classes and template: %s", stderr.String())
+			}
+		}
 	}
 	client := &http.Client{Timeout: 30 * time.Second}
 	defer client.CloseIdleConnections()

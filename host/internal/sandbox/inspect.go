@@ -28,7 +28,7 @@ type Stats struct {
 
 // Stats reads the pool's counters.
 func (r *Runtime) Stats() Stats {
-	p := r.pool
+	p := r.pool.Load()
 	if p == nil {
 		return Stats{}
 	}
@@ -42,10 +42,11 @@ func (r *Runtime) Stats() Stats {
 // Template returns a copy of the template's linear memory and its mutable
 // globals' values: what every pooled instance holds before each op.
 func (r *Runtime) Template() (memory []byte, globals []uint64, err error) {
-	if r.pool == nil {
+	p := r.pool.Load()
+	if p == nil {
 		return nil, nil, errors.New("sandbox: no reset pool")
 	}
-	t := r.pool.tmpl
+	t := p.tmpl
 	return append([]byte(nil), t.image.view...), append([]uint64(nil), t.globals...), nil
 }
 
@@ -64,14 +65,15 @@ type Lease struct {
 // Lease takes an instance in the template state out of the pool, waiting
 // (as an op does) for one to be free; an error without the pool.
 func (r *Runtime) Lease(ctx context.Context) (*Lease, error) {
-	if r.pool == nil {
+	p := r.pool.Load()
+	if p == nil {
 		return nil, errors.New("sandbox: no reset pool")
 	}
-	inst, err := r.pool.get(ctx)
+	inst, err := p.get(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return &Lease{p: r.pool, inst: inst, ok: true}, nil
+	return &Lease{p: p, inst: inst, ok: true}, nil
 }
 
 // Memory is a copy of the instance's linear memory (its length is the

@@ -71,7 +71,7 @@ func TestProbeClassesEachOpFromTemplate(t *testing.T) {
 		t.Skip("page classes need Linux (copy-on-write memory)")
 	}
 	r := walkerRuntime(t, "")
-	if write := writeClassPages(r.pool.class); !slices.Equal(write, []int{6}) {
+	if write := writeClassPages(r.pool.Load().class); !slices.Equal(write, []int{6}) {
 		t.Fatalf("write-class pages %v, want [6] (each warm-up op from the template)", write)
 	}
 	_, tglobals, err := r.Template()
@@ -132,7 +132,7 @@ func TestPageClassesCached(t *testing.T) {
 	}
 	dir := t.TempDir()
 	r := walkerRuntime(t, dir)
-	if got := writeClassPages(r.pool.class); !slices.Equal(got, []int{6}) {
+	if got := writeClassPages(r.pool.Load().class); !slices.Equal(got, []int{6}) {
 		t.Fatalf("probed write class %v, want [6]", got)
 	}
 	if got := r.PageClasses(); !strings.HasPrefix(got, "1 write, ") || !strings.HasSuffix(got, "pages, from the probe") {
@@ -150,10 +150,10 @@ func TestPageClassesCached(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Read back: a valid file of other classes is what the next start uses.
-	other := make([]byte, len(r.pool.class))
+	other := make([]byte, len(r.pool.Load().class))
 	other[2], other[9] = pageWrite, pageRead
 	writeClasses(files[0], other)
-	if got := walkerRuntime(t, dir).pool.class; !bytes.Equal(got, other) {
+	if got := walkerRuntime(t, dir).pool.Load().class; !bytes.Equal(got, other) {
 		t.Fatalf("the next start did not read the kept classes: write class %v", writeClassPages(got))
 	}
 	for _, tc := range []struct {
@@ -173,7 +173,7 @@ func TestPageClassesCached(t *testing.T) {
 			if err := os.WriteFile(files[0], tc.file, 0o600); err != nil {
 				t.Fatal(err)
 			}
-			if got := writeClassPages(walkerRuntime(t, dir).pool.class); !slices.Equal(got, []int{6}) {
+			if got := writeClassPages(walkerRuntime(t, dir).pool.Load().class); !slices.Equal(got, []int{6}) {
 				t.Fatalf("write class %v, want the probe's [6]", got)
 			}
 			if b, _ := os.ReadFile(files[0]); !bytes.Equal(b, good) {
@@ -236,7 +236,7 @@ func probedClassesFile(t *testing.T) (dir, file string, pages int) {
 	if len(files) != 1 {
 		t.Fatalf("class files %v, want one", files)
 	}
-	return dir, files[0], len(r.pool.class)
+	return dir, files[0], len(r.pool.Load().class)
 }
 
 // everyOtherWritePage6Read is a class for the tests of wrong cached
@@ -259,7 +259,7 @@ func walkerRuntimeWithClasses(t *testing.T, cacheDir, file string, n int, class 
 	}
 	writeClasses(file, c)
 	r := walkerRuntime(t, cacheDir)
-	if !bytes.Equal(r.pool.class, c) {
+	if !bytes.Equal(r.pool.Load().class, c) {
 		t.Fatal("control: the pool did not take the file's classes")
 	}
 	return r
@@ -392,11 +392,11 @@ func TestLeaseCannotBypassReset(t *testing.T) {
 		// The free list full while an instance is leased: the background
 		// fill adds its instance after get, finding the list empty, made
 		// one.
-		extra, err := r.pool.create()
+		extra, err := r.pool.Load().create()
 		if err != nil {
 			t.Fatal(err)
 		}
-		r.pool.free <- extra
+		r.pool.Load().free <- extra
 		returned := make(chan struct{})
 		go func() { l.Return(); close(returned) }()
 		select {

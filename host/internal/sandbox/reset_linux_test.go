@@ -386,7 +386,7 @@ func TestResetAnyClassesPageState(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := walkerRuntimeWithClasses(t, dir, file, n, tc.class)
-			fresh, err := r.pool.create()
+			fresh, err := r.pool.Load().create()
 			if err != nil {
 				t.Fatal(err)
 			}

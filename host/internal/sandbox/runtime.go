@@ -26,6 +26,8 @@ import (
 	"runtime"
 	"slices"
 	"sort"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tetratelabs/wazero"
@@ -66,8 +68,13 @@ type Runtime struct {
 	maxBytes uint64
 	size     int
 
-	pool  *pool         // nil until Start, and without the reset pool
-	fresh chan struct{} // fresh instances: a slot per running guest
+	pool  atomic.Pointer[pool] // nil until the pool is built, and without it
+	fresh chan struct{}        // fresh instances: a slot per running guest
+
+	// building is the pool's build in the background (StartBackground):
+	// Close cancels it (stopBuild) and waits for it.
+	building  sync.WaitGroup
+	stopBuild context.CancelFunc
 
 	cacheDir string            // Config.CacheDir: also holds the page classes
 	guestSum [sha256.Size]byte // Config.GuestSum
@@ -155,12 +162,34 @@ func (r *Runtime) Start(ctx context.Context, key string, warm func() ([]Call, er
 	if err != nil {
 		return err
 	}
-	r.pool = p
+	r.pool.Store(p)
 	return nil
 }
 
-// Pooled reports whether runs use the reset pool (after Start).
-func (r *Runtime) Pooled() bool { return r.pool != nil }
+// StartBackground builds the reset pool as Start does, on a goroutine of
+// its own, and returns at once. Until the pool is built every run gets a
+// fresh instance, as without the pool (the same host functions and
+// checks, a new instance per run); after it, runs use the pool. done is
+// called once, from that goroutine, with Start's error (nil also without
+// the pool); after an error runs keep getting fresh instances. Close
+// stops the build and waits for it. Call it at most once, instead of
+// Start.
+func (r *Runtime) StartBackground(key string, warm func() ([]Call, error), done func(error)) {
+	ctx, cancel := context.WithCancel(context.Background())
+	r.stopBuild = cancel
+	r.building.Add(1)
+	go func() {
+		defer r.building.Done()
+		err := r.Start(ctx, key, warm)
+		if done != nil {
+			done(err)
+		}
+	}()
+}
+
+// Pooled reports whether runs use the reset pool (after Start, or once
+// StartBackground built it).
+func (r *Runtime) Pooled() bool { return r.pool.Load() != nil }
 
 // WhyFresh says why the guest cannot use the reset pool ("" when it can):
 // the guest's own shape (a table.set, an imported global, ...) or the
@@ -172,10 +201,11 @@ func (r *Runtime) WhyFresh() string { return r.plan.notResettable }
 // (reading /proc/self/pagemap) with the reason tracking is off. It is
 // empty without a reset pool.
 func (r *Runtime) ResetScan() string {
-	if r.pool == nil {
+	p := r.pool.Load()
+	if p == nil {
 		return ""
 	}
-	return r.pool.scan
+	return p.scan
 }
 
 // PageClasses describes the canonical page state of the reset pool: how
@@ -185,14 +215,15 @@ func (r *Runtime) ResetScan() string {
 // It is "" without a reset pool, and says so when no classes could be
 // learned (no pagemap: every reset drops every page).
 func (r *Runtime) PageClasses() string {
-	if r.pool == nil {
+	p := r.pool.Load()
+	if p == nil {
 		return ""
 	}
-	if r.pool.class == nil {
+	if p.class == nil {
 		return "none (no pagemap: a reset drops every page)"
 	}
 	write, read := 0, 0
-	for _, k := range r.pool.class {
+	for _, k := range p.class {
 		switch k {
 		case pageWrite:
 			write++
@@ -200,7 +231,7 @@ func (r *Runtime) PageClasses() string {
 			read++
 		}
 	}
-	return fmt.Sprintf("%d write, %d read of %d pages, from the %s", write, read, len(r.pool.class), r.pool.classesFrom)
+	return fmt.Sprintf("%d write, %d read of %d pages, from the %s", write, read, len(p.class), p.classesFrom)
 }
 
 // TemplateFrom says where the reset pool's template came from: "warm-up"
@@ -208,10 +239,11 @@ func (r *Runtime) PageClasses() string {
 // by an earlier start in the cache directory). It is "" without a reset
 // pool.
 func (r *Runtime) TemplateFrom() string {
-	if r.pool == nil {
+	p := r.pool.Load()
+	if p == nil {
 		return ""
 	}
-	return r.pool.templateFrom
+	return p.templateFrom
 }
 
 func (r *Runtime) closeWith(ctx context.Context, err error) error {
@@ -219,10 +251,15 @@ func (r *Runtime) closeWith(ctx context.Context, err error) error {
 	return err
 }
 
-// Close releases the pool and the runtime.
+// Close stops a pool being built in the background, then releases the
+// pool and the runtime.
 func (r *Runtime) Close(ctx context.Context) error {
-	if r.pool != nil {
-		r.pool.close()
+	if r.stopBuild != nil {
+		r.stopBuild()
+	}
+	r.building.Wait()
+	if p := r.pool.Load(); p != nil {
+		p.close()
 	}
 	return r.rt.Close(ctx)
 }
@@ -241,23 +278,24 @@ func (r *Runtime) Run(ctx context.Context, c Call) (Result, error) {
 }
 
 func (r *Runtime) run(ctx context.Context, st *state) error {
-	if r.pool == nil {
+	p := r.pool.Load()
+	if p == nil {
 		return r.runFresh(ctx, st)
 	}
-	inst, err := r.pool.get(ctx)
+	inst, err := p.get(ctx)
 	if err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {
-		r.pool.put(inst, true)
+		p.put(inst, true)
 		return err
 	}
 	gctx := context.WithValue(ctx, stateKey{}, st)
-	st.clockBase, st.start = r.pool.tmpl.clock, time.Now()
+	st.clockBase, st.start = p.tmpl.clock, time.Now()
 	st.running = true
 	_, err = inst.run().Call(gctx)
 	st.running = false
-	r.pool.put(inst, err == nil)
+	p.put(inst, err == nil)
 	return err
 }
 

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/binary"
 	"hash/crc32"
 	"os"
@@ -47,8 +48,8 @@ func assertSameTemplate(t *testing.T, r, want *Runtime) {
 	if !bytes.Equal(gm, wm) || !slices.Equal(gg, wg) {
 		t.Fatalf("template differs: memory equal %v, globals %v, want %v", bytes.Equal(gm, wm), gg, wg)
 	}
-	if r.pool.tmpl.pages != want.pool.tmpl.pages || r.pool.tmpl.clock != want.pool.tmpl.clock {
-		t.Fatalf("template of %d pages at clock %v, want %d at %v", r.pool.tmpl.pages, r.pool.tmpl.clock, want.pool.tmpl.pages, want.pool.tmpl.clock)
+	if r.pool.Load().tmpl.pages != want.pool.Load().tmpl.pages || r.pool.Load().tmpl.clock != want.pool.Load().tmpl.clock {
+		t.Fatalf("template of %d pages at clock %v, want %d at %v", r.pool.Load().tmpl.pages, r.pool.Load().tmpl.clock, want.pool.Load().tmpl.pages, want.pool.Load().tmpl.clock)
 	}
 }
 
@@ -241,6 +242,88 @@ func FuzzReadTemplate(f *testing.F) {
 		}
 		if !bytes.Equal(got, b) {
 			t.Fatalf("an accepted template of %d bytes is written back as %d other bytes", len(b), len(got))
+		}
+	})
+}
+
+// TestStartBackground: with the pool built in the background, runs
+// before it is built get fresh instances (no reset counted) and succeed;
+// done reports the build once; later runs use the pool, whose instances
+// start from the template. Close in the middle of a build stops it and
+// returns.
+func TestStartBackground(t *testing.T) {
+	if !cowSupported {
+		t.Skip("the reset pool needs Linux (copy-on-write memory)")
+	}
+	ctx := context.Background()
+	newRuntime := func(t *testing.T) *Runtime {
+		wasm := pageWalkerGuest()
+		r, err := New(ctx, Config{Guest: wasm, GuestSum: sha256.Sum256(wasm), MemoryLimitPages: 16, Reset: true, PoolSize: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	call := Call{Input: []byte("{}"), MaxCalls: 16, MaxLogBytes: 64}
+
+	t.Run("runs before and after", func(t *testing.T) {
+		r := newRuntime(t)
+		defer r.Close(ctx)
+		release := make(chan struct{})
+		done := make(chan error, 2)
+		r.StartBackground("", func() ([]Call, error) {
+			<-release
+			return slices.Repeat([]Call{{Input: []byte("{}")}}, 5), nil
+		}, func(err error) { done <- err })
+		for i := range 3 {
+			if _, err := r.Run(ctx, call); err != nil {
+				t.Fatalf("run %d before the pool: %v", i, err)
+			}
+		}
+		if r.Pooled() || r.Stats().Resets != 0 {
+			t.Fatalf("before the pool is built: Pooled %v, %d resets", r.Pooled(), r.Stats().Resets)
+		}
+		close(release)
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		if !r.Pooled() || r.TemplateFrom() != "warm-up" {
+			t.Fatalf("after done: Pooled %v, template from %q", r.Pooled(), r.TemplateFrom())
+		}
+		if _, err := r.Run(ctx, call); err != nil {
+			t.Fatal(err)
+		}
+		l, err := r.Lease(ctx) // waits for the run's instance to be reset
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g := l.Globals()[0]; g != 5 {
+			t.Fatalf("a pooled instance holds global %d, want the template's 5", g)
+		}
+		l.Return()
+		if got := r.Stats().Resets; got < 1 {
+			t.Fatalf("%d resets after a pooled run, want at least 1", got)
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("done called twice (%v)", err)
+		default:
+		}
+	})
+
+	t.Run("close while building", func(t *testing.T) {
+		r := newRuntime(t)
+		done := make(chan error, 1)
+		r.StartBackground("", func() ([]Call, error) {
+			return slices.Repeat([]Call{{Input: []byte("{}")}}, 3), nil
+		}, func(err error) { done <- err })
+		if err := r.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-done: // the build ended (built or stopped) before Close returned
+		default:
+			t.Fatal("Close returned before the build ended")
 		}
 	})
 }
