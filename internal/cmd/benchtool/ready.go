@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -9,14 +10,19 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 )
 
 // readyResult is what `benchtool ready` measures: milliseconds from
-// starting `pinned sidecar` to its first 200 from /readyz.
+// starting `pinned sidecar` to its first 200 from /readyz, and to its
+// pool_ready event (the reset pool built; ops before it run in fresh
+// instances).
 type readyResult struct {
-	ColdMS []float64 `json:"cold_ms"` // empty compilation cache each time
-	WarmMS []float64 `json:"warm_ms"` // cache filled by a previous start
+	ColdMS     []float64 `json:"cold_ms"`      // empty compilation cache each time
+	WarmMS     []float64 `json:"warm_ms"`      // cache filled by a previous start
+	PoolColdMS []float64 `json:"pool_cold_ms"` // pool_ready, empty cache
+	PoolWarmMS []float64 `json:"pool_warm_ms"` // pool_ready, filled cache
 }
 
 func freePort() (string, error) {
@@ -29,37 +35,59 @@ func freePort() (string, error) {
 }
 
 // startToReady starts the sidecar and returns the time until /readyz
-// answers 200.
-func startToReady(bin, keyFile, cacheDir string) (time.Duration, error) {
+// answers 200, and until it logs pool_ready (0 when it does not: fresh
+// isolation, off Linux).
+func startToReady(bin, keyFile, cacheDir string) (ready, pool time.Duration, err error) {
 	addr, err := freePort()
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	// A state directory of the run's own: the user's default may be held
 	// by a sidecar already running.
 	cmd := exec.Command(bin, "sidecar", "--listen", addr, "--key-file", keyFile, "--cache-dir", cacheDir,
-		"--state-dir", filepath.Join(filepath.Dir(keyFile), "state"), "--log-level", "error")
-	cmd.Stdout, cmd.Stderr = nil, nil
+		"--state-dir", filepath.Join(filepath.Dir(keyFile), "state"), "--log-level", "info")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return 0, 0, err
+	}
 	client := &http.Client{Timeout: 200 * time.Millisecond}
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	defer func() {
 		cmd.Process.Kill()
 		cmd.Wait()
+	}()
+	poolc := make(chan time.Duration, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			if strings.Contains(sc.Text(), `"event":"pool_ready"`) {
+				poolc <- time.Since(start)
+			}
+		}
+		close(poolc)
 	}()
 	for time.Since(start) < 2*time.Minute {
 		resp, err := client.Get("http://" + addr + "/readyz")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return time.Since(start), nil
+				ready = time.Since(start)
+				break
 			}
 		}
 		time.Sleep(time.Millisecond)
 	}
-	return 0, fmt.Errorf("sidecar not ready after 2 minutes")
+	if ready == 0 {
+		return 0, 0, fmt.Errorf("sidecar not ready after 2 minutes")
+	}
+	select {
+	case pool = <-poolc:
+	case <-time.After(2 * time.Minute):
+	}
+	return ready, pool, nil
 }
 
 func runReady(out, bin string, runs int) error {
@@ -75,27 +103,32 @@ func runReady(out, bin string, runs int) error {
 	var res readyResult
 	for i := 0; i < runs; i++ {
 		cold := filepath.Join(dir, fmt.Sprintf("cache-cold-%d", i))
-		d, err := startToReady(bin, keyFile, cold)
+		d, pool, err := startToReady(bin, keyFile, cold)
 		if err != nil {
 			return err
 		}
-		res.ColdMS = append(res.ColdMS, float64(d.Microseconds())/1000)
+		res.ColdMS = append(res.ColdMS, ms(d))
+		res.PoolColdMS = append(res.PoolColdMS, ms(pool))
 	}
 	warm := filepath.Join(dir, "cache-warm")
-	if _, err := startToReady(bin, keyFile, warm); err != nil { // fill it
+	if _, _, err := startToReady(bin, keyFile, warm); err != nil { // fill it
 		return err
 	}
 	for i := 0; i < runs; i++ {
-		d, err := startToReady(bin, keyFile, warm)
+		d, pool, err := startToReady(bin, keyFile, warm)
 		if err != nil {
 			return err
 		}
-		res.WarmMS = append(res.WarmMS, float64(d.Microseconds())/1000)
+		res.WarmMS = append(res.WarmMS, ms(d))
+		res.PoolWarmMS = append(res.PoolWarmMS, ms(pool))
 	}
 	b, _ := json.MarshalIndent(res, "", "  ")
 	fmt.Printf("%s\n", b)
 	return os.WriteFile(out, append(b, '\n'), 0o644)
 }
+
+// ms is d in milliseconds, to the microsecond.
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // median returns the median of xs (which it sorts).
 func median(xs []float64) float64 {

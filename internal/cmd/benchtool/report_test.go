@@ -124,3 +124,25 @@ func TestReportRSSVerdict(t *testing.T) {
 		})
 	}
 }
+
+// TestReportReady: the start rows are written from ready.json (a real
+// run of benchtool ready): the medians against the goals, and when the
+// reset pool took over from fresh instances.
+func TestReportReady(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "BENCHMARKS.md")
+	if err := runReport("testdata/bench.out", "", "testdata/rss.json", "testdata/ready.json", "", "", out); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"| sidecar ready, compilation cache warm (≤ 50 ms) | 242 ms (median of 7 starts; [237.512 238.679 265.204 228.332 247.716 242.49 267.912]); the reset pool took over at 274 ms (ops before it run in fresh instances) | cold cache 1010 ms (median of 7;",
+		"| sidecar ready, compilation cache empty (≤ 400 ms) | 1010 ms (median of 7 starts); the reset pool took over at 1183 ms (ops before it run in fresh instances) | warm cache 242 ms | **not met** |",
+	} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+}
