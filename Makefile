@@ -167,7 +167,10 @@ bench: build
 	else : > bench-extism.out; fi
 	$(GO) run ./internal/cmd/benchtool rss -out rss.json
 	GO="$(GO)" BENCHTIME=$(BENCHTIME) COUNT=3 OUT=bench-scale.md sh bench/scale.sh
-	$(GO) run ./internal/cmd/benchtool report -bench bench.out -extism bench-extism.out -rss rss.json -ready ready.json -scale bench-scale.md -profile sandbox-profile.txt -out docs/BENCHMARKS.md
+	@# The executor as committed, but with its function names (no -s).
+	GOOS=wasip1 GOARCH=wasm $(GO) build -trimpath -buildvcs=false -ldflags="-w -buildid=" -buildmode=c-shared -o guest-named.wasm ./guest/wasm
+	$(GO) run ./internal/cmd/benchtool guestsize -wasm guest-named.wasm -out guest-size.md
+	$(GO) run ./internal/cmd/benchtool report -bench bench.out -extism bench-extism.out -rss rss.json -ready ready.json -scale bench-scale.md -profile sandbox-profile.txt -guestsize guest-size.md -out docs/BENCHMARKS.md
 
 ## bench-scale: sandboxed and native throughput at 1, 2, 4, ... cores up to
 ## the machine's (BenchmarkThroughput, the provider in a process of its own

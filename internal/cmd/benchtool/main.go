@@ -4,7 +4,8 @@
 //	benchtool rss   -out FILE             1,000 ops in flight against an upstream that holds each answer 500 ms
 //	                                      (the sidecar measured in a process of its own; `rss-load` is its load)
 //	benchtool ready -bin PINNED -out FILE time from starting `pinned sidecar` to a 200 from /readyz, cold and warm cache
-//	benchtool report -bench FILE -rss FILE -ready FILE [-scale FILE] [-profile FILE] -out BENCHMARKS.md
+//	benchtool guestsize -wasm FILE -out FILE  code bytes per Go package and bytes per section of a guest built with its names
+//	benchtool report -bench FILE -rss FILE -ready FILE [-scale FILE] [-profile FILE] [-guestsize FILE] -out BENCHMARKS.md
 //
 // It is a development tool (internal), not part of the product.
 package main
@@ -19,7 +20,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: benchtool rss|ready|report [flags]")
+		fmt.Fprintln(os.Stderr, "usage: benchtool rss|ready|guestsize|report [flags]")
 		os.Exit(2)
 	}
 	var err error
@@ -63,6 +64,12 @@ func main() {
 		runs := fs.Int("runs", 7, "starts per cache state")
 		fs.Parse(os.Args[2:])
 		err = runReady(*out, *bin, *runs)
+	case "guestsize":
+		fs := flag.NewFlagSet("guestsize", flag.ExitOnError)
+		wasm := fs.String("wasm", "", "the executor module built without -ldflags=-s (its function names kept)")
+		out := fs.String("out", "guest-size.md", "result file (markdown tables)")
+		fs.Parse(os.Args[2:])
+		err = runGuestSize(*wasm, *out)
 	case "report":
 		fs := flag.NewFlagSet("report", flag.ExitOnError)
 		bench := fs.String("bench", "bench.out", "go test -bench output")
@@ -71,9 +78,10 @@ func main() {
 		ready := fs.String("ready", "ready.json", "readiness result")
 		scale := fs.String("scale", "", "bench/scale.sh's table (optional)")
 		profile := fs.String("profile", "", "BenchmarkSandbox/reset's bench line and `go tool pprof -top -cum` of its CPU profile (optional)")
+		guestSize := fs.String("guestsize", "", "benchtool guestsize's tables (optional)")
 		out := fs.String("out", "BENCHMARKS.md", "report")
 		fs.Parse(os.Args[2:])
-		err = runReport(*bench, *extism, *rss, *ready, *scale, *profile, *out)
+		err = runReport(*bench, *extism, *rss, *ready, *scale, *profile, *guestSize, *out)
 	default:
 		err = fmt.Errorf("unknown subcommand %q", os.Args[1])
 	}

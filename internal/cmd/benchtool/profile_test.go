@@ -13,7 +13,7 @@ import (
 // runtime._ExternalCode 0.75 s), and the sandbox row sums it up.
 func TestReportProfile(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "BENCHMARKS.md")
-	if err := runReport("testdata/bench.out", "", "missing-rss.json", "missing-ready.json", "", "testdata/sandbox-profile.txt", out); err != nil {
+	if err := runReport("testdata/bench.out", "", "missing-rss.json", "missing-ready.json", "", "testdata/sandbox-profile.txt", "", out); err != nil {
 		t.Fatal(err)
 	}
 	b, err := os.ReadFile(out)

@@ -135,7 +135,7 @@ func machine() string {
 	return b.String()
 }
 
-func runReport(benchPath, extismPath, rssPath, readyPath, scalePath, profilePath, out string) error {
+func runReport(benchPath, extismPath, rssPath, readyPath, scalePath, profilePath, guestSizePath, out string) error {
 	st := stats{}
 	if err := readBench(benchPath, st); err != nil {
 		return fmt.Errorf("read %s: %w", benchPath, err)
@@ -381,6 +381,12 @@ func runReport(benchPath, extismPath, rssPath, readyPath, scalePath, profilePath
 		p("RSS counts the guest image's pages once for each pooled instance that maps them; PSS counts shared pages once, split among the processes that map them.\n\n")
 	}
 
+	if guestSizePath != "" {
+		if b, err := os.ReadFile(guestSizePath); err == nil {
+			p("## What each dependency adds to the guest (benchtool guestsize)\n\n")
+			p("A cold start compiles the whole module, and a warm one validates it and loads its machine code, so its size is start time.\n\n%s\n", b)
+		}
+	}
 	if scalePath != "" {
 		if b, err := os.ReadFile(scalePath); err == nil {
 			p("## Throughput by core count (make bench-scale)\n\n")

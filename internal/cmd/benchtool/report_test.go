@@ -13,7 +13,7 @@ import (
 // find them), with the figures of the sample run.
 func TestReportTargets(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "BENCHMARKS.md")
-	if err := runReport("testdata/bench.out", "", "missing-rss.json", "missing-ready.json", "", "", out); err != nil {
+	if err := runReport("testdata/bench.out", "", "missing-rss.json", "missing-ready.json", "", "", "", out); err != nil {
 		t.Fatal(err)
 	}
 	b, err := os.ReadFile(out)
@@ -67,7 +67,7 @@ func TestReportTargets(t *testing.T) {
 // per op, the harness's process apart, and where the memory is.
 func TestReportRSS(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "BENCHMARKS.md")
-	if err := runReport("testdata/bench.out", "", "testdata/rss.json", "missing-ready.json", "", "", out); err != nil {
+	if err := runReport("testdata/bench.out", "", "testdata/rss.json", "missing-ready.json", "", "", "", out); err != nil {
 		t.Fatal(err)
 	}
 	b, err := os.ReadFile(out)
@@ -108,7 +108,7 @@ func TestReportRSSVerdict(t *testing.T) {
 				t.Fatal(err)
 			}
 			out := filepath.Join(dir, "BENCHMARKS.md")
-			if err := runReport("testdata/bench.out", "", filepath.Join(dir, "rss.json"), "missing-ready.json", "", "", out); err != nil {
+			if err := runReport("testdata/bench.out", "", filepath.Join(dir, "rss.json"), "missing-ready.json", "", "", "", out); err != nil {
 				t.Fatal(err)
 			}
 			b, _ := os.ReadFile(out)
@@ -127,10 +127,11 @@ func TestReportRSSVerdict(t *testing.T) {
 
 // TestReportReady: the start rows are written from ready.json (a real
 // run of benchtool ready): the medians against the goals, and when the
-// reset pool took over from fresh instances.
+// reset pool took over from fresh instances; beside them, what each
+// dependency adds to the guest (a real run of benchtool guestsize).
 func TestReportReady(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "BENCHMARKS.md")
-	if err := runReport("testdata/bench.out", "", "testdata/rss.json", "testdata/ready.json", "", "", out); err != nil {
+	if err := runReport("testdata/bench.out", "", "testdata/rss.json", "testdata/ready.json", "", "", "testdata/guest-size.md", out); err != nil {
 		t.Fatal(err)
 	}
 	b, err := os.ReadFile(out)
@@ -140,6 +141,8 @@ func TestReportReady(t *testing.T) {
 	for _, want := range []string{
 		"| sidecar ready, compilation cache warm (≤ 50 ms) | 242 ms (median of 7 starts; [237.512 238.679 265.204 228.332 247.716 242.49 267.912]); the reset pool took over at 274 ms (ops before it run in fresh instances) | cold cache 1010 ms (median of 7;",
 		"| sidecar ready, compilation cache empty (≤ 400 ms) | 1010 ms (median of 7 starts); the reset pool took over at 1183 ms (ops before it run in fresh instances) | warm cache 242 ms | **not met** |",
+		"## What each dependency adds to the guest (benchtool guestsize)",
+		"| regexp/syntax | 82 | 177960 | 10.3% |",
 	} {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("report lacks %q", want)
