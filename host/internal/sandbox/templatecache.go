@@ -173,7 +173,7 @@ func readTemplate(path string, nGlobals int, maxPages uint32) (*template, error)
 	if path == "" {
 		return nil, errors.New("no template cache")
 	}
-	f, err := os.Open(path)
+	f, err := openCacheFile(path)
 	if err != nil {
 		return nil, err
 	}
