@@ -286,7 +286,11 @@ func asOld(v any) any {
 
 // TestObjectJSONAsEncodingJSON: the tool schemas appendJSON writes in
 // place are byte for byte what encoding/json writes for the same members,
-// for every op's args and the whole service_op schema of the registry.
+// for every op's args and the whole service_op schema of the registry,
+// and for odd values (HTML characters, U+2028, invalid UTF-8, raw JSON
+// with spaces, nil objects, objects inside maps and []any). The bytes
+// MarshalJSON returns are compared as well as their encoding, which
+// compacts them and would hide a raw value written uncompacted.
 func TestObjectJSONAsEncodingJSON(t *testing.T) {
 	r := Default()
 	cases := []struct {
@@ -296,6 +300,31 @@ func TestObjectJSONAsEncodingJSON(t *testing.T) {
 		{name: "service_op", v: toolSchema(r)},
 		{name: "empty", v: object{}},
 		{name: "nested slices", v: object{{"a", []object{{{"b", object{{"c", "<&>"}}}}, {}}}, {"n", []object(nil)}, {"raw", json.RawMessage(`{ "x" : 1 }`)}}},
+		// What a manifest string may hold (HTML characters, line and
+		// paragraph separators, invalid UTF-8, control characters), in
+		// keys and values, raw and nested; nil and empty objects; objects
+		// inside values encoding/json walks itself (a map, []any, a
+		// pointer).
+		{name: "odd strings", v: object{
+			{"<k&>\u2028\u2029", "a\u2028b\u2029c<script>&amp;\x00\x1f\x7f"},
+			{"bad\xff\xfeutf8", "\xc3\x28 \xed\xa0\x80 \xf0\x28\x8c\xbc"},
+			{"\"quoted\\", []string{"\u2028", "<>", "\xff", ""}},
+			{"nested", object{{"enum", []any{"\u2029", 1.5e300, -0.0, 1e-7, int64(-1 << 63), uint64(1<<64 - 1), true, nil}}}},
+		}},
+		{name: "odd raw", v: object{
+			{"default", json.RawMessage("\t\"a\u2028b<&>\" ")},
+			{"obj", json.RawMessage(`{"z":[1, 2.50, "\u003c"], "a" : {}}`)},
+			{"num", json.RawMessage(`1E+2`)},
+		}},
+		{name: "nil and empty", v: object{
+			{"nil", object(nil)}, {"empty", object{}}, {"nils", []object{nil, {}}}, {"none", []object{}},
+			{"ptr", (*object)(nil)}, {"nilany", nil}, {"nilraw", json.RawMessage(nil)},
+		}},
+		{name: "objects in other values", v: object{
+			{"map", map[string]any{"b<": object{{"x", "\u2028"}}, "a": []object{{{"y", 1}}}}},
+			{"any", []any{object{{"k", "<"}}, []object{nil}}},
+			{"ptr", &object{{"p", "&"}}},
+		}},
 	}
 	for _, m := range r.shared() {
 		for _, name := range m.OpNames() {
@@ -310,6 +339,11 @@ func TestObjectJSONAsEncodingJSON(t *testing.T) {
 			got, want := mustJSON(c.v), mustJSON(asOld(c.v))
 			if !bytes.Equal(got, want) {
 				t.Fatalf("appendJSON differs from encoding/json:\n got %.300s\nwant %.300s", got, want)
+			}
+			// The bytes MarshalJSON returns, before encoding/json compacts
+			// them: equal too, not only once compacted.
+			if raw, _ := c.v.MarshalJSON(); !bytes.Equal(raw, want) {
+				t.Fatalf("MarshalJSON differs from encoding/json before compaction:\n got %.300s\nwant %.300s", raw, want)
 			}
 			if !json.Valid(got) {
 				t.Fatalf("not JSON: %.300s", got)

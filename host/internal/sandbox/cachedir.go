@@ -3,8 +3,10 @@ package sandbox
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"syscall"
 )
 
 // ErrCacheDir is wrapped by the error New returns when Config.CacheDir
@@ -86,4 +88,37 @@ func unwrapPathError(err error) error {
 		return fmt.Errorf("%s: %w", pe.Op, pe.Err)
 	}
 	return err
+}
+
+// openCacheFile opens a file of the cache directory to read. Anything but
+// a regular file (a FIFO, a device, a directory, or a link to one) is an
+// error, so a reader never waits for a FIFO's writer nor reads a device:
+// the caller builds what the file would have held. The open does not
+// block (O_NONBLOCK), which changes nothing for a regular file.
+func openCacheFile(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("%s is not a regular file (%s)", path, st.Mode().Type())
+	}
+	return f, nil
+}
+
+// readCacheFile reads a regular file of the cache directory whole
+// (openCacheFile).
+func readCacheFile(path string) ([]byte, error) {
+	f, err := openCacheFile(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(f)
 }

@@ -167,10 +167,10 @@ func planGuestCached(wasm []byte, sum [sha256.Size]byte, cacheDir string) (*gues
 		CRC32C        uint32   `json:"crc32c"` // of the .wasm
 		Size          int      `json:"size"`   // of the .wasm, bytes
 	}
-	if mb, err := os.ReadFile(base + ".json"); err == nil {
+	if mb, err := readCacheFile(base + ".json"); err == nil {
 		var m meta
 		if json.Unmarshal(mb, &m) == nil {
-			if w, err := os.ReadFile(base + ".wasm"); err == nil && len(w) == m.Size && crc32.Checksum(w, castagnoli) == m.CRC32C {
+			if w, err := readCacheFile(base + ".wasm"); err == nil && len(w) == m.Size && crc32.Checksum(w, castagnoli) == m.CRC32C {
 				p := &guestPlan{wasm: w, globals: m.Globals, notResettable: m.NotResettable}
 				if !cowSupported {
 					p.notResettable = errNoCowReason().Error()
@@ -385,7 +385,7 @@ func readClasses(path string, pages int) ([]byte, error) {
 	if path == "" {
 		return nil, errors.New("no cache directory")
 	}
-	b, err := os.ReadFile(path)
+	b, err := readCacheFile(path)
 	if err != nil {
 		return nil, err
 	}

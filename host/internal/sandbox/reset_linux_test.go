@@ -436,24 +436,7 @@ func TestAdviseHugePages(t *testing.T) {
 	if _, err := os.Stat("/sys/kernel/mm/transparent_hugepage"); err != nil {
 		t.Skip("this kernel has no transparent huge pages (CONFIG_TRANSPARENT_HUGEPAGE): the advice is refused and ignored")
 	}
-	advised := func(c *cowMemory) bool {
-		t.Helper()
-		smaps, err := os.ReadFile("/proc/self/smaps")
-		if err != nil {
-			t.Fatal(err)
-		}
-		start := fmt.Sprintf("%x-", uintptr(unsafe.Pointer(unsafe.SliceData(c.buf))))
-		in := false
-		for line := range strings.Lines(string(smaps)) {
-			if strings.HasPrefix(line, start) {
-				in = true
-			} else if in && strings.HasPrefix(line, "VmFlags:") {
-				return slices.Contains(strings.Fields(line)[1:], "hg")
-			}
-		}
-		t.Fatalf("no mapping at %s in /proc/self/smaps", start)
-		return false
-	}
+	advised := func(c *cowMemory) bool { return hugePageAdvised(t, c.buf) }
 	for _, tc := range []struct {
 		name   string
 		advise bool
@@ -480,6 +463,58 @@ func TestAdviseHugePages(t *testing.T) {
 			mem[5<<20+7] = 42
 			if mem[5<<20+7] != 42 || mem[5<<20+8] != 0 {
 				t.Fatal("a write was not kept")
+			}
+		})
+	}
+}
+
+// hugePageAdvised says whether the mapping that starts at b carries the
+// huge-page advice (VmFlags "hg" in /proc/self/smaps).
+func hugePageAdvised(t *testing.T, b []byte) bool {
+	t.Helper()
+	smaps, err := os.ReadFile("/proc/self/smaps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := fmt.Sprintf("%x-", uintptr(unsafe.Pointer(unsafe.SliceData(b))))
+	in := false
+	for line := range strings.Lines(string(smaps)) {
+		if strings.HasPrefix(line, start) {
+			in = true
+		} else if in && strings.HasPrefix(line, "VmFlags:") {
+			return slices.Contains(strings.Fields(line)[1:], "hg")
+		}
+	}
+	t.Fatalf("no mapping at %s in /proc/self/smaps", start)
+	return false
+}
+
+// TestPooledMemoryNotAdvised: only the template's build memory asks for
+// huge pages. A pooled instance, made from a built template or from one
+// kept in the cache directory, maps the image without the advice, and so
+// does the rest of its reservation.
+func TestPooledMemoryNotAdvised(t *testing.T) {
+	if _, err := os.Stat("/sys/kernel/mm/transparent_hugepage"); err != nil {
+		t.Skip("this kernel has no transparent huge pages (CONFIG_TRANSPARENT_HUGEPAGE): the advice is refused and ignored")
+	}
+	dir := t.TempDir()
+	for _, from := range []string{"warm-up", "cache"} {
+		t.Run(from, func(t *testing.T) {
+			r := walkerRuntimeKeyed(t, dir, "k")
+			if got := r.TemplateFrom(); got != from {
+				t.Fatalf("TemplateFrom() = %q, want %q", got, from)
+			}
+			l, err := r.Lease(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Return()
+			c := l.inst.mem
+			if hugePageAdvised(t, c.buf) {
+				t.Fatal("a pooled instance's image mapping carries the huge-page advice")
+			}
+			if rest := c.buf[c.image.size:]; len(rest) > 0 && hugePageAdvised(t, rest) {
+				t.Fatal("the rest of a pooled instance's reservation carries the huge-page advice")
 			}
 		})
 	}

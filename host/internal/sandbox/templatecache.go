@@ -11,6 +11,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strings"
 	"sync"
 	"time"
 )
@@ -34,16 +36,30 @@ const maxTemplateGlobals = 1 << 16
 
 // hostBuildID is the Go build ID of the running executable (its ELF note
 // .note.go.buildid), "" when it cannot be read: another format than ELF,
-// an executable linked with -buildid=, or one that is gone. The ID
-// changes with every input of the link, so a template kept by one build
-// of pinned is never read by another: the host functions the warm-up
-// ops called, and their answers, are that build's.
+// an executable linked with -buildid= or with an ID Go did not compute
+// (goBuildID). The ID changes with every input of the link, so a
+// template kept by one build of pinned is never read by another: the
+// host functions the warm-up ops called, and their answers, are that
+// build's. On Linux it is read from /proc/self/exe, the file this
+// process runs even after another build was installed at its path.
 var hostBuildID = sync.OnceValue(func() string {
+	if id := buildIDOf("/proc/self/exe"); id != "" {
+		return id
+	}
+	if runtime.GOOS == "linux" {
+		return "" // not the running file: never another build's ID
+	}
 	exe, err := os.Executable()
 	if err != nil {
 		return ""
 	}
-	f, err := elf.Open(exe)
+	return buildIDOf(exe)
+})
+
+// buildIDOf is the Go build ID in the ELF executable at path (goBuildID),
+// or "".
+func buildIDOf(path string) string {
+	f, err := elf.Open(path)
 	if err != nil {
 		return ""
 	}
@@ -53,18 +69,42 @@ var hostBuildID = sync.OnceValue(func() string {
 		return ""
 	}
 	b, err := s.Data()
-	if err != nil || len(b) < 12 {
+	if err != nil {
 		return ""
 	}
-	// An ELF note: namesz, descsz, type, the name padded to 4 bytes
-	// ("Go\x00\x00"), then the description, the build ID.
-	namesz, descsz := int(f.ByteOrder.Uint32(b)), int(f.ByteOrder.Uint32(b[4:]))
-	off := 12 + (namesz+3)&^3
-	if namesz != 4 || string(b[12:15]) != "Go\x00" || descsz <= 0 || off+descsz > len(b) {
+	return goBuildID(f.ByteOrder, b)
+}
+
+// goBuildID reads the build ID from the contents of a .note.go.buildid
+// section: namesz, descsz, type (each a uint32 in order), the name "Go"
+// padded to 4 bytes, then the description, the ID. It returns "" unless
+// the ID has the form the go command gives it: two or more hashes of
+// 20 characters (base64url), separated by "/". A placeholder such as
+// -buildid=redacted names no one build, and keeps no template.
+func goBuildID(order binary.ByteOrder, b []byte) string {
+	if len(b) < 16 {
 		return ""
 	}
-	return string(b[off : off+descsz])
-})
+	namesz, descsz := uint64(order.Uint32(b)), uint64(order.Uint32(b[4:]))
+	if namesz != 4 || string(b[12:15]) != "Go\x00" {
+		return ""
+	}
+	off := uint64(16)
+	if descsz == 0 || off+descsz > uint64(len(b)) {
+		return ""
+	}
+	id := string(b[off : off+descsz])
+	parts := strings.Split(id, "/")
+	if len(parts) < 2 {
+		return ""
+	}
+	for _, p := range parts {
+		if len(p) != 20 || strings.TrimLeft(p, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_") != "" {
+			return ""
+		}
+	}
+	return id
+}
 
 // templatePath is where the template built from this guest, under this
 // memory limit, by this build of the host (hostBuildID), from these
@@ -133,7 +173,7 @@ func readTemplate(path string, nGlobals int, maxPages uint32) (*template, error)
 	if path == "" {
 		return nil, errors.New("no template cache")
 	}
-	f, err := os.Open(path)
+	f, err := openCacheFile(path)
 	if err != nil {
 		return nil, err
 	}
