@@ -115,22 +115,6 @@ func (m *memImage) close() {
 	}
 }
 
-// allZero reports whether b holds only zero bytes.
-func allZero(b []byte) bool {
-	for len(b) >= 8 {
-		if binary.LittleEndian.Uint64(b) != 0 {
-			return false
-		}
-		b = b[8:]
-	}
-	for _, x := range b {
-		if x != 0 {
-			return false
-		}
-	}
-	return true
-}
-
 // pagemap is /proc/self/pagemap (proc(5)): one 64-bit entry per virtual
 // page. A reset reads the entries of an instance's image range to find the
 // pages the op wrote.

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -144,8 +145,8 @@ func templatePath(cacheDir string, guestSum [sha256.Size]byte, maxBytes uint64, 
 const templateHeader = 4 + 8 + 4
 
 // writeTemplate keeps t at path: the magic, the header, each global
-// (uint64), the memory (pages × 64 KiB), and a CRC-32C (Castagnoli) of
-// everything before it. Errors are ignored: the cache is an
+// (uint64), zeros to the next 4 KiB of the file (templatePad), the memory
+// (pages × 64 KiB), and a CRC-32C (Castagnoli) of all but the zeros. Errors are ignored: the cache is an
 // optimisation.
 func writeTemplate(path string, t *template) {
 	if path == "" || t.image == nil || len(t.image.view) != int(t.pages)*65536 {
@@ -160,7 +161,88 @@ func writeTemplate(path string, t *template) {
 		head = binary.LittleEndian.AppendUint64(head, g)
 	}
 	sum := crc32.Update(crc32.Checksum(head, castagnoli), castagnoli, t.image.view)
-	writeAtomic(path, head, t.image.view, binary.LittleEndian.AppendUint32(nil, sum))
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
+	if err != nil {
+		return
+	}
+	err = writeSparse(tmp, head, templatePad(len(head)), t.image.view, binary.LittleEndian.AppendUint32(nil, sum))
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil || os.Rename(tmp.Name(), path) != nil {
+		os.Remove(tmp.Name())
+		return
+	}
+	pruneTemplates(filepath.Dir(path), keepTemplates, time.Now())
+}
+
+// templatePad is the zeros after a template's header and globals of n
+// bytes that start its memory on a 4 KiB boundary of the file, so that
+// its pages are the file system's blocks.
+func templatePad(n int) int { return (pageSize - n%pageSize) % pageSize }
+
+// writeSparse writes head, pad zeros, mem and tail one after the other to
+// f, and skips the zeros and each 4 KiB page of mem that is all zeros:
+// where the file system keeps sparse files, such a page is a hole, stored
+// as nothing and read as zeros. Much of a guest's memory is zeros.
+func writeSparse(f *os.File, head []byte, pad int, mem, tail []byte) error {
+	if _, err := f.WriteAt(head, 0); err != nil {
+		return err
+	}
+	base := int64(len(head) + pad)
+	for page := 0; page < len(mem); page += pageSize {
+		end := min(page+pageSize, len(mem))
+		if allZero(mem[page:end]) {
+			continue
+		}
+		if _, err := f.WriteAt(mem[page:end], base+int64(page)); err != nil {
+			return err
+		}
+	}
+	_, err := f.WriteAt(tail, base+int64(len(mem)))
+	return err
+}
+
+// keepTemplates is how many template files a cache directory keeps, the
+// most recently written: one is kept per build of pinned, guest, memory
+// limit and registry that started there (a sidecar's, and each service's
+// of `pinned op`), and each upgrade adds one.
+const keepTemplates = 8
+
+// staleTemp is the age past which a temporary file in the cache
+// directory is taken for one a crashed writer left.
+const staleTemp = time.Hour
+
+// pruneTemplates removes from dir all template files but the keep most
+// recently written, and temporary files older than staleTemp at now.
+// Errors are ignored: a file left costs disk, one removed costs the
+// start that wanted it a warm-up.
+func pruneTemplates(dir string, keep int, now time.Time) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	type kept struct {
+		name string
+		mod  time.Time
+	}
+	var templates []kept
+	for _, e := range entries {
+		info, err := e.Info()
+		if err != nil || !info.Mode().IsRegular() {
+			continue
+		}
+		switch {
+		case strings.HasPrefix(e.Name(), "pinned-template-v"):
+			templates = append(templates, kept{e.Name(), info.ModTime()})
+		case strings.HasPrefix(e.Name(), ".tmp-") && now.Sub(info.ModTime()) > staleTemp:
+			os.Remove(filepath.Join(dir, e.Name()))
+		}
+	}
+	slices.SortFunc(templates, func(a, b kept) int { return b.mod.Compare(a.mod) })
+	for _, t := range templates[min(keep, len(templates)):] {
+		os.Remove(filepath.Join(dir, t.name))
+	}
 }
 
 // readTemplate reads a template writeTemplate kept at path, for a guest
@@ -195,13 +277,18 @@ func readTemplate(path string, nGlobals int, maxPages uint32) (*template, error)
 		return nil, err
 	}
 	size := int64(pages) * 65536
-	if want := int64(len(head)) + 8*int64(ng) + size + 4; st.Size() != want {
+	pad := templatePad(len(head) + 8*int(ng))
+	if want := int64(len(head)) + 8*int64(ng) + int64(pad) + size + 4; st.Size() != want {
 		return nil, fmt.Errorf("template file of %d bytes, want %d", st.Size(), want)
 	}
-	gb := make([]byte, 8*ng)
+	gb := make([]byte, 8*int(ng)+pad)
 	if _, err := io.ReadFull(f, gb); err != nil {
 		return nil, err
 	}
+	if !allZero(gb[8*ng:]) {
+		return nil, errors.New("template padding is not zeros")
+	}
+	gb = gb[:8*ng]
 	mem, release, err := scratchMemory(int(size))
 	if err != nil {
 		return nil, err
@@ -226,4 +313,20 @@ func readTemplate(path string, nGlobals int, maxPages uint32) (*template, error)
 		return nil, err
 	}
 	return t, nil
+}
+
+// allZero reports whether b holds only zero bytes.
+func allZero(b []byte) bool {
+	for len(b) >= 8 {
+		if binary.LittleEndian.Uint64(b) != 0 {
+			return false
+		}
+		b = b[8:]
+	}
+	for _, x := range b {
+		if x != 0 {
+			return false
+		}
+	}
+	return true
 }

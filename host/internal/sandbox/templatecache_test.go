@@ -5,10 +5,12 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
+	"fmt"
 	"hash/crc32"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -121,7 +123,12 @@ func TestTemplateCached(t *testing.T) {
 // recomputed, so only the change made to it is wrong.
 func resealTemplate(b []byte) []byte {
 	body := b[:len(b)-4]
-	return binary.LittleEndian.AppendUint32(append([]byte(nil), body...), crc32.Checksum(body, castagnoli))
+	n := len(templateMagic) + templateHeader + 8*int(binary.LittleEndian.Uint32(body[len(templateMagic)+12:]))
+	sum := crc32.Checksum(body[:min(n, len(body))], castagnoli)
+	if pad := templatePad(n); n+pad <= len(body) {
+		sum = crc32.Update(sum, castagnoli, body[n+pad:]) // the padding is not summed
+	}
+	return binary.LittleEndian.AppendUint32(append([]byte(nil), body...), sum)
 }
 
 // TestTemplateCacheRefused is the damaged or hostile template file: a
@@ -144,42 +151,54 @@ func TestTemplateCacheRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	head := len(templateMagic)
+	if !bytes.Equal(resealTemplate(good), good) {
+		t.Fatal("control: resealing the kept file changed it, so the cases below would be refused for their CRC")
+	}
 	for _, tc := range []struct {
 		name string
 		file []byte
+		why  string // what readTemplate's refusal says
 	}{
 		{"memory byte flipped", func() []byte {
 			b := bytes.Clone(good)
 			b[len(b)-4-4096*6] ^= 1
 			return b
-		}()},
+		}(), "CRC-32C"},
 		{"crc flipped", func() []byte {
 			b := bytes.Clone(good)
 			b[len(b)-1] ^= 0x80
 			return b
-		}()},
-		{"cut", good[:len(good)-4097]},
-		{"empty", nil},
-		{"other version", resealTemplate(append([]byte("pinned template v9\n"), good[head:]...))},
+		}(), "CRC-32C"},
+		{"cut", good[:len(good)-4097], "bytes, want"},
+		{"empty", nil, "EOF"},
+		{"other version", resealTemplate(append([]byte("pinned template v9\n"), good[head:]...)), "not a template file"},
 		{"a global too many", func() []byte {
 			b := bytes.Clone(good)
 			binary.LittleEndian.PutUint32(b[head+12:], binary.LittleEndian.Uint32(b[head+12:])+1)
 			return resealTemplate(b)
-		}()},
+		}(), "out of range"},
 		{"pages past the limit", func() []byte {
 			b := bytes.Clone(good)
 			binary.LittleEndian.PutUint32(b[head:], 17) // the walker's limit is 16
 			return resealTemplate(b)
-		}()},
+		}(), "out of range"},
+		{"padding not zeros", func() []byte {
+			b := bytes.Clone(good)
+			b[head+templateHeader+8*int(binary.LittleEndian.Uint32(b[head+12:]))] = 1
+			return resealTemplate(b)
+		}(), "padding"},
 		{"negative clock", func() []byte {
 			b := bytes.Clone(good)
 			binary.LittleEndian.PutUint64(b[head+4:], 1<<63)
 			return resealTemplate(b)
-		}()},
+		}(), "out of range"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if err := os.WriteFile(files[0], tc.file, 0o600); err != nil {
 				t.Fatal(err)
+			}
+			if _, err := readTemplate(files[0], len(want.pool.Load().names), 16); err == nil || !strings.Contains(err.Error(), tc.why) {
+				t.Fatalf("readTemplate: %v, want it refused with %q", err, tc.why)
 			}
 			r := walkerRuntimeKeyed(t, dir, "k")
 			if got := r.TemplateFrom(); got != "warm-up" {
@@ -214,8 +233,9 @@ func FuzzReadTemplate(f *testing.F) {
 		}
 		mem := make([]byte, int(pages)*65536)
 		mem[100] = fill
-		b = append(b, mem...)
-		return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
+		sum := crc32.Update(crc32.Checksum(b, castagnoli), castagnoli, mem)
+		b = append(append(b, make([]byte, templatePad(len(b)))...), mem...)
+		return binary.LittleEndian.AppendUint32(b, sum)
 	}
 	f.Add(valid(1, 12345, []uint64{7, 1 << 40}, 9))
 	f.Add(valid(2, 0, nil, 0))
@@ -395,5 +415,92 @@ func TestCacheFileNotRegular(t *testing.T) {
 				t.Fatal("the template after the refusal differs from the first start's")
 			}
 		})
+	}
+}
+
+// TestTemplatesPruned: writing a template leaves the keepTemplates most
+// recently written template files and no temporary file older than
+// staleTemp; other cache files, and a temporary file a writer may still
+// be writing, stay.
+func TestTemplatesPruned(t *testing.T) {
+	dir := t.TempDir()
+	now := time.Now()
+	touch := func(name string, age time.Duration) {
+		t.Helper()
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(p, now.Add(-age), now.Add(-age)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range keepTemplates + 3 {
+		touch(fmt.Sprintf("pinned-template-v1-%02d", i), time.Duration(i)*time.Hour)
+	}
+	touch("pinned-classes-v1-old", 100*time.Hour)
+	touch("pinned-plan-v6-old.wasm", 100*time.Hour)
+	touch(".tmp-crashed", 2*staleTemp)
+	touch(".tmp-writing", time.Second)
+	if err := os.Mkdir(filepath.Join(dir, "wazero-v1"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	pruneTemplates(dir, keepTemplates, now)
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range entries {
+		got = append(got, e.Name())
+	}
+	want := []string{".tmp-writing", "pinned-classes-v1-old", "pinned-plan-v6-old.wasm"}
+	for i := range keepTemplates {
+		want = append(want, fmt.Sprintf("pinned-template-v1-%02d", i))
+	}
+	want = append(want, "wazero-v1")
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Fatalf("left %v, want %v", got, want)
+	}
+}
+
+// TestTemplateFileSparse: the pages of a template that are all zeros are
+// holes in its file, where the file system keeps holes (checked first
+// with a file of its own), and read back as zeros (TestTemplateCached).
+func TestTemplateFileSparse(t *testing.T) {
+	if !cowSupported {
+		t.Skip("the reset pool needs Linux (copy-on-write memory)")
+	}
+	dir := t.TempDir()
+	probe := filepath.Join(dir, "probe")
+	f, err := os.Create(probe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = f.WriteAt([]byte{1}, 1<<20)
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := func(p string) (alloc, size int64) {
+		var st syscall.Stat_t
+		if err := syscall.Stat(p, &st); err != nil {
+			t.Fatal(err)
+		}
+		return st.Blocks * 512, st.Size
+	}
+	if alloc, _ := blocks(probe); alloc >= 1<<20 {
+		t.Skipf("the file system of %s keeps no holes (a 1 MiB hole took %d bytes)", dir, alloc)
+	}
+	walkerRuntimeKeyed(t, dir, "k")
+	files := templateFiles(t, dir)
+	if len(files) != 1 {
+		t.Fatalf("template files %v, want one", files)
+	}
+	// The walker's template is one 64 KiB page holding five written 4 KiB
+	// pages.
+	if alloc, size := blocks(files[0]); size < 65536 || alloc > size/2 {
+		t.Fatalf("template file of %d bytes takes %d on disk: its zero pages were written", size, alloc)
 	}
 }
