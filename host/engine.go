@@ -450,8 +450,9 @@ func (e *cacheDirError) Error() string        { return e.err.Error() }
 func (e *cacheDirError) Unwrap() error        { return e.err }
 func (e *cacheDirError) Is(target error) bool { return target == ErrCacheDir }
 
-// Strategy names the isolation strategy in use: "reset", "fresh", or
-// "fresh (<why reset was not possible>)".
+// Strategy names the isolation strategy: "reset", "fresh", or "fresh
+// (<why reset was not possible>)". With Config.PoolInBackground, "reset"
+// ops run in fresh instances until the pool is built (WaitPool).
 func (e *Engine) Strategy() string { return e.strategy }
 
 // ResetScan says how the reset strategy finds the pages an op wrote:
@@ -471,7 +472,8 @@ func (e *Engine) PageClasses() string { return e.sb.PageClasses() }
 // Template says where the reset pool's template came from, for the
 // start-up log: "warm-up" (built at this start) or "cache" (kept in
 // Config.CacheDir by an earlier start of this build with the same guest,
-// registry and memory limit); empty with fresh isolation.
+// registry and memory limit); empty with fresh isolation, and until the
+// pool is built (Config.PoolInBackground).
 func (e *Engine) Template() string { return e.sb.TemplateFrom() }
 
 // Close releases the sandbox (the pool and wazero's runtime) and idle

@@ -235,7 +235,7 @@ func runSidecarContext(ctx context.Context, args []string, stdout, stderr io.Wri
 	fs.DurationVar(&f.standingGrantTTL, "standing-grant-ttl", env.dur("standing-grant-ttl", grant.DefaultStandingMaxTTL), h("standing-grant-ttl", "refuse standing read grants that expire further ahead than this (a stolen one runs reads until then)"))
 	fs.StringVar(&f.logLevel, "log-level", env.str("log-level", "info"), h("log-level", "log `level`: debug, info, warn or error"))
 	fs.BoolVar(&f.omitTarget, "omit-target", env.bool("omit-target", false), h("omit-target", "log no request target (path and query as sent) in egress events and audit records, so no argument value is written anywhere; default: the target, secret args redacted"))
-	fs.StringVar(&f.cacheDir, "cache-dir", env.str("cache-dir", defaultCacheDir()), h("cache-dir", "wazero compilation cache `directory` (empty: compile in memory at every start)"))
+	fs.StringVar(&f.cacheDir, "cache-dir", env.str("cache-dir", defaultCacheDir()), h("cache-dir", "cache `directory`: the compiled guest, and the reset pool's template and page classes (empty: compile and build them at every start)"))
 	fs.StringVar(&f.stateDir, "state-dir", env.str("state-dir", defaultStateDir()), h("state-dir", "`directory` of the durable state file (grant replay records and the grace cache of rotated pairs; one file per bot key), so a restart loses no grant use; empty: in memory, lost on restart; not used with --redis-url"))
 	fs.StringVar(&f.brokerURL, "broker-url", env.str("broker-url", ""), h("broker-url", "the broker's base `URL` (https, or http on loopback) for token rotation; empty: never rotate"))
 	fs.StringVar(&f.brokerTokenFile, "broker-token-file", env.str("broker-token-file", ""), h("broker-token-file", "`file` holding the broker instance token (or set PINNED_SIDECAR_BROKER_TOKEN); required with --broker-url"))
@@ -371,7 +371,7 @@ func runSidecarContext(ctx context.Context, args []string, stdout, stderr io.Wri
 	go func() {
 		err := eng.WaitPool(ctx)
 		switch {
-		case ctx.Err() != nil: // shutting down
+		case ctx.Err() != nil, errors.Is(err, context.Canceled): // shutting down
 		case err != nil:
 			log.Error().Str("event", "pool_failed").Str("error", errText(err)).Msg("the reset pool could not be built: every op runs in a fresh instance")
 		case eng.Strategy() == host.IsolationReset:

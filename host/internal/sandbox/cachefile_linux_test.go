@@ -4,9 +4,12 @@ package sandbox
 
 import (
 	"bytes"
+	"context"
+	"crypto/sha256"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -105,6 +108,13 @@ func TestTemplateFileSparse(t *testing.T) {
 		}
 		return st.Blocks * 512, st.Size
 	}
+	var st syscall.Stat_t
+	if err := syscall.Stat(probe, &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Blksize > 4096 {
+		t.Skipf("the file system of %s allocates %d bytes at a time: a 4 KiB page is no hole there", dir, st.Blksize)
+	}
 	if alloc, _ := blocks(probe); alloc >= 1<<20 {
 		t.Skipf("the file system of %s keeps no holes (a 1 MiB hole took %d bytes)", dir, alloc)
 	}
@@ -118,4 +128,96 @@ func TestTemplateFileSparse(t *testing.T) {
 	if alloc, size := blocks(files[0]); size < 65536 || alloc > size/2 {
 		t.Fatalf("template file of %d bytes takes %d on disk: its zero pages were written", size, alloc)
 	}
+}
+
+// imageFDs counts this process's open memory images (memfds named
+// pinned-guest-image).
+func imageFDs(t *testing.T) int {
+	t.Helper()
+	entries, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, e := range entries {
+		if target, err := os.Readlink(filepath.Join("/proc/self/fd", e.Name())); err == nil && strings.Contains(target, "pinned-guest-image") {
+			n++
+		}
+	}
+	return n
+}
+
+// TestFailedPoolClosesTemplate: a pool whose build fails after its
+// template exists (here a kept template, then a warm-up op that traps in
+// the probe) leaves no image open. With the pool built in the
+// background the process keeps serving after such a failure, so a
+// leaked image would stay for its life.
+func TestFailedPoolClosesTemplate(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	wasm := markGuest(0x00) // run: unreachable
+	warm := []Call{{Input: []byte("{}")}}
+	newRuntime := func() *Runtime {
+		r, err := New(ctx, Config{Guest: wasm, GuestSum: sha256.Sum256(wasm), MemoryLimitPages: 16, Reset: true, PoolSize: 1, CacheDir: dir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	r := newRuntime()
+	defer r.Close(ctx)
+	// A template as _initialize leaves this guest: one page of zeros and
+	// its globals at zero, kept where the next start looks.
+	img, err := newMemImage(make([]byte, 65536))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := templatePath(dir, sha256.Sum256(wasm), r.maxBytes, "k", warm)
+	writeTemplate(path, &template{image: img, pages: 1, globals: make([]uint64, len(r.plan.globals))})
+	img.close()
+	kept, err := readTemplate(path, len(r.plan.globals), 16)
+	if err != nil {
+		t.Fatalf("control: the kept template does not read back: %v", err)
+	}
+	kept.image.close()
+	before := imageFDs(t)
+	err = r.Start(ctx, "k", func() ([]Call, error) { return warm, nil })
+	if err == nil {
+		t.Fatal("the pool was built: the warm-up op did not trap")
+	}
+	if got := imageFDs(t); got != before {
+		t.Fatalf("%d memory images open after the failed build (%v), %d before", got, err, before)
+	}
+}
+
+// TestPoolSharesFreshSlots: fresh runs and the pool draw on one set of
+// Config.PoolSize slots, so while the pool takes over from fresh
+// instances no more guests run than the bound: with the one slot held by
+// a fresh run, the pool gives out no instance until it is released.
+func TestPoolSharesFreshSlots(t *testing.T) {
+	ctx := context.Background()
+	wasm := counterGuest()
+	r, err := New(ctx, Config{Guest: wasm, GuestSum: sha256.Sum256(wasm), MemoryLimitPages: 16, Reset: true, PoolSize: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close(ctx)
+	r.fresh <- struct{}{} // a fresh run holds the only slot
+	done := make(chan error, 1)
+	r.StartBackground("", func() ([]Call, error) { return []Call{{Input: []byte("{}")}}, nil }, func(err error) { done <- err })
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	if l, err := r.Lease(short); err == nil {
+		l.Return()
+		t.Fatal("the pool gave out an instance while a fresh run held the only slot")
+	}
+	<-r.fresh // the fresh run ends
+	l, err := r.Lease(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Return()
 }

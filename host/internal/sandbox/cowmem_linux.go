@@ -333,8 +333,9 @@ func (c *cowMemory) prime(class []byte) error {
 // adviseHugePages asks the kernel to back the reservation with
 // transparent huge pages (madvise MADV_HUGEPAGE) where the system allows
 // them ("madvise" or "always" in
-// /sys/kernel/mm/transparent_hugepage/enabled). Only the template's
-// build instance asks: it is written once from empty by _initialize and
+// /sys/kernel/mm/transparent_hugepage/enabled). Of the instances, only
+// the template's build instance asks (scratchMemory does too): it is
+// written once from empty by _initialize and
 // the warm-up ops, then read whole into the image and unmapped, so each
 // 2 MiB takes one fault instead of 512 (at 10-15 µs a fault on some VMs,
 // BenchmarkPageFault). It changes no byte the guest sees: untouched

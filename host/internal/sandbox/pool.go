@@ -241,7 +241,7 @@ func planGuest(wasm []byte) (*guestPlan, error) {
 
 // newPool builds the template (instantiate, _initialize, one warm-up op
 // per registry op, snapshot) from the planned guest and fills the pool.
-func newPool(ctx context.Context, r *Runtime, key string, warm []Call) (*pool, error) {
+func newPool(ctx context.Context, r *Runtime, key string, warm []Call) (_ *pool, err error) {
 	size := r.size
 	p := &pool{
 		rt:       r.rt,
@@ -251,8 +251,17 @@ func newPool(ctx context.Context, r *Runtime, key string, warm []Call) (*pool, e
 		free:     make(chan *instance, size),
 		dirty:    make(chan *instance, size),
 		done:     make(chan struct{}),
-		sem:      make(chan struct{}, size),
+		// The fresh instances' slots: while the pool is built in the
+		// background (StartBackground) runs take fresh instances, and
+		// those still running when it takes over count against the
+		// same Config.PoolSize.
+		sem: r.fresh,
 	}
+	defer func() {
+		if err != nil && p.tmpl != nil {
+			p.tmpl.image.close() // the pool's reference: no pool holds it
+		}
+	}()
 	// A template kept by an earlier start of this build, for this guest,
 	// memory limit, registry and warm-up, or one built now and kept.
 	tmplFile := templatePath(r.cacheDir, r.guestSum, r.maxBytes, key, warm)

@@ -204,7 +204,7 @@ func writeSparse(f *os.File, head []byte, pad int, mem, tail []byte) error {
 }
 
 // keepTemplates is how many template files a cache directory keeps, the
-// most recently written: one is kept per build of pinned, guest, memory
+// most recently used: one is kept per build of pinned, guest, memory
 // limit and registry that started there (a sidecar's, and each service's
 // of `pinned op`), and each upgrade adds one.
 const keepTemplates = 8
@@ -214,7 +214,8 @@ const keepTemplates = 8
 const staleTemp = time.Hour
 
 // pruneTemplates removes from dir all template files but the keep most
-// recently written, and temporary files older than staleTemp at now.
+// recently written or read (readTemplate touches what it reads), and
+// temporary files older than staleTemp at now.
 // Errors are ignored: a file left costs disk, one removed costs the
 // start that wanted it a warm-up.
 func pruneTemplates(dir string, keep int, now time.Time) {
@@ -312,6 +313,10 @@ func readTemplate(path string, nGlobals int, maxPages uint32) (*template, error)
 	if t.image, err = newMemImage(mem); err != nil {
 		return nil, err
 	}
+	// Used now: pruneTemplates keeps the templates used last, so one
+	// read at every start outlives those written since.
+	now := time.Now()
+	_ = os.Chtimes(path, now, now)
 	return t, nil
 }
 

@@ -395,3 +395,72 @@ func TestTemplatesPruned(t *testing.T) {
 		t.Fatalf("left %v, want %v", got, want)
 	}
 }
+
+// TestReadTemplateTouches: a template read back counts as used now, so
+// pruning (by time of last use) keeps the one every start reads over
+// templates written since.
+func TestReadTemplateTouches(t *testing.T) {
+	if !cowSupported {
+		t.Skip("the reset pool needs Linux (copy-on-write memory)")
+	}
+	dir := t.TempDir()
+	walkerRuntimeKeyed(t, dir, "k")
+	files := templateFiles(t, dir)
+	if len(files) != 1 {
+		t.Fatalf("template files %v, want one", files)
+	}
+	old := time.Now().Add(-10 * time.Hour)
+	if err := os.Chtimes(files[0], old, old); err != nil {
+		t.Fatal(err)
+	}
+	if got := walkerRuntimeKeyed(t, dir, "k").TemplateFrom(); got != "cache" {
+		t.Fatalf("TemplateFrom() = %q, want cache", got)
+	}
+	st, err := os.Stat(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !st.ModTime().After(old.Add(time.Hour)) {
+		t.Fatalf("the template read back keeps its time %v", st.ModTime())
+	}
+}
+
+// TestTemplatePathCoversEachInput: the template's file name changes with
+// each thing that decides the template (guest, memory limit, key, each
+// warm-up input, their number) and only with those; without a key or a
+// cache directory there is none.
+func TestTemplatePathCoversEachInput(t *testing.T) {
+	if hostBuildID() == "" {
+		t.Skip("no Go build ID in this binary: no template is kept")
+	}
+	sum := sha256.Sum256([]byte("guest"))
+	warm := []Call{{Input: []byte(`a {"x":1}`)}, {Input: []byte(`b {}`)}}
+	base := templatePath("dir", sum, 1<<20, "reg", warm)
+	if base == "" || base != templatePath("dir", sum, 1<<20, "reg", []Call{{Input: []byte(`a {"x":1}`)}, {Input: []byte(`b {}`)}}) {
+		t.Fatalf("the same inputs give %q and another path", base)
+	}
+	other := sha256.Sum256([]byte("other guest"))
+	for _, tc := range []struct {
+		name string
+		path string
+	}{
+		{"guest", templatePath("dir", other, 1<<20, "reg", warm)},
+		{"memory limit", templatePath("dir", sum, 2<<20, "reg", warm)},
+		{"key", templatePath("dir", sum, 1<<20, "reg2", warm)},
+		{"a warm-up input", templatePath("dir", sum, 1<<20, "reg", []Call{{Input: []byte(`a {"x":2}`)}, {Input: []byte(`b {}`)}})},
+		{"a warm-up input's bytes moved to the next", templatePath("dir", sum, 1<<20, "reg", []Call{{Input: []byte(`a {"x":1}b`)}, {Input: []byte(` {}`)}})},
+		{"one warm-up fewer", templatePath("dir", sum, 1<<20, "reg", warm[:1])},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.path == "" || tc.path == base {
+				t.Fatalf("path %q: the same file as the base inputs' (or none)", tc.path)
+			}
+		})
+	}
+	if p := templatePath("dir", sum, 1<<20, "", warm); p != "" {
+		t.Fatalf("no key: path %q, want none", p)
+	}
+	if p := templatePath("", sum, 1<<20, "reg", warm); p != "" {
+		t.Fatalf("no cache directory: path %q, want none", p)
+	}
+}

@@ -59,15 +59,29 @@ func startToReady(bin, keyFile, cacheDir string) (ready, pool time.Duration, err
 		cmd.Process.Kill()
 		cmd.Wait()
 	}()
+	// pool_ready's time; 0 when no pool will come: fresh isolation (the
+	// engine_ready event names another), or pool_failed.
 	poolc := make(chan time.Duration, 1)
 	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			if strings.Contains(sc.Text(), `"event":"pool_ready"`) {
-				poolc <- time.Since(start)
+		sent := false
+		send := func(d time.Duration) {
+			if !sent {
+				sent = true
+				poolc <- d
 			}
 		}
-		close(poolc)
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			line := sc.Text()
+			switch {
+			case strings.Contains(line, `"event":"pool_ready"`):
+				send(time.Since(start))
+			case strings.Contains(line, `"event":"pool_failed"`),
+				strings.Contains(line, `"event":"engine_ready"`) && !strings.Contains(line, `"isolation":"reset"`):
+				send(0)
+			}
+		}
+		send(0)
 	}()
 	for time.Since(start) < 2*time.Minute {
 		resp, err := client.Get("http://" + addr + "/readyz")
