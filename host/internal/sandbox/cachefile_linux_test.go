@@ -3,12 +3,10 @@
 package sandbox
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -74,11 +72,7 @@ func TestCacheFileNotRegular(t *testing.T) {
 					t.Fatalf("TemplateFrom() = %q, want warm-up", got)
 				}
 			}
-			gm, gg, _ := r.Template()
-			wm, wg, _ := want.Template()
-			if !bytes.Equal(gm, wm) || !slices.Equal(gg, wg) {
-				t.Fatal("the template after the refusal differs from the first start's")
-			}
+			assertSameMemoryAndGlobals(t, r, want, "the template after the refusal")
 		})
 	}
 }

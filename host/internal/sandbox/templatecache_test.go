@@ -40,6 +40,16 @@ func templateFiles(t *testing.T, dir string) []string {
 // memory, globals, pages and clock.
 func assertSameTemplate(t *testing.T, r, want *Runtime) {
 	t.Helper()
+	assertSameMemoryAndGlobals(t, r, want, "the template")
+	if r.pool.Load().tmpl.pages != want.pool.Load().tmpl.pages || r.pool.Load().tmpl.clock != want.pool.Load().tmpl.clock {
+		t.Fatalf("template of %d pages at clock %v, want %d at %v", r.pool.Load().tmpl.pages, r.pool.Load().tmpl.clock, want.pool.Load().tmpl.pages, want.pool.Load().tmpl.clock)
+	}
+}
+
+// assertSameMemoryAndGlobals fails unless r's template holds want's
+// memory and globals (a template built again differs in its clock only).
+func assertSameMemoryAndGlobals(t *testing.T, r, want *Runtime, what string) {
+	t.Helper()
 	gm, gg, err := r.Template()
 	if err != nil {
 		t.Fatal(err)
@@ -49,10 +59,7 @@ func assertSameTemplate(t *testing.T, r, want *Runtime) {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(gm, wm) || !slices.Equal(gg, wg) {
-		t.Fatalf("template differs: memory equal %v, globals %v, want %v", bytes.Equal(gm, wm), gg, wg)
-	}
-	if r.pool.Load().tmpl.pages != want.pool.Load().tmpl.pages || r.pool.Load().tmpl.clock != want.pool.Load().tmpl.clock {
-		t.Fatalf("template of %d pages at clock %v, want %d at %v", r.pool.Load().tmpl.pages, r.pool.Load().tmpl.clock, want.pool.Load().tmpl.pages, want.pool.Load().tmpl.clock)
+		t.Fatalf("%s differs from the first start's: memory equal %v, globals %v, want %v", what, bytes.Equal(gm, wm), gg, wg)
 	}
 }
 
@@ -203,11 +210,7 @@ func TestTemplateCacheRefused(t *testing.T) {
 			if got := r.TemplateFrom(); got != "warm-up" {
 				t.Fatalf("TemplateFrom() = %q, want warm-up: the file was not refused", got)
 			}
-			gm, gg, _ := r.Template()
-			wm, wg, _ := want.Template()
-			if !bytes.Equal(gm, wm) || !slices.Equal(gg, wg) {
-				t.Fatal("the template built after the refusal differs from the first start's")
-			}
+			assertSameMemoryAndGlobals(t, r, want, "the template built after the refusal")
 			if got := walkerRuntimeKeyed(t, dir, "k").TemplateFrom(); got != "cache" {
 				t.Fatalf("after the refusal, the next start: TemplateFrom() = %q, want cache (the built template kept again)", got)
 			}
