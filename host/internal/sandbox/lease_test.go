@@ -202,26 +202,38 @@ func TestResetAnyClassesFromCache(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := walkerRuntimeWithClasses(t, dir, file, n, tc.class)
-			_, tglobals, err := r.Template()
-			if err != nil {
-				t.Fatal(err)
-			}
-			ctx := context.Background()
-			for i := range 4 {
-				l, err := r.Lease(ctx)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if _, err := l.Run(ctx, Call{Input: []byte("{}"), MaxCalls: 16, MaxLogBytes: 64}); err != nil {
-					t.Fatal(err)
-				}
-				if g := l.Globals()[0]; g != tglobals[0]+1 {
-					t.Fatalf("op %d: global %d, want %d: the op did not start from the template", i, g, tglobals[0]+1)
-				}
-				l.Return()
-				assertTemplate(t, r, fmt.Sprintf("op %d under %s classes", i, tc.name))
-			}
+			runWalkerOps(t, r, 4, tc.name+" classes", nil)
 		})
+	}
+}
+
+// runWalkerOps runs n pageWalkerGuest ops on leased instances of r. Each
+// must start from the template (its global one past the template's),
+// pass check (when given) and leave a reset instance that is the
+// template again.
+func runWalkerOps(t *testing.T, r *Runtime, n int, under string, check func(i int, l *Lease)) {
+	t.Helper()
+	_, tglobals, err := r.Template()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for i := range n {
+		l, err := r.Lease(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := l.Run(ctx, Call{Input: []byte("{}"), MaxCalls: 16, MaxLogBytes: 64}); err != nil {
+			t.Fatal(err)
+		}
+		if g := l.Globals()[0]; g != tglobals[0]+1 {
+			t.Fatalf("op %d: global %d, want %d: the op did not start from the template", i, g, tglobals[0]+1)
+		}
+		if check != nil {
+			check(i, l)
+		}
+		l.Return()
+		assertTemplate(t, r, fmt.Sprintf("op %d under %s", i, under))
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash"
 	"hash/crc32"
 	"os"
 	"path/filepath"
@@ -191,24 +192,31 @@ func planGuestCached(wasm []byte, sum [sha256.Size]byte, cacheDir string) (*gues
 	return p, nil
 }
 
-// writeAtomic writes parts, one after the other, to a file through a
-// temporary name and a rename, so a reader never sees half of it. Errors
-// are ignored: the cache is an optimisation.
-func writeAtomic(path string, parts ...[]byte) {
+// writeAtomic writes b to a file through a temporary name and a rename
+// (writeAtomicWith).
+func writeAtomic(path string, b []byte) {
+	writeAtomicWith(path, func(f *os.File) error {
+		_, err := f.Write(b)
+		return err
+	})
+}
+
+// writeAtomicWith writes a file with write through a temporary name and
+// a rename, so a reader never sees half of it, and reports whether the
+// file is in place. Errors are otherwise ignored: the cache is an
+// optimisation.
+func writeAtomicWith(path string, write func(*os.File) error) bool {
 	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
 	if err != nil {
-		return
+		return false
 	}
-	var werr error
-	for _, b := range parts {
-		if werr == nil {
-			_, werr = tmp.Write(b)
-		}
-	}
+	werr := write(tmp)
 	cerr := tmp.Close()
 	if werr != nil || cerr != nil || os.Rename(tmp.Name(), path) != nil {
 		os.Remove(tmp.Name())
+		return false
 	}
+	return true
 }
 
 // planGuest reads and instruments a guest.
@@ -373,12 +381,24 @@ func classesPath(cacheDir string, guestSum [sha256.Size]byte, t *template, warm 
 	binary.LittleEndian.PutUint32(n[:4], t.pages)
 	binary.LittleEndian.PutUint32(n[4:], uint32(len(warm)))
 	h.Write(n[:])
-	for _, w := range warm {
-		binary.LittleEndian.PutUint64(n[:], uint64(len(w.Input)))
-		h.Write(n[:])
-		h.Write(w.Input)
-	}
+	hashInputs(h, warm)
 	return filepath.Join(cacheDir, "pinned-classes-v"+classesVersion+"-"+hex.EncodeToString(h.Sum(nil)))
+}
+
+// hashInputs writes each warm-up input to h (hashField), so no two
+// lists of inputs write the same bytes.
+func hashInputs(h hash.Hash, warm []Call) {
+	for _, w := range warm {
+		hashField(h, w.Input)
+	}
+}
+
+// hashField writes b to h, its length first (uint64, little-endian).
+func hashField(h hash.Hash, b []byte) {
+	var n [8]byte
+	binary.LittleEndian.PutUint64(n[:], uint64(len(b)))
+	h.Write(n[:])
+	h.Write(b)
 }
 
 // readClasses reads the page classes kept at path: one byte per 4 KiB

@@ -119,23 +119,15 @@ func templatePath(cacheDir string, guestSum [sha256.Size]byte, maxBytes uint64, 
 		return ""
 	}
 	h := sha256.New()
-	var n [8]byte
-	field := func(b []byte) {
-		binary.LittleEndian.PutUint64(n[:], uint64(len(b)))
-		h.Write(n[:])
-		h.Write(b)
+	for _, f := range [][]byte{[]byte(templateMagic), guestSum[:], []byte(build), []byte(key)} {
+		hashField(h, f)
 	}
-	field([]byte(templateMagic))
-	field(guestSum[:])
-	field([]byte(build))
-	field([]byte(key))
+	var n [8]byte
 	binary.LittleEndian.PutUint64(n[:], maxBytes)
 	h.Write(n[:])
 	binary.LittleEndian.PutUint64(n[:], uint64(len(warm)))
 	h.Write(n[:])
-	for _, w := range warm {
-		field(w.Input)
-	}
+	hashInputs(h, warm)
 	return filepath.Join(cacheDir, "pinned-template-v"+templateVersion+"-"+hex.EncodeToString(h.Sum(nil)))
 }
 
@@ -146,8 +138,8 @@ const templateHeader = 4 + 8 + 4
 
 // writeTemplate keeps t at path: the magic, the header, each global
 // (uint64), zeros to the next 4 KiB of the file (templatePad), the memory
-// (pages × 64 KiB), and a CRC-32C (Castagnoli) of all but the zeros. Errors are ignored: the cache is an
-// optimisation.
+// (pages × 64 KiB), and a CRC-32C (Castagnoli) of all but the zeros.
+// Errors are ignored: the cache is an optimisation.
 func writeTemplate(path string, t *template) {
 	if path == "" || t.image == nil || len(t.image.view) != int(t.pages)*65536 {
 		return
@@ -160,20 +152,12 @@ func writeTemplate(path string, t *template) {
 	for _, g := range t.globals {
 		head = binary.LittleEndian.AppendUint64(head, g)
 	}
-	sum := crc32.Update(crc32.Checksum(head, castagnoli), castagnoli, t.image.view)
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
-	if err != nil {
-		return
+	tail := binary.LittleEndian.AppendUint32(nil, crc32.Update(crc32.Checksum(head, castagnoli), castagnoli, t.image.view))
+	if writeAtomicWith(path, func(f *os.File) error {
+		return writeSparse(f, head, templatePad(len(head)), t.image.view, tail)
+	}) {
+		pruneTemplates(filepath.Dir(path), keepTemplates, time.Now())
 	}
-	err = writeSparse(tmp, head, templatePad(len(head)), t.image.view, binary.LittleEndian.AppendUint32(nil, sum))
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil || os.Rename(tmp.Name(), path) != nil {
-		os.Remove(tmp.Name())
-		return
-	}
-	pruneTemplates(filepath.Dir(path), keepTemplates, time.Now())
 }
 
 // templatePad is the zeros after a template's header and globals of n

@@ -89,24 +89,14 @@ func TestTemplateCached(t *testing.T) {
 		t.Fatalf("second start: TemplateFrom() = %q, want cache", got)
 	}
 	assertSameTemplate(t, cached, built)
-	ctx := context.Background()
-	for i := range 3 {
-		l, err := cached.Lease(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := l.Run(ctx, Call{Input: []byte("{}"), MaxCalls: 16, MaxLogBytes: 64}); err != nil {
-			t.Fatal(err)
-		}
+	runWalkerOps(t, cached, 3, "the kept template", func(i int, l *Lease) {
 		if g := l.Globals()[0]; g != 6 {
 			t.Fatalf("op %d: global %d, want 6: the op did not start from the kept template", i, g)
 		}
 		if m := l.Memory(); m[6*4096] != 6 || m[5*4096] != 5 || m[7*4096] != 0 {
 			t.Fatalf("op %d: pages 5, 6, 7 hold %d, %d, %d, want 5, 6, 0", i, m[5*4096], m[6*4096], m[7*4096])
 		}
-		l.Return()
-		assertTemplate(t, cached, "an op on the kept template")
-	}
+	})
 
 	if got := walkerRuntimeKeyed(t, dir, "registry-2").TemplateFrom(); got != "warm-up" {
 		t.Fatalf("another key: TemplateFrom() = %q, want warm-up", got)
