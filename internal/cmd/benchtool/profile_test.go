@@ -2,7 +2,6 @@ package main
 
 import (
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -12,15 +11,7 @@ import (
 // (100000 ops, 3.74 s of samples; restore 1.58 s, scanChanged 0.96 s,
 // runtime._ExternalCode 0.75 s), and the sandbox row sums it up.
 func TestReportProfile(t *testing.T) {
-	out := filepath.Join(t.TempDir(), "BENCHMARKS.md")
-	if err := runReport("testdata/bench.out", "", "missing-rss.json", "missing-ready.json", "", "testdata/sandbox-profile.txt", "", out); err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	report := string(b)
+	report := reportFor(t, "missing-rss.json", "missing-ready.json", "testdata/sandbox-profile.txt", "")
 	for _, want := range []string{
 		"## Where the CPU of serial sandboxed ops goes (profile)",
 		"(100000 ops, one at a time)",

@@ -12,15 +12,7 @@ import (
 // output (benchfmt renames benchmarks and units; the report must still
 // find them), with the figures of the sample run.
 func TestReportTargets(t *testing.T) {
-	out := filepath.Join(t.TempDir(), "BENCHMARKS.md")
-	if err := runReport("testdata/bench.out", "", "missing-rss.json", "missing-ready.json", "", "", "", out); err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	report := string(b)
+	report := reportFor(t, "missing-rss.json", "missing-ready.json", "", "")
 	tests := []struct {
 		name string
 		row  string // the row's first cell
@@ -66,20 +58,13 @@ func TestReportTargets(t *testing.T) {
 // benchtool rss): the sidecar process's peak against the goal, its figure
 // per op, the harness's process apart, and where the memory is.
 func TestReportRSS(t *testing.T) {
-	out := filepath.Join(t.TempDir(), "BENCHMARKS.md")
-	if err := runReport("testdata/bench.out", "", "testdata/rss.json", "missing-ready.json", "", "", "", out); err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := reportFor(t, "testdata/rss.json", "missing-ready.json", "", "")
 	for _, want := range []string{
 		"| 1000 ops in flight, upstream holds each 500 ms: the sidecar process's peak RSS (≤ 150 MiB), all succeed, past the limit busy | peak RSS 132 MiB (61 KiB per op over its baseline); answers map[200 :1000]; op 1001: HTTP 503 busy; 1326 ms | sidecar process before the load 72 MiB; the harness's own process (provider fake, load generator) peaked at 100 MiB apart | **met** |",
 		"| where the sidecar's memory is with 1000 ops held upstream | heap in use 49 MiB (+31 KiB per op), goroutine stacks 23 MiB (3009 goroutines, +23 KiB per op), RSS 123 MiB, PSS 105 MiB |",
 		"## Memory with 1000 ops in flight (benchtool rss)",
 	} {
-		if !strings.Contains(string(b), want) {
+		if !strings.Contains(b, want) {
 			t.Errorf("report lacks %q", want)
 		}
 	}
@@ -130,22 +115,30 @@ func TestReportRSSVerdict(t *testing.T) {
 // reset pool took over from fresh instances; beside them, what each
 // dependency adds to the guest (a real run of benchtool guestsize).
 func TestReportReady(t *testing.T) {
-	out := filepath.Join(t.TempDir(), "BENCHMARKS.md")
-	if err := runReport("testdata/bench.out", "", "testdata/rss.json", "testdata/ready.json", "", "", "testdata/guest-size.md", out); err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := reportFor(t, "testdata/rss.json", "testdata/ready.json", "", "testdata/guest-size.md")
 	for _, want := range []string{
 		"| sidecar ready, compilation cache warm (≤ 50 ms) | 242 ms (median of 7 starts; [237.512 238.679 265.204 228.332 247.716 242.49 267.912]); the reset pool took over at 274 ms (ops before it run in fresh instances) | cold cache 1010 ms (median of 7;",
 		"| sidecar ready, compilation cache empty (≤ 400 ms) | 1010 ms (median of 7 starts); the reset pool took over at 1183 ms (ops before it run in fresh instances) | warm cache 242 ms | **not met** |",
 		"## What each dependency adds to the guest (benchtool guestsize)",
 		"| regexp/syntax | 82 | 177960 | 10.3% |",
 	} {
-		if !strings.Contains(string(b), want) {
+		if !strings.Contains(b, want) {
 			t.Errorf("report lacks %q", want)
 		}
 	}
+}
+
+// reportFor writes a report from testdata/bench.out and the given rss,
+// ready, profile and guest-size files ("" for none) and returns it.
+func reportFor(t *testing.T, rss, ready, profile, guestSize string) string {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "BENCHMARKS.md")
+	if err := runReport("testdata/bench.out", "", rss, ready, "", profile, guestSize, out); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
