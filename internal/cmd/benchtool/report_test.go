@@ -92,16 +92,12 @@ func TestReportRSSVerdict(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(dir, "rss.json"), js, 0o644); err != nil {
 				t.Fatal(err)
 			}
-			out := filepath.Join(dir, "BENCHMARKS.md")
-			if err := runReport("testdata/bench.out", "", filepath.Join(dir, "rss.json"), "missing-ready.json", "", "", "", out); err != nil {
-				t.Fatal(err)
-			}
-			b, _ := os.ReadFile(out)
-			i := strings.Index(string(b), "| 10 ops in flight")
+			b := reportFor(t, filepath.Join(dir, "rss.json"), "missing-ready.json", "", "")
+			i := strings.Index(b, "| 10 ops in flight")
 			if i < 0 {
 				t.Fatalf("no rss row in:\n%s", b)
 			}
-			line := string(b[i:])
+			line := b[i:]
 			line = line[:strings.IndexByte(line, '\n')]
 			if !strings.HasSuffix(line, "| "+tt.want+" |") {
 				t.Errorf("row %q: want verdict %s", line, tt.want)
