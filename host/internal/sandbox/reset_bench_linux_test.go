@@ -115,7 +115,7 @@ func BenchmarkReset(b *testing.B) {
 					_, err = c.readPagemap()
 				case w.pages == nil:
 					pm, _ := pagemap()
-					c.written, err = scanChanged(int(pm.Fd()), c.buf[:c.image.size], c.vec, c.written[:0])
+					c.written, _, err = scanChanged(int(pm.Fd()), c.buf[:c.image.size], c.vec, c.written[:0], nil)
 				default:
 					n, err = c.reset(class)
 				}

@@ -139,6 +139,55 @@ func TestResetRemapsUnmappedPages(t *testing.T) {
 	}
 }
 
+// TestResetWriteClassPageUnmapped: a write-class page the op leaves
+// equal to the image but no longer a private copy (unmapped, so the next
+// read maps the image's own page) must be a private copy again after
+// reset, with either reset: comparing its bytes alone would find nothing
+// to copy, and the next op's first write would take a fault the op after
+// a normal one does not (a page-fault timing channel).
+func TestResetWriteClassPageUnmapped(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		pagemap bool
+		read    bool // the op reads the page back after dropping it
+	}{
+		{"write_tracking", false, false},
+		{"write_tracking_read_back", false, true},
+		{"pagemap", true, false},
+		{"pagemap_read_back", true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ms, class := resetImage(t, 1, tc.pagemap)
+			c := ms[0]
+			if !tc.pagemap && !c.tracked() {
+				t.Skipf("no write tracking on this kernel (%v)", c.wpErr())
+			}
+			if class[26] != pageWrite {
+				t.Fatalf("page 26 is class %d, want write", class[26])
+			}
+			for round := range 2 {
+				if err := unix.Madvise(c.buf[26*pageSize:27*pageSize], unix.MADV_DONTNEED); err != nil {
+					t.Fatal(err)
+				}
+				if tc.read {
+					c.sink ^= c.buf[26*pageSize+9]
+				}
+				n, err := c.reset(class)
+				if err != nil {
+					t.Fatalf("reset: %v", err)
+				}
+				if n < 1 {
+					t.Fatalf("round %d: reset restored %d pages, want the unmapped write-class page", round, n)
+				}
+				checkPageStates(t, c, class, round)
+				if !bytes.Equal(c.buf[:c.image.size], c.image.view) {
+					t.Fatal("memory differs from the image after reset")
+				}
+			}
+		})
+	}
+}
+
 // TestResetAfterHalfAppliedTracking: priming with write tracking can fail
 // after registering the range and protecting part of it; the memory then
 // resets from the pagemap, with the registration and some protection
@@ -229,7 +278,7 @@ func TestResetManyScatteredWrites(t *testing.T) {
 		if _, err := c.reset(class); err != nil {
 			t.Fatalf("round %d: reset: %v", round, err)
 		}
-		got, err := scanChanged(int(pm.Fd()), c.buf[:c.image.size], c.vec, nil)
+		got, _, err := scanChanged(int(pm.Fd()), c.buf[:c.image.size], c.vec, nil, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -247,7 +296,7 @@ func TestResetManyScatteredWrites(t *testing.T) {
 func checkScanNamesWriteClass(t *testing.T, c *cowMemory, class []byte) {
 	t.Helper()
 	pm, _ := pagemap()
-	got, err := scanChanged(int(pm.Fd()), c.buf[:c.image.size], c.vec, nil)
+	got, _, err := scanChanged(int(pm.Fd()), c.buf[:c.image.size], c.vec, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
