@@ -41,18 +41,39 @@ func bad(msg string) error { return &InputError{Msg: msg} }
 // encoded request, a Reject for arguments that break a declaration, or an
 // *InputError for input the host should never have sent.
 func Render(input []byte) ([]byte, *Reject, error) {
+	var r Renderer
+	return r.Render(input)
+}
+
+// Renderer is Render with buffers kept from one call to the next: the
+// argument values and the request. The guest keeps one, so the warm-up
+// ops grow its buffers in the template instance and an op then renders
+// without allocating (each allocation costs the guest a trip through the
+// Go runtime's allocator, and may write a heap page the reset then
+// restores). The zero Renderer is ready to use. It is not safe for
+// concurrent use, and the request a call returns is valid until the next
+// call.
+type Renderer struct {
+	vals      []argrules.Value
+	out, body []byte
+}
+
+// Render is the package's Render, into r's buffers.
+func (r *Renderer) Render(input []byte) ([]byte, *Reject, error) {
 	sp, args, err := split(input)
 	if err != nil {
 		return nil, nil, err
 	}
-	vals, rej := argrules.Validate(sp.args, args)
+	vals, rej := argrules.ValidateInto(r.vals[:0], sp.args, args)
 	if rej != nil {
 		return nil, rej, nil
 	}
-	req, rej := sp.render(vals)
+	r.vals = vals
+	req, rej := sp.render(r, vals)
 	if rej != nil {
 		return nil, rej, nil
 	}
+	r.out = req
 	return req, nil, nil
 }
 
@@ -79,11 +100,11 @@ func Validate(input []byte) (map[string]string, *Reject, error) {
 
 // split separates the op input into the (cached) spec and the raw args.
 func split(input []byte) (*spec, []byte, error) {
-	nl := bytes.IndexByte(input, '\n')
+	nl, h := scanSpec(input)
 	if nl < 0 {
 		return nil, nil, bad("no newline between the op spec and the args")
 	}
-	sp, err := specFor(input[:nl])
+	sp, err := specFor(input[:nl], h)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -96,30 +117,69 @@ func split(input []byte) (*spec, []byte, error) {
 // anyway). Under the host's reset strategy the snapshot is taken after one
 // warm-up op per registry op, so every spec is already parsed in it; the
 // cache never holds anything a caller sent.
+//
+// It is an open-addressed hash table keyed by scanSpec's hash, and each
+// entry is compared whole with equalBytes, 8 bytes at a time, rather than
+// a map[string]: on wasm the Go runtime compares strings a byte at a
+// time (memeqbody), and hashing and comparing the spec's few hundred
+// bytes that way, with the map's own work, was a third of the guest's
+// run (profiled in docs/BENCHMARKS.md).
 var (
 	specMu    sync.Mutex
-	specCache = map[string]*spec{}
+	specSlots [2 * maxSpecs]uint16 // index+1 into specs; 0 = empty; at most half full
+	specs     []cachedSpec
 )
+
+// cachedSpec is one spec cache entry: the spec's exact bytes, their
+// scanSpec hash and their parse.
+type cachedSpec struct {
+	h  uint64
+	b  []byte
+	sp *spec
+}
 
 const maxSpecs = 512
 
-func specFor(b []byte) (*spec, error) {
+// specFor returns the parse of spec b, whose scanSpec hash is h.
+func specFor(b []byte, h uint64) (*spec, error) {
 	specMu.Lock()
-	sp := specCache[string(b)]
-	specMu.Unlock()
-	if sp != nil {
+	slot := lookupSpec(b, h)
+	if e := specSlots[slot]; e != 0 {
+		sp := specs[e-1].sp
+		specMu.Unlock()
 		return sp, nil
 	}
+	specMu.Unlock()
 	sp, err := parseSpec(b)
 	if err != nil {
 		return nil, err
 	}
 	specMu.Lock()
-	if len(specCache) < maxSpecs {
-		specCache[string(b)] = sp
+	if len(specs) < maxSpecs {
+		// Look again: another caller may have added it meanwhile.
+		if slot = lookupSpec(b, h); specSlots[slot] == 0 {
+			specs = append(specs, cachedSpec{h, bytes.Clone(b), sp})
+			specSlots[slot] = uint16(len(specs))
+		}
 	}
 	specMu.Unlock()
 	return sp, nil
+}
+
+// lookupSpec returns the slot of b's entry, or the empty slot where it
+// would go (linear probing; the table is never more than half full).
+// specMu is held.
+func lookupSpec(b []byte, h uint64) uint64 {
+	const mask = uint64(len(specSlots) - 1)
+	for slot := h & mask; ; slot = (slot + 1) & mask {
+		e := specSlots[slot]
+		if e == 0 {
+			return slot
+		}
+		if c := &specs[e-1]; c.h == h && equalBytes(c.b, b) {
+			return slot
+		}
+	}
 }
 
 // piece is one part of a template: literal text, or the arg at index arg.
@@ -311,9 +371,13 @@ func (sp *spec) jsonTemplate(v *jsonv.Value) *node {
 	return n
 }
 
-// render builds the encoded request from validated values.
-func (sp *spec) render(vals []argrules.Value) ([]byte, *Reject) {
-	out := make([]byte, 0, 512)
+// render builds the encoded request from validated values, in r's
+// buffers.
+func (sp *spec) render(r *Renderer, vals []argrules.Value) ([]byte, *Reject) {
+	out := r.out[:0]
+	if out == nil {
+		out = make([]byte, 0, 512)
+	}
 	out = append(out, sp.head...)
 	for _, p := range sp.path {
 		if p.arg < 0 {
@@ -353,11 +417,12 @@ func (sp *spec) render(vals []argrules.Value) ([]byte, *Reject) {
 	out = append(out, sp.headers...)
 	switch {
 	case sp.bodyJSON != nil:
-		body := renderNode(make([]byte, 0, 256), sp.bodyJSON, vals)
+		body := renderNode(r.body[:0], sp.bodyJSON, vals)
+		r.body = body
 		out = append(out, `,"body":`...)
 		out = jsonv.AppendString(out, string(body))
 	case sp.hasForm:
-		body := make([]byte, 0, 128)
+		body := r.body[:0]
 		for _, f := range sp.bodyForm {
 			if !complete(f.pieces, vals) {
 				continue
@@ -369,6 +434,7 @@ func (sp *spec) render(vals []argrules.Value) ([]byte, *Reject) {
 			body = append(body, '=')
 			body = appendPieces(body, f.pieces, vals, true)
 		}
+		r.body = body
 		out = append(out, `,"body":`...)
 		out = jsonv.AppendString(out, string(body)) // form text is ASCII without quotes: no escapes
 	}

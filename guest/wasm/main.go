@@ -30,9 +30,13 @@ func request(buf unsafe.Pointer, n int32) int32
 //go:wasmimport pin_v1 reject
 func reject(reason int32, name unsafe.Pointer, n int32) int32
 
-// inbuf is reused from op to op (within one instance) to spare an
-// allocation; it holds only the current op's input.
-var inbuf []byte
+// inbuf and renderer are reused from op to op (within one instance) to
+// spare allocations; they hold only the current op's input and request
+// (under the reset strategy, the template's, grown by the warm-up ops).
+var (
+	inbuf    []byte
+	renderer executor.Renderer
+)
 
 // errInput is run's result when the host's input cannot be used.
 const errInput = -100
@@ -50,7 +54,7 @@ func run() int32 {
 	if r := inputRead(unsafe.Pointer(&buf[0]), n); r < 0 {
 		return r
 	}
-	req, rej, err := executor.Render(buf)
+	req, rej, err := renderer.Render(buf)
 	switch {
 	case err != nil:
 		return errInput

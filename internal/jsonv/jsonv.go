@@ -331,6 +331,18 @@ func ScanString(b []byte) int {
 	return n
 }
 
+// DecodeString decodes the JSON string at the start of b: its length
+// (quotes included) and its text, as Parse decodes the same bytes alone;
+// ok is false when b does not start with a valid string (ScanString's
+// rules). One pass, where ScanString then Parse read the string twice.
+func DecodeString(b []byte) (n int, s string, ok bool) {
+	n, s, ok = scanString(b, true)
+	if !ok {
+		return 0, "", false
+	}
+	return n, s, true
+}
+
 // scanString scans the string at b[0] (which must be '"'). With decode it
 // also returns the decoded text. On failure n is the offset of the problem.
 func scanString(b []byte, decode bool) (n int, s string, ok bool) {

@@ -161,3 +161,30 @@ func FuzzSkip(f *testing.F) {
 		}
 	})
 }
+
+// FuzzDecodeString: DecodeString accepts exactly the strings ScanString
+// accepts, and its text is what Parse decodes from the same bytes.
+func FuzzDecodeString(f *testing.F) {
+	for _, s := range []string{`"abc" x`, `"\ud83d\ude00"`, `"a\"b"`, `"\u0000"`, "\"\x01\"", "\"\xff\"", `"unterminated`, `x`, ``} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		n, s, ok := DecodeString(data)
+		if want := ScanString(data); n != want || ok != (want > 0) {
+			t.Fatalf("DecodeString(%q) = %d, %v; ScanString = %d", data, n, ok, want)
+		}
+		if !ok {
+			if s != "" {
+				t.Fatalf("DecodeString(%q) refused but returned text %q", data, s)
+			}
+			return
+		}
+		v, err := Parse(data[:n])
+		if err != nil || v.Kind != String {
+			t.Fatalf("DecodeString accepted %q, Parse: %v, kind %v", data[:n], err, v.Kind)
+		}
+		if s != v.S {
+			t.Fatalf("DecodeString(%q) = %q, Parse decodes %q", data[:n], s, v.S)
+		}
+	})
+}
