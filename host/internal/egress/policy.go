@@ -195,22 +195,16 @@ func (d *requestDecoder) next(c byte) bool {
 	return false
 }
 
-// str consumes a string after white space, decoded by jsonv.Parse (a
-// string alone is no tree). ScanString finds its end first, so the
-// string is read twice: jsonv exports no decoder of one string, and
-// adding one would change the guest, which imports jsonv.
+// str consumes a string after white space, decoded by
+// jsonv.DecodeString (as jsonv.Parse decodes a string alone).
 func (d *requestDecoder) str() (string, bool) {
 	d.ws()
-	n := jsonv.ScanString(d.b[d.i:])
-	if n == 0 {
-		return "", false
-	}
-	v, err := jsonv.Parse(d.b[d.i : d.i+n])
-	if err != nil || v.Kind != jsonv.String {
+	n, s, ok := jsonv.DecodeString(d.b[d.i:])
+	if !ok {
 		return "", false
 	}
 	d.i += n
-	return v.S, true
+	return s, true
 }
 
 func (d *requestDecoder) request() (*Request, bool) {
