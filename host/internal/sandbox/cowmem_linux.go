@@ -149,7 +149,7 @@ type cowMemory struct {
 	wpFail  error        // why priming with write tracking failed, if it did
 	vec     []pageRegion // PAGEMAP_SCAN scratch
 	written []int        // scanChanged scratch
-	notPriv []int        // scanChanged scratch
+	absent  []int        // scanChanged scratch
 }
 
 func newCowMemory(max uint64) (*cowMemory, error) {
@@ -389,8 +389,8 @@ func (c *cowMemory) tracked() bool {
 // with PAGE_IS_WRITTEN finds it. Write-class pages stay unprotected, so an
 // op's usual writes take no fault; they count as written on every scan
 // and reset restores them anyway. It checks the result: the scan must
-// name the write-class pages, each a private copy, and nothing else (no
-// other page written or unmapped).
+// name the write-class pages, each mapped, and nothing else (no other
+// page written or unmapped).
 func (c *cowMemory) primeWPLocked(class []byte) error {
 	size := c.image.size
 	n := size / pageSize
@@ -426,13 +426,13 @@ func (c *cowMemory) primeWPLocked(class []byte) error {
 	if c.vec == nil {
 		c.vec = make([]pageRegion, 256)
 	}
-	got, notPriv, err := scanChanged(int(pm.Fd()), c.buf[:size], c.vec, c.written[:0], c.notPriv[:0])
+	got, absent, err := scanChanged(int(pm.Fd()), c.buf[:size], c.vec, c.written[:0], c.absent[:0])
 	if err != nil {
 		return err
 	}
-	c.written, c.notPriv = got, notPriv[:0]
-	if len(notPriv) != 0 {
-		return fmt.Errorf("write tracking reports %d pages not private copies after priming (page %d)", len(notPriv), notPriv[0])
+	c.written, c.absent = got, absent[:0]
+	if len(absent) != 0 {
+		return fmt.Errorf("write tracking reports %d pages unmapped after priming (page %d)", len(absent), absent[0])
 	}
 	want := 0
 	for _, k := range class {
@@ -585,10 +585,10 @@ func (c *cowMemory) reset(class []byte) (int, error) {
 
 // restorePage makes write-class page i equal to the image's again,
 // copying it only where the two differ, and reports whether it copied.
-// The caller copies the pages that are no longer private copies (the
-// canonical state of a write-class page) whatever their bytes, since
-// such a page reads as the image's own and compares equal
-// (TestResetWriteClassPageUnmapped); for the rest only the bytes can
+// The caller copies the pages that lost their mapping whatever their
+// bytes, since such a page reads as the image's own and compares equal
+// (TestResetWriteClassPageUnmapped); the rest are private copies (the
+// canonical state of a write-class page), so only their bytes can
 // differ. The class is the union of the pages
 // every warm-up op wrote, so most of them come out of any one op as they
 // went in (5 of 38 differ after a list_repos op). Comparing reads both
@@ -622,8 +622,8 @@ func (c *cowMemory) resetWPLocked(class []byte) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	written, notPriv, err := scanChanged(int(pm.Fd()), c.buf[:size], c.vec, c.written[:0], c.notPriv[:0])
-	c.written, c.notPriv = written[:0], notPriv[:0]
+	written, absent, err := scanChanged(int(pm.Fd()), c.buf[:size], c.vec, c.written[:0], c.absent[:0])
+	c.written, c.absent = written[:0], absent[:0]
 	if err != nil {
 		return 0, err
 	}
@@ -633,12 +633,14 @@ func (c *cowMemory) resetWPLocked(class []byte) (int, error) {
 			count++
 		}
 	}
-	// A write-class page that lost its private copy (unmapped, or mapped
-	// from the image again) reads as the image's own page, and compared
-	// equal in restorePage: copy it, so that it is a private copy again
-	// (its canonical state) and the next op's first write to it takes no
-	// fault that an op after a normal one would not.
-	for _, i := range notPriv {
+	// A write-class page that lost its mapping read as the image's own
+	// page in restorePage, and compared equal: copy it, so that it is a
+	// private copy again (its canonical state) and the next op's first
+	// write to it takes no fault that an op after a normal one would not.
+	// Unmapping is the only way out of that state: swap-out keeps the page
+	// anonymous (it reads back as the private copy), the guest cannot
+	// drop pages, and the host drops no write-class page.
+	for _, i := range absent {
 		if class[i] == pageWrite {
 			copy(c.buf[i*pageSize:(i+1)*pageSize], c.image.view[i*pageSize:(i+1)*pageSize])
 			count++

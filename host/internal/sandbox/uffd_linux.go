@@ -34,7 +34,6 @@ const (
 
 	pmScanCheckWPAsync = 1 << 1 // PM_SCAN_CHECK_WPASYNC: fail unless the range is async write-protected
 	pageIsWritten      = 1 << 1 // PAGE_IS_WRITTEN
-	pageIsFile         = 1 << 2 // PAGE_IS_FILE: mapped from a file (here the image), not a private copy
 	pageIsPresent      = 1 << 3 // PAGE_IS_PRESENT
 )
 
@@ -117,17 +116,18 @@ func wpProtect(b []byte) error {
 
 // scanChanged appends to out the index of every page of b that is not in
 // the state primeWPLocked left it in: written since it was last
-// write-protected (or never protected), or not mapped; and to notPrivate
-// the index of each of those pages that is not a private copy: not
-// mapped, or mapping the image's own page (PAGE_IS_FILE). Write-class
-// pages, never protected, are always named; notPrivate says which of
-// them left their canonical state. A protected page
+// write-protected (or never protected), or not mapped; and to absent the
+// index of each of those pages that is not mapped. Write-class pages,
+// never protected, are always named; absent says which of them lost
+// their private copy. (Asking for PAGE_IS_FILE too would name the others
+// directly, but makes the kernel look up every page's struct page: it
+// more than doubled BenchmarkSandbox/reset's time an op.) A protected page
 // the op never wrote can still lose its mapping (reclaim, a huge page
 // split) and keep its protection; the next op's read would map it, and
 // only a scan that names unmapped pages lets reset undo that. It asks
 // PAGEMAP_SCAN for PAGE_IS_WRITTEN or not PAGE_IS_PRESENT, both read from
 // the page-table entry alone. vec is scratch for the kernel's answer.
-func scanChanged(pm int, b []byte, vec []pageRegion, out, notPrivate []int) ([]int, []int, error) {
+func scanChanged(pm int, b []byte, vec []pageRegion, out, absent []int) ([]int, []int, error) {
 	base, length := rangeOf(b)
 	end := base + length
 	for start := base; start < end; {
@@ -137,27 +137,27 @@ func scanChanged(pm int, b []byte, vec []pageRegion, out, notPrivate []int) ([]i
 			vec: uint64(uintptr(unsafe.Pointer(&vec[0]))), vecLen: uint64(len(vec)),
 			categoryInverted:  pageIsPresent,
 			categoryAnyofMask: pageIsWritten | pageIsPresent,
-			returnMask:        pageIsWritten | pageIsPresent | pageIsFile,
+			returnMask:        pageIsWritten | pageIsPresent,
 		}
 		n, err := ioctlPtr(pm, ioctlPagemapScan, unsafe.Pointer(&arg))
 		if err != nil {
-			return out, notPrivate, fmt.Errorf("PAGEMAP_SCAN: %w", err)
+			return out, absent, fmt.Errorf("PAGEMAP_SCAN: %w", err)
 		}
 		if int(n) > len(vec) || arg.walkEnd <= start || arg.walkEnd > end {
-			return out, notPrivate, fmt.Errorf("PAGEMAP_SCAN answered %d regions up to %#x for [%#x, %#x)", n, arg.walkEnd, start, end)
+			return out, absent, fmt.Errorf("PAGEMAP_SCAN answered %d regions up to %#x for [%#x, %#x)", n, arg.walkEnd, start, end)
 		}
 		for _, r := range vec[:n] {
 			if r.start < base || r.end > end || r.start >= r.end {
-				return out, notPrivate, fmt.Errorf("PAGEMAP_SCAN region [%#x, %#x) outside [%#x, %#x)", r.start, r.end, base, end)
+				return out, absent, fmt.Errorf("PAGEMAP_SCAN region [%#x, %#x) outside [%#x, %#x)", r.start, r.end, base, end)
 			}
 			for a := r.start; a < r.end; a += pageSize {
 				out = append(out, int((a-base)/pageSize))
-				if r.categories&pageIsPresent == 0 || r.categories&pageIsFile != 0 {
-					notPrivate = append(notPrivate, int((a-base)/pageSize))
+				if r.categories&pageIsPresent == 0 {
+					absent = append(absent, int((a-base)/pageSize))
 				}
 			}
 		}
 		start = arg.walkEnd
 	}
-	return out, notPrivate, nil
+	return out, absent, nil
 }
