@@ -123,7 +123,7 @@ func split(input []byte) (*spec, []byte, error) {
 // a map[string]: on wasm the Go runtime compares strings a byte at a
 // time (memeqbody), and hashing and comparing the spec's few hundred
 // bytes that way, with the map's own work, was a third of the guest's
-// run (profiled in docs/BENCHMARKS.md).
+// run (docs/RATIONALE.md says how it was profiled, and what changed).
 var (
 	specMu    sync.Mutex
 	specSlots [2 * maxSpecs]uint16 // index+1 into specs; 0 = empty; at most half full
