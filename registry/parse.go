@@ -65,8 +65,34 @@ var hostOwnedHeaders = map[string]bool{
 // declare one ([Parse]); the host refuses a request that carries one. The
 // manifest's own auth.header name is the host's too, per manifest.
 func HostOwnedHeader(name string) bool {
+	var buf [64]byte
+	if l, ok := lowerASCII(buf[:0], name); ok {
+		// string(l) in a map index and the prefix checks allocate nothing.
+		return hostOwnedHeaders[string(l)] || bytes.HasPrefix(l, []byte("proxy-")) || bytes.HasPrefix(l, []byte("x-forwarded-"))
+	}
 	l := strings.ToLower(name)
 	return hostOwnedHeaders[l] || strings.HasPrefix(l, "proxy-") || strings.HasPrefix(l, "x-forwarded-")
+}
+
+// lowerASCII appends name in lower case to dst when name is ASCII and
+// fits dst's capacity (no allocation); ok is false otherwise, and the
+// caller lowers it with strings.ToLower (Unicode case folding: the
+// Kelvin sign lowers to "k").
+func lowerASCII(dst []byte, name string) ([]byte, bool) {
+	if len(name) > cap(dst) {
+		return nil, false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if c >= utf8.RuneSelf {
+			return nil, false
+		}
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		dst = append(dst, c)
+	}
+	return dst, true
 }
 
 // reservedAuthorizeParams are the authorization request parameters the

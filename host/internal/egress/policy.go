@@ -517,7 +517,10 @@ func (p *Policy) ForbiddenHeader(name string) bool {
 }
 
 func (p *Policy) checkHeaders(hs [][2]string) api.DenyReason {
-	seen := make(map[string]bool, len(hs))
+	// The canonical names seen so far: a request carries a few headers,
+	// so a linear search of a slice on the stack beats a map.
+	var buf [16]string
+	seen := buf[:0]
 	for _, h := range hs {
 		if !validToken(h[0]) {
 			return api.DenyHeaderInvalid
@@ -531,10 +534,10 @@ func (p *Policy) checkHeaders(hs [][2]string) api.DenyReason {
 				return api.DenyHeaderInvalid
 			}
 		}
-		if seen[name] {
+		if slices.Contains(seen, name) {
 			return api.DenyHeaderDuplicate
 		}
-		seen[name] = true
+		seen = append(seen, name)
 	}
 	return ""
 }
