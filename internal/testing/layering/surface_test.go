@@ -33,6 +33,7 @@ var surfaceAllowed = map[string]string{
 	// rebuild executor.wasm.
 	"executor.Reject: an alias of github.com/elevenmessenger/pinned/internal/argrules.Reject; define the type here and let the internal package use it": "the guest's",
 	"executor.Render: names internal type github.com/elevenmessenger/pinned/internal/argrules.Reject":                                                   "the guest's",
+	"executor.Renderer.Render: names internal type github.com/elevenmessenger/pinned/internal/argrules.Reject":                                          "the guest's",
 	"executor.Validate: names internal type github.com/elevenmessenger/pinned/internal/argrules.Reject":                                                 "the guest's",
 }
 
