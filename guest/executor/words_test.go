@@ -107,7 +107,8 @@ func TestEqualBytesMaskedDifference(t *testing.T) {
 }
 
 // FuzzSpecLookup: scanSpec and equalBytes agree with bytes.IndexByte and
-// bytes.Equal on any input, and equal specs hash alike.
+// bytes.Equal on any input (a against b, and against itself with one
+// byte changed), and equal specs hash alike.
 func FuzzSpecLookup(f *testing.F) {
 	f.Add([]byte(`{"host":"api.example.com","op":{"method":"GET","path":"/x"}}`+"\n{}"), []byte("x"))
 	f.Fuzz(func(t *testing.T, a, b []byte) {
@@ -117,6 +118,15 @@ func FuzzSpecLookup(f *testing.F) {
 		}
 		if equalBytes(a, b) != bytes.Equal(a, b) {
 			t.Fatalf("equalBytes(%q, %q) = %v", a, b, !bytes.Equal(a, b))
+		}
+		// Random pairs seldom have one length: also a with one byte
+		// changed, where b says which and how.
+		if len(a) > 0 && len(b) >= 2 {
+			c := bytes.Clone(a)
+			c[int(b[0])%len(a)] ^= b[1] | 1
+			if equalBytes(a, c) {
+				t.Fatalf("equalBytes(%q, %q) = true", a, c)
+			}
 		}
 		if _, hb := scanSpec(bytes.Clone(a)); hb != ha {
 			t.Fatal("the same bytes hashed differently")
