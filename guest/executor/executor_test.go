@@ -161,3 +161,36 @@ func FuzzRender(f *testing.F) {
 		}
 	})
 }
+
+// TestRendererReused: one Renderer, as the guest keeps, renders every op
+// and args as Render does whatever ran before it: a body op then a
+// bodyless one, a long request then a short one, a Reject in between.
+// Nothing of one call's values or request shows in the next's.
+func TestRendererReused(t *testing.T) {
+	cases := []struct{ op, args string }{
+		{createOp, `{"title":"` + strings.Repeat("LONGSECRET", 40) + `","n":3,"note":"secret-note"}`},
+		{issuesOp, `{"owner":"octo","repo":"hello"}`},
+		{formOp, `{"email":"a+b@example.com","name":"Ada L"}`},
+		{issuesOp, `{"owner":"octo","repo":"toolong"}`},
+		{formOp, `{"email":"x@y"}`},
+		{createOp, `{"title":"t"}`},
+		{`{"method":"GET","path":"/me"}`, `{}`},
+		{createOp, `{"title":"t","ok":"yes"}`},
+		{issuesOp, `{"owner":"o","repo":"r","q":"` + strings.Repeat("q", 300) + `"}`},
+		{createOp, `{"title":"u"}`},
+	}
+	var r Renderer
+	for round, order := range [][]int{{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}, {9, 8, 7, 6, 5, 4, 3, 2, 1, 0}, {0, 6, 8, 1, 2, 5, 0, 4}} {
+		for _, i := range order {
+			in := opInput(cases[i].op, cases[i].args)
+			wantReq, wantRej, wantErr := Render(in)
+			req, rej, err := r.Render(in)
+			if string(req) != string(wantReq) || (rej == nil) != (wantRej == nil) || (err == nil) != (wantErr == nil) {
+				t.Fatalf("round %d case %d: reused Renderer gave %s (rej %+v, err %v), Render %s (rej %+v, err %v)", round, i, req, rej, err, wantReq, wantRej, wantErr)
+			}
+			if rej != nil && *rej != *wantRej {
+				t.Fatalf("round %d case %d: reject %+v, want %+v", round, i, rej, wantRej)
+			}
+		}
+	}
+}

@@ -71,7 +71,8 @@ func equalBytes(a, b []byte) bool {
 	i := 0
 	for ; i+32 <= len(a); i += 32 {
 		_, _ = a[i+31], b[i+31]
-		if word(a, i)^word(b, i)|word(a, i+8)^word(b, i+8)|word(a, i+16)^word(b, i+16)|word(a, i+24)^word(b, i+24) != 0 {
+		// Parenthesised: Go gives | and ^ one precedence, left to right.
+		if (word(a, i)^word(b, i))|(word(a, i+8)^word(b, i+8))|(word(a, i+16)^word(b, i+16))|(word(a, i+24)^word(b, i+24)) != 0 {
 			return false
 		}
 	}

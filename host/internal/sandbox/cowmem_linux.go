@@ -587,9 +587,12 @@ func (c *cowMemory) reset(class []byte) (int, error) {
 // copying it only where the two differ, and reports whether it copied.
 // The caller copies the pages that lost their mapping whatever their
 // bytes, since such a page reads as the image's own and compares equal
-// (TestResetWriteClassPageUnmapped); the rest are private copies (the
-// canonical state of a write-class page), so only their bytes can
-// differ. The class is the union of the pages
+// (TestResetWriteClassPageUnmapped). A page that compares equal is
+// written once all the same (one byte, its own value): a present,
+// anonymous page can still be write-protected, merged by KSM or shared
+// with a forked child, and the pagemap does not show it; the write makes
+// it a private, writable copy again, as the op's writes made the pages
+// that differ (TestResetLeavesWriteClassPagesWritable). The class is the union of the pages
 // every warm-up op wrote, so most of them come out of any one op as they
 // went in (5 of 38 differ after a list_repos op). Comparing reads both
 // pages where copying reads one and writes the other, dirtying no cache
@@ -598,6 +601,7 @@ func (c *cowMemory) reset(class []byte) (int, error) {
 func (c *cowMemory) restorePage(i int) bool {
 	page, img := c.buf[i*pageSize:(i+1)*pageSize], c.image.view[i*pageSize:(i+1)*pageSize]
 	if bytes.Equal(page, img) {
+		page[0] = img[0]
 		return false
 	}
 	copy(page, img)
