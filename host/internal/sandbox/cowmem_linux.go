@@ -592,12 +592,12 @@ func (c *cowMemory) reset(class []byte) (int, error) {
 // anonymous page can still be write-protected, merged by KSM or shared
 // with a forked child, and the pagemap does not show it; the write makes
 // it a private, writable copy again, as the op's writes made the pages
-// that differ (TestResetLeavesWriteClassPagesWritable). The class is the union of the pages
-// every warm-up op wrote, so most of them come out of any one op as they
-// went in (5 of 38 differ after a list_repos op). Comparing reads both
-// pages where copying reads one and writes the other, dirtying no cache
-// line for the pages that did not change: BenchmarkSandbox/reset took
-// about 5% less time an op (alternating runs, same session).
+// that differ (TestResetLeavesWriteClassPagesWritable). The class is
+// the union of the pages every warm-up op wrote, so most of them come out
+// of any one op as they went in (5 of 38 differ after a list_repos op).
+// Comparing reads both pages where copying reads one and writes the
+// other, and dirties one cache line of a page that did not change, not
+// 64.
 func (c *cowMemory) restorePage(i int) bool {
 	page, img := c.buf[i*pageSize:(i+1)*pageSize], c.image.view[i*pageSize:(i+1)*pageSize]
 	if bytes.Equal(page, img) {
