@@ -88,7 +88,7 @@ var opProfileParts = []struct{ what, fn string }{
 func writeOpProfile(p func(string, ...any), prof opProfile) {
 	p("## Where the CPU of serial sandboxed ops goes (profile)\n\n")
 	p("`make bench` runs BenchmarkSandbox/reset (%d ops, one at a time) under `-cpuprofile`; `go tool pprof -top -cum` gives each part's CPU, counted on every goroutine: %s in all, %s per op. ", prof.ops, prof.total.Round(time.Millisecond), dur(float64(prof.total.Nanoseconds())/float64(prof.ops)))
-	p("A reset runs on the reset goroutine, on the other core, or on the op's own when every slot waits for one; the copy of the write-class pages is the reset's CPU less the scan.\n\n")
+	p("A reset runs on the reset goroutine, on the other core, or on the op's own when every slot waits for one; comparing the write-class pages with the image and copying those that differ is the reset's CPU less the scan.\n\n")
 	p("| part | CPU per op | share of all CPU |\n| --- | --- | --- |\n")
 	for _, part := range opProfileParts {
 		c, ok := prof.cum[part.fn]

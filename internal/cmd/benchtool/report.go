@@ -231,7 +231,7 @@ func runReport(benchPath, extismPath, rssPath, readyPath, scalePath, profilePath
 		sf, _ := st.get("BenchmarkSandbox/fresh", "p50-ns/op")
 		base := fmt.Sprintf("fresh instance per op %s: %.0f× slower", dur(sf.center), sf.center/sr.center)
 		if pg, ok := st.get("BenchmarkSandbox/reset", "pages/reset"); ok {
-			base += fmt.Sprintf("; %.0f pages reset per op", pg.center)
+			base += fmt.Sprintf("; %.0f pages copied back or dropped per op (a reset compares each write-class page with the image and copies those that differ)", pg.center)
 		}
 		if tr, ok := st.get("BenchmarkSandbox/reset", "tracked/reset"); ok {
 			if tr.center >= 1 {
