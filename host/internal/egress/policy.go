@@ -353,12 +353,14 @@ func hasPort(a string) bool {
 }
 
 func (p *Policy) checkPath(path string) api.DenyReason {
-	segs := strings.Split(path[1:], "/")
-	if len(segs) != len(p.segments) {
+	rest := path[1:]
+	if strings.Count(rest, "/")+1 != len(p.segments) {
 		return api.DenyPath
 	}
-	for i, seg := range segs {
-		t := p.segments[i]
+	k := 0
+	for seg := range strings.SplitSeq(rest, "/") { // no slice of segments per op
+		t := p.segments[k]
+		k++
 		if !t.arg {
 			if seg != t.lit {
 				return api.DenyPath
@@ -439,7 +441,7 @@ func (p *Policy) checkQuery(q string) api.DenyReason {
 		return api.DenyQuerySyntax
 	}
 	seen := make(map[string]bool, 4)
-	for _, pair := range strings.Split(q, "&") {
+	for pair := range strings.SplitSeq(q, "&") {
 		k, v, ok := strings.Cut(pair, "=")
 		if !ok || k == "" {
 			return api.DenyQuerySyntax
