@@ -39,6 +39,8 @@ type Request struct {
 	// admitted is the pinned host Admit accepted the request for; "" until
 	// then. The upstream exchange sends nothing else (Admitted).
 	admitted string
+	// hbuf is headers' storage while it fits: a request carries a few.
+	hbuf [4][2]string
 }
 
 // Method is the request's HTTP method.
@@ -278,6 +280,9 @@ func (d *requestDecoder) headers(r *Request) bool {
 		value, ok := d.str()
 		if !ok || !d.next(']') {
 			return false
+		}
+		if r.headers == nil {
+			r.headers = r.hbuf[:0]
 		}
 		r.headers = append(r.headers, [2]string{name, value})
 	}
