@@ -26,50 +26,38 @@ import (
 // write-class page, resets, and counts the minor faults of writing every
 // write-class page: a reset must leave none.
 func TestResetLeavesWriteClassPagesWritable(t *testing.T) {
-	for _, tc := range []struct {
-		name    string
-		pagemap bool
-	}{
-		{"write_tracking", false},
-		{"pagemap", true},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			ms, class := resetImage(t, 1, tc.pagemap)
-			c := ms[0]
-			if !tc.pagemap && !c.tracked() {
-				t.Skipf("no write tracking on this kernel (%v)", c.wpErr())
+	eachReset(t, 1, func(t *testing.T, ms []*cowMemory, class []byte) {
+		c := ms[0]
+		var writes []int
+		for i, k := range class {
+			if k == pageWrite {
+				writes = append(writes, i)
 			}
-			var writes []int
-			for i, k := range class {
-				if k == pageWrite {
-					writes = append(writes, i)
-				}
-			}
-			if len(writes) < 16 {
-				t.Fatalf("%d write-class pages, want at least 16", len(writes))
-			}
-			shareCopyOnWrite(t)
-			c.buf[writes[3]*pageSize+5] ^= 0xff // the op's one write
-			if _, err := c.reset(class); err != nil {
-				t.Fatal(err)
-			}
-			runtime.LockOSThread()
-			defer runtime.UnlockOSThread()
-			before := minorFaults(t)
-			for _, i := range writes {
-				p := &c.buf[i*pageSize+64]
-				*p ^= 0x5a
-				*p ^= 0x5a
-			}
-			// The race detector's shadow pages may fault too: the margin
-			// is wide, an unfixed reset faults on nearly every page.
-			n := minorFaults(t) - before
-			t.Logf("%d minor faults writing %d write-class pages", n, len(writes))
-			if n > int64(len(writes)/4) {
-				t.Errorf("writing the %d write-class pages after reset took %d minor faults, want none: a page left shared tells the next op which pages the last one wrote", len(writes), n)
-			}
-		})
-	}
+		}
+		if len(writes) < 16 {
+			t.Fatalf("%d write-class pages, want at least 16", len(writes))
+		}
+		shareCopyOnWrite(t)
+		c.buf[writes[3]*pageSize+5] ^= 0xff // the op's one write
+		if _, err := c.reset(class); err != nil {
+			t.Fatal(err)
+		}
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		before := minorFaults(t)
+		for _, i := range writes {
+			p := &c.buf[i*pageSize+64]
+			*p ^= 0x5a
+			*p ^= 0x5a
+		}
+		// The race detector's shadow pages may fault too: the margin
+		// is wide, an unfixed reset faults on nearly every page.
+		n := minorFaults(t) - before
+		t.Logf("%d minor faults writing %d write-class pages", n, len(writes))
+		if n > int64(len(writes)/4) {
+			t.Errorf("writing the %d write-class pages after reset took %d minor faults, want none: a page left shared tells the next op which pages the last one wrote", len(writes), n)
+		}
+	})
 }
 
 // minorFaults is the calling thread's minor page faults so far.

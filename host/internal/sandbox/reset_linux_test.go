@@ -24,68 +24,53 @@ import (
 // state left by the op is a channel to the next op (the page-fault
 // timing channel, TestResetClosesPageFaultChannel in package host).
 func TestResetCanonicalState(t *testing.T) {
-	for _, tc := range []struct {
-		name    string
-		pagemap bool
-	}{
-		{"write_tracking", false},
-		{"pagemap", true},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			ms, class := resetImage(t, 2, tc.pagemap)
-			c := ms[0]
-			if !tc.pagemap && !c.tracked() {
-				t.Skipf("no write tracking on this kernel (%v): resets read /proc/self/pagemap, tested by the pagemap case", c.wpErr())
+	eachReset(t, 2, func(t *testing.T, ms []*cowMemory, class []byte) {
+		c := ms[0]
+		// Cold pages inside a read window, as where an instance's
+		// fault-around windows fall otherwise than the probe's: reading
+		// page 30 again maps them.
+		class = slices.Clone(class)
+		for i := 24; i < 28; i++ {
+			class[i] = pageCold
+		}
+		img := c.image.view
+		wrote := []int{0, 26, 16, 2, 17, 500, 1, 1201, 1663, 30} // write, write, read, cold, read, read, cold, read, read, read
+		read := []int{4, 6, 1000, 1100}                          // cold pages
+		for round := range 3 {
+			var sink byte
+			for _, i := range wrote {
+				c.buf[i*pageSize+100] ^= 0xff
 			}
-			if tc.pagemap && c.tracked() {
-				t.Fatal("the pagemap case has write tracking")
+			for _, i := range read {
+				sink ^= c.buf[i*pageSize+7]
 			}
-			// Cold pages inside a read window, as where an instance's
-			// fault-around windows fall otherwise than the probe's: reading
-			// page 30 again maps them.
-			class = slices.Clone(class)
-			for i := 24; i < 28; i++ {
-				class[i] = pageCold
+			_ = sink
+			n, err := c.reset(class)
+			if err != nil {
+				t.Fatalf("round %d: reset: %v", round, err)
 			}
-			img := c.image.view
-			wrote := []int{0, 26, 16, 2, 17, 500, 1, 1201, 1663, 30} // write, write, read, cold, read, read, cold, read, read, read
-			read := []int{4, 6, 1000, 1100}                          // cold pages
-			for round := range 3 {
-				var sink byte
-				for _, i := range wrote {
-					c.buf[i*pageSize+100] ^= 0xff
-				}
-				for _, i := range read {
-					sink ^= c.buf[i*pageSize+7]
-				}
-				_ = sink
-				n, err := c.reset(class)
-				if err != nil {
-					t.Fatalf("round %d: reset: %v", round, err)
-				}
-				if n < len(wrote)-2 {
-					t.Fatalf("round %d: reset restored %d pages, the op wrote %d", round, n, len(wrote))
-				}
-				checkPageStates(t, c, class, round)
-				for _, i := range append(wrote, read...) {
-					if !bytes.Equal(c.buf[i*pageSize:(i+1)*pageSize], img[i*pageSize:(i+1)*pageSize]) {
-						t.Fatalf("round %d: page %d differs from the image after reset", round, i)
-					}
-				}
-				if c.tracked() {
-					checkScanNamesWriteClass(t, c, class)
+			if n < len(wrote)-2 {
+				t.Fatalf("round %d: reset restored %d pages, the op wrote %d", round, n, len(wrote))
+			}
+			checkPageStates(t, c, class, round)
+			for _, i := range append(wrote, read...) {
+				if !bytes.Equal(c.buf[i*pageSize:(i+1)*pageSize], img[i*pageSize:(i+1)*pageSize]) {
+					t.Fatalf("round %d: page %d differs from the image after reset", round, i)
 				}
 			}
-			// Reading the whole memory last: it maps every page.
-			if !bytes.Equal(c.buf[:c.image.size], img) {
-				t.Fatal("memory differs from the image after the resets")
+			if c.tracked() {
+				checkScanNamesWriteClass(t, c, class)
 			}
-			// The other instance, never used, is in the same state.
-			if !bytes.Equal(ms[1].buf[:ms[1].image.size], img) {
-				t.Fatal("an idle instance changed")
-			}
-		})
-	}
+		}
+		// Reading the whole memory last: it maps every page.
+		if !bytes.Equal(c.buf[:c.image.size], img) {
+			t.Fatal("memory differs from the image after the resets")
+		}
+		// The other instance, never used, is in the same state.
+		if !bytes.Equal(ms[1].buf[:ms[1].image.size], img) {
+			t.Fatal("an idle instance changed")
+		}
+	})
 }
 
 // TestResetRemapsUnmappedPages: with write tracking, a page can leave the
@@ -147,29 +132,21 @@ func TestResetRemapsUnmappedPages(t *testing.T) {
 // not (a page-fault timing channel). Without write tracking the pagemap
 // tells a page read back from the image apart too.
 func TestResetWriteClassPageUnmapped(t *testing.T) {
-	for _, tc := range []struct {
-		name    string
-		pagemap bool
-		read    bool // the op reads the page back after dropping it
-	}{
-		{"write_tracking", false, false},
-		{"pagemap", true, false},
-		{"pagemap_read_back", true, true},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			ms, class := resetImage(t, 1, tc.pagemap)
-			c := ms[0]
-			if !tc.pagemap && !c.tracked() {
-				t.Skipf("no write tracking on this kernel (%v)", c.wpErr())
-			}
-			if class[26] != pageWrite {
-				t.Fatalf("page 26 is class %d, want write", class[26])
-			}
+	eachReset(t, 1, func(t *testing.T, ms []*cowMemory, class []byte) {
+		c := ms[0]
+		if class[26] != pageWrite {
+			t.Fatalf("page 26 is class %d, want write", class[26])
+		}
+		reads := []bool{false} // the op reads the page back after dropping it
+		if !c.tracked() {
+			reads = append(reads, true)
+		}
+		for _, read := range reads {
 			for round := range 2 {
 				if err := unix.Madvise(c.buf[26*pageSize:27*pageSize], unix.MADV_DONTNEED); err != nil {
 					t.Fatal(err)
 				}
-				if tc.read {
+				if read {
 					c.sink ^= c.buf[26*pageSize+9]
 				}
 				n, err := c.reset(class)
@@ -177,13 +154,37 @@ func TestResetWriteClassPageUnmapped(t *testing.T) {
 					t.Fatalf("reset: %v", err)
 				}
 				if n < 1 {
-					t.Fatalf("round %d: reset restored %d pages, want the unmapped write-class page", round, n)
+					t.Fatalf("read back %v, round %d: reset restored %d pages, want the unmapped write-class page", read, round, n)
 				}
 				checkPageStates(t, c, class, round)
 				if !bytes.Equal(c.buf[:c.image.size], c.image.view) {
 					t.Fatal("memory differs from the image after reset")
 				}
 			}
+		}
+	})
+}
+
+// eachReset runs f on the instances of a new image (resetImage) under
+// each reset: with write tracking (skipped where the kernel has none)
+// and reading /proc/self/pagemap.
+func eachReset(t *testing.T, instances int, f func(t *testing.T, ms []*cowMemory, class []byte)) {
+	for _, tc := range []struct {
+		name    string
+		pagemap bool
+	}{
+		{"write_tracking", false},
+		{"pagemap", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ms, class := resetImage(t, instances, tc.pagemap)
+			if !tc.pagemap && !ms[0].tracked() {
+				t.Skipf("no write tracking on this kernel (%v): resets read /proc/self/pagemap, tested by the pagemap case", ms[0].wpErr())
+			}
+			if tc.pagemap && ms[0].tracked() {
+				t.Fatal("the pagemap case has write tracking")
+			}
+			f(t, ms, class)
 		})
 	}
 }
