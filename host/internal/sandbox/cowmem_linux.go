@@ -638,12 +638,11 @@ func (c *cowMemory) resetWPLocked(class []byte) (int, error) {
 		}
 	}
 	// A write-class page that lost its mapping read as the image's own
-	// page in restorePage, and compared equal: copy it, so that it is a
-	// private copy again (its canonical state) and the next op's first
-	// write to it takes no fault that an op after a normal one would not.
-	// Unmapping is the only way out of that state: swap-out keeps the page
-	// anonymous (it reads back as the private copy), the guest cannot
-	// drop pages, and the host drops no write-class page.
+	// page in restorePage and compared equal. restorePage's one-byte
+	// write already made it a private copy again; it is copied whole as
+	// well, so that its canonical state (a private copy, whose first write
+	// in the next op takes no fault) does not rest on that write alone.
+	// A page still mapped but shared (KSM, a fork) is restorePage's case.
 	for _, i := range absent {
 		if class[i] == pageWrite {
 			copy(c.buf[i*pageSize:(i+1)*pageSize], c.image.view[i*pageSize:(i+1)*pageSize])
