@@ -43,15 +43,11 @@ func TestReportTargets(t *testing.T) {
 	}
 	// The sample (testdata/bench.out, a `make bench` run): throughput
 	// median 8448 ops/s over six runs, met; repos100 overhead 204 µs, not.
-	for _, want := range []string{
+	wantInReport(t, report,
 		"| 8448 ops/s (7481 – 9988, n=6) | native executor 11008 ops/s (77% of it) | **met** |",
 		"| 203.7 µs (151.7 µs – 319.6 µs, n=6) |",
 		"**12.8×**",
-	} {
-		if !strings.Contains(report, want) {
-			t.Errorf("report lacks %q", want)
-		}
-	}
+	)
 }
 
 // TestReportRSS: the memory rows are written from rss.json (a real run of
@@ -59,15 +55,11 @@ func TestReportTargets(t *testing.T) {
 // per op, the harness's process apart, and where the memory is.
 func TestReportRSS(t *testing.T) {
 	b := reportFor(t, "testdata/rss.json", "missing-ready.json", "", "")
-	for _, want := range []string{
+	wantInReport(t, b,
 		"| 1000 ops in flight, upstream holds each 500 ms: the sidecar process's peak RSS (≤ 150 MiB), all succeed, past the limit busy | peak RSS 132 MiB (61 KiB per op over its baseline); answers map[200 :1000]; op 1001: HTTP 503 busy; 1326 ms | sidecar process before the load 72 MiB; the harness's own process (provider fake, load generator) peaked at 100 MiB apart | **met** |",
 		"| where the sidecar's memory is with 1000 ops held upstream | heap in use 49 MiB (+31 KiB per op), goroutine stacks 23 MiB (3009 goroutines, +23 KiB per op), RSS 123 MiB, PSS 105 MiB |",
 		"## Memory with 1000 ops in flight (benchtool rss)",
-	} {
-		if !strings.Contains(b, want) {
-			t.Errorf("report lacks %q", want)
-		}
-	}
+	)
 }
 
 // TestReportRSSVerdict: the verdict follows the peak and the answers.
@@ -112,20 +104,26 @@ func TestReportRSSVerdict(t *testing.T) {
 // dependency adds to the guest (a real run of benchtool guestsize).
 func TestReportReady(t *testing.T) {
 	b := reportFor(t, "testdata/rss.json", "testdata/ready.json", "", "testdata/guest-size.md")
-	for _, want := range []string{
+	wantInReport(t, b,
 		"| sidecar ready, compilation cache warm (≤ 50 ms) | 242 ms (median of 7 starts; [237.512 238.679 265.204 228.332 247.716 242.49 267.912]); the reset pool took over at 274 ms (ops before it run in fresh instances) | cold cache 1010 ms (median of 7;",
 		"| sidecar ready, compilation cache empty (≤ 400 ms) | 1010 ms (median of 7 starts); the reset pool took over at 1183 ms (ops before it run in fresh instances) | warm cache 242 ms | **not met** |",
 		"## What each dependency adds to the guest (benchtool guestsize)",
 		"| regexp/syntax | 82 | 177960 | 10.3% |",
-	} {
-		if !strings.Contains(b, want) {
+	)
+}
+
+// reportFor writes a report from testdata/bench.out and the given rss,
+// ready, profile and guest-size files ("" for none) and returns it.
+// wantInReport fails t for each of wants that report lacks.
+func wantInReport(t *testing.T, report string, wants ...string) {
+	t.Helper()
+	for _, want := range wants {
+		if !strings.Contains(report, want) {
 			t.Errorf("report lacks %q", want)
 		}
 	}
 }
 
-// reportFor writes a report from testdata/bench.out and the given rss,
-// ready, profile and guest-size files ("" for none) and returns it.
 func reportFor(t *testing.T, rss, ready, profile, guestSize string) string {
 	t.Helper()
 	out := filepath.Join(t.TempDir(), "BENCHMARKS.md")
