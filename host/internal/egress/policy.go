@@ -524,10 +524,7 @@ func (p *Policy) ForbiddenHeader(name string) bool {
 }
 
 func (p *Policy) checkHeaders(hs [][2]string) api.DenyReason {
-	// The canonical names seen so far: a request carries a few headers,
-	// so a linear search of a slice on the stack beats a map.
-	var buf [16]string
-	seen := buf[:0]
+	seen := make(map[string]bool, len(hs))
 	for _, h := range hs {
 		if !validToken(h[0]) {
 			return api.DenyHeaderInvalid
@@ -541,10 +538,10 @@ func (p *Policy) checkHeaders(hs [][2]string) api.DenyReason {
 				return api.DenyHeaderInvalid
 			}
 		}
-		if slices.Contains(seen, name) {
+		if seen[name] {
 			return api.DenyHeaderDuplicate
 		}
-		seen = append(seen, name)
+		seen[name] = true
 	}
 	return ""
 }
