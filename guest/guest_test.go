@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"os"
+	"os/exec"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/elevenmessenger/pinned/internal/testing/wasmbuild"
@@ -38,3 +41,32 @@ func TestSHA256(t *testing.T) {
 		t.Fatalf("executor.wasm.sha256 holds %x, the module's SHA-256 is %x: run `make guest`", got, want)
 	}
 }
+
+// TestGuestDependencies: the packages compiled into the guest leave out
+// the standard library's regular expressions, reflection and fmt. Each
+// is code the host validates and compiles at every start (the module's
+// size is start time: docs/BENCHMARKS.md, "What each dependency adds to
+// the guest"); regexp alone was a fifth of the module until the guest
+// stopped matching patterns (argrules.GuestPatterns).
+func TestGuestDependencies(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go list; skipped with -short")
+	}
+	cmd := exec.Command("go", "list", "-deps", "./guest/wasm")
+	cmd.Dir = ".."
+	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list -deps: %v", err)
+	}
+	deps := strings.Fields(string(out))
+	if !slices.Contains(deps, "github.com/elevenmessenger/pinned/internal/argrules") {
+		t.Fatalf("go list -deps ./guest/wasm does not list argrules: not the guest's graph:\n%s", out)
+	}
+	for _, banned := range []string{"regexp", "regexp/syntax", "reflect", "fmt", "encoding/json"} {
+		if slices.Contains(deps, banned) {
+			t.Errorf("the guest imports %s", banned)
+		}
+	}
+}
+

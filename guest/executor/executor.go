@@ -7,7 +7,8 @@
 // The executor is deliberately small (it imports internal/abi, argrules
 // and jsonv only): every package it imports grows the wasm module and its
 // per-instance cost. The argument rules are package argrules', which the host runs
-// too; the host then verifies the rendered request against its own,
+// first, all of them; this package applies them all but the patterns,
+// which only the host matches (argrules.GuestPatterns). The host then verifies the rendered request against its own,
 // independent rendering of the manifest's templates (docs/SECURITY.md,
 // "Request binding"), so this package's output is never trusted.
 //
@@ -37,7 +38,8 @@ func (e *InputError) Error() string { return "executor: bad op input: " + e.Msg 
 func bad(msg string) error { return &InputError{Msg: msg} }
 
 // Render decodes the op input, validates the arguments against the op's
-// declarations and renders the request. Exactly one result is non-nil: the
+// declarations (patterns excepted: argrules.GuestPatterns) and renders
+// the request. Exactly one result is non-nil: the
 // encoded request, a Reject for arguments that break a declaration, or an
 // *InputError for input the host should never have sent.
 func Render(input []byte) ([]byte, *Reject, error) {
@@ -250,7 +252,9 @@ func parseSpec(b []byte) (*spec, error) {
 		return nil, err
 	}
 	sp := &spec{}
-	if sp.args, err = argrules.DecodeAll(op.Get("args")); err != nil {
+	// The host matched every pattern before this guest ran
+	// (argrules.GuestPatterns): no regular expression engine in the guest.
+	if sp.args, err = argrules.DecodeAll(op.Get("args"), argrules.GuestPatterns); err != nil {
 		return nil, bad(err.Error())
 	}
 	sp.head = jsonv.AppendString([]byte(`{"method":`), method)

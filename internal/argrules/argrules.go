@@ -3,25 +3,28 @@
 // enum, pattern, min, max, max_length, an array's items, max_items and
 // delimiter, undeclared keys, and what a value
 // may be where the op puts it (no control character, no empty, "." or ".."
-// path segment). Both sides of the sandbox import it: the guest executor
-// (guest/executor) validates before it renders, and the host
-// (host.Engine, host.ValidateArgs) validates again itself, so a guest that
-// skips validation gains nothing (docs/RATIONALE.md, "Why does the host
-// verify every request if the guest renders it?").
+// path segment). Both sides of the sandbox import it: the host
+// (host.Engine, host.ValidateArgs) validates the caller's args before any
+// guest runs, and the guest executor (guest/executor) reads them with the
+// same rules before it renders, so a guest that skips validation gains
+// nothing (docs/RATIONALE.md, "Why does the host verify every request if
+// the guest renders it?"). Patterns are compiled by the caller's Compiler:
+// the host's is RE2 (regexp); the guest's, GuestPatterns, accepts every
+// string, so no regular expression engine is compiled into the guest
+// (docs/RATIONALE.md, "Why does the guest not match patterns?").
 //
 // It is compiled into the guest, so it stays small and imports only
-// internal/abi, internal/jsonv and the standard library's regexp, strconv,
-// strings, sync and unicode/utf8; it must never import the registry, the host or
-// anything with reflection. Declarations are read from the op spec JSON
-// the host builds from the manifest (docs/ABI.md, "The op input").
+// internal/abi, internal/jsonv and the standard library's strconv,
+// strings and unicode/utf8; it must never import regexp, the registry,
+// the host or anything with reflection. Declarations are read from the
+// op spec JSON the host builds from the manifest (docs/ABI.md, "The op
+// input").
 package argrules
 
 import (
 	"bytes"
-	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"unicode/utf8"
 
 	"github.com/elevenmessenger/pinned/internal/abi"
@@ -66,7 +69,7 @@ type Arg struct {
 	Required  bool
 	Default   *Value // the default, validated once; nil when none
 	Enum      []string
-	Pattern   *regexp.Regexp
+	Pattern   Matcher // nil when none
 	Min, Max  *float64
 	MaxLength int
 	// Items declares each value of an array arg (a scalar type); MaxItems
@@ -140,47 +143,43 @@ func PathSegmentOK(text string) bool {
 	return text != "" && text != "." && text != ".."
 }
 
-// patterns holds compiled arg patterns by their text: ops share patterns
-// (a domain name, an owner), and compiling one with counted repetitions
-// ({0,61}) costs the guest tens of microseconds to milliseconds. Patterns
-// come from the registry only, so the cache is bounded by it (and by
-// maxPatterns anyway).
-var (
-	patternMu sync.Mutex
-	patterns  = map[string]*regexp.Regexp{}
-)
-
-const maxPatterns = 512
-
-func compilePattern(expr string) (*regexp.Regexp, error) {
-	patternMu.Lock()
-	re := patterns[expr]
-	patternMu.Unlock()
-	if re != nil {
-		return re, nil
-	}
-	re, err := regexp.Compile(expr)
-	if err != nil {
-		return nil, err
-	}
-	patternMu.Lock()
-	if len(patterns) < maxPatterns {
-		patterns[expr] = re
-	}
-	patternMu.Unlock()
-	return re, nil
+// A Matcher is a compiled pattern: it reports whether s matches it.
+// *regexp.Regexp is one.
+type Matcher interface {
+	MatchString(s string) bool
 }
+
+// A Compiler compiles an arg's pattern (RE2 syntax, as the registry's
+// loader checked it) for Decode and DecodeAll, or returns an error that
+// says why it cannot.
+type Compiler func(expr string) (Matcher, error)
+
+// GuestPatterns is the guest's Compiler: every pattern compiles to a
+// Matcher that accepts every string. The host matched each pattern
+// before the guest ran (docs/ABI.md, "Life of an op", step 3) and binds
+// the request the guest may send to the args it validated (docs/SECURITY.md,
+// rule 2b), so matching again in the guest adds nothing to what is sent,
+// while a regular expression engine is a fifth of the guest's module
+// (docs/RATIONALE.md, "Why does the guest not match patterns?"). Only
+// the guest may use it.
+func GuestPatterns(string) (Matcher, error) { return anyString{}, nil }
+
+type anyString struct{}
+
+func (anyString) MatchString(string) bool { return true }
 
 // Decode compiles one declaration from its op spec JSON (the object the
 // host writes for registry.Arg: type, required, default, enum, pattern,
 // min, max, max_length, and for an array items, max_items, style and
-// explode; other members are ignored). The default, if any, must satisfy
-// the declaration.
-func Decode(name string, v *jsonv.Value) (*Arg, error) {
-	return decode(name, v, true)
+// explode; other members are ignored), its pattern with compile. The
+// default, if any, must satisfy the declaration. A declaration with a
+// pattern and a nil compile is an error (*DeclError): a pattern is never
+// silently left unchecked.
+func Decode(name string, v *jsonv.Value, compile Compiler) (*Arg, error) {
+	return decode(name, v, true, compile)
 }
 
-func decode(name string, v *jsonv.Value, arrayOK bool) (*Arg, error) {
+func decode(name string, v *jsonv.Value, arrayOK bool, compile Compiler) (*Arg, error) {
 	if v.Kind != jsonv.Object {
 		return nil, bad("op.args." + name + " must be an object")
 	}
@@ -194,7 +193,7 @@ func decode(name string, v *jsonv.Value, arrayOK bool) (*Arg, error) {
 			if !arrayOK {
 				return nil, bad("op.args." + name + ".items: an array's items are not arrays")
 			}
-			it, err := decode(name, &m.Value, false)
+			it, err := decode(name, &m.Value, false, compile)
 			if err != nil {
 				return nil, err
 			}
@@ -224,9 +223,15 @@ func decode(name string, v *jsonv.Value, arrayOK bool) (*Arg, error) {
 			}
 		case "pattern":
 			if mv.S != "" {
-				re, err := compilePattern(mv.S)
+				if compile == nil {
+					return nil, bad("op.args." + name + ".pattern: no pattern compiler")
+				}
+				re, err := compile(mv.S)
 				if err != nil {
 					return nil, bad("op.args." + name + ".pattern: " + err.Error())
+				}
+				if re == nil {
+					return nil, bad("op.args." + name + ".pattern: the compiler returned no matcher")
 				}
 				a.Pattern = re
 			}
@@ -286,8 +291,8 @@ func decode(name string, v *jsonv.Value, arrayOK bool) (*Arg, error) {
 }
 
 // DecodeAll compiles the declarations of an op spec's "args" object (nil
-// or null for none), in the spec's order.
-func DecodeAll(v *jsonv.Value) ([]*Arg, error) {
+// or null for none), in the spec's order, with Decode.
+func DecodeAll(v *jsonv.Value, compile Compiler) ([]*Arg, error) {
 	if v == nil || v.Kind == jsonv.Null {
 		return nil, nil
 	}
@@ -299,7 +304,7 @@ func DecodeAll(v *jsonv.Value) ([]*Arg, error) {
 	}
 	out := make([]*Arg, 0, len(v.O))
 	for i := range v.O {
-		a, err := Decode(v.O[i].Key, &v.O[i].Value)
+		a, err := Decode(v.O[i].Key, &v.O[i].Value, compile)
 		if err != nil {
 			return nil, err
 		}

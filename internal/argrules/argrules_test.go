@@ -2,6 +2,8 @@ package argrules
 
 import (
 	"encoding/json"
+	"errors"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -28,12 +30,16 @@ func decodeTestArgs(t testing.TB) []*Arg {
 	if err != nil {
 		t.Fatal(err)
 	}
-	args, err := DecodeAll(&v)
+	args, err := DecodeAll(&v, re2)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return args
 }
+
+// re2 is the host's kind of Compiler (host/internal/egress has the
+// host's own): the pattern in Go's RE2 syntax.
+func re2(expr string) (Matcher, error) { return regexp.Compile(expr) }
 
 func TestValidate(t *testing.T) {
 	args := decodeTestArgs(t)
@@ -174,4 +180,95 @@ func FuzzValidate(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestPatternCompiler: a pattern is never left unchecked by mistake. A
+// declaration with a pattern and no Compiler, a Compiler that fails, or
+// one that returns no Matcher, is a DeclError; without a pattern no
+// Compiler is needed.
+func TestPatternCompiler(t *testing.T) {
+	decl := func(t *testing.T, s string) *jsonv.Value {
+		t.Helper()
+		v, err := jsonv.Parse([]byte(s))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &v
+	}
+	withPattern := `{"a":{"type":"string","pattern":"^[a-z]+$"}}`
+	itemPattern := `{"a":{"type":"array","items":{"type":"string","pattern":"^[a-z]+$"}}}`
+	for _, tt := range []struct {
+		name, decl string
+		compile    Compiler
+		ok         bool
+	}{
+		{"no compiler", withPattern, nil, false},
+		{"no compiler, an item's pattern", itemPattern, nil, false},
+		{"compiler fails", withPattern, func(string) (Matcher, error) { return nil, &DeclError{Msg: "no"} }, false},
+		{"compiler returns no matcher", withPattern, func(string) (Matcher, error) { return nil, nil }, false},
+		{"bad RE2", `{"a":{"type":"string","pattern":"^[a-z"}}`, re2, false},
+		{"no pattern, no compiler", `{"a":{"type":"string","enum":["x"]}}`, nil, true},
+		{"RE2", withPattern, re2, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			args, err := DecodeAll(decl(t, tt.decl), tt.compile)
+			if tt.ok {
+				if err != nil || len(args) != 1 {
+					t.Fatalf("DecodeAll = %v, %v", args, err)
+				}
+				return
+			}
+			var de *DeclError
+			if !errors.As(err, &de) || args != nil {
+				t.Fatalf("DecodeAll = %v, %v; want a DeclError", args, err)
+			}
+		})
+	}
+}
+
+// TestGuestPatterns: the guest's Compiler drops the pattern check and
+// nothing else. With RE2 (the host) a value off its pattern is
+// RejectPattern; with GuestPatterns it is accepted, while the same
+// declarations' other rules (enum, max_length, type, an item's
+// max_length, the delimiter) reject as before.
+func TestGuestPatterns(t *testing.T) {
+	v, err := jsonv.Parse([]byte(testArgs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	guest, err := DecodeAll(&v, GuestPatterns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := decodeTestArgs(t)
+	for _, tt := range []struct {
+		name, raw        string
+		hostWant, guestW int32
+	}{
+		{"off the pattern", `{"name":"A"}`, abi.RejectPattern, 0},
+		{"an item off its pattern", `{"name":"a","tags":["A"]}`, abi.RejectPattern, 0},
+		{"on the pattern", `{"name":"abc"}`, 0, 0},
+		{"enum", `{"name":"a","state":"all"}`, abi.RejectEnum, abi.RejectEnum},
+		{"max_length", `{"name":"a","text":"abcd"}`, abi.RejectLength, abi.RejectLength},
+		{"type", `{"name":1}`, abi.RejectType, abi.RejectType},
+		{"an item's max_length", `{"name":"a","tags":["abcde"]}`, abi.RejectLength, abi.RejectLength},
+		{"the delimiter in an item", `{"name":"a","tags":["a,b"]}`, abi.RejectValue, abi.RejectValue},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, side := range []struct {
+				name string
+				args []*Arg
+				want int32
+			}{{"host", host, tt.hostWant}, {"guest", guest, tt.guestW}} {
+				_, rej := Validate(side.args, []byte(tt.raw))
+				got := int32(0)
+				if rej != nil {
+					got = rej.Reason
+				}
+				if got != side.want {
+					t.Errorf("%s: reason %d, want %d", side.name, got, side.want)
+				}
+			}
+		})
+	}
 }

@@ -18,7 +18,7 @@ func TestIntegerArgOnlyExactLiteral(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	args, err := DecodeAll(&spec)
+	args, err := DecodeAll(&spec, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

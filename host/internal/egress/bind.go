@@ -166,7 +166,7 @@ func NewBinding(m *registry.Manifest, op *registry.Op, prefix []byte) (*Binding,
 		argsJSON = o.Get("args")
 	}
 	b := &Binding{}
-	if b.args, err = argrules.DecodeAll(argsJSON); err != nil {
+	if b.args, err = argrules.DecodeAll(argsJSON, compilePattern); err != nil {
 		return nil, err
 	}
 	if len(b.args) != len(op.Args) {
