@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"os"
 	"os/exec"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"testing"
@@ -70,3 +71,24 @@ func TestGuestDependencies(t *testing.T) {
 	}
 }
 
+// TestModuleReadOnly: Module is the embedded module, and a write to it
+// faults (here made a panic) instead of changing it.
+func TestModuleReadOnly(t *testing.T) {
+	m := Module()
+	if !bytes.Equal(m, Wasm()) {
+		t.Fatal("Module differs from Wasm")
+	}
+	old := debug.SetPanicOnFault(true)
+	defer debug.SetPanicOnFault(old)
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Error("writing to Module did not fault")
+			}
+		}()
+		m[0] ^= 0xff
+	}()
+	if m[0] != 0 || !bytes.Equal(m[:4], []byte("\x00asm")) {
+		t.Fatalf("the module starts %q after the write", m[:4])
+	}
+}
