@@ -3,7 +3,8 @@
 //
 //	benchtool rss   -out FILE             1,000 ops in flight against an upstream that holds each answer 500 ms
 //	                                      (the sidecar measured in a process of its own; `rss-load` is its load)
-//	benchtool ready -bin PINNED -out FILE time from starting `pinned sidecar` to a 200 from /readyz, cold and warm cache
+//	benchtool ready -bin PINNED -out FILE time from starting `pinned sidecar` to a 200 from /readyz, cold and warm cache,
+//	                                      and from starting `pinned help` to its exit (the process's own start)
 //	benchtool guestsize -wasm FILE -out FILE  code bytes per Go package and bytes per section of a guest built with its names
 //	benchtool report -bench FILE -rss FILE -ready FILE [-scale FILE] [-profile FILE] [-guestsize FILE] -out BENCHMARKS.md
 //

@@ -17,12 +17,26 @@ import (
 // readyResult is what `benchtool ready` measures: milliseconds from
 // starting `pinned sidecar` to its first 200 from /readyz, and to its
 // pool_ready event (the reset pool built; ops before it run in fresh
-// instances).
+// instances); and, as the same run's floor, from starting `pinned help`
+// to its exit (the process's own start: the Go runtime, every package's
+// initialization and the page faults of both, with no sandbox).
 type readyResult struct {
 	ColdMS     []float64 `json:"cold_ms"`      // empty compilation cache each time
 	WarmMS     []float64 `json:"warm_ms"`      // cache filled by a previous start
 	PoolColdMS []float64 `json:"pool_cold_ms"` // pool_ready, empty cache
 	PoolWarmMS []float64 `json:"pool_warm_ms"` // pool_ready, filled cache
+	HelpMS     []float64 `json:"help_ms"`      // `pinned help`, start to exit
+}
+
+// startToExit runs `bin help` and returns the time from its start to its
+// exit.
+func startToExit(bin string) (time.Duration, error) {
+	cmd := exec.Command(bin, "help")
+	start := time.Now()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return 0, fmt.Errorf("%s help: %v: %s", bin, err, out)
+	}
+	return time.Since(start), nil
 }
 
 func freePort() (string, error) {
@@ -135,6 +149,13 @@ func runReady(out, bin string, runs int) error {
 		}
 		res.WarmMS = append(res.WarmMS, ms(d))
 		res.PoolWarmMS = append(res.PoolWarmMS, ms(pool))
+	}
+	for i := 0; i < runs; i++ {
+		d, err := startToExit(bin)
+		if err != nil {
+			return err
+		}
+		res.HelpMS = append(res.HelpMS, ms(d))
 	}
 	b, _ := json.MarshalIndent(res, "", "  ")
 	fmt.Printf("%s\n", b)
