@@ -201,6 +201,29 @@ type parser struct {
 	warns []rawProblem // see Check
 	// truncated is set when more than maxProblems problems were found.
 	truncated bool
+	// patterns holds each pattern checked so far (pattern), by its text:
+	// a manifest's ops share patterns (an owner, a repository).
+	patterns map[string]checkedPattern
+}
+
+// checkedPattern is patternProblem's answer for one pattern.
+type checkedPattern struct {
+	problem string
+	re      *regexp.Regexp
+}
+
+// pattern is patternProblem, each text checked and compiled once per
+// manifest.
+func (p *parser) pattern(s string) (string, *regexp.Regexp) {
+	if c, ok := p.patterns[s]; ok {
+		return c.problem, c.re
+	}
+	problem, re := patternProblem(s)
+	if p.patterns == nil {
+		p.patterns = map[string]checkedPattern{}
+	}
+	p.patterns[s] = checkedPattern{problem, re}
+	return problem, re
 }
 
 type rawProblem struct {
@@ -462,7 +485,7 @@ func (p *parser) checkHost(m *Manifest) {
 	case m.Tenant.Label == "" || utf8.RuneCountInString(m.Tenant.Label) > 100:
 		p.add("", "tenant.label", "required: one line of at most 100 characters telling a member what to enter")
 	case m.Tenant.Pattern != "":
-		if msg := patternProblem(m.Tenant.Pattern); msg != "" {
+		if msg, _ := p.pattern(m.Tenant.Pattern); msg != "" {
 			p.add("", "tenant.pattern", "%s", msg)
 		}
 	}
@@ -1130,10 +1153,10 @@ func (p *parser) checkValue(op, f string, a *Arg) {
 	if a.Pattern != "" {
 		if !isStr {
 			p.add(op, f+".pattern", "only string args take a pattern; this arg is %q", a.Type)
-		} else if msg := patternProblem(a.Pattern); msg != "" {
+		} else if msg, compiled := p.pattern(a.Pattern); msg != "" {
 			p.add(op, f+".pattern", "%s", msg)
 		} else {
-			re = regexp.MustCompile(a.Pattern)
+			re = compiled
 		}
 	}
 	if a.MaxLength != nil {
@@ -1186,25 +1209,26 @@ func (p *parser) checkValue(op, f string, a *Arg) {
 }
 
 // patternProblem explains why s is not an anchored RE2 pattern, or
-// returns "".
-func patternProblem(s string) string {
+// returns "" and s compiled.
+func patternProblem(s string) (string, *regexp.Regexp) {
 	if len(s) > maxPatternLen {
-		return fmt.Sprintf("is %d bytes; a pattern is at most %d", len(s), maxPatternLen)
+		return fmt.Sprintf("is %d bytes; a pattern is at most %d", len(s), maxPatternLen), nil
 	}
 	if !strings.HasPrefix(s, "^") || !strings.HasSuffix(s, "$") {
-		return fmt.Sprintf("%q must be anchored: start with ^ and end with $, e.g. \"^[a-z]+$\"", s)
+		return fmt.Sprintf("%q must be anchored: start with ^ and end with $, e.g. \"^[a-z]+$\"", s), nil
 	}
-	re, err := syntax.Parse(s, syntax.Perl)
+	tree, err := syntax.Parse(s, syntax.Perl)
+	var re *regexp.Regexp
 	if err == nil {
-		_, err = regexp.Compile(s)
+		re, err = regexp.Compile(s)
 	}
 	if err != nil {
-		return fmt.Sprintf("%q is not an RE2 pattern: %v", s, err)
+		return fmt.Sprintf("%q is not an RE2 pattern: %v", s, err), nil
 	}
-	if re.Op != syntax.OpConcat || len(re.Sub) < 2 || re.Sub[0].Op != syntax.OpBeginText || re.Sub[len(re.Sub)-1].Op != syntax.OpEndText {
-		return fmt.Sprintf("%q must match the whole value: ^ and $ must enclose every alternative, e.g. \"^(?:a|b)$\" rather than \"^a|b$\" (and no (?m))", s)
+	if tree.Op != syntax.OpConcat || len(tree.Sub) < 2 || tree.Sub[0].Op != syntax.OpBeginText || tree.Sub[len(tree.Sub)-1].Op != syntax.OpEndText {
+		return fmt.Sprintf("%q must match the whole value: ^ and $ must enclose every alternative, e.g. \"^(?:a|b)$\" rather than \"^a|b$\" (and no (?m))", s), nil
 	}
-	return ""
+	return "", re
 }
 
 // stringProblem says why v does not satisfy string arg a (re is its

@@ -257,3 +257,18 @@ func TestLoadIgnoresOtherFiles(t *testing.T) {
 		t.Errorf("Load read %d manifests, want %d", len(r.Services()), len(shippedFiles(t)))
 	}
 }
+
+// BenchmarkLoad is parsing and checking the embedded manifests, which
+// every start of the sidecar does beside compiling the guest.
+func BenchmarkLoad(b *testing.B) {
+	sub, err := fs.Sub(embedded, "manifests")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Load(sub); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
