@@ -9,14 +9,34 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// resetImage builds an image of the executor template's shape (1664
-// pages: 64 write-class, 800 read-class in 16-page windows, the rest
-// cold, interleaved as a Go heap's are), maps it into instances copies and primes them: with
-// write tracking where the kernel has it, or (pagemap true) in the state
-// the pagemap reset keeps.
+// imageShape is the shape of a resetImage: pages in all, and every
+// writeEvery-th page write-class; read-class pages come in alternate
+// 16-page windows, the rest are cold, interleaved as a Go heap's are.
+type imageShape struct{ pages, writeEvery int }
+
+var (
+	// testShape is the reset tests' image (their page numbers are its):
+	// 1664 pages, 64 write-class, 800 read-class.
+	testShape = imageShape{1664, 26}
+	// templateShape is the executor template's shape, which
+	// BenchmarkReset times: 1152 pages, 29 write-class, 561 read-class
+	// (the template: 28 write, 516 read of 1152, in pool_ready's
+	// page_classes).
+	templateShape = imageShape{1152, 41}
+)
+
+// resetImage builds an image of testShape (resetImageOf).
 func resetImage(tb testing.TB, instances int, pagemap bool) ([]*cowMemory, []byte) {
 	tb.Helper()
-	const pages = 1664
+	return resetImageOf(tb, testShape, instances, pagemap)
+}
+
+// resetImageOf builds an image of shape, maps it into instances copies
+// and primes them: with write tracking where the kernel has it, or
+// (pagemap true) in the state the pagemap reset keeps.
+func resetImageOf(tb testing.TB, shape imageShape, instances int, pagemap bool) ([]*cowMemory, []byte) {
+	tb.Helper()
+	pages := shape.pages
 	mem := make([]byte, pages*pageSize)
 	for i := range pages {
 		mem[i*pageSize] = byte(i) | 1
@@ -31,7 +51,7 @@ func resetImage(tb testing.TB, instances int, pagemap bool) ([]*cowMemory, []byt
 		// A read fault maps the aligned 16-page window around the page
 		// (fault-around), so read-class pages come in whole windows.
 		switch {
-		case i%26 == 0:
+		case i%shape.writeEvery == 0:
 			class[i] = pageWrite
 		case i/16%2 == 1:
 			class[i] = pageRead
@@ -71,7 +91,7 @@ func threadCPU() int64 {
 }
 
 // BenchmarkReset is where a reset's time goes, in the thread's CPU time
-// (cpu-ns/op), on an image of the executor template's shape. "heap" is a
+// (cpu-ns/op), on an image of the executor template's shape (templateShape). "heap" is a
 // whole reset after an op that wrote only write-class pages (as the
 // executor's ops do), "stray" after an op that also wrote read-class and
 // cold pages (each then dropped with madvise). The "-pagemap" variants
@@ -79,8 +99,8 @@ func threadCPU() int64 {
 // without write tracking); "pagemap" and "scan" time finding them alone,
 // each way.
 func BenchmarkReset(b *testing.B) {
-	heap := []int{0, 26, 52, 78, 1612}
-	stray := []int{0, 1, 2, 3, 500, 501, 1201, 1663}
+	heap := []int{0, 41, 82, 123, 1148}
+	stray := []int{0, 1, 2, 3, 500, 501, 1101, 1151}
 	for _, w := range []struct {
 		name    string
 		pages   []int // the pages the op writes; nil: find the written pages only
@@ -94,7 +114,7 @@ func BenchmarkReset(b *testing.B) {
 		{"stray-pagemap", stray, true},
 	} {
 		b.Run(w.name, func(b *testing.B) {
-			ms, class := resetImage(b, 4, w.pagemap)
+			ms, class := resetImageOf(b, templateShape, 4, w.pagemap)
 			c := ms[0]
 			if !w.pagemap && !c.wp {
 				b.Skip("no write tracking on this kernel: ", c.wpErr())
