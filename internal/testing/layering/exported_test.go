@@ -24,23 +24,8 @@ var publicPackages = []string{"host", "registry", "sidecar", "broker", "web", "m
 // string error type) or is returned by a function, as a copy.
 func TestNoExportedVars(t *testing.T) {
 	for _, root := range publicPackages {
-		err := filepath.WalkDir(filepath.Join("../../..", root), func(path string, d os.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			if d.IsDir() {
-				if n := d.Name(); n == "testdata" || n == "internal" || strings.HasPrefix(n, ".") {
-					return filepath.SkipDir
-				}
-				return nil
-			}
-			if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-				return nil
-			}
-			f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.SkipObjectResolution)
-			if err != nil {
-				return err
-			}
+		skip := func(dir string) bool { return dir == "testdata" || dir == "internal" || strings.HasPrefix(dir, ".") }
+		eachSource(t, filepath.Join("../../..", root), skip, func(rel string, f *ast.File) {
 			for _, decl := range f.Decls {
 				g, ok := decl.(*ast.GenDecl)
 				if !ok || g.Tok != token.VAR {
@@ -49,16 +34,42 @@ func TestNoExportedVars(t *testing.T) {
 				for _, spec := range g.Specs {
 					for _, name := range spec.(*ast.ValueSpec).Names {
 						if name.IsExported() {
-							rel, _ := filepath.Rel("../../..", path)
 							t.Errorf("%s: exported variable %s in package %s (make it a constant, or unexported behind a function returning a copy)", rel, name.Name, f.Name.Name)
 						}
 					}
 				}
 			}
-			return nil
 		})
+	}
+}
+
+// eachSource parses every non-test .go file under root, except in the
+// directories skip names (root itself is never skipped), and calls fn
+// with its path relative to the module root, in slashes.
+func eachSource(t *testing.T, root string, skip func(dir string) bool, fn func(rel string, f *ast.File)) {
+	t.Helper()
+	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
 		if err != nil {
-			t.Fatal(err)
+			return err
 		}
+		if d.IsDir() {
+			if path != root && skip(d.Name()) {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.SkipObjectResolution)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel("../../..", path)
+		fn(filepath.ToSlash(rel), f)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }

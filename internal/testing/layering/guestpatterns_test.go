@@ -2,10 +2,6 @@ package layering
 
 import (
 	"go/ast"
-	"go/parser"
-	"go/token"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -17,27 +13,11 @@ import (
 // (host/internal/egress/pattern.go; docs/RATIONALE.md, "Why does the
 // guest not match patterns?"). Tests may name it.
 func TestGuestPatternsOnlyInTheGuest(t *testing.T) {
-	root := "../../.."
 	found := 0
-	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if n := d.Name(); n == "testdata" || n == "node_modules" || (strings.HasPrefix(n, ".") && path != root) {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-			return nil
-		}
-		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.SkipObjectResolution)
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(root, path)
-		rel = filepath.ToSlash(rel)
+	skip := func(dir string) bool {
+		return dir == "testdata" || dir == "node_modules" || strings.HasPrefix(dir, ".")
+	}
+	eachSource(t, "../../..", skip, func(rel string, f *ast.File) {
 		ast.Inspect(f, func(n ast.Node) bool {
 			sel, ok := n.(*ast.SelectorExpr)
 			if !ok || sel.Sel.Name != "GuestPatterns" {
@@ -51,11 +31,7 @@ func TestGuestPatternsOnlyInTheGuest(t *testing.T) {
 			}
 			return true
 		})
-		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	if found == 0 {
 		t.Fatal("no file names argrules.GuestPatterns: the guest's executor should (is the walk reading the module?)")
 	}
