@@ -6,9 +6,9 @@
 //
 // The executor is deliberately small (it imports internal/abi, argrules
 // and jsonv only): every package it imports grows the wasm module and its
-// per-instance cost. The argument rules are package argrules', which the host runs
-// first, all of them; this package applies them all but the patterns,
-// which only the host matches (argrules.GuestPatterns). The host then verifies the rendered request against its own,
+// per-instance cost. The argument rules are package argrules': the host
+// runs them all first, this package all but the patterns (GuestPatterns).
+// The host then verifies the rendered request against its own,
 // independent rendering of the manifest's templates (docs/SECURITY.md,
 // "Request binding"), so this package's output is never trusted.
 //
