@@ -121,7 +121,7 @@ func split(input []byte) (*spec, []byte, error) {
 // cache never holds anything a caller sent.
 //
 // It is an open-addressed hash table keyed by scanSpec's hash, and each
-// entry is compared whole with equalBytes, 8 bytes at a time, rather than
+// entry is compared whole with equalBytes, 32 bytes a step, rather than
 // a map[string]: on wasm the Go runtime compares strings a byte at a
 // time (memeqbody), and hashing and comparing the spec's few hundred
 // bytes that way, with the map's own work, was a third of the guest's

@@ -406,7 +406,7 @@ func (c *cowMemory) primeWPLocked(class []byte) error {
 	}
 	for i, k := range class {
 		if k == pageWrite {
-			copy(c.buf[i*pageSize:(i+1)*pageSize], c.image.view[i*pageSize:(i+1)*pageSize])
+			c.copyPage(i)
 		}
 	}
 	if err := unix.Madvise(c.buf[:size], unix.MADV_POPULATE_READ); err != nil {
@@ -465,7 +465,7 @@ func (c *cowMemory) primeLocked(class []byte, only int) error {
 		}
 		switch k {
 		case pageWrite:
-			copy(c.buf[i*pageSize:(i+1)*pageSize], c.image.view[i*pageSize:(i+1)*pageSize])
+			c.copyPage(i)
 		case pageRead:
 			sink ^= c.buf[i*pageSize]
 		}
@@ -545,7 +545,7 @@ func (c *cowMemory) reset(class []byte) (int, error) {
 			if !present || file {
 				// Not a private copy (its canonical state): copying
 				// makes it one, whatever its bytes.
-				copy(c.buf[i*pageSize:(i+1)*pageSize], c.image.view[i*pageSize:(i+1)*pageSize])
+				c.copyPage(i)
 				count++
 			} else if c.restorePage(i) {
 				count++
@@ -594,18 +594,29 @@ func (c *cowMemory) reset(class []byte) (int, error) {
 // it a private, writable copy again, as the op's writes made the pages
 // that differ (TestResetLeavesWriteClassPagesWritable). The class is
 // the union of the pages every warm-up op wrote, so most of them come out
-// of any one op as they went in (5 of 38 differ after a list_repos op).
+// of any one op as they went in (5 of 28 differ after a list_repos op).
 // Comparing reads both pages where copying reads one and writes the
 // other, and dirties one cache line of a page that did not change, not
 // 64.
 func (c *cowMemory) restorePage(i int) bool {
-	page, img := c.buf[i*pageSize:(i+1)*pageSize], c.image.view[i*pageSize:(i+1)*pageSize]
+	page, img := c.page(i)
 	if bytes.Equal(page, img) {
 		page[0] = img[0]
 		return false
 	}
 	copy(page, img)
 	return true
+}
+
+// page returns page i of the memory and of the image.
+func (c *cowMemory) page(i int) (page, img []byte) {
+	return c.buf[i*pageSize : (i+1)*pageSize], c.image.view[i*pageSize : (i+1)*pageSize]
+}
+
+// copyPage copies page i of the image over the memory's.
+func (c *cowMemory) copyPage(i int) {
+	page, img := c.page(i)
+	copy(page, img)
 }
 
 // resetWPLocked is reset where the kernel tracks writes (primeWPLocked).
@@ -645,7 +656,7 @@ func (c *cowMemory) resetWPLocked(class []byte) (int, error) {
 	// A page still mapped but shared (KSM, a fork) is restorePage's case.
 	for _, i := range absent {
 		if class[i] == pageWrite {
-			copy(c.buf[i*pageSize:(i+1)*pageSize], c.image.view[i*pageSize:(i+1)*pageSize])
+			c.copyPage(i)
 			count++
 		}
 	}
