@@ -135,12 +135,19 @@ func BenchmarkOp(b *testing.B) {
 
 // BenchmarkSandbox is the sandbox alone (no network): instance, the
 // guest's run, the host calls and the request check, then the reset (or
-// the instance's close), for each strategy.
+// the instance's close), for each strategy; and "interpreter", a fresh
+// instance on wazero's interpreter, as ops run after a start with no
+// machine code cached until it is compiled (Config.PoolInBackground).
 func BenchmarkSandbox(b *testing.B) {
 	ctx := context.Background()
-	for _, iso := range []string{IsolationReset, IsolationFresh} {
+	for _, iso := range []string{IsolationReset, IsolationFresh, "interpreter"} {
 		b.Run(iso, func(b *testing.B) {
-			env := benchEnv(b, iso)
+			var env *testEnv
+			if iso == "interpreter" {
+				env = newEnv(b, func(c *Config) { c.Logger = nil; c.Metrics = nil; c.Isolation = IsolationFresh; c.interpreter = true })
+			} else {
+				env = benchEnv(b, iso)
+			}
 			p, herr := env.eng.prepare("github", "list_repos")
 			if herr != nil {
 				b.Fatal(herr)

@@ -160,8 +160,19 @@ type Config struct {
 	// build the reset pool (its template, page classes and instances)
 	// afterwards: until it is built, each op runs in a fresh instance, as
 	// with IsolationFresh (the same host functions and checks). WaitPool
-	// says when it is built. Off, New returns with the pool built.
+	// says when it is built. Off, New returns with the pool built. With
+	// it, a start whose CacheDir holds no machine code for the guest (the
+	// first, or any without CacheDir) compiles the guest for wazero's
+	// interpreter, about a third of the compiler's time, and returns:
+	// until the compiler's code is ready, ops run in fresh interpreter
+	// instances (Tier), with the same host functions and checks.
 	PoolInBackground bool
+
+	// interpreter runs every op in a fresh interpreter instance, as a cold
+	// start does until the compiler's code is ready; holdCompile holds
+	// that compile until it is closed (tests).
+	interpreter bool
+	holdCompile <-chan struct{}
 }
 
 // Credential is what the host presents upstream for an op.
@@ -320,6 +331,7 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 	sb, err := sandbox.New(ctx, sandbox.Config{
 		Guest: wasm, GuestSum: guestSum, MemoryLimitPages: cfg.memoryLimitPages(),
 		CacheDir: cfg.CacheDir, Reset: reset, PoolSize: cfg.poolSize(),
+		CompileInBackground: cfg.PoolInBackground, Interpreter: cfg.interpreter, HoldCompile: cfg.holdCompile,
 	})
 	if err != nil {
 		if errors.Is(err, sandbox.ErrCacheDir) {
@@ -457,6 +469,19 @@ func (e *cacheDirError) Is(target error) bool { return target == ErrCacheDir }
 // (<why reset was not possible>)". With Config.PoolInBackground, "reset"
 // ops run in fresh instances until the pool is built (WaitPool).
 func (e *Engine) Strategy() string { return e.strategy }
+
+// Tier names the wazero engine that runs ops in fresh instances now:
+// "interpreter" while a start with Config.PoolInBackground compiles the
+// guest's machine code in the background, "compiler" from then on (and
+// always without PoolInBackground). The reset pool, once built, runs on
+// the compiler's code.
+func (e *Engine) Tier() string { return e.sb.Tier() }
+
+// WaitCompiled waits until the guest's machine code is ready (at New,
+// unless Config.PoolInBackground started on the interpreter: Tier) and
+// returns the compile's error, after which ops keep running on the
+// interpreter; or ctx's error.
+func (e *Engine) WaitCompiled(ctx context.Context) error { return e.sb.WaitCompiled(ctx) }
 
 // ResetScan says how the reset strategy finds the pages an op wrote:
 // "write tracking" (Linux 6.7+, where userfaultfd is allowed) or

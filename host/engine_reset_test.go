@@ -162,31 +162,43 @@ func TestEngineTemplateCached(t *testing.T) {
 	}
 }
 
-// TestEnginePoolInBackground: with Config.PoolInBackground, New returns
-// before the reset pool exists, ops run at once (each in a fresh
-// instance) and answer what they answer once the pool is built; WaitPool
-// reports the build, after which ops reuse reset instances.
+// TestEnginePoolInBackground: with Config.PoolInBackground and a cold
+// cache, New returns before the guest's machine code and the reset pool
+// exist, ops run at once (each in a fresh interpreter instance) and
+// answer what they answer once the pool is built; WaitPool reports the
+// build, after which ops reuse reset instances on the compiler's code.
 func TestEnginePoolInBackground(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("the reset pool needs Linux")
 	}
+	hold := make(chan struct{})
 	env := newEnv(t, func(c *Config) {
 		c.PoolInBackground = true
 		c.Registry = githubOnly(t)
 		c.CacheDir = t.TempDir() // a cold cache: the pool takes a probe to build
+		c.holdCompile = hold
 	})
 	if env.eng.Strategy() != IsolationReset {
 		t.Fatalf("strategy %s", env.eng.Strategy())
+	}
+	// No machine code is cached: the op runs on the interpreter while the
+	// compiler's code is being compiled (held here).
+	if got := env.eng.Tier(); got != "interpreter" {
+		t.Fatalf("tier %q with a cold cache, want interpreter", got)
 	}
 	before, err := env.run("github", "get_viewer", `{}`)
 	if err != nil {
 		t.Fatal(err)
 	}
+	if env.eng.sb.Pooled() {
+		t.Fatal("the pool was built before the compiler's code")
+	}
+	close(hold)
 	if err := env.eng.WaitPool(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if !env.eng.sb.Pooled() || env.eng.Template() != "warm-up" || env.eng.PageClasses() == "" {
-		t.Fatalf("after WaitPool: pooled %v, template %q, classes %q", env.eng.sb.Pooled(), env.eng.Template(), env.eng.PageClasses())
+	if !env.eng.sb.Pooled() || env.eng.Template() != "warm-up" || env.eng.PageClasses() == "" || env.eng.Tier() != "compiler" {
+		t.Fatalf("after WaitPool: pooled %v, template %q, classes %q, tier %q", env.eng.sb.Pooled(), env.eng.Template(), env.eng.PageClasses(), env.eng.Tier())
 	}
 	resets := env.eng.sb.Stats().Resets
 	after, err := env.run("github", "get_viewer", `{}`)

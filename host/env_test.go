@@ -60,6 +60,9 @@ func newEnv(t testing.TB, mod func(*Config)) *testEnv {
 	if mod != nil {
 		mod(&cfg)
 	}
+	if strings.HasPrefix(t.Name(), interpretedPrefix) {
+		cfg.interpreter = true
+	}
 	env.eng, err = New(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)

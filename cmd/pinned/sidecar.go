@@ -364,8 +364,24 @@ func runSidecarContext(ctx context.Context, args []string, stdout, stderr io.Wri
 	defer eng.Close(context.Background())
 	// The isolation strategy in use, with why reset was not possible
 	// (off Linux: "fresh (copy-on-write memory needs Linux)").
-	log.Info().Str("event", "engine_ready").Str("isolation", eng.Strategy()).
+	// The engine that runs ops now: "interpreter" on a start with no
+	// machine code cached, until the compiler's is ready (the pool_ready
+	// event comes after it).
+	log.Info().Str("event", "engine_ready").Str("isolation", eng.Strategy()).Str("tier", eng.Tier()).
 		Float64("took_ms", float64(time.Since(start).Microseconds())/1000).Msg("sandbox compiled")
+	// Started on the interpreter: say when ops run on machine code.
+	if eng.Tier() != "compiler" {
+		go func() {
+			switch err := eng.WaitCompiled(ctx); {
+			case ctx.Err() != nil, errors.Is(err, context.Canceled): // shutting down
+			case err != nil:
+				log.Error().Str("event", "compile_failed").Str("error", errText(err)).Msg("the guest's machine code could not be compiled: every op runs on the interpreter")
+			default:
+				log.Info().Str("event", "compiled").Str("tier", eng.Tier()).
+					Float64("took_ms", float64(time.Since(start).Microseconds())/1000).Msg("guest compiled to machine code: ops run on it")
+			}
+		}()
+	}
 	// The reset pool is built while the sidecar serves (ops run in fresh
 	// instances until then): say when it is, and what it is.
 	go func() {

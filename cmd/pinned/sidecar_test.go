@@ -241,7 +241,9 @@ func TestRunSidecarAgainstFake(t *testing.T) {
 	defer cancel()
 	done := make(chan int, 1)
 	go func() {
-		done <- runSidecarContext(ctx, []string{"--key-file", keyFile, "--listen", "127.0.0.1:0",
+		// An empty cache directory: a first start, on the interpreter until
+		// the guest's machine code is compiled.
+		done <- runSidecarContext(ctx, []string{"--key-file", keyFile, "--listen", "127.0.0.1:0", "--cache-dir", filepath.Join(dir, "cache"),
 			"--connect-to", fake.Addr(), "--cacert", ca, "--log-level", "debug", "--broker-url", brokerURL}, &stdout, &stderr)
 	}()
 	re := regexp.MustCompile(`listening on (http://127\.0\.0\.1:\d+) \(bot public key (\S+)\)`)
@@ -276,12 +278,23 @@ func TestRunSidecarAgainstFake(t *testing.T) {
 	// event says how it scans, its page classes (how many pages every
 	// reset copies, learned at this start or read from the cache) and
 	// where its template came from.
+	// engine_ready names the tier ops start on: the interpreter when the
+	// cache held no machine code (a first start), and then a compiled
+	// event comes before the pool, which runs on that code.
+	tier := regexp.MustCompile(`"event":"engine_ready","isolation":"[^"]*","tier":"(compiler|interpreter)"`).FindStringSubmatch(stderr.String())
+	if tier == nil || tier[1] != "interpreter" {
+		t.Fatalf("the engine_ready event does not name the interpreter's tier (the cache is empty): %s", stderr.String())
+	}
 	if runtime.GOOS == "linux" {
 		poolReady := regexp.MustCompile(`"event":"pool_ready","reset_scan":"(write tracking|pagemap[^"]*)","page_classes":"[0-9]+ write, [0-9]+ read of [0-9]+ pages, from the (probe|cache)","template":"(warm-up|cache)"`)
 		for deadline := time.Now().Add(2 * time.Minute); !poolReady.MatchString(stderr.String()); time.Sleep(20 * time.Millisecond) {
 			if time.Now().After(deadline) || strings.Contains(stderr.String(), `"pool_failed"`) {
 				t.Fatalf("no pool_ready event with the reset scan, page classes and template: %s", stderr.String())
 			}
+		}
+		logs := stderr.String()
+		if c := strings.Index(logs, `"event":"compiled","tier":"compiler"`); c < 0 || c > poolReady.FindStringIndex(logs)[0] {
+			t.Fatalf("started on the interpreter, but no compiled event before pool_ready: %s", logs)
 		}
 	}
 	client := &http.Client{Timeout: 30 * time.Second}

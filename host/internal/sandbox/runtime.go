@@ -1,7 +1,10 @@
 // Package sandbox runs the guest: the wazero runtime with the guest
 // compiled once (instrumented with the deadline countdown, its imports
-// checked against the documented list: ABI invariant 1), the pin_v1 and
-// WASI host functions (docs/ABI.md), and the isolation of every run — a
+// checked against the documented list: ABI invariant 1; on a start with
+// no machine code cached, compiled for wazero's interpreter first and to
+// machine code in the background: Config.CompileInBackground), the
+// pin_v1 and WASI host functions (docs/ABI.md), and the isolation of
+// every run — a
 // pooled instance reset byte for byte to the post-initialization template
 // over copy-on-write memory (Linux), or a fresh instance (docs/RATIONALE.md,
 // "Why is a reset instance as isolated as a fresh one?"). It also keeps the
@@ -21,9 +24,13 @@ package sandbox
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"sort"
 	"sync"
@@ -55,25 +62,87 @@ type Config struct {
 	Reset bool
 	// PoolSize bounds the guests that run at once (> 0).
 	PoolSize int
+	// CompileInBackground makes New return before the compiler's machine
+	// code exists when CacheDir holds none for this guest (a first start,
+	// a new guest or wazero version, or no CacheDir): New compiles the
+	// guest for wazero's interpreter instead, about a third of the
+	// compiler's time, and the compiler compiles it on a goroutine. Until
+	// that code is ready every run gets a fresh instance on the
+	// interpreter (the same module, host functions, memory limit and
+	// checks); the pool is built after it (Start waits for it). Close
+	// waits for the compile, which cannot be stopped.
+	CompileInBackground bool
+	// Interpreter runs every run in a fresh instance on wazero's
+	// interpreter, as CompileInBackground does until the compiler's code
+	// is ready, and never compiles machine code: tests hold that state
+	// with it.
+	Interpreter bool
+
+	// HoldCompile, when not nil, holds the compile in the background
+	// until it is closed (tests: the interpreter's tier, held).
+	HoldCompile <-chan struct{}
+}
+
+// Tier names a wazero engine that runs the guest: TierCompiler (machine
+// code, cached in Config.CacheDir) or TierInterpreter (no machine code;
+// fresh instances only).
+const (
+	TierCompiler    = "compiler"
+	TierInterpreter = "interpreter"
+)
+
+// tier is one compiled form of the guest that fresh runs instantiate.
+type tier struct {
+	rt   wazero.Runtime
+	mod  wazero.CompiledModule
+	name string // TierCompiler or TierInterpreter
+
+	// A fresh run holds mu read-locked (Runtime.freshTier); shut closes
+	// rt with it write-locked, so no run is using it then.
+	mu     sync.RWMutex
+	closed bool
+}
+
+// shut closes the tier's runtime once no run uses it; runs that find it
+// closed take the Runtime's current tier instead.
+func (t *tier) shut() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.closed {
+		t.closed = true
+		_ = t.rt.Close(context.Background())
+	}
 }
 
 // Runtime is the compiled guest and its host functions. It is safe for
 // concurrent use.
 type Runtime struct {
+	// rt and compiled are the compiler's runtime and the guest's machine
+	// code (with Config.Interpreter, the interpreter's). Compiled in the
+	// background, compiled is set before compiledc is closed; only the
+	// pool reads it, after that.
 	rt       wazero.Runtime
 	compiled wazero.CompiledModule
-	modCfg   wazero.ModuleConfig
-	plan     *guestPlan
-	reset    bool
-	maxBytes uint64
-	size     int
+	// tier is what fresh runs instantiate: the interpreter's until the
+	// compiler's code is ready (Config.CompileInBackground), then the
+	// compiler's. interp is the interpreter's runtime while it is open.
+	tier       atomic.Pointer[tier]
+	interp     *tier         // the interpreter's, shut once replaced
+	compiledc  chan struct{} // closed once compiled is set, or compileErr
+	compileErr error
+	modCfg     wazero.ModuleConfig
+	plan       *guestPlan
+	reset      bool
+	maxBytes   uint64
+	size       int
 
 	pool  atomic.Pointer[pool] // nil until the pool is built, and without it
 	fresh chan struct{}        // fresh instances: a slot per running guest
 
-	// building is the pool's build in the background (StartBackground):
-	// Close cancels it (stopBuild) and waits for it.
+	// building is the work done in the background (the compile, the
+	// pool's build): Close cancels bg (stopBuild) and waits for it.
 	building  sync.WaitGroup
+	bg        context.Context
 	stopBuild context.CancelFunc
 
 	cacheDir string            // Config.CacheDir: also holds the page classes
@@ -81,8 +150,11 @@ type Runtime struct {
 }
 
 // New prepares the cache directory, instruments (or refuses) the guest,
-// compiles it and checks its imports and exports (CheckModule). The
-// reset pool is built by Start.
+// compiles it and checks its imports and exports (CheckModule). With
+// Config.CompileInBackground and no machine code for the guest in the
+// cache, it compiles for wazero's interpreter and leaves the compiler's
+// code to a goroutine (Config.CompileInBackground). The reset pool is
+// built by Start.
 func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	if cfg.CacheDir != "" {
 		if err := prepareCacheDir(cfg.CacheDir); err != nil {
@@ -94,50 +166,167 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	if perr != nil {
 		return nil, fmt.Errorf("host: read guest: %w", perr)
 	}
-	rc := wazero.NewRuntimeConfig().
-		WithMemoryLimitPages(cfg.MemoryLimitPages).
-		WithCoreFeatures(api.CoreFeaturesV2)
-	if cfg.CacheDir != "" {
+	r := &Runtime{
+		plan:      plan,
+		reset:     cfg.Reset && plan.notResettable == "" && !cfg.Interpreter,
+		maxBytes:  uint64(cfg.MemoryLimitPages) * 65536,
+		size:      cfg.PoolSize,
+		fresh:     make(chan struct{}, cfg.PoolSize),
+		compiledc: make(chan struct{}),
+		cacheDir:  cfg.CacheDir,
+		guestSum:  cfg.GuestSum,
+	}
+	r.bg, r.stopBuild = context.WithCancel(context.Background())
+	r.modCfg = wazero.NewModuleConfig().WithName("").WithStartFunctions()
+	wasm := plan.wasm
+	// The instrumented module (~2 MB) is compiled now (or by the
+	// goroutine, which holds it until then); the Runtime keeps only what
+	// the pool reads from the plan. Held, it stayed live for the
+	// process's life and the collector let the heap grow twice as much
+	// over it under load.
+	plan.wasm = nil
+	marker := compiledMarker(cfg.CacheDir, cfg.GuestSum)
+	if cfg.Interpreter || (cfg.CompileInBackground && !fileExists(marker)) {
+		it, err := newTier(ctx, TierInterpreter, cfg, wasm)
+		if err != nil {
+			r.stopBuild()
+			return nil, err
+		}
+		r.tier.Store(it)
+		if cfg.Interpreter {
+			r.rt, r.compiled = it.rt, it.mod
+			close(r.compiledc)
+			return r, nil
+		}
+		r.interp = it
+		r.building.Add(1)
+		go func() {
+			defer r.building.Done()
+			if cfg.HoldCompile != nil {
+				select {
+				case <-cfg.HoldCompile:
+				case <-r.bg.Done():
+					r.compileErr = r.bg.Err()
+					close(r.compiledc)
+					return
+				}
+			}
+			ct, err := newTier(r.bg, TierCompiler, cfg, wasm)
+			if err != nil {
+				r.compileErr = err
+				close(r.compiledc)
+				return
+			}
+			r.rt, r.compiled = ct.rt, ct.mod
+			writeAtomic(marker, nil)
+			r.tier.Store(ct)
+			close(r.compiledc)
+			r.interp.shut()
+		}()
+		return r, nil
+	}
+	ct, err := newTier(ctx, TierCompiler, cfg, wasm)
+	if err != nil {
+		r.stopBuild()
+		return nil, err
+	}
+	r.rt, r.compiled = ct.rt, ct.mod
+	writeAtomic(marker, nil)
+	r.tier.Store(ct)
+	close(r.compiledc)
+	return r, nil
+}
+
+// newTier makes a wazero runtime for the engine named, with the host
+// functions and Config's memory limit (and, for the compiler, its cache),
+// and compiles and checks the instrumented guest in it.
+func newTier(ctx context.Context, name string, cfg Config, wasm []byte) (*tier, error) {
+	rc := wazero.NewRuntimeConfig() // the compiler where wazero has one
+	if name == TierInterpreter {
+		rc = wazero.NewRuntimeConfigInterpreter()
+	}
+	rc = rc.WithMemoryLimitPages(cfg.MemoryLimitPages).WithCoreFeatures(api.CoreFeaturesV2)
+	if cfg.CacheDir != "" && name == TierCompiler {
 		cache, err := wazero.NewCompilationCacheWithDir(cfg.CacheDir)
 		if err != nil {
 			return nil, fmt.Errorf("host: compilation cache %s: %w", cfg.CacheDir, err)
 		}
 		rc = rc.WithCompilationCache(cache)
 	}
-	r := &Runtime{
-		rt:       wazero.NewRuntimeWithConfig(ctx, rc),
-		plan:     plan,
-		reset:    cfg.Reset && plan.notResettable == "",
-		maxBytes: uint64(cfg.MemoryLimitPages) * 65536,
-		size:     cfg.PoolSize,
-		fresh:    make(chan struct{}, cfg.PoolSize),
-		cacheDir: cfg.CacheDir,
-		guestSum: cfg.GuestSum,
+	t := &tier{rt: wazero.NewRuntimeWithConfig(ctx, rc), name: name}
+	fail := func(err error) (*tier, error) {
+		_ = t.rt.Close(context.Background())
+		return nil, err
 	}
-	if err := instantiatePin(ctx, r.rt); err != nil {
-		return nil, r.closeWith(ctx, err)
+	if err := instantiatePin(ctx, t.rt); err != nil {
+		return fail(err)
 	}
-	if err := instantiateWASI(ctx, r.rt); err != nil {
-		return nil, r.closeWith(ctx, err)
+	if err := instantiateWASI(ctx, t.rt); err != nil {
+		return fail(err)
 	}
 	// wazero compiles the guest's functions on one goroutine unless told
-	// otherwise; with an empty cache that is most of a cold start.
+	// otherwise; with an empty cache that is most of a cold start. (The
+	// interpreter compiles on one goroutine whatever it is told.)
 	cctx := experimental.WithCompilationWorkers(ctx, runtime.GOMAXPROCS(0))
 	var err error
-	r.compiled, err = r.rt.CompileModule(cctx, plan.wasm)
-	if err != nil {
-		return nil, r.closeWith(ctx, fmt.Errorf("host: compile guest: %w", err))
+	if t.mod, err = t.rt.CompileModule(cctx, wasm); err != nil {
+		return fail(fmt.Errorf("host: compile guest: %w", err))
 	}
-	if err := CheckModule(r.compiled); err != nil {
-		return nil, r.closeWith(ctx, err)
+	if err := CheckModule(t.mod); err != nil {
+		return fail(err)
 	}
-	r.modCfg = wazero.NewModuleConfig().WithName("").WithStartFunctions()
-	// The instrumented module (~2.7 MB) is compiled now; the Runtime keeps
-	// only what the pool reads from the plan. Held, it stayed live for the
-	// process's life and the collector let the heap grow twice as much
-	// over it under load.
-	plan.wasm = nil
-	return r, nil
+	return t, nil
+}
+
+// compiledMarker is the file in cacheDir that says the compiler's code
+// for the guest is in wazero's cache there (CompileInBackground): keyed,
+// as that code is, by the module compiled (the guest's SHA-256 and the
+// instrumentation's version, planCacheVersion), the wazero version and
+// the platform. "" without a cache directory. A marker whose code is
+// gone costs one start the compile, in New, as before.
+func compiledMarker(cacheDir string, sum [sha256.Size]byte) string {
+	if cacheDir == "" {
+		return ""
+	}
+	return filepath.Join(cacheDir, "pinned-compiled-v1-"+hex.EncodeToString(sum[:])+"-plan"+planCacheVersion+"-"+wazeroVersion()+"-"+runtime.GOOS+"-"+runtime.GOARCH)
+}
+
+// wazeroVersion is the wazero module's version this binary was built
+// with ("unknown" when the build info lacks it).
+func wazeroVersion() string {
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, d := range bi.Deps {
+			if d.Path == "github.com/tetratelabs/wazero" {
+				return d.Version
+			}
+		}
+	}
+	return "unknown"
+}
+
+func fileExists(path string) bool {
+	if path == "" {
+		return false
+	}
+	_, err := os.Stat(path)
+	return err == nil
+}
+
+// Tier names the engine fresh runs use now: TierInterpreter until the
+// compiler's code is ready (Config.CompileInBackground,
+// Config.Interpreter), then TierCompiler.
+func (r *Runtime) Tier() string { return r.tier.Load().name }
+
+// WaitCompiled waits until the compiler's code is ready and returns the
+// compile's error (runs then keep using the interpreter), or ctx's
+// error. With Config.Interpreter it returns nil at once.
+func (r *Runtime) WaitCompiled(ctx context.Context) error {
+	select {
+	case <-r.compiledc:
+		return r.compileErr
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // Start builds the reset pool (Config.Reset, where the guest allows it):
@@ -153,6 +342,9 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 func (r *Runtime) Start(ctx context.Context, key string, warm func() ([]Call, error)) error {
 	if !r.reset {
 		return nil
+	}
+	if err := r.WaitCompiled(ctx); err != nil {
+		return err
 	}
 	ws, err := warm()
 	if err != nil {
@@ -175,12 +367,10 @@ func (r *Runtime) Start(ctx context.Context, key string, warm func() ([]Call, er
 // stops the build and waits for it. Call it at most once, instead of
 // Start.
 func (r *Runtime) StartBackground(key string, warm func() ([]Call, error), done func(error)) {
-	ctx, cancel := context.WithCancel(context.Background())
-	r.stopBuild = cancel
 	r.building.Add(1)
 	go func() {
 		defer r.building.Done()
-		err := r.Start(ctx, key, warm)
+		err := r.Start(r.bg, key, warm)
 		if done != nil {
 			done(err)
 		}
@@ -246,20 +436,20 @@ func (r *Runtime) TemplateFrom() string {
 	return p.templateFrom
 }
 
-func (r *Runtime) closeWith(ctx context.Context, err error) error {
-	_ = r.rt.Close(ctx)
-	return err
-}
-
-// Close stops a pool being built in the background, then releases the
-// pool and the runtime.
+// Close stops a pool being built in the background and waits for a
+// compile in the background to end, then releases the pool and the
+// runtimes.
 func (r *Runtime) Close(ctx context.Context) error {
-	if r.stopBuild != nil {
-		r.stopBuild()
-	}
+	r.stopBuild()
 	r.building.Wait()
 	if p := r.pool.Load(); p != nil {
 		p.close()
+	}
+	if r.interp != nil {
+		r.interp.shut()
+	}
+	if r.rt == nil { // the compile in the background failed
+		return nil
 	}
 	return r.rt.Close(ctx)
 }
@@ -310,7 +500,9 @@ func (r *Runtime) runFresh(ctx context.Context, st *state) error {
 	}
 	defer func() { <-r.fresh }()
 	gctx := context.WithValue(ctx, stateKey{}, st)
-	mod, err := r.rt.InstantiateModule(gctx, r.compiled, r.modCfg)
+	t := r.freshTier()
+	defer t.mu.RUnlock()
+	mod, err := t.rt.InstantiateModule(gctx, t.mod, r.modCfg)
 	if err != nil {
 		return err
 	}
@@ -322,6 +514,19 @@ func (r *Runtime) runFresh(ctx context.Context, st *state) error {
 	_, err = mod.ExportedFunction(abi.ExportRun).Call(gctx)
 	st.running = false
 	return err
+}
+
+// freshTier is the tier a fresh run instantiates on, read-locked: the
+// current one, or the next if it was shut meanwhile.
+func (r *Runtime) freshTier() *tier {
+	for {
+		t := r.tier.Load()
+		t.mu.RLock()
+		if !t.closed || r.tier.Load() == t { // closed and current: after Close
+			return t
+		}
+		t.mu.RUnlock()
+	}
 }
 
 // Imports lists every function the host provides to guests as

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -25,7 +26,10 @@ type readyResult struct {
 	WarmMS     []float64 `json:"warm_ms"`      // cache filled by a previous start
 	PoolColdMS []float64 `json:"pool_cold_ms"` // pool_ready, empty cache
 	PoolWarmMS []float64 `json:"pool_warm_ms"` // pool_ready, filled cache
-	HelpMS     []float64 `json:"help_ms"`      // `pinned help`, start to exit
+	// CompiledColdMS: the compiled event, empty cache (ops run on wazero's
+	// interpreter until it).
+	CompiledColdMS []float64 `json:"compiled_cold_ms,omitempty"`
+	HelpMS         []float64 `json:"help_ms"` // `pinned help`, start to exit
 }
 
 // startToExit runs `bin help` and returns the time from its start to its
@@ -48,13 +52,17 @@ func freePort() (string, error) {
 	return ln.Addr().String(), nil
 }
 
-// startToReady starts the sidecar and returns the time until /readyz
-// answers 200, and until it logs pool_ready (0 when it does not: fresh
-// isolation, off Linux).
-func startToReady(bin, keyFile, cacheDir string) (ready, pool time.Duration, err error) {
+// startTimes are the times from a sidecar's start to its first 200 from
+// /readyz, to its pool_ready event (0 when none comes: fresh isolation,
+// off Linux), and to its compiled event (0 when it started on machine
+// code already cached, or logged none).
+type startTimes struct{ ready, pool, compiled time.Duration }
+
+// startToReady starts the sidecar and measures its startTimes.
+func startToReady(bin, keyFile, cacheDir string) (st startTimes, err error) {
 	addr, err := freePort()
 	if err != nil {
-		return 0, 0, err
+		return st, err
 	}
 	// A state directory of the run's own: the user's default may be held
 	// by a sidecar already running.
@@ -62,12 +70,12 @@ func startToReady(bin, keyFile, cacheDir string) (ready, pool time.Duration, err
 		"--state-dir", filepath.Join(filepath.Dir(keyFile), "state"), "--log-level", "info")
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
-		return 0, 0, err
+		return st, err
 	}
 	client := &http.Client{Timeout: 200 * time.Millisecond}
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
-		return 0, 0, err
+		return st, err
 	}
 	defer func() {
 		cmd.Process.Kill()
@@ -76,6 +84,7 @@ func startToReady(bin, keyFile, cacheDir string) (ready, pool time.Duration, err
 	// pool_ready's time; 0 when no pool will come: fresh isolation (the
 	// engine_ready event names another), or pool_failed.
 	poolc := make(chan time.Duration, 1)
+	var compiled atomic.Int64 // the compiled event's time, ns
 	go func() {
 		sent := false
 		send := func(d time.Duration) {
@@ -88,6 +97,8 @@ func startToReady(bin, keyFile, cacheDir string) (ready, pool time.Duration, err
 		for sc.Scan() {
 			line := sc.Text()
 			switch {
+			case strings.Contains(line, `"event":"compiled"`):
+				compiled.Store(int64(time.Since(start)))
 			case strings.Contains(line, `"event":"pool_ready"`):
 				send(time.Since(start))
 			case strings.Contains(line, `"event":"pool_failed"`),
@@ -102,20 +113,21 @@ func startToReady(bin, keyFile, cacheDir string) (ready, pool time.Duration, err
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				ready = time.Since(start)
+				st.ready = time.Since(start)
 				break
 			}
 		}
 		time.Sleep(time.Millisecond)
 	}
-	if ready == 0 {
-		return 0, 0, fmt.Errorf("sidecar not ready after 2 minutes")
+	if st.ready == 0 {
+		return st, fmt.Errorf("sidecar not ready after 2 minutes")
 	}
 	select {
-	case pool = <-poolc:
+	case st.pool = <-poolc: // the compiled event comes before pool_ready
 	case <-time.After(2 * time.Minute):
 	}
-	return ready, pool, nil
+	st.compiled = time.Duration(compiled.Load())
+	return st, nil
 }
 
 func runReady(out, bin string, runs int) error {
@@ -131,24 +143,25 @@ func runReady(out, bin string, runs int) error {
 	var res readyResult
 	for i := 0; i < runs; i++ {
 		cold := filepath.Join(dir, fmt.Sprintf("cache-cold-%d", i))
-		d, pool, err := startToReady(bin, keyFile, cold)
+		st, err := startToReady(bin, keyFile, cold)
 		if err != nil {
 			return err
 		}
-		res.ColdMS = append(res.ColdMS, ms(d))
-		res.PoolColdMS = append(res.PoolColdMS, ms(pool))
+		res.ColdMS = append(res.ColdMS, ms(st.ready))
+		res.PoolColdMS = append(res.PoolColdMS, ms(st.pool))
+		res.CompiledColdMS = append(res.CompiledColdMS, ms(st.compiled))
 	}
 	warm := filepath.Join(dir, "cache-warm")
-	if _, _, err := startToReady(bin, keyFile, warm); err != nil { // fill it
+	if _, err := startToReady(bin, keyFile, warm); err != nil { // fill it
 		return err
 	}
 	for i := 0; i < runs; i++ {
-		d, pool, err := startToReady(bin, keyFile, warm)
+		st, err := startToReady(bin, keyFile, warm)
 		if err != nil {
 			return err
 		}
-		res.WarmMS = append(res.WarmMS, ms(d))
-		res.PoolWarmMS = append(res.PoolWarmMS, ms(pool))
+		res.WarmMS = append(res.WarmMS, ms(st.ready))
+		res.PoolWarmMS = append(res.PoolWarmMS, ms(st.pool))
 	}
 	for i := 0; i < runs; i++ {
 		d, err := startToExit(bin)

@@ -356,7 +356,15 @@ func runReport(benchPath, extismPath, rssPath, readyPath, scalePath, profilePath
 		}
 		row("sidecar ready, compilation cache warm (≤ 50 ms)", fmt.Sprintf("%.0f ms (median of %d starts; %v)%s", w, len(ready.WarmMS), ready.WarmMS, pool(ready.PoolWarmMS)),
 			fmt.Sprintf("cold cache %.0f ms (median of %d; %v)%s", c, len(ready.ColdMS), ready.ColdMS, floor), met(w <= 50))
-		row("sidecar ready, compilation cache empty (≤ 400 ms)", fmt.Sprintf("%.0f ms (median of %d starts)%s", c, len(ready.ColdMS), pool(ready.PoolColdMS)),
+		interp := ""
+		if cm := median(append([]float64(nil), ready.CompiledColdMS...)); len(ready.CompiledColdMS) > 0 && cm > 0 {
+			interp = fmt.Sprintf("; it serves on wazero's interpreter until the guest's machine code is ready, at %.0f ms (median)", cm)
+			if si, ok := st.get("BenchmarkSandbox/interpreter", "p50-ns/op"); ok {
+				sf, _ := st.get("BenchmarkSandbox/fresh", "p50-ns/op")
+				interp += fmt.Sprintf("; the sandbox's part of an op there, p50: a fresh interpreter instance %s, against a fresh instance on machine code %s (BenchmarkSandbox/interpreter, /fresh)", si.dur(), sf.dur())
+			}
+		}
+		row("sidecar ready, compilation cache empty (≤ 400 ms)", fmt.Sprintf("%.0f ms (median of %d starts)%s%s", c, len(ready.ColdMS), interp, pool(ready.PoolColdMS)),
 			fmt.Sprintf("warm cache %.0f ms", w), met(c <= 400))
 	}
 	p("\n")
