@@ -60,7 +60,7 @@ func newEnv(t testing.TB, mod func(*Config)) *testEnv {
 	if mod != nil {
 		mod(&cfg)
 	}
-	if strings.HasPrefix(t.Name(), interpretedPrefix) {
+	if interpreted(t) {
 		cfg.interpreter = true
 	}
 	env.eng, err = New(context.Background(), cfg)

@@ -11,6 +11,9 @@ import (
 // code is ready (Config.PoolInBackground).
 const interpretedPrefix = "TestHostileInterpreted/"
 
+// interpreted reports whether t runs under TestHostileInterpreted.
+func interpreted(t testing.TB) bool { return strings.HasPrefix(t.Name(), interpretedPrefix) }
+
 // TestHostileInterpreted runs the hostile suites whose engines newEnv
 // builds again with every op on wazero's interpreter: the boundary (the
 // host functions, the egress check, the memory limit, the deadline) is
@@ -39,7 +42,7 @@ func TestHostileInterpreted(t *testing.T) {
 	}
 	for _, s := range suites {
 		t.Run(s.name, func(t *testing.T) {
-			if !strings.HasPrefix(t.Name(), interpretedPrefix) {
+			if !interpreted(t) {
 				t.Fatalf("subtest %q is not under %q: its engines would not be interpreted", t.Name(), interpretedPrefix)
 			}
 			s.test(t)

@@ -367,10 +367,11 @@ func runSidecarContext(ctx context.Context, args []string, stdout, stderr io.Wri
 	// The engine that runs ops now: "interpreter" on a start with no
 	// machine code cached, until the compiler's is ready (the pool_ready
 	// event comes after it).
-	log.Info().Str("event", "engine_ready").Str("isolation", eng.Strategy()).Str("tier", eng.Tier()).
+	tier := eng.Tier()
+	log.Info().Str("event", "engine_ready").Str("isolation", eng.Strategy()).Str("tier", tier).
 		Float64("took_ms", float64(time.Since(start).Microseconds())/1000).Msg("sandbox compiled")
 	// Started on the interpreter: say when ops run on machine code.
-	if eng.Tier() != "compiler" {
+	if tier != "compiler" {
 		go func() {
 			switch err := eng.WaitCompiled(ctx); {
 			case ctx.Err() != nil, errors.Is(err, context.Canceled): // shutting down

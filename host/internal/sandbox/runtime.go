@@ -69,8 +69,10 @@ type Config struct {
 	// compiler's time, and the compiler compiles it on a goroutine. Until
 	// that code is ready every run gets a fresh instance on the
 	// interpreter (the same module, host functions, memory limit and
-	// checks); the pool is built after it (Start waits for it). Close
-	// waits for the compile, which cannot be stopped.
+	// checks); the pool is built after it (Start waits for it). A compile
+	// that fails with the cache (a full disk) is tried again without it.
+	// Close cancels the compile (wazero stops a compile on several
+	// workers) and waits for it and for the interpreter's runs.
 	CompileInBackground bool
 	// Interpreter runs every run in a fresh instance on wazero's
 	// interpreter, as CompileInBackground does until the compiler's code
@@ -185,9 +187,19 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	// process's life and the collector let the heap grow twice as much
 	// over it under load.
 	plan.wasm = nil
+	// The cache is opened here, so a directory wazero cannot use stops
+	// the start as it did before the compile could run in the background.
+	var cache wazero.CompilationCache
+	if cfg.CacheDir != "" && !cfg.Interpreter {
+		var err error
+		if cache, err = wazero.NewCompilationCacheWithDir(cfg.CacheDir); err != nil {
+			r.stopBuild()
+			return nil, fmt.Errorf("host: compilation cache %s: %w", cfg.CacheDir, err)
+		}
+	}
 	marker := compiledMarker(cfg.CacheDir, cfg.GuestSum)
 	if cfg.Interpreter || (cfg.CompileInBackground && !fileExists(marker)) {
-		it, err := newTier(ctx, TierInterpreter, cfg, wasm)
+		it, err := newTier(ctx, TierInterpreter, cfg.MemoryLimitPages, nil, wasm)
 		if err != nil {
 			r.stopBuild()
 			return nil, err
@@ -211,46 +223,49 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 					return
 				}
 			}
-			ct, err := newTier(r.bg, TierCompiler, cfg, wasm)
+			ct, err := newTier(r.bg, TierCompiler, cfg.MemoryLimitPages, cache, wasm)
+			if err != nil && cache != nil && r.bg.Err() == nil {
+				// Once more without the cache: the machine code is what the
+				// start needs, the cache only saves the next one time.
+				ct, err = newTier(r.bg, TierCompiler, cfg.MemoryLimitPages, nil, wasm)
+				marker = ""
+			}
 			if err != nil {
 				r.compileErr = err
 				close(r.compiledc)
 				return
 			}
 			r.rt, r.compiled = ct.rt, ct.mod
-			writeAtomic(marker, nil)
+			writeMarker(marker)
 			r.tier.Store(ct)
 			close(r.compiledc)
 			r.interp.shut()
 		}()
 		return r, nil
 	}
-	ct, err := newTier(ctx, TierCompiler, cfg, wasm)
+	ct, err := newTier(ctx, TierCompiler, cfg.MemoryLimitPages, cache, wasm)
 	if err != nil {
 		r.stopBuild()
 		return nil, err
 	}
 	r.rt, r.compiled = ct.rt, ct.mod
-	writeAtomic(marker, nil)
+	writeMarker(marker)
 	r.tier.Store(ct)
 	close(r.compiledc)
 	return r, nil
 }
 
 // newTier makes a wazero runtime for the engine named, with the host
-// functions and Config's memory limit (and, for the compiler, its cache),
-// and compiles and checks the instrumented guest in it.
-func newTier(ctx context.Context, name string, cfg Config, wasm []byte) (*tier, error) {
+// functions, the memory limit in 64 KiB pages and, for the compiler, the
+// compilation cache (nil: none), and compiles and checks the
+// instrumented guest in it.
+func newTier(ctx context.Context, name string, memoryLimitPages uint32, cache wazero.CompilationCache, wasm []byte) (*tier, error) {
 	rc := wazero.NewRuntimeConfig() // the compiler where wazero has one
 	if name == TierInterpreter {
 		rc = wazero.NewRuntimeConfigInterpreter()
 	}
-	rc = rc.WithMemoryLimitPages(cfg.MemoryLimitPages).WithCoreFeatures(api.CoreFeaturesV2)
-	if cfg.CacheDir != "" && name == TierCompiler {
-		cache, err := wazero.NewCompilationCacheWithDir(cfg.CacheDir)
-		if err != nil {
-			return nil, fmt.Errorf("host: compilation cache %s: %w", cfg.CacheDir, err)
-		}
+	rc = rc.WithMemoryLimitPages(memoryLimitPages).WithCoreFeatures(api.CoreFeaturesV2)
+	if cache != nil && name == TierCompiler {
 		rc = rc.WithCompilationCache(cache)
 	}
 	t := &tier{rt: wazero.NewRuntimeWithConfig(ctx, rc), name: name}
@@ -292,16 +307,29 @@ func compiledMarker(cacheDir string, sum [sha256.Size]byte) string {
 }
 
 // wazeroVersion is the wazero module's version this binary was built
-// with ("unknown" when the build info lacks it).
+// with, or its replacement's ("unknown" when the build info lacks it, as
+// in a test binary: such a marker may outlive its code, which costs a
+// start the compile).
 func wazeroVersion() string {
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		for _, d := range bi.Deps {
-			if d.Path == "github.com/tetratelabs/wazero" {
-				return d.Version
+			if d.Path != "github.com/tetratelabs/wazero" {
+				continue
 			}
+			if d.Replace != nil {
+				return "replaced" // a fork's version says nothing of its code
+			}
+			return d.Version
 		}
 	}
 	return "unknown"
+}
+
+// writeMarker writes the compiled marker (none for "").
+func writeMarker(path string) {
+	if path != "" {
+		writeAtomic(path, nil)
+	}
 }
 
 func fileExists(path string) bool {
@@ -517,11 +545,18 @@ func (r *Runtime) runFresh(ctx context.Context, st *state) error {
 }
 
 // freshTier is the tier a fresh run instantiates on, read-locked: the
-// current one, or the next if it was shut meanwhile.
+// current one. A run never waits behind the shut of a tier that was
+// replaced (RWMutex makes readers wait for a waiting writer): it takes
+// the current one instead.
 func (r *Runtime) freshTier() *tier {
 	for {
 		t := r.tier.Load()
-		t.mu.RLock()
+		if !t.mu.TryRLock() {
+			if r.tier.Load() != t {
+				continue // replaced, and being shut
+			}
+			t.mu.RLock()
+		}
 		if !t.closed || r.tier.Load() == t { // closed and current: after Close
 			return t
 		}

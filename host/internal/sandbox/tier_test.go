@@ -5,6 +5,8 @@ import (
 	"crypto/sha256"
 	"errors"
 	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -146,7 +148,7 @@ func TestShutTierWaitsForRuns(t *testing.T) {
 	}
 	defer r.Close(ctx)
 	old := r.freshTier() // a run holds the interpreter's tier
-	next, err := newTier(ctx, TierInterpreter, Config{MemoryLimitPages: 16}, mustPlan(t, wasm))
+	next, err := newTier(ctx, TierInterpreter, 16, nil, mustPlan(t, wasm))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,4 +186,69 @@ func mustPlan(t *testing.T, wasm []byte) []byte {
 		t.Fatal(err)
 	}
 	return p.wasm
+}
+
+// TestCompileInBackgroundCacheRefused: a cache directory wazero cannot
+// use stops the start, as it does without the compile in the background
+// (not a start that serves on the interpreter for good); and without a
+// cache directory no marker, nor its temporary file, is written anywhere.
+func TestCompileInBackgroundCacheRefused(t *testing.T) {
+	ctx := context.Background()
+	wasm := counterGuest()
+	cfg := Config{Guest: wasm, GuestSum: sha256.Sum256(wasm), MemoryLimitPages: 16, PoolSize: 1, CompileInBackground: true}
+
+	// wazero's own subdirectory of a cache directory, as a file.
+	good := t.TempDir()
+	cfg.CacheDir = good
+	r, err := New(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.WaitCompiled(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r.Close(ctx)
+	ents, _ := os.ReadDir(good)
+	sub := ""
+	for _, e := range ents {
+		if e.IsDir() && strings.HasPrefix(e.Name(), "wazero") {
+			sub = e.Name()
+		}
+	}
+	if sub == "" {
+		t.Fatalf("no wazero directory in the cache: %v", ents)
+	}
+	bad := t.TempDir()
+	if err := os.WriteFile(filepath.Join(bad, sub), []byte("not a directory"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg.CacheDir = bad
+	if r, err := New(ctx, cfg); err == nil {
+		r.Close(ctx)
+		t.Fatalf("New with %s a file: no error (tier %q)", sub, r.Tier())
+	}
+
+	cwd, _ := os.Getwd()
+	tmps := func() (n int) {
+		ents, _ := os.ReadDir(cwd)
+		for _, e := range ents {
+			if strings.HasPrefix(e.Name(), ".tmp-") {
+				n++
+			}
+		}
+		return n
+	}
+	before := tmps()
+	cfg.CacheDir = ""
+	r, err = New(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.WaitCompiled(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r.Close(ctx)
+	if after := tmps(); after != before || compiledMarker("", cfg.GuestSum) != "" {
+		t.Fatalf("without a cache directory: %d temporary files in %s, before %d", after, cwd, before)
+	}
 }
