@@ -587,18 +587,28 @@ func (s *Server) checkConsent(ctx context.Context, info *reqInfo, req *ConsentRe
 }
 
 func (s *Server) handleTools(w http.ResponseWriter, r *http.Request) {
+	d, err := s.docs()
+	if err != nil {
+		s.fail(w, r, newError(CodeInternal, "the tool descriptions could not be encoded").withCause(err))
+		return
+	}
 	switch f := r.URL.Query().Get("format"); f {
 	case "", "anthropic":
-		writeJSON(w, http.StatusOK, s.toolsAnthropic)
+		writeJSON(w, http.StatusOK, d.toolsAnthropic)
 	case "mcp":
-		writeJSON(w, http.StatusOK, s.toolsMCP)
+		writeJSON(w, http.StatusOK, d.toolsMCP)
 	default:
 		s.fail(w, r, newError(CodeBadRequest, fmt.Sprintf("unknown format %q: use anthropic or mcp", clip(f, 32))))
 	}
 }
 
-func (s *Server) handleRegistry(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, s.registryJSON)
+func (s *Server) handleRegistry(w http.ResponseWriter, r *http.Request) {
+	d, err := s.docs()
+	if err != nil {
+		s.fail(w, r, newError(CodeInternal, "the registry document could not be encoded").withCause(err))
+		return
+	}
+	writeJSON(w, http.StatusOK, d.registryJSON)
 }
 
 // Identity is the answer of GET /v1/identity: who a member seals grants to.

@@ -334,10 +334,11 @@ type Server struct {
 
 	tokenSum [sha256.Size]byte // sha256 of CallerToken, when set
 
-	toolsAnthropic []byte
-	toolsMCP       []byte
-	registryJSON   []byte
-	identityJSON   []byte
+	// docs are the tool descriptions and the registry document (docs),
+	// built on a goroutine New starts: about 10 ms of a start, off the
+	// path to /readyz; the first request that serves them waits for them.
+	docs         func() (*docs, error)
+	identityJSON []byte
 
 	ready atomic.Bool
 	// cut is set when the shutdown grace is over and the requests still
@@ -407,19 +408,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.m.registerRotation(s.prom, s.rot)
 
-	tool := registry.ServiceOpTool(s.reg)
+	s.docs = sync.OnceValues(func() (*docs, error) { return buildDocs(s.reg) })
+	go s.docs()
 	var err error
-	if s.toolsAnthropic, err = jsonenc.Marshal(tool); err != nil {
-		return nil, fmt.Errorf("sidecar: tools: %w", err)
-	}
-	if s.toolsMCP, err = jsonenc.Marshal(struct {
-		Tools []registry.MCPTool `json:"tools"`
-	}{[]registry.MCPTool{tool.MCP()}}); err != nil {
-		return nil, fmt.Errorf("sidecar: tools: %w", err)
-	}
-	if s.registryJSON, err = s.reg.DocumentJSON(); err != nil {
-		return nil, fmt.Errorf("sidecar: registry: %w", err)
-	}
 	if s.identityJSON, err = jsonenc.Marshal(Identity{
 		PublicKey: s.key.Public().String(), Registry: s.reg.Digest(),
 	}); err != nil {
@@ -428,6 +419,31 @@ func New(cfg Config) (*Server, error) {
 	s.handler = s.routes()
 	s.ready.Store(true) // the engine exists, so the guest is compiled
 	return s, nil
+}
+
+// docs are what GET /v1/tools and GET /v1/registry answer, encoded once.
+type docs struct {
+	toolsAnthropic []byte // the service_op tool, Anthropic's shape
+	toolsMCP       []byte // the same tool in an MCP tools/list result
+	registryJSON   []byte // the registry document
+}
+
+func buildDocs(reg *registry.Registry) (*docs, error) {
+	tool := registry.ServiceOpTool(reg)
+	var d docs
+	var err error
+	if d.toolsAnthropic, err = jsonenc.Marshal(tool); err != nil {
+		return nil, fmt.Errorf("sidecar: tools: %w", err)
+	}
+	if d.toolsMCP, err = jsonenc.Marshal(struct {
+		Tools []registry.MCPTool `json:"tools"`
+	}{[]registry.MCPTool{tool.MCP()}}); err != nil {
+		return nil, fmt.Errorf("sidecar: tools: %w", err)
+	}
+	if d.registryJSON, err = reg.DocumentJSON(); err != nil {
+		return nil, fmt.Errorf("sidecar: registry: %w", err)
+	}
+	return &d, nil
 }
 
 // Handler returns the HTTP handler (routes and middleware).
