@@ -240,6 +240,9 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 			r.tier.Store(ct)
 			close(r.compiledc)
 			r.interp.shut()
+			// The interpreter's form (~45 MB here) is garbage now: give its
+			// memory back to the system at once, not over minutes.
+			debug.FreeOSMemory()
 		}()
 		return r, nil
 	}
