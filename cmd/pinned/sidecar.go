@@ -370,22 +370,22 @@ func runSidecarContext(ctx context.Context, args []string, stdout, stderr io.Wri
 	tier := eng.Tier()
 	log.Info().Str("event", "engine_ready").Str("isolation", eng.Strategy()).Str("tier", tier).
 		Float64("took_ms", float64(time.Since(start).Microseconds())/1000).Msg("sandbox compiled")
-	// Started on the interpreter: say when ops run on machine code.
-	if tier != "compiler" {
-		go func() {
+	// Started on the interpreter, say when ops run on machine code; then,
+	// as the reset pool is built while the sidecar serves (ops run in fresh
+	// instances until then), say when it is, and what it is. One
+	// goroutine, so the events come in that order.
+	go func() {
+		if tier != "compiler" {
 			switch err := eng.WaitCompiled(ctx); {
 			case ctx.Err() != nil, errors.Is(err, context.Canceled): // shutting down
+				return
 			case err != nil:
 				log.Error().Str("event", "compile_failed").Str("error", errText(err)).Msg("the guest's machine code could not be compiled: every op runs on the interpreter")
 			default:
 				log.Info().Str("event", "compiled").Str("tier", eng.Tier()).
 					Float64("took_ms", float64(time.Since(start).Microseconds())/1000).Msg("guest compiled to machine code: ops run on it")
 			}
-		}()
-	}
-	// The reset pool is built while the sidecar serves (ops run in fresh
-	// instances until then): say when it is, and what it is.
-	go func() {
+		}
 		err := eng.WaitPool(ctx)
 		switch {
 		case ctx.Err() != nil, errors.Is(err, context.Canceled): // shutting down
