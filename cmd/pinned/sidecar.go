@@ -79,8 +79,8 @@ Example (against the fake; see README.md):
   pinned sidecar --key-file bot.key --connect-to 127.0.0.1:8443 --cacert ca.pem
 
 Exit status: 0 after a clean shutdown, 1 the sidecar failed, 2 bad usage
-or configuration (a --cache-dir others can write, a tracing setting it
-cannot honour).
+or configuration (a --cache-dir group or others can write, a tracing
+setting it cannot honour).
 
 Tracing: the standard OTEL_* variables switch on OpenTelemetry traces
 (OTLP over HTTP), e.g. OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318;
@@ -235,7 +235,7 @@ func runSidecarContext(ctx context.Context, args []string, stdout, stderr io.Wri
 	fs.DurationVar(&f.standingGrantTTL, "standing-grant-ttl", env.dur("standing-grant-ttl", grant.DefaultStandingMaxTTL), h("standing-grant-ttl", "refuse standing read grants that expire further ahead than this (a stolen one runs reads until then)"))
 	fs.StringVar(&f.logLevel, "log-level", env.str("log-level", "info"), h("log-level", "log `level`: debug, info, warn or error"))
 	fs.BoolVar(&f.omitTarget, "omit-target", env.bool("omit-target", false), h("omit-target", "log no request target (path and query as sent) in egress events and audit records, so no argument value is written anywhere; default: the target, secret args redacted"))
-	fs.StringVar(&f.cacheDir, "cache-dir", env.str("cache-dir", defaultCacheDir()), h("cache-dir", "cache `directory`: the compiled guest, and the reset pool's template and page classes (empty: compile and build them at every start)"))
+	fs.StringVar(&f.cacheDir, "cache-dir", env.str("cache-dir", defaultCacheDir()), h("cache-dir", "cache `directory`, writable by you only: the compiled guest, and the reset pool's template and page classes (empty: compile and build them at every start). A start that finds no compiled guest here serves its first ops on wazero's interpreter until the machine code is ready (the compiled event)"))
 	fs.StringVar(&f.stateDir, "state-dir", env.str("state-dir", defaultStateDir()), h("state-dir", "`directory` of the durable state file (grant replay records and the grace cache of rotated pairs; one file per bot key), so a restart loses no grant use; empty: in memory, lost on restart; not used with --redis-url"))
 	fs.StringVar(&f.brokerURL, "broker-url", env.str("broker-url", ""), h("broker-url", "the broker's base `URL` (https, or http on loopback) for token rotation; empty: never rotate"))
 	fs.StringVar(&f.brokerTokenFile, "broker-token-file", env.str("broker-token-file", ""), h("broker-token-file", "`file` holding the broker instance token (or set PINNED_SIDECAR_BROKER_TOKEN); required with --broker-url"))

@@ -10,8 +10,9 @@ import (
 )
 
 // ErrCacheDir is wrapped by the error New returns when Config.CacheDir
-// cannot be used: it cannot be created, or someone other than this user
-// (and root) could write machine code into it.
+// cannot be used: it cannot be created, someone other than this user
+// (and root) could write machine code into it, or wazero cannot keep its
+// cache in it (a file where its directory goes).
 const ErrCacheDir = constError("compilation cache directory refused")
 
 // constError is an error that is a constant, so no package can replace

@@ -194,7 +194,7 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 		var err error
 		if cache, err = wazero.NewCompilationCacheWithDir(cfg.CacheDir); err != nil {
 			r.stopBuild()
-			return nil, fmt.Errorf("host: compilation cache %s: %w", cfg.CacheDir, err)
+			return nil, &cacheDirError{cfg.CacheDir + ": wazero cannot keep its cache there (" + err.Error() + "): remove what is in the way, or use another directory"}
 		}
 	}
 	marker := compiledMarker(cfg.CacheDir, cfg.GuestSum)

@@ -226,6 +226,8 @@ func TestCompileInBackgroundCacheRefused(t *testing.T) {
 	if r, err := New(ctx, cfg); err == nil {
 		r.Close(ctx)
 		t.Fatalf("New with %s a file: no error (tier %q)", sub, r.Tier())
+	} else if !errors.Is(err, ErrCacheDir) || !strings.Contains(err.Error(), "remove what is in the way") {
+		t.Fatalf("New with %s a file: %v; want ErrCacheDir saying what to do", sub, err)
 	}
 
 	cwd, _ := os.Getwd()
