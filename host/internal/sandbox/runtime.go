@@ -235,10 +235,7 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 				close(r.compiledc)
 				return
 			}
-			r.rt, r.compiled = ct.rt, ct.mod
-			writeMarker(marker)
-			r.tier.Store(ct)
-			close(r.compiledc)
+			r.adopt(ct, marker)
 			r.interp.shut()
 			// The interpreter's form (~45 MB here) is garbage now: give its
 			// memory back to the system at once, not over minutes.
@@ -251,11 +248,18 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 		r.stopBuild()
 		return nil, err
 	}
+	r.adopt(ct, marker)
+	return r, nil
+}
+
+// adopt makes the compiler's tier the one runs use: the pool's runtime
+// and code, fresh runs' tier, the marker written (none for ""), and
+// WaitCompiled answered.
+func (r *Runtime) adopt(ct *tier, marker string) {
 	r.rt, r.compiled = ct.rt, ct.mod
 	writeMarker(marker)
 	r.tier.Store(ct)
 	close(r.compiledc)
-	return r, nil
 }
 
 // newTier makes a wazero runtime for the engine named, with the host
