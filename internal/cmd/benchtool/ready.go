@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -10,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -30,17 +32,24 @@ type readyResult struct {
 	// interpreter until it).
 	CompiledColdMS []float64 `json:"compiled_cold_ms,omitempty"`
 	HelpMS         []float64 `json:"help_ms"` // `pinned help`, start to exit
+	// Page faults (minor and major; Linux only, else absent) of the
+	// sidecar from its start to its first 200 from /readyz, with an empty
+	// and a filled cache, and of `pinned help` from start to exit: a start
+	// on a machine where a fault is costly is mostly these.
+	ColdFaults []int64 `json:"cold_faults,omitempty"`
+	WarmFaults []int64 `json:"warm_faults,omitempty"`
+	HelpFaults []int64 `json:"help_faults,omitempty"`
 }
 
 // startToExit runs `bin help` and returns the time from its start to its
-// exit.
-func startToExit(bin string) (time.Duration, error) {
+// exit, and its page faults (0 off Linux).
+func startToExit(bin string) (time.Duration, int64, error) {
 	cmd := exec.Command(bin, "help")
 	start := time.Now()
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return 0, fmt.Errorf("%s help: %v: %s", bin, err, out)
+		return 0, 0, fmt.Errorf("%s help: %v: %s", bin, err, out)
 	}
-	return time.Since(start), nil
+	return time.Since(start), exitedFaults(cmd), nil
 }
 
 func freePort() (string, error) {
@@ -55,8 +64,12 @@ func freePort() (string, error) {
 // startTimes are the times from a sidecar's start to its first 200 from
 // /readyz, to its pool_ready event (0 when none comes: fresh isolation,
 // off Linux), and to its compiled event (0 when it started on machine
-// code already cached, or logged none).
-type startTimes struct{ ready, pool, compiled time.Duration }
+// code already cached, or logged none); and its page faults up to the
+// first 200 (-1 when they could not be read).
+type startTimes struct {
+	ready, pool, compiled time.Duration
+	faults                int64
+}
 
 // startToReady starts the sidecar and measures its startTimes.
 func startToReady(bin, keyFile, cacheDir string) (st startTimes, err error) {
@@ -114,6 +127,10 @@ func startToReady(bin, keyFile, cacheDir string) (st startTimes, err error) {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
 				st.ready = time.Since(start)
+				st.faults = -1
+				if f, ok := processFaults(cmd.Process.Pid); ok {
+					st.faults = f
+				}
 				break
 			}
 		}
@@ -150,6 +167,7 @@ func runReady(out, bin string, runs int) error {
 		res.ColdMS = append(res.ColdMS, ms(st.ready))
 		res.PoolColdMS = append(res.PoolColdMS, ms(st.pool))
 		res.CompiledColdMS = append(res.CompiledColdMS, ms(st.compiled))
+		res.ColdFaults = appendFaults(res.ColdFaults, st.faults)
 	}
 	warm := filepath.Join(dir, "cache-warm")
 	if _, err := startToReady(bin, keyFile, warm); err != nil { // fill it
@@ -162,21 +180,66 @@ func runReady(out, bin string, runs int) error {
 		}
 		res.WarmMS = append(res.WarmMS, ms(st.ready))
 		res.PoolWarmMS = append(res.PoolWarmMS, ms(st.pool))
+		res.WarmFaults = appendFaults(res.WarmFaults, st.faults)
 	}
 	for i := 0; i < runs; i++ {
-		d, err := startToExit(bin)
+		d, faults, err := startToExit(bin)
 		if err != nil {
 			return err
 		}
 		res.HelpMS = append(res.HelpMS, ms(d))
+		if faults > 0 {
+			res.HelpFaults = append(res.HelpFaults, faults)
+		}
 	}
 	b, _ := json.MarshalIndent(res, "", "  ")
 	fmt.Printf("%s\n", b)
 	return os.WriteFile(out, append(b, '\n'), 0o644)
 }
 
+// statFaults parses a /proc/PID/stat line. The second field, comm, is
+// in parentheses and may itself hold spaces and parentheses, so fields
+// are counted from the last ')'.
+func statFaults(stat []byte) (int64, bool) {
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 {
+		return 0, false
+	}
+	// After comm: 3 state, 4 ppid, ... 10 minflt, 11 cminflt, 12 majflt.
+	f := bytes.Fields(stat[i+1:])
+	if len(f) < 10 {
+		return 0, false
+	}
+	minflt, err1 := strconv.ParseInt(string(f[10-3]), 10, 64)
+	majflt, err2 := strconv.ParseInt(string(f[12-3]), 10, 64)
+	if err1 != nil || err2 != nil || minflt < 0 || majflt < 0 {
+		return 0, false
+	}
+	return minflt + majflt, true
+}
+
+// appendFaults appends f unless it is unknown (negative: the count could
+// not be read, as off Linux).
+func appendFaults(xs []int64, f int64) []int64 {
+	if f < 0 {
+		return xs
+	}
+	return append(xs, f)
+}
+
 // ms is d in milliseconds, to the microsecond.
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// medianInt returns the median of xs (0 for none; the lower middle one
+// of an even count), leaving xs as it is.
+func medianInt(xs []int64) int64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	ys := slices.Clone(xs)
+	slices.Sort(ys)
+	return ys[(len(ys)-1)/2]
+}
 
 // median returns the median of xs (which it sorts).
 func median(xs []float64) float64 {

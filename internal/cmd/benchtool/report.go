@@ -357,6 +357,13 @@ func runReport(benchPath, extismPath, rssPath, readyPath, scalePath, profilePath
 			floor = fmt.Sprintf("; the process's own start, `pinned help` from start to exit (the Go runtime and every package's initialization, no sandbox): %.0f ms (median of %d; %v)",
 				median(append([]float64(nil), ready.HelpMS...)), len(ready.HelpMS), ready.HelpMS)
 		}
+		if len(ready.WarmFaults) > 0 {
+			wf := medianInt(ready.WarmFaults)
+			floor += fmt.Sprintf("; page faults from the start to the first 200 (medians): warm %d, cold %d; `pinned help` %d", wf, medianInt(ready.ColdFaults), medianInt(ready.HelpFaults))
+			if pf, ok := st.get("BenchmarkPageFault/fault", "ns/page"); ok && wf > 0 {
+				floor += fmt.Sprintf(" (at BenchmarkPageFault's cost of a first touch of a fresh anonymous page, %s, that many would take %.0f ms)", dur(pf.center), float64(wf)*pf.center/1e6)
+			}
+		}
 		row("sidecar ready, compilation cache warm (≤ 50 ms)", fmt.Sprintf("%.0f ms (median of %d starts; %v)%s", w, len(ready.WarmMS), ready.WarmMS, pool(ready.PoolWarmMS)),
 			fmt.Sprintf("cold cache %.0f ms (median of %d; %v)%s", c, len(ready.ColdMS), ready.ColdMS, floor), met(w <= 50))
 		interp := ""
