@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -132,7 +133,39 @@ func machine() string {
 	fmt.Fprintf(&b, "- CPU: %s, %d logical cores (GOMAXPROCS %d)\n", model, runtime.NumCPU(), runtime.GOMAXPROCS(0))
 	fmt.Fprintf(&b, "- %s, linux/%s, kernel %s", runtime.Version(), runtime.GOARCH, strings.TrimSpace(string(kernel)))
 	fmt.Fprintf(&b, ", wazero v1.12.0\n- load average when the report was written: %s\n", strings.Join(strings.Fields(string(load))[:3], " "))
+	cpuinfo, _ := os.ReadFile("/proc/cpuinfo")
+	idle, _ := os.ReadFile("/sys/devices/system/cpu/cpuidle/current_driver")
+	thp, _ := os.ReadFile("/sys/kernel/mm/transparent_hugepage/enabled")
+	b.WriteString(platformLine(cpuinfo, string(idle), string(thp)))
 	return b.String()
+}
+
+// platformLine says what sets the cost of a page fault and of a wake-up
+// from idle on the machine: whether it runs under a hypervisor (the
+// "hypervisor" CPU flag of /proc/cpuinfo), its cpuidle driver ("none":
+// an idle CPU halts at once, without polling first) and the transparent
+// huge page mode (the bracketed word of
+// /sys/kernel/mm/transparent_hugepage/enabled). What cannot be read is
+// "unknown".
+func platformLine(cpuinfo []byte, idle, thp string) string {
+	vm := "unknown"
+	for line := range strings.Lines(string(cpuinfo)) {
+		if v, ok := strings.CutPrefix(line, "flags"); ok {
+			vm = "no"
+			if slices.Contains(strings.Fields(strings.TrimPrefix(strings.TrimSpace(v), ":")), "hypervisor") {
+				vm = "yes"
+			}
+			break
+		}
+	}
+	if idle = strings.TrimSpace(idle); idle == "" {
+		idle = "unknown"
+	}
+	mode := "unknown"
+	if i, j := strings.IndexByte(thp, '['), strings.IndexByte(thp, ']'); i >= 0 && j > i {
+		mode = thp[i+1 : j]
+	}
+	return fmt.Sprintf("- under a hypervisor: %s; cpuidle driver: %s; transparent huge pages: %s (these set what a page fault and a wake-up from idle cost: the page-fault figure in the sandbox row, the Redis row)\n", vm, idle, mode)
 }
 
 func runReport(benchPath, extismPath, rssPath, readyPath, scalePath, profilePath, guestSizePath, out string) error {

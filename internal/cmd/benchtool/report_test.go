@@ -222,3 +222,29 @@ func reportFor(t *testing.T, rss, ready, profile, guestSize string) string {
 	}
 	return string(b)
 }
+
+// TestPlatformLine: the hypervisor flag is read from the flags line only,
+// the THP mode from its brackets, and what is missing is "unknown".
+func TestPlatformLine(t *testing.T) {
+	tests := []struct {
+		name           string
+		cpuinfo, idle  string
+		thp            string
+		wantVM, wantID string
+		wantTHP        string
+	}{
+		{"VM", "model name\t: AMD EPYC\nflags\t\t: fpu vme hypervisor lahf_lm\n", "none\n", "always [madvise] never\n", "yes", "none", "madvise"},
+		{"bare metal", "flags\t\t: fpu vme lahf_lm\n", "intel_idle\n", "[always] madvise never\n", "no", "intel_idle", "always"},
+		{"hypervisor only in the model name", "model name\t: hypervisor box\nflags\t\t: fpu\n", "", "", "no", "unknown", "unknown"},
+		{"nothing readable", "", "", "", "unknown", "unknown", "unknown"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := platformLine([]byte(tt.cpuinfo), tt.idle, tt.thp)
+			want := "- under a hypervisor: " + tt.wantVM + "; cpuidle driver: " + tt.wantID + "; transparent huge pages: " + tt.wantTHP + " ("
+			if !strings.HasPrefix(got, want) {
+				t.Errorf("platformLine = %q, want it to start %q", got, want)
+			}
+		})
+	}
+}
