@@ -145,21 +145,10 @@ func TestReportReadyFaults(t *testing.T) {
 	if err := os.WriteFile(noFaultsPath, js, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	report := func(benchPath, readyPath string) string {
-		out := filepath.Join(t.TempDir(), "BENCHMARKS.md")
-		if err := runReport(benchPath, "", "testdata/rss.json", readyPath, "", "", "", out); err != nil {
-			t.Fatal(err)
-		}
-		b, err := os.ReadFile(out)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return string(b)
-	}
 	// 8024 faults at 10 µs: 80 ms.
-	wantInReport(t, report(withFault, "testdata/ready.json"),
+	wantInReport(t, reportFrom(t, withFault, "testdata/rss.json", "testdata/ready.json", "", ""),
 		"`pinned help` 2016 (at BenchmarkPageFault's cost of a first touch of a fresh anonymous page, 10.0 µs, that many would take 80 ms) | **not met** |")
-	if r := report(withFault, noFaultsPath); strings.Contains(r, "page faults from the start") {
+	if r := reportFrom(t, withFault, "testdata/rss.json", noFaultsPath, "", ""); strings.Contains(r, "page faults from the start") {
 		t.Errorf("a ready.json without fault counts gave a fault clause:\n%s", r)
 	}
 }
@@ -212,8 +201,14 @@ func wantInReport(t *testing.T, report string, wants ...string) {
 
 func reportFor(t *testing.T, rss, ready, profile, guestSize string) string {
 	t.Helper()
+	return reportFrom(t, "testdata/bench.out", rss, ready, profile, guestSize)
+}
+
+// reportFrom is reportFor with another bench output than the sample's.
+func reportFrom(t *testing.T, bench, rss, ready, profile, guestSize string) string {
+	t.Helper()
 	out := filepath.Join(t.TempDir(), "BENCHMARKS.md")
-	if err := runReport("testdata/bench.out", "", rss, ready, "", profile, guestSize, out); err != nil {
+	if err := runReport(bench, "", rss, ready, "", profile, guestSize, out); err != nil {
 		t.Fatal(err)
 	}
 	b, err := os.ReadFile(out)
