@@ -98,7 +98,7 @@ var opProfileParts = []struct{ what, fn string }{
 	{"the guest's own code, on the op's goroutine (machine code wazero compiled: Go's profiler cannot walk its stack)", fnGuestCode},
 	{"every reset, either goroutine", fnReset},
 	{"… finding the changed pages (PAGEMAP_SCAN)", "github.com/elevenmessenger/pinned/host/internal/sandbox.scanChanged"},
-	{"resets on the reset goroutine", "github.com/elevenmessenger/pinned/host/internal/sandbox.(*pool).resetLoop"},
+	{"resets on the reset goroutine (with its hand-offs)", "github.com/elevenmessenger/pinned/host/internal/sandbox.(*pool).resetLoop"},
 	{"the Go scheduler (goroutine hand-offs)", "runtime.schedule"},
 	{"garbage collection (background)", "runtime.gcBgMarkWorker"},
 }
@@ -106,7 +106,7 @@ var opProfileParts = []struct{ what, fn string }{
 // writeOpProfile writes the profile section of the report.
 func writeOpProfile(p func(string, ...any), prof opProfile) {
 	p("## Where the CPU of serial sandboxed ops goes (profile)\n\n")
-	p("`make bench` runs BenchmarkSandbox/reset (%d ops, one at a time) under `-cpuprofile`; `go tool pprof -top -cum` gives each part's CPU, counted on every goroutine: %s in all, of which the engine's setup before the timer starts (benchEnv: host.New and the provider fake) %s, leaving %s per op. ",
+	p("`make bench` runs BenchmarkSandbox/reset (%d ops, one at a time) under `-cpuprofile`; `go tool pprof -top -cum` gives each part's CPU, counted on every goroutine: %s in all, of which the engine's setup before the timer starts (benchEnv: host.New and the provider fake) %s, leaving at most %s per op (setup work on other goroutines, such as the pool's fill and the guest's warm-up, is not subtracted). ",
 		prof.ops, prof.total.Round(time.Millisecond), prof.setup().Round(time.Millisecond), dur(float64(prof.opsCPU().Nanoseconds())/float64(prof.ops)))
 	p("A reset runs on the reset goroutine, on the other core, or on the op's own when every slot waits for one; comparing the write-class pages with the image and copying those that differ is the reset's CPU less the scan.\n\n")
 	p("| part | CPU per op | share of the ops' CPU |\n| --- | --- | --- |\n")

@@ -17,7 +17,7 @@ func TestReportProfile(t *testing.T) {
 	wantInReport(t, report,
 		"## Where the CPU of serial sandboxed ops goes (profile)",
 		"(100000 ops, one at a time)",
-		"3.74s in all, of which the engine's setup before the timer starts (benchEnv: host.New and the provider fake) 450ms, leaving 32.9 µs per op",
+		"3.74s in all, of which the engine's setup before the timer starts (benchEnv: host.New and the provider fake) 450ms, leaving at most 32.9 µs per op (setup work on other goroutines, such as the pool's fill and the guest's warm-up, is not subtracted)",
 		"| the op's Go code, on the benchmark's goroutine (less the engine's setup) | 18.7 µs | 56.8% |",
 		"| every reset, either goroutine | 15.8 µs | 48.0% |",
 		"| … finding the changed pages (PAGEMAP_SCAN) | 9.6 µs | 29.2% |",

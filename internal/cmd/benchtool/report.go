@@ -113,9 +113,46 @@ func (s summary) rate() string {
 	return fmt.Sprintf("%.0f ops/s (%.0f – %.0f, n=%d)", s.center, s.lo, s.hi, s.n)
 }
 
+// spread is the range of xs in ms ("lowest–highest ms"): with 7 starts,
+// the distribution-free 95% interval of their median.
+func spread(xs []float64) string {
+	if len(xs) == 0 {
+		return "no starts"
+	}
+	return fmt.Sprintf("%.0f–%.0f ms", slices.Min(xs), slices.Max(xs))
+}
+
+// over counts the xs above limit.
+func over(xs []float64, limit float64) int {
+	n := 0
+	for _, x := range xs {
+		if x > limit {
+			n++
+		}
+	}
+	return n
+}
+
 func num(v float64) string { return fmt.Sprintf("%.4g", v) }
 
-func machine() string {
+// benchCPU is the "cpu:" line of a `go test -bench` output (the CPUID
+// brand string the benchmarks ran on), or "" if it has none.
+func benchCPU(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	for line := range strings.Lines(string(b)) {
+		if v, ok := strings.CutPrefix(line, "cpu: "); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
+}
+
+// machine describes the machine the report is written on; brand is the
+// CPU that go test named in the bench output ("" for none).
+func machine(brand string) string {
 	var b strings.Builder
 	model := "unknown CPU"
 	if f, err := os.Open("/proc/cpuinfo"); err == nil {
@@ -130,6 +167,9 @@ func machine() string {
 	}
 	kernel, _ := exec.Command("uname", "-r").Output()
 	load, _ := os.ReadFile("/proc/loadavg")
+	if brand != "" && brand != model {
+		model += " (/proc/cpuinfo; go test's bench output names it " + brand + ")"
+	}
 	fmt.Fprintf(&b, "- CPU: %s, %d logical cores (GOMAXPROCS %d)\n", model, runtime.NumCPU(), runtime.GOMAXPROCS(0))
 	fmt.Fprintf(&b, "- %s, linux/%s, kernel %s", runtime.Version(), runtime.GOARCH, strings.TrimSpace(string(kernel)))
 	fmt.Fprintf(&b, ", wazero v1.12.0\n- load average when the report was written: %s\n", strings.Join(strings.Fields(string(load))[:3], " "))
@@ -165,7 +205,7 @@ func platformLine(cpuinfo []byte, idle, thp string) string {
 	if i, j := strings.IndexByte(thp, '['), strings.IndexByte(thp, ']'); i >= 0 && j > i {
 		mode = thp[i+1 : j]
 	}
-	return fmt.Sprintf("- under a hypervisor: %s; cpuidle driver: %s; transparent huge pages: %s (these set what a page fault and a wake-up from idle cost: the page-fault figure in the sandbox row, the Redis row)\n", vm, idle, mode)
+	return fmt.Sprintf("- under a hypervisor: %s; cpuidle driver: %s; transparent huge pages: %s (read when the report was written; they bear on what a page fault and a wake-up from idle cost: the page-fault figure in the sandbox row, the start and Redis rows)\n", vm, idle, mode)
 }
 
 func runReport(benchPath, extismPath, rssPath, readyPath, scalePath, profilePath, guestSizePath, out string) error {
@@ -199,7 +239,7 @@ func runReport(benchPath, extismPath, rssPath, readyPath, scalePath, profilePath
 	p := func(format string, args ...any) { fmt.Fprintf(&w, format, args...) }
 	p("# Benchmarks\n\n")
 	p("Written by `make bench` on %s. Every ratio compares figures measured in the same run on the same machine:\n\n", time.Now().UTC().Format("2006-01-02 15:04 UTC"))
-	p("%s\n", machine())
+	p("%s\n", machine(benchCPU(benchPath)))
 	p("Figures are medians over the runs, with the 95%% confidence interval of the median in parentheses (benchstat's method, golang.org/x/perf/benchmath). ")
 	p("Latency percentiles (p50) are per op, over every op of a run. ")
 	p("\"native\" is the same executor code compiled natively, with the same checks, egress, and projection; ")
@@ -277,7 +317,7 @@ func runReport(benchPath, extismPath, rssPath, readyPath, scalePath, profilePath
 			pm, _ := st.get("BenchmarkReset/pagemap", "cpu-ns/op")
 			if sc, ok := st.get("BenchmarkReset/scan", "cpu-ns/op"); ok {
 				hp, _ := st.get("BenchmarkReset/heap-pagemap", "cpu-ns/op")
-				base += fmt.Sprintf("; one reset %s of CPU (on a reset goroutine, or on the op's own when every slot waits for one), of which finding the written pages %s; by reading /proc/self/pagemap instead, %s and %s (%.1f×)",
+				base += fmt.Sprintf("; one reset %s of CPU (BenchmarkReset/heap; on a reset goroutine, or on the op's own when every slot waits for one), finding the written pages alone %s (BenchmarkReset/scan, a run apart; the profile below splits the ops' own resets); by reading /proc/self/pagemap instead, %s and %s (%.1f×)",
 					dur(rh.center), dur(sc.center), dur(hp.center), dur(pm.center), hp.center/rh.center)
 			} else {
 				base += fmt.Sprintf("; one reset %s of CPU (on a reset goroutine, or on the op's own when every slot waits for one), of which reading the page table %s", dur(rh.center), dur(pm.center))
@@ -295,7 +335,7 @@ func runReport(benchPath, extismPath, rssPath, readyPath, scalePath, profilePath
 			base += opProfileSummary(prof)
 		}
 		verdict := "(context)"
-		target := "sandbox alone (instance, guest, checks, reset), p50"
+		target := "sandbox alone (instance, guest, checks; the reset on another goroutine unless every slot waits for one), p50"
 		if er, ok := st.get("BenchmarkExtism/reuse", "p50-ns/op"); ok {
 			base += fmt.Sprintf("; Extism reusing one unisolated instance %s (%.2f× of it)", dur(er.center), sr.center/er.center)
 			target += " (≤ ½ of Extism's reused instance)"
@@ -350,11 +390,11 @@ func runReport(benchPath, extismPath, rssPath, readyPath, scalePath, profilePath
 			rr, _ := st.get("BenchmarkStateRecord/redis", "p50-ns/op")
 			base += fmt.Sprintf("; the replay record alone: in memory %s, Redis SET NX PXAT %s", dur(rm.center), dur(rr.center))
 			if ri, ok := st.get("BenchmarkStateRecord/redis-after-idle", "p50-ns/op"); ok {
-				base += fmt.Sprintf(" back to back, %s after 1 ms idle (as in an op: the same one round trip, plus the wake-ups of both processes)", dur(ri.center))
+				base += fmt.Sprintf(" back to back, %s after 1 ms idle (one round trip after an idle wait, as in an op, whose round trip also reads the back-off in the same pipeline)", dur(ri.center))
 			}
 		}
 		if rp, ok := st.get("BenchmarkStateOverhead", "record-in-op-p50-ns"); ok {
-			base += fmt.Sprintf("; that round trip timed inside the op %s p50, the rest of the added time the op's own work, slower after the wait", dur(rp.center))
+			base += fmt.Sprintf("; that round trip timed inside the op %s p50; the rest of the added time is not accounted for by these measurements", dur(rp.center))
 		}
 		row("Redis state store on loopback, added per op, p50 (≤ 100 µs; one round trip on the hot path)", ad.dur(), base, met(ad.center <= 100e3))
 	}
@@ -392,12 +432,12 @@ func runReport(benchPath, extismPath, rssPath, readyPath, scalePath, profilePath
 		}
 		if len(ready.WarmFaults) > 0 {
 			wf := medianInt(ready.WarmFaults)
-			floor += fmt.Sprintf("; page faults from the start to the first 200 (medians): warm %d, cold %d; `pinned help` %d", wf, medianInt(ready.ColdFaults), medianInt(ready.HelpFaults))
+			floor += fmt.Sprintf("; page faults from the start to the first 200 (medians, minor and major, file-backed ones included): warm %d, cold %d; `pinned help` %d", wf, medianInt(ready.ColdFaults), medianInt(ready.HelpFaults))
 			if pf, ok := st.get("BenchmarkPageFault/fault", "ns/page"); ok && wf > 0 {
-				floor += fmt.Sprintf(" (at BenchmarkPageFault's cost of a first touch of a fresh anonymous page, %s, that many would take %.0f ms)", dur(pf.center), float64(wf)*pf.center/1e6)
+				floor += fmt.Sprintf("; not measured, an estimate: if each of the warm start's %d faults cost what BenchmarkPageFault's first write to a fresh anonymous page does, %s, they would take %.0f ms", wf, pf.dur(), float64(wf)*pf.center/1e6)
 			}
 		}
-		row("sidecar ready, compilation cache warm (≤ 50 ms)", fmt.Sprintf("%.0f ms (median of %d starts; %v)%s", w, len(ready.WarmMS), ready.WarmMS, pool(ready.PoolWarmMS)),
+		row("sidecar ready, compilation cache warm (≤ 50 ms)", fmt.Sprintf("%.0f ms (median of %d starts, %s; %v)%s", w, len(ready.WarmMS), spread(ready.WarmMS), ready.WarmMS, pool(ready.PoolWarmMS)),
 			fmt.Sprintf("cold cache %.0f ms (median of %d; %v)%s", c, len(ready.ColdMS), ready.ColdMS, floor), met(w <= 50))
 		interp := ""
 		if cm := median(append([]float64(nil), ready.CompiledColdMS...)); len(ready.CompiledColdMS) > 0 && cm > 0 {
@@ -407,7 +447,7 @@ func runReport(benchPath, extismPath, rssPath, readyPath, scalePath, profilePath
 				interp += fmt.Sprintf("; the sandbox's part of an op there, p50: a fresh interpreter instance %s, against a fresh instance on machine code %s (BenchmarkSandbox/interpreter, /fresh)", si.dur(), sf.dur())
 			}
 		}
-		row("sidecar ready, compilation cache empty (≤ 400 ms)", fmt.Sprintf("%.0f ms (median of %d starts)%s%s", c, len(ready.ColdMS), interp, pool(ready.PoolColdMS)),
+		row("sidecar ready, compilation cache empty (≤ 400 ms)", fmt.Sprintf("%.0f ms (median of %d starts, %s; %d of them over 400 ms)%s%s", c, len(ready.ColdMS), spread(ready.ColdMS), over(ready.ColdMS, 400), interp, pool(ready.PoolColdMS)),
 			fmt.Sprintf("warm cache %.0f ms", w), met(c <= 400))
 	}
 	p("\n")
