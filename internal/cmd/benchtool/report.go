@@ -114,7 +114,8 @@ func (s summary) rate() string {
 }
 
 // spread is the range of xs in ms ("lowest–highest ms"): with 7 starts,
-// the distribution-free 95% interval of their median.
+// a distribution-free interval of their median whose coverage is at
+// least 95% (98.4%).
 func spread(xs []float64) string {
 	if len(xs) == 0 {
 		return "no starts"
@@ -180,8 +181,8 @@ func machine(brand string) string {
 	return b.String()
 }
 
-// platformLine says what sets the cost of a page fault and of a wake-up
-// from idle on the machine: whether it runs under a hypervisor (the
+// platformLine says what bears on the cost of a page fault and of a
+// wake-up from idle on the machine: whether it runs under a hypervisor (the
 // "hypervisor" CPU flag of /proc/cpuinfo), its cpuidle driver ("none":
 // an idle CPU halts at once, without polling first) and the transparent
 // huge page mode (the bracketed word of
