@@ -19,14 +19,14 @@ func processFaults(pid int) (faults int64, ok bool) {
 }
 
 // exitedFaults returns the page faults of an exited command, from its
-// rusage (getrusage(2): ru_minflt and ru_majflt).
+// rusage (getrusage(2): ru_minflt and ru_majflt); -1 when unknown.
 func exitedFaults(cmd *exec.Cmd) int64 {
 	if cmd.ProcessState == nil {
-		return 0
+		return -1
 	}
 	ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage)
 	if !ok {
-		return 0
+		return -1
 	}
 	return ru.Minflt + ru.Majflt
 }

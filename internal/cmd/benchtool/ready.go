@@ -42,7 +42,7 @@ type readyResult struct {
 }
 
 // startToExit runs `bin help` and returns the time from its start to its
-// exit, and its page faults (0 off Linux).
+// exit, and its page faults (-1 when unknown, as off Linux).
 func startToExit(bin string) (time.Duration, int64, error) {
 	cmd := exec.Command(bin, "help")
 	start := time.Now()
@@ -188,9 +188,7 @@ func runReady(out, bin string, runs int) error {
 			return err
 		}
 		res.HelpMS = append(res.HelpMS, ms(d))
-		if faults > 0 {
-			res.HelpFaults = append(res.HelpFaults, faults)
-		}
+		res.HelpFaults = appendFaults(res.HelpFaults, faults)
 	}
 	b, _ := json.MarshalIndent(res, "", "  ")
 	fmt.Printf("%s\n", b)
@@ -230,15 +228,13 @@ func appendFaults(xs []int64, f int64) []int64 {
 // ms is d in milliseconds, to the microsecond.
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
-// medianInt returns the median of xs (0 for none; the lower middle one
-// of an even count), leaving xs as it is.
+// medianInt is median of counts (0 for none), leaving xs as it is.
 func medianInt(xs []int64) int64 {
-	if len(xs) == 0 {
-		return 0
+	fs := make([]float64, len(xs))
+	for i, x := range xs {
+		fs[i] = float64(x)
 	}
-	ys := slices.Clone(xs)
-	slices.Sort(ys)
-	return ys[(len(ys)-1)/2]
+	return int64(median(fs))
 }
 
 // median returns the median of xs (which it sorts).
